@@ -1,0 +1,31 @@
+// Device-side prelude shared by every kernel. Both backends compile it: NVRTC for `cuda`, the host C++
+// compiler (with the emulator header, which defines LAB_CPU_EMULATOR) for `cpu`. Kernels use these macros
+// instead of backend-specific spellings so one source runs on both.
+#pragma once
+
+#if defined(LAB_CPU_EMULATOR)
+// The emulator provides threadIdx/blockIdx, barriers, warp collectives, atomics and math on the host.
+#define LAB_DYNAMIC_SHARED(type, name) type* name = reinterpret_cast<type*>(lab_emu::dynamic_shared_memory())
+#else
+// NVRTC: dynamic shared memory is one extern array per kernel; alignment 16 for vector loads.
+#define LAB_DYNAMIC_SHARED(type, name)                      \
+  extern __shared__ __align__(16) unsigned char lab_smem_[]; \
+  type* name = reinterpret_cast<type*>(lab_smem_)
+#endif
+
+#define LAB_FULL_MASK 0xffffffffu
+
+// Warp-wide sum with butterfly shuffles; every lane gets the total.
+__device__ __forceinline__ float lab_warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(LAB_FULL_MASK, v, offset);
+  return v;
+}
+
+// Warp-wide maximum; every lane gets the result.
+__device__ __forceinline__ float lab_warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, offset));
+  return v;
+}
+
+// Integer ceiling division for grid sizes computed on the device side.
+__device__ __forceinline__ int lab_ceil_div(int a, int b) { return (a + b - 1) / b; }

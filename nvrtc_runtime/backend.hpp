@@ -1,0 +1,129 @@
+// The interface both backends (cuda: NVRTC + CUDA runtime; cpu: host compiler + fiber emulator) implement.
+// Runners, scenarios, the CLI and the viewer talk only to this.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compile_types.hpp"
+
+namespace lab {
+
+class Backend;
+class KernelTree;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  size_t dynamic_shared_bytes = 0;
+};
+
+// Pointers to the launch arguments plus their sizes (checked against the kernel's real parameter types
+// where the backend can see them).
+struct KernelArgs {
+  std::vector<void*> pointers;
+  std::vector<size_t> sizes;
+};
+
+template <class... A>
+KernelArgs kernel_args(A&... args) {
+  return KernelArgs{{static_cast<void*>(&args)...}, {sizeof(A)...}};
+}
+
+// An entry point of a compiled module; valid while its module lives.
+struct Kernel {
+  std::string name_expression;
+  void* handle = nullptr;  // cudaKernel_t or the emulator's entry
+  const class Module* module = nullptr;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual const CompileResult& result() const = 0;
+  // Throws UsageError when the name expression was not part of the compile request.
+  virtual Kernel kernel(const std::string& name_expression) const = 0;
+};
+
+// RAII device allocation; on the cpu backend this is host memory.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend* backend, void* ptr, size_t bytes) : backend_(backend), ptr_(ptr), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Backend* backend_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct DeviceInfo {
+  std::string name;          // "NVIDIA H200" or "host CPU (N threads)"
+  std::string arch;          // "sm_90" or the host compiler
+  int multiprocessors = 0;   // SMs, or host threads
+  size_t shared_per_block_optin = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cuda" or "cpu"
+  virtual DeviceInfo device() const = 0;
+
+  // Compiles (or loads from the cache) a source of the kernel tree. Throws CompileError on failure.
+  virtual std::shared_ptr<Module> compile(const CompileRequest& request) = 0;
+
+  virtual DeviceBuffer alloc(size_t bytes) = 0;
+  virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
+  virtual void fill_bytes(void* device_dst, uint8_t value, size_t bytes) = 0;
+
+  // Enqueue a launch; errors name the kernel. The cpu backend runs it to completion before returning.
+  virtual void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) = 0;
+  virtual void synchronize() = 0;
+
+  // Device time of `work` in milliseconds (CUDA events on cuda, wall clock on cpu).
+  virtual double time_ms(const std::function<void()>& work) = 0;
+
+  // Occupancy (resident blocks per SM) of a kernel at a block size, where the backend knows it.
+  virtual int occupancy_blocks_per_sm(const Kernel&, int /*block_threads*/, size_t /*dynamic_shared*/) {
+    return 0;
+  }
+
+  virtual void release(void* ptr) noexcept = 0;
+
+  // Typed helpers.
+  template <class T>
+  DeviceBuffer alloc_array(size_t count) { return alloc(count * sizeof(T)); }
+  template <class T>
+  DeviceBuffer upload_vector(const std::vector<T>& host) {
+    DeviceBuffer b = alloc(host.size() * sizeof(T));
+    upload(b.get(), host.data(), host.size() * sizeof(T));
+    return b;
+  }
+  template <class T>
+  std::vector<T> download_vector(const DeviceBuffer& b, size_t count) {
+    std::vector<T> host(count);
+    download(host.data(), b.get(), count * sizeof(T));
+    return host;
+  }
+};
+
+}  // namespace lab

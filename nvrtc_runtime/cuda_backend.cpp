@@ -1,0 +1,152 @@
+// CUDA backend: module load, launches, device memory and event timing, every call checked.
+#include "cuda_backend.hpp"
+
+#include <cuda_runtime.h>
+
+#include <iostream>
+#include <map>
+#include <mutex>
+
+#include "cuda_compiler.hpp"
+
+namespace lab {
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw RuntimeError(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+class CudaModule : public Module {
+ public:
+  explicit CudaModule(CompileResult result) : result_(std::move(result)) {
+    check(cudaLibraryLoadData(&library_, result_.binary.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+          "cudaLibraryLoadData(" + result_.cache_key.substr(0, 12) + ")");
+    for (size_t i = 0; i < result_.name_expressions.size(); ++i) {
+      cudaKernel_t k = nullptr;
+      check(cudaLibraryGetKernel(&k, library_, result_.lowered_names[i].c_str()),
+            "cudaLibraryGetKernel(" + result_.name_expressions[i] + ")");
+      kernels_[result_.name_expressions[i]] = k;
+      cudaFuncAttributes attr{};
+      if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k)) == cudaSuccess)
+        result_.resources[i].max_threads_per_block = attr.maxThreadsPerBlock;
+      cudaGetLastError();
+    }
+  }
+  ~CudaModule() override {
+    if (library_) cudaLibraryUnload(library_);
+  }
+  const CompileResult& result() const override { return result_; }
+  Kernel kernel(const std::string& name) const override {
+    auto it = kernels_.find(name);
+    if (it == kernels_.end()) throw UsageError("kernel '" + name + "' was not in the compile request");
+    return Kernel{name, reinterpret_cast<void*>(it->second), this};
+  }
+
+ private:
+  CompileResult result_;
+  cudaLibrary_t library_ = nullptr;
+  std::map<std::string, cudaKernel_t> kernels_;
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(RuntimeContext context) : context_(std::move(context)) {
+    check(cudaSetDevice(0), "cudaSetDevice(0)");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    info_.name = prop.name;
+    info_.arch = context_.options.arch.empty() ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)
+                                               : context_.options.arch;
+    info_.multiprocessors = prop.multiProcessorCount;
+    info_.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~CudaBackend() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  DeviceInfo device() const override { return info_; }
+
+  std::shared_ptr<Module> compile(const CompileRequest& request) override {
+    std::string note;
+    CompileResult result = compile_with_nvrtc(*context_.tree, *context_.cache, request, info_.arch, &note);
+    if (context_.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+    return std::make_shared<CudaModule>(std::move(result));
+  }
+
+  DeviceBuffer alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (bytes) check(cudaMalloc(&p, bytes), "cudaMalloc(" + std::to_string(bytes) + " bytes)");
+    return DeviceBuffer(this, p, bytes);
+  }
+  void release(void* ptr) noexcept override { cudaFree(ptr); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host->device" + after_last());
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device->host" + after_last());
+  }
+  void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
+    check(cudaMemset(dst, value, bytes), "cudaMemset" + after_last());
+  }
+
+  void launch(const Kernel& kernel, const LaunchConfig& c, const KernelArgs& args) override {
+    const void* fn = kernel.handle;
+    if (c.dynamic_shared_bytes > 48 * 1024) {
+      check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(c.dynamic_shared_bytes)),
+            "kernel " + kernel.name_expression + ": opting in to " + std::to_string(c.dynamic_shared_bytes) +
+                " bytes of dynamic shared memory");
+    }
+    dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
+    last_kernel_ = kernel.name_expression;
+    check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes, 0),
+          "launching kernel " + kernel.name_expression);
+    check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
+  }
+  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize" + after_last()); }
+
+  double time_ms(const std::function<void()>& work) override {
+    check(cudaEventRecord(start_, 0), "cudaEventRecord");
+    work();
+    check(cudaEventRecord(stop_, 0), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "cudaEventSynchronize" + after_last());
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+  int occupancy_blocks_per_sm(const Kernel& k, int threads, size_t smem) override {
+    int blocks = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.handle, threads, smem),
+          "occupancy of " + k.name_expression);
+    return blocks;
+  }
+
+ private:
+  std::string after_last() const { return last_kernel_.empty() ? "" : " (after kernel " + last_kernel_ + ")"; }
+
+  RuntimeContext context_;
+  DeviceInfo info_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::string last_kernel_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const RuntimeContext& context) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw UsageError("no CUDA device is available");
+  }
+  return std::make_unique<CudaBackend>(context);
+}
+
+}  // namespace lab

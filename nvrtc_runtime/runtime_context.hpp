@@ -1,0 +1,33 @@
+// Everything a backend needs from its surroundings, and the factory that makes backends by name.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.hpp"
+#include "disk_cache.hpp"
+#include "kernel_tree.hpp"
+
+namespace lab {
+
+struct RuntimeOptions {
+  std::string arch;           // "sm_90"; empty = the live device's, or sm_90 without a GPU
+  bool verbose = false;       // cache notes and compile commands to stderr
+  bool check_bounds = false;  // cpu backend: guard pages around every buffer
+};
+
+struct RuntimeContext {
+  std::shared_ptr<KernelTree> tree;
+  std::shared_ptr<DiskCache> cache;
+  RuntimeOptions options;
+};
+
+bool cuda_device_present();
+// "cuda" when a CUDA device is present, else "cpu".
+std::string default_backend_name();
+// Backends usable on this machine, in preference order.
+std::vector<std::string> available_backends();
+// Throws UsageError for an unknown name or "cuda" without a device ("no CUDA device is available").
+std::unique_ptr<Backend> make_backend(const std::string& name, const RuntimeContext& context);
+
+}  // namespace lab

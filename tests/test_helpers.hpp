@@ -1,0 +1,37 @@
+// Shared helpers of the test suite: a scratch directory per test, a runtime context over a chosen kernel tree,
+// and the GPU guard that [gpu] tests call first.
+#pragma once
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "runtime_context.hpp"
+
+namespace lab::test {
+
+// A fresh empty directory under the system temp dir, removed at scope exit.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& label);
+  ~ScratchDir();
+  std::filesystem::path path;
+};
+
+void write_file(const std::filesystem::path& p, const std::string& text);
+
+// Context over `tree` with its own cache directory (so tests never touch the user's cache).
+RuntimeContext make_context(std::shared_ptr<KernelTree> tree, const std::filesystem::path& cache_dir,
+                            bool check_bounds = false);
+
+// Context over the embedded kernels with a per-process test cache (shared by the tests of one run).
+RuntimeContext embedded_context();
+
+}  // namespace lab::test
+
+// In a [gpu] test: WARN and leave the test when there is no CUDA device (Catch2 2.x has no SKIP).
+#define LAB_REQUIRE_GPU_OR_SKIP()                                          \
+  do {                                                                     \
+    if (!lab::cuda_device_present()) {                                     \
+      WARN("skipped: no CUDA device is available on this machine");       \
+      return;                                                              \
+    }                                                                      \
+  } while (0)
