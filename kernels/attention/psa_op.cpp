@@ -1,0 +1,108 @@
+// PsaOp: launch shapes of the psa.cu kernels and the composition of the PSA attention forward and backward.
+#include "attention/psa_op.hpp"
+
+#include <cmath>
+
+namespace lab {
+namespace {
+
+constexpr unsigned kTile = 32;
+
+unsigned ceil_div(size_t a, size_t b) { return unsigned((a + b - 1) / b); }
+
+LaunchConfig transpose_config(const PsaDims& d, int sections_per_head) {
+  LaunchConfig c;
+  c.grid = {ceil_div(size_t(d.n), kTile), ceil_div(size_t(d.key_dim), kTile),
+            unsigned(d.batch_heads() * sections_per_head)};
+  c.block = {kTile, 8, 1};
+  return c;
+}
+
+float softmax_scale(const PsaDims& d) { return d.scale != 0 ? d.scale : 1.0f / std::sqrt(float(d.key_dim)); }
+
+}  // namespace
+
+PsaOp::PsaOp(Backend& backend, const std::string& fa2_variant, const PsaDims& dims)
+    : backend_(backend),
+      dims_(dims),
+      fa2_(backend, fa2_variant, dims.key_dim,
+           choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim)) {
+  module_ = backend.compile(CompileRequest{
+      kPsaSource, {}, {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}});
+  pack_ = module_->kernel("psa_pack_qkv");
+  extract_ = module_->kernel("psa_extract_v");
+  merge_ = module_->kernel("psa_merge_attn");
+  merge_bwd_ = module_->kernel("psa_merge_attn_bwd");
+  qkv_grad_ = module_->kernel("psa_qkv_grad");
+}
+
+PsaWorkspace PsaOp::workspace() const {
+  const size_t head = dims_.head_elems(), rows = size_t(dims_.batch_heads()) * dims_.n;
+  PsaWorkspace ws;
+  ws.packed = backend_.alloc_array<float>(4 * head);
+  ws.o_lo = backend_.alloc_array<float>(head);
+  ws.o_hi = backend_.alloc_array<float>(head);
+  ws.lse = backend_.alloc_array<float>(rows);
+  ws.do_lo = backend_.alloc_array<float>(head);
+  ws.do_hi = backend_.alloc_array<float>(head);
+  ws.delta = backend_.alloc_array<float>(rows);
+  ws.grads = backend_.alloc_array<float>(6 * head);
+  return ws;
+}
+
+void PsaOp::pack_qkv(const float* qkv, float* packed) const {
+  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
+  backend_.launch(pack_, transpose_config(dims_, 4), kernel_args(qkv, packed, bh, kd, n));
+}
+
+void PsaOp::extract_v(const float* qkv, float* v_out) const {
+  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
+  LaunchConfig c;
+  c.block = {256, 1, 1};
+  c.grid = {ceil_div(2 * dims_.head_elems(), 256), 1, 1};
+  backend_.launch(extract_, c, kernel_args(qkv, v_out, bh, kd, n));
+}
+
+void PsaOp::merge_attn(const float* o_lo, const float* o_hi, float* merged) const {
+  int kd = dims_.key_dim, n = dims_.n;
+  backend_.launch(merge_, transpose_config(dims_, 2), kernel_args(o_lo, o_hi, merged, kd, n));
+}
+
+void PsaOp::merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const {
+  int kd = dims_.key_dim, n = dims_.n;
+  backend_.launch(merge_bwd_, transpose_config(dims_, 2), kernel_args(d_merged, do_lo, do_hi, kd, n));
+}
+
+void PsaOp::qkv_grad(const float* grads, const float* d_v, float* d_qkv) const {
+  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
+  backend_.launch(qkv_grad_, transpose_config(dims_, 4), kernel_args(grads, d_v, d_qkv, bh, kd, n));
+}
+
+void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  const float* packed = ws.packed.as<const float>();
+  const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, softmax_scale(dims_)};
+  pack_qkv(qkv, ws.packed.as<float>());
+  fa2_.forward(q, k, v_lo, ws.o_lo.as<float>(), ws.lse.as<float>(), p);
+  fa2_.forward(q, k, v_hi, ws.o_hi.as<float>(), ws.lse.as<float>(), p);  // rewrites the same L
+  merge_attn(ws.o_lo.as<const float>(), ws.o_hi.as<const float>(), merged);
+  extract_v(qkv, v_out);
+}
+
+void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  const float* packed = ws.packed.as<const float>();
+  const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, softmax_scale(dims_)};
+  merge_attn_bwd(d_merged, ws.do_lo.as<float>(), ws.do_hi.as<float>());
+  // grads [2 passes][dQ, dK, dV][BH, N, KD]
+  float* g = ws.grads.as<float>();
+  fa2_.backward(q, k, v_lo, ws.o_lo.as<const float>(), ws.do_lo.as<const float>(), ws.lse.as<const float>(),
+                ws.delta.as<float>(), g, g + head, g + 2 * head, p);
+  fa2_.backward(q, k, v_hi, ws.o_hi.as<const float>(), ws.do_hi.as<const float>(), ws.lse.as<const float>(),
+                ws.delta.as<float>(), g + 3 * head, g + 4 * head, g + 5 * head, p);
+  qkv_grad(ws.grads.as<const float>(), d_v, d_qkv);
+}
+
+}  // namespace lab

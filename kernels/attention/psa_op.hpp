@@ -1,0 +1,60 @@
+// PsaOp: YOLO26's PSA attention on device buffers: the psa.cu rearrangements around two Flash Attention 2
+// passes (HEAD_DIM = KEY_DIM; V_lo then V_hi, sharing Q, K and one logsumexp buffer), forward and backward.
+// Layouts as in psa.cu.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "attention/flash_attn2_op.hpp"
+#include "backend.hpp"
+
+namespace lab {
+
+inline constexpr const char* kPsaSource = "attention/psa.cu";
+
+struct PsaDims {
+  int batch = 1;
+  int num_heads = 2;
+  int key_dim = 32;
+  int n = 400;  // H * W
+  float scale = 0;  // softmax scale (key_dim ** -0.5 in Ultralytics)
+  int batch_heads() const { return batch * num_heads; }
+  size_t head_elems() const { return size_t(batch_heads()) * n * key_dim; }  // one [BH, N, KD] tensor
+};
+
+// Intermediate buffers of one forward + backward; sized by PsaOp::workspace.
+struct PsaWorkspace {
+  DeviceBuffer packed;          // [4, BH, N, KD]
+  DeviceBuffer o_lo, o_hi;      // [BH, N, KD]
+  DeviceBuffer lse;             // [BH, N]
+  DeviceBuffer do_lo, do_hi;    // [BH, N, KD]
+  DeviceBuffer delta;           // [BH, N] scratch of the backward preprocess
+  DeviceBuffer grads;           // [2, 3, BH, N, KD]
+};
+
+class PsaOp {
+ public:
+  // `fa2_variant` picks the Flash Attention 2 variant ("tiled" or "row_per_cta").
+  PsaOp(Backend& backend, const std::string& fa2_variant, const PsaDims& dims);
+  PsaWorkspace workspace() const;
+
+  void pack_qkv(const float* qkv, float* packed) const;
+  void extract_v(const float* qkv, float* v_out) const;
+  void merge_attn(const float* o_lo, const float* o_hi, float* merged) const;
+  void merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const;
+  void qkv_grad(const float* grads, const float* d_v, float* d_qkv) const;
+
+  // qkv -> merged (v @ attn^T in NCHW) and v_out (the V channels), leaving O_lo, O_hi, L in `ws`.
+  void forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const;
+  // Gradients d_merged (of merged) and d_v (of v_out) -> d_qkv, using the forward's `ws`.
+  void backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
+
+ private:
+  Backend& backend_;
+  PsaDims dims_;
+  FlashAttn2Op fa2_;
+  std::shared_ptr<Module> module_;
+  Kernel pack_, extract_, merge_, merge_bwd_, qkv_grad_;
+};
+
+}  // namespace lab

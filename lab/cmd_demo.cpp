@@ -1,0 +1,85 @@
+// `lab demo` (what `make demo` runs): compile every variant of every runner with the cuda backend's compiler
+// (NVRTC, no GPU needed) into one resource table, then run every scenario on every available backend with the
+// summary table. Exit 1 when a compile or a check fails.
+#include <iostream>
+
+#include "commands.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+#include "resource_table.hpp"
+#include "scenario.hpp"
+#include "scenario_runner.hpp"
+#include "table.hpp"
+
+namespace lab {
+
+namespace {
+
+// Returns the number of compile failures, whose diagnostics are printed after the table.
+size_t compile_everything(const RuntimeContext& ctx, const std::string& arch) {
+  struct Job {
+    const Runner* runner;
+    std::string variant;
+    bool is_default;
+  };
+  std::vector<Job> jobs;
+  for (const Runner* r : Registry::instance().all()) {
+    const auto variants = r->variants();
+    for (size_t i = 0; i < variants.size(); ++i) jobs.push_back({r, variants[i].name, i == 0});
+  }
+  std::cout << "== compiling " << jobs.size() << " kernel variants of " << Registry::instance().all().size()
+            << " runners with NVRTC " << nvrtc_version() << " for " << arch
+            << " (default parameters; * = default "
+            << "variant)\n\n";
+  std::vector<ResourceReport> reports;
+  std::vector<std::string> failures;
+  {
+    Progress progress(true);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Job& job = jobs[i];
+      const std::string label = job.runner->name() + " / " + job.variant + (job.is_default ? " *" : "");
+      progress.update(i, jobs.size(), "compiling " + label);
+      try {
+        const CompileRequest request =
+            job.runner->compile_request(job.variant, resolve_params(*job.runner, {}));
+        ResourceReport report = compile_resources(ctx, request, arch);
+        report.label = label;
+        reports.push_back(std::move(report));
+      } catch (const CompileError& e) {
+        failures.push_back(label + ":\n" + e.what());
+      }
+    }
+  }
+  print_resources(std::cout, reports);
+  for (const std::string& f : failures) std::cout << "\nCOMPILE ERROR " << f << "\n";
+  return failures.size();
+}
+
+void demo(CliState& state) {
+  const RuntimeContext ctx = state.context();
+  const std::string arch = state.arch.empty() ? default_cuda_arch() : state.arch;
+  const size_t compile_failures = compile_everything(ctx, arch);
+
+  std::vector<std::string> files;
+  for (const auto& f : scenario_files(state.scenarios_directory())) files.push_back(f.string());
+  const auto backends_here = available_backends();
+  std::cout << "\n== running " << files.size() << " scenario files from "
+            << state.scenarios_directory().string() << " on " << join(backends_here, ", ")
+            << (cuda_device_present() ? "" : " (no CUDA device)") << "\n\n";
+  BackendSet backends(ctx);
+  const BatchResult batch = run_scenario_files(files, "", backends, true);
+  for (const std::string& s : batch.skipped) std::cout << "note: " << s << "\n";
+  print_summary(std::cout, batch.results);
+  if (compile_failures > 0 || count_failed(batch.results) > 0) state.exit_code = 1;
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app, CliState& state) {
+  auto* cmd = app.add_subcommand(
+      "demo", "Compile every kernel (resource table), then run every scenario on every available backend");
+  cmd->callback([&state] { demo(state); });
+}
+
+}  // namespace lab

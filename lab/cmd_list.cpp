@@ -1,0 +1,114 @@
+// `lab list`: every runner with its family, variants, parameters, source file and the scenarios that use it.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "scenario.hpp"
+#include "table.hpp"
+
+namespace lab {
+
+namespace {
+
+const char* kind_name(ParamSpec::Kind kind) {
+  switch (kind) {
+    case ParamSpec::Kind::Int:
+      return "int";
+    case ParamSpec::Kind::Float:
+      return "float";
+    case ParamSpec::Kind::Bool:
+      return "bool";
+    case ParamSpec::Kind::Choice:
+      return "choice";
+  }
+  return "?";
+}
+
+std::string number_text(double v) {
+  std::string s = format_fixed(v, 6);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+// "int in [1, 1024], power of two" or "one of a|b".
+std::string rule_of(const ParamSpec& p) {
+  std::string rule = kind_name(p.kind);
+  if (!p.choices.empty()) return rule + ", one of " + join(p.choices, "|");
+  const bool has_min = p.min > -1e300, has_max = p.max < 1e300;
+  if (has_min && has_max)
+    rule += " in [" + number_text(p.min) + ", " + number_text(p.max) + "]";
+  else if (has_min)
+    rule += " >= " + number_text(p.min);
+  else if (has_max)
+    rule += " <= " + number_text(p.max);
+  if (p.power_of_two) rule += ", power of two";
+  return rule;
+}
+
+std::map<std::string, std::vector<std::string>> scenario_files_by_kernel(const CliState& state) {
+  std::vector<std::string> errors;
+  std::map<std::string, std::vector<std::string>> by_kernel;
+  for (const Scenario& s : load_scenario_dir(state.scenarios_directory(), errors))
+    by_kernel[s.kernel].push_back(s.path);
+  for (const std::string& e : errors) std::cerr << "lab: warning: " << e << "\n";
+  return by_kernel;
+}
+
+nlohmann::json runner_json(const Runner& r, const std::vector<std::string>& scenarios) {
+  nlohmann::json variants = nlohmann::json::array(), params = nlohmann::json::array();
+  const auto vs = r.variants();
+  for (size_t i = 0; i < vs.size(); ++i)
+    variants.push_back({{"name", vs[i].name}, {"description", vs[i].description}, {"default", i == 0}});
+  for (const ParamSpec& p : r.params())
+    params.push_back({{"name", p.name},
+                      {"kind", kind_name(p.kind)},
+                      {"default", p.default_value},
+                      {"help", p.help},
+                      {"rule", rule_of(p)}});
+  return {{"name", r.name()},          {"family", r.family()}, {"description", r.description()},
+          {"source", r.source_path()}, {"variants", variants}, {"params", params},
+          {"scenarios", scenarios}};
+}
+
+void print_runner(std::ostream& os, const Runner& r, const std::vector<std::string>& scenarios) {
+  os << r.name() << "  [" << r.family() << "]  " << r.source_path() << "\n  " << r.description() << "\n";
+  os << "  variants (* = default):\n";
+  const auto vs = r.variants();
+  for (size_t i = 0; i < vs.size(); ++i)
+    os << "    " << vs[i].name << (i == 0 ? " *" : "") << "  " << vs[i].description << "\n";
+  Table params({"param", "default", "rule", "meaning"});
+  for (const ParamSpec& p : r.params()) params.add({p.name, p.default_value, rule_of(p), p.help});
+  os << "  params:\n";
+  params.print(os, "    ");
+  os << "  scenarios: " << (scenarios.empty() ? "(none)" : join(scenarios, ", ")) << "\n";
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, CliState& state) {
+  auto* cmd = app.add_subcommand("list", "List every kernel runner: family, variants, parameters, scenarios");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Machine-readable output");
+  cmd->callback([&state, json] {
+    const auto scenarios = scenario_files_by_kernel(state);
+    auto files_of = [&](const Runner& r) {
+      auto it = scenarios.find(r.name());
+      return it == scenarios.end() ? std::vector<std::string>{} : it->second;
+    };
+    if (*json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const Runner* r : Registry::instance().all()) out.push_back(runner_json(*r, files_of(*r)));
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    const auto runners = Registry::instance().all();
+    for (size_t i = 0; i < runners.size(); ++i) {
+      if (i) std::cout << "\n";
+      print_runner(std::cout, *runners[i], files_of(*runners[i]));
+    }
+  });
+}
+
+}  // namespace lab

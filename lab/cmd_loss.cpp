@@ -1,0 +1,167 @@
+// `lab loss`: the YOLO26 training loss (both heads, epoch-weighted) of raw head outputs read from a
+// safetensors file against YOLO-format labels; prints the components and, where the file stores gradients,
+// how ours compare; --grad-out writes ours.
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/loss/head_file.hpp"
+#include "pipeline/loss/labels.hpp"
+#include "pipeline/loss/yolo26_loss.hpp"
+#include "table.hpp"
+
+namespace lab {
+namespace {
+
+struct LossOptions {
+  std::string heads, labels, letterbox_json, backend, grad_out, model, image;
+  int imgsz = 640;
+  std::vector<double> pad, orig_size;
+  double scale = 0;
+  int epoch = 0, epochs = 100;
+  double box_gain = 7.5, cls_gain = 0.5, l1_gain = 1.5;
+  bool json = false;
+};
+
+std::string number(double v) {
+  std::ostringstream s;
+  s.precision(9);
+  s << v;
+  return s.str();
+}
+
+loss::Letterbox resolve_letterbox(const LossOptions& o) {
+  const bool manual = o.scale > 0 || !o.pad.empty();
+  if (!o.letterbox_json.empty() && manual)
+    throw UsageError("lab loss: give --letterbox-json or --scale/--pad, not both");
+  const int w = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[0]);
+  const int h = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[1]);
+  if (!o.letterbox_json.empty()) {
+    loss::Letterbox box = loss::read_letterbox_json(o.letterbox_json);
+    if (w > 0) box.original_width = w, box.original_height = h;
+    return box;
+  }
+  if (manual) {
+    loss::Letterbox box;
+    box.scale = o.scale > 0 ? o.scale : 1.0;
+    box.pad_x = o.pad.empty() ? 0 : o.pad[0];
+    box.pad_y = o.pad.empty() ? 0 : o.pad[1];
+    box.original_width = w > 0 ? w : static_cast<int>(std::lround((o.imgsz - 2 * box.pad_x) / box.scale));
+    box.original_height = h > 0 ? h : static_cast<int>(std::lround((o.imgsz - 2 * box.pad_y) / box.scale));
+    return box;
+  }
+  if (w > 0) return loss::square_letterbox(w, h, o.imgsz, o.imgsz);
+  return loss::Letterbox{o.imgsz, o.imgsz, 1.0, 0.0, 0.0};  // labels already normalised to the input
+}
+
+nlohmann::json head_json(const loss::HeadLoss& h) {
+  return {{"box_loss", h.box},
+          {"cls_loss", h.cls},
+          {"l1_loss", h.l1},
+          {"positives", h.positives},
+          {"target_score_sum", h.target_score_sum}};
+}
+
+void run_loss(const LossOptions& o, CliState& state) {
+  if (!o.model.empty() || !o.image.empty())
+    throw UsageError(
+        "lab loss: --model/--image need the network pipeline, which does not exist yet; "
+        "pass raw head outputs with --heads");
+  if (o.heads.empty() || o.labels.empty()) throw UsageError("lab loss: --heads and --labels are required");
+
+  const SafetensorsFile file = SafetensorsFile::load(o.heads);
+  loss::LossBatch batch = loss::load_head_outputs(file, o.imgsz, o.imgsz);
+  if (batch.batch != 1)
+    throw UsageError(o.heads + ": batch " + std::to_string(batch.batch) +
+                     ", but a labels file describes one image");
+  const bool labels_json = std::filesystem::path(o.labels).extension() == ".json";
+  const auto labels = labels_json ? loss::read_labels_json(o.labels) : loss::read_yolo_labels(o.labels);
+  batch.ground_truth[0] = loss::labels_to_input(labels, resolve_letterbox(o));
+
+  loss::LossConfig config;
+  config.epoch = o.epoch, config.epochs = o.epochs;
+  config.box_gain = o.box_gain, config.cls_gain = o.cls_gain, config.l1_gain = o.l1_gain;
+  const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
+  const std::unique_ptr<Backend> backend = make_backend(backend_name, state.context());
+  const loss::Yolo26Loss loss(*backend, config);
+  const loss::LossResult result = loss.compute(batch);
+  const auto stored = loss::compare_stored_gradients(file, result);
+  if (!o.grad_out.empty()) loss::write_gradients(o.grad_out, batch, result);
+
+  if (o.json) {
+    nlohmann::json out = {{"heads", o.heads},
+                          {"labels", o.labels},
+                          {"backend", backend_name},
+                          {"epoch", o.epoch},
+                          {"epochs", o.epochs},
+                          {"hyp", {{"box", o.box_gain}, {"cls", o.cls_gain}, {"l1", o.l1_gain}}},
+                          {"weights", {{"o2m", result.weights.one2many}, {"o2o", result.weights.one2one}}},
+                          {"one2many", head_json(result.one2many)},
+                          {"one2one", head_json(result.one2one)},
+                          {"total", result.total},
+                          {"stored_gradient_rel_l2", stored}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << "heads " << o.heads << " (batch 1, " << batch.num_classes << " classes, "
+            << batch.anchors.size() << " anchors), labels " << o.labels << " (" << labels.size()
+            << " boxes), backend " << backend_name << " (" << backend->device().name << ")\n"
+            << "epoch " << o.epoch << " of " << o.epochs << ": weights o2m "
+            << number(result.weights.one2many) << ", o2o " << number(result.weights.one2one) << "; gains box "
+            << o.box_gain << ", cls " << o.cls_gain << ", l1 " << o.l1_gain << "\n\n";
+  Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives", "target_score_sum"});
+  for (const auto& [name, h] : {std::pair{"one2many", result.one2many}, std::pair{"one2one", result.one2one}})
+    table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives),
+               number(h.target_score_sum)});
+  table.print(std::cout);
+  std::cout << "\ntotal " << number(result.total) << "\n";
+  if (!stored.empty()) {
+    std::cout << "\ngradients vs the file's stored *.grad (relative L2):";
+    for (const auto& [key, value] : stored) std::cout << " " << key << " " << format_sci(value);
+    std::cout << "\n";
+  }
+  if (!o.grad_out.empty()) std::cout << "gradients written to " << o.grad_out << "\n";
+}
+
+}  // namespace
+
+void add_loss_command(CLI::App& app, CliState& state) {
+  auto* cmd = app.add_subcommand(
+      "loss",
+      "YOLO26 training loss (E2ELoss: one-to-many + one-to-one heads) of raw head outputs against labels, "
+      "with the gradients. The network-running form --model/--image needs the pipeline, which does not "
+      "exist yet (rejected with exit 2)");
+  auto o = std::make_shared<LossOptions>();
+  cmd->add_option(
+      "--heads", o->heads,
+      "safetensors with one2many.boxes [B,4,A], one2many.scores [B,nc,A], one2one.* (optional *.grad)");
+  cmd->add_option("--labels", o->labels,
+                  "YOLO labels (class cx cy w h, normalised to the original image), or a bus_loss.json-like "
+                  "file with labels_yolo_txt_original_image");
+  cmd->add_option("--imgsz", o->imgsz, "Network input size (square)")->capture_default_str();
+  cmd->add_option("--letterbox-json", o->letterbox_json,
+                  "bus_loss.json-like file: letterbox.scale, letterbox.pad_left_top, letterbox.size");
+  cmd->add_option("--scale", o->scale, "Letterbox scale (original -> input)");
+  cmd->add_option("--pad", o->pad, "Letterbox padding left top, in input pixels")->expected(2);
+  cmd->add_option("--orig-size", o->orig_size,
+                  "Original image width height (alone: the fixed letterbox of spec/yolo26.md; with --scale: "
+                  "instead of round((imgsz - 2 pad) / scale))")
+      ->expected(2);
+  cmd->add_option("--epoch", o->epoch, "Epoch (o2m weight 0.8 -> 0.1 linearly)")->capture_default_str();
+  cmd->add_option("--epochs", o->epochs, "Number of epochs")->capture_default_str();
+  cmd->add_option("--box-gain", o->box_gain, "Gain of the CIoU term")->capture_default_str();
+  cmd->add_option("--cls-gain", o->cls_gain, "Gain of the BCE term")->capture_default_str();
+  cmd->add_option("--l1-gain", o->l1_gain, "Gain of the L1 distance term")->capture_default_str();
+  cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--grad-out", o->grad_out, "Write d total / d raw outputs here (safetensors, *.grad keys)");
+  cmd->add_option("--model", o->model, "Checkpoint (not available yet: needs the network pipeline)");
+  cmd->add_option("--image", o->image, "Image (not available yet: needs the network pipeline)");
+  cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->callback([&state, o] { run_loss(*o, state); });
+}
+
+}  // namespace lab

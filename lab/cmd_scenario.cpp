@@ -1,0 +1,96 @@
+// `lab scenario run FILE...` (every case x variant x backend x seed, a summary table, exit 1 on any failure)
+// and `lab scenario list` (the scenario files of the scenarios directory).
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "report.hpp"
+#include "scenario.hpp"
+#include "scenario_runner.hpp"
+#include "table.hpp"
+
+namespace lab {
+
+namespace {
+
+struct ScenarioRunOptions {
+  std::vector<std::string> files;
+  std::string backend;
+  bool json = false;
+};
+
+void run_files(const ScenarioRunOptions& o, CliState& state) {
+  BackendSet backends(state.context());
+  if (!o.backend.empty()) backends.get(o.backend);  // fails now, one line, when the backend is not here
+  const BatchResult batch = run_scenario_files(o.files, o.backend, backends, !o.json);
+  if (count_failed(batch.results) > 0) state.exit_code = 1;
+  if (o.json) {
+    const size_t failed = count_failed(batch.results);
+    nlohmann::json out = {{"runs", summary_json(batch.results)},
+                          {"skipped", batch.skipped},
+                          {"passed", batch.results.size() - failed},
+                          {"failed", failed}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  for (const std::string& s : batch.skipped) std::cout << "note: " << s << "\n";
+  print_summary(std::cout, batch.results);
+}
+
+void list_files(bool json, CliState& state) {
+  const auto dir = state.scenarios_directory();
+  std::vector<std::string> errors;
+  const std::vector<Scenario> scenarios = load_scenario_dir(dir, errors);
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Scenario& s : scenarios) {
+      nlohmann::json cases = nlohmann::json::array();
+      for (const ScenarioCase& c : s.cases) cases.push_back({{"name", c.name}, {"bench", c.bench}});
+      out.push_back({{"file", s.path},
+                     {"kernel", s.kernel},
+                     {"variants", s.variants},
+                     {"backends", s.backends},
+                     {"seeds", s.seeds},
+                     {"cases", cases}});
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << dir.string() << ":\n";
+    Table table({"file", "kernel", "cases", "bench cases", "variants", "backends", "seeds"});
+    for (const Scenario& s : scenarios) {
+      size_t bench = 0;
+      for (const ScenarioCase& c : s.cases) bench += c.bench;
+      std::vector<std::string> seeds;
+      for (uint64_t seed : s.seeds) seeds.push_back(std::to_string(seed));
+      table.add({std::filesystem::path(s.path).filename().string(), s.kernel, std::to_string(s.cases.size()),
+                 std::to_string(bench), s.variants.empty() ? "all" : join(s.variants, ","),
+                 s.backends.empty() ? "all" : join(s.backends, ","), join(seeds, ",")});
+    }
+    table.print(std::cout);
+  }
+  for (const std::string& e : errors) std::cerr << "lab: " << e << "\n";
+  if (!errors.empty()) state.exit_code = 2;
+}
+
+}  // namespace
+
+void add_scenario_command(CLI::App& app, CliState& state) {
+  auto* cmd = app.add_subcommand("scenario", "Run or list scenario files (TOML under scenarios/)");
+  cmd->require_subcommand(1);
+  auto o = std::make_shared<ScenarioRunOptions>();
+  auto* run =
+      cmd->add_subcommand("run", "Run every case x variant x backend x seed of the files; summary table");
+  run->add_option("FILE", o->files, "Scenario files")->required()->check(CLI::ExistingFile);
+  run->add_option("--backend", o->backend, "Only this backend: cuda or cpu (default: every available one)")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  run->add_flag("--json", o->json, "Machine-readable output");
+  run->callback([&state, o] { run_files(*o, state); });
+
+  auto json = std::make_shared<bool>(false);
+  auto* list = cmd->add_subcommand("list", "List the scenario files of the scenarios directory");
+  list->add_flag("--json", *json, "Machine-readable output");
+  list->callback([&state, json] { list_files(*json, state); });
+}
+
+}  // namespace lab

@@ -1,0 +1,134 @@
+// `lab source KERNEL`: the exact text handed to NVRTC after specialisation (--cuda), what came out (--ptx,
+// --sass) and the resource table (--resources). Uses the cuda backend's compiler, which needs no GPU.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "resource_table.hpp"
+#include "table.hpp"
+
+namespace lab {
+
+namespace {
+
+struct SourceOptions {
+  std::string kernel, variant;
+  std::vector<std::string> params;
+  bool cuda = false, ptx = false, sass = false, resources = false, json = false;
+};
+
+struct Specialised {
+  const Runner* runner;
+  std::string variant;
+  Params params;
+  CompileRequest request;
+  std::string arch;
+};
+
+Specialised specialise(const SourceOptions& o, const CliState& state) {
+  const Runner& runner = Registry::instance().get(o.kernel);
+  Specialised s{&runner, resolve_variant(runner, o.variant), {}, {}, {}};
+  s.params = resolve_params(runner, parse_param_args(o.params));
+  s.request = runner.compile_request(s.variant, s.params);
+  s.arch = state.arch.empty() ? default_cuda_arch() : state.arch;
+  return s;
+}
+
+void show_cuda(const Specialised& s, const RuntimeContext& ctx, bool json) {
+  const std::vector<std::string> options = nvrtc_options(s.request, s.arch);
+  std::vector<std::string> files{s.request.source_path};
+  for (const std::string& h : ctx.tree->includes_of(s.request.source_path)) files.push_back(h);
+  if (json) {
+    nlohmann::json out = {{"kernel", s.runner->name()},
+                          {"variant", s.variant},
+                          {"tree", ctx.tree->description()},
+                          {"options", options},
+                          {"name_expressions", s.request.name_expressions},
+                          {"files", nlohmann::json::array()}};
+    for (const std::string& f : files) out["files"].push_back({{"path", f}, {"text", ctx.tree->read(f)}});
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << "// " << s.runner->name() << " variant " << s.variant
+            << ", kernel tree: " << ctx.tree->description() << "\n// NVRTC " << nvrtc_version()
+            << " options:\n";
+  for (const std::string& o : options) std::cout << "//   " << o << "\n";
+  std::cout << "// name expressions:\n";
+  for (const std::string& e : s.request.name_expressions) std::cout << "//   " << e << "\n";
+  for (const std::string& f : files) {
+    const std::string text = ctx.tree->read(f);
+    std::cout << "\n// ===== " << f << " =====\n"
+              << text << (text.empty() || text.back() == '\n' ? "" : "\n");
+  }
+}
+
+void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeContext& ctx) {
+  std::string note;
+  const CompileResult result = compile_with_nvrtc(*ctx.tree, *ctx.cache, s.request, s.arch, &note);
+  if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+  if (o.ptx) {
+    if (o.json)
+      std::cout << nlohmann::json{{"kernel", s.runner->name()}, {"arch", s.arch}, {"ptx", result.ptx}}.dump(2)
+                << "\n";
+    else
+      std::cout << result.ptx << (result.ptx.empty() || result.ptx.back() == '\n' ? "" : "\n");
+    return;
+  }
+  const std::string sass = disassemble_sass(result);
+  if (o.json)
+    std::cout << nlohmann::json{{"kernel", s.runner->name()}, {"arch", s.arch}, {"sass", sass}}.dump(2)
+              << "\n";
+  else
+    std::cout << sass;
+}
+
+void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json) {
+  ResourceReport report = compile_resources(ctx, s.request, s.arch);
+  report.label = s.runner->name() + " / " + s.variant;
+  if (json) {
+    std::cout << resources_json({report}).dump(2) << "\n";
+    return;
+  }
+  print_resources(std::cout, {report});
+  std::cout << "compile: " << format_fixed(report.result.compile_ms, 1) << " ms ("
+            << (report.result.cache_hit ? "cache hit" : "cache miss") << "), target " << report.result.target
+            << ", NVRTC " << nvrtc_version() << ", key " << report.result.cache_key.substr(0, 16) << "\n";
+  if (report.occupancy_block_threads == 0) std::cout << "occupancy: needs a GPU\n";
+}
+
+}  // namespace
+
+void add_source_command(CLI::App& app, CliState& state) {
+  auto* cmd = app.add_subcommand("source", "Show a kernel's specialised source, PTX, SASS or resource use");
+  auto o = std::make_shared<SourceOptions>();
+  cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`)")->required();
+  cmd->add_option("--variant", o->variant, "Variant (default: the runner's first)");
+  cmd->add_option("--param", o->params, "Parameter NAME=VALUE (repeatable)");
+  auto* cuda = cmd->add_flag("--cuda", o->cuda,
+                             "The exact text handed to NVRTC: options, name expressions, files "
+                             "(default)");
+  auto* ptx = cmd->add_flag("--ptx", o->ptx, "PTX from NVRTC");
+  auto* sass = cmd->add_flag("--sass", o->sass, "SASS of the cubin (needs nvdisasm)");
+  auto* res = cmd->add_flag("--resources", o->resources,
+                            "Registers, shared/local memory, spills, occupancy, compile time, cache hit");
+  cuda->excludes(ptx, sass, res);
+  ptx->excludes(sass, res);
+  sass->excludes(res);
+  cmd->add_option("--arch", state.arch, "Compile target, e.g. sm_90 (default: the live GPU's, else sm_90)");
+  cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->callback([&state, o] {
+    const RuntimeContext ctx = state.context();
+    const Specialised s = specialise(*o, state);
+    if (o->ptx || o->sass)
+      show_compiled(*o, s, ctx);
+    else if (o->resources)
+      show_resources(s, ctx, o->json);
+    else
+      show_cuda(s, ctx, o->json);
+  });
+}
+
+}  // namespace lab

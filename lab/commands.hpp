@@ -1,0 +1,18 @@
+// The verbs of `lab`; each file cmd_<verb>.cpp adds one subcommand whose callback does the work.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "cli_state.hpp"
+
+namespace lab {
+
+void add_list_command(CLI::App& app, CliState& state);
+void add_source_command(CLI::App& app, CliState& state);
+void add_run_command(CLI::App& app, CliState& state);
+void add_bench_command(CLI::App& app, CliState& state);
+void add_cache_command(CLI::App& app, CliState& state);
+void add_scenario_command(CLI::App& app, CliState& state);
+void add_demo_command(CLI::App& app, CliState& state);
+void add_loss_command(CLI::App& app, CliState& state);
+
+}  // namespace lab

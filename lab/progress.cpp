@@ -1,0 +1,27 @@
+// Progress line: carriage return + erase-line, truncated to a typical terminal width.
+#include "progress.hpp"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace lab {
+
+Progress::Progress(bool enabled) : enabled_(enabled && isatty(fileno(stderr))) {}
+
+void Progress::update(size_t done, size_t total, const std::string& what) {
+  if (!enabled_) return;
+  std::string line = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " + what;
+  if (line.size() > 100) line = line.substr(0, 97) + "...";
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void Progress::finish() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
+}  // namespace lab

@@ -1,0 +1,89 @@
+// Resource reports: compile, query, tabulate.
+#include "resource_table.hpp"
+
+#include <iostream>
+
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "table.hpp"
+
+namespace lab {
+
+namespace {
+
+std::string cell(const std::optional<int>& v) {
+  return v ? std::to_string(*v) : "-";
+}
+
+nlohmann::json value(const std::optional<int>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+}  // namespace
+
+ResourceReport compile_resources(const RuntimeContext& ctx, const CompileRequest& request,
+                                 const std::string& arch) {
+  ResourceReport report;
+  if (cuda_device_present() && arch == default_cuda_arch()) {
+    std::unique_ptr<Backend> backend = make_backend("cuda", ctx);
+    std::shared_ptr<Module> module = backend->compile(request);
+    report.result = module->result();
+    report.occupancy_block_threads = kOccupancyBlockThreads;
+    for (const std::string& e : request.name_expressions)
+      report.occupancy.push_back(
+          backend->occupancy_blocks_per_sm(module->kernel(e), kOccupancyBlockThreads, 0));
+    return report;
+  }
+  std::string note;
+  report.result = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, arch, &note);
+  if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+  return report;
+}
+
+void print_resources(std::ostream& os, const std::vector<ResourceReport>& reports) {
+  const int threads = reports.empty() ? 0 : reports.front().occupancy_block_threads;
+  Table table({"kernel / variant", "name expression", "regs", "static smem", "stack", "spill st", "spill ld",
+               "cmem", "max thr/blk",
+               threads ? "blocks/SM @" + std::to_string(threads) : std::string("blocks/SM"), "compile",
+               "cache"});
+  for (const ResourceReport& r : reports) {
+    for (size_t i = 0; i < r.result.resources.size(); ++i) {
+      const ResourceUsage& u = r.result.resources[i];
+      table.add({r.label, u.kernel, cell(u.registers), cell(u.static_shared_bytes), cell(u.local_bytes),
+                 cell(u.spill_stores), cell(u.spill_loads), cell(u.constant_bytes),
+                 cell(u.max_threads_per_block), i < r.occupancy.size() ? std::to_string(r.occupancy[i]) : "-",
+                 format_fixed(r.result.compile_ms, 1) + " ms", r.result.cache_hit ? "hit" : "miss"});
+    }
+  }
+  table.print(os);
+}
+
+nlohmann::json resources_json(const std::vector<ResourceReport>& reports) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ResourceReport& r : reports) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (size_t i = 0; i < r.result.resources.size(); ++i) {
+      const ResourceUsage& u = r.result.resources[i];
+      kernels.push_back({{"name_expression", u.kernel},
+                         {"lowered_name", i < r.result.lowered_names.size() ? r.result.lowered_names[i] : ""},
+                         {"registers", value(u.registers)},
+                         {"static_shared_bytes", value(u.static_shared_bytes)},
+                         {"local_bytes", value(u.local_bytes)},
+                         {"spill_stores", value(u.spill_stores)},
+                         {"spill_loads", value(u.spill_loads)},
+                         {"constant_bytes", value(u.constant_bytes)},
+                         {"max_threads_per_block", value(u.max_threads_per_block)},
+                         {"occupancy_blocks_per_sm",
+                          i < r.occupancy.size() ? nlohmann::json(r.occupancy[i]) : nlohmann::json()}});
+    }
+    out.push_back({{"label", r.label},
+                   {"target", r.result.target},
+                   {"compile_ms", r.result.compile_ms},
+                   {"cache_hit", r.result.cache_hit},
+                   {"cache_key", r.result.cache_key},
+                   {"occupancy_block_threads", r.occupancy_block_threads},
+                   {"kernels", kernels}});
+  }
+  return out;
+}
+
+}  // namespace lab

@@ -1,0 +1,349 @@
+// The fiber scheduler of one block: resumes fibers warp by warp, completes warp collectives in lockstep,
+// releases block barriers, and turns every way a block can get stuck into an error message.
+#include "block_scheduler.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace lab::cpu {
+
+namespace ctx = boost::context::detail;
+
+namespace {
+
+constexpr unsigned kWarp = 32;
+
+const char* block_op_name(int op) {
+  switch (op) {
+    case LAB_EMU_SYNCTHREADS_COUNT: return "__syncthreads_count";
+    case LAB_EMU_SYNCTHREADS_AND: return "__syncthreads_and";
+    case LAB_EMU_SYNCTHREADS_OR: return "__syncthreads_or";
+    default: return "__syncthreads";
+  }
+}
+
+const char* warp_op_name(int op) {
+  switch (op) {
+    case LAB_EMU_SHFL_IDX: return "__shfl_sync";
+    case LAB_EMU_SHFL_UP: return "__shfl_up_sync";
+    case LAB_EMU_SHFL_DOWN: return "__shfl_down_sync";
+    case LAB_EMU_SHFL_XOR: return "__shfl_xor_sync";
+    case LAB_EMU_BALLOT: return "__ballot_sync";
+    case LAB_EMU_ANY: return "__any_sync";
+    case LAB_EMU_ALL: return "__all_sync";
+    default: return "__syncwarp";
+  }
+}
+
+std::string location(const char* file, int line) { return std::string(file) + ":" + std::to_string(line); }
+
+std::string hex_mask(unsigned mask) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", mask);
+  return buf;
+}
+
+std::string dim_text(const lab_emu_dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+}  // namespace
+
+BlockScheduler::BlockScheduler() : fibers_(kMaxThreads) {}
+
+const lab_emu_host_api& BlockScheduler::host_api() {
+  static const lab_emu_host_api api{LAB_EMU_ABI_VERSION, &api_block_sync, &api_warp_sync, &api_active_mask,
+                                    &api_fail};
+  return api;
+}
+
+std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args, const lab_emu_block& block) {
+  const unsigned bx = block.block_dim.x, by = block.block_dim.y;
+  const unsigned n = bx * by * block.block_dim.z;
+  stacks_.reserve(n);
+  kernel_ = &kernel;
+  args_ = args;
+  block_ = &block;
+  thread_count_ = n;
+  exited_ = 0;
+  error_.clear();
+  for (unsigned i = 0; i < n; ++i) {
+    Fiber& f = fibers_[i];
+    f.abi = lab_emu_thread{{i % bx, (i / bx) % by, i / (bx * by)}, i, &block};
+    f.scheduler = this;
+    f.state = State::Runnable;
+    f.context = ctx::make_fcontext(stacks_.top(i), FiberStacks::kStackBytes, &fiber_main);
+  }
+  const unsigned warps = (n + kWarp - 1) / kWarp;
+  for (;;) {
+    for (unsigned w = 0; w < warps; ++w) {
+      const unsigned lo = w * kWarp, hi = std::min(n, lo + kWarp);
+      for (;;) {
+        bool ran = false;
+        for (unsigned i = lo; i < hi; ++i) {
+          if (fibers_[i].state != State::Runnable) continue;
+          resume(fibers_[i]);
+          ran = true;
+          if (fibers_[i].state == State::Failed) return error_;
+        }
+        if (!ran || !complete_warp_collectives(w)) break;
+      }
+      if (!error_.empty()) return error_;
+    }
+    if (exited_ == n) return {};
+    if (!release_block_barrier()) return error_;
+  }
+}
+
+lab_emu_dim3 BlockScheduler::running_thread() const { return fibers_[running_].abi.thread_idx; }
+
+void BlockScheduler::resume(Fiber& f) {
+  running_ = f.abi.linear_idx;
+  ctx::transfer_t t = ctx::jump_fcontext(f.context, &f);
+  f.context = t.fctx;
+  if (f.state == State::Exited) ++exited_;
+}
+
+void BlockScheduler::yield_to_scheduler() {
+  ctx::transfer_t t = ctx::jump_fcontext(scheduler_context_, nullptr);
+  scheduler_context_ = t.fctx;
+}
+
+void BlockScheduler::fiber_main(ctx::transfer_t t) {
+  Fiber& f = *static_cast<Fiber*>(t.data);
+  BlockScheduler& s = *f.scheduler;
+  s.scheduler_context_ = t.fctx;
+  try {
+    s.kernel_->run(&f.abi, s.args_);
+    f.state = State::Exited;
+  } catch (...) {
+    s.error_ = "thread " + dim_text(f.abi.thread_idx) + ": the kernel threw a C++ exception";
+    f.state = State::Failed;
+  }
+  s.yield_to_scheduler();
+  std::abort();  // a finished fiber is never resumed
+}
+
+int BlockScheduler::api_block_sync(lab_emu_thread* self, int op, int predicate, const char* file, int line) {
+  Fiber& f = fiber_of(self);
+  f.state = State::AtBarrier;
+  f.site = {op, file, line};
+  f.value = predicate != 0;
+  f.scheduler->yield_to_scheduler();
+  return int(f.result);
+}
+
+unsigned long long BlockScheduler::api_warp_sync(lab_emu_thread* self, int op, unsigned mask,
+                                                 unsigned long long value, int lane_arg, int width,
+                                                 const char* file, int line) {
+  Fiber& f = fiber_of(self);
+  f.state = State::AtWarp;
+  f.site = {op, file, line};
+  f.mask = mask;
+  f.value = value;
+  f.lane_arg = lane_arg;
+  f.width = width;
+  f.scheduler->yield_to_scheduler();
+  return f.result;
+}
+
+unsigned BlockScheduler::api_active_mask(lab_emu_thread* self) {
+  return fiber_of(self).scheduler->live_lanes(self->linear_idx / kWarp);
+}
+
+void BlockScheduler::api_fail(lab_emu_thread* self, const char* message, const char* file, int line) {
+  Fiber& f = fiber_of(self);
+  BlockScheduler& s = *f.scheduler;
+  s.error_ = "thread " + dim_text(f.abi.thread_idx) + " at " + location(file, line) + ": " + message;
+  f.state = State::Failed;
+  s.yield_to_scheduler();
+  std::abort();  // a failed fiber is never resumed
+}
+
+unsigned BlockScheduler::live_lanes(unsigned warp) const {
+  const unsigned lo = warp * kWarp, hi = std::min(thread_count_, lo + kWarp);
+  unsigned mask = 0;
+  for (unsigned i = lo; i < hi; ++i)
+    if (fibers_[i].state != State::Exited) mask |= 1u << (i - lo);
+  return mask;
+}
+
+bool BlockScheduler::complete_warp_collectives(unsigned warp) {
+  const unsigned lo = warp * kWarp, hi = std::min(thread_count_, lo + kWarp);
+  const unsigned live = live_lanes(warp);
+  unsigned handled = 0;
+  bool released = false;
+  for (unsigned i = lo; i < hi; ++i) {
+    const unsigned lane = i - lo;
+    const Fiber& f = fibers_[i];
+    if (f.state != State::AtWarp || (handled >> lane & 1u)) continue;
+    const std::string where = "thread " + dim_text(f.abi.thread_idx) + " calls " + warp_op_name(f.site.op) +
+                              " at " + location(f.site.file, f.site.line);
+    if (!(f.mask >> lane & 1u)) {
+      error_ = where + " with mask " + hex_mask(f.mask) + ", which leaves out its own lane " + std::to_string(lane);
+      return false;
+    }
+    if (f.width < 1 || f.width > int(kWarp) || (f.width & (f.width - 1)) != 0) {
+      error_ = where + " with width " + std::to_string(f.width) + " (must be a power of two from 1 to 32)";
+      return false;
+    }
+    const unsigned participants = f.mask & live;
+    bool complete = true;
+    for (unsigned b = 0; b < kWarp && complete; ++b)
+      if (participants >> b & 1u)
+        complete = fibers_[lo + b].state == State::AtWarp && fibers_[lo + b].mask == f.mask;
+    if (!complete) continue;
+    for (unsigned b = 0; b < kWarp; ++b) {
+      const Fiber& g = fibers_[lo + b];
+      if ((participants >> b & 1u) && g.site.op != f.site.op) {
+        error_ = "warp collective mismatch: " + where + " while thread " + dim_text(g.abi.thread_idx) +
+                 " calls " + warp_op_name(g.site.op) + " at " + location(g.site.file, g.site.line) +
+                 " with the same mask " + hex_mask(f.mask);
+        return false;
+      }
+    }
+    complete_collective(warp, participants);
+    handled |= participants;
+    released = true;
+  }
+  return released;
+}
+
+void BlockScheduler::complete_collective(unsigned warp, unsigned participants) {
+  const unsigned lo = warp * kWarp;
+  uint64_t values[kWarp] = {};
+  unsigned ballot = 0;
+  for (unsigned lane = 0; lane < kWarp; ++lane) {
+    if (!(participants >> lane & 1u)) continue;
+    values[lane] = fibers_[lo + lane].value;
+    if (values[lane] != 0) ballot |= 1u << lane;
+  }
+  for (unsigned lane = 0; lane < kWarp; ++lane) {
+    if (!(participants >> lane & 1u)) continue;
+    Fiber& g = fibers_[lo + lane];
+    const long long width = g.width, segment = lane & ~unsigned(g.width - 1);
+    long long src = lane;
+    switch (g.site.op) {
+      case LAB_EMU_SHFL_IDX: src = segment + (g.lane_arg & (g.width - 1)); break;
+      case LAB_EMU_SHFL_UP:
+        src = (long long)lane - (long long)unsigned(g.lane_arg);
+        if (src < segment) src = lane;
+        break;
+      case LAB_EMU_SHFL_DOWN:
+        src = (long long)lane + (long long)unsigned(g.lane_arg);
+        if (src >= segment + width) src = lane;
+        break;
+      case LAB_EMU_SHFL_XOR:
+        src = (long long)(lane ^ unsigned(g.lane_arg));
+        if (src >= kWarp || src / width > lane / width) src = lane;
+        break;
+      default: break;
+    }
+    switch (g.site.op) {
+      case LAB_EMU_BALLOT: g.result = ballot; break;
+      case LAB_EMU_ANY: g.result = ballot != 0; break;
+      case LAB_EMU_ALL: g.result = ballot == participants; break;
+      case LAB_EMU_SYNCWARP: g.result = 0; break;
+      // A source lane outside the collective has no defined value on the GPU; the caller keeps its own.
+      default: g.result = (participants >> src & 1u) ? values[src] : values[lane]; break;
+    }
+    g.state = State::Runnable;
+  }
+}
+
+bool BlockScheduler::release_block_barrier() {
+  const Fiber* first = nullptr;
+  bool same_barrier = true;
+  unsigned count = 0;
+  for (unsigned i = 0; i < thread_count_; ++i) {
+    const Fiber& f = fibers_[i];
+    if (f.state == State::AtWarp) {
+      error_ = describe_warp_deadlock(i / kWarp, f);
+      return false;
+    }
+    if (f.state != State::AtBarrier) continue;
+    count += unsigned(f.value);
+    if (!first) {
+      first = &f;
+    } else if (f.site.op != first->site.op || f.site.line != first->site.line ||
+               std::strcmp(f.site.file, first->site.file) != 0) {
+      same_barrier = false;
+    }
+  }
+  if (exited_ > 0 || !same_barrier) {
+    std::map<std::string, std::vector<unsigned>> groups;
+    for (unsigned i = 0; i < thread_count_; ++i) groups[describe_waiting(fibers_[i])].push_back(i);
+    std::vector<std::pair<unsigned, std::string>> ordered;  // by first thread
+    for (auto& [what, threads] : groups) ordered.push_back({threads.front(), describe_threads(threads) + " " + what});
+    std::sort(ordered.begin(), ordered.end());
+    error_ = "barrier divergence at " + location(first->site.file, first->site.line) + ":";
+    for (size_t k = 0; k < ordered.size(); ++k) error_ += (k ? "; " : " ") + ordered[k].second;
+    return false;
+  }
+  uint64_t result = 0;
+  switch (first->site.op) {
+    case LAB_EMU_SYNCTHREADS_COUNT: result = count; break;
+    case LAB_EMU_SYNCTHREADS_AND: result = count == thread_count_; break;
+    case LAB_EMU_SYNCTHREADS_OR: result = count > 0; break;
+    default: break;
+  }
+  for (unsigned i = 0; i < thread_count_; ++i) {
+    fibers_[i].result = result;
+    fibers_[i].state = State::Runnable;
+  }
+  return true;
+}
+
+std::string BlockScheduler::describe_threads(const std::vector<unsigned>& linear) const {
+  const bool multi_dim = block_->block_dim.y * block_->block_dim.z > 1;
+  std::string s = linear.size() == 1 ? "thread " : "threads ";
+  if (multi_dim) s += "(linear index) ";
+  size_t ranges = 0;
+  for (size_t i = 0; i < linear.size();) {
+    size_t j = i;
+    while (j + 1 < linear.size() && linear[j + 1] == linear[j] + 1) ++j;
+    if (ranges == 8) {
+      s += ", ... (" + std::to_string(linear.size()) + " threads in all)";
+      break;
+    }
+    s += (ranges ? ", " : "") + std::to_string(linear[i]);
+    if (j > i) s += "-" + std::to_string(linear[j]);
+    ++ranges;
+    i = j + 1;
+  }
+  return s;
+}
+
+std::string BlockScheduler::describe_waiting(const Fiber& f) const {
+  switch (f.state) {
+    case State::AtBarrier:
+      return std::string("wait at ") + block_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) + ")";
+    case State::AtWarp:
+      return std::string("wait at ") + warp_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) +
+             ", mask " + hex_mask(f.mask) + ")";
+    case State::Exited: return "have exited";
+    default: return "are running";
+  }
+}
+
+std::string BlockScheduler::describe_warp_deadlock(unsigned warp, const Fiber& waiting) const {
+  const unsigned lo = warp * kWarp, hi = std::min(thread_count_, lo + kWarp);
+  std::vector<unsigned> group;
+  std::map<std::string, std::vector<unsigned>> missing;
+  for (unsigned i = lo; i < hi; ++i) {
+    const Fiber& g = fibers_[i];
+    if (!(waiting.mask >> (i - lo) & 1u) || g.state == State::Exited) continue;
+    if (g.state == State::AtWarp && g.mask == waiting.mask)
+      group.push_back(i);
+    else
+      missing[describe_waiting(g)].push_back(i);
+  }
+  std::string s = "warp collective never completes: " + describe_threads(group) + " " + describe_waiting(waiting);
+  for (auto& [what, threads] : missing) s += "; " + describe_threads(threads) + " of its mask " + what;
+  return s;
+}
+
+}  // namespace lab::cpu

@@ -1,0 +1,90 @@
+// Runs one thread block of an emulated kernel on the calling host thread: every CUDA thread is a fiber
+// (Boost.Context fcontext on a pooled stack) that runs until it reaches a barrier, a warp collective, or its
+// end. The scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
+// collectives whose lanes have all arrived (lockstep exchange), repeats, then releases a block barrier once
+// every thread of the block waits at the same one. Anything else - some threads exited or waiting at another
+// barrier, a collective whose lanes never arrive - is an error reported at once, never a hang.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include "device/lab_emu_abi.hpp"
+#include "fiber_stacks.hpp"
+
+namespace lab::cpu {
+
+class BlockScheduler {
+ public:
+  static constexpr unsigned kMaxThreads = 1024;
+
+  BlockScheduler();
+  BlockScheduler(const BlockScheduler&) = delete;
+  BlockScheduler& operator=(const BlockScheduler&) = delete;
+
+  // Runs every thread of `block` to completion. Returns an empty string, or what went wrong (barrier
+  // divergence, warp deadlock, a failure the kernel reported), naming threads and source lines.
+  std::string run(const lab_emu_kernel& kernel, void* const* args, const lab_emu_block& block);
+
+  // The thread whose fiber was running last (for messages about a fault that interrupted run()).
+  lab_emu_dim3 running_thread() const;
+  const FiberStacks& stacks() const { return stacks_; }
+
+  // The services a kernel module calls (bound once per module).
+  static const lab_emu_host_api& host_api();
+
+ private:
+  enum class State : uint8_t { Runnable, AtBarrier, AtWarp, Exited, Failed };
+  struct Site {
+    int op;
+    const char* file;
+    int line;
+  };
+  struct Fiber {
+    lab_emu_thread abi;  // first member: the module hands back &abi
+    BlockScheduler* scheduler;
+    boost::context::detail::fcontext_t context;
+    State state;
+    Site site;
+    unsigned mask;
+    int lane_arg;
+    int width;
+    uint64_t value;
+    uint64_t result;
+  };
+
+  static Fiber& fiber_of(lab_emu_thread* self) { return *reinterpret_cast<Fiber*>(self); }
+  static void fiber_main(boost::context::detail::transfer_t t);
+  static int api_block_sync(lab_emu_thread* self, int op, int predicate, const char* file, int line);
+  static unsigned long long api_warp_sync(lab_emu_thread* self, int op, unsigned mask, unsigned long long value,
+                                          int lane_arg, int width, const char* file, int line);
+  static unsigned api_active_mask(lab_emu_thread* self);
+  static void api_fail(lab_emu_thread* self, const char* message, const char* file, int line);
+
+  void resume(Fiber& f);
+  void yield_to_scheduler();
+  unsigned live_lanes(unsigned warp) const;
+  // Completes every collective of `warp` whose lanes have all arrived; true when some lanes can run again.
+  bool complete_warp_collectives(unsigned warp);
+  void complete_collective(unsigned warp, unsigned participants);
+  // With no thread runnable: releases the block barrier, or sets error_ and returns false.
+  bool release_block_barrier();
+  std::string describe_threads(const std::vector<unsigned>& linear) const;
+  std::string describe_waiting(const Fiber& f) const;
+  std::string describe_warp_deadlock(unsigned warp, const Fiber& waiting) const;
+
+  FiberStacks stacks_;
+  std::vector<Fiber> fibers_;
+  unsigned thread_count_ = 0;
+  unsigned exited_ = 0;
+  unsigned running_ = 0;
+  const lab_emu_kernel* kernel_ = nullptr;
+  void* const* args_ = nullptr;
+  const lab_emu_block* block_ = nullptr;
+  boost::context::detail::fcontext_t scheduler_context_ = nullptr;
+  std::string error_;
+};
+
+}  // namespace lab::cpu

@@ -1,0 +1,133 @@
+// The cpu backend: compile through the host compiler, host memory, launches on the worker pool.
+#include "cpu_backend.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "block_scheduler.hpp"
+#include "errors.hpp"
+#include "host_compiler.hpp"
+#include "host_memory.hpp"
+#include "kernel_module.hpp"
+#include "worker_pool.hpp"
+
+namespace lab {
+
+namespace {
+
+// The H200's opt-in shared memory per block, so runners pick the same configurations on both backends.
+constexpr size_t kSharedPerBlockOptin = 227 * 1024;
+
+unsigned worker_threads() {
+  if (const char* env = std::getenv("LAB_CPU_THREADS"); env && *env) {
+    const int n = std::atoi(env);
+    if (n < 1) throw UsageError(std::string("LAB_CPU_THREADS must be a positive integer, not '") + env + "'");
+    return unsigned(n);
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
+}
+
+std::string dim_text(const Dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(RuntimeContext context)
+      : context_(std::move(context)),
+        compiler_(cpu::HostCompiler::from_environment()),
+        memory_(context_.options.check_bounds),
+        pool_(worker_threads(), context_.options.check_bounds,
+              [this](const void* address) { return memory_.describe_address(address); }) {}
+
+  std::string name() const override { return "cpu"; }
+
+  DeviceInfo device() const override {
+    DeviceInfo info;
+    info.name = "host CPU (" + std::to_string(pool_.size()) + " threads)";
+    info.arch = compiler_.version_line();
+    info.multiprocessors = int(pool_.size());
+    info.shared_per_block_optin = kSharedPerBlockOptin;
+    return info;
+  }
+
+  std::shared_ptr<Module> compile(const CompileRequest& request) override {
+    std::string note;
+    cpu::HostBuild build = cpu::build_kernel_module(*context_.tree, *context_.cache, request, compiler_, &note);
+    if (context_.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+    return std::make_shared<cpu::KernelModule>(std::move(build.result), build.shared_object);
+  }
+
+  DeviceBuffer alloc(size_t bytes) override { return DeviceBuffer(this, memory_.allocate(bytes), bytes); }
+
+  void upload(void* device_dst, const void* host_src, size_t bytes) override {
+    memory_.check_range(device_dst, bytes, "upload");
+    std::memcpy(device_dst, host_src, bytes);
+  }
+
+  void download(void* host_dst, const void* device_src, size_t bytes) override {
+    memory_.check_range(device_src, bytes, "download");
+    std::memcpy(host_dst, device_src, bytes);
+  }
+
+  void fill_bytes(void* device_dst, uint8_t value, size_t bytes) override {
+    memory_.check_range(device_dst, bytes, "fill");
+    std::memset(device_dst, value, bytes);
+  }
+
+  void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
+    if (!kernel.handle || !dynamic_cast<const cpu::KernelModule*>(kernel.module))
+      throw UsageError("kernel '" + kernel.name_expression + "' does not come from a cpu-backend module");
+    const auto& entry = *static_cast<const lab_emu_kernel*>(kernel.handle);
+    const std::string name = "kernel " + kernel.name_expression;
+    const Dim3 &g = config.grid, &b = config.block;
+    if (!g.x || !g.y || !g.z || g.y > 65535 || g.z > 65535)
+      throw RuntimeError(name + ": invalid grid " + dim_text(g) + " (each dimension >= 1, y and z <= 65535)");
+    if (!b.x || !b.y || !b.z || b.z > 64 || uint64_t(b.x) * b.y * b.z > cpu::BlockScheduler::kMaxThreads)
+      throw RuntimeError(name + ": invalid block " + dim_text(b) + " (at most 1024 threads, z <= 64)");
+    if (config.dynamic_shared_bytes > kSharedPerBlockOptin)
+      throw RuntimeError(name + ": " + std::to_string(config.dynamic_shared_bytes) +
+                         " bytes of dynamic shared memory exceed the limit of " +
+                         std::to_string(kSharedPerBlockOptin));
+    cpu::check_launch_arguments(entry, args);
+    cpu::GridJob job;
+    job.kernel = &entry;
+    job.args = args.pointers.data();
+    job.grid = {g.x, g.y, g.z};
+    job.block = {b.x, b.y, b.z};
+    job.dynamic_shared_bytes = config.dynamic_shared_bytes;
+    std::lock_guard lock(launch_mutex_);
+    if (std::string failure = pool_.run(job); !failure.empty()) throw RuntimeError(name + " " + failure);
+    if (std::string overrun = memory_.check_padding(); !overrun.empty()) throw RuntimeError(name + " " + overrun);
+  }
+
+  void synchronize() override {}
+
+  double time_ms(const std::function<void()>& work) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void release(void* ptr) noexcept override { memory_.release(ptr); }
+
+ private:
+  RuntimeContext context_;
+  cpu::HostCompiler compiler_;
+  cpu::HostMemory memory_;
+  cpu::WorkerPool pool_;
+  std::mutex launch_mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const RuntimeContext& context) {
+  return std::make_unique<CpuBackend>(context);
+}
+
+}  // namespace lab

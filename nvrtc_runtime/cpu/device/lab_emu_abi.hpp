@@ -1,0 +1,80 @@
+// The C interface between the cpu backend (the host: fiber scheduler, thread pool) and a kernel module (the
+// shared object the host compiler builds from a kernel .cu plus lab_emulator.hpp). The module needs nothing but
+// the standard library and the CUDA headers: every scheduling service reaches it through lab_emu_host_api.
+//
+// A module exports (extern "C"):
+//   int lab_emu_module_abi(void);                     -> LAB_EMU_ABI_VERSION
+//   void lab_emu_bind(const lab_emu_host_api* api);   called once after dlopen, before any launch
+//   const lab_emu_kernel* lab_emu_kernel_<i>(void);   one per name expression of the compile request
+#pragma once
+
+#define LAB_EMU_ABI_VERSION 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lab_emu_dim3 {
+  unsigned x, y, z;
+} lab_emu_dim3;
+
+// One running block; shared by its threads, owned by the host.
+typedef struct lab_emu_block {
+  lab_emu_dim3 block_idx;
+  lab_emu_dim3 block_dim;
+  lab_emu_dim3 grid_dim;
+  void* dynamic_shared;
+  unsigned long long dynamic_shared_bytes;
+} lab_emu_block;
+
+// One CUDA thread (a fiber on the host); owned by the host.
+typedef struct lab_emu_thread {
+  lab_emu_dim3 thread_idx;
+  unsigned linear_idx;  // x + y * block_dim.x + z * block_dim.x * block_dim.y
+  const lab_emu_block* block;
+} lab_emu_thread;
+
+enum lab_emu_block_op { LAB_EMU_SYNCTHREADS = 0, LAB_EMU_SYNCTHREADS_COUNT, LAB_EMU_SYNCTHREADS_AND, LAB_EMU_SYNCTHREADS_OR };
+
+enum lab_emu_warp_op {
+  LAB_EMU_SYNCWARP = 0,
+  LAB_EMU_SHFL_IDX,
+  LAB_EMU_SHFL_UP,
+  LAB_EMU_SHFL_DOWN,
+  LAB_EMU_SHFL_XOR,
+  LAB_EMU_BALLOT,
+  LAB_EMU_ANY,
+  LAB_EMU_ALL
+};
+
+// Services of the host. Every call that can switch fibers takes the calling thread; `file`/`line` locate the
+// call in the kernel source for error messages.
+typedef struct lab_emu_host_api {
+  int abi_version;
+  // Block barrier; returns the count / and / or of `predicate` over the block (0 for a plain __syncthreads).
+  int (*block_sync)(lab_emu_thread* self, int op, int predicate, const char* file, int line);
+  // Warp collective over the lanes of `mask`; `value` is the caller's bits (shuffles) or predicate (votes),
+  // `lane_arg` the source lane / delta / xor mask, `width` the shuffle segment. Returns the result bits.
+  unsigned long long (*warp_sync)(lab_emu_thread* self, int op, unsigned mask, unsigned long long value,
+                                  int lane_arg, int width, const char* file, int line);
+  // Lanes of the caller's warp that have not exited.
+  unsigned (*active_mask)(lab_emu_thread* self);
+  // Stops the whole launch with `message`; never returns to the caller.
+  void (*fail)(lab_emu_thread* self, const char* message, const char* file, int line);
+} lab_emu_host_api;
+
+typedef void (*lab_emu_run_fn)(lab_emu_thread* self, void* const* args);
+
+// One exported kernel: its parameter list (from the instantiated function's real type) and the entry that
+// unpacks `args` (pointers to each argument) and runs the kernel body as thread `self`.
+typedef struct lab_emu_kernel {
+  const char* name_expression;
+  unsigned param_count;
+  const unsigned long long* param_sizes;
+  const char* const* param_types;  // type names as the compiler spells them
+  lab_emu_run_fn run;
+} lab_emu_kernel;
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,53 @@
+// posix_spawnp with the output redirected to an unlinked temporary file.
+#include "subprocess.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "errors.hpp"
+
+extern char** environ;
+
+namespace lab::cpu {
+
+ProcessResult run_process(const std::vector<std::string>& argv) {
+  std::FILE* capture = std::tmpfile();
+  if (!capture) throw RuntimeError(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  const int fd = ::fileno(capture);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ProcessResult result;
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    result.output = "cannot run '" + argv[0] + "': " + std::strerror(spawned);
+    std::fclose(capture);
+    return result;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  std::rewind(capture);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, capture)) > 0) result.output.append(buf, n);
+  std::fclose(capture);
+  return result;
+}
+
+}  // namespace lab::cpu

@@ -1,0 +1,122 @@
+// YOLO label files and the letterbox mapping into the network input.
+#include "pipeline/loss/labels.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab::loss {
+
+std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path.string() + ": cannot open the labels file");
+  std::vector<YoloLabel> labels;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::istringstream fields(line);
+    std::string first;
+    if (!(fields >> first) || first[0] == '#') continue;
+    const std::string at = path.string() + ":" + std::to_string(number) + ": ";
+    YoloLabel label;
+    size_t used = 0;
+    try {
+      label.cls = std::stoi(first, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != first.size() || label.cls < 0) throw UsageError(at + "class '" + first + "' is not an integer >= 0");
+    std::string extra;
+    if (!(fields >> label.cx >> label.cy >> label.w >> label.h) || (fields >> extra))
+      throw UsageError(at + "expected 'class cx cy w h' (5 numbers), got '" + line + "'");
+    if (label.w < 0 || label.h < 0) throw UsageError(at + "negative width or height");
+    labels.push_back(label);
+  }
+  return labels;
+}
+
+namespace {
+
+nlohmann::json parse_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path.string() + ": cannot open the file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+}  // namespace
+
+std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path) {
+  const nlohmann::json doc = parse_json_file(path);
+  const std::string key = "labels_yolo_txt_original_image";
+  try {
+    std::vector<YoloLabel> labels;
+    for (const auto& row : doc.at(key)) {
+      if (row.size() != 5) throw UsageError(path.string() + ": " + key + " rows must be [class, cx, cy, w, h]");
+      labels.push_back({static_cast<int>(row[0].get<double>()), row[1].get<double>(), row[2].get<double>(),
+                        row[3].get<double>(), row[4].get<double>()});
+    }
+    return labels;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path.string() + ": needs " + key + " as a list of [class, cx, cy, w, h] (" + e.what() + ")");
+  }
+}
+
+Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height) {
+  if (original_width <= 0 || original_height <= 0)
+    throw UsageError("letterbox: original size " + std::to_string(original_width) + "x" +
+                     std::to_string(original_height) + " is not positive");
+  Letterbox box;
+  box.original_width = original_width;
+  box.original_height = original_height;
+  box.scale = std::min(static_cast<double>(input_height) / original_height,
+                       static_cast<double>(input_width) / original_width);
+  const double dw = input_width - std::round(original_width * box.scale);
+  const double dh = input_height - std::round(original_height * box.scale);
+  box.pad_x = std::round(dw / 2 - 0.1);
+  box.pad_y = std::round(dh / 2 - 0.1);
+  return box;
+}
+
+Letterbox read_letterbox_json(const std::filesystem::path& path) {
+  const nlohmann::json doc = parse_json_file(path);
+  const std::string at = path.string() + ": ";
+  try {
+    const auto& lb = doc.at("letterbox");
+    Letterbox box;
+    box.scale = lb.at("scale").get<double>();
+    box.pad_x = lb.at("pad_left_top").at(0).get<double>();
+    box.pad_y = lb.at("pad_left_top").at(1).get<double>();
+    if (!(box.scale > 0)) throw UsageError(at + "letterbox.scale must be positive");
+    if (lb.contains("original_size")) {
+      box.original_width = lb["original_size"].at(0).get<int>();
+      box.original_height = lb["original_size"].at(1).get<int>();
+    } else {
+      box.original_width = static_cast<int>(std::lround((lb.at("size").at(0).get<double>() - 2 * box.pad_x) / box.scale));
+      box.original_height = static_cast<int>(std::lround((lb.at("size").at(1).get<double>() - 2 * box.pad_y) / box.scale));
+    }
+    if (box.original_width <= 0 || box.original_height <= 0)
+      throw UsageError(at + "the letterbox gives a non-positive original image size");
+    return box;
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(at + "needs letterbox.scale, letterbox.pad_left_top [x, y] and letterbox.size [w, h] (" +
+                     e.what() + ")");
+  }
+}
+
+std::vector<GtBox> labels_to_input(const std::vector<YoloLabel>& labels, const Letterbox& letterbox) {
+  std::vector<GtBox> boxes;
+  const double sx = letterbox.original_width * letterbox.scale, sy = letterbox.original_height * letterbox.scale;
+  for (const YoloLabel& l : labels)
+    boxes.push_back({l.cls, (l.cx - l.w / 2) * sx + letterbox.pad_x, (l.cy - l.h / 2) * sy + letterbox.pad_y,
+                     (l.cx + l.w / 2) * sx + letterbox.pad_x, (l.cy + l.h / 2) * sy + letterbox.pad_y});
+  return boxes;
+}
+
+}  // namespace lab::loss

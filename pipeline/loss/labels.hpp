@@ -1,0 +1,40 @@
+// Ground truth from a YOLO label file (`class cx cy w h` per line, normalised to the original image) mapped
+// into the network input through a letterbox (scale, then padding), as Ultralytics' LetterBox maps labels.
+#pragma once
+#include <filesystem>
+#include <vector>
+
+#include "pipeline/loss/loss_types.hpp"
+
+namespace lab::loss {
+
+struct YoloLabel {
+  int cls = 0;
+  double cx = 0, cy = 0, w = 0, h = 0;  // normalised to the original image
+};
+
+// Blank lines and lines starting with '#' are skipped. Throws UsageError "FILE:LINE: ..." for a malformed line.
+std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path);
+
+// The labels of a bus_loss.json-like file: "labels_yolo_txt_original_image": [[class, cx, cy, w, h], ...] (the
+// same values as a label file, at full precision). Throws UsageError naming the file and the problem.
+std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path);
+
+// Original image (width x height) -> network input: x' = x * scale + pad_x, y' = y * scale + pad_y.
+struct Letterbox {
+  int original_width = 0, original_height = 0;
+  double scale = 1, pad_x = 0, pad_y = 0;
+};
+
+// The fixed-size letterbox of spec/yolo26.md (auto=False): r = min(H/h, W/w), new = round(size * r),
+// left = round(dw/2 - 0.1), top = round(dh/2 - 0.1).
+Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height);
+
+// A bus_loss.json-like file: "letterbox": {"size": [W, H], "scale": s, "pad_left_top": [x, y]} and optionally
+// "original_size": [w, h]; without it the original size is round((size - 2 * pad) / scale).
+// Throws UsageError naming the file and the missing or malformed field.
+Letterbox read_letterbox_json(const std::filesystem::path& path);
+
+std::vector<GtBox> labels_to_input(const std::vector<YoloLabel>& labels, const Letterbox& letterbox);
+
+}  // namespace lab::loss

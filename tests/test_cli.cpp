@@ -1,0 +1,339 @@
+// The `lab` binary as a user runs it (a subprocess): verbs, --json, and the exit codes and one-line messages
+// for every bad input of the spec (unknown kernel / variant / parameter, a rule broken, malformed scenario
+// TOML, a kernel that fails to compile from --kernels-dir, --backend cuda without a GPU).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kernels/runner.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LabResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `lab ARGS` with a private-to-the-tests cache and no inherited LAB_KERNELS_DIR / LAB_SCENARIOS_DIR.
+LabResult run_lab(const std::string& args) {
+  lab::test::ScratchDir io("cli-io");
+  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
+  const std::string command =
+      "env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR LAB_CACHE_DIR=" + quoted(cache.string()) + " " +
+      quoted(LAB_BINARY) + " " + args + " >" + quoted((io.path / "out").string()) + " 2>" +
+      quoted((io.path / "err").string());
+  const int status = std::system(command.c_str());
+  LabResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(io.path / "out");
+  r.err = read_text(io.path / "err");
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+size_t line_count(const std::string& text) {
+  size_t n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// A copy of the repository's kernel tree (.cu / .cuh only) that a test may edit.
+fs::path copy_kernel_tree(const fs::path& into) {
+  const fs::path src = fs::path(LAB_SOURCE_DIR) / "kernels";
+  for (const auto& e : fs::recursive_directory_iterator(src)) {
+    const auto ext = e.path().extension();
+    if (!e.is_regular_file() || (ext != ".cu" && ext != ".cuh")) continue;
+    const fs::path dst = into / fs::relative(e.path(), src);
+    fs::create_directories(dst.parent_path());
+    fs::copy_file(e.path(), dst);
+  }
+  return into;
+}
+
+const std::string kKernel = "detect_decode";
+
+}  // namespace
+
+TEST_CASE("lab --help and every verb's --help exit 0", "[cli]") {
+  for (const char* verb : {"", "list", "source", "run", "bench", "cache", "cache list", "cache clear",
+                           "scenario", "scenario run", "scenario list", "demo"}) {
+    INFO("lab " << verb << " --help");
+    const LabResult r = run_lab(std::string(verb) + " --help");
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "Usage"));
+  }
+}
+
+TEST_CASE("lab list prints every runner, and as JSON", "[cli]") {
+  const LabResult text = run_lab("list");
+  REQUIRE(text.exit_code == 0);
+  for (const lab::Runner* runner : lab::Registry::instance().all()) {
+    CHECK(contains(text.out, runner->name()));
+    CHECK(contains(text.out, runner->source_path()));
+  }
+  const LabResult json = run_lab("list --json");
+  REQUIRE(json.exit_code == 0);
+  const auto parsed = nlohmann::json::parse(json.out);
+  REQUIRE(parsed.size() == lab::Registry::instance().all().size());
+  for (const auto& r : parsed) {
+    CHECK(r["variants"].size() >= 1);
+    CHECK(r["variants"][0]["default"] == true);
+    CHECK(r.contains("params"));
+    CHECK(r.contains("scenarios"));
+  }
+}
+
+TEST_CASE("bad usage exits 2 with one line", "[cli]") {
+  SECTION("no verb") {
+    const LabResult r = run_lab("");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("lab: ", 0) == 0);
+  }
+  SECTION("unknown verb") {
+    const LabResult r = run_lab("frobnicate");
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.err) == 1);
+  }
+  SECTION("missing kernel argument") {
+    const LabResult r = run_lab("run");
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.err) == 1);
+  }
+  SECTION("--param without '='") {
+    const LabResult r = run_lab("run " + kKernel + " --backend cpu --param B");
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "NAME=VALUE"));
+  }
+}
+
+TEST_CASE("unknown kernel, variant and parameter exit 2 listing the valid names", "[cli]") {
+  const lab::Runner& runner = lab::Registry::instance().get(kKernel);
+  SECTION("kernel") {
+    const LabResult r = run_lab("run no_such_kernel --backend cpu");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "lab: unknown kernel 'no_such_kernel' (valid: " + [] {
+      std::string names;
+      for (const lab::Runner* x : lab::Registry::instance().all())
+        names += (names.empty() ? "" : ", ") + x->name();
+      return names;
+    }() + ")\n");
+  }
+  SECTION("variant") {
+    for (const char* verb : {"run", "source", "bench"}) {
+      const LabResult r = run_lab(std::string(verb) + " " + kKernel + " --variant no_such_variant");
+      CHECK(r.exit_code == 2);
+      CHECK(line_count(r.err) == 1);
+      CHECK(contains(r.err, "unknown variant 'no_such_variant'"));
+      CHECK(contains(r.err, runner.variants().front().name));
+    }
+  }
+  SECTION("parameter") {
+    const LabResult r = run_lab("run " + kKernel + " --backend cpu --param NO_SUCH=1");
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.err) == 1);
+    CHECK(contains(r.err, "unknown parameter 'NO_SUCH'"));
+    for (const lab::ParamSpec& p : runner.params()) CHECK(contains(r.err, p.name));
+  }
+}
+
+TEST_CASE("a parameter that breaks its rule exits 2 stating the rule", "[cli]") {
+  // detect_decode's BLOCK must be a power of two; IMG_W a multiple of 32 (a cross-parameter rule).
+  const LabResult pow2 = run_lab("run " + kKernel + " --backend cpu --param BLOCK=96");
+  CHECK(pow2.exit_code == 2);
+  CHECK(line_count(pow2.err) == 1);
+  CHECK(contains(pow2.err, "BLOCK=96"));
+  CHECK(contains(pow2.err, "power of two"));
+  const LabResult range = run_lab("source " + kKernel + " --param B=0");
+  CHECK(range.exit_code == 2);
+  CHECK(contains(range.err, "B=0"));
+  const LabResult multiple = run_lab("run " + kKernel + " --backend cpu --param IMG_W=100");
+  CHECK(multiple.exit_code == 2);
+  CHECK(contains(multiple.err, "multiple of 32"));
+}
+
+TEST_CASE("malformed scenario TOML exits 2 with file:line", "[cli]") {
+  lab::test::ScratchDir dir("cli-toml");
+  const fs::path syntax = dir.path / "syntax.toml";
+  lab::test::write_file(syntax,
+                        "kernel = \"detect_decode\"\n\n[[case]]\nname = \"oops\nparams = { B = 1 }\n");
+  const LabResult r1 = run_lab("scenario run " + quoted(syntax.string()));
+  CHECK(r1.exit_code == 2);
+  CHECK(line_count(r1.err) == 1);
+  CHECK(contains(r1.err, syntax.string() + ":4:"));
+
+  const fs::path unknown = dir.path / "unknown.toml";
+  lab::test::write_file(unknown, "kernel = \"detect_decode\"\n[[case]]\nname = \"a\"\nparmas = { B = 1 }\n");
+  const LabResult r2 = run_lab("scenario run " + quoted(unknown.string()));
+  CHECK(r2.exit_code == 2);
+  CHECK(contains(r2.err, unknown.string() + ":4: unknown key 'parmas'"));
+
+  const fs::path bad_value = dir.path / "bad_value.toml";
+  lab::test::write_file(
+      bad_value,
+      "kernel = \"detect_decode\"\n\n[[case]]\nname = \"fine\"\n\n[[case]]\nname = \"bad\"\n"
+      "params = { BLOCK = 100 }\n");
+  const LabResult r3 = run_lab("scenario run " + quoted(bad_value.string()));
+  CHECK(r3.exit_code == 2);
+  CHECK(contains(r3.err, bad_value.string() + ":6: case 'bad'"));
+  CHECK(contains(r3.err, "power of two"));
+
+  const LabResult missing = run_lab("scenario run " + quoted((dir.path / "absent.toml").string()));
+  CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE("a kernel that fails to compile from --kernels-dir exits 1 with file:line:col and the message",
+          "[cli]") {
+  lab::test::ScratchDir dir("cli-broken");
+  const fs::path tree = copy_kernel_tree(dir.path / "kernels");
+  const std::string source = lab::Registry::instance().get(kKernel).source_path();
+  std::string text = read_text(tree / source);
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  const size_t broken_line = line_count(text) + 1;
+  lab::test::write_file(tree / source,
+                        text + "__global__ void lab_broken(float* x) { x[0] = undefined_name; }\n");
+  const std::string where = source + ":" + std::to_string(broken_line) + ":";
+
+  SECTION("NVRTC (lab source --ptx)") {
+    const LabResult r = run_lab("source " + kKernel + " --ptx --kernels-dir " + quoted(tree.string()));
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, where));
+    CHECK(contains(r.err, "error"));
+    CHECK(contains(r.err, "undefined_name"));
+  }
+  SECTION("cpu backend (lab run)") {
+    const LabResult r = run_lab("run " + kKernel + " --backend cpu --kernels-dir " + quoted(tree.string()));
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, where));
+    CHECK(contains(r.err, "undefined_name"));
+  }
+}
+
+TEST_CASE("--backend cuda without a GPU exits 2 with one line", "[cli]") {
+  if (lab::cuda_device_present()) {
+    WARN("skipped: this machine has a CUDA device");
+    return;
+  }
+  for (const std::string& args :
+       {"run " + kKernel + " --backend cuda", "bench " + kKernel + " --backend cuda",
+        "scenario run " + quoted(std::string(LAB_SOURCE_DIR) + "/CMakeLists.txt") + " --backend cuda"}) {
+    INFO("lab " << args);
+    const LabResult r = run_lab(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "lab: no CUDA device is available\n");
+  }
+}
+
+TEST_CASE("lab source shows the specialised text, PTX, resources and SASS (or why not)", "[cli]") {
+  const lab::Runner& runner = lab::Registry::instance().get(kKernel);
+  const LabResult cuda = run_lab("source " + kKernel + " --arch sm_90");
+  REQUIRE(cuda.exit_code == 0);
+  CHECK(contains(cuda.out, "--gpu-architecture=sm_90"));
+  CHECK(contains(cuda.out, "// ===== " + runner.source_path() + " ====="));
+  CHECK(contains(cuda.out, "// ===== common/lab.cuh ====="));
+  for (const std::string& e :
+       runner.compile_request(runner.variants().front().name, lab::resolve_params(runner, {}))
+           .name_expressions)
+    CHECK(contains(cuda.out, "//   " + e));
+
+  const LabResult ptx = run_lab("source " + kKernel + " --ptx --arch sm_90");
+  REQUIRE(ptx.exit_code == 0);
+  CHECK(contains(ptx.out, ".entry"));
+  CHECK(contains(ptx.out, ".target sm_90"));
+
+  const LabResult res = run_lab("source " + kKernel + " --resources --arch sm_90");
+  REQUIRE(res.exit_code == 0);
+  CHECK(contains(res.out, "regs"));
+  CHECK(contains(res.out, "cache hit"));  // the --ptx call above stored it
+  const LabResult res_json = run_lab("source " + kKernel + " --resources --arch sm_90 --json");
+  REQUIRE(res_json.exit_code == 0);
+  CHECK(nlohmann::json::parse(res_json.out)[0]["kernels"][0]["registers"].get<int>() > 0);
+
+  const LabResult sass = run_lab("source " + kKernel + " --sass --arch sm_90");
+  if (sass.exit_code == 0)
+    CHECK(contains(sass.out, "Function"));
+  else
+    CHECK(contains(sass.err, "SASS needs nvdisasm"));
+
+  const LabResult both = run_lab("source " + kKernel + " --ptx --sass");
+  CHECK(both.exit_code == 2);
+}
+
+TEST_CASE("lab cache shows, lists and clears its directory", "[cli]") {
+  lab::test::ScratchDir dir("cli-cache");
+  const std::string cache = "--cache-dir " + quoted((dir.path / "c").string());
+  CHECK(run_lab("cache " + cache).out == (dir.path / "c").string() + "\n");
+  REQUIRE(run_lab("source " + kKernel + " --ptx --arch sm_90 " + cache).exit_code == 0);
+  const LabResult list = run_lab("cache list --json " + cache);
+  REQUIRE(list.exit_code == 0);
+  CHECK(nlohmann::json::parse(list.out)["entries"].size() == 1);
+  const LabResult clear = run_lab("cache clear " + cache);
+  CHECK(clear.exit_code == 0);
+  CHECK(contains(clear.out, "removed 1 entries"));
+  CHECK(nlohmann::json::parse(run_lab("cache list --json " + cache).out)["entries"].empty());
+}
+
+TEST_CASE("lab run checks a kernel on the cpu backend, text and JSON", "[cli][emulator]") {
+  const LabResult text = run_lab("run " + kKernel + " --backend cpu --param B=2 --seed 7");
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "PASS"));
+  CHECK(contains(text.out, "seed 7"));
+  const LabResult json = run_lab("run " + kKernel + " --backend cpu --json");
+  REQUIRE(json.exit_code == 0);
+  const auto parsed = nlohmann::json::parse(json.out);
+  CHECK(parsed["pass"] == true);
+  CHECK(parsed["backend"] == "cpu");
+  CHECK(parsed["outputs"].size() >= 1);
+}
+
+TEST_CASE("lab bench times a kernel on the cpu backend", "[cli][emulator]") {
+  const LabResult r = run_lab("bench " + kKernel + " --backend cpu --iters 2 --warmup 0 --param B=1 --json");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto parsed = nlohmann::json::parse(r.out);
+  REQUIRE(parsed["rows"].size() == 1);
+  CHECK(parsed["rows"][0]["median_ms"].get<double>() > 0);
+  CHECK(parsed["rows"][0]["gb_per_s"].get<double>() > 0);
+  CHECK(parsed["rows"][0]["pass"] == true);
+  const LabResult text = run_lab("bench " + kKernel + " --backend cpu --iters 1 --param B=1");
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "not an H200"));
+}
+
+TEST_CASE("lab run and bench pass on the GPU", "[gpu][cli]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  const LabResult run = run_lab("run " + kKernel + " --backend cuda --json");
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(nlohmann::json::parse(run.out)["pass"] == true);
+  const LabResult bench = run_lab("bench " + kKernel + " --backend cuda --all-variants --iters 5 --json");
+  INFO(bench.out << bench.err);
+  REQUIRE(bench.exit_code == 0);
+  CHECK(nlohmann::json::parse(bench.out)["rows"].size() ==
+        lab::Registry::instance().get(kKernel).variants().size());
+}

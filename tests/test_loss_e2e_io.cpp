@@ -1,0 +1,215 @@
+// Inputs of the loss: safetensors reading and writing (dtypes, malformed files), YOLO label files, the
+// letterbox mapping, and the `lab loss` command (bus output, bad files, the network form rejected).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "errors.hpp"
+#include "pipeline/loss/labels.hpp"
+#include "pipeline/safetensors.hpp"
+#include "test_helpers.hpp"
+
+using namespace lab;
+using namespace lab::loss;
+
+namespace {
+
+std::vector<uint8_t> bytes_of(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return std::vector<uint8_t>(b, b + n);
+}
+
+// Writes an 8-byte length, `header` and `data` as a raw file.
+void write_raw(const std::filesystem::path& path, const std::string& header, const std::vector<uint8_t>& data) {
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = header.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out << header;
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+CommandResult run_lab(const std::string& args) {
+  const std::string command = std::string(LAB_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+const std::filesystem::path kGoldens = std::filesystem::path(LAB_ASSETS_DIR) / "goldens";
+
+}  // namespace
+
+TEST_CASE("safetensors round trip and dtype conversion", "[loss_e2e][safetensors]") {
+  test::ScratchDir dir("safetensors");
+  const uint16_t f16[4] = {0x3c00, 0xc000, 0x0001, 0x7bff};  // 1, -2, 2^-24, 65504
+  const uint16_t bf16[2] = {0x3f80, 0xc2f7};                 // 1, -123.5
+  const int64_t i64[3] = {-7, 0, 1 << 20};
+  const double f64[2] = {0.1, -3.5};
+  const uint8_t flags[2] = {0, 1};
+  write_safetensors(dir.path / "t.safetensors",
+                    {f32_tensor("a.f32", {2, 2}, {1.5f, -2.0f, 3.25f, 0.0f}),
+                     {"b.f16", "F16", {4}, bytes_of(f16, sizeof f16)},
+                     {"c.bf16", "BF16", {2}, bytes_of(bf16, sizeof bf16)},
+                     {"d.i64", "I64", {3}, bytes_of(i64, sizeof i64)},
+                     {"e.f64", "F64", {1, 2}, bytes_of(f64, sizeof f64)},
+                     {"f.bool", "BOOL", {2}, bytes_of(flags, sizeof flags)},
+                     {"g.scalar", "F32", {}, bytes_of(&f64[0], 0)}},
+                    {{"note", "test"}});
+  const SafetensorsFile f = SafetensorsFile::load(dir.path / "t.safetensors");
+  CHECK(f.keys().size() == 7);
+  CHECK(f.metadata().at("note") == "test");
+  CHECK(f.info("a.f32").shape == std::vector<int64_t>{2, 2});
+  CHECK(f.floats("a.f32", {2, 2}) == std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f});
+  CHECK(f.floats("b.f16") == std::vector<float>{1.0f, -2.0f, 0x1p-24f, 65504.0f});
+  CHECK(f.floats("c.bf16") == std::vector<float>{1.0f, -123.5f});
+  CHECK(f.floats("d.i64") == std::vector<float>{-7.0f, 0.0f, 1048576.0f});
+  CHECK(f.floats("e.f64") == std::vector<float>{0.1f, -3.5f});
+  CHECK(f.floats("f.bool") == std::vector<float>{0.0f, 1.0f});
+  CHECK(error_of([&] { f.floats("a.f32", {4}); }).find("has shape [2, 2], expected [4]") != std::string::npos);
+  const std::string missing = error_of([&] { f.info("nope"); });
+  CHECK(missing.find("t.safetensors") != std::string::npos);
+  CHECK(missing.find("no tensor named 'nope'") != std::string::npos);
+}
+
+TEST_CASE("malformed safetensors files give one-line errors naming the file and key", "[loss_e2e][safetensors]") {
+  test::ScratchDir dir("safetensors_bad");
+  const auto p = dir.path / "bad.safetensors";
+  const std::vector<uint8_t> four_floats(16, 0);
+  auto load_error = [&] { return error_of([&] { SafetensorsFile::load(p); }); };
+
+  test::write_file(p, "abc");
+  CHECK(load_error().find("truncated header") != std::string::npos);
+  {
+    std::ofstream out(p, std::ios::binary);
+    const uint64_t n = 1000;
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << "{}";
+  }
+  CHECK(load_error().find("truncated header: it claims 1000 bytes") != std::string::npos);
+  write_raw(p, "{\"x\": [", four_floats);
+  CHECK(load_error().find("not valid JSON") != std::string::npos);
+  write_raw(p, R"({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 32]}})", four_floats);
+  CHECK(load_error().find("tensor 'x': data_offsets [0, 32] out of range") != std::string::npos);
+  write_raw(p, R"({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}})", four_floats);
+  CHECK(load_error().find("tensor 'x': data_offsets span 16 bytes but F32 [3] needs 12") != std::string::npos);
+  write_raw(p, R"({"x": {"dtype": "Q4", "shape": [4], "data_offsets": [0, 16]}})", four_floats);
+  CHECK(load_error().find("tensor 'x': unknown dtype 'Q4'") != std::string::npos);
+  write_raw(p, R"({"x": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}})", four_floats);
+  CHECK(load_error().find("tensor 'x': shape") != std::string::npos);
+  write_raw(p, R"({"x": {"dtype": "F32", "shape": [4]}})", four_floats);
+  CHECK(load_error().find("needs an object with dtype, shape and data_offsets") != std::string::npos);
+  CHECK(load_error().find(p.string()) == 0);
+  CHECK(error_of([&] { SafetensorsFile::load(dir.path / "absent.safetensors"); }).find("cannot open") !=
+        std::string::npos);
+}
+
+TEST_CASE("YOLO labels and the letterbox map boxes into the network input", "[loss_e2e]") {
+  test::ScratchDir dir("labels");
+  test::write_file(dir.path / "l.txt", "# comment\n5 0.5 0.5 1.0 0.5\n\n0 0.25 0.75 0.1 0.2\n");
+  const auto labels = read_yolo_labels(dir.path / "l.txt");
+  REQUIRE(labels.size() == 2);
+  // bus.jpg 810x1080 -> 640x640: scale 640/1080, resized 480x640, padding (80, 0).
+  const Letterbox box = square_letterbox(810, 1080, 640, 640);
+  CHECK(box.scale == Approx(640.0 / 1080));
+  CHECK(box.pad_x == 80);
+  CHECK(box.pad_y == 0);
+  const auto gts = labels_to_input(labels, box);
+  CHECK(gts[0].cls == 5);
+  CHECK(gts[0].x1 == Approx(80));
+  CHECK(gts[0].x2 == Approx(560));
+  CHECK(gts[0].y1 == Approx(160));
+  CHECK(gts[0].y2 == Approx(480));
+  CHECK(gts[1].x1 == Approx(0.2 * 480 + 80));
+  CHECK(gts[1].y2 == Approx(0.85 * 640));
+
+  test::write_file(dir.path / "bad.txt", "0 0.5 0.5 0.1 0.1\nperson 0.5 0.5 0.1 0.1\n");
+  CHECK(error_of([&] { read_yolo_labels(dir.path / "bad.txt"); }).find("bad.txt:2: class 'person'") !=
+        std::string::npos);
+  test::write_file(dir.path / "short.txt", "0 0.5 0.5 0.1\n");
+  CHECK(error_of([&] { read_yolo_labels(dir.path / "short.txt"); }).find("short.txt:1: expected") !=
+        std::string::npos);
+
+  if (std::filesystem::exists(kGoldens / "bus_loss.json")) {
+    const Letterbox bus = read_letterbox_json(kGoldens / "bus_loss.json");
+    CHECK(bus.original_width == 810);
+    CHECK(bus.original_height == 1080);
+    CHECK(bus.pad_x == 80);
+    CHECK(read_labels_json(kGoldens / "bus_loss.json").size() == 5);
+  }
+}
+
+TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2", "[loss_e2e][cli]") {
+  if (!std::filesystem::exists(kGoldens / "bus_loss_golden.safetensors")) {
+    WARN("skipped: " << kGoldens << " is absent");
+    return;
+  }
+  const std::string heads = (kGoldens / "bus_loss_golden.safetensors").string();
+  const std::string labels = (kGoldens / "bus_labels.txt").string();
+  const std::string letterbox = (kGoldens / "bus_loss.json").string();
+  test::ScratchDir dir("lab_loss");
+
+  const CommandResult ok = run_lab("loss --backend cpu --heads " + heads + " --labels " + labels +
+                                   " --letterbox-json " + letterbox + " --grad-out " +
+                                   (dir.path / "g.safetensors").string() + " --cache-dir " + dir.path.string());
+  INFO(ok.output);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.output.find("one2many  0.10417") != std::string::npos);
+  CHECK(ok.output.find("one2one   0.07322") != std::string::npos);
+  CHECK(ok.output.find("total 0.4672") != std::string::npos);
+  CHECK(SafetensorsFile::load(dir.path / "g.safetensors").info("one2one.scores.grad").shape ==
+        std::vector<int64_t>{1, 80, 8400});
+
+  const CommandResult json = run_lab("loss --backend cpu --json --heads " + heads + " --labels " + letterbox +
+                                     " --letterbox-json " + letterbox + " --cache-dir " + dir.path.string());
+  INFO(json.output);
+  REQUIRE(json.exit_code == 0);
+  const auto doc = nlohmann::json::parse(json.output);
+  CHECK(doc["one2many"]["box_loss"].get<double>() == Approx(0.10417068004608154).epsilon(2e-5));
+  CHECK(doc["weights"]["o2m"].get<double>() == Approx(0.8));
+
+  test::write_file(dir.path / "junk.safetensors", "not a safetensors file");
+  const CommandResult junk = run_lab("loss --backend cpu --heads " + (dir.path / "junk.safetensors").string() +
+                                     " --labels " + labels);
+  CHECK(junk.exit_code == 2);
+  CHECK(junk.output.find("junk.safetensors: ") != std::string::npos);
+  CHECK(std::count(junk.output.begin(), junk.output.end(), '\n') == 1);
+
+  const CommandResult no_labels =
+      run_lab("loss --backend cpu --heads " + heads + " --labels " + (dir.path / "absent.txt").string());
+  CHECK(no_labels.exit_code == 2);
+  CHECK(no_labels.output.find("absent.txt: cannot open") != std::string::npos);
+
+  const CommandResult size = run_lab("loss --backend cpu --imgsz 320 --heads " + heads + " --labels " + labels);
+  CHECK(size.exit_code == 2);
+  CHECK(size.output.find("8400 anchors") != std::string::npos);
+
+  const CommandResult model = run_lab("loss --model yolo26n.pt --image bus.jpg --labels " + labels);
+  CHECK(model.exit_code == 2);
+  CHECK(model.output.find("does not exist yet") != std::string::npos);
+}
