@@ -61,7 +61,7 @@ void validate_value(const Runner& r, const ParamSpec& p, const std::string& v) {
     case ParamSpec::Kind::Int:
       if (!parse_double(v, d) || d != std::floor(d)) fail("must be an integer");
       if (p.power_of_two && (d < 1 || (int64_t(d) & (int64_t(d) - 1)) != 0))
-        fail("must be a power of two " + describe_range(p));
+        fail("must be " + describe_range(p));
       break;
     case ParamSpec::Kind::Float:
       if (!parse_double(v, d) || !std::isfinite(d)) fail("must be a finite number");

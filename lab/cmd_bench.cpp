@@ -123,8 +123,8 @@ void print_rows(const std::vector<BenchRow>& rows, bool h200) {
                                    format_ms(r.median),
                                    format_ms(r.min),
                                    format_ms(r.p90),
-                                   format_fixed(gbps(r), 1),
-                                   r.work.flops > 0 ? format_fixed(tflops(r), 3) : "-"};
+                                   format_sig(gbps(r), 4),
+                                   r.work.flops > 0 ? format_sig(tflops(r), 3) : "-"};
     if (h200) {
       cells.push_back(format_fixed(100 * gbps(r) * 1e9 / kH200CopyBytesPerSecond, 1));
       cells.push_back(r.work.flops > 0 ? format_fixed(100 * tflops(r) * 1e12 / kH200Fp32FlopsPerSecond, 1)

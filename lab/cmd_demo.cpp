@@ -17,7 +17,7 @@ namespace lab {
 namespace {
 
 // Returns the number of compile failures, whose diagnostics are printed after the table.
-size_t compile_everything(const RuntimeContext& ctx, const std::string& arch) {
+size_t compile_everything(BackendSet& backends, const std::string& arch) {
   struct Job {
     const Runner* runner;
     std::string variant;
@@ -43,7 +43,7 @@ size_t compile_everything(const RuntimeContext& ctx, const std::string& arch) {
       try {
         const CompileRequest request =
             job.runner->compile_request(job.variant, resolve_params(*job.runner, {}));
-        ResourceReport report = compile_resources(ctx, request, arch);
+        ResourceReport report = compile_resources(backends, request, arch);
         report.label = label;
         reports.push_back(std::move(report));
       } catch (const CompileError& e) {
@@ -57,9 +57,9 @@ size_t compile_everything(const RuntimeContext& ctx, const std::string& arch) {
 }
 
 void demo(CliState& state) {
-  const RuntimeContext ctx = state.context();
+  BackendSet backends(state.context());
   const std::string arch = state.arch.empty() ? default_cuda_arch() : state.arch;
-  const size_t compile_failures = compile_everything(ctx, arch);
+  const size_t compile_failures = compile_everything(backends, arch);
 
   std::vector<std::string> files;
   for (const auto& f : scenario_files(state.scenarios_directory())) files.push_back(f.string());
@@ -67,7 +67,6 @@ void demo(CliState& state) {
   std::cout << "\n== running " << files.size() << " scenario files from "
             << state.scenarios_directory().string() << " on " << join(backends_here, ", ")
             << (cuda_device_present() ? "" : " (no CUDA device)") << "\n\n";
-  BackendSet backends(ctx);
   const BatchResult batch = run_scenario_files(files, "", backends, true);
   for (const std::string& s : batch.skipped) std::cout << "note: " << s << "\n";
   print_summary(std::cout, batch.results);

@@ -51,7 +51,7 @@ std::map<std::string, std::vector<std::string>> scenario_files_by_kernel(const C
   std::vector<std::string> errors;
   std::map<std::string, std::vector<std::string>> by_kernel;
   for (const Scenario& s : load_scenario_dir(state.scenarios_directory(), errors))
-    by_kernel[s.kernel].push_back(s.path);
+    by_kernel[s.kernel].push_back(std::filesystem::path(s.path).filename().string());
   for (const std::string& e : errors) std::cerr << "lab: warning: " << e << "\n";
   return by_kernel;
 }

@@ -8,6 +8,7 @@
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "resource_table.hpp"
+#include "scenario_runner.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -86,7 +87,8 @@ void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeCo
 }
 
 void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json) {
-  ResourceReport report = compile_resources(ctx, s.request, s.arch);
+  BackendSet backends(ctx);
+  ResourceReport report = compile_resources(backends, s.request, s.arch);
   report.label = s.runner->name() + " / " + s.variant;
   if (json) {
     std::cout << resources_json({report}).dump(2) << "\n";

@@ -20,11 +20,12 @@ nlohmann::json value(const std::optional<int>& v) {
 
 }  // namespace
 
-ResourceReport compile_resources(const RuntimeContext& ctx, const CompileRequest& request,
+ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
                                  const std::string& arch) {
   ResourceReport report;
+  const RuntimeContext& ctx = backends.context();
   if (cuda_device_present() && arch == default_cuda_arch()) {
-    std::unique_ptr<Backend> backend = make_backend("cuda", ctx);
+    Backend* backend = &backends.get("cuda");
     std::shared_ptr<Module> module = backend->compile(request);
     report.result = module->result();
     report.occupancy_block_threads = kOccupancyBlockThreads;

@@ -9,6 +9,7 @@
 
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
+#include "scenario_runner.hpp"
 
 namespace lab {
 
@@ -22,9 +23,9 @@ struct ResourceReport {
 // The block size occupancy is reported at (the runners' launch configs are not visible from outside).
 inline constexpr int kOccupancyBlockThreads = 256;
 
-// On a GPU whose architecture is `arch`: compiled and loaded by the cuda backend (max threads per block and
-// occupancy filled in). Otherwise NVRTC alone, which needs no GPU. Throws CompileError.
-ResourceReport compile_resources(const RuntimeContext& ctx, const CompileRequest& request,
+// On a GPU whose architecture is `arch`: compiled and loaded by the cuda backend of `backends` (max threads
+// per block and occupancy filled in). Otherwise NVRTC alone, which needs no GPU. Throws CompileError.
+ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
                                  const std::string& arch);
 
 void print_resources(std::ostream& os, const std::vector<ResourceReport>& reports);

@@ -63,6 +63,12 @@ std::string format_fixed(double v, int decimals) {
   return buf;
 }
 
+std::string format_sig(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;

@@ -24,6 +24,7 @@ class Table {
 std::string format_sci(double v);                            // "1.23e-07"
 std::string format_ms(double ms);                            // "0.0123 ms" with 3 significant digits
 std::string format_fixed(double v, int decimals);            // "12.35"
+std::string format_sig(double v, int digits);                // "0.0123", "1.23e+03" (printf %g)
 std::string format_bytes(double bytes);                      // "1.5 MiB"
 std::string format_shape(const std::vector<size_t>& shape);  // "[32, 4, 8400]"
 std::string join(const std::vector<std::string>& items, const std::string& sep);

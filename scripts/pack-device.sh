@@ -7,6 +7,7 @@ build=${1:-$root/build}
 out=$root/.device
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/shared/assets"
 cp "$build/lab/lab" "$build/tests/lab_tests" "$out/bin/"
+strip --strip-debug "$out/bin/lab" "$out/bin/lab_tests"  # debug info would not fit the 64 MiB carry limit
 # Libraries outside glibc/libstdc++/CUDA that the GPU machine (Ubuntu 24.04, CUDA 13) does not have.
 for lib in $(ldd "$out/bin/lab" "$out/bin/lab_tests" | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in

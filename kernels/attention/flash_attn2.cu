@@ -243,7 +243,7 @@ __global__ void flash_attn2_fwd_row_per_cta(const float* __restrict__ q, const f
                                             const float* __restrict__ v, float* __restrict__ o,
                                             float* __restrict__ lse, int n_q, int n_k, float scale) {
   constexpr int D = HEAD_DIM;
-  __shared__ alignas(16) float q_s[D];
+  __shared__ __align__(16) float q_s[D];
   __shared__ float p_s[fa2::kThreads];
   __shared__ float scratch[4];
   const int tid = threadIdx.x, row = blockIdx.x, bh = blockIdx.y;
@@ -394,8 +394,8 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const float* __restrict__ q, cons
                                                const float* __restrict__ lse, const float* __restrict__ delta,
                                                float* __restrict__ dq, int n_q, int n_k, float scale) {
   constexpr int D = HEAD_DIM;
-  __shared__ alignas(16) float q_s[D];
-  __shared__ alignas(16) float do_s[D];
+  __shared__ __align__(16) float q_s[D];
+  __shared__ __align__(16) float do_s[D];
   __shared__ float ds_s[fa2::kThreads];
   const int tid = threadIdx.x, row = blockIdx.x, bh = blockIdx.y;
   const size_t qrow = size_t(bh) * n_q + row;
@@ -505,8 +505,8 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const float* __restrict__ q, co
                                                  float* __restrict__ dk, float* __restrict__ dv, int n_q, int n_k,
                                                  float scale) {
   constexpr int D = HEAD_DIM;
-  __shared__ alignas(16) float k_s[D];
-  __shared__ alignas(16) float v_s[D];
+  __shared__ __align__(16) float k_s[D];
+  __shared__ __align__(16) float v_s[D];
   __shared__ float p_s[fa2::kThreads];
   __shared__ float ds_s[fa2::kThreads];
   const int tid = threadIdx.x, key = blockIdx.x, bh = blockIdx.y;
@@ -633,7 +633,7 @@ __global__ void attn_probs_row_per_cta(const float* __restrict__ q, const float*
                                        const float* __restrict__ lse, const int* __restrict__ rows, int n_rows,
                                        int bh, int n_q, int n_k, float scale, float* __restrict__ probs) {
   constexpr int D = HEAD_DIM;
-  __shared__ alignas(16) float q_s[D];
+  __shared__ __align__(16) float q_s[D];
   const int r = blockIdx.x, tid = threadIdx.x;
   if (r >= n_rows) return;
   const size_t qrow = size_t(bh) * n_q + rows[r];
@@ -651,8 +651,8 @@ __global__ void attn_probs_tiled(const float* __restrict__ q, const float* __res
                                  int n_q, int n_k, float scale, float* __restrict__ probs) {
   constexpr int D = HEAD_DIM, BN = 64, BR = 16, RPT = BR / fa2::kRowGroups, CPT = BN / fa2::kColLanes;
   constexpr int TS = fa2::tile_stride(D);
-  __shared__ alignas(16) float q_s[BR * TS];
-  __shared__ alignas(16) float k_s[BN * TS];
+  __shared__ __align__(16) float q_s[BR * TS];
+  __shared__ __align__(16) float k_s[BN * TS];
   const int tid = threadIdx.x, ty = tid / fa2::kColLanes, tx = tid % fa2::kColLanes;
   const int j0 = blockIdx.x * BN, r0 = blockIdx.y * BR;
   const float* q_bh = q + size_t(bh) * n_q * D;

@@ -64,36 +64,45 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
   const unsigned bx = block.block_dim.x, by = block.block_dim.y;
   const unsigned n = bx * by * block.block_dim.z;
   stacks_.reserve(n);
+  if (parked_.size() < n) parked_.resize(n, nullptr);
+  // After an error or a fault, slots may hold contexts stopped inside a kernel: start those afresh.
+  if (block_in_progress_) std::fill(parked_.begin(), parked_.end(), nullptr);
+  block_in_progress_ = true;
   kernel_ = &kernel;
   args_ = args;
   block_ = &block;
   thread_count_ = n;
   exited_ = 0;
   error_.clear();
+  free_stacks_.clear();
+  for (unsigned i = n; i-- > 0;) free_stacks_.push_back(i);
   for (unsigned i = 0; i < n; ++i) {
     Fiber& f = fibers_[i];
     f.abi = lab_emu_thread{{i % bx, (i / bx) % by, i / (bx * by)}, i, &block};
     f.scheduler = this;
     f.state = State::Runnable;
-    f.context = ctx::make_fcontext(stacks_.top(i), FiberStacks::kStackBytes, &fiber_main);
+    f.context = nullptr;
   }
   const unsigned warps = (n + kWarp - 1) / kWarp;
   for (;;) {
     for (unsigned w = 0; w < warps; ++w) {
       const unsigned lo = w * kWarp, hi = std::min(n, lo + kWarp);
       for (;;) {
-        bool ran = false;
+        bool at_collective = false;
         for (unsigned i = lo; i < hi; ++i) {
           if (fibers_[i].state != State::Runnable) continue;
           resume(fibers_[i]);
-          ran = true;
           if (fibers_[i].state == State::Failed) return error_;
+          at_collective |= fibers_[i].state == State::AtWarp;
         }
-        if (!ran || !complete_warp_collectives(w)) break;
+        if (!at_collective || !complete_warp_collectives(w)) break;
       }
       if (!error_.empty()) return error_;
     }
-    if (exited_ == n) return {};
+    if (exited_ == n) {
+      block_in_progress_ = false;
+      return {};
+    }
     if (!release_block_barrier()) return error_;
   }
 }
@@ -102,9 +111,20 @@ lab_emu_dim3 BlockScheduler::running_thread() const { return fibers_[running_].a
 
 void BlockScheduler::resume(Fiber& f) {
   running_ = f.abi.linear_idx;
+  if (!f.context) {
+    f.stack = free_stacks_.back();
+    free_stacks_.pop_back();
+    f.context = parked_[f.stack] ? parked_[f.stack]
+                                 : ctx::make_fcontext(stacks_.top(f.stack), FiberStacks::kStackBytes, &fiber_main);
+    parked_[f.stack] = nullptr;
+  }
   ctx::transfer_t t = ctx::jump_fcontext(f.context, &f);
   f.context = t.fctx;
-  if (f.state == State::Exited) ++exited_;
+  if (f.state == State::Exited) {
+    ++exited_;
+    parked_[f.stack] = t.fctx;
+    free_stacks_.push_back(f.stack);
+  }
 }
 
 void BlockScheduler::yield_to_scheduler() {
@@ -113,18 +133,20 @@ void BlockScheduler::yield_to_scheduler() {
 }
 
 void BlockScheduler::fiber_main(ctx::transfer_t t) {
-  Fiber& f = *static_cast<Fiber*>(t.data);
-  BlockScheduler& s = *f.scheduler;
-  s.scheduler_context_ = t.fctx;
-  try {
-    s.kernel_->run(&f.abi, s.args_);
-    f.state = State::Exited;
-  } catch (...) {
-    s.error_ = "thread " + dim_text(f.abi.thread_idx) + ": the kernel threw a C++ exception";
-    f.state = State::Failed;
+  // One pass per CUDA thread: the scheduler hands over the next thread (t.data) when it resumes a parked slot.
+  for (;;) {
+    Fiber& f = *static_cast<Fiber*>(t.data);
+    BlockScheduler& s = *f.scheduler;
+    s.scheduler_context_ = t.fctx;
+    try {
+      s.kernel_->run(&f.abi, s.args_);
+      f.state = State::Exited;
+    } catch (...) {
+      s.error_ = "thread " + dim_text(f.abi.thread_idx) + ": the kernel threw a C++ exception";
+      f.state = State::Failed;
+    }
+    t = ctx::jump_fcontext(s.scheduler_context_, nullptr);
   }
-  s.yield_to_scheduler();
-  std::abort();  // a finished fiber is never resumed
 }
 
 int BlockScheduler::api_block_sync(lab_emu_thread* self, int op, int predicate, const char* file, int line) {

@@ -1,6 +1,8 @@
 // Runs one thread block of an emulated kernel on the calling host thread: every CUDA thread is a fiber
 // (Boost.Context fcontext on a pooled stack) that runs until it reaches a barrier, a warp collective, or its
-// end. The scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
+// end. A thread takes a stack slot when it first runs and gives it back when it ends; the slot's context then
+// stays parked at the top of the fiber loop, ready to run the next thread, so a block without barriers runs
+// all its threads on one hot stack with two context switches per thread and no context creation. The scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
 // collectives whose lanes have all arrived (lockstep exchange), repeats, then releases a block barrier once
 // every thread of the block waits at the same one. Anything else - some threads exited or waiting at another
 // barrier, a collective whose lanes never arrive - is an error reported at once, never a hang.
@@ -45,7 +47,8 @@ class BlockScheduler {
   struct Fiber {
     lab_emu_thread abi;  // first member: the module hands back &abi
     BlockScheduler* scheduler;
-    boost::context::detail::fcontext_t context;
+    boost::context::detail::fcontext_t context;  // null until the fiber first runs
+    unsigned stack;                              // its slot in stacks_ while it runs or waits
     State state;
     Site site;
     unsigned mask;
@@ -76,6 +79,9 @@ class BlockScheduler {
   std::string describe_warp_deadlock(unsigned warp, const Fiber& waiting) const;
 
   FiberStacks stacks_;
+  std::vector<unsigned> free_stacks_;                      // slots not held by a started, unfinished thread
+  std::vector<boost::context::detail::fcontext_t> parked_;  // per slot: a context parked at the loop top, or null
+  bool block_in_progress_ = false;                          // still set on entry: the last block was abandoned
   std::vector<Fiber> fibers_;
   unsigned thread_count_ = 0;
   unsigned exited_ = 0;

@@ -27,16 +27,19 @@ void on_fault(int sig, siginfo_t* info, void*) {
 }  // namespace
 
 void install_fault_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  for (int sig : {SIGSEGV, SIGBUS}) {
+    struct sigaction current;
+    sigaction(sig, nullptr, &current);
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == &on_fault) continue;
     struct sigaction action;
     std::memset(&action, 0, sizeof action);
     action.sa_sigaction = &on_fault;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    sigaction(SIGSEGV, &action, &previous_segv);
-    sigaction(SIGBUS, &action, &previous_bus);
-  });
+    sigaction(sig, &action, sig == SIGSEGV ? &previous_segv : &previous_bus);
+  }
 }
 
 void arm_fault_catcher(FaultCatcher& catcher) { tls_armed = &catcher; }

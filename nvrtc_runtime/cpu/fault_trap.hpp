@@ -16,7 +16,9 @@ struct FaultCatcher {
   int signal = 0;
 };
 
-// Installs the handler once per process (idempotent, thread safe).
+// Makes the handler the current one for SIGSEGV and SIGBUS, keeping whatever was installed before as the
+// fallback. Called before every checked launch: other code (test frameworks, crash reporters) may have
+// replaced it since. Thread safe.
 void install_fault_handler();
 
 // Between arm() and disarm(), a fault on this thread jumps to `catcher.resume_point` (and disarms). Plain calls,

@@ -168,7 +168,9 @@ HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, co
   result.cache_key = key;
   for (size_t i = 0; i < request.name_expressions.size(); ++i) {
     result.lowered_names.push_back("lab_emu_kernel_" + std::to_string(i));
-    result.resources.push_back(ResourceUsage{request.name_expressions[i]});
+    ResourceUsage usage;  // the host compiler reports no registers or spills
+    usage.kernel = request.name_expressions[i];
+    result.resources.push_back(usage);
   }
 
   if (auto entry = cache.load(key, note)) {

@@ -48,7 +48,6 @@ struct WorkerPool::Worker {
 
 WorkerPool::WorkerPool(unsigned threads, bool trap_faults, std::function<std::string(const void*)> describe_address)
     : trap_faults_(trap_faults), describe_address_(std::move(describe_address)) {
-  if (trap_faults_) install_fault_handler();
   for (unsigned i = 0; i < (threads ? threads : 1); ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) w->thread = std::thread([this, worker = w.get()] { worker_main(*worker); });
 }
@@ -63,6 +62,7 @@ WorkerPool::~WorkerPool() {
 }
 
 std::string WorkerPool::run(const GridJob& job) {
+  if (trap_faults_) install_fault_handler();
   std::unique_lock lock(mutex_);
   job_ = job;
   block_count_ = uint64_t(job.grid.x) * job.grid.y * job.grid.z;
