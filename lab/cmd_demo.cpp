@@ -2,6 +2,7 @@
 // (NVRTC, no GPU needed) into one resource table, then run every scenario on every available backend with the
 // summary table. Exit 1 when a compile or a check fails.
 #include <iostream>
+#include <map>
 
 #include "commands.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
@@ -30,10 +31,11 @@ size_t compile_everything(BackendSet& backends, const std::string& arch) {
   }
   std::cout << "== compiling " << jobs.size() << " kernel variants of " << Registry::instance().all().size()
             << " runners with NVRTC " << nvrtc_version() << " for " << arch
-            << " (default parameters; * = default "
-            << "variant)\n\n";
+            << " (default parameters; * = default variant)\n\n";
   std::vector<ResourceReport> reports;
   std::vector<std::string> failures;
+  std::map<std::string, std::string> label_of_key;  // a module several runners share is listed once
+  std::vector<std::string> shared;
   {
     Progress progress(true);
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -45,13 +47,18 @@ size_t compile_everything(BackendSet& backends, const std::string& arch) {
             job.runner->compile_request(job.variant, resolve_params(*job.runner, {}));
         ResourceReport report = compile_resources(backends, request, arch);
         report.label = label;
-        reports.push_back(std::move(report));
+        const auto [it, first] = label_of_key.emplace(report.result.cache_key, label);
+        if (first)
+          reports.push_back(std::move(report));
+        else
+          shared.push_back(label + " compiles the same module as " + it->second);
       } catch (const CompileError& e) {
         failures.push_back(label + ":\n" + e.what());
       }
     }
   }
   print_resources(std::cout, reports);
+  for (const std::string& line : shared) std::cout << "  " << line << "\n";
   for (const std::string& f : failures) std::cout << "\nCOMPILE ERROR " << f << "\n";
   return failures.size();
 }

@@ -122,13 +122,13 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
 }
 
 size_t DiskCache::clear() const {
+  // Everything under the root belongs to the cache: entries, and the cpu backend's trees and shared objects.
   size_t n = 0;
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return 0;
   for (auto& e : fs::directory_iterator(root_)) {
-    if (e.is_regular_file() && e.path().extension() == ".entry") n += fs::remove(e.path(), ec) ? 1 : 0;
-    else if (e.path().filename().string().rfind(".tmp-", 0) == 0 || e.path().filename() == "trees")
-      fs::remove_all(e.path(), ec);
+    if (e.is_regular_file() && e.path().extension() == ".entry") ++n;
+    fs::remove_all(e.path(), ec);
   }
   return n;
 }

@@ -17,9 +17,8 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 // Bytes per element of each dtype the format defines; 0 for an unknown name.
 size_t dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2},      {"BF16", 2},    {"I64", 8}, {"I32", 4},  {"I16", 2},
-      {"I8", 1},  {"U64", 8}, {"U32", 4},      {"U16", 2},     {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1},
-      {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},  {"I32", 4},     {"I16", 2},    {"I8", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -42,7 +41,9 @@ T load_le(const uint8_t* p) {
   return value;
 }
 
-std::string where(const std::filesystem::path& path) { return path.string() + ": "; }
+std::string where(const std::filesystem::path& path) {
+  return path.string() + ": ";
+}
 
 }  // namespace
 
@@ -72,7 +73,8 @@ SafetensorsFile SafetensorsFile::load(const std::filesystem::path& path) {
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<ptrdiff_t>(header_bytes));
+    header =
+        nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<ptrdiff_t>(header_bytes));
   } catch (const nlohmann::json::parse_error& e) {
     throw UsageError(where(path) + "the header is not valid JSON (" + e.what() + ")");
   }
@@ -137,8 +139,8 @@ const SafetensorsTensorInfo& SafetensorsFile::info(const std::string& key) const
   if (it != tensors_.end()) return it->second;
   std::string available;
   for (const auto& [name, info] : tensors_) available += (available.empty() ? "" : ", ") + name;
-  throw UsageError(where(path_) + "no tensor named '" + key + "' (the file has: " +
-                   (available.empty() ? "none" : available) + ")");
+  throw UsageError(where(path_) + "no tensor named '" + key +
+                   "' (the file has: " + (available.empty() ? "none" : available) + ")");
 }
 
 std::vector<float> SafetensorsFile::floats(const std::string& key) const {
@@ -148,19 +150,32 @@ std::vector<float> SafetensorsFile::floats(const std::string& key) const {
   std::vector<float> out(n);
   const std::string& d = t.dtype;
   for (size_t i = 0; i < n; ++i) {
-    if (d == "F32") out[i] = load_le<float>(p + 4 * i);
-    else if (d == "F64") out[i] = static_cast<float>(load_le<double>(p + 8 * i));
-    else if (d == "F16") out[i] = half_to_float(load_le<uint16_t>(p + 2 * i));
-    else if (d == "BF16") out[i] = std::bit_cast<float>(static_cast<uint32_t>(load_le<uint16_t>(p + 2 * i)) << 16);
-    else if (d == "I64") out[i] = static_cast<float>(load_le<int64_t>(p + 8 * i));
-    else if (d == "I32") out[i] = static_cast<float>(load_le<int32_t>(p + 4 * i));
-    else if (d == "I16") out[i] = static_cast<float>(load_le<int16_t>(p + 2 * i));
-    else if (d == "I8") out[i] = static_cast<float>(load_le<int8_t>(p + i));
-    else if (d == "U64") out[i] = static_cast<float>(load_le<uint64_t>(p + 8 * i));
-    else if (d == "U32") out[i] = static_cast<float>(load_le<uint32_t>(p + 4 * i));
-    else if (d == "U16") out[i] = static_cast<float>(load_le<uint16_t>(p + 2 * i));
-    else if (d == "U8" || d == "BOOL") out[i] = static_cast<float>(p[i]);
-    else throw UsageError(where(path_) + "tensor '" + key + "': no conversion from " + d + " to float");
+    if (d == "F32")
+      out[i] = load_le<float>(p + 4 * i);
+    else if (d == "F64")
+      out[i] = static_cast<float>(load_le<double>(p + 8 * i));
+    else if (d == "F16")
+      out[i] = half_to_float(load_le<uint16_t>(p + 2 * i));
+    else if (d == "BF16")
+      out[i] = std::bit_cast<float>(static_cast<uint32_t>(load_le<uint16_t>(p + 2 * i)) << 16);
+    else if (d == "I64")
+      out[i] = static_cast<float>(load_le<int64_t>(p + 8 * i));
+    else if (d == "I32")
+      out[i] = static_cast<float>(load_le<int32_t>(p + 4 * i));
+    else if (d == "I16")
+      out[i] = static_cast<float>(load_le<int16_t>(p + 2 * i));
+    else if (d == "I8")
+      out[i] = static_cast<float>(load_le<int8_t>(p + i));
+    else if (d == "U64")
+      out[i] = static_cast<float>(load_le<uint64_t>(p + 8 * i));
+    else if (d == "U32")
+      out[i] = static_cast<float>(load_le<uint32_t>(p + 4 * i));
+    else if (d == "U16")
+      out[i] = static_cast<float>(load_le<uint16_t>(p + 2 * i));
+    else if (d == "U8" || d == "BOOL")
+      out[i] = static_cast<float>(p[i]);
+    else
+      throw UsageError(where(path_) + "tensor '" + key + "': no conversion from " + d + " to float");
   }
   return out;
 }
@@ -191,7 +206,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     if (element_bytes == 0 || t.bytes.size() != info.element_count() * element_bytes)
       throw UsageError(where(path) + "tensor '" + t.key + "': " + std::to_string(t.bytes.size()) +
                        " bytes do not match " + t.dtype + " " + shape_text(t.shape));
-    header[t.key] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    header[t.key] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
   std::string text = header.dump();

@@ -13,8 +13,8 @@
 namespace lab {
 
 struct SafetensorsTensorInfo {
-  std::string dtype;           // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL", ...
-  std::vector<int64_t> shape;  // empty for a scalar
+  std::string dtype;            // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL", ...
+  std::vector<int64_t> shape;   // empty for a scalar
   uint64_t begin = 0, end = 0;  // byte offsets into the data section
   size_t element_count() const;
 };
@@ -53,7 +53,8 @@ struct SafetensorsTensor {
 SafetensorsTensor f32_tensor(std::string key, std::vector<int64_t> shape, const std::vector<float>& values);
 
 // Writes the tensors in the given order (header padded with spaces to a multiple of 8 bytes).
-// Throws UsageError when a tensor's byte count does not match its shape and dtype, or the file cannot be written.
+// Throws UsageError when a tensor's byte count does not match its shape and dtype, or the file cannot be
+// written.
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -19,8 +19,9 @@ void run_all_variants(const std::string& backend_name, const std::string& runner
       if (round) inst->poison();
       inst->launch();
       for (auto& c : inst->check(std::nullopt)) {
-        INFO(backend_name << " " << runner << " " << variant.name << " " << c.output << " rel_l2=" << c.metrics.rel_l2
-                          << " max_abs=" << c.metrics.max_abs << " non_finite=" << c.metrics.non_finite);
+        INFO(backend_name << " " << runner << " " << variant.name << " " << c.output
+                          << " rel_l2=" << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
+                          << " non_finite=" << c.metrics.non_finite);
         CHECK(c.pass);
       }
     }
@@ -35,12 +36,14 @@ const Params kPsa{{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "16"}, {"H", "5"},
 TEST_CASE("flash attention kernels match the reference on the cpu backend", "[attention]") {
   run_all_variants("cpu", "flash_attn2_fwd", kRagged);
   run_all_variants("cpu", "flash_attn2_bwd", kRagged);
-  run_all_variants("cpu", "attn_probs", {{"BH", "2"}, {"N_CTX_Q", "30"}, {"N_CTX_K", "70"}, {"HEAD_DIM", "16"},
-                                         {"HEAD", "1"}, {"ROWS", "3"}});
+  run_all_variants(
+      "cpu", "attn_probs",
+      {{"BH", "2"}, {"N_CTX_Q", "30"}, {"N_CTX_K", "70"}, {"HEAD_DIM", "16"}, {"HEAD", "1"}, {"ROWS", "3"}});
 }
 
 TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
-  for (const char* r : {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
+  for (const char* r :
+       {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cpu", r, kPsa);
 }
 
@@ -51,7 +54,8 @@ TEST_CASE("attention kernels match the reference on the cuda backend", "[attenti
     run_all_variants("cuda", "flash_attn2_fwd", p);
     run_all_variants("cuda", "flash_attn2_bwd", p);
   }
-  for (const char* r : {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
+  for (const char* r :
+       {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cuda", r, {{"B", "4"}});
 }
 

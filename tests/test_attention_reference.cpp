@@ -63,7 +63,7 @@ TEST_CASE("attention reference forward: single key, uniform keys, logsumexp", "[
   std::vector<double> q{1, 2, 3, 4, -1, 0, 1, 0}, k{0.5, 0.5, 0.5, 0.5}, v{1, -2, 3, -4};
   auto r = attention_forward_reference(q, k, v, s);
   for (int d = 0; d < 4; ++d) CHECK(r.o[d] == Approx(v[d]));  // one key: O = v, softmax weight 1
-  CHECK(r.lse[0] == Approx(0.5 * 5.0));                      // L = the only scaled score
+  CHECK(r.lse[0] == Approx(0.5 * 5.0));                       // L = the only scaled score
   // Two identical keys: each weight 1/2, L = score + ln 2.
   AttentionShape s2{1, 1, 2, 4, 1.0};
   std::vector<double> k2{1, 0, 0, 0, 1, 0, 0, 0}, v2{1, 1, 1, 1, 3, 3, 3, 3};
@@ -81,7 +81,9 @@ TEST_CASE("PSA reference equals plain attention on the packed tensors", "[attent
   auto qkv = random_doubles(size_t(s.batch) * s.qkv_channels() * s.n(), -2, 2, 5);
   const auto packed = psa_pack_reference(qkv, s);
   const size_t head = size_t(s.batch_heads()) * s.n() * s.key_dim;
-  auto section = [&](int i) { return std::vector<double>(packed.begin() + i * head, packed.begin() + (i + 1) * head); };
+  auto section = [&](int i) {
+    return std::vector<double>(packed.begin() + i * head, packed.begin() + (i + 1) * head);
+  };
   AttentionShape a{s.batch_heads(), s.n(), s.n(), s.key_dim, s.softmax_scale()};
   const auto lo = attention_forward_reference(section(0), section(1), section(2), a);
   const auto hi = attention_forward_reference(section(0), section(1), section(3), a);

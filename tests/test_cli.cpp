@@ -233,7 +233,7 @@ TEST_CASE("a kernel that fails to compile from --kernels-dir exits 1 with file:l
   }
 }
 
-TEST_CASE("--backend cuda without a GPU exits 2 with one line", "[cli]") {
+TEST_CASE("without a GPU, --backend cuda exits 2 with one line", "[cli]") {
   if (lab::cuda_device_present()) {
     WARN("skipped: this machine has a CUDA device");
     return;
@@ -309,6 +309,29 @@ TEST_CASE("lab run checks a kernel on the cpu backend, text and JSON", "[cli][em
   CHECK(parsed["pass"] == true);
   CHECK(parsed["backend"] == "cpu");
   CHECK(parsed["outputs"].size() >= 1);
+}
+
+TEST_CASE("lab scenario run prints a summary and exits 1 when a check fails", "[cli][emulator]") {
+  lab::test::ScratchDir dir("cli-scenario");
+  const fs::path file = dir.path / "tight.toml";
+  lab::test::write_file(
+      file,
+      "kernel = \"detect_decode\"\nbackends = [\"cpu\"]\n[[case]]\nname = \"loose\"\n"
+      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\n[[case]]\nname = \"exact\"\n"
+      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\ntolerance = { rel_l2 = 0, max_abs = 0 }\n");
+  const size_t variants = lab::Registry::instance().get(kKernel).variants().size();
+  const LabResult text = run_lab("scenario run " + quoted(file.string()));
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 1);
+  CHECK(contains(text.out, "PASS"));
+  CHECK(contains(text.out, "FAIL"));
+  CHECK(contains(text.out, std::to_string(variants) + " passed, " + std::to_string(variants) + " failed"));
+  CHECK(contains(text.out, file.string() + ":6: detect_decode / exact"));
+  const LabResult json = run_lab("scenario run --json " + quoted(file.string()));
+  CHECK(json.exit_code == 1);
+  const auto parsed = nlohmann::json::parse(json.out);
+  CHECK(parsed["failed"] == variants);
+  CHECK(parsed["runs"].size() == 2 * variants);
 }
 
 TEST_CASE("lab bench times a kernel on the cpu backend", "[cli][emulator]") {

@@ -20,7 +20,8 @@ __global__ void scale_by(float* x, int n) {
 )";
 const char* kHeader = "template <int N> __device__ float times(float v) { return v * N; }\n";
 
-std::vector<float> run_scale(Backend& backend, const std::string& name_expression, const std::vector<std::string>& defines) {
+std::vector<float> run_scale(Backend& backend, const std::string& name_expression,
+                             const std::vector<std::string>& defines) {
   auto module = backend.compile({"scale.cu", defines, {name_expression}});
   std::vector<float> host = {1.0f, 2.0f, 3.0f};
   DeviceBuffer x = backend.upload_vector(host);
@@ -36,7 +37,8 @@ TEST_CASE("emulator compile: template instances, defines, and the cache", "[emul
   test::ScratchDir dir("emu-compile");
   test::write_file(dir.path / "k/scale.cu", kScaleKernel);
   test::write_file(dir.path / "k/common/util.cuh", kHeader);
-  auto backend = make_backend("cpu", test::make_context(KernelTree::from_directory(dir.path / "k"), dir.path / "cache"));
+  auto backend =
+      make_backend("cpu", test::make_context(KernelTree::from_directory(dir.path / "k"), dir.path / "cache"));
   CHECK_THAT(backend->device().name, Contains("host CPU ("));
 
   CHECK(run_scale(*backend, "scale_by<4>", {"OFFSET=0.5f"}) == std::vector<float>{4.5f, 8.5f, 12.5f});
@@ -62,14 +64,16 @@ TEST_CASE("emulator compile: template instances, defines, and the cache", "[emul
 
 TEST_CASE("emulator compile: host-compiler errors point at tree-relative file:line", "[emulator]") {
   test::ScratchDir dir("emu-error");
-  test::write_file(dir.path / "k/bad.cu", "#include \"common/helper.cuh\"\n"
-                                          "extern \"C\" __global__ void bad(float* x) {\n"
-                                          "  x[0] = undeclared_name;\n"
-                                          "}\n");
+  test::write_file(dir.path / "k/bad.cu",
+                   "#include \"common/helper.cuh\"\n"
+                   "extern \"C\" __global__ void bad(float* x) {\n"
+                   "  x[0] = undeclared_name;\n"
+                   "}\n");
   test::write_file(dir.path / "k/common/helper.cuh", "// helper\n__device__ float ok() { return 1.0f; }\n");
   test::write_file(dir.path / "k/bad_header.cu", "#include \"common/broken.cuh\"\n");
   test::write_file(dir.path / "k/common/broken.cuh", "// broken\n\n__device__ float broken() { return }\n");
-  auto backend = make_backend("cpu", test::make_context(KernelTree::from_directory(dir.path / "k"), dir.path / "cache"));
+  auto backend =
+      make_backend("cpu", test::make_context(KernelTree::from_directory(dir.path / "k"), dir.path / "cache"));
 
   try {
     backend->compile({"bad.cu", {}, {"bad"}});

@@ -1,6 +1,6 @@
 // What the cpu emulator reports instead of hanging or crashing: barrier divergence, threads exiting before a
-// barrier, warp collectives that never complete, out-of-bounds accesses in --check-bounds mode, device asserts,
-// and launch arguments that do not match the kernel's parameters. Every error names the kernel.
+// barrier, warp collectives that never complete, out-of-bounds accesses in --check-bounds mode, device
+// asserts, and launch arguments that do not match the kernel's parameters. Every error names the kernel.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -54,7 +54,8 @@ TEST_CASE("emulator: threads exiting while others wait at a barrier is an error"
   int limit = 40;
   const std::string message = launch_error(*backend, "exit_before_barrier", 64, out_ptr, limit);
   INFO(message);
-  CHECK_THAT(message, Contains("kernel exit_before_barrier block (0,0,0): barrier divergence at faults.cu:22"));
+  CHECK_THAT(message,
+             Contains("kernel exit_before_barrier block (0,0,0): barrier divergence at faults.cu:22"));
   CHECK_THAT(message, Contains("threads 40-63 have exited"));
 }
 
@@ -86,14 +87,16 @@ TEST_CASE("emulator: --check-bounds reports an out-of-bounds write naming the ke
     DeviceBuffer out = backend->alloc_array<float>(1000);
     const std::string message = launch(out, 1000, 1);
     INFO(message);
-    CHECK_THAT(message, Contains("kernel write_with_offset block (15,0,0): thread (39,0,0): out-of-bounds access: "
-                                 "byte 4000 of a 4000-byte buffer"));
+    CHECK_THAT(message,
+               Contains("kernel write_with_offset block (15,0,0): thread (39,0,0): out-of-bounds access: "
+                        "byte 4000 of a 4000-byte buffer"));
   }
   SECTION("into the alignment padding before the guard page (caught by the canary)") {
     DeviceBuffer out = backend->alloc_array<float>(1001);
     const std::string message = launch(out, 1001, 1);
     INFO(message);
-    CHECK_THAT(message, Contains("kernel write_with_offset wrote up to 4 bytes past the end of a 4004-byte buffer"));
+    CHECK_THAT(message,
+               Contains("kernel write_with_offset wrote up to 4 bytes past the end of a 4004-byte buffer"));
   }
   SECTION("in bounds runs clean, also after a fault") {
     DeviceBuffer bad = backend->alloc_array<float>(100);
@@ -105,7 +108,8 @@ TEST_CASE("emulator: --check-bounds reports an out-of-bounds write naming the ke
   SECTION("host copies are checked too") {
     DeviceBuffer out = backend->alloc_array<float>(10);
     std::vector<float> host(11, 1.0f);
-    CHECK_THROWS_WITH(backend->upload(out.get(), host.data(), 44), Contains("upload of 44 bytes at offset 0 overruns a 40-byte buffer"));
+    CHECK_THROWS_WITH(backend->upload(out.get(), host.data(), 44),
+                      Contains("upload of 44 bytes at offset 0 overruns a 40-byte buffer"));
   }
 }
 
@@ -132,8 +136,8 @@ TEST_CASE("emulator: launch arguments are checked against the kernel's real para
   CHECK_THROWS_WITH(
       backend->launch(module->kernel("write_with_offset"), {{1, 1, 1}, {16, 1, 1}}, kernel_args(ptr, n)),
       Contains("kernel write_with_offset takes 3 arguments (float*, int, int) but the launch passes 2"));
-  CHECK_THROWS_WITH(backend->launch(module->kernel("write_with_offset"), {{1, 1, 1}, {2048, 1, 1}},
-                                    kernel_args(ptr, n, n)),
-                    Contains("invalid block (2048,1,1)"));
+  CHECK_THROWS_WITH(
+      backend->launch(module->kernel("write_with_offset"), {{1, 1, 1}, {2048, 1, 1}}, kernel_args(ptr, n, n)),
+      Contains("invalid block (2048,1,1)"));
   CHECK_THROWS_AS(module->kernel("not_requested"), UsageError);
 }

@@ -1,7 +1,7 @@
-// The CUDA semantics the cpu emulator honours, each on a targeted kernel (tests/emulator_kernels): shared-memory
-// tree reduction with __syncthreads, shuffles in all four directions, votes with partial masks, barrier
-// reductions, atomics from many blocks, dynamic shared memory over 48 KiB. Every test runs on every available
-// backend, so on a GPU machine the same expectations are checked against the hardware.
+// The CUDA semantics the cpu emulator honours, each on a targeted kernel (tests/emulator_kernels):
+// shared-memory tree reduction with __syncthreads, shuffles in all four directions, votes with partial masks,
+// barrier reductions, atomics from many blocks, dynamic shared memory over 48 KiB. Every test runs on every
+// available backend, so on a GPU machine the same expectations are checked against the hardware.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -19,7 +19,8 @@ std::unique_ptr<Backend> backend_named(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("emulator: shared-memory tree reduction with __syncthreads, template kernels by name", "[emulator]") {
+TEST_CASE("emulator: shared-memory tree reduction with __syncthreads, template kernels by name",
+          "[emulator]") {
   for (const std::string& name : available_backends()) {
     INFO("backend " << name);
     auto backend = backend_named(name);
@@ -34,8 +35,8 @@ TEST_CASE("emulator: shared-memory tree reduction with __syncthreads, template k
       int count = n;
       void* in_ptr = d_in.get();
       void* out_ptr = d_out.get();
-      backend->launch(module->kernel("tree_sum<" + std::to_string(block) + ">"), {{blocks, 1, 1}, {unsigned(block), 1, 1}},
-                      kernel_args(in_ptr, out_ptr, count));
+      backend->launch(module->kernel("tree_sum<" + std::to_string(block) + ">"),
+                      {{blocks, 1, 1}, {unsigned(block), 1, 1}}, kernel_args(in_ptr, out_ptr, count));
       backend->synchronize();
       std::vector<float> out = backend->download_vector<float>(d_out, blocks);
       std::vector<double> ref(blocks, 0.0);
@@ -59,7 +60,8 @@ TEST_CASE("emulator: warp shuffles xor/down/up/idx follow CUDA's lane rules", "[
     DeviceBuffer d_out = test::poisoned_floats(*backend, warps * 128);
     void* in_ptr = d_in.get();
     void* out_ptr = d_out.get();
-    backend->launch(module->kernel("warp_shuffles"), {{blocks, 1, 1}, {threads, 1, 1}}, kernel_args(in_ptr, out_ptr));
+    backend->launch(module->kernel("warp_shuffles"), {{blocks, 1, 1}, {threads, 1, 1}},
+                    kernel_args(in_ptr, out_ptr));
     backend->synchronize();
     std::vector<float> out = backend->download_vector<float>(d_out, warps * 128);
     for (unsigned w = 0; w < warps; ++w) {
@@ -97,8 +99,8 @@ TEST_CASE("emulator: ballot/any/all with partial masks and divergent branches; b
     std::vector<int> pred(total);
     const std::vector<float> r = random_uniform(total, 0.0f, 1.0f, 13);
     for (unsigned i = 0; i < total; ++i) pred[i] = r[i] < 0.5f ? 0 : 1 + int(i % 3);
-    for (unsigned i = 0; i < 32; ++i) pred[32 + i] = 1;  // warp 1: every vote is true
-    for (unsigned i = 0; i < threads; ++i) pred[threads + i] = 1;  // block 1: __syncthreads_and is 1
+    for (unsigned i = 0; i < 32; ++i) pred[32 + i] = 1;                // warp 1: every vote is true
+    for (unsigned i = 0; i < threads; ++i) pred[threads + i] = 1;      // block 1: __syncthreads_and is 1
     for (unsigned i = 0; i < threads; ++i) pred[2 * threads + i] = 0;  // block 2: __syncthreads_or is 0
     DeviceBuffer d_pred = backend->upload_vector(pred);
     DeviceBuffer d_warp = backend->upload_vector(std::vector<unsigned>(total * 4, 0xdeadbeefu));
@@ -106,8 +108,10 @@ TEST_CASE("emulator: ballot/any/all with partial masks and divergent branches; b
     void* pred_ptr = d_pred.get();
     void* warp_ptr = d_warp.get();
     void* block_ptr = d_block.get();
-    backend->launch(module->kernel("warp_votes"), {{blocks, 1, 1}, {threads, 1, 1}}, kernel_args(pred_ptr, warp_ptr));
-    backend->launch(module->kernel("block_votes"), {{blocks, 1, 1}, {threads, 1, 1}}, kernel_args(pred_ptr, block_ptr));
+    backend->launch(module->kernel("warp_votes"), {{blocks, 1, 1}, {threads, 1, 1}},
+                    kernel_args(pred_ptr, warp_ptr));
+    backend->launch(module->kernel("block_votes"), {{blocks, 1, 1}, {threads, 1, 1}},
+                    kernel_args(pred_ptr, block_ptr));
     backend->synchronize();
     std::vector<unsigned> votes = backend->download_vector<unsigned>(d_warp, total * 4);
     std::vector<int> block_votes = backend->download_vector<int>(d_block, blocks * 3);
@@ -170,7 +174,8 @@ TEST_CASE("emulator: atomics from many blocks are atomic", "[emulator]") {
       ref_max = std::max(ref_max, in[size_t(i)]);
       if (in[size_t(i)] > 0.5f) ref_min_index = std::min(ref_min_index, unsigned(i));
     }
-    // 65536 float additions in an arbitrary order: rounding error grows like sqrt(n) * eps * sum; 1e-4 is ample.
+    // 65536 float additions in an arbitrary order: rounding error grows like sqrt(n) * eps * sum; 1e-4 is
+    // ample.
     CHECK(sum == Approx(ref_sum).epsilon(1e-4));
     CHECK(got[0] == n);
     float max_value, cas_value;

@@ -31,7 +31,8 @@ LossBatch random_batch(uint64_t seed, int images = 2, int classes = 4, int boxes
     head->scores =
         random_uniform(images * classes * a, -4.0f, 2.0f, derive_seed(seed, std::string(label) + "scores"));
   }
-  const std::vector<float> u = random_uniform(images * boxes_per_image * 5, 0.0f, 1.0f, derive_seed(seed, "gt"));
+  const std::vector<float> u =
+      random_uniform(images * boxes_per_image * 5, 0.0f, 1.0f, derive_seed(seed, "gt"));
   for (int b = 0; b < images; ++b) {
     std::vector<GtBox> gts;
     for (int g = 0; g < boxes_per_image; ++g) {
@@ -47,7 +48,8 @@ LossBatch random_batch(uint64_t seed, int images = 2, int classes = 4, int boxes
 
 double rel_l2(const std::vector<double>& out, const std::vector<double>& ref) {
   double diff = 0, norm = 0;
-  for (size_t i = 0; i < out.size(); ++i) diff += (out[i] - ref[i]) * (out[i] - ref[i]), norm += ref[i] * ref[i];
+  for (size_t i = 0; i < out.size(); ++i)
+    diff += (out[i] - ref[i]) * (out[i] - ref[i]), norm += ref[i] * ref[i];
   return std::sqrt(diff / norm);
 }
 
@@ -80,7 +82,8 @@ void compare_with_reference(Backend& backend, uint64_t seed) {
   for (auto [o, r, name] : {std::tuple{&out.d_one2many, &ref.d_one2many, "d_one2many"},
                             std::tuple{&out.d_one2one, &ref.d_one2one, "d_one2one"}}) {
     const OutputCheck boxes = make_check(std::string(name) + ".boxes", {}, o->boxes, r->boxes, tol, false);
-    const OutputCheck scores = make_check(std::string(name) + ".scores", {}, o->scores, r->scores, tol, false);
+    const OutputCheck scores =
+        make_check(std::string(name) + ".scores", {}, o->scores, r->scores, tol, false);
     INFO(boxes.output << " rel_l2 " << boxes.metrics.rel_l2 << " max_abs " << boxes.metrics.max_abs);
     INFO(scores.output << " rel_l2 " << scores.metrics.rel_l2 << " max_abs " << scores.metrics.max_abs);
     CHECK(boxes.pass);
@@ -106,16 +109,16 @@ TEST_CASE("loss reference gradients match central finite differences (64x64, det
     INFO("seed " << seed);
     const LossBatch batch = random_batch(seed);
     const LossConfig config;
-    for (auto [head, settings] : {std::pair{&batch.one2many, config.one2many},
-                                  std::pair{&batch.one2one, config.one2one}}) {
+    for (auto [head, settings] :
+         {std::pair{&batch.one2many, config.one2many}, std::pair{&batch.one2one, config.one2one}}) {
       ReferenceHead x = to_reference(*head);
       const ReferenceDetached detached = reference_detached(batch, x, settings);
       REQUIRE(detached.positives > 0);
       const double scale = 1.7;  // any grad_scale: the gradient is of scale * (box + cls + l1)
       const ReferenceHeadResult analytic = reference_head_loss(batch, x, detached, config, scale);
       const double h = 1e-6;
-      for (auto [values, grads] : {std::pair{&x.boxes, &analytic.gradient.boxes},
-                                   std::pair{&x.scores, &analytic.gradient.scores}}) {
+      for (auto [values, grads] :
+           {std::pair{&x.boxes, &analytic.gradient.boxes}, std::pair{&x.scores, &analytic.gradient.scores}}) {
         std::vector<double> fd(values->size());
         for (size_t i = 0; i < values->size(); ++i) {
           const double keep = (*values)[i];

@@ -55,7 +55,8 @@ double torch_float32_cls(const LossBatch& batch, const HeadOutputs& head, const 
   for (int c = 0; c < batch.num_classes; ++c)
     for (size_t i = 0; i < a; ++i) {
       const int g = d.gt_of_anchor[0][i];
-      const float t = g >= 0 && batch.ground_truth[0][g].cls == c ? static_cast<float>(d.target_score[0][i]) : 0.0f;
+      const float t =
+          g >= 0 && batch.ground_truth[0][g].cls == c ? static_cast<float>(d.target_score[0][i]) : 0.0f;
       const float x = head.scores[c * a + i];
       const float log_sigmoid = std::min(x, 0.0f) - std::log1p(std::exp(-std::fabs(x)));
       sum += (1.0f - t) * x - log_sigmoid;
@@ -63,7 +64,9 @@ double torch_float32_cls(const LossBatch& batch, const HeadOutputs& head, const 
   return sum / d.target_score_sum * LossConfig{}.cls_gain;
 }
 
-double rel(double out, double ref) { return std::abs(out - ref) / std::abs(ref); }
+double rel(double out, double ref) {
+  return std::abs(out - ref) / std::abs(ref);
+}
 
 void check_bus(Backend& backend, const std::string& labels_file, double component_tol, double grad_tol) {
   Golden g;
@@ -87,7 +90,8 @@ void check_bus(Backend& backend, const std::string& labels_file, double componen
     CHECK(rel(h.box, golden["box_loss"].get<double>()) < component_tol);
     CHECK(rel(h.l1, golden["l1_loss"].get<double>()) < component_tol);
     const double torch_cls = torch_float32_cls(g.batch, *head, settings);
-    INFO("cls with PyTorch's float32 formula " << torch_cls << ", golden " << golden["cls_loss"].get<double>());
+    INFO("cls with PyTorch's float32 formula " << torch_cls << ", golden "
+                                               << golden["cls_loss"].get<double>());
     CHECK(rel(torch_cls, golden["cls_loss"].get<double>()) < component_tol);
     CHECK(rel(h.cls, r.cls) < 1e-5);
     torch_total += w * (h.box + torch_cls + h.l1);

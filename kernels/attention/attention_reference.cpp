@@ -1,5 +1,6 @@
 // Float64 attention references: one row of scores at a time, explicit max-subtracted softmax, then the
-// textbook gradient formulas dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = s dS K, dK = s dS^T Q.
+// textbook gradient formulas dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = s dS K, dK = s
+// dS^T Q.
 #include "attention/attention_reference.hpp"
 
 #include <algorithm>
@@ -13,7 +14,8 @@ namespace {
 double dot(const double* a, const double* b, int n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;  // four chains: the loop is latency bound otherwise
   int d = 0;
-  for (; d + 4 <= n; d += 4) s0 += a[d] * b[d], s1 += a[d + 1] * b[d + 1], s2 += a[d + 2] * b[d + 2], s3 += a[d + 3] * b[d + 3];
+  for (; d + 4 <= n; d += 4)
+    s0 += a[d] * b[d], s1 += a[d + 1] * b[d + 1], s2 += a[d + 2] * b[d + 2], s3 += a[d + 3] * b[d + 3];
   for (; d < n; ++d) s0 += a[d] * b[d];
   return (s0 + s1) + (s2 + s3);
 }
@@ -102,14 +104,16 @@ std::vector<double> attention_probs_reference(const std::vector<double>& q, cons
                                               const AttentionShape& s, int bh, const std::vector<int>& rows) {
   std::vector<double> out(rows.size() * size_t(s.n_k)), p(s.n_k);
   for (size_t r = 0; r < rows.size(); ++r) {
-    softmax_row(q.data() + (size_t(bh) * s.n_q + rows[r]) * s.head_dim, k.data() + size_t(bh) * s.n_k * s.head_dim,
-                s, p);
+    softmax_row(q.data() + (size_t(bh) * s.n_q + rows[r]) * s.head_dim,
+                k.data() + size_t(bh) * s.n_k * s.head_dim, s, p);
     std::copy(p.begin(), p.end(), out.begin() + r * s.n_k);
   }
   return out;
 }
 
-std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> to_double(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
 std::vector<float> to_float(const std::vector<double>& v) {
   std::vector<float> out(v.size());

@@ -1,5 +1,5 @@
-// flash_attn2: Flash Attention 2 in float32 — forward, the backward preprocess D = rowsum(dO * O), dQ backward,
-// dK/dV backward, and the attention-probabilities op for visualisation. Non-causal.
+// flash_attn2: Flash Attention 2 in float32 — forward, the backward preprocess D = rowsum(dO * O), dQ
+// backward, dK/dV backward, and the attention-probabilities op for visualisation. Non-causal.
 //
 // Layouts (row-major, contiguous, every pointer 16-byte aligned):
 //   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      (BH = BATCH * N_HEADS)
@@ -7,29 +7,32 @@
 //   L, D           [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log (saved by the forward),
 //                                  D = rowsum(dO * O) (the preprocess)
 //   P (probs op)   [R, N_CTX_K]    P[r, j] = exp(scale * q_rows[r] . k_j - L_rows[r]) for one head `bh`
-// HEAD_DIM is a template parameter (16, 32, 64 or 128); N_CTX_Q and N_CTX_K are arbitrary (tiles are masked at
-// their edges). The N_CTX_Q x N_CTX_K matrix is never materialised.
+// HEAD_DIM is a template parameter (16, 32, 64 or 128); N_CTX_Q and N_CTX_K are arbitrary (tiles are masked
+// at their edges). The N_CTX_Q x N_CTX_K matrix is never materialised.
 //
 // Variants (every one is checked against the same float64 reference):
-//   row_per_cta — the seed's design, the baseline. Forward and dQ: one CTA of 128 threads per (query row, bh),
+//   row_per_cta — the seed's design, the baseline. Forward and dQ: one CTA of 128 threads per (query row,
+//   bh),
 //     grid (N_CTX_Q, BH): each thread scores one key of a 128-key tile (a block-wide max/sum does the online
 //     softmax), then threads over HEAD_DIM accumulate P.V (or dS.K). dK/dV: one CTA per (key row, bh), the
 //     same with the roles of queries and keys swapped. Preprocess: one warp per row, grid (BH * N_CTX_Q).
 //     Probs: one CTA per selected row.
 //   tiled — the FA2 work partitioning, the default. 128 threads = 8 row groups (ty) x 16 column lanes (tx);
 //     a CTA owns BLOCK_M rows (queries for the forward and dQ, keys for dK/dV), thread (ty, tx) rows
-//     ty + 8i (i < BLOCK_M / 8), so the 16 lanes sharing a row are one half-warp and the row statistics reduce
-//     with 4 shuffles. Per tile of BLOCK_N keys (queries for dK/dV; 64, or 32 at HEAD_DIM 128): the tile is
-//     staged global -> registers -> shared memory (the next tile's loads are issued before this tile's math,
-//     hiding their latency), scores are a register-blocked (BLOCK_M/8) x (BLOCK_N/16) micro-tile per thread
-//     read as float4 rows of padded shared tiles (stride HEAD_DIM + 4: conflict-free), the probabilities go
-//     through a per-warp shared tile, and the output accumulator, HEAD_DIM/16 columns x BLOCK_M/8 rows per
-//     thread, stays in registers. Grid (ceil(rows / BLOCK_M), BH), block 128, dynamic shared memory
-//     fa2_tiled_*_smem_floats() * 4 bytes (may exceed 48 KiB). BLOCK_M is a template parameter (16, 32, 64):
-//     small problems (yolo26n: BH = 2, N = 400) take 16 to fill more SMs. Preprocess: HEAD_DIM/4 lanes per
-//     row (float4), 128 threads. Probs: CTA per (64 keys, 16 selected rows), grid (ceil(N_CTX_K/64), ceil(R/16)).
+//     ty + 8i (i < BLOCK_M / 8), so the 16 lanes sharing a row are one half-warp and the row statistics
+//     reduce with 4 shuffles. Per tile of BLOCK_N keys (queries for dK/dV; 64, or 32 at HEAD_DIM 128): the
+//     tile is staged global -> registers -> shared memory (the next tile's loads are issued before this
+//     tile's math, hiding their latency), scores are a register-blocked (BLOCK_M/8) x (BLOCK_N/16) micro-tile
+//     per thread read as float4 rows of padded shared tiles (stride HEAD_DIM + 4: conflict-free), the
+//     probabilities go through a per-warp shared tile, and the output accumulator, HEAD_DIM/16 columns x
+//     BLOCK_M/8 rows per thread, stays in registers. Grid (ceil(rows / BLOCK_M), BH), block 128, dynamic
+//     shared memory fa2_tiled_*_smem_floats() * 4 bytes (may exceed 48 KiB). BLOCK_M is a template parameter
+//     (16, 32, 64): small problems (yolo26n: BH = 2, N = 400) take 16 to fill more SMs. Preprocess:
+//     HEAD_DIM/4 lanes per row (float4), 128 threads. Probs: CTA per (64 keys, 16 selected rows), grid
+//     (ceil(N_CTX_K/64), ceil(R/16)).
 // Backward math (S = scale Q K^T, P = exp(S - L)): dV = P^T dO, dP = dO V^T, dS = P * (dP - D),
-// dQ = scale dS K, dK = scale dS^T Q. Everything runs in the log2 domain internally (exp2f of pre-scaled scores).
+// dQ = scale dS K, dK = scale dS^T Q. Everything runs in the log2 domain internally (exp2f of pre-scaled
+// scores).
 #include "common/lab.cuh"
 
 namespace fa2 {
@@ -41,9 +44,15 @@ constexpr int kThreads = 128;        // every kernel of this file
 constexpr int kRowGroups = 8;        // tiled: ty in [0, 8)
 constexpr int kColLanes = 16;        // tiled: tx in [0, 16)
 
-__host__ __device__ constexpr int block_n(int head_dim) { return head_dim == 128 ? 32 : 64; }
-__host__ __device__ constexpr int tile_stride(int head_dim) { return head_dim + 4; }
-__host__ __device__ constexpr int prob_stride(int block_cols) { return block_cols + 16; }
+__host__ __device__ constexpr int block_n(int head_dim) {
+  return head_dim == 128 ? 32 : 64;
+}
+__host__ __device__ constexpr int tile_stride(int head_dim) {
+  return head_dim + 4;
+}
+__host__ __device__ constexpr int prob_stride(int block_cols) {
+  return block_cols + 16;
+}
 
 // Reductions over the 16 lanes of a half-warp (the column lanes of one row group).
 __device__ __forceinline__ float group16_max(float v) {
@@ -104,8 +113,7 @@ __device__ __forceinline__ void tile_dot(const float* a, const float* b, int str
 #pragma unroll
     for (int i = 0; i < RPT; ++i)
 #pragma unroll
-      for (int c = 0; c < CPT; ++c)
-      {
+      for (int c = 0; c < CPT; ++c) {
         acc[i][c] += av[i].x * bv[c].x;
         acc[i][c] += av[i].y * bv[c].y;
         acc[i][c] += av[i].z * bv[c].z;
@@ -115,7 +123,8 @@ __device__ __forceinline__ void tile_dot(const float* a, const float* b, int str
 }
 
 // The HEAD_DIM columns a thread owns in an output accumulator: DPT = D/16 columns in groups of VW contiguous
-// floats, column (g, w) = g * 16 * VW + tx * VW + w, so a half-warp reads VW * 16 contiguous floats per group.
+// floats, column (g, w) = g * 16 * VW + tx * VW + w, so a half-warp reads VW * 16 contiguous floats per
+// group.
 template <int D>
 struct OutCols {
   static constexpr int kPerThread = D / 16;
@@ -153,8 +162,8 @@ __device__ __forceinline__ void write_cols(float* row, int tx, const float (&val
   for (int g = 0; g < C::kGroups; ++g) {
     float* p = row + g * kColLanes * C::kWidth + tx * C::kWidth;
     if constexpr (C::kWidth == 4) {
-      *reinterpret_cast<float4*>(p) =
-          make_float4(val[4 * g] * scale, val[4 * g + 1] * scale, val[4 * g + 2] * scale, val[4 * g + 3] * scale);
+      *reinterpret_cast<float4*>(p) = make_float4(val[4 * g] * scale, val[4 * g + 1] * scale,
+                                                  val[4 * g + 2] * scale, val[4 * g + 3] * scale);
     } else if constexpr (C::kWidth == 2) {
       *reinterpret_cast<float2*>(p) = make_float2(val[2 * g] * scale, val[2 * g + 1] * scale);
     } else {
@@ -163,10 +172,11 @@ __device__ __forceinline__ void write_cols(float* row, int tx, const float (&val
   }
 }
 
-// acc[i][:] += sum_{j < COLS} P[ty + 8i][j] * M[j][thread's columns]; P of row stride p_stride, M of m_stride.
+// acc[i][:] += sum_{j < COLS} P[ty + 8i][j] * M[j][thread's columns]; P of row stride p_stride, M of
+// m_stride.
 template <int RPT, int D, int COLS>
-__device__ __forceinline__ void tile_accumulate(const float* p, int p_stride, const float* m, int m_stride, int ty,
-                                                int tx, float (&acc)[RPT][D / 16]) {
+__device__ __forceinline__ void tile_accumulate(const float* p, int p_stride, const float* m, int m_stride,
+                                                int ty, int tx, float (&acc)[RPT][D / 16]) {
 #pragma unroll 2
   for (int j = 0; j < COLS; j += 4) {
     float4 pv[RPT];
@@ -276,13 +286,13 @@ __global__ void flash_attn2_fwd_row_per_cta(const float* __restrict__ q, const f
 
 template <int HEAD_DIM, int BLOCK_M>
 __global__ void flash_attn2_fwd_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                      const float* __restrict__ v, float* __restrict__ o, float* __restrict__ lse,
-                                      int n_q, int n_k, float scale) {
+                                      const float* __restrict__ v, float* __restrict__ o,
+                                      float* __restrict__ lse, int n_q, int n_k, float scale) {
   constexpr int D = HEAD_DIM, BN = fa2::block_n(D), RPT = BLOCK_M / fa2::kRowGroups;
   constexpr int CPT = BN / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BN);
   LAB_DYNAMIC_SHARED(float, smem);
-  float* q_s = smem;             // [BLOCK_M][TS]
+  float* q_s = smem;                // [BLOCK_M][TS]
   float* k_s = q_s + BLOCK_M * TS;  // [BN][TS]
   float* v_s = k_s + BN * TS;       // [BN][D]
   float* p_s = v_s + BN * D;        // [BLOCK_M][PS]
@@ -359,12 +369,14 @@ __global__ void flash_attn2_fwd_tiled(const float* __restrict__ q, const float* 
 // Backward preprocess. delta[r] = sum_d dO[r][d] * O[r][d] over the BH * N_CTX_Q rows.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_row_per_cta(const float* __restrict__ o, const float* __restrict__ d_o,
+__global__ void flash_attn2_bwd_preprocess_row_per_cta(const float* __restrict__ o,
+                                                       const float* __restrict__ d_o,
                                                        float* __restrict__ delta, int rows) {
   const int row = blockIdx.x, lane = threadIdx.x;  // block: 32 threads
   if (row >= rows) return;
   float s = 0.f;
-  for (int d = lane; d < HEAD_DIM; d += 32) s += o[size_t(row) * HEAD_DIM + d] * d_o[size_t(row) * HEAD_DIM + d];
+  for (int d = lane; d < HEAD_DIM; d += 32)
+    s += o[size_t(row) * HEAD_DIM + d] * d_o[size_t(row) * HEAD_DIM + d];
   s = lab_warp_sum(s);
   if (lane == 0) delta[row] = s;
 }
@@ -381,7 +393,8 @@ __global__ void flash_attn2_bwd_preprocess_tiled(const float* __restrict__ o, co
     const float4 b = *reinterpret_cast<const float4*>(d_o + size_t(row) * HEAD_DIM + 4 * lane);
     s = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
   }
-  for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1) s += __shfl_xor_sync(LAB_FULL_MASK, s, offset);
+  for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1)
+    s += __shfl_xor_sync(LAB_FULL_MASK, s, offset);
   if (row < rows && lane == 0) delta[row] = s;
 }
 
@@ -432,11 +445,11 @@ __global__ void flash_attn2_bwd_dq_tiled(const float* __restrict__ q, const floa
   constexpr int CPT = BN / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BN);
   LAB_DYNAMIC_SHARED(float, smem);
-  float* q_s = smem;                  // [BLOCK_M][TS]
-  float* do_s = q_s + BLOCK_M * TS;   // [BLOCK_M][TS]
-  float* k_s = do_s + BLOCK_M * TS;   // [BN][TS]
-  float* v_s = k_s + BN * TS;         // [BN][TS]
-  float* ds_s = v_s + BN * TS;        // [BLOCK_M][PS]
+  float* q_s = smem;                 // [BLOCK_M][TS]
+  float* do_s = q_s + BLOCK_M * TS;  // [BLOCK_M][TS]
+  float* k_s = do_s + BLOCK_M * TS;  // [BN][TS]
+  float* v_s = k_s + BN * TS;        // [BN][TS]
+  float* ds_s = v_s + BN * TS;       // [BLOCK_M][PS]
   const int tid = threadIdx.x, ty = tid / fa2::kColLanes, tx = tid % fa2::kColLanes;
   const int bh = blockIdx.y, m0 = blockIdx.x * BLOCK_M;
   q += size_t(bh) * n_q * D;
@@ -501,9 +514,9 @@ __global__ void flash_attn2_bwd_dq_tiled(const float* __restrict__ q, const floa
 template <int HEAD_DIM>
 __global__ void flash_attn2_bwd_dkdv_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
                                                  const float* __restrict__ v, const float* __restrict__ d_o,
-                                                 const float* __restrict__ lse, const float* __restrict__ delta,
-                                                 float* __restrict__ dk, float* __restrict__ dv, int n_q, int n_k,
-                                                 float scale) {
+                                                 const float* __restrict__ lse,
+                                                 const float* __restrict__ delta, float* __restrict__ dk,
+                                                 float* __restrict__ dv, int n_q, int n_k, float scale) {
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float k_s[D];
   __shared__ __align__(16) float v_s[D];
@@ -550,14 +563,14 @@ __global__ void flash_attn2_bwd_dkdv_tiled(const float* __restrict__ q, const fl
   constexpr int CPT = BQ / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BQ);
   LAB_DYNAMIC_SHARED(float, smem);
-  float* k_s = smem;                  // [BLOCK_M][TS]  key rows of this CTA
-  float* v_s = k_s + BLOCK_M * TS;    // [BLOCK_M][TS]
-  float* q_s = v_s + BLOCK_M * TS;    // [BQ][TS]       query tile
-  float* do_s = q_s + BQ * TS;        // [BQ][TS]
-  float* l2_s = do_s + BQ * TS;       // [BQ]           L * log2(e) of the tile's queries
-  float* dr_s = l2_s + BQ;            // [BQ]           D of the tile's queries
-  float* p_s = dr_s + BQ;             // [BLOCK_M][PS]  P^T
-  float* ds_s = p_s + BLOCK_M * PS;   // [BLOCK_M][PS]  dS^T
+  float* k_s = smem;                 // [BLOCK_M][TS]  key rows of this CTA
+  float* v_s = k_s + BLOCK_M * TS;   // [BLOCK_M][TS]
+  float* q_s = v_s + BLOCK_M * TS;   // [BQ][TS]       query tile
+  float* do_s = q_s + BQ * TS;       // [BQ][TS]
+  float* l2_s = do_s + BQ * TS;      // [BQ]           L * log2(e) of the tile's queries
+  float* dr_s = l2_s + BQ;           // [BQ]           D of the tile's queries
+  float* p_s = dr_s + BQ;            // [BLOCK_M][PS]  P^T
+  float* ds_s = p_s + BLOCK_M * PS;  // [BLOCK_M][PS]  dS^T
   const int tid = threadIdx.x, ty = tid / fa2::kColLanes, tx = tid % fa2::kColLanes;
   const int bh = blockIdx.y, n0 = blockIdx.x * BLOCK_M;
   q += size_t(bh) * n_q * D;
@@ -630,8 +643,9 @@ __global__ void flash_attn2_bwd_dkdv_tiled(const float* __restrict__ q, const fl
 
 template <int HEAD_DIM>
 __global__ void attn_probs_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
-                                       const float* __restrict__ lse, const int* __restrict__ rows, int n_rows,
-                                       int bh, int n_q, int n_k, float scale, float* __restrict__ probs) {
+                                       const float* __restrict__ lse, const int* __restrict__ rows,
+                                       int n_rows, int bh, int n_q, int n_k, float scale,
+                                       float* __restrict__ probs) {
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float q_s[D];
   const int r = blockIdx.x, tid = threadIdx.x;
@@ -647,8 +661,8 @@ __global__ void attn_probs_row_per_cta(const float* __restrict__ q, const float*
 
 template <int HEAD_DIM>
 __global__ void attn_probs_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                 const float* __restrict__ lse, const int* __restrict__ rows, int n_rows, int bh,
-                                 int n_q, int n_k, float scale, float* __restrict__ probs) {
+                                 const float* __restrict__ lse, const int* __restrict__ rows, int n_rows,
+                                 int bh, int n_q, int n_k, float scale, float* __restrict__ probs) {
   constexpr int D = HEAD_DIM, BN = 64, BR = 16, RPT = BR / fa2::kRowGroups, CPT = BN / fa2::kColLanes;
   constexpr int TS = fa2::tile_stride(D);
   __shared__ __align__(16) float q_s[BR * TS];

@@ -9,7 +9,9 @@ namespace {
 constexpr unsigned kThreads = 128;  // every kernel of flash_attn2.cu
 
 // Host copies of the shared-memory formulas at the end of flash_attn2.cu's helpers.
-int block_n(int d) { return d == 128 ? 32 : 64; }
+int block_n(int d) {
+  return d == 128 ? 32 : 64;
+}
 size_t fwd_smem(int d, int m) {
   const int bn = block_n(d);
   return sizeof(float) * ((m + bn) * (d + 4) + bn * d + m * (bn + 16));
@@ -23,7 +25,9 @@ size_t dkdv_smem(int d, int m) {
   return sizeof(float) * (2 * (m + bn) * (d + 4) + 2 * bn + 2 * m * (bn + 16));
 }
 
-unsigned ceil_div(int a, int b) { return unsigned((a + b - 1) / b); }
+unsigned ceil_div(int a, int b) {
+  return unsigned((a + b - 1) / b);
+}
 
 std::string expr(const std::string& kernel, const std::string& variant, int d, int block = 0) {
   std::string e = kernel + "_" + variant + "<" + std::to_string(d);
@@ -57,7 +61,8 @@ int pick(int batch_heads, int rows, int largest) {
 }  // namespace
 
 Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim) {
-  return {pick(batch_heads, n_q, 64), pick(batch_heads, n_q, 64), pick(batch_heads, n_k, head_dim >= 64 ? 32 : 64)};
+  return {pick(batch_heads, n_q, 64), pick(batch_heads, n_q, 64),
+          pick(batch_heads, n_k, head_dim >= 64 ? 32 : 64)};
 }
 
 CompileRequest fa2_compile_request(const std::string& variant, int head_dim, const Fa2Blocks& blocks) {
@@ -123,8 +128,8 @@ void FlashAttn2Op::backward(const float* q, const float* k, const float* v, cons
   backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, n_q, n_k, scale));
 }
 
-void FlashAttn2Op::probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows, int head,
-                         const AttentionProblem& p, float* out) const {
+void FlashAttn2Op::probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows,
+                         int head, const AttentionProblem& p, float* out) const {
   int n_q = p.n_q, n_k = p.n_k;
   float scale = p.scale;
   LaunchConfig cfg;

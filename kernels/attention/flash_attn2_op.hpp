@@ -19,7 +19,8 @@ struct Fa2Blocks {
 };
 
 // Picks BLOCK_M so that a problem yields enough CTAs for an H200 (132 SMs): the largest block that still
-// gives two CTAs per SM, else 16; dK/dV stays at 32 or less from HEAD_DIM 64 on (two accumulators in registers).
+// gives two CTAs per SM, else 16; dK/dV stays at 32 or less from HEAD_DIM 64 on (two accumulators in
+// registers).
 Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim);
 // Every kernel of a variant at these blocks, as name expressions ("flash_attn2_fwd_tiled<64, 64>", ...).
 CompileRequest fa2_compile_request(const std::string& variant, int head_dim, const Fa2Blocks& blocks);
@@ -35,10 +36,12 @@ class FlashAttn2Op {
  public:
   FlashAttn2Op(Backend& backend, std::string variant, int head_dim, Fa2Blocks blocks);
   // O and L from Q, K, V.
-  void forward(const float* q, const float* k, const float* v, float* o, float* lse, const AttentionProblem& p) const;
+  void forward(const float* q, const float* k, const float* v, float* o, float* lse,
+               const AttentionProblem& p) const;
   // delta = rowsum(dO * O) (scratch of BH * Nq floats, left holding D), then dQ, then dK and dV.
-  void backward(const float* q, const float* k, const float* v, const float* o, const float* d_o, const float* lse,
-                float* delta, float* dq, float* dk, float* dv, const AttentionProblem& p) const;
+  void backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
+                const float* lse, float* delta, float* dq, float* dk, float* dv,
+                const AttentionProblem& p) const;
   // probs [n_rows, Nk] of head `head` for the query rows `rows` (device int array).
   void probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows, int head,
              const AttentionProblem& p, float* out) const;

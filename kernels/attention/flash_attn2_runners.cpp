@@ -52,7 +52,9 @@ struct AttentionConfig {
   size_t q_elems() const { return size_t(shape.batch_heads) * shape.n_q * shape.head_dim; }
   size_t k_elems() const { return size_t(shape.batch_heads) * shape.n_k * shape.head_dim; }
   size_t rows() const { return size_t(shape.batch_heads) * shape.n_q; }
-  double forward_flops() const { return 4.0 * shape.batch_heads * shape.n_q * double(shape.n_k) * shape.head_dim; }
+  double forward_flops() const {
+    return 4.0 * shape.batch_heads * shape.n_q * double(shape.n_k) * shape.head_dim;
+  }
 };
 
 void poison_all(Backend& b, std::initializer_list<const DeviceBuffer*> buffers) {
@@ -92,7 +94,8 @@ class ForwardInstance : public Instance {
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     b_.synchronize();
-    if (ref_.o.empty()) ref_ = attention_forward_reference(to_double(q_), to_double(k_), to_double(v_), c_.shape);
+    if (ref_.o.empty())
+      ref_ = attention_forward_reference(to_double(q_), to_double(k_), to_double(v_), c_.shape);
     const auto& s = c_.shape;
     const size_t bh = size_t(s.batch_heads), nq = size_t(s.n_q), d = size_t(s.head_dim);
     // O: float32 sums of Nk products; L ~ log(Nk) + max score, rounded at ~1e-7 relative.
@@ -150,22 +153,26 @@ class BackwardInstance : public Instance {
   void poison() override { poison_all(b_, {&delta_, &dq_, &dk_, &dv_}); }
   void launch() override {
     op_.backward(q_buf_.as<const float>(), k_buf_.as<const float>(), v_buf_.as<const float>(),
-                 o_buf_.as<const float>(), do_buf_.as<const float>(), lse_buf_.as<const float>(), delta_.as<float>(),
-                 dq_.as<float>(), dk_.as<float>(), dv_.as<float>(), c_.problem());
+                 o_buf_.as<const float>(), do_buf_.as<const float>(), lse_buf_.as<const float>(),
+                 delta_.as<float>(), dq_.as<float>(), dk_.as<float>(), dv_.as<float>(), c_.problem());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     b_.synchronize();
     if (ref_.dq.empty())
-      ref_ = attention_backward_reference(to_double(q_), to_double(k_), to_double(v_), to_double(d_o_), c_.shape);
+      ref_ = attention_backward_reference(to_double(q_), to_double(k_), to_double(v_), to_double(d_o_),
+                                          c_.shape);
     const auto& s = c_.shape;
     const size_t bh = size_t(s.batch_heads), d = size_t(s.head_dim);
     // Gradients sum Nq (dK, dV) or Nk (dQ) float32 terms of both signs: relative error a few 1e-7 per term
     // growth, still far under 1e-5; max_abs scaled to their magnitude (up to ~10 at N = 4096).
     const Tolerance t = tol.value_or(Tolerance{1e-5, 1e-3});
     const bool keep = c_.q_elems() + c_.k_elems() <= (1u << 20);
-    return {make_check("dQ", {bh, size_t(s.n_q), d}, b_.download_vector<float>(dq_, c_.q_elems()), ref_.dq, t, keep),
-            make_check("dK", {bh, size_t(s.n_k), d}, b_.download_vector<float>(dk_, c_.k_elems()), ref_.dk, t, keep),
-            make_check("dV", {bh, size_t(s.n_k), d}, b_.download_vector<float>(dv_, c_.k_elems()), ref_.dv, t, keep)};
+    return {make_check("dQ", {bh, size_t(s.n_q), d}, b_.download_vector<float>(dq_, c_.q_elems()), ref_.dq, t,
+                       keep),
+            make_check("dK", {bh, size_t(s.n_k), d}, b_.download_vector<float>(dk_, c_.k_elems()), ref_.dk, t,
+                       keep),
+            make_check("dV", {bh, size_t(s.n_k), d}, b_.download_vector<float>(dv_, c_.k_elems()), ref_.dv, t,
+                       keep)};
   }
   WorkCounts work() const override {
     // Reads Q, K, V, O, dO, L (twice: dQ and dK/dV kernels), writes dQ, dK, dV and D.
@@ -205,10 +212,11 @@ class ProbsInstance : public Instance {
     q_ = random_uniform(c.q_elems(), -kQkRange, kQkRange, derive_seed(seed, "q"));
     k_ = random_uniform(c.k_elems(), -kQkRange, kQkRange, derive_seed(seed, "k"));
     // Rows spread evenly over the queries, first and last included.
-    for (int r = 0; r < n_rows; ++r) rows_.push_back(n_rows == 1 ? 0 : int(int64_t(r) * (c.shape.n_q - 1) / (n_rows - 1)));
+    for (int r = 0; r < n_rows; ++r)
+      rows_.push_back(n_rows == 1 ? 0 : int(int64_t(r) * (c.shape.n_q - 1) / (n_rows - 1)));
     // L from the reference forward (V does not matter to it).
-    const auto fwd = attention_forward_reference(to_double(q_), to_double(k_), std::vector<double>(c.k_elems(), 0.0),
-                                                 c.shape);
+    const auto fwd = attention_forward_reference(to_double(q_), to_double(k_),
+                                                 std::vector<double>(c.k_elems(), 0.0), c.shape);
     q_buf_ = b.upload_vector(q_), k_buf_ = b.upload_vector(k_), lse_buf_ = b.upload_vector(to_float(fwd.lse));
     rows_buf_ = b.upload_vector(rows_);
     out_ = b.alloc_array<float>(rows_.size() * size_t(c.shape.n_k));
@@ -256,7 +264,8 @@ class ProbsRunner : public AttentionRunnerBase {
   }
   void validate(const Params& p) const override {
     if (param_int(p, "HEAD") >= param_int(p, "BH"))
-      throw UsageError("parameter HEAD=" + p.at("HEAD") + " of attn_probs is invalid: must be < BH (" + p.at("BH") + ")");
+      throw UsageError("parameter HEAD=" + p.at("HEAD") + " of attn_probs is invalid: must be < BH (" +
+                       p.at("BH") + ")");
     if (param_int(p, "ROWS") > param_int(p, "N_CTX_Q"))
       throw UsageError("parameter ROWS=" + p.at("ROWS") + " of attn_probs is invalid: must be <= N_CTX_Q (" +
                        p.at("N_CTX_Q") + ")");

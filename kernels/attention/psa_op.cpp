@@ -8,7 +8,9 @@ namespace {
 
 constexpr unsigned kTile = 32;
 
-unsigned ceil_div(size_t a, size_t b) { return unsigned((a + b - 1) / b); }
+unsigned ceil_div(size_t a, size_t b) {
+  return unsigned((a + b - 1) / b);
+}
 
 LaunchConfig transpose_config(const PsaDims& d, int sections_per_head) {
   LaunchConfig c;
@@ -18,7 +20,9 @@ LaunchConfig transpose_config(const PsaDims& d, int sections_per_head) {
   return c;
 }
 
-float softmax_scale(const PsaDims& d) { return d.scale != 0 ? d.scale : 1.0f / std::sqrt(float(d.key_dim)); }
+float softmax_scale(const PsaDims& d) {
+  return d.scale != 0 ? d.scale : 1.0f / std::sqrt(float(d.key_dim));
+}
 
 }  // namespace
 
@@ -28,7 +32,9 @@ PsaOp::PsaOp(Backend& backend, const std::string& fa2_variant, const PsaDims& di
       fa2_(backend, fa2_variant, dims.key_dim,
            choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim)) {
   module_ = backend.compile(CompileRequest{
-      kPsaSource, {}, {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}});
+      kPsaSource,
+      {},
+      {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}});
   pack_ = module_->kernel("psa_pack_qkv");
   extract_ = module_->kernel("psa_extract_v");
   merge_ = module_->kernel("psa_merge_attn");

@@ -16,7 +16,7 @@ struct PsaDims {
   int batch = 1;
   int num_heads = 2;
   int key_dim = 32;
-  int n = 400;  // H * W
+  int n = 400;      // H * W
   float scale = 0;  // softmax scale (key_dim ** -0.5 in Ultralytics)
   int batch_heads() const { return batch * num_heads; }
   size_t head_elems() const { return size_t(batch_heads()) * n * key_dim; }  // one [BH, N, KD] tensor
@@ -24,12 +24,12 @@ struct PsaDims {
 
 // Intermediate buffers of one forward + backward; sized by PsaOp::workspace.
 struct PsaWorkspace {
-  DeviceBuffer packed;          // [4, BH, N, KD]
-  DeviceBuffer o_lo, o_hi;      // [BH, N, KD]
-  DeviceBuffer lse;             // [BH, N]
-  DeviceBuffer do_lo, do_hi;    // [BH, N, KD]
-  DeviceBuffer delta;           // [BH, N] scratch of the backward preprocess
-  DeviceBuffer grads;           // [2, 3, BH, N, KD]
+  DeviceBuffer packed;        // [4, BH, N, KD]
+  DeviceBuffer o_lo, o_hi;    // [BH, N, KD]
+  DeviceBuffer lse;           // [BH, N]
+  DeviceBuffer do_lo, do_hi;  // [BH, N, KD]
+  DeviceBuffer delta;         // [BH, N] scratch of the backward preprocess
+  DeviceBuffer grads;         // [2, 3, BH, N, KD]
 };
 
 class PsaOp {

@@ -44,7 +44,9 @@ std::vector<double> attention_matrix(const std::vector<double>& qkv, const PsaSh
 
 }  // namespace
 
-double PsaShape::softmax_scale() const { return scale != 0 ? scale : 1.0 / std::sqrt(double(key_dim)); }
+double PsaShape::softmax_scale() const {
+  return scale != 0 ? scale : 1.0 / std::sqrt(double(key_dim));
+}
 
 std::vector<double> psa_pack_reference(const std::vector<double>& qkv, const PsaShape& s) {
   const int N = s.n(), KD = s.key_dim, BH = s.batch_heads();
@@ -54,7 +56,8 @@ std::vector<double> psa_pack_reference(const std::vector<double>& qkv, const Psa
       for (int sec = 0; sec < 4; ++sec)
         for (int n = 0; n < N; ++n)
           for (int c = 0; c < KD; ++c)
-            out[((size_t(sec) * BH + b * s.num_heads + h) * N + n) * KD + c] = qkv[qkv_at(s, b, h, sec * KD + c, n)];
+            out[((size_t(sec) * BH + b * s.num_heads + h) * N + n) * KD + c] =
+                qkv[qkv_at(s, b, h, sec * KD + c, n)];
   return out;
 }
 
@@ -63,7 +66,8 @@ std::vector<double> psa_extract_v_reference(const std::vector<double>& qkv, cons
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.num_heads; ++h)
       for (int c = 0; c < 2 * s.key_dim; ++c)
-        for (int n = 0; n < s.n(); ++n) out[out_at(s, b, h, c, n)] = qkv[qkv_at(s, b, h, 2 * s.key_dim + c, n)];
+        for (int n = 0; n < s.n(); ++n)
+          out[out_at(s, b, h, c, n)] = qkv[qkv_at(s, b, h, 2 * s.key_dim + c, n)];
   return out;
 }
 
@@ -108,7 +112,8 @@ PsaAttentionRef psa_attention_reference(const std::vector<double>& qkv, const Ps
   return r;
 }
 
-std::vector<double> psa_attention_backward_reference(const std::vector<double>& qkv, const std::vector<double>& g_x,
+std::vector<double> psa_attention_backward_reference(const std::vector<double>& qkv,
+                                                     const std::vector<double>& g_x,
                                                      const std::vector<double>& g_v, const PsaShape& s) {
   const int N = s.n(), KD = s.key_dim;
   const double scale = s.softmax_scale();

@@ -1,7 +1,9 @@
-// CPU references for PSA in float64: the rearrangements (pack, extract-V, merge) and the Ultralytics Attention
-// formula up to proj/pe, computed directly in its own channel-major form with the full N x N softmax matrix:
+// CPU references for PSA in float64: the rearrangements (pack, extract-V, merge) and the Ultralytics
+// Attention formula up to proj/pe, computed directly in its own channel-major form with the full N x N
+// softmax matrix:
 //   q, k, v = qkv.view(B, nh, 4*KD, N).split([KD, KD, 2*KD], dim=2)
-//   attn = softmax((q * scale)^T @ k, dim=-1);  x = (v @ attn^T).view(B, C, H, W);  v_out = v.reshape(B, C, H, W)
+//   attn = softmax((q * scale)^T @ k, dim=-1);  x = (v @ attn^T).view(B, C, H, W);  v_out = v.reshape(B, C,
+//   H, W)
 #pragma once
 #include <vector>
 
@@ -36,7 +38,8 @@ struct PsaAttentionRef {
 };
 PsaAttentionRef psa_attention_reference(const std::vector<double>& qkv, const PsaShape& s);
 // Gradient with respect to qkv of sum(x * g_x) + sum(v * g_v).
-std::vector<double> psa_attention_backward_reference(const std::vector<double>& qkv, const std::vector<double>& g_x,
+std::vector<double> psa_attention_backward_reference(const std::vector<double>& qkv,
+                                                     const std::vector<double>& g_x,
                                                      const std::vector<double>& g_v, const PsaShape& s);
 
 }  // namespace lab

@@ -14,8 +14,8 @@ std::vector<ParamSpec> psa_param_specs() {
   using K = ParamSpec::Kind;
   return {{"B", K::Int, "1", "batch size", 1, 1024},
           {"NUM_HEADS", K::Int, "2", "attention heads", 1, 64},
-          {"KEY_DIM", K::Int, "32", "key dim (= HEAD_DIM of each FA2 pass): a power of two in [16, 128]", 16, 128,
-           true},
+          {"KEY_DIM", K::Int, "32", "key dim (= HEAD_DIM of each FA2 pass): a power of two in [16, 128]", 16,
+           128, true},
           {"H", K::Int, "20", "feature map height", 1, 1024},
           {"W", K::Int, "20", "feature map width", 1, 1024},
           {"SCALE", K::Float, "0", "softmax scale; 0 means KEY_DIM ** -0.5", 0, 1e6}};
@@ -33,16 +33,26 @@ PsaShape psa_shape(const Params& p) {
   return s;
 }
 
-PsaDims psa_dims(const PsaShape& s) { return {s.batch, s.num_heads, s.key_dim, s.n(), float(s.scale)}; }
+PsaDims psa_dims(const PsaShape& s) {
+  return {s.batch, s.num_heads, s.key_dim, s.n(), float(s.scale)};
+}
 
-size_t qkv_elems(const PsaShape& s) { return size_t(s.batch) * s.qkv_channels() * s.n(); }
-size_t out_elems(const PsaShape& s) { return size_t(s.batch) * s.out_channels() * s.n(); }
-size_t head_elems(const PsaShape& s) { return size_t(s.batch_heads()) * s.n() * s.key_dim; }
+size_t qkv_elems(const PsaShape& s) {
+  return size_t(s.batch) * s.qkv_channels() * s.n();
+}
+size_t out_elems(const PsaShape& s) {
+  return size_t(s.batch) * s.out_channels() * s.n();
+}
+size_t head_elems(const PsaShape& s) {
+  return size_t(s.batch_heads()) * s.n() * s.key_dim;
+}
 std::vector<size_t> nchw(const PsaShape& s, int channels) {
   return {size_t(s.batch), size_t(channels), size_t(s.height), size_t(s.width)};
 }
 
-void poison_buffer(Backend& b, const DeviceBuffer& buf) { b.fill_bytes(buf.get(), 0xff, buf.bytes()); }
+void poison_buffer(Backend& b, const DeviceBuffer& buf) {
+  b.fill_bytes(buf.get(), 0xff, buf.bytes());
+}
 
 // A rearrangement is exact: any difference at all is a bug.
 constexpr Tolerance kExact{0.0, 0.0};
@@ -74,9 +84,15 @@ class RearrangeInstance : public Instance {
   void poison() override { poison_buffer(b_, out_); }
   void launch() override {
     switch (kind_) {
-      case Kind::Pack: op_.pack_qkv(buf_a_.as<const float>(), out_.as<float>()); break;
-      case Kind::ExtractV: op_.extract_v(buf_a_.as<const float>(), out_.as<float>()); break;
-      case Kind::Merge: op_.merge_attn(buf_a_.as<const float>(), buf_b_.as<const float>(), out_.as<float>()); break;
+      case Kind::Pack:
+        op_.pack_qkv(buf_a_.as<const float>(), out_.as<float>());
+        break;
+      case Kind::ExtractV:
+        op_.extract_v(buf_a_.as<const float>(), out_.as<float>());
+        break;
+      case Kind::Merge:
+        op_.merge_attn(buf_a_.as<const float>(), buf_b_.as<const float>(), out_.as<float>());
+        break;
     }
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
@@ -87,11 +103,12 @@ class RearrangeInstance : public Instance {
         return {make_check("packed", {4, size_t(s_.batch_heads()), size_t(s_.n()), size_t(s_.key_dim)}, out,
                            psa_pack_reference(to_double(in_a_), s_), tol.value_or(kExact))};
       case Kind::ExtractV:
-        return {make_check("v", nchw(s_, s_.out_channels()), out, psa_extract_v_reference(to_double(in_a_), s_),
-                           tol.value_or(kExact))};
+        return {make_check("v", nchw(s_, s_.out_channels()), out,
+                           psa_extract_v_reference(to_double(in_a_), s_), tol.value_or(kExact))};
       case Kind::Merge:
         return {make_check("merged", nchw(s_, s_.out_channels()), out,
-                           psa_merge_reference(to_double(in_a_), to_double(in_b_), s_), tol.value_or(kExact))};
+                           psa_merge_reference(to_double(in_a_), to_double(in_b_), s_),
+                           tol.value_or(kExact))};
     }
     return {};
   }
@@ -114,12 +131,13 @@ template <RearrangeInstance::Kind K>
 class RearrangeRunner : public PsaRunnerBase {
  public:
   std::string name() const override {
-    return K == RearrangeInstance::Kind::Pack ? "psa_pack_qkv"
+    return K == RearrangeInstance::Kind::Pack       ? "psa_pack_qkv"
            : K == RearrangeInstance::Kind::ExtractV ? "psa_extract_v"
                                                     : "psa_merge_attn";
   }
   std::string description() const override {
-    return K == RearrangeInstance::Kind::Pack ? "qkv NCHW [B, nh*4*KD, H, W] -> [4, BH, N, KD] (Q, K, V_lo, V_hi)"
+    return K == RearrangeInstance::Kind::Pack
+               ? "qkv NCHW [B, nh*4*KD, H, W] -> [4, BH, N, KD] (Q, K, V_lo, V_hi)"
            : K == RearrangeInstance::Kind::ExtractV
                ? "qkv NCHW -> the V channels [B, nh*2*KD, H, W] (input of the pe conv)"
                : "two FA2 outputs [BH, N, KD] (lo, hi) -> NCHW [B, nh*2*KD, H, W]";
@@ -147,7 +165,8 @@ class ComposedRunnerBase : public PsaRunnerBase {
   // The attention kernels; the instance also compiles psa.cu (see source_path).
   CompileRequest compile_request(const std::string& variant, const Params& p) const override {
     const PsaShape s = psa_shape(p);
-    return fa2_compile_request(variant, s.key_dim, choose_fa2_blocks(s.batch_heads(), s.n(), s.n(), s.key_dim));
+    return fa2_compile_request(variant, s.key_dim,
+                               choose_fa2_blocks(s.batch_heads(), s.n(), s.n(), s.key_dim));
   }
 };
 
@@ -170,11 +189,12 @@ class PsaForwardInstance : public Instance {
     if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(qkv_), s_);
     const Tolerance t = tol.value_or(Tolerance{1e-5, 1e-4});
     const size_t rows = size_t(s_.batch_heads()) * s_.n();
-    return {make_check("x", nchw(s_, s_.out_channels()), b_.download_vector<float>(x_, out_elems(s_)), ref_.x, t),
-            make_check("v", nchw(s_, s_.out_channels()), b_.download_vector<float>(v_, out_elems(s_)), ref_.v,
-                       tol.value_or(kExact)),
-            make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, b_.download_vector<float>(ws_.lse, rows),
-                       ref_.lse, t)};
+    return {
+        make_check("x", nchw(s_, s_.out_channels()), b_.download_vector<float>(x_, out_elems(s_)), ref_.x, t),
+        make_check("v", nchw(s_, s_.out_channels()), b_.download_vector<float>(v_, out_elems(s_)), ref_.v,
+                   tol.value_or(kExact)),
+        make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, b_.download_vector<float>(ws_.lse, rows),
+                   ref_.lse, t)};
   }
   WorkCounts work() const override {
     const double n = s_.n();
@@ -234,8 +254,8 @@ class PsaBackwardInstance : public Instance {
     if (ref_.empty())
       ref_ = psa_attention_backward_reference(to_double(qkv_), to_double(g_x_), to_double(g_v_), s_);
     // As flash_attn2_bwd, with dQ and dK summed over two passes.
-    return {make_check("d_qkv", nchw(s_, s_.qkv_channels()), b_.download_vector<float>(d_qkv_, qkv_elems(s_)), ref_,
-                       tol.value_or(Tolerance{1e-5, 1e-3}))};
+    return {make_check("d_qkv", nchw(s_, s_.qkv_channels()), b_.download_vector<float>(d_qkv_, qkv_elems(s_)),
+                       ref_, tol.value_or(Tolerance{1e-5, 1e-3}))};
   }
   WorkCounts work() const override {
     const double n = s_.n();
@@ -257,7 +277,8 @@ class PsaBackwardRunner : public ComposedRunnerBase {
  public:
   std::string name() const override { return "psa_attention_bwd"; }
   std::string description() const override {
-    return "PSA attention backward: merge bwd -> 2x FA2 bwd -> d_qkv (dQ, dK summed; + the extract-V gradient)";
+    return "PSA attention backward: merge bwd -> 2x FA2 bwd -> d_qkv (dQ, dK summed; + the extract-V "
+           "gradient)";
   }
   std::unique_ptr<Instance> instantiate(Backend& b, const std::string& variant, const Params& p,
                                         uint64_t seed) const override {

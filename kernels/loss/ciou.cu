@@ -101,7 +101,7 @@ __global__ void ciou_backward(const float* __restrict__ pred, const float* __res
   const float g_iou = FULL_ALPHA_GRAD ? alpha * alpha - 1.0f : -1.0f;
   const float g_v = FULL_ALPHA_GRAD ? alpha * (2.0f - alpha) : alpha;
 
-  // Gradients w.r.t. the pred corners and the pred w1, h1 (folded into the corners at the end).
+  // Gradients w.r.t. the pred corners and w.r.t. the pred w1, h1.
   float g_x1 = 0.0f, g_x2 = 0.0f, g_y1 = 0.0f, g_y2 = 0.0f, g_w = 0.0f, g_h = 0.0f;
 
   // iou = inter / union: d iou = (1 + iou) / union * d inter - iou / union * d(w1 * h1).
@@ -146,14 +146,12 @@ __global__ void ciou_backward(const float* __restrict__ pred, const float* __res
   g_w += g_angle * p.h;
   g_h -= g_angle * p.w;
 
-  // w1 = x2 - x1, h1 = y2 - y1 + eps; then x1,2 = cx -+ w/2 (same for y).
-  g_x2 += g_w;
-  g_x1 -= g_w;
-  g_y2 += g_h;
-  g_y1 -= g_h;
+  // Corners x1,2 = cx -+ w/2 (same for y); w1 = w and h1 = h + eps feed d w and d h directly. (Routing them
+  // through the corners instead would add +g_w and -g_w into d cx, which cancels catastrophically when g_w is
+  // huge, e.g. ~1e6 for a point pred whose h1 is eps.)
   const float scale = dy[i];
   d_pred[i] = scale * (g_x1 + g_x2);
   d_pred[n + i] = scale * (g_y1 + g_y2);
-  d_pred[2 * n + i] = scale * 0.5f * (g_x2 - g_x1);
-  d_pred[3 * n + i] = scale * 0.5f * (g_y2 - g_y1);
+  d_pred[2 * n + i] = scale * (0.5f * (g_x2 - g_x1) + g_w);
+  d_pred[3 * n + i] = scale * (0.5f * (g_y2 - g_y1) + g_h);
 }

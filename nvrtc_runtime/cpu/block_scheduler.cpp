@@ -18,27 +18,41 @@ constexpr unsigned kWarp = 32;
 
 const char* block_op_name(int op) {
   switch (op) {
-    case LAB_EMU_SYNCTHREADS_COUNT: return "__syncthreads_count";
-    case LAB_EMU_SYNCTHREADS_AND: return "__syncthreads_and";
-    case LAB_EMU_SYNCTHREADS_OR: return "__syncthreads_or";
-    default: return "__syncthreads";
+    case LAB_EMU_SYNCTHREADS_COUNT:
+      return "__syncthreads_count";
+    case LAB_EMU_SYNCTHREADS_AND:
+      return "__syncthreads_and";
+    case LAB_EMU_SYNCTHREADS_OR:
+      return "__syncthreads_or";
+    default:
+      return "__syncthreads";
   }
 }
 
 const char* warp_op_name(int op) {
   switch (op) {
-    case LAB_EMU_SHFL_IDX: return "__shfl_sync";
-    case LAB_EMU_SHFL_UP: return "__shfl_up_sync";
-    case LAB_EMU_SHFL_DOWN: return "__shfl_down_sync";
-    case LAB_EMU_SHFL_XOR: return "__shfl_xor_sync";
-    case LAB_EMU_BALLOT: return "__ballot_sync";
-    case LAB_EMU_ANY: return "__any_sync";
-    case LAB_EMU_ALL: return "__all_sync";
-    default: return "__syncwarp";
+    case LAB_EMU_SHFL_IDX:
+      return "__shfl_sync";
+    case LAB_EMU_SHFL_UP:
+      return "__shfl_up_sync";
+    case LAB_EMU_SHFL_DOWN:
+      return "__shfl_down_sync";
+    case LAB_EMU_SHFL_XOR:
+      return "__shfl_xor_sync";
+    case LAB_EMU_BALLOT:
+      return "__ballot_sync";
+    case LAB_EMU_ANY:
+      return "__any_sync";
+    case LAB_EMU_ALL:
+      return "__all_sync";
+    default:
+      return "__syncwarp";
   }
 }
 
-std::string location(const char* file, int line) { return std::string(file) + ":" + std::to_string(line); }
+std::string location(const char* file, int line) {
+  return std::string(file) + ":" + std::to_string(line);
+}
 
 std::string hex_mask(unsigned mask) {
   char buf[16];
@@ -76,13 +90,16 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
   error_.clear();
   free_stacks_.clear();
   for (unsigned i = n; i-- > 0;) free_stacks_.push_back(i);
-  for (unsigned i = 0; i < n; ++i) {
-    Fiber& f = fibers_[i];
-    f.abi = lab_emu_thread{{i % bx, (i / bx) % by, i / (bx * by)}, i, &block};
-    f.scheduler = this;
-    f.state = State::Runnable;
-    f.context = nullptr;
-  }
+  unsigned i = 0;
+  for (unsigned z = 0; z < block.block_dim.z; ++z)
+    for (unsigned y = 0; y < by; ++y)
+      for (unsigned x = 0; x < bx; ++x, ++i) {
+        Fiber& f = fibers_[i];
+        f.abi = lab_emu_thread{{x, y, z}, i, &block};
+        f.scheduler = this;
+        f.state = State::Runnable;
+        f.context = nullptr;
+      }
   const unsigned warps = (n + kWarp - 1) / kWarp;
   for (;;) {
     for (unsigned w = 0; w < warps; ++w) {
@@ -107,15 +124,18 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
   }
 }
 
-lab_emu_dim3 BlockScheduler::running_thread() const { return fibers_[running_].abi.thread_idx; }
+lab_emu_dim3 BlockScheduler::running_thread() const {
+  return fibers_[running_].abi.thread_idx;
+}
 
 void BlockScheduler::resume(Fiber& f) {
   running_ = f.abi.linear_idx;
   if (!f.context) {
     f.stack = free_stacks_.back();
     free_stacks_.pop_back();
-    f.context = parked_[f.stack] ? parked_[f.stack]
-                                 : ctx::make_fcontext(stacks_.top(f.stack), FiberStacks::kStackBytes, &fiber_main);
+    f.context = parked_[f.stack]
+                    ? parked_[f.stack]
+                    : ctx::make_fcontext(stacks_.top(f.stack), FiberStacks::kStackBytes, &fiber_main);
     parked_[f.stack] = nullptr;
   }
   ctx::transfer_t t = ctx::jump_fcontext(f.context, &f);
@@ -133,7 +153,8 @@ void BlockScheduler::yield_to_scheduler() {
 }
 
 void BlockScheduler::fiber_main(ctx::transfer_t t) {
-  // One pass per CUDA thread: the scheduler hands over the next thread (t.data) when it resumes a parked slot.
+  // One pass per CUDA thread: the scheduler hands over the next thread (t.data) when it resumes a parked
+  // slot.
   for (;;) {
     Fiber& f = *static_cast<Fiber*>(t.data);
     BlockScheduler& s = *f.scheduler;
@@ -202,14 +223,17 @@ bool BlockScheduler::complete_warp_collectives(unsigned warp) {
     const unsigned lane = i - lo;
     const Fiber& f = fibers_[i];
     if (f.state != State::AtWarp || (handled >> lane & 1u)) continue;
-    const std::string where = "thread " + dim_text(f.abi.thread_idx) + " calls " + warp_op_name(f.site.op) +
-                              " at " + location(f.site.file, f.site.line);
+    auto where = [&f] {
+      return "thread " + dim_text(f.abi.thread_idx) + " calls " + warp_op_name(f.site.op) + " at " +
+             location(f.site.file, f.site.line);
+    };
     if (!(f.mask >> lane & 1u)) {
-      error_ = where + " with mask " + hex_mask(f.mask) + ", which leaves out its own lane " + std::to_string(lane);
+      error_ = where() + " with mask " + hex_mask(f.mask) + ", which leaves out its own lane " +
+               std::to_string(lane);
       return false;
     }
     if (f.width < 1 || f.width > int(kWarp) || (f.width & (f.width - 1)) != 0) {
-      error_ = where + " with width " + std::to_string(f.width) + " (must be a power of two from 1 to 32)";
+      error_ = where() + " with width " + std::to_string(f.width) + " (must be a power of two from 1 to 32)";
       return false;
     }
     const unsigned participants = f.mask & live;
@@ -221,7 +245,7 @@ bool BlockScheduler::complete_warp_collectives(unsigned warp) {
     for (unsigned b = 0; b < kWarp; ++b) {
       const Fiber& g = fibers_[lo + b];
       if ((participants >> b & 1u) && g.site.op != f.site.op) {
-        error_ = "warp collective mismatch: " + where + " while thread " + dim_text(g.abi.thread_idx) +
+        error_ = "warp collective mismatch: " + where() + " while thread " + dim_text(g.abi.thread_idx) +
                  " calls " + warp_op_name(g.site.op) + " at " + location(g.site.file, g.site.line) +
                  " with the same mask " + hex_mask(f.mask);
         return false;
@@ -249,7 +273,9 @@ void BlockScheduler::complete_collective(unsigned warp, unsigned participants) {
     const long long width = g.width, segment = lane & ~unsigned(g.width - 1);
     long long src = lane;
     switch (g.site.op) {
-      case LAB_EMU_SHFL_IDX: src = segment + (g.lane_arg & (g.width - 1)); break;
+      case LAB_EMU_SHFL_IDX:
+        src = segment + (g.lane_arg & (g.width - 1));
+        break;
       case LAB_EMU_SHFL_UP:
         src = (long long)lane - (long long)unsigned(g.lane_arg);
         if (src < segment) src = lane;
@@ -262,15 +288,26 @@ void BlockScheduler::complete_collective(unsigned warp, unsigned participants) {
         src = (long long)(lane ^ unsigned(g.lane_arg));
         if (src >= kWarp || src / width > lane / width) src = lane;
         break;
-      default: break;
+      default:
+        break;
     }
     switch (g.site.op) {
-      case LAB_EMU_BALLOT: g.result = ballot; break;
-      case LAB_EMU_ANY: g.result = ballot != 0; break;
-      case LAB_EMU_ALL: g.result = ballot == participants; break;
-      case LAB_EMU_SYNCWARP: g.result = 0; break;
+      case LAB_EMU_BALLOT:
+        g.result = ballot;
+        break;
+      case LAB_EMU_ANY:
+        g.result = ballot != 0;
+        break;
+      case LAB_EMU_ALL:
+        g.result = ballot == participants;
+        break;
+      case LAB_EMU_SYNCWARP:
+        g.result = 0;
+        break;
       // A source lane outside the collective has no defined value on the GPU; the caller keeps its own.
-      default: g.result = (participants >> src & 1u) ? values[src] : values[lane]; break;
+      default:
+        g.result = (participants >> src & 1u) ? values[src] : values[lane];
+        break;
     }
     g.state = State::Runnable;
   }
@@ -291,7 +328,7 @@ bool BlockScheduler::release_block_barrier() {
     if (!first) {
       first = &f;
     } else if (f.site.op != first->site.op || f.site.line != first->site.line ||
-               std::strcmp(f.site.file, first->site.file) != 0) {
+               (f.site.file != first->site.file && std::strcmp(f.site.file, first->site.file) != 0)) {
       same_barrier = false;
     }
   }
@@ -299,7 +336,8 @@ bool BlockScheduler::release_block_barrier() {
     std::map<std::string, std::vector<unsigned>> groups;
     for (unsigned i = 0; i < thread_count_; ++i) groups[describe_waiting(fibers_[i])].push_back(i);
     std::vector<std::pair<unsigned, std::string>> ordered;  // by first thread
-    for (auto& [what, threads] : groups) ordered.push_back({threads.front(), describe_threads(threads) + " " + what});
+    for (auto& [what, threads] : groups)
+      ordered.push_back({threads.front(), describe_threads(threads) + " " + what});
     std::sort(ordered.begin(), ordered.end());
     error_ = "barrier divergence at " + location(first->site.file, first->site.line) + ":";
     for (size_t k = 0; k < ordered.size(); ++k) error_ += (k ? "; " : " ") + ordered[k].second;
@@ -307,10 +345,17 @@ bool BlockScheduler::release_block_barrier() {
   }
   uint64_t result = 0;
   switch (first->site.op) {
-    case LAB_EMU_SYNCTHREADS_COUNT: result = count; break;
-    case LAB_EMU_SYNCTHREADS_AND: result = count == thread_count_; break;
-    case LAB_EMU_SYNCTHREADS_OR: result = count > 0; break;
-    default: break;
+    case LAB_EMU_SYNCTHREADS_COUNT:
+      result = count;
+      break;
+    case LAB_EMU_SYNCTHREADS_AND:
+      result = count == thread_count_;
+      break;
+    case LAB_EMU_SYNCTHREADS_OR:
+      result = count > 0;
+      break;
+    default:
+      break;
   }
   for (unsigned i = 0; i < thread_count_; ++i) {
     fibers_[i].result = result;
@@ -342,12 +387,15 @@ std::string BlockScheduler::describe_threads(const std::vector<unsigned>& linear
 std::string BlockScheduler::describe_waiting(const Fiber& f) const {
   switch (f.state) {
     case State::AtBarrier:
-      return std::string("wait at ") + block_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) + ")";
+      return std::string("wait at ") + block_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) +
+             ")";
     case State::AtWarp:
       return std::string("wait at ") + warp_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) +
              ", mask " + hex_mask(f.mask) + ")";
-    case State::Exited: return "have exited";
-    default: return "are running";
+    case State::Exited:
+      return "have exited";
+    default:
+      return "are running";
   }
 }
 
@@ -363,7 +411,8 @@ std::string BlockScheduler::describe_warp_deadlock(unsigned warp, const Fiber& w
     else
       missing[describe_waiting(g)].push_back(i);
   }
-  std::string s = "warp collective never completes: " + describe_threads(group) + " " + describe_waiting(waiting);
+  std::string s =
+      "warp collective never completes: " + describe_threads(group) + " " + describe_waiting(waiting);
   for (auto& [what, threads] : missing) s += "; " + describe_threads(threads) + " of its mask " + what;
   return s;
 }

@@ -2,7 +2,8 @@
 // (Boost.Context fcontext on a pooled stack) that runs until it reaches a barrier, a warp collective, or its
 // end. A thread takes a stack slot when it first runs and gives it back when it ends; the slot's context then
 // stays parked at the top of the fiber loop, ready to run the next thread, so a block without barriers runs
-// all its threads on one hot stack with two context switches per thread and no context creation. The scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
+// all its threads on one hot stack with two context switches per thread and no context creation. The
+// scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
 // collectives whose lanes have all arrived (lockstep exchange), repeats, then releases a block barrier once
 // every thread of the block waits at the same one. Anything else - some threads exited or waiting at another
 // barrier, a collective whose lanes never arrive - is an error reported at once, never a hang.
@@ -61,8 +62,9 @@ class BlockScheduler {
   static Fiber& fiber_of(lab_emu_thread* self) { return *reinterpret_cast<Fiber*>(self); }
   static void fiber_main(boost::context::detail::transfer_t t);
   static int api_block_sync(lab_emu_thread* self, int op, int predicate, const char* file, int line);
-  static unsigned long long api_warp_sync(lab_emu_thread* self, int op, unsigned mask, unsigned long long value,
-                                          int lane_arg, int width, const char* file, int line);
+  static unsigned long long api_warp_sync(lab_emu_thread* self, int op, unsigned mask,
+                                          unsigned long long value, int lane_arg, int width, const char* file,
+                                          int line);
   static unsigned api_active_mask(lab_emu_thread* self);
   static void api_fail(lab_emu_thread* self, const char* message, const char* file, int line);
 
@@ -79,9 +81,10 @@ class BlockScheduler {
   std::string describe_warp_deadlock(unsigned warp, const Fiber& waiting) const;
 
   FiberStacks stacks_;
-  std::vector<unsigned> free_stacks_;                      // slots not held by a started, unfinished thread
-  std::vector<boost::context::detail::fcontext_t> parked_;  // per slot: a context parked at the loop top, or null
-  bool block_in_progress_ = false;                          // still set on entry: the last block was abandoned
+  std::vector<unsigned> free_stacks_;  // slots not held by a started, unfinished thread
+  std::vector<boost::context::detail::fcontext_t>
+      parked_;                      // per slot: a context parked at the loop top, or null
+  bool block_in_progress_ = false;  // still set on entry: the last block was abandoned
   std::vector<Fiber> fibers_;
   unsigned thread_count_ = 0;
   unsigned exited_ = 0;

@@ -58,7 +58,8 @@ class CpuBackend : public Backend {
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
     std::string note;
-    cpu::HostBuild build = cpu::build_kernel_module(*context_.tree, *context_.cache, request, compiler_, &note);
+    cpu::HostBuild build =
+        cpu::build_kernel_module(*context_.tree, *context_.cache, request, compiler_, &note);
     if (context_.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
     return std::make_shared<cpu::KernelModule>(std::move(build.result), build.shared_object);
   }
@@ -103,7 +104,8 @@ class CpuBackend : public Backend {
     job.dynamic_shared_bytes = config.dynamic_shared_bytes;
     std::lock_guard lock(launch_mutex_);
     if (std::string failure = pool_.run(job); !failure.empty()) throw RuntimeError(name + " " + failure);
-    if (std::string overrun = memory_.check_padding(); !overrun.empty()) throw RuntimeError(name + " " + overrun);
+    if (std::string overrun = memory_.check_padding(); !overrun.empty())
+      throw RuntimeError(name + " " + overrun);
   }
 
   void synchronize() override {}

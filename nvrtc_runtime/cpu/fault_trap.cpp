@@ -20,7 +20,8 @@ void on_fault(int sig, siginfo_t* info, void*) {
     catcher->signal = sig;
     siglongjmp(catcher->resume_point, 1);
   }
-  // Not an emulated kernel: restore the previous disposition; the faulting instruction runs again and meets it.
+  // Not an emulated kernel: restore the previous disposition; the faulting instruction runs again and meets
+  // it.
   sigaction(sig, sig == SIGSEGV ? &previous_segv : &previous_bus, nullptr);
 }
 
@@ -42,8 +43,12 @@ void install_fault_handler() {
   }
 }
 
-void arm_fault_catcher(FaultCatcher& catcher) { tls_armed = &catcher; }
-void disarm_fault_catcher() { tls_armed = nullptr; }
+void arm_fault_catcher(FaultCatcher& catcher) {
+  tls_armed = &catcher;
+}
+void disarm_fault_catcher() {
+  tls_armed = nullptr;
+}
 
 AlternateSignalStack::AlternateSignalStack() : memory_(size_t(SIGSTKSZ) < 65536 ? 65536 : size_t(SIGSTKSZ)) {
   stack_t ss;

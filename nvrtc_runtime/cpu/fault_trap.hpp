@@ -1,8 +1,8 @@
 // Catching memory faults of emulated kernels (the --check-bounds mode). A process-wide SIGSEGV/SIGBUS handler
 // runs on each worker's alternate signal stack; when the faulting host thread is armed (it is running kernel
-// fibers) the handler records the address and siglongjmp()s out of the fiber back to the worker, which abandons
-// the block and reports the launch as failed. A fault on an unarmed thread goes to the previous handler (by
-// default: the process dies, as it would have without the trap).
+// fibers) the handler records the address and siglongjmp()s out of the fiber back to the worker, which
+// abandons the block and reports the launch as failed. A fault on an unarmed thread goes to the previous
+// handler (by default: the process dies, as it would have without the trap).
 #pragma once
 #include <csetjmp>
 #include <cstddef>
@@ -21,9 +21,9 @@ struct FaultCatcher {
 // replaced it since. Thread safe.
 void install_fault_handler();
 
-// Between arm() and disarm(), a fault on this thread jumps to `catcher.resume_point` (and disarms). Plain calls,
-// not a scope object: siglongjmp must not skip destructors, so the frames between sigsetjmp and the kernel hold
-// only trivially destructible objects.
+// Between arm() and disarm(), a fault on this thread jumps to `catcher.resume_point` (and disarms). Plain
+// calls, not a scope object: siglongjmp must not skip destructors, so the frames between sigsetjmp and the
+// kernel hold only trivially destructible objects.
 void arm_fault_catcher(FaultCatcher& catcher);
 void disarm_fault_catcher();
 

@@ -28,15 +28,18 @@ void FiberStacks::reserve(size_t count) {
   const size_t add = count - stacks_.size();
   const size_t slot = page_bytes() + kStackBytes;
   const size_t bytes = add * slot;
-  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* mem =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED)
-    throw RuntimeError("cpu backend: cannot map " + std::to_string(add) + " fiber stacks: " + std::strerror(errno));
+    throw RuntimeError("cpu backend: cannot map " + std::to_string(add) +
+                       " fiber stacks: " + std::strerror(errno));
   char* base = static_cast<char*>(mem);
   regions_.push_back({base, bytes, add});
   for (size_t i = 0; i < add; ++i) {
     char* slot_base = base + i * slot;
     if (::mprotect(slot_base, page_bytes(), PROT_NONE) != 0)
-      throw RuntimeError(std::string("cpu backend: cannot protect a fiber stack guard page: ") + std::strerror(errno));
+      throw RuntimeError(std::string("cpu backend: cannot protect a fiber stack guard page: ") +
+                         std::strerror(errno));
     stacks_.push_back(slot_base + slot);
   }
 }

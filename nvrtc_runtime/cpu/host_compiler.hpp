@@ -1,5 +1,5 @@
-// Building a kernel module for the cpu backend: the kernel .cu plus the emulator headers, compiled by the host
-// C++ compiler into a shared object, cached in the same content-addressed cache as NVRTC output.
+// Building a kernel module for the cpu backend: the kernel .cu plus the emulator headers, compiled by the
+// host C++ compiler into a shared object, cached in the same content-addressed cache as NVRTC output.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -17,7 +17,7 @@ class HostCompiler {
   static HostCompiler from_environment();
   const std::vector<std::string>& command() const { return command_; }
   const std::string& version() const { return version_; }  // the whole `--version` output
-  std::string version_line() const;                         // its first line
+  std::string version_line() const;                        // its first line
 
  private:
   std::vector<std::string> command_;
@@ -29,16 +29,17 @@ std::string wrapper_source(const CompileRequest& request);
 
 // Compiler flags for a request (without output and input paths); `tree_root` and `emulator_dir` are the
 // on-disk kernel tree and emulator headers.
-std::vector<std::string> host_compile_flags(const CompileRequest& request, const std::filesystem::path& tree_root,
+std::vector<std::string> host_compile_flags(const CompileRequest& request,
+                                            const std::filesystem::path& tree_root,
                                             const std::filesystem::path& emulator_dir);
 
 struct HostBuild {
-  CompileResult result;                  // binary = the shared object's bytes
+  CompileResult result;                 // binary = the shared object's bytes
   std::filesystem::path shared_object;  // the same bytes on disk (content-addressed, kept for dlopen and gdb)
 };
 
-// Compiles (or loads from `cache`) the module of `request`. Throws CompileError (diagnostics with tree-relative
-// paths) when the host compiler rejects the source. `note` receives cache notes for --verbose.
+// Compiles (or loads from `cache`) the module of `request`. Throws CompileError (diagnostics with
+// tree-relative paths) when the host compiler rejects the source. `note` receives cache notes for --verbose.
 HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
                               const HostCompiler& compiler, std::string* note = nullptr);
 

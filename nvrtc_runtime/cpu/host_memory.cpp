@@ -22,7 +22,9 @@ size_t page_bytes() {
   return page;
 }
 
-size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+size_t round_up(size_t v, size_t to) {
+  return (v + to - 1) / to * to;
+}
 
 std::string address_text(const void* p) {
   char buf[32];
@@ -39,7 +41,8 @@ HostMemory::~HostMemory() {
 void* HostMemory::allocate(size_t bytes) {
   if (!guarded_) {
     void* p = std::aligned_alloc(64, round_up(bytes ? bytes : 1, 64));
-    if (!p) throw RuntimeError("cpu backend: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    if (!p)
+      throw RuntimeError("cpu backend: out of host memory allocating " + std::to_string(bytes) + " bytes");
     return p;
   }
   const size_t page = page_bytes();
@@ -99,10 +102,13 @@ std::string HostMemory::describe_address(const void* address) const {
   for (const auto& [start, g] : buffers_) {
     const char* end = start + g.bytes;
     const std::string buffer = "a " + std::to_string(g.bytes) + "-byte buffer at " + address_text(start);
-    if (a >= end && a < g.mapping + g.mapping_bytes) return "byte " + std::to_string(a - start) + " of " + buffer;
-    if (a >= g.mapping && a < start) return std::to_string(start - a) + " bytes before the start of " + buffer;
+    if (a >= end && a < g.mapping + g.mapping_bytes)
+      return "byte " + std::to_string(a - start) + " of " + buffer;
+    if (a >= g.mapping && a < start)
+      return std::to_string(start - a) + " bytes before the start of " + buffer;
   }
-  if (a < reinterpret_cast<const char*>(page)) return "a null pointer (address " + address_text(address) + ")";
+  if (a < reinterpret_cast<const char*>(page))
+    return "a null pointer (address " + address_text(address) + ")";
   return "address " + address_text(address) + ", which is not inside or next to any buffer of this backend";
 }
 
@@ -113,7 +119,8 @@ std::string HostMemory::check_padding() const {
     for (size_t i = g.padded; i > g.bytes; --i) {
       if (uint8_t(start[i - 1]) != kCanary)
         return "wrote up to " + std::to_string(i - g.bytes) + " bytes past the end of a " +
-               std::to_string(g.bytes) + "-byte buffer (" + address_text(start) + ", into its alignment padding)";
+               std::to_string(g.bytes) + "-byte buffer (" + address_text(start) +
+               ", into its alignment padding)";
     }
   }
   return {};

@@ -36,8 +36,8 @@ class HostMemory {
   struct Guarded {
     char* mapping;
     size_t mapping_bytes;
-    size_t bytes;    // as requested
-    size_t padded;   // bytes rounded up to 16
+    size_t bytes;   // as requested
+    size_t padded;  // bytes rounded up to 16
   };
   bool guarded_;
   mutable std::mutex mutex_;

@@ -22,16 +22,19 @@ Fn symbol(void* handle, const std::string& name, const std::filesystem::path& fi
 KernelModule::KernelModule(CompileResult result, const std::filesystem::path& shared_object)
     : result_(std::move(result)) {
   handle_ = ::dlopen(shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw RuntimeError("cannot load kernel module " + shared_object.string() + ": " + ::dlerror());
+  if (!handle_)
+    throw RuntimeError("cannot load kernel module " + shared_object.string() + ": " + ::dlerror());
   try {
     const int abi = symbol<int (*)()>(handle_, "lab_emu_module_abi", shared_object)();
     if (abi != LAB_EMU_ABI_VERSION)
-      throw RuntimeError("kernel module " + shared_object.string() + " has emulator ABI " + std::to_string(abi) +
-                         ", expected " + std::to_string(LAB_EMU_ABI_VERSION));
-    symbol<void (*)(const lab_emu_host_api*)>(handle_, "lab_emu_bind", shared_object)(&BlockScheduler::host_api());
+      throw RuntimeError("kernel module " + shared_object.string() + " has emulator ABI " +
+                         std::to_string(abi) + ", expected " + std::to_string(LAB_EMU_ABI_VERSION));
+    symbol<void (*)(const lab_emu_host_api*)>(handle_, "lab_emu_bind",
+                                              shared_object)(&BlockScheduler::host_api());
     for (size_t i = 0; i < result_.name_expressions.size(); ++i) {
       using Entry = const lab_emu_kernel* (*)();
-      kernels_[result_.name_expressions[i]] = symbol<Entry>(handle_, result_.lowered_names[i], shared_object)();
+      kernels_[result_.name_expressions[i]] =
+          symbol<Entry>(handle_, result_.lowered_names[i], shared_object)();
     }
   } catch (...) {
     ::dlclose(handle_);
@@ -39,11 +42,14 @@ KernelModule::KernelModule(CompileResult result, const std::filesystem::path& sh
   }
 }
 
-KernelModule::~KernelModule() { ::dlclose(handle_); }
+KernelModule::~KernelModule() {
+  ::dlclose(handle_);
+}
 
 Kernel KernelModule::kernel(const std::string& name_expression) const {
   auto it = kernels_.find(name_expression);
-  if (it == kernels_.end()) throw UsageError("kernel '" + name_expression + "' was not in the compile request");
+  if (it == kernels_.end())
+    throw UsageError("kernel '" + name_expression + "' was not in the compile request");
   return Kernel{name_expression, const_cast<lab_emu_kernel*>(it->second), this};
 }
 
@@ -62,8 +68,8 @@ void check_launch_arguments(const lab_emu_kernel& kernel, const KernelArgs& args
   if (args.pointers.size() != kernel.param_count || args.sizes.size() != kernel.param_count) {
     std::string params;
     for (unsigned i = 0; i < kernel.param_count; ++i) params += (i ? ", " : "") + parameter_type(kernel, i);
-    throw RuntimeError("kernel " + name + " takes " + std::to_string(kernel.param_count) + " arguments (" + params +
-                       ") but the launch passes " + std::to_string(args.pointers.size()));
+    throw RuntimeError("kernel " + name + " takes " + std::to_string(kernel.param_count) + " arguments (" +
+                       params + ") but the launch passes " + std::to_string(args.pointers.size()));
   }
   for (unsigned i = 0; i < kernel.param_count; ++i) {
     if (args.sizes[i] != kernel.param_sizes[i])
@@ -71,7 +77,8 @@ void check_launch_arguments(const lab_emu_kernel& kernel, const KernelArgs& args
                          std::to_string(args.sizes[i]) + " bytes but parameter " + std::to_string(i) + " (" +
                          parameter_type(kernel, i) + ") has " + std::to_string(kernel.param_sizes[i]));
     if (!args.pointers[i])
-      throw RuntimeError("kernel " + name + ": argument " + std::to_string(i) + " is a null pointer to its value");
+      throw RuntimeError("kernel " + name + ": argument " + std::to_string(i) +
+                         " is a null pointer to its value");
   }
 }
 

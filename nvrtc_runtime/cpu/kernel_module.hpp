@@ -1,5 +1,5 @@
-// A loaded kernel module of the cpu backend (dlopen'ed shared object) and the launch-argument check against the
-// parameter types the module reports.
+// A loaded kernel module of the cpu backend (dlopen'ed shared object) and the launch-argument check against
+// the parameter types the module reports.
 #pragma once
 #include <filesystem>
 #include <map>

@@ -11,7 +11,8 @@ struct ProcessResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
-// Runs argv[0] (searched on PATH) and waits for it. Throws RuntimeError only when no temporary file can be made.
+// Runs argv[0] (searched on PATH) and waits for it. Throws RuntimeError only when no temporary file can be
+// made.
 ProcessResult run_process(const std::vector<std::string>& argv);
 
 }  // namespace lab::cpu

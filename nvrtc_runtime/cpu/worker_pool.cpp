@@ -18,7 +18,8 @@ std::string dim_text(const lab_emu_dim3& d) {
 }
 
 lab_emu_dim3 block_index(uint64_t linear, const lab_emu_dim3& grid) {
-  return {unsigned(linear % grid.x), unsigned(linear / grid.x % grid.y), unsigned(linear / (uint64_t(grid.x) * grid.y))};
+  return {unsigned(linear % grid.x), unsigned(linear / grid.x % grid.y),
+          unsigned(linear / (uint64_t(grid.x) * grid.y))};
 }
 
 struct FreeDeleter {
@@ -39,14 +40,17 @@ struct WorkerPool::Worker {
     if (bytes > shared_bytes) {
       const size_t rounded = (bytes + 63) / 64 * 64;
       shared.reset(static_cast<unsigned char*>(std::aligned_alloc(64, rounded)));
-      if (!shared) throw RuntimeError("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes of shared memory");
+      if (!shared)
+        throw RuntimeError("cpu backend: cannot allocate " + std::to_string(bytes) +
+                           " bytes of shared memory");
       shared_bytes = rounded;
     }
     return shared.get();
   }
 };
 
-WorkerPool::WorkerPool(unsigned threads, bool trap_faults, std::function<std::string(const void*)> describe_address)
+WorkerPool::WorkerPool(unsigned threads, bool trap_faults,
+                       std::function<std::string(const void*)> describe_address)
     : trap_faults_(trap_faults), describe_address_(std::move(describe_address)) {
   for (unsigned i = 0; i < (threads ? threads : 1); ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) w->thread = std::thread([this, worker = w.get()] { worker_main(*worker); });
@@ -109,7 +113,8 @@ void WorkerPool::run_blocks(Worker& worker) {
 
 void WorkerPool::run_blocks_trapped(Worker& worker, void* shared) {
   if (sigsetjmp(worker.catcher.resume_point, 1) != 0) {
-    // A fault in a kernel fiber: the block is abandoned (its fibers are never resumed; their stacks are reused).
+    // A fault in a kernel fiber: the block is abandoned (its fibers are never resumed; their stacks are
+    // reused).
     report_fault(worker);
     return;
   }
@@ -132,11 +137,11 @@ void WorkerPool::run_block_loop(Worker& worker, void* shared) {
 
 void WorkerPool::report_fault(Worker& worker) {
   const void* address = worker.catcher.address;
-  const std::string what =
-      worker.scheduler.stacks().in_guard_page(address)
-          ? "stack overflow (fiber stacks are " + std::to_string(FiberStacks::kStackBytes / 1024) +
-                " KiB; large local arrays belong in shared or global memory)"
-          : "out-of-bounds access: " + describe_address_(address);
+  const std::string what = worker.scheduler.stacks().in_guard_page(address)
+                               ? "stack overflow (fiber stacks are " +
+                                     std::to_string(FiberStacks::kStackBytes / 1024) +
+                                     " KiB; large local arrays belong in shared or global memory)"
+                               : "out-of-bounds access: " + describe_address_(address);
   record_failure(worker.current_block, "thread " + dim_text(worker.scheduler.running_thread()) + ": " +
                                            (worker.catcher.signal == SIGBUS ? "bus error, " : "") + what);
 }

@@ -73,7 +73,8 @@ GtCandidates gather_candidates(const AnchorGrid& anchors, const ImageHead& head,
   for (int a = 0; a < count; ++a) {
     const double ax = anchors.x[a], ay = anchors.y[a], st = anchors.stride[a];
     const double px = ax * st, py = ay * st;
-    const double inside = std::min(std::min(px - test.x1, py - test.y1), std::min(test.x2 - px, test.y2 - py));
+    const double inside =
+        std::min(std::min(px - test.x1, py - test.y1), std::min(test.x2 - px, test.y2 - py));
     if (!(inside > s.eps)) continue;
     const Box pred{(ax - head.boxes[0 * count + a]) * st, (ay - head.boxes[1 * count + a]) * st,
                    (ax + head.boxes[2 * count + a]) * st, (ay + head.boxes[3 * count + a]) * st};

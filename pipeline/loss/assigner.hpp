@@ -1,6 +1,6 @@
 // Task-aligned assignment (Ultralytics TaskAlignedAssigner as spec/yolo26.md states it) for one image, on the
-// host. Works per ground-truth box on its candidate anchors (centres inside the STAL-widened box), so the cost
-// is the candidates' CIoU, not a dense [G, A] matrix; see docs/loss.md for why it runs on the host.
+// host. Works per ground-truth box on its candidate anchors (centres inside the STAL-widened box), so the
+// cost is the candidates' CIoU, not a dense [G, A] matrix; see docs/loss.md for why it runs on the host.
 #pragma once
 #include <vector>
 

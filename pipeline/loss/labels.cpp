@@ -28,7 +28,8 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != first.size() || label.cls < 0) throw UsageError(at + "class '" + first + "' is not an integer >= 0");
+    if (used != first.size() || label.cls < 0)
+      throw UsageError(at + "class '" + first + "' is not an integer >= 0");
     std::string extra;
     if (!(fields >> label.cx >> label.cy >> label.w >> label.h) || (fields >> extra))
       throw UsageError(at + "expected 'class cx cy w h' (5 numbers), got '" + line + "'");
@@ -58,13 +59,15 @@ std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path) {
   try {
     std::vector<YoloLabel> labels;
     for (const auto& row : doc.at(key)) {
-      if (row.size() != 5) throw UsageError(path.string() + ": " + key + " rows must be [class, cx, cy, w, h]");
+      if (row.size() != 5)
+        throw UsageError(path.string() + ": " + key + " rows must be [class, cx, cy, w, h]");
       labels.push_back({static_cast<int>(row[0].get<double>()), row[1].get<double>(), row[2].get<double>(),
                         row[3].get<double>(), row[4].get<double>()});
     }
     return labels;
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(path.string() + ": needs " + key + " as a list of [class, cx, cy, w, h] (" + e.what() + ")");
+    throw UsageError(path.string() + ": needs " + key + " as a list of [class, cx, cy, w, h] (" + e.what() +
+                     ")");
   }
 }
 
@@ -98,8 +101,10 @@ Letterbox read_letterbox_json(const std::filesystem::path& path) {
       box.original_width = lb["original_size"].at(0).get<int>();
       box.original_height = lb["original_size"].at(1).get<int>();
     } else {
-      box.original_width = static_cast<int>(std::lround((lb.at("size").at(0).get<double>() - 2 * box.pad_x) / box.scale));
-      box.original_height = static_cast<int>(std::lround((lb.at("size").at(1).get<double>() - 2 * box.pad_y) / box.scale));
+      box.original_width =
+          static_cast<int>(std::lround((lb.at("size").at(0).get<double>() - 2 * box.pad_x) / box.scale));
+      box.original_height =
+          static_cast<int>(std::lround((lb.at("size").at(1).get<double>() - 2 * box.pad_y) / box.scale));
     }
     if (box.original_width <= 0 || box.original_height <= 0)
       throw UsageError(at + "the letterbox gives a non-positive original image size");
@@ -112,7 +117,8 @@ Letterbox read_letterbox_json(const std::filesystem::path& path) {
 
 std::vector<GtBox> labels_to_input(const std::vector<YoloLabel>& labels, const Letterbox& letterbox) {
   std::vector<GtBox> boxes;
-  const double sx = letterbox.original_width * letterbox.scale, sy = letterbox.original_height * letterbox.scale;
+  const double sx = letterbox.original_width * letterbox.scale,
+               sy = letterbox.original_height * letterbox.scale;
   for (const YoloLabel& l : labels)
     boxes.push_back({l.cls, (l.cx - l.w / 2) * sx + letterbox.pad_x, (l.cy - l.h / 2) * sy + letterbox.pad_y,
                      (l.cx + l.w / 2) * sx + letterbox.pad_x, (l.cy + l.h / 2) * sy + letterbox.pad_y});

@@ -13,11 +13,12 @@ struct YoloLabel {
   double cx = 0, cy = 0, w = 0, h = 0;  // normalised to the original image
 };
 
-// Blank lines and lines starting with '#' are skipped. Throws UsageError "FILE:LINE: ..." for a malformed line.
+// Blank lines and lines starting with '#' are skipped. Throws UsageError "FILE:LINE: ..." for a malformed
+// line.
 std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path);
 
-// The labels of a bus_loss.json-like file: "labels_yolo_txt_original_image": [[class, cx, cy, w, h], ...] (the
-// same values as a label file, at full precision). Throws UsageError naming the file and the problem.
+// The labels of a bus_loss.json-like file: "labels_yolo_txt_original_image": [[class, cx, cy, w, h], ...]
+// (the same values as a label file, at full precision). Throws UsageError naming the file and the problem.
 std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path);
 
 // Original image (width x height) -> network input: x' = x * scale + pad_x, y' = y * scale + pad_y.

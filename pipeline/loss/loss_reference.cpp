@@ -15,11 +15,13 @@ using Matrix = std::vector<std::vector<double>>;  // [G][A]
 constexpr double kEps = 1e-7;
 constexpr double kV = 4 / (std::numbers::pi * std::numbers::pi);
 
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double sigmoid(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 struct Ciou {
   double iou, v, alpha;
-  double loss;                // 1 - CIoU with the given alpha
+  double loss;                 // 1 - CIoU with the given alpha
   std::array<double, 4> grad;  // d loss / d box1 (x1, y1, x2, y2), alpha constant
 };
 
@@ -64,7 +66,9 @@ Ciou ciou(const Xyxy& p, const Xyxy& t, double given_alpha = -1) {
   return c;
 }
 
-double bce_with_logits(double x, double t) { return std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::abs(x))); }
+double bce_with_logits(double x, double t) {
+  return std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::abs(x)));
+}
 
 struct ImageView {
   const double* boxes;   // [4, A]
@@ -197,7 +201,8 @@ ReferenceDetached reference_detached(const LossBatch& batch, const ReferenceHead
       const GtBox& gt = batch.ground_truth[b][g];
       const double st = batch.anchors.stride[a];
       const Xyxy target{gt.x1 / st, gt.y1 / st, gt.x2 / st, gt.y2 / st};
-      d.ciou_alpha[b][a] = ciou(pred_grid_xyxy(batch.anchors, image.boxes, static_cast<int>(a)), target).alpha;
+      d.ciou_alpha[b][a] =
+          ciou(pred_grid_xyxy(batch.anchors, image.boxes, static_cast<int>(a)), target).alpha;
     }
   }
   d.target_score_sum = std::max(sum, 1.0);
@@ -222,7 +227,8 @@ ReferenceHeadResult reference_head_loss(const LossBatch& batch, const ReferenceH
       for (size_t c = 0; c < nc; ++c) {
         const size_t i = (b * nc + c) * A + a;
         const double t = g >= 0 && static_cast<size_t>(batch.ground_truth[b][g].cls) == c
-                             ? detached.target_score[b][a] : 0.0;
+                             ? detached.target_score[b][a]
+                             : 0.0;
         cls += bce_with_logits(head.scores[i], t);
         r.gradient.scores[i] = (sigmoid(head.scores[i]) - t) * config.cls_gain / tss * grad_scale;
       }
@@ -233,14 +239,17 @@ ReferenceHeadResult reference_head_loss(const LossBatch& batch, const ReferenceH
       const double st = batch.anchors.stride[a];
       const double* boxes = head.boxes.data() + b * 4 * A;
       const Xyxy target{gt.x1 / st, gt.y1 / st, gt.x2 / st, gt.y2 / st};
-      const Ciou c = ciou(pred_grid_xyxy(batch.anchors, boxes, static_cast<int>(a)), target, detached.ciou_alpha[b][a]);
+      const Ciou c =
+          ciou(pred_grid_xyxy(batch.anchors, boxes, static_cast<int>(a)), target, detached.ciou_alpha[b][a]);
       box += c.loss * weight;
       const double box_scale = weight / tss * config.box_gain * grad_scale;
       // x1 = ax - l, y1 = ay - t, x2 = ax + r, y2 = ay + b.
       const double sign_of[4] = {-1, -1, 1, 1};
-      const double anchor_xy[4] = {batch.anchors.x[a], batch.anchors.y[a], batch.anchors.x[a], batch.anchors.y[a]};
+      const double anchor_xy[4] = {batch.anchors.x[a], batch.anchors.y[a], batch.anchors.x[a],
+                                   batch.anchors.y[a]};
       const double size[4] = {static_cast<double>(batch.image_width), static_cast<double>(batch.image_height),
-                              static_cast<double>(batch.image_width), static_cast<double>(batch.image_height)};
+                              static_cast<double>(batch.image_width),
+                              static_cast<double>(batch.image_height)};
       double l1_mean = 0;
       for (int k = 0; k < 4; ++k) {
         const size_t i = (b * 4 + k) * A + a;
@@ -248,8 +257,8 @@ ReferenceHeadResult reference_head_loss(const LossBatch& batch, const ReferenceH
         const double diff = (head.boxes[i] - target_distance) * st / size[k];
         l1_mean += std::abs(diff) / 4;
         const double l1_grad = (diff > 0 ? 1.0 : diff < 0 ? -1.0 : 0.0) * st / size[k] / 4;
-        r.gradient.boxes[i] += sign_of[k] * c.grad[k] * box_scale +
-                               l1_grad * weight / tss * config.l1_gain * grad_scale;
+        r.gradient.boxes[i] +=
+            sign_of[k] * c.grad[k] * box_scale + l1_grad * weight / tss * config.l1_gain * grad_scale;
       }
       l1 += l1_mean * weight;
     }
@@ -265,15 +274,16 @@ LossResultT<double> reference_loss(const LossBatch& batch, const LossConfig& con
   LossResultT<double> out;
   out.weights = epoch_weights(config.epoch, config.epochs);
   const ReferenceHead o2m = to_reference(batch.one2many), o2o = to_reference(batch.one2one);
-  ReferenceHeadResult m = reference_head_loss(batch, o2m, reference_detached(batch, o2m, config.one2many), config,
-                                              batch.batch * out.weights.one2many);
-  ReferenceHeadResult o = reference_head_loss(batch, o2o, reference_detached(batch, o2o, config.one2one), config,
-                                              batch.batch * out.weights.one2one);
+  ReferenceHeadResult m = reference_head_loss(batch, o2m, reference_detached(batch, o2m, config.one2many),
+                                              config, batch.batch * out.weights.one2many);
+  ReferenceHeadResult o = reference_head_loss(batch, o2o, reference_detached(batch, o2o, config.one2one),
+                                              config, batch.batch * out.weights.one2one);
   out.one2many = m.loss;
   out.one2one = o.loss;
   out.d_one2many = std::move(m.gradient);
   out.d_one2one = std::move(o.gradient);
-  out.total = batch.batch * (out.weights.one2many * out.one2many.sum() + out.weights.one2one * out.one2one.sum());
+  out.total =
+      batch.batch * (out.weights.one2many * out.one2many.sum() + out.weights.one2one * out.one2one.sum());
   return out;
 }
 

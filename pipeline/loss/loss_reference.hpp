@@ -26,7 +26,7 @@ ReferenceDetached reference_detached(const LossBatch& batch, const ReferenceHead
                                      const AssignerSettings& settings);
 
 struct ReferenceHeadResult {
-  HeadLoss loss;                  // after gains, per image
+  HeadLoss loss;                   // after gains, per image
   HeadGradients<double> gradient;  // d (grad_scale * loss.sum()) / d raw outputs, detached terms held fixed
 };
 ReferenceHeadResult reference_head_loss(const LossBatch& batch, const ReferenceHead& head,

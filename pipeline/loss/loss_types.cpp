@@ -26,20 +26,20 @@ void validate_batch(const LossBatch& batch) {
   if (batch.batch < 1 || batch.num_classes < 1 || a == 0)
     throw UsageError("loss: batch, classes and anchors must be positive");
   if (make_anchor_grid(batch.image_height, batch.image_width).size() != a)
-    throw UsageError("loss: " + std::to_string(a) + " anchors do not match a " + std::to_string(batch.image_width) +
-                     "x" + std::to_string(batch.image_height) + " input");
+    throw UsageError("loss: " + std::to_string(a) + " anchors do not match a " +
+                     std::to_string(batch.image_width) + "x" + std::to_string(batch.image_height) + " input");
   auto check_head = [&](const HeadOutputs& head, const char* name) {
     if (head.boxes.size() != b * 4 * a || head.scores.size() != b * nc * a)
       throw UsageError(std::string("loss: ") + name + " outputs have " + std::to_string(head.boxes.size()) +
                        " box and " + std::to_string(head.scores.size()) + " score values; expected [" +
-                       std::to_string(b) + ", 4, " + std::to_string(a) + "] and [" + std::to_string(b) + ", " +
-                       std::to_string(nc) + ", " + std::to_string(a) + "]");
+                       std::to_string(b) + ", 4, " + std::to_string(a) + "] and [" + std::to_string(b) +
+                       ", " + std::to_string(nc) + ", " + std::to_string(a) + "]");
   };
   check_head(batch.one2many, "one2many");
   check_head(batch.one2one, "one2one");
   if (batch.ground_truth.size() != b)
-    throw UsageError("loss: ground truth for " + std::to_string(batch.ground_truth.size()) + " images, batch is " +
-                     std::to_string(b));
+    throw UsageError("loss: ground truth for " + std::to_string(batch.ground_truth.size()) +
+                     " images, batch is " + std::to_string(b));
   for (const auto& image : batch.ground_truth)
     for (const GtBox& g : image)
       if (g.cls < 0 || g.cls >= batch.num_classes)

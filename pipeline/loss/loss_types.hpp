@@ -34,7 +34,7 @@ struct AssignerSettings {
   int topk2 = 10;  // keep only the best topk2 anchors of each gt after conflict resolution (o2o: 1)
   double alpha = 0.5, beta = 6.0;
   double eps = 1e-9;
-  double small_side = 8;    // STAL: a gt side shorter than this (the smallest stride) ...
+  double small_side = 8;     // STAL: a gt side shorter than this (the smallest stride) ...
   double widened_side = 16;  // ... is widened to this (the second stride) for the centre-inside test
 };
 
@@ -54,8 +54,8 @@ HeadWeights epoch_weights(int epoch, int epochs);
 // Per-head components after gains, per image as Ultralytics reports them (not multiplied by the batch size).
 struct HeadLoss {
   double box = 0, cls = 0, l1 = 0;
-  int positives = 0;              // anchors assigned to a gt in the whole batch
-  double target_score_sum = 0;    // the normaliser, max(sum of target scores, 1)
+  int positives = 0;            // anchors assigned to a gt in the whole batch
+  double target_score_sum = 0;  // the normaliser, max(sum of target scores, 1)
   double sum() const { return box + cls + l1; }
 };
 

@@ -9,7 +9,9 @@
 namespace lab::loss {
 namespace {
 
-double sign(double x) { return static_cast<double>((x > 0) - (x < 0)); }
+double sign(double x) {
+  return static_cast<double>((x > 0) - (x < 0));
+}
 
 // A positive anchor of the batch, with everything the box terms need.
 struct BoxTerm {
@@ -28,17 +30,18 @@ LossResult Yolo26Loss::compute(const LossBatch& batch) const {
   validate_batch(batch);
   LossResult result;
   result.weights = epoch_weights(config_.epoch, config_.epochs);
-  result.one2many =
-      head_loss(batch, batch.one2many, config_.one2many, batch.batch * result.weights.one2many, result.d_one2many);
-  result.one2one =
-      head_loss(batch, batch.one2one, config_.one2one, batch.batch * result.weights.one2one, result.d_one2one);
+  result.one2many = head_loss(batch, batch.one2many, config_.one2many, batch.batch * result.weights.one2many,
+                              result.d_one2many);
+  result.one2one = head_loss(batch, batch.one2one, config_.one2one, batch.batch * result.weights.one2one,
+                             result.d_one2one);
   result.total = batch.batch * (result.weights.one2many * result.one2many.sum() +
                                 result.weights.one2one * result.one2one.sum());
   return result;
 }
 
-HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head, const AssignerSettings& settings,
-                               double grad_scale, HeadGradients<float>& grads) const {
+HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head,
+                               const AssignerSettings& settings, double grad_scale,
+                               HeadGradients<float>& grads) const {
   const int images = batch.batch, nc = batch.num_classes;
   const int anchors = static_cast<int>(batch.anchors.size());
   const size_t box_plane = 4 * static_cast<size_t>(anchors), score_plane = static_cast<size_t>(nc) * anchors;
@@ -63,7 +66,8 @@ HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head, 
   const std::vector<float> cls_dy(anchors, static_cast<float>(config_.cls_gain * grad_scale / tss));
   const DeviceBuffer cls_dy_device = backend_.upload_vector(cls_dy);
   for (int b = 0; b < images; ++b) {
-    std::vector<float> logits(head.scores.begin() + b * score_plane, head.scores.begin() + (b + 1) * score_plane);
+    std::vector<float> logits(head.scores.begin() + b * score_plane,
+                              head.scores.begin() + (b + 1) * score_plane);
     std::vector<float> targets(score_plane, 0.0f);
     for (const Positive& p : assigned[b])
       targets[batch.ground_truth[b][p.gt].cls * static_cast<size_t>(anchors) + p.anchor] =
@@ -105,8 +109,8 @@ HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head, 
     const BoxTerm& t = terms[i];
     const double scale[4] = {t.stride / batch.image_width, t.stride / batch.image_height,
                              t.stride / batch.image_width, t.stride / batch.image_height};
-    const double pred[4] = {t.anchor_x - t.pred_xyxy[0], t.anchor_y - t.pred_xyxy[1], t.pred_xyxy[2] - t.anchor_x,
-                            t.pred_xyxy[3] - t.anchor_y};
+    const double pred[4] = {t.anchor_x - t.pred_xyxy[0], t.anchor_y - t.pred_xyxy[1],
+                            t.pred_xyxy[2] - t.anchor_x, t.pred_xyxy[3] - t.anchor_y};
     const double target[4] = {t.anchor_x - t.target_xyxy[0], t.anchor_y - t.target_xyxy[1],
                               t.target_xyxy[2] - t.anchor_x, t.target_xyxy[3] - t.anchor_y};
     double mean_abs = 0;
@@ -142,17 +146,20 @@ HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head, 
 
   const DeviceBuffer dy_device = backend_.upload_vector(dy);
   const DeviceBuffer d_pred_device = ciou_.backward(pred_device, target_device, saved, dy_device, n);
-  const std::vector<float> d_xywh = backend_.download_vector<float>(d_pred_device, 4 * static_cast<size_t>(n));
+  const std::vector<float> d_xywh =
+      backend_.download_vector<float>(d_pred_device, 4 * static_cast<size_t>(n));
 
   // Chain rule XYWH -> xyxy -> ltrb: x1 = ax - l, x2 = ax + r, cx = (x1 + x2) / 2, w = x2 - x1.
   for (int i = 0; i < n; ++i) {
-    const double dcx = d_xywh[0 * n + i], dcy = d_xywh[1 * n + i], dw = d_xywh[2 * n + i], dh = d_xywh[3 * n + i];
+    const double dcx = d_xywh[0 * n + i], dcy = d_xywh[1 * n + i], dw = d_xywh[2 * n + i],
+                 dh = d_xywh[3 * n + i];
     box_grad[0 * n + i] -= dcx / 2 - dw;  // d/dl = -d/dx1
     box_grad[1 * n + i] -= dcy / 2 - dh;  // d/dt = -d/dy1
     box_grad[2 * n + i] += dcx / 2 + dw;  // d/dr = d/dx2
     box_grad[3 * n + i] += dcy / 2 + dh;  // d/db = d/dy2
     for (int k = 0; k < 4; ++k)
-      grads.boxes[terms[i].box_offset + k * static_cast<size_t>(anchors)] = static_cast<float>(box_grad[k * n + i]);
+      grads.boxes[terms[i].box_offset + k * static_cast<size_t>(anchors)] =
+          static_cast<float>(box_grad[k * n + i]);
   }
   return out;
 }

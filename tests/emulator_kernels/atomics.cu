@@ -1,6 +1,7 @@
 // Emulator test kernel: atomics from many blocks at once.
 //
-// atomic_accumulate: in [n] floats in [0, 1) -> sum (float, atomicAdd), count (int, atomicAdd), max_bits (int,
+// atomic_accumulate: in [n] floats in [0, 1) -> sum (float, atomicAdd), count (int, atomicAdd), max_bits
+// (int,
 //   atomicMax of the float bits: non-negative floats order like their bits), cas_max_bits (the same maximum
 //   through an atomicCAS loop), min_index (unsigned, atomicMin of the index of every element above 0.5).
 // Grid: ceil(n / blockDim.x); block: any size. Every thread touches every target once.

@@ -1,6 +1,7 @@
 // Emulator speed probes (lab_tests "[.emulator-speed]"): the cost of barriers and of plain fibers.
 //
-// sync_loop: every thread adds its index into out[threadIdx.x] `rounds` times, with a __syncthreads after each
+// sync_loop: every thread adds its index into out[threadIdx.x] `rounds` times, with a __syncthreads after
+// each
 //   round. out [blockDim.x] floats, one block.
 // touch_once: out[i] = i for i < n. Grid: ceil(n / blockDim.x).
 extern "C" __global__ void sync_loop(float* out, int rounds) {

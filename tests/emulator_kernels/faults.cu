@@ -4,9 +4,9 @@
 // divergent_barrier: threads below `split` and the others wait at two different __syncthreads.
 // exit_before_barrier: threads from `limit` up return; the rest wait at a __syncthreads.
 // warp_deadlock: lane 0 of each warp waits in a full-mask shuffle while lanes 1-31 wait at __syncthreads.
-// write_with_offset: thread i < n writes out[i + offset] (out-of-bounds when offset > 0 and out holds n floats).
-// assert_positive: device assert that every in[i] > 0.
-// Block: one; out [blockDim.x] floats unless stated.
+// write_with_offset: thread i < n writes out[i + offset] (out-of-bounds when offset > 0 and out holds n
+// floats). assert_positive: device assert that every in[i] > 0. Block: one; out [blockDim.x] floats unless
+// stated.
 extern "C" __global__ void divergent_barrier(float* out, int split) {
   if (int(threadIdx.x) < split) {
     out[threadIdx.x] = 1.0f;

@@ -1,11 +1,13 @@
 // Emulator test kernels: a shared-memory tree reduction and warp shuffle reductions in all four directions.
 //
-// tree_sum<BLOCK>: in [n] floats -> out [gridDim.x], out[b] = sum of in[b*BLOCK .. b*BLOCK+BLOCK) (zero past n).
+// tree_sum<BLOCK>: in [n] floats -> out [gridDim.x], out[b] = sum of in[b*BLOCK .. b*BLOCK+BLOCK) (zero past
+// n).
 //   Grid: ceil(n / BLOCK); block: BLOCK threads. Static __shared__ partial sums, halved under __syncthreads.
-// warp_shuffles: in [T] floats, T = gridDim.x * blockDim.x (a multiple of 32) -> out [T/32, 4, 32]: per warp and
-//   lane, row 0 = butterfly sum (__shfl_xor_sync, via lab_warp_sum), row 1 = shfl_down tree sum in double (lane
-//   0 holds the total), row 2 = inclusive prefix sum of int(in * 100) (shfl_up), row 3 = the value of the next
-//   lane within segments of 8 (__shfl_sync with width 8).
+// warp_shuffles: in [T] floats, T = gridDim.x * blockDim.x (a multiple of 32) -> out [T/32, 4, 32]: per warp
+// and
+//   lane, row 0 = butterfly sum (__shfl_xor_sync, via lab_warp_sum), row 1 = shfl_down tree sum in double
+//   (lane 0 holds the total), row 2 = inclusive prefix sum of int(in * 100) (shfl_up), row 3 = the value of
+//   the next lane within segments of 8 (__shfl_sync with width 8).
 #include "../../kernels/common/lab.cuh"
 
 template <int BLOCK>

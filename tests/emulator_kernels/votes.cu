@@ -1,10 +1,12 @@
 // Emulator test kernels: warp votes with partial masks, and block-wide barrier reductions.
 //
-// warp_votes: pred [T] ints (T = gridDim.x * blockDim.x, a multiple of 32) -> out [T, 4] unsigned. Per thread:
+// warp_votes: pred [T] ints (T = gridDim.x * blockDim.x, a multiple of 32) -> out [T, 4] unsigned. Per
+// thread:
 //   [0] __ballot_sync over the lanes of its parity (mask 0x55555555 or 0xaaaaaaaa), [1] __any_sync and
 //   [2] __all_sync over the same mask, [3] in divergent branches: lanes 0-19 ballot `pred` over 0x000fffff,
 //   lanes 20-31 ballot `!pred` over 0xfff00000.
-// block_votes: pred [T] ints -> out [gridDim.x, 3] ints: __syncthreads_count, _and, _or of pred over the block.
+// block_votes: pred [T] ints -> out [gridDim.x, 3] ints: __syncthreads_count, _and, _or of pred over the
+// block.
 extern "C" __global__ void warp_votes(const int* __restrict__ pred, unsigned* __restrict__ out) {
   const int gid = blockIdx.x * blockDim.x + threadIdx.x;
   const int lane = threadIdx.x % 32;

@@ -1,6 +1,7 @@
 // The C interface between the cpu backend (the host: fiber scheduler, thread pool) and a kernel module (the
-// shared object the host compiler builds from a kernel .cu plus lab_emulator.hpp). The module needs nothing but
-// the standard library and the CUDA headers: every scheduling service reaches it through lab_emu_host_api.
+// shared object the host compiler builds from a kernel .cu plus lab_emulator.hpp). The module needs nothing
+// but the standard library and the CUDA headers: every scheduling service reaches it through
+// lab_emu_host_api.
 //
 // A module exports (extern "C"):
 //   int lab_emu_module_abi(void);                     -> LAB_EMU_ABI_VERSION
@@ -34,7 +35,12 @@ typedef struct lab_emu_thread {
   const lab_emu_block* block;
 } lab_emu_thread;
 
-enum lab_emu_block_op { LAB_EMU_SYNCTHREADS = 0, LAB_EMU_SYNCTHREADS_COUNT, LAB_EMU_SYNCTHREADS_AND, LAB_EMU_SYNCTHREADS_OR };
+enum lab_emu_block_op {
+  LAB_EMU_SYNCTHREADS = 0,
+  LAB_EMU_SYNCTHREADS_COUNT,
+  LAB_EMU_SYNCTHREADS_AND,
+  LAB_EMU_SYNCTHREADS_OR
+};
 
 enum lab_emu_warp_op {
   LAB_EMU_SYNCWARP = 0,

@@ -1,6 +1,6 @@
 // CUDA atomics on the host. Blocks run concurrently on several host threads, so every atomic is a real one
-// (GCC __atomic builtins on the target; compare-and-swap loops where x86 has no instruction: float/double add,
-// min/max). Relaxed ordering, as CUDA's atomics; __threadfence is a full fence.
+// (GCC __atomic builtins on the target; compare-and-swap loops where x86 has no instruction: float/double
+// add, min/max). Relaxed ordering, as CUDA's atomics; __threadfence is a full fence.
 #pragma once
 
 namespace lab_emu {
@@ -17,22 +17,34 @@ T atomic_update(T* address, Combine combine) {
 
 }  // namespace lab_emu
 
-#define LAB_EMU_INTEGER_ATOMICS(T)                                                                        \
-  inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }                  \
-  inline T atomicSub(T* a, T v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }                  \
-  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }                  \
-  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }                    \
-  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }                  \
-  inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }                \
-  inline T atomicMax(T* a, T v) {                                                                       \
-    return ::lab_emu::atomic_update(a, [v](T old) { return old < v ? v : old; });                       \
-  }                                                                                                     \
-  inline T atomicMin(T* a, T v) {                                                                       \
-    return ::lab_emu::atomic_update(a, [v](T old) { return v < old ? v : old; });                       \
-  }                                                                                                     \
-  inline T atomicCAS(T* a, T compare, T value) {                                                        \
-    __atomic_compare_exchange_n(a, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);         \
-    return compare;                                                                                     \
+#define LAB_EMU_INTEGER_ATOMICS(T)                                                              \
+  inline T atomicAdd(T* a, T v) {                                                               \
+    return __atomic_fetch_add(a, v, __ATOMIC_RELAXED);                                          \
+  }                                                                                             \
+  inline T atomicSub(T* a, T v) {                                                               \
+    return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED);                                          \
+  }                                                                                             \
+  inline T atomicAnd(T* a, T v) {                                                               \
+    return __atomic_fetch_and(a, v, __ATOMIC_RELAXED);                                          \
+  }                                                                                             \
+  inline T atomicOr(T* a, T v) {                                                                \
+    return __atomic_fetch_or(a, v, __ATOMIC_RELAXED);                                           \
+  }                                                                                             \
+  inline T atomicXor(T* a, T v) {                                                               \
+    return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED);                                          \
+  }                                                                                             \
+  inline T atomicExch(T* a, T v) {                                                              \
+    return __atomic_exchange_n(a, v, __ATOMIC_RELAXED);                                         \
+  }                                                                                             \
+  inline T atomicMax(T* a, T v) {                                                               \
+    return ::lab_emu::atomic_update(a, [v](T old) { return old < v ? v : old; });               \
+  }                                                                                             \
+  inline T atomicMin(T* a, T v) {                                                               \
+    return ::lab_emu::atomic_update(a, [v](T old) { return v < old ? v : old; });               \
+  }                                                                                             \
+  inline T atomicCAS(T* a, T compare, T value) {                                                \
+    __atomic_compare_exchange_n(a, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+    return compare;                                                                             \
   }
 
 LAB_EMU_INTEGER_ATOMICS(int)
@@ -57,9 +69,16 @@ inline unsigned atomicInc(unsigned* a, unsigned limit) {
   return ::lab_emu::atomic_update(a, [limit](unsigned old) { return old >= limit ? 0u : old + 1; });
 }
 inline unsigned atomicDec(unsigned* a, unsigned limit) {
-  return ::lab_emu::atomic_update(a, [limit](unsigned old) { return (old == 0 || old > limit) ? limit : old - 1; });
+  return ::lab_emu::atomic_update(
+      a, [limit](unsigned old) { return (old == 0 || old > limit) ? limit : old - 1; });
 }
 
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}

@@ -1,6 +1,7 @@
 // Exporting kernels from the module. The generated wrapper (one per compile) includes this after the kernel
 // .cu and, for name expression i, defines
-//   LAB_EMU_EXPORT const lab_emu_kernel* lab_emu_kernel_<i>(void) { return lab_emu::kernel_entry<&(EXPR)>("EXPR"); }
+//   LAB_EMU_EXPORT const lab_emu_kernel* lab_emu_kernel_<i>(void) { return
+//   lab_emu::kernel_entry<&(EXPR)>("EXPR"); }
 // Taking the address instantiates a template kernel; its real parameter types A... (deduced from the function
 // pointer) give the sizes the host checks the launch arguments against, and unpack `void** args` with no
 // declaration repeated anywhere. Only the wrapper includes this header, once, so the definitions below are
@@ -41,8 +42,8 @@ void run_thread(lab_emu_thread* self, void* const* args) {
 
 template <class... A>
 lab_emu_kernel describe(void (*)(A...), const char* name_expression, lab_emu_run_fn run) {
-  return lab_emu_kernel{name_expression, unsigned(sizeof...(A)), Signature<A...>::sizes, Signature<A...>::types,
-                        run};
+  return lab_emu_kernel{name_expression, unsigned(sizeof...(A)), Signature<A...>::sizes,
+                        Signature<A...>::types, run};
 }
 
 template <auto Kernel>
@@ -53,5 +54,9 @@ const lab_emu_kernel* kernel_entry(const char* name_expression) {
 
 }  // namespace lab_emu
 
-LAB_EMU_EXPORT int lab_emu_module_abi(void) { return LAB_EMU_ABI_VERSION; }
-LAB_EMU_EXPORT void lab_emu_bind(const lab_emu_host_api* api) { lab_emu::host_api = api; }
+LAB_EMU_EXPORT int lab_emu_module_abi(void) {
+  return LAB_EMU_ABI_VERSION;
+}
+LAB_EMU_EXPORT void lab_emu_bind(const lab_emu_host_api* api) {
+  lab_emu::host_api = api;
+}

@@ -2,10 +2,12 @@
 // header, so the unmodified source builds into a shared object whose threads the host runs as fibers.
 // Keywords and vector types come from the CUDA headers' host support (crt/host_defines.h makes __device__,
 // __global__, __host__ empty and __forceinline__/__align__ GNU attributes); this header adds the rest:
-//   __shared__         -> static thread_local: one instance per host thread, and a block runs wholly on one host
+//   __shared__         -> static thread_local: one instance per host thread, and a block runs wholly on one
+//   host
 //                         thread (its fibers never migrate), so every running block has its own copy
 //   threadIdx ...      -> the current fiber's indices (lab_emu::tls_self, restored after every fiber switch)
-//   barriers, warp collectives, atomics, math intrinsics: lab_emu_sync.hpp, lab_emu_atomics.hpp, lab_emu_math.hpp
+//   barriers, warp collectives, atomics, math intrinsics: lab_emu_sync.hpp, lab_emu_atomics.hpp,
+//   lab_emu_math.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -63,7 +65,9 @@ inline dim3 grid_dim() {
 }
 
 // Dynamic shared memory of the running block (LAB_DYNAMIC_SHARED in common/lab.cuh); 64-byte aligned.
-inline void* dynamic_shared_memory() { return tls_self->block->dynamic_shared; }
+inline void* dynamic_shared_memory() {
+  return tls_self->block->dynamic_shared;
+}
 
 // Stops the launch with an error naming the kernel, block, thread and source line.
 [[noreturn]] inline void fail(const char* message, const char* file, int line) {
