@@ -35,7 +35,8 @@ OutputCheck make_check(std::string name, std::vector<size_t> shape, const std::v
   c.tolerance = tol;
   size_t n = std::min(out.size(), ref.size());
   c.metrics = compare_arrays(out.data(), ref.data(), n);
-  if (out.size() != ref.size()) c.metrics.non_finite += (out.size() > ref.size() ? out.size() : ref.size()) - n;
+  if (out.size() != ref.size())
+    c.metrics.non_finite += (out.size() > ref.size() ? out.size() : ref.size()) - n;
   c.pass = c.metrics.non_finite == 0 && std::isfinite(c.metrics.rel_l2) && c.metrics.rel_l2 <= tol.rel_l2 &&
            c.metrics.max_abs <= tol.max_abs;
   if (keep_arrays) {

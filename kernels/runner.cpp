@@ -35,9 +35,12 @@ bool parse_bool(const std::string& s, bool& out) {
 std::string describe_range(const ParamSpec& p) {
   std::ostringstream s;
   if (p.power_of_two) s << "a power of two ";
-  if (p.min > -1e300 && p.max < 1e300) s << "in [" << p.min << ", " << p.max << "]";
-  else if (p.min > -1e300) s << ">= " << p.min;
-  else if (p.max < 1e300) s << "<= " << p.max;
+  if (p.min > -1e300 && p.max < 1e300)
+    s << "in [" << p.min << ", " << p.max << "]";
+  else if (p.min > -1e300)
+    s << ">= " << p.min;
+  else if (p.max < 1e300)
+    s << "<= " << p.max;
   return s.str();
 }
 
@@ -78,7 +81,8 @@ Params resolve_params(const Runner& runner, const Params& given) {
   for (auto& s : specs) names.push_back(s.name);
   for (auto& [k, v] : given)
     if (std::find(names.begin(), names.end(), k) == names.end())
-      throw UsageError("unknown parameter '" + k + "' for " + runner.name() + " (valid: " + join(names) + ")");
+      throw UsageError("unknown parameter '" + k + "' for " + runner.name() + " (valid: " + join(names) +
+                       ")");
   Params out;
   for (auto& s : specs) {
     auto it = given.find(s.name);
@@ -104,21 +108,24 @@ std::string resolve_variant(const Runner& runner, const std::string& variant) {
 int64_t param_int(const Params& p, const std::string& name) {
   auto it = p.find(name);
   double d = 0;
-  if (it == p.end() || !parse_double(it->second, d)) throw UsageError("parameter " + name + " is not an integer");
+  if (it == p.end() || !parse_double(it->second, d))
+    throw UsageError("parameter " + name + " is not an integer");
   return int64_t(d);
 }
 
 double param_float(const Params& p, const std::string& name) {
   auto it = p.find(name);
   double d = 0;
-  if (it == p.end() || !parse_double(it->second, d)) throw UsageError("parameter " + name + " is not a number");
+  if (it == p.end() || !parse_double(it->second, d))
+    throw UsageError("parameter " + name + " is not a number");
   return d;
 }
 
 bool param_bool(const Params& p, const std::string& name) {
   auto it = p.find(name);
   bool b = false;
-  if (it == p.end() || !parse_bool(it->second, b)) throw UsageError("parameter " + name + " is not a boolean");
+  if (it == p.end() || !parse_bool(it->second, b))
+    throw UsageError("parameter " + name + " is not a boolean");
   return b;
 }
 
@@ -133,7 +140,9 @@ Registry& Registry::instance() {
   return r;
 }
 
-void Registry::add(std::unique_ptr<Runner> runner) { runners_.push_back(std::move(runner)); }
+void Registry::add(std::unique_ptr<Runner> runner) {
+  runners_.push_back(std::move(runner));
+}
 
 const Runner& Registry::get(const std::string& name) const {
   std::vector<std::string> names;

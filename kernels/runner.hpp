@@ -23,9 +23,9 @@ struct ParamSpec {
   Kind kind = Kind::Int;
   std::string default_value;
   std::string help;
-  double min = -1e300, max = 1e300;   // Int / Float range, inclusive
-  bool power_of_two = false;          // Int only
-  std::vector<std::string> choices;   // Choice only (also allowed for Int: listed values)
+  double min = -1e300, max = 1e300;  // Int / Float range, inclusive
+  bool power_of_two = false;         // Int only
+  std::vector<std::string> choices;  // Choice only (also allowed for Int: listed values)
 };
 
 // Typed read of a resolved parameter (throws UsageError if absent or malformed).
@@ -61,10 +61,10 @@ class Instance {
 class Runner {
  public:
   virtual ~Runner() = default;
-  virtual std::string name() const = 0;         // "detect_decode"
-  virtual std::string family() const = 0;       // "detect", "attention", "loss", "nn"
-  virtual std::string description() const = 0;  // one line
-  virtual std::string source_path() const = 0;  // tree-relative .cu
+  virtual std::string name() const = 0;                     // "detect_decode"
+  virtual std::string family() const = 0;                   // "detect", "attention", "loss", "nn"
+  virtual std::string description() const = 0;              // one line
+  virtual std::string source_path() const = 0;              // tree-relative .cu
   virtual std::vector<KernelVariant> variants() const = 0;  // first = default
   virtual std::vector<ParamSpec> params() const = 0;
   // Extra cross-parameter validation after per-parameter checks (throws UsageError with the rule).

@@ -36,7 +36,7 @@ std::string number(double v) {
 loss::Letterbox resolve_letterbox(const LossOptions& o) {
   const bool manual = o.scale > 0 || !o.pad.empty();
   if (!o.letterbox_json.empty() && manual)
-    throw UsageError("lab loss: give --letterbox-json or --scale/--pad, not both");
+    throw UsageError("loss: give --letterbox-json or --scale/--pad, not both");
   const int w = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[0]);
   const int h = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[1]);
   if (!o.letterbox_json.empty()) {
@@ -68,9 +68,9 @@ nlohmann::json head_json(const loss::HeadLoss& h) {
 void run_loss(const LossOptions& o, CliState& state) {
   if (!o.model.empty() || !o.image.empty())
     throw UsageError(
-        "lab loss: --model/--image need the network pipeline, which does not exist yet; "
+        "loss: --model/--image need the network pipeline, which does not exist yet; "
         "pass raw head outputs with --heads");
-  if (o.heads.empty() || o.labels.empty()) throw UsageError("lab loss: --heads and --labels are required");
+  if (o.heads.empty() || o.labels.empty()) throw UsageError("loss: --heads and --labels are required");
 
   const SafetensorsFile file = SafetensorsFile::load(o.heads);
   loss::LossBatch batch = loss::load_head_outputs(file, o.imgsz, o.imgsz);

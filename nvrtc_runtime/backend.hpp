@@ -65,7 +65,9 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -75,9 +77,9 @@ class DeviceBuffer {
 };
 
 struct DeviceInfo {
-  std::string name;          // "NVIDIA H200" or "host CPU (N threads)"
-  std::string arch;          // "sm_90" or the host compiler
-  int multiprocessors = 0;   // SMs, or host threads
+  std::string name;         // "NVIDIA H200" or "host CPU (N threads)"
+  std::string arch;         // "sm_90" or the host compiler
+  int multiprocessors = 0;  // SMs, or host threads
   size_t shared_per_block_optin = 0;
 };
 
@@ -111,7 +113,9 @@ class Backend {
 
   // Typed helpers.
   template <class T>
-  DeviceBuffer alloc_array(size_t count) { return alloc(count * sizeof(T)); }
+  DeviceBuffer alloc_array(size_t count) {
+    return alloc(count * sizeof(T));
+  }
   template <class T>
   DeviceBuffer upload_vector(const std::vector<T>& host) {
     DeviceBuffer b = alloc(host.size() * sizeof(T));

@@ -43,8 +43,8 @@ struct CompileResult {
   std::string target;   // "sm_90", or the host compiler
   std::string log;      // full compiler log
   std::vector<Diagnostic> diagnostics;
-  std::string ptx;                // cuda only
-  std::vector<uint8_t> binary;    // cubin (cuda) or shared object (cpu)
+  std::string ptx;              // cuda only
+  std::vector<uint8_t> binary;  // cubin (cuda) or shared object (cpu)
   std::vector<std::string> name_expressions;
   std::vector<std::string> lowered_names;  // same order as name_expressions
   std::vector<ResourceUsage> resources;    // same order as name_expressions

@@ -58,8 +58,9 @@ class CudaBackend : public Backend {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     info_.name = prop.name;
-    info_.arch = context_.options.arch.empty() ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)
-                                               : context_.options.arch;
+    info_.arch = context_.options.arch.empty()
+                     ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)
+                     : context_.options.arch;
     info_.multiprocessors = prop.multiProcessorCount;
     info_.shared_per_block_optin = prop.sharedMemPerBlockOptin;
     check(cudaEventCreate(&start_), "cudaEventCreate");
@@ -99,13 +100,15 @@ class CudaBackend : public Backend {
   void launch(const Kernel& kernel, const LaunchConfig& c, const KernelArgs& args) override {
     const void* fn = kernel.handle;
     if (c.dynamic_shared_bytes > 48 * 1024) {
-      check(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(c.dynamic_shared_bytes)),
-            "kernel " + kernel.name_expression + ": opting in to " + std::to_string(c.dynamic_shared_bytes) +
-                " bytes of dynamic shared memory");
+      check(
+          cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(c.dynamic_shared_bytes)),
+          "kernel " + kernel.name_expression + ": opting in to " + std::to_string(c.dynamic_shared_bytes) +
+              " bytes of dynamic shared memory");
     }
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
-    check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes, 0),
+    check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes,
+                           0),
           "launching kernel " + kernel.name_expression);
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
   }
@@ -129,7 +132,9 @@ class CudaBackend : public Backend {
   }
 
  private:
-  std::string after_last() const { return last_kernel_.empty() ? "" : " (after kernel " + last_kernel_ + ")"; }
+  std::string after_last() const {
+    return last_kernel_.empty() ? "" : " (after kernel " + last_kernel_ + ")";
+  }
 
   RuntimeContext context_;
   DeviceInfo info_;

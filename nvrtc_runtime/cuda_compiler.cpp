@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 void check_nvrtc(nvrtcResult r, const char* what) {
-  if (r != NVRTC_SUCCESS) throw RuntimeError(std::string("NVRTC ") + what + " failed: " + nvrtcGetErrorString(r));
+  if (r != NVRTC_SUCCESS)
+    throw RuntimeError(std::string("NVRTC ") + what + " failed: " + nvrtcGetErrorString(r));
 }
 
 std::string find_on_path(const std::string& exe) {
@@ -58,7 +59,8 @@ std::vector<std::string> split_lines(const std::string& s) {
 std::string cuda_home() {
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* v = std::getenv(var); v && *v && fs::is_directory(v)) return v;
-  if (std::string nvcc = find_on_path("nvcc"); !nvcc.empty()) return fs::path(nvcc).parent_path().parent_path();
+  if (std::string nvcc = find_on_path("nvcc"); !nvcc.empty())
+    return fs::path(nvcc).parent_path().parent_path();
   return "/usr/local/cuda";
 }
 
@@ -89,12 +91,14 @@ std::vector<std::string> nvrtc_options(const CompileRequest& request, const std:
 void parse_ptxas_resources(const std::string& log, CompileResult& result) {
   static const std::regex entry_re(R"(Compiling entry function '([^']+)')");
   static const std::regex props_re(R"(Function properties for (\S+))");
-  static const std::regex frame_re(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex frame_re(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex used_re(R"(Used (\d+) registers)");
   static const std::regex smem_re(R"((\d+) bytes smem)");
   static const std::regex cmem_re(R"((\d+) bytes cmem\[0\])");
   result.resources.assign(result.name_expressions.size(), ResourceUsage{});
-  for (size_t i = 0; i < result.name_expressions.size(); ++i) result.resources[i].kernel = result.name_expressions[i];
+  for (size_t i = 0; i < result.name_expressions.size(); ++i)
+    result.resources[i].kernel = result.name_expressions[i];
   auto index_of = [&](const std::string& mangled) -> int {
     for (size_t i = 0; i < result.lowered_names.size(); ++i)
       if (result.lowered_names[i] == mangled) return int(i);
@@ -122,8 +126,8 @@ void parse_ptxas_resources(const std::string& log, CompileResult& result) {
   }
 }
 
-CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
-                                 const std::string& arch, std::string* note) {
+CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
+                                 const CompileRequest& request, const std::string& arch, std::string* note) {
   const std::string source = tree.read(request.source_path);
   std::vector<std::string> header_names = tree.includes_of(request.source_path);
   std::vector<std::string> header_texts;
@@ -179,7 +183,8 @@ CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
     nvrtcProgram* p;
     ~Destroy() { nvrtcDestroyProgram(p); }
   } destroy{&prog};
-  for (auto& e : request.name_expressions) check_nvrtc(nvrtcAddNameExpression(prog, e.c_str()), "name expression");
+  for (auto& e : request.name_expressions)
+    check_nvrtc(nvrtcAddNameExpression(prog, e.c_str()), "name expression");
   nvrtcResult compiled = nvrtcCompileProgram(prog, int(opt.size()), opt.data());
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
@@ -206,7 +211,8 @@ CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
   check_nvrtc(nvrtcGetCUBINSize(prog, &cubin_size), "CUBIN size");
   result.binary.resize(cubin_size);
   check_nvrtc(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(result.binary.data())), "CUBIN");
-  result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  result.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   parse_ptxas_resources(result.log, result);
 
   CacheEntry entry;

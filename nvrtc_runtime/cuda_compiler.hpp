@@ -21,8 +21,9 @@ std::vector<std::string> nvrtc_options(const CompileRequest& request, const std:
 
 // Compiles (or loads from `cache`) to cubin + PTX for `arch` ("sm_90"); throws CompileError with formatted
 // diagnostics on failure. `note` receives cache notes (corrupt entries) for --verbose.
-CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
-                                 const std::string& arch, std::string* note = nullptr);
+CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
+                                 const CompileRequest& request, const std::string& arch,
+                                 std::string* note = nullptr);
 
 // SASS of a compiled cubin via nvdisasm (on PATH or in cuda_home()/bin); throws RuntimeError saying that SASS
 // needs nvdisasm when it is not installed.

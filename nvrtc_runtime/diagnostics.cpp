@@ -1,6 +1,7 @@
 // Compiler-log parsing and diagnostic formatting.
 #include "diagnostics.hpp"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -25,7 +26,8 @@ std::string line_of(const std::string& text, int line) {
 }  // namespace
 
 std::vector<Diagnostic> parse_compiler_log(const std::string& log, const std::string& strip_prefix) {
-  static const std::regex nvrtc_re(R"(^(.+?)\((\d+)\): (error|warning|remark|note|catastrophic error): (.*)$)");
+  static const std::regex nvrtc_re(
+      R"(^(.+?)\((\d+)\): (error|warning|remark|note|catastrophic error): (.*)$)");
   static const std::regex gcc_re(R"(^(.+?):(\d+):(\d+): (fatal error|error|warning|note): (.*)$)");
   static const std::regex caret_re(R"(^(\s*)\^\s*$)");
   std::vector<Diagnostic> out;
@@ -40,9 +42,10 @@ std::vector<Diagnostic> parse_compiler_log(const std::string& log, const std::st
       d = {strip(m[1], strip_prefix), std::stoi(m[2]), std::stoi(m[3]), m[4], m[5]};
     } else if (std::regex_match(lines[i], m, nvrtc_re)) {
       d = {strip(m[1], strip_prefix), std::stoi(m[2]), 0, m[3], m[4]};
-      // NVRTC prints the source line then a caret line under the offending column.
+      // NVRTC echoes the source line indented by two spaces, then a caret under the offending column.
       std::smatch c;
-      if (i + 2 < lines.size() && std::regex_match(lines[i + 2], c, caret_re)) d.column = int(c[1].length()) + 1;
+      if (i + 2 < lines.size() && std::regex_match(lines[i + 2], c, caret_re))
+        d.column = std::max(1, int(c[1].length()) - 2 + 1);
     } else {
       continue;
     }
@@ -60,8 +63,8 @@ std::string format_diagnostics(const std::vector<Diagnostic>& diags, const Kerne
       std::string src = line_of(tree->read(d.file), d.line);
       s << "  " << d.line << " | " << src << "\n";
       if (d.column > 0)
-        s << "  " << std::string(std::to_string(d.line).size(), ' ') << " | " << std::string(d.column - 1, ' ')
-          << "^\n";
+        s << "  " << std::string(std::to_string(d.line).size(), ' ') << " | "
+          << std::string(d.column - 1, ' ') << "^\n";
     }
   }
   return s.str();

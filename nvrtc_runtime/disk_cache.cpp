@@ -56,7 +56,9 @@ DiskCache DiskCache::from_environment() {
   return DiskCache(fs::temp_directory_path() / "yolo26-lab-cache");
 }
 
-fs::path DiskCache::path_of(const std::string& key) const { return root_ / (key + ".entry"); }
+fs::path DiskCache::path_of(const std::string& key) const {
+  return root_ / (key + ".entry");
+}
 
 std::optional<CacheEntry> DiskCache::load(const std::string& key, std::string* note) const {
   fs::path p = path_of(key);

@@ -113,7 +113,9 @@ std::vector<std::string> KernelTree::includes_of(const std::string& rel) const {
   return order;
 }
 
-std::string KernelTree::description() const { return dir_ ? dir_->string() : std::string("embedded"); }
+std::string KernelTree::description() const {
+  return dir_ ? dir_->string() : std::string("embedded");
+}
 
 fs::path KernelTree::materialize(const fs::path& scratch_root) const {
   if (dir_) return *dir_;

@@ -18,7 +18,9 @@ bool cuda_device_present() {
   return present;
 }
 
-std::string default_backend_name() { return cuda_device_present() ? "cuda" : "cpu"; }
+std::string default_backend_name() {
+  return cuda_device_present() ? "cuda" : "cpu";
+}
 
 std::vector<std::string> available_backends() {
   if (cuda_device_present()) return {"cuda", "cpu"};

@@ -51,7 +51,8 @@ void run_detect_decode(const std::string& backend_name, Params given) {
   auto inst = r.instantiate(*backend, resolve_variant(r, ""), p, 7);
   inst->launch();
   for (auto& c : inst->check(std::nullopt)) {
-    INFO(backend_name << " " << c.output << " rel_l2=" << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs);
+    INFO(backend_name << " " << c.output << " rel_l2=" << c.metrics.rel_l2
+                      << " max_abs=" << c.metrics.max_abs);
     CHECK(c.metrics.non_finite == 0);
     CHECK(c.pass);
   }

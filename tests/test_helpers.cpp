@@ -11,8 +11,8 @@ namespace fs = std::filesystem;
 
 ScratchDir::ScratchDir(const std::string& label) {
   std::random_device rd;
-  path = fs::temp_directory_path() / ("lab-test-" + label + "-" + std::to_string(::getpid()) + "-" +
-                                      std::to_string(rd()));
+  path = fs::temp_directory_path() /
+         ("lab-test-" + label + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   fs::create_directories(path);
 }
 

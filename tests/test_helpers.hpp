@@ -1,5 +1,5 @@
-// Shared helpers of the test suite: a scratch directory per test, a runtime context over a chosen kernel tree,
-// and the GPU guard that [gpu] tests call first.
+// Shared helpers of the test suite: a scratch directory per test, a runtime context over a chosen kernel
+// tree, and the GPU guard that [gpu] tests call first.
 #pragma once
 #include <filesystem>
 #include <fstream>
@@ -28,10 +28,10 @@ RuntimeContext embedded_context();
 }  // namespace lab::test
 
 // In a [gpu] test: WARN and leave the test when there is no CUDA device (Catch2 2.x has no SKIP).
-#define LAB_REQUIRE_GPU_OR_SKIP()                                          \
-  do {                                                                     \
-    if (!lab::cuda_device_present()) {                                     \
-      WARN("skipped: no CUDA device is available on this machine");       \
-      return;                                                              \
-    }                                                                      \
+#define LAB_REQUIRE_GPU_OR_SKIP()                                   \
+  do {                                                              \
+    if (!lab::cuda_device_present()) {                              \
+      WARN("skipped: no CUDA device is available on this machine"); \
+      return;                                                       \
+    }                                                               \
   } while (0)

@@ -32,13 +32,16 @@ double slope(const BoxXywh& pred, const BoxXywh& target, bool full_alpha, int k,
          (lo_step + hi_step);
 }
 
-// Distance of the pair from every kink of the formula (min/max ties and the clamps at 0), in box units.
+// Distance of the pair from every kink of the formula: pairs of pred/target edges that a min, a max or the
+// clamped overlap compares, in box units.
 double distance_to_kinks(const BoxXywh& p, const BoxXywh& t) {
-  const double px1 = p[0] - p[2] / 2, px2 = p[0] + p[2] / 2, py1 = p[1] - p[3] / 2, py2 = p[1] + p[3] / 2;
-  const double tx1 = t[0] - t[2] / 2, tx2 = t[0] + t[2] / 2, ty1 = t[1] - t[3] / 2, ty2 = t[1] + t[3] / 2;
-  const double iw = std::min(px2, tx2) - std::max(px1, tx1), ih = std::min(py2, ty2) - std::max(py1, ty1);
-  return std::min({std::abs(px1 - tx1), std::abs(px2 - tx2), std::abs(py1 - ty1), std::abs(py2 - ty2),
-                   std::abs(iw), std::abs(ih)});
+  double d = 1e300;
+  for (int axis = 0; axis < 2; ++axis) {
+    const double p1 = p[axis] - p[axis + 2] / 2, p2 = p[axis] + p[axis + 2] / 2;
+    const double t1 = t[axis] - t[axis + 2] / 2, t2 = t[axis] + t[axis + 2] / 2;
+    d = std::min({d, std::abs(p1 - t1), std::abs(p2 - t2), std::abs(p2 - t1), std::abs(p1 - t2)});
+  }
+  return d;
 }
 
 // `step` is relative to max(1, |coordinate|).
@@ -91,15 +94,13 @@ TEST_CASE("CIoU reference gradients match central finite differences away from t
   for (uint64_t seed : {1, 2, 3}) {
     const int n = 300;
     const BoxPairs boxes = make_box_pairs(n, "random", seed);
-    int checked = 0;
     for (int i = 0; i < n; ++i) {
       const BoxXywh p = box_column(boxes.pred, n, i), t = box_column(boxes.target, n, i);
-      if (distance_to_kinks(p, t) < 1e-3) continue;  // a central difference would straddle a kink
+      // The random family keeps edges 1e-3 apart (less float32 rounding), so no difference straddles a kink.
+      REQUIRE(distance_to_kinks(p, t) > 9e-4);
       check_gradient_matches_central_differences(p, t, false, 1e-6);
       check_gradient_matches_central_differences(p, t, true, 1e-6);
-      ++checked;
     }
-    CHECK(checked > n * 9 / 10);
   }
 }
 

@@ -1,8 +1,8 @@
 // detect_decode: raw LTRB box distances + the precomputed anchor grid -> decoded boxes, one fused pass.
 //
-// Layout: raw [B, 4, A] (rows l, t, r, b in grid units, row-major contiguous); anchor_x, anchor_y, strides [A]
-// (anchor centres in grid units, i.e. cell x + 0.5, and the level stride of each anchor); out [B, 4, A] with rows
-// cx, cy, w, h in input pixels:
+// Layout: raw [B, 4, A] (rows l, t, r, b in grid units, row-major contiguous); anchor_x, anchor_y, strides
+// [A] (anchor centres in grid units, i.e. cell x + 0.5, and the level stride of each anchor); out [B, 4, A]
+// with rows cx, cy, w, h in input pixels:
 //   cx = (ax + (r - l) / 2) * s,  cy = (ay + (b - t) / 2) * s,  w = (l + r) * s,  h = (t + b) * s.
 // Grid: (ceil(A / blockDim.x), B); block: any multiple of 32. One thread per anchor: the four loads and four
 // stores of a warp are each coalesced over consecutive anchors. Saves nothing (inference only).

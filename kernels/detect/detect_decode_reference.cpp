@@ -3,7 +3,8 @@
 
 namespace lab {
 
-std::vector<double> detect_decode_reference(const std::vector<float>& raw, const AnchorGrid& grid, int batch) {
+std::vector<double> detect_decode_reference(const std::vector<float>& raw, const AnchorGrid& grid,
+                                            int batch) {
   const size_t A = grid.size();
   std::vector<double> out(size_t(batch) * 4 * A);
   for (int b = 0; b < batch; ++b) {

@@ -67,8 +67,8 @@ class DetectDecodeRunner : public Runner {
   void validate(const Params& p) const override {
     for (const char* k : {"IMG_H", "IMG_W"})
       if (param_int(p, k) % 32 != 0)
-        throw UsageError(std::string("parameter ") + k + "=" + p.at(k) + " of detect_decode is invalid: " +
-                         "must be a multiple of 32 (the largest stride)");
+        throw UsageError(std::string("parameter ") + k + "=" + p.at(k) +
+                         " of detect_decode is invalid: " + "must be a multiple of 32 (the largest stride)");
   }
   CompileRequest compile_request(const std::string&, const Params&) const override {
     return {kDetectDecodeSource, {}, {kDetectDecodeKernel}};

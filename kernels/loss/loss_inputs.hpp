@@ -8,11 +8,12 @@
 namespace lab {
 
 // "random": overlapping jittered pairs plus some independent (mostly disjoint) ones, coordinates in grid
-// cells as the loss sees them. "degenerate": anchors cycle through zero-width and zero-height preds,
-// identical pairs, disjoint and exactly touching pairs, one box inside the other (sometimes sharing an edge),
-// very thin preds (aspect 1:1024 to 1:16384) and zero-area (point or line) targets; every value is a dyadic
-// fraction (a multiple of 2^-10 or finer) small enough that the corner conversion is exact in float32, so
-// ties are ties in both the kernel and the reference.
+// cells as the loss sees them; no pred edge lies within 1e-3 cells of a target edge (closer is a kink that
+// float32 cannot resolve, see loss_inputs.cpp). "degenerate": anchors cycle through zero-width and
+// zero-height preds, identical pairs, disjoint and exactly touching pairs, one box inside the other
+// (sometimes sharing an edge), very thin preds (aspect 1:1024 to 1:16384) and zero-area (point or line)
+// targets; every value is a dyadic fraction (a multiple of 2^-10 or finer) small enough that the corner
+// conversion is exact in float32, so ties are ties in both the kernel and the reference.
 inline const std::vector<std::string> kBoxMixes = {"random", "degenerate"};
 
 struct BoxPairs {
