@@ -1,26 +1,24 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (through the device tool) over a copy of the checkout with .device/ carried:
-# recreates the paths the binaries were built with, then runs the [gpu] tests, every scenario on cuda and cpu,
-# the benchmarks, and PyTorch's SDPA on the same shapes. Logs go to $OUT.
+# Runs on the GPU machine (through the device tool) over a copy of the checkout with .device/ carried
+# (scripts/pack-device.sh). The binaries carry absolute source paths from the machine that built them
+# (BUILT_AT, default /work/main): this recreates them as links, then runs the [gpu] tests, the whole CPU test
+# binary, every scenario on cuda and cpu, the benchmarks and PyTorch's SDPA on the same shapes. Logs go to $OUT.
 set -uo pipefail
 repo=$(pwd)
-mkdir -p /work
-[ -e /work/main ] || ln -s "$repo" /work/main
-[ -e /work/shared ] || ln -s "$repo/.device/shared" /work/shared
+built_at=${BUILT_AT:-/work/main}
+mkdir -p "$(dirname "$built_at")"
+[ -e "$built_at" ] || ln -s "$repo" "$built_at"
+[ -e "$(dirname "$built_at")/shared" ] || ln -s "$repo/.device/shared" "$(dirname "$built_at")/shared"
 export LD_LIBRARY_PATH=$repo/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$repo/.device/bin:/usr/local/cuda/bin:$PATH
 export LAB_CACHE_DIR=/tmp/lab-cache
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-step() { echo "=== $*"; "$@"; echo "=== exit $?"; }
+step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?"; }
 {
-  step lab list
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   step lab_tests "[gpu]"
-  step lab_tests "~[gpu]"
-  step lab scenario run scenarios/*.toml --backend cuda
-  for k in $(lab list --json | python3 -c 'import json,sys; print(" ".join(r["name"] for r in json.load(sys.stdin)))'); do
-    step lab bench "$k" --all-variants
-  done
-  [ -f bench/sdpa_compare.py ] && step python3 bench/sdpa_compare.py
+  step lab scenario run scenarios/*.toml
+  for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
+  [ -n "${SDPA:-}" ] && step python3 bench/sdpa_compare.py
 } 2>&1 | tee "$out/device.log"
