@@ -8,7 +8,11 @@ repo=$(pwd)
 built_at=${BUILT_AT:-/work/main}
 mkdir -p "$(dirname "$built_at")"
 [ -e "$built_at" ] || ln -s "$repo" "$built_at"
-[ -e "$(dirname "$built_at")/shared" ] || ln -s "$repo/.device/shared" "$(dirname "$built_at")/shared"
+# Tests read BUILT_AT/../shared/assets; `..` of a link resolves beside its target, so link both places.
+for d in "$(dirname "$built_at")" "$(dirname "$repo")"; do
+  [ -e "$d/shared" ] || ln -s "$repo/.device/shared" "$d/shared"
+done
+mkdir -p "$built_at/build/lab" 2>/dev/null && ln -sf "$repo/.device/bin/lab" "$built_at/build/lab/lab"
 export LD_LIBRARY_PATH=$repo/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$repo/.device/bin:/usr/local/cuda/bin:$PATH
 export LAB_CACHE_DIR=/tmp/lab-cache
@@ -17,7 +21,8 @@ mkdir -p "$out"
 step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?"; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-  step lab_tests "[gpu]"
+  # The [scenario] twin repeats the scenario run below (minutes at the N = 4096 shapes): run it once.
+  step lab_tests "[gpu]~[scenario]"
   step lab scenario run scenarios/*.toml
   for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
   [ -n "${SDPA:-}" ] && step python3 bench/sdpa_compare.py
