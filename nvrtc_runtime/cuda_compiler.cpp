@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include "cpu/subprocess.hpp"
 #include "diagnostics.hpp"
 #include "errors.hpp"
 #include "sha256.hpp"
@@ -237,19 +238,10 @@ std::string disassemble_sass(const CompileResult& result) {
   fs::path tmp = fs::temp_directory_path() / ("lab-sass-" + std::to_string(::getpid()) + ".cubin");
   std::ofstream(tmp, std::ios::binary)
       .write(reinterpret_cast<const char*>(result.binary.data()), std::streamsize(result.binary.size()));
-  std::string cmd = "'" + nvdisasm + "' -c -g '" + tmp.string() + "' 2>&1";
-  std::string out;
-  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-    int status = ::pclose(pipe);
-    fs::remove(tmp);
-    if (status != 0) throw RuntimeError("nvdisasm failed: " + out);
-    return out;
-  }
+  cpu::ProcessResult run = cpu::run_process({nvdisasm, "-c", "-g", tmp.string()});
   fs::remove(tmp);
-  throw RuntimeError("could not run " + nvdisasm);
+  if (run.exit_code != 0) throw RuntimeError("nvdisasm failed: " + run.output);
+  return run.output;
 }
 
 }  // namespace lab

@@ -163,3 +163,21 @@ TEST_CASE("compiler logs of both formats parse", "[runtime]") {
   CHECK(d[1].severity == "warning");
   CHECK(has_errors(d));
 }
+
+TEST_CASE("SASS runs nvdisasm from PATH on the cubin", "[runtime]") {
+  test::ScratchDir dir("sass");
+  test::write_file(dir.path / "k/scale.cu", kTemplateKernel);
+  test::write_file(dir.path / "k/common/util.cuh", kHeader);
+  auto tree = KernelTree::from_directory(dir.path / "k");
+  DiskCache cache(dir.path / "cache");
+  CompileResult r = compile_with_nvrtc(*tree, cache, scale_request(), "sm_90");
+  // A stand-in nvdisasm that proves it was handed the cubin: it prints its flags and the file's size.
+  test::write_file(dir.path / "bin/nvdisasm",
+                   "#!/bin/sh\necho \"disassembled $1 $2 $(wc -c < \"$3\") bytes\"\n");
+  fs::permissions(dir.path / "bin/nvdisasm", fs::perms::owner_all);
+  const std::string old_path = std::getenv("PATH");
+  ::setenv("PATH", (dir.path.string() + "/bin:" + old_path).c_str(), 1);
+  std::string sass = disassemble_sass(r);
+  ::setenv("PATH", old_path.c_str(), 1);
+  CHECK(sass == "disassembled -c -g " + std::to_string(r.binary.size()) + " bytes\n");
+}
