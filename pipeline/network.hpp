@@ -1,0 +1,46 @@
+// A forward pass of YOLO26 on one executor: the CPU reference (plain C++, float64 accumulation) or our
+// run-time-compiled kernels on a Backend (cuda or the cpu emulator). Input: letterboxed images, [B, 3, H, W]
+// float RGB in 0..1, H and W multiples of 32. Output: the end-to-end detections of spec/yolo26.md (decode +
+// two-stage top-k, no NMS), [B, max_det, 6] = x1, y1, x2, y2 (input pixels), score, class id, sorted by score.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/model/yolo26_model.hpp"
+
+namespace lab {
+
+class Backend;
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+struct LayerTime {
+  std::string name;  // "layer00" .. "layer23", "decode", "topk"
+  double ms = 0;
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  virtual std::string executor_name() const = 0;  // "reference", "cuda", "cpu"
+  virtual void forward(const float* input, int batch, int height, int width) = 0;
+  // [batch * max_det * 6] of the last forward.
+  virtual std::vector<float> detections() = 0;
+  // Names available after a forward: "input", "layer00".."layer22", "head.boxes" [B,4,A] (raw l,t,r,b in grid
+  // units), "head.scores" [B,nc,A] (logits), "attn.<attention name>" [B, heads, N, N] (softmax probabilities,
+  // query major), "output" [B, max_det, 6].
+  virtual std::vector<std::string> tensor_names() const = 0;
+  virtual NamedTensor tensor(const std::string& name) = 0;  // UsageError for an unknown name
+  // Per-layer times of the last forward where the executor measures them (empty otherwise).
+  virtual std::vector<LayerTime> layer_times() const { return {}; }
+};
+
+std::unique_ptr<Network> make_reference_network(const Yolo26Model& model);
+std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend);
+
+}  // namespace lab
