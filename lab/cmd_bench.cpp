@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_pipeline.hpp"
 #include "commands.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
@@ -202,9 +203,19 @@ void bench(const BenchOptions& o, CliState& state) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, CliState& state) {
-  auto* cmd = app.add_subcommand("bench", "Time a kernel over warm launches: median/min/p90, GB/s, TFLOP/s");
+  auto* cmd = app.add_subcommand(
+      "bench",
+      "Time a kernel over warm launches (median/min/p90, GB/s, TFLOP/s), or `pipeline`: the whole network");
   auto o = std::make_shared<BenchOptions>();
-  cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`)")->required();
+  auto p = std::make_shared<PipelineBenchOptions>();
+  cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`), or `pipeline`")->required();
+  cmd->add_option("--model", p->model, "pipeline: checkpoint (default: the usual model lookup)");
+  cmd->add_option("--batch", p->batch, "pipeline: batch size")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--imgsz", p->imgsz, "pipeline: square input size, a multiple of 32")
+      ->check(CLI::Range(32, 4096))
+      ->capture_default_str();
   auto* variant = cmd->add_option("--variant", o->variant, "Variant (default: the runner's first)");
   cmd->add_flag("--all-variants", o->all_variants, "Every variant, side by side")->excludes(variant);
   cmd->add_option("--param", o->params,
@@ -217,7 +228,11 @@ void add_bench_command(CLI::App& app, CliState& state) {
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_flag("--json", o->json, "Machine-readable output");
-  cmd->callback([&state, o] { bench(*o, state); });
+  cmd->callback([&state, o, p] {
+    if (o->kernel != "pipeline") return bench(*o, state);
+    p->backend = o->backend, p->iters = o->iters, p->warmup = o->warmup, p->json = o->json, p->seed = o->seed;
+    bench_pipeline(*p, state);
+  });
 }
 
 }  // namespace lab

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   lab::add_scenario_command(app, state);
   lab::add_demo_command(app, state);
   lab::add_loss_command(app, state);
+  lab::add_convert_command(app, state);
+  lab::add_detect_command(app, state);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -83,6 +83,14 @@ struct DeviceInfo {
   size_t shared_per_block_optin = 0;
 };
 
+// A recorded sequence of launches, replayed as a whole: a CUDA graph on `cuda` (one launch for the whole
+// sequence), the recorded work run again on `cpu`. The buffers the work touched must outlive the graph.
+class LaunchGraph {
+ public:
+  virtual ~LaunchGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -110,6 +118,10 @@ class Backend {
   }
 
   virtual void release(void* ptr) noexcept = 0;
+
+  // Records the launches `work` makes (on cuda they are captured, not run) for replay. The default keeps
+  // the function and runs it on each replay.
+  virtual std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work);
 
   // Typed helpers.
   template <class T>

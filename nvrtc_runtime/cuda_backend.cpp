@@ -51,6 +51,24 @@ class CudaModule : public Module {
   std::map<std::string, cudaKernel_t> kernels_;
 };
 
+// A captured stream sequence, instantiated once and launched as one graph on the backend's stream.
+class CudaLaunchGraph : public LaunchGraph {
+ public:
+  CudaLaunchGraph(cudaGraph_t graph, cudaStream_t stream) : stream_(stream) {
+    cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "cudaGraphInstantiate");
+  }
+  ~CudaLaunchGraph() override { cudaGraphExecDestroy(exec_); }
+  void replay() override { check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// Everything runs on one non-blocking stream of its own (stream capture cannot record the legacy default
+// stream); copies are asynchronous on that stream followed by a stream synchronisation.
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(RuntimeContext context) : context_(std::move(context)) {
@@ -63,12 +81,14 @@ class CudaBackend : public Backend {
                      : context_.options.arch;
     info_.multiprocessors = prop.multiProcessorCount;
     info_.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
   }
   ~CudaBackend() override {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return "cuda"; }
@@ -88,13 +108,15 @@ class CudaBackend : public Backend {
   }
   void release(void* ptr) noexcept override { cudaFree(ptr); }
   void upload(void* dst, const void* src, size_t bytes) override {
-    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host->device" + after_last());
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpy host->device");
+    synchronize();
   }
   void download(void* dst, const void* src, size_t bytes) override {
-    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device->host" + after_last());
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy device->host");
+    synchronize();
   }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
-    check(cudaMemset(dst, value, bytes), "cudaMemset" + after_last());
+    check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last());
   }
 
   void launch(const Kernel& kernel, const LaunchConfig& c, const KernelArgs& args) override {
@@ -108,20 +130,38 @@ class CudaBackend : public Backend {
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
     check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes,
-                           0),
+                           stream_),
           "launching kernel " + kernel.name_expression);
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
   }
-  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize" + after_last()); }
+  void synchronize() override {
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize" + after_last());
+  }
 
   double time_ms(const std::function<void()>& work) override {
-    check(cudaEventRecord(start_, 0), "cudaEventRecord");
+    check(cudaEventRecord(start_, stream_), "cudaEventRecord");
     work();
-    check(cudaEventRecord(stop_, 0), "cudaEventRecord");
+    check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     check(cudaEventSynchronize(stop_), "cudaEventSynchronize" + after_last());
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
     return ms;
+  }
+
+  std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    try {
+      work();
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream_, &partial);
+      if (partial) cudaGraphDestroy(partial);
+      cudaGetLastError();
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture" + after_last());
+    return std::make_unique<CudaLaunchGraph>(graph, stream_);
   }
 
   int occupancy_blocks_per_sm(const Kernel& k, int threads, size_t smem) override {
@@ -138,6 +178,7 @@ class CudaBackend : public Backend {
 
   RuntimeContext context_;
   DeviceInfo info_;
+  cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::string last_kernel_;
 };

@@ -36,8 +36,10 @@ class Network {
   // query major), "output" [B, max_det, 6].
   virtual std::vector<std::string> tensor_names() const = 0;
   virtual NamedTensor tensor(const std::string& name) = 0;  // UsageError for an unknown name
-  // Per-layer times of the last forward where the executor measures them (empty otherwise).
-  virtual std::vector<LayerTime> layer_times() const { return {}; }
+  // Per-layer times of the last forward, when layer timing is on (the kernel executor then runs layer by
+  // layer with events instead of replaying its CUDA graph; the reference executor always measures).
+  virtual void set_layer_timing(bool on) = 0;
+  virtual std::vector<LayerTime> layer_times() const = 0;
 };
 
 std::unique_ptr<Network> make_reference_network(const Yolo26Model& model);

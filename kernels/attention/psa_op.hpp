@@ -49,6 +49,10 @@ class PsaOp {
   // Gradients d_merged (of merged) and d_v (of v_out) -> d_qkv, using the forward's `ws`.
   void backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
 
+  const PsaDims& dims() const { return dims_; }
+  // The Flash Attention 2 op of the two passes (its `probs` rebuilds attention maps from `ws.packed`/`ws.lse`).
+  const FlashAttn2Op& fa2() const { return fa2_; }
+
  private:
   Backend& backend_;
   PsaDims dims_;

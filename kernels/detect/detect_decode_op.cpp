@@ -22,11 +22,13 @@ void DetectDecodeOp::decode(const DeviceBuffer& raw, int batch, const DeviceBuff
     throw RuntimeError("detect_decode: buffers of " + std::to_string(raw.bytes()) + "/" +
                        std::to_string(out.bytes()) + " bytes are smaller than B*4*A floats (" +
                        std::to_string(need) + " bytes)");
-  const float* raw_p = raw.as<const float>();
+  decode(raw.as<const float>(), batch, out.as<float>());
+}
+
+void DetectDecodeOp::decode(const float* raw_p, int batch, float* out_p) const {
   const float *ax = anchor_x_.as<const float>(), *ay = anchor_y_.as<const float>();
   const float* st = strides_.as<const float>();
   int a = anchors_;
-  float* out_p = out.as<float>();
   LaunchConfig cfg;
   cfg.grid = {unsigned((a + block_threads_ - 1) / block_threads_), unsigned(batch), 1};
   cfg.block = {unsigned(block_threads_), 1, 1};

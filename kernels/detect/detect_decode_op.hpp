@@ -16,6 +16,8 @@ class DetectDecodeOp {
   DetectDecodeOp(Backend& backend, const AnchorGrid& grid, int block_threads = 256);
   // raw [B, 4, A] -> out [B, 4, A] (cx, cy, w, h in pixels), both device buffers of B*4*A floats.
   void decode(const DeviceBuffer& raw, int batch, const DeviceBuffer& out) const;
+  // The same on raw device pointers (views into an activation arena), sizes the caller's responsibility.
+  void decode(const float* raw, int batch, float* out) const;
   int anchors() const { return anchors_; }
   const Module& module() const { return *module_; }
 

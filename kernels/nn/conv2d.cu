@@ -1,0 +1,176 @@
+// conv2d: Conv2d (+ folded BatchNorm bias) (+ SiLU) (+ residual) of YOLO26, float32 throughout (no TF32).
+//
+// out[b, co, y, x] = act(sum_{ci in group, ky, kx} in[b, ci, y*s - K/2 + ky, x*s - K/2 + kx] * w[co, ci, ky,
+// kx]
+//                        + bias[co]) (+ residual[b, co, y, x]), zero padding K/2 on every side.
+// Layouts: in [B, C_in, H, W], out and residual [B, C_out, Ho, Wo], each a (pointer, batch stride, channel
+// stride) view whose H*W planes are contiguous (plane_view.hpp); residual may be null. weight
+// [C_out, C_in/groups, K, K] row-major, bias [C_out]. act = SiLU when silu != 0, else identity; the residual
+// is added after the activation (Bottleneck x + y). out must not overlap in or residual.
+// Variants:
+//   conv2d_direct         v1: one thread per output element, any K / stride / groups (runtime values): the
+//                         portable baseline. Block 256, grid (ceil(Ho*Wo / 256), C_out, B).
+//   conv2d_tiled<K, TM>   v2, groups == 1: implicit GEMM. A CTA computes TM output channels x TN = 4096/TM
+//                         output pixels (flattened y*Wo + x); the reduction r = (ci, ky, kx) runs in chunks
+//                         of 16: the weight chunk (pre-transposed on the host to wt[r][C_out], coalesced) and
+//                         the im2col chunk of the input are staged in shared memory, then each of the 256
+//                         threads accumulates a 4 x 4 register tile (4 channels x 4 pixels) with float4
+//                         shared reads. Grid (ceil(Ho*Wo / TN), ceil(C_out / TM), B); TM in {16, 32, 64}.
+//   conv2d_depthwise<K>   v3, groups == C_in == C_out: a CTA computes a 32 x 8 output tile of one channel
+//                         plane from an input patch staged in dynamic shared memory
+//                         (((8-1)*s + K) x ((32-1)*s + K) floats); the K*K weights live in registers.
+//                         Block 256, grid (tiles_x * tiles_y, C, B).
+#ifndef LAB_NN_CONV2D_CU
+#define LAB_NN_CONV2D_CU
+#include "common/lab.cuh"
+#include "nn/nn_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(nn::kThreads)
+    conv2d_direct(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ w,
+                  const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
+                  float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
+                  int h_out, int w_out, int kernel, int stride, int groups, int silu) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= h_out * w_out) return;
+  const int co = blockIdx.y, b = blockIdx.z;
+  const int group_in = c_in / groups, group = co / (c_out / groups);
+  const int iy0 = (p / w_out) * stride - kernel / 2, ix0 = (p % w_out) * stride - kernel / 2;
+  const float* src = in + b * in_bs + (long long)(group * group_in) * in_cs;
+  const float* wk = w + (long long)co * group_in * kernel * kernel;
+  float acc = 0.0f;
+  for (int ci = 0; ci < group_in; ++ci, src += in_cs) {
+    for (int ky = 0; ky < kernel; ++ky) {
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= h_in) {
+        wk += kernel;
+        continue;
+      }
+      for (int kx = 0; kx < kernel; ++kx, ++wk) {
+        const int ix = ix0 + kx;
+        if (ix >= 0 && ix < w_in) acc += src[iy * w_in + ix] * *wk;
+      }
+    }
+  }
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+}
+
+namespace nn {
+constexpr int kTiledChunk = 16;  // reduction rows staged per step
+}  // namespace nn
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_tiled(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
+                 const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
+                 float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
+                 int h_out, int w_out, int stride, int silu) {
+  constexpr int kThreads = nn::kThreads, kChunk = nn::kTiledChunk;
+  constexpr int TN = 4096 / TM;          // output pixels per CTA
+  constexpr int kPixelThreads = TN / 4;  // threads along pixels (4 pixels each)
+  static_assert(TN <= kThreads && kThreads % TN == 0, "a thread stages one fixed pixel column");
+  __shared__ __align__(16) float w_s[kChunk][TM];
+  __shared__ __align__(16) float x_s[kChunk][TN];
+
+  const int tid = threadIdx.x, b = blockIdx.z;
+  const int co0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
+  const int plane_out = h_out * w_out, reduction = c_in * K * K;
+  const float* in_b = in + b * in_bs;
+
+  // The im2col column this thread stages: one output pixel, fixed for the whole reduction.
+  const int stage_col = tid % TN, stage_px = px0 + stage_col;
+  const bool stage_valid = stage_px < plane_out;
+  const int iy0 = (stage_valid ? stage_px / w_out : 0) * stride - K / 2;
+  const int ix0 = (stage_valid ? stage_px % w_out : 0) * stride - K / 2;
+
+  const int ty = tid / kPixelThreads, tx = tid % kPixelThreads;  // 4 channels x 4 pixels per thread
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+
+  for (int r0 = 0; r0 < reduction; r0 += kChunk) {
+#pragma unroll
+    for (int i = tid; i < kChunk * TM; i += kThreads) {
+      const int rr = i / TM, cc = i % TM, r = r0 + rr, co = co0 + cc;
+      w_s[rr][cc] = (r < reduction && co < c_out) ? wt[(long long)r * c_out + co] : 0.0f;
+    }
+#pragma unroll
+    for (int rr = tid / TN; rr < kChunk; rr += kThreads / TN) {
+      const int r = r0 + rr;
+      float v = 0.0f;
+      if (stage_valid && r < reduction) {
+        const int ci = r / (K * K), kk = r % (K * K);
+        const int iy = iy0 + kk / K, ix = ix0 + kk % K;
+        if (iy >= 0 && iy < h_in && ix >= 0 && ix < w_in) v = in_b[ci * in_cs + iy * w_in + ix];
+      }
+      x_s[rr][stage_col] = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int rr = 0; rr < kChunk; ++rr) {
+      const float4 a = *reinterpret_cast<const float4*>(&w_s[rr][ty * 4]);
+      const float4 x = *reinterpret_cast<const float4*>(&x_s[rr][tx * 4]);
+      const float av[4] = {a.x, a.y, a.z, a.w}, xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], xv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int co = co0 + ty * 4 + i;
+    if (co >= c_out) continue;
+    const float bias_co = bias[co];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int p = px0 + tx * 4 + j;
+      if (p < plane_out)
+        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+    }
+  }
+}
+
+namespace nn {
+constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // output tile of one CTA (256 threads)
+}  // namespace nn
+
+template <int K>
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_depthwise(const float* __restrict__ in, long long in_bs, long long in_cs,
+                     const float* __restrict__ w, const float* __restrict__ bias, const float* residual,
+                     long long res_bs, long long res_cs, float* out, long long out_bs, long long out_cs,
+                     int h_in, int w_in, int h_out, int w_out, int stride, int silu) {
+  constexpr int TX = nn::kDepthwiseTileX, TY = nn::kDepthwiseTileY;
+  LAB_DYNAMIC_SHARED(float, patch);
+  const int c = blockIdx.y, b = blockIdx.z;
+  const int tiles_x = (w_out + TX - 1) / TX;
+  const int oy0 = (blockIdx.x / tiles_x) * TY, ox0 = (blockIdx.x % tiles_x) * TX;
+  const int patch_h = (TY - 1) * stride + K, patch_w = (TX - 1) * stride + K;
+  const int iy0 = oy0 * stride - K / 2, ix0 = ox0 * stride - K / 2;
+  const float* src = in + b * in_bs + c * in_cs;
+  for (int i = threadIdx.x; i < patch_h * patch_w; i += nn::kThreads) {
+    const int iy = iy0 + i / patch_w, ix = ix0 + i % patch_w;
+    patch[i] = (iy >= 0 && iy < h_in && ix >= 0 && ix < w_in) ? src[iy * w_in + ix] : 0.0f;
+  }
+  float wk[K * K];
+#pragma unroll
+  for (int i = 0; i < K * K; ++i) wk[i] = w[c * K * K + i];
+  __syncthreads();
+
+  const int ly = threadIdx.x / TX, lx = threadIdx.x % TX;
+  const int oy = oy0 + ly, ox = ox0 + lx;
+  if (oy >= h_out || ox >= w_out) return;
+  const float* window = patch + ly * stride * patch_w + lx * stride;
+  float acc = 0.0f;
+#pragma unroll
+  for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+    for (int kx = 0; kx < K; ++kx) acc = fmaf(window[ky * patch_w + kx], wk[ky * K + kx], acc);
+  nn::store_output(acc, bias[c], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, c, oy * w_out + ox);
+}
+
+#endif  // LAB_NN_CONV2D_CU

@@ -1,0 +1,155 @@
+// Conv2dOp: variant choice, weight upload (transposed for v2_tiled), launch shapes.
+#include "nn/conv2d_op.hpp"
+
+#include "errors.hpp"
+
+namespace lab {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // as in conv2d.cu
+constexpr int kMaxGridYZ = 65535;
+
+std::string shape_text(const Conv2dShape& s) {
+  return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
+         std::to_string(s.stride) + " g" + std::to_string(s.groups);
+}
+
+void check_shape(const Conv2dShape& s, const std::vector<float>& weight, const std::vector<float>& bias) {
+  if (s.c_in < 1 || s.c_out < 1 || s.kernel < 1 || s.stride < 1 || s.groups < 1 || s.c_in % s.groups != 0 ||
+      s.c_out % s.groups != 0)
+    throw UsageError("conv2d " + shape_text(s) +
+                     ": channels, kernel, stride and groups must be positive and groups must divide both "
+                     "channel counts");
+  if ((long long)weight.size() != s.weight_count() || (int)bias.size() != s.c_out)
+    throw UsageError("conv2d " + shape_text(s) + ": got " + std::to_string(weight.size()) + " weights and " +
+                     std::to_string(bias.size()) + " biases, expected " + std::to_string(s.weight_count()) +
+                     " and " + std::to_string(s.c_out));
+}
+
+// [c_out, red] -> [red, c_out]: v2_tiled stages a chunk of reduction rows with coalesced loads over c_out.
+std::vector<float> transpose_weights(const std::vector<float>& w, int c_out) {
+  const size_t red = w.size() / c_out;
+  std::vector<float> t(w.size());
+  for (size_t co = 0; co < size_t(c_out); ++co)
+    for (size_t r = 0; r < red; ++r) t[r * c_out + co] = w[co * red + r];
+  return t;
+}
+
+}  // namespace
+
+std::string conv_variant_name(ConvVariant v) {
+  switch (v) {
+    case ConvVariant::Direct:
+      return "v1_direct";
+    case ConvVariant::Tiled:
+      return "v2_tiled";
+    case ConvVariant::Depthwise:
+      return "v3_depthwise";
+  }
+  return "v1_direct";
+}
+
+ConvVariant choose_conv_variant(const Conv2dShape& s) {
+  if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
+  if (conv_variant_problem(ConvVariant::Tiled, s).empty()) return ConvVariant::Tiled;
+  return ConvVariant::Direct;
+}
+
+std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s) {
+  if (v == ConvVariant::Direct) return {};
+  if (!is_specialised_kernel_size(s.kernel))
+    return conv_variant_name(v) + " is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) +
+           ")";
+  if (v == ConvVariant::Tiled && s.groups != 1)
+    return "v2_tiled needs groups = 1 (got " + std::to_string(s.groups) + ")";
+  if (v == ConvVariant::Depthwise && !s.depthwise())
+    return "v3_depthwise needs groups = c_in = c_out (got " + shape_text(s) + ")";
+  if (v == ConvVariant::Depthwise && s.stride > 4)
+    return "v3_depthwise stages its input patch in shared memory for strides up to 4 (got " +
+           std::to_string(s.stride) + ")";
+  return {};
+}
+
+int conv_tiled_channel_tile(int c_out) {
+  return c_out <= 16 ? 16 : c_out <= 32 ? 32 : 64;
+}
+
+std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
+  switch (v) {
+    case ConvVariant::Tiled:
+      return conv2d_tiled_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
+    case ConvVariant::Depthwise:
+      return conv2d_depthwise_kernel(s.kernel);
+    case ConvVariant::Direct:
+      break;
+  }
+  return kConv2dDirectKernel;
+}
+
+Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vector<float>& weight,
+                   const std::vector<float>& bias, std::optional<ConvVariant> force)
+    : kernels_(kernels), shape_(shape), variant_(force.value_or(choose_conv_variant(shape))) {
+  check_shape(shape, weight, bias);
+  if (std::string problem = conv_variant_problem(variant_, shape); !problem.empty())
+    throw UsageError("conv2d " + shape_text(shape) + ": " + problem);
+  kernel_ = kernels.kernel(conv_kernel_name(variant_, shape));
+  Backend& backend = kernels.backend();
+  weight_ =
+      backend.upload_vector(variant_ == ConvVariant::Tiled ? transpose_weights(weight, shape.c_out) : weight);
+  bias_ = backend.upload_vector(bias);
+}
+
+void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out,
+                   ConstPlaneView residual) const {
+  const Conv2dShape& s = shape_;
+  int h_out = s.out_size(h_in), w_out = s.out_size(w_in);
+  if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
+    throw UsageError("conv2d " + shape_text(s) + ": bad input size batch " + std::to_string(batch) + " x " +
+                     std::to_string(h_in) + "x" + std::to_string(w_in));
+  if (!in.data || !out.data) throw UsageError("conv2d " + shape_text(s) + ": null input or output view");
+  if (batch > kMaxGridYZ) throw UsageError("conv2d: batch " + std::to_string(batch) + " exceeds 65535");
+  const float *in_p = in.data, *w_p = weight_.as<const float>(), *b_p = bias_.as<const float>();
+  const float* res_p = residual.data;
+  long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
+            res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride;
+  float* out_p = out.data;
+  int c_in = s.c_in, c_out = s.c_out, silu = s.silu ? 1 : 0, stride = s.stride;
+  Backend& backend = kernels_.backend();
+  LaunchConfig cfg;
+  cfg.block = {kThreads, 1, 1};
+  const long long plane_out = (long long)h_out * w_out;
+  switch (variant_) {
+    case ConvVariant::Direct: {
+      cfg = plane_launch("conv2d", plane_out, c_out, batch);
+      int kernel = s.kernel, groups = s.groups;
+      backend.launch(kernel_, cfg,
+                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
+                                 c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups, silu));
+      return;
+    }
+    case ConvVariant::Tiled: {
+      const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm;
+      cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm), unsigned(batch)};
+      backend.launch(kernel_, cfg,
+                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
+                                 c_in, c_out, h_in, w_in, h_out, w_out, stride, silu));
+      return;
+    }
+    case ConvVariant::Depthwise: {
+      if (c_out > kMaxGridYZ) throw UsageError("conv2d: " + std::to_string(c_out) + " channels exceed 65535");
+      const int tiles_x = (w_out + kDepthwiseTileX - 1) / kDepthwiseTileX;
+      const int tiles_y = (h_out + kDepthwiseTileY - 1) / kDepthwiseTileY;
+      cfg.grid = {unsigned(tiles_x * tiles_y), unsigned(c_out), unsigned(batch)};
+      cfg.dynamic_shared_bytes = size_t((kDepthwiseTileY - 1) * stride + s.kernel) *
+                                 size_t((kDepthwiseTileX - 1) * stride + s.kernel) * sizeof(float);
+      backend.launch(kernel_, cfg,
+                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
+                                 h_in, w_in, h_out, w_out, stride, silu));
+      return;
+    }
+  }
+}
+
+}  // namespace lab

@@ -1,0 +1,47 @@
+// NnKernels: one compile of nn_kernels.cu with every name expression; the shared launch shape.
+#include "nn/nn_kernels.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+
+namespace lab {
+
+bool is_specialised_kernel_size(int k) {
+  return std::find(std::begin(kSpecialisedKernelSizes), std::end(kSpecialisedKernelSizes), k) !=
+         std::end(kSpecialisedKernelSizes);
+}
+
+std::string conv2d_tiled_kernel(int k, int channel_tile) {
+  return "conv2d_tiled<" + std::to_string(k) + ", " + std::to_string(channel_tile) + ">";
+}
+
+std::string conv2d_depthwise_kernel(int k) {
+  return "conv2d_depthwise<" + std::to_string(k) + ">";
+}
+
+CompileRequest nn_module_request() {
+  CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel}};
+  for (int k : kSpecialisedKernelSizes) {
+    for (int tile : kTiledChannelTiles) r.name_expressions.push_back(conv2d_tiled_kernel(k, tile));
+    r.name_expressions.push_back(conv2d_depthwise_kernel(k));
+  }
+  for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel})
+    r.name_expressions.push_back(k);
+  return r;
+}
+
+NnKernels::NnKernels(Backend& backend) : backend_(backend), module_(backend.compile(nn_module_request())) {}
+
+LaunchConfig plane_launch(const char* op, int64_t elements, int channels, int batch) {
+  constexpr int kMaxGridYZ = 65535;
+  if (channels > kMaxGridYZ || batch > kMaxGridYZ)
+    throw UsageError(std::string(op) + ": " + std::to_string(channels) + " channels x batch " +
+                     std::to_string(batch) + " exceeds the launch grid (at most 65535 each)");
+  LaunchConfig cfg;
+  cfg.grid = {unsigned((elements + 255) / 256), unsigned(channels), unsigned(batch)};
+  cfg.block = {256, 1, 1};
+  return cfg;
+}
+
+}  // namespace lab

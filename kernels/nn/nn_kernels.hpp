@@ -1,0 +1,51 @@
+// NnKernels: the nn kernels (conv2d, maxpool2d, upsample_nearest2x, copy_planes) compiled as ONE module per
+// backend (the forward has ~100 layers: compiling per layer would load the module ~100 times). Ops hold a
+// reference to it and take their Kernel handles at construction.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend.hpp"
+
+namespace lab {
+
+inline constexpr const char* kNnModuleSource = "nn/nn_kernels.cu";
+inline constexpr const char* kConv2dSource = "nn/conv2d.cu";
+inline constexpr const char* kMaxPool2dSource = "nn/maxpool2d.cu";
+inline constexpr const char* kUpsampleSource = "nn/upsample_nearest2x.cu";
+inline constexpr const char* kCopyPlanesSource = "nn/copy_planes.cu";
+
+inline constexpr const char* kConv2dDirectKernel = "conv2d_direct";
+inline constexpr const char* kMaxPool2dKernel = "maxpool2d";
+inline constexpr const char* kUpsampleKernel = "upsample_nearest2x";
+inline constexpr const char* kCopyPlanesKernel = "copy_planes";
+
+// Kernel sizes and channel tiles the templates are instantiated for.
+inline constexpr int kSpecialisedKernelSizes[] = {1, 3, 5};
+inline constexpr int kTiledChannelTiles[] = {16, 32, 64};
+
+bool is_specialised_kernel_size(int k);
+std::string conv2d_tiled_kernel(int k, int channel_tile);  // "conv2d_tiled<3, 64>"
+std::string conv2d_depthwise_kernel(int k);                // "conv2d_depthwise<3>"
+
+// The module request: nn_kernels.cu with every name expression above.
+CompileRequest nn_module_request();
+
+class NnKernels {
+ public:
+  explicit NnKernels(Backend& backend);
+  Backend& backend() const { return backend_; }
+  const Module& module() const { return *module_; }
+  // Throws UsageError when the name expression is not part of the module.
+  Kernel kernel(const std::string& name_expression) const { return module_->kernel(name_expression); }
+
+ private:
+  Backend& backend_;
+  std::shared_ptr<Module> module_;
+};
+
+// Grid over (ceil(elements / 256), channels, batch), block 256: the one-thread-per-element nn kernels.
+// Throws UsageError naming `op` when channels or batch exceed the grid's 65535 limit.
+LaunchConfig plane_launch(const char* op, int64_t elements, int channels, int batch);
+
+}  // namespace lab

@@ -1,0 +1,45 @@
+// The nn ops that move planes without weights: MaxPool2dOp (SPPF), UpsampleNearest2xOp (the neck's
+// Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place). Views as plane_view.hpp.
+#pragma once
+#include "nn/nn_kernels.hpp"
+#include "nn/plane_view.hpp"
+
+namespace lab {
+
+// max_pool2d(kernel, stride 1, padding kernel/2, -inf padding) over `channels` planes; kernel odd.
+class MaxPool2dOp {
+ public:
+  MaxPool2dOp(NnKernels& kernels, int channels, int kernel = 5);
+  // in and out [batch, channels, h, w].
+  void run(int batch, int h, int w, ConstPlaneView in, PlaneView out) const;
+  int kernel_size() const { return kernel_size_; }
+
+ private:
+  NnKernels& kernels_;
+  Kernel kernel_;
+  int channels_, kernel_size_;
+};
+
+class UpsampleNearest2xOp {
+ public:
+  explicit UpsampleNearest2xOp(NnKernels& kernels);
+  // in [batch, channels, h_in, w_in] -> out [batch, channels, 2 h_in, 2 w_in].
+  void run(int batch, int channels, int h_in, int w_in, ConstPlaneView in, PlaneView out) const;
+
+ private:
+  NnKernels& kernels_;
+  Kernel kernel_;
+};
+
+class CopyPlanesOp {
+ public:
+  explicit CopyPlanesOp(NnKernels& kernels);
+  // out[b, c, p] = in[b, c, p] for c < channels, p < plane.
+  void run(int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) const;
+
+ private:
+  NnKernels& kernels_;
+  Kernel kernel_;
+};
+
+}  // namespace lab

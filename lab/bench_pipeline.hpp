@@ -1,0 +1,22 @@
+// `lab bench pipeline`: the whole YOLO26 forward on our kernels, timed as one CUDA-graph replay (median over
+// warm replays, CUDA events) and layer by layer (each layer's launches between two events).
+#pragma once
+#include <string>
+
+#include "cli_state.hpp"
+
+namespace lab {
+
+struct PipelineBenchOptions {
+  std::string model;    // empty: the usual model lookup
+  std::string backend;  // empty: cuda when present, else cpu
+  int batch = 1;
+  int imgsz = 640;
+  int iters = 0, warmup = -1;  // 0 / -1: the backend's default
+  bool json = false;
+  uint64_t seed = 1;
+};
+
+void bench_pipeline(const PipelineBenchOptions& options, CliState& state);
+
+}  // namespace lab

@@ -1,0 +1,79 @@
+// Checkpoint entry points: load by content (zip -> .pt loader, safetensors header -> safetensors loader),
+// tensor lookups with shape checks, and the helpers both loaders share.
+#include "pipeline/checkpoint/checkpoint.hpp"
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/checkpoint/checkpoint_detail.hpp"
+#include "pipeline/checkpoint/safetensors_checkpoint.hpp"
+#include "pipeline/checkpoint/torch_checkpoint.hpp"
+#include "pipeline/safetensors.hpp"
+
+namespace lab {
+
+size_t HostTensor::element_count() const {
+  size_t count = 1;
+  for (int64_t d : shape) count *= static_cast<size_t>(d);
+  return count;
+}
+
+const HostTensor& Checkpoint::tensor(const std::string& key) const {
+  auto it = state_dict.find(key);
+  if (it == state_dict.end()) throw UsageError(path.string() + ": missing tensor '" + key + "'");
+  return it->second;
+}
+
+const HostTensor& Checkpoint::tensor(const std::string& key,
+                                     const std::vector<int64_t>& expected_shape) const {
+  const HostTensor& found = tensor(key);
+  if (found.shape != expected_shape)
+    throw UsageError(path.string() + ": tensor '" + key + "' has shape " + shape_text(found.shape) +
+                     " but the config needs " + shape_text(expected_shape));
+  return found;
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path.string() + ": cannot open the file");
+  std::array<char, 9> head{};
+  in.read(head.data(), head.size());
+  const size_t got = static_cast<size_t>(in.gcount());
+  if (got >= 4 && head[0] == 'P' && head[1] == 'K') return load_torch_checkpoint(path);
+  // Safetensors: an 8-byte header length, then the JSON header, which starts with '{'.
+  if (got == 9 && head[8] == '{') return load_safetensors_checkpoint(path);
+  if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80)
+    throw UsageError(path.string() + ": a legacy (pre-zip) torch.save file; re-save it with a current torch");
+  throw UsageError(path.string() + ": not a checkpoint (neither a torch .pt zip nor a safetensors file)");
+}
+
+int class_count_from_head(const std::map<std::string, HostTensor>& state_dict) {
+  // Keys "model.<i>.cv3.0.<j>.weight" / "model.<i>.one2one_cv3.0.<j>.weight": take the highest i, then j.
+  int best_layer = -1, best_index = -1, nc = 0;
+  for (const auto& [key, tensor] : state_dict) {
+    int layer = 0, index = 0, consumed = 0;
+    char head[16] = {};
+    if (std::sscanf(key.c_str(), "model.%d.%15[a-z0-9_].0.%d.weight%n", &layer, head, &index, &consumed) !=
+            3 ||
+        static_cast<size_t>(consumed) != key.size())
+      continue;
+    if (std::string(head) != "cv3" && std::string(head) != "one2one_cv3") continue;
+    if (tensor.shape.size() != 4 || tensor.shape[0] <= 0 || tensor.shape[0] > kMaxClasses) continue;
+    if (layer > best_layer || (layer == best_layer && index > best_index)) {
+      best_layer = layer;
+      best_index = index;
+      nc = static_cast<int>(tensor.shape[0]);
+    }
+  }
+  return nc;
+}
+
+std::vector<std::string> default_class_names(int nc) {
+  std::vector<std::string> names;
+  for (int i = 0; i < nc; ++i) names.push_back("class" + std::to_string(i));
+  return names;
+}
+
+}  // namespace lab

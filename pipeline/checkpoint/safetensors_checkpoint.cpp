@@ -1,0 +1,175 @@
+// The safetensors side of checkpoints: load (ours or a foreign state dict) and the atomic save.
+#include "pipeline/checkpoint/safetensors_checkpoint.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <random>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/checkpoint/checkpoint_detail.hpp"
+#include "pipeline/checkpoint/half_float.hpp"
+#include "pipeline/safetensors.hpp"
+
+namespace lab {
+namespace {
+
+bool is_float_dtype(const std::string& dtype) {
+  return dtype == "F16" || dtype == "F32" || dtype == "BF16" || dtype == "F64";
+}
+
+int parse_class_count(const std::string& text, const std::string& file) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value <= 0 || value > kMaxClasses)
+    throw UsageError(file + ": __metadata__ nc '" + text + "' is not a class count in 1.." +
+                     std::to_string(kMaxClasses));
+  return value;
+}
+
+std::vector<std::string> parse_names(const std::string& text, const std::string& file) {
+  nlohmann::json names;
+  try {
+    names = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    throw UsageError(file + ": __metadata__ names is not JSON");
+  }
+  if (!names.is_array()) throw UsageError(file + ": __metadata__ names is not a JSON list");
+  std::vector<std::string> result;
+  for (const auto& name : names) {
+    if (!name.is_string()) throw UsageError(file + ": __metadata__ names holds a non-string entry");
+    result.push_back(name.get<std::string>());
+  }
+  return result;
+}
+
+std::vector<uint8_t> encode(const HostTensor& tensor, const std::string& key,
+                            const std::filesystem::path& path) {
+  const std::vector<float>& v = tensor.values;
+  std::vector<uint8_t> bytes;
+  auto put = [&bytes](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  };
+  if (tensor.stored_dtype == "F32") {
+    bytes.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+  } else if (tensor.stored_dtype == "F16" || tensor.stored_dtype == "BF16") {
+    bytes.reserve(v.size() * 2);
+    const bool half = tensor.stored_dtype == "F16";
+    for (float x : v) {
+      const uint16_t bits = half ? float_to_half_bits(x) : float_to_bf16_bits(x);
+      put(&bits, 2);
+    }
+  } else if (tensor.stored_dtype == "F64") {
+    bytes.reserve(v.size() * 8);
+    for (float x : v) {
+      const double wide = x;
+      put(&wide, 8);
+    }
+  } else {
+    throw UsageError(path.string() + ": tensor '" + key + "' has stored dtype '" + tensor.stored_dtype +
+                     "' (expected F16, F32, BF16 or F64)");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Checkpoint load_safetensors_checkpoint(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const SafetensorsFile st = SafetensorsFile::load(path);
+  Checkpoint checkpoint;
+  checkpoint.path = path;
+  for (const std::string& key : st.keys()) {
+    const SafetensorsTensorInfo& info = st.info(key);
+    if (!is_float_dtype(info.dtype)) continue;
+    checkpoint.state_dict[key] = HostTensor{info.shape, st.floats(key), info.dtype};
+  }
+  if (checkpoint.state_dict.empty()) throw UsageError(file + ": no floating-point state-dict tensors");
+
+  const auto& metadata = st.metadata();
+  auto entry = [&metadata](const char* name) -> const std::string* {
+    auto it = metadata.find(name);
+    return it == metadata.end() ? nullptr : &it->second;
+  };
+  const std::string* format = entry("format");
+  if (format != nullptr && *format == kCheckpointFormatTag) {
+    for (const char* required : {"names", "nc", "scale", "yaml"})
+      if (entry(required) == nullptr)
+        throw UsageError(file + ": __metadata__ lacks '" + required + "' (required by format " +
+                         kCheckpointFormatTag + ")");
+    checkpoint.class_names = parse_names(*entry("names"), file);
+    checkpoint.nc = parse_class_count(*entry("nc"), file);
+    checkpoint.scale = *entry("scale");
+    if (!nlohmann::json::accept(*entry("yaml"))) throw UsageError(file + ": __metadata__ yaml is not JSON");
+    checkpoint.yaml_json = *entry("yaml");
+    if (static_cast<int>(checkpoint.class_names.size()) != checkpoint.nc)
+      throw UsageError(file + ": __metadata__ names has " + std::to_string(checkpoint.class_names.size()) +
+                       " entries but nc is " + std::to_string(checkpoint.nc));
+    return checkpoint;
+  }
+
+  checkpoint.yaml_json = "{}";
+  checkpoint.nc = class_count_from_head(checkpoint.state_dict);
+  if (checkpoint.nc == 0 && entry("nc") != nullptr) checkpoint.nc = parse_class_count(*entry("nc"), file);
+  if (checkpoint.nc == 0)
+    throw UsageError(file + ": cannot tell the number of classes (no Detect head tensor and no nc metadata)");
+  checkpoint.class_names = default_class_names(checkpoint.nc);
+  return checkpoint;
+}
+
+void save_checkpoint_safetensors(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+  std::vector<SafetensorsTensor> tensors;
+  tensors.reserve(checkpoint.state_dict.size());
+  for (const auto& [key, tensor] : checkpoint.state_dict) {
+    if (tensor.values.size() != tensor.element_count())
+      throw UsageError(path.string() + ": tensor '" + key + "' has " + std::to_string(tensor.values.size()) +
+                       " values for shape " + shape_text(tensor.shape));
+    tensors.push_back({key, tensor.stored_dtype, tensor.shape, encode(tensor, key, path)});
+  }
+  const std::map<std::string, std::string> metadata = {
+      {"format", kCheckpointFormatTag},
+      {"names",
+       nlohmann::json(checkpoint.class_names).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+      {"nc", std::to_string(checkpoint.nc)},
+      {"scale", checkpoint.scale},
+      {"yaml", checkpoint.yaml_json.empty() ? "{}" : checkpoint.yaml_json}};
+
+  // Temporary file beside the target, then rename: readers never see a partial file.
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
+  if (!std::filesystem::is_directory(parent))
+    throw UsageError(path.string() + ": cannot write the file (folder '" + parent.string() +
+                     "' does not exist)");
+  std::random_device entropy;
+  const std::filesystem::path temporary =
+      parent / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                std::to_string(entropy()));
+  auto remove_temporary = [&temporary] {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+  };
+  try {
+    write_safetensors(temporary, tensors, metadata);
+    std::filesystem::rename(temporary, path);
+  } catch (const std::filesystem::filesystem_error& e) {
+    remove_temporary();
+    throw UsageError(path.string() + ": cannot write the file (" + e.code().message() + ")");
+  } catch (const UsageError& e) {
+    remove_temporary();
+    // Name the file the user asked for, not the temporary.
+    std::string message = e.what();
+    const std::string temporary_name = temporary.string();
+    if (message.rfind(temporary_name, 0) == 0)
+      message = path.string() + message.substr(temporary_name.size());
+    throw UsageError(message);
+  } catch (...) {
+    remove_temporary();
+    throw;
+  }
+}
+
+}  // namespace lab

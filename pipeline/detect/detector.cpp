@@ -1,0 +1,105 @@
+// Detector: pre-process, forward, post-process, each timed with a steady clock.
+#include "pipeline/detect/detector.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend.hpp"
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+Yolo26Model with_max_det(Yolo26Model model, int max_det) {
+  for (LayerSpec& layer : model.layers)
+    if (layer.kind == LayerSpec::Kind::Detect) layer.detect.max_det = max_det;
+  return model;
+}
+
+}  // namespace
+
+Detector::Detector(Yolo26Model model, const std::string& executor, const RuntimeContext& context,
+                   const DetectorOptions& options)
+    : model_(with_max_det(std::move(model), options.max_det)), options_(options) {
+  if (options_.imgsz <= 0 || options_.imgsz % 32 != 0)
+    throw UsageError("--imgsz " + std::to_string(options_.imgsz) + ": must be a positive multiple of 32");
+  if (options_.max_det <= 0) throw UsageError("--max-det must be positive");
+  if (executor == "reference") {
+    network_ = make_reference_network(model_);
+  } else {
+    backend_ = make_backend(executor, context);
+    network_ = make_kernel_network(model_, *backend_);
+  }
+}
+
+Detector::~Detector() {
+  network_.reset();  // before the backend it runs on
+  backend_.reset();
+}
+
+std::string Detector::executor_name() const {
+  return network_->executor_name();
+}
+
+LetterboxGeometry Detector::geometry_for(const Image& image) const {
+  return letterbox_geometry(image.width, image.height, options_.imgsz, options_.rect);
+}
+
+std::vector<ImageDetections> Detector::detect(const std::vector<const Image*>& images,
+                                              const std::vector<std::string>& files) {
+  if (images.empty() || images.size() != files.size()) throw UsageError("detect: no images in the batch");
+  const int batch = int(images.size());
+  std::vector<ImageDetections> results(images.size());
+  std::vector<float> input;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const auto start = Clock::now();
+    ImageDetections& r = results[i];
+    r.file = files[i];
+    r.width = images[i]->width;
+    r.height = images[i]->height;
+    r.batch = batch;
+    r.geometry = geometry_for(*images[i]);
+    if (r.geometry.width != results[0].geometry.width || r.geometry.height != results[0].geometry.height)
+      throw UsageError("detect: " + files[i] + " has another letterboxed shape than " + files[0]);
+    append_nchw(letterbox(*images[i], r.geometry), input);
+    r.times.preprocess_ms = ms_since(start);
+  }
+
+  const auto forward_start = Clock::now();
+  network_->forward(input.data(), batch, results[0].geometry.height, results[0].geometry.width);
+  const std::vector<float> rows = network_->detections();
+  const double forward_ms = ms_since(forward_start);
+
+  const size_t per_image = rows.size() / images.size();
+  const size_t row_count = std::min(per_image / 6, size_t(options_.max_det));
+  for (size_t i = 0; i < images.size(); ++i) {
+    const auto start = Clock::now();
+    ImageDetections& r = results[i];
+    r.times.inference_ms = forward_ms / batch;
+    for (size_t k = 0; k < row_count; ++k) {
+      const float* row = rows.data() + i * per_image + k * 6;
+      if (!(row[4] > options_.conf)) continue;
+      Detection d;
+      d.class_id = int(row[5]);
+      d.name = d.class_id >= 0 && d.class_id < int(model_.class_names.size())
+                   ? model_.class_names[size_t(d.class_id)]
+                   : std::to_string(d.class_id);
+      d.score = row[4];
+      const Box box = scale_box_to_source({row[0], row[1], row[2], row[3]}, r.geometry);
+      d.x1 = box.x1, d.y1 = box.y1, d.x2 = box.x2, d.y2 = box.y2;
+      r.detections.push_back(std::move(d));
+    }
+    std::stable_sort(r.detections.begin(), r.detections.end(),
+                     [](const Detection& a, const Detection& b) { return a.score > b.score; });
+    r.times.postprocess_ms = ms_since(start);
+  }
+  return results;
+}
+
+}  // namespace lab

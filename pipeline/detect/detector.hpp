@@ -1,0 +1,50 @@
+// The detector: owns the model description, the executor (the CPU reference, or our kernels on a cuda / cpu
+// backend) and one Network, and turns decoded images into detections: letterbox (pre-process), forward
+// (inference), keep rows of the network's [B, max_det, 6] output with score > conf and map them back to the
+// source image (post-process).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvrtc_runtime/runtime_context.hpp"
+#include "pipeline/detect/detection.hpp"
+#include "pipeline/image/image.hpp"
+#include "pipeline/model/yolo26_model.hpp"
+#include "pipeline/network.hpp"
+
+namespace lab {
+
+struct DetectorOptions {
+  int imgsz = 640;     // a multiple of 32
+  bool rect = true;    // minimum rectangle letterbox; false: imgsz x imgsz
+  float conf = 0.25f;  // keep scores strictly above
+  int max_det = 300;   // rows of the end-to-end top-k
+};
+
+class Detector {
+ public:
+  // `executor`: "reference", "cuda" or "cpu" (the last two run our kernels on that backend).
+  Detector(Yolo26Model model, const std::string& executor, const RuntimeContext& context,
+           const DetectorOptions& options);
+  ~Detector();
+  Detector(const Detector&) = delete;
+  Detector& operator=(const Detector&) = delete;
+
+  const Yolo26Model& model() const { return model_; }
+  const DetectorOptions& options() const { return options_; }
+  std::string executor_name() const;
+  LetterboxGeometry geometry_for(const Image& image) const;
+
+  // One forward over images whose letterboxed shapes are equal (UsageError otherwise); `files` names them.
+  std::vector<ImageDetections> detect(const std::vector<const Image*>& images,
+                                      const std::vector<std::string>& files);
+
+ private:
+  Yolo26Model model_;
+  DetectorOptions options_;
+  std::unique_ptr<Backend> backend_;  // null for the reference executor
+  std::unique_ptr<Network> network_;
+};
+
+}  // namespace lab

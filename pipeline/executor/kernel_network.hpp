@@ -1,0 +1,54 @@
+// KernelNetwork: YOLO26 on our run-time-compiled kernels through a Backend (the
+// `cuda` and `cpu` executors of pipeline/network.hpp), with what benchmarks
+// need beyond the Network interface.
+#pragma once
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "errors.hpp"
+#include "pipeline/executor/shape_plan.hpp"
+#include "pipeline/network.hpp"
+
+namespace lab {
+
+class KernelNetwork : public Network {
+ public:
+  KernelNetwork(const Yolo26Model& model, Backend& backend)
+      : model_(model), backend_(backend), ops_(backend, model_) {}
+
+  std::string executor_name() const override { return backend_.name(); }
+
+  void forward(const float* input, int batch, int height, int width) override;
+  std::vector<float> detections() override;
+  std::vector<std::string> tensor_names() const override;
+  NamedTensor tensor(const std::string& name) override;
+  void set_layer_timing(bool on) override { layer_timing_ = on; }
+  std::vector<LayerTime> layer_times() const override { return times_; }
+
+  // Device time of one replay of the last forward's recorded launches (no
+  // transfers), in milliseconds.
+  double replay_ms();
+  size_t arena_bytes() const { return last().arena.used_bytes(); }
+
+ private:
+  const ShapePlan& last() const {
+    if (!last_) throw UsageError("no forward pass has run yet");
+    return *last_;
+  }
+  ShapePlan& plan_for(int batch, int height, int width);
+  void run_timed(ShapePlan& plan);
+  LaunchGraph& graph_of(ShapePlan& plan);
+  std::vector<float> download(const Activation& a);
+  NamedTensor attention_map(const AttentionRun& run);
+
+  Yolo26Model model_;
+  Backend& backend_;
+  NetworkOps ops_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<ShapePlan>> plans_;
+  ShapePlan* last_ = nullptr;
+  bool layer_timing_ = false;
+  std::vector<LayerTime> times_;
+};
+
+}  // namespace lab

@@ -1,0 +1,52 @@
+// The launch plan of one input shape (batch, height, width): every activation
+// placed in one arena, every launch recorded as a step tagged with its layer,
+// the shape-dependent ops (PSA attention per block, decode, top-k), and the
+// named tensors the network exposes. Built by walking the model description;
+// replayed as a CUDA graph on `cuda`.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/psa_op.hpp"
+#include "detect/detect_decode_op.hpp"
+#include "detect/topk_postprocess_op.hpp"
+#include "pipeline/executor/activation.hpp"
+#include "pipeline/executor/network_ops.hpp"
+
+namespace lab {
+
+struct PlanStep {
+  std::string layer;  // "layer00".."layer23", "decode", "topk"
+  std::function<void()> run;
+};
+
+// One PSA attention block's op and workspace (the workspace keeps Q, K and the
+// logsumexp for the maps).
+struct AttentionRun {
+  std::string name;  // "model.10.m.0.attn"
+  std::unique_ptr<PsaOp> op;
+  PsaWorkspace workspace;
+};
+
+struct ShapePlan {
+  int batch = 0, height = 0, width = 0;
+  Arena arena;
+  std::vector<PlanStep> steps;
+  std::map<std::string, Activation> tensors;  // "input", "layer00".., "head.boxes", "head.scores"
+  float* detections = nullptr;                // [batch, max_det, 6]
+  int max_det = 0;
+  std::vector<std::unique_ptr<AttentionRun>> attentions;
+  std::unique_ptr<DetectDecodeOp> decode;
+  std::unique_ptr<TopkPostprocessOp> topk;
+  std::unique_ptr<LaunchGraph> graph;
+};
+
+// Builds the plan (a measuring pass sizes the arena, then the real pass
+// allocates and records).
+std::unique_ptr<ShapePlan> build_shape_plan(NetworkOps& ops, const Yolo26Model& model, int batch, int height,
+                                            int width);
+
+}  // namespace lab

@@ -1,0 +1,95 @@
+// Image decode (stb_image) and atomic encode (stb_image_write). The stb implementations come from the
+// Debian libstb library, so only the declarations are included here.
+#include "pipeline/image/image.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include <stb_image.h>
+#include <stb_image_write.h>
+
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+namespace {
+
+std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UsageError(path.string() + ": cannot read image (" +
+                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path.string() + ": cannot read image (cannot open the file)");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw UsageError(path.string() + ": cannot read image (read error)");
+  return bytes;
+}
+
+std::string lower_extension(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext;
+}
+
+void append_bytes(void* context, void* data, int size) {
+  auto* out = static_cast<std::vector<uint8_t>*>(context);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  out->insert(out->end(), bytes, bytes + size);
+}
+
+}  // namespace
+
+Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
+  if (bytes.empty()) throw UsageError(name + ": cannot read image (empty file)");
+  int w = 0, h = 0, channels = 0;
+  stbi_uc* data = stbi_load_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels, 3);
+  if (!data) throw UsageError(name + ": cannot read image (" + stbi_failure_reason() + ")");
+  Image image;
+  image.width = w;
+  image.height = h;
+  image.rgb.assign(data, data + size_t(w) * size_t(h) * 3);
+  stbi_image_free(data);
+  return image;
+}
+
+Image decode_image(const std::filesystem::path& path) {
+  return decode_image_bytes(read_bytes(path), path.string());
+}
+
+void write_image(const Image& image, const std::filesystem::path& path) {
+  const std::string ext = lower_extension(path);
+  std::vector<uint8_t> encoded;
+  int ok = 0;
+  if (ext == ".jpg" || ext == ".jpeg")
+    ok = stbi_write_jpg_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(), 95);
+  else if (ext == ".png")
+    ok = stbi_write_png_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(),
+                                image.width * 3);
+  else
+    throw UsageError(path.string() + ": unsupported image extension (use .jpg, .jpeg or .png)");
+  if (!ok) throw RuntimeError(path.string() + ": image encoding failed");
+
+  const std::filesystem::path temp =
+      path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(encoded.data()), std::streamsize(encoded.size()));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(temp, ec);
+      throw UsageError(path.string() + ": cannot write the image");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    throw UsageError(path.string() + ": cannot write the image (" + ec.message() + ")");
+  }
+}
+
+}  // namespace lab

@@ -1,0 +1,33 @@
+// RGB8 images in memory: decode JPEG / PNG / BMP with stb_image, and write JPEG (quality 95) or PNG chosen by
+// the output extension with stb_image_write, atomically (a temporary file beside the target, then rename).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lab {
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // row-major, 3 bytes per pixel (R, G, B)
+
+  Image() = default;
+  Image(int w, int h, uint8_t fill = 0) : width(w), height(h), rgb(size_t(w) * size_t(h) * 3, fill) {}
+  uint8_t* pixel(int x, int y) { return rgb.data() + (size_t(y) * size_t(width) + size_t(x)) * 3; }
+  const uint8_t* pixel(int x, int y) const {
+    return rgb.data() + (size_t(y) * size_t(width) + size_t(x)) * 3;
+  }
+};
+
+// Decodes an image file (any channel count becomes RGB). UsageError "<file>: cannot read image (<reason>)"
+// for a missing, unreadable, truncated or corrupt file.
+Image decode_image(const std::filesystem::path& path);
+// Same for bytes in memory; `name` is used in the error message.
+Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name);
+
+// Writes `.jpg`/`.jpeg` (quality 95) or `.png`; any other extension is a UsageError. The file appears
+// complete or not at all.
+void write_image(const Image& image, const std::filesystem::path& path);
+
+}  // namespace lab

@@ -1,0 +1,26 @@
+// Shared pieces of the network tests: the shared checkpoint's model (loaded once per run), relative L2 of two
+// tensors, and the matching of two detection lists (by class, score and box).
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/model/yolo26_model.hpp"
+
+namespace lab::test {
+
+// The model of ../shared/assets/models/yolo26n.pt, or nullptr (with a WARN by the caller) when absent.
+const Yolo26Model* shared_yolo26n();
+std::filesystem::path assets_dir();
+
+double relative_l2(const std::vector<float>& got, const std::vector<float>& want);
+size_t non_finite_count(const std::vector<float>& values);
+
+// Rows x1, y1, x2, y2, score, class. Every `expected` row with score > min_score must have a row in `got`
+// of the same class with |score diff| <= score_tol and every coordinate within box_tol, and vice versa.
+// Returns an empty string when they match, else a description of the first mismatch.
+std::string match_detections(const std::vector<float>& got, const std::vector<float>& expected, float min_score,
+                             float score_tol, float box_tol);
+
+}  // namespace lab::test

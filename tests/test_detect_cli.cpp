@@ -1,0 +1,166 @@
+// `lab detect` as a user runs it (a subprocess): the acceptance check against the Ultralytics detections of
+// bus.jpg (rect and square letterbox, reference executor), the outputs it writes, and its exit codes for bad
+// input (an unreadable image among good ones, an empty folder, --imgsz not a multiple of 32).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pipeline/image/image.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kAssets = LAB_ASSETS_DIR;
+
+struct LabResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `lab detect ARGS` with a private cache and the model from the shared assets.
+LabResult run_detect(const std::string& args) {
+  lab::test::ScratchDir io("detect-cli-io");
+  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
+  const std::string command =
+      "env -u LAB_KERNELS_DIR -u LAB_MODEL -u LAB_MODEL_URL LAB_CACHE_DIR=" + quoted(cache.string()) + " " +
+      quoted(LAB_BINARY) + " detect " + args + " >" + quoted((io.path / "out").string()) + " 2>" +
+      quoted((io.path / "err").string());
+  const int status = std::system(command.c_str());
+  LabResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(io.path / "out");
+  r.err = read_text(io.path / "err");
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Every golden detection matched by class with score within 0.01 and every coordinate within 1 px; same
+// count.
+void check_against_golden(const nlohmann::json& ours, const nlohmann::json& golden) {
+  REQUIRE(ours.size() == golden.size());
+  std::vector<bool> used(ours.size(), false);
+  for (const auto& g : golden) {
+    INFO("golden " << g.dump());
+    bool matched = false;
+    for (size_t i = 0; i < ours.size() && !matched; ++i) {
+      const auto& d = ours[i];
+      if (used[i] || d["class"] != g["cls"]) continue;
+      bool close = std::fabs(d["score"].get<double>() - g["conf"].get<double>()) <= 0.01;
+      for (int k = 0; k < 4; ++k)
+        close = close && std::fabs(d["xyxy"][k].get<double>() - g["xyxy"][k].get<double>()) <= 1.0;
+      if (close) used[i] = matched = true;
+    }
+    CHECK(matched);
+  }
+}
+
+void run_bus_acceptance(const std::string& mode, const std::string& flags) {
+  lab::test::ScratchDir dir("detect-bus-" + mode);
+  const fs::path json = dir.path / "bus.json";
+  const LabResult r =
+      run_detect(quoted((kAssets / "images" / "bus.jpg").string()) + " --backend reference " + flags +
+                 " --out " + quoted((dir.path / "runs").string()) + " --json " + quoted(json.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json ours = nlohmann::json::parse(read_text(json));
+  const nlohmann::json golden = nlohmann::json::parse(read_text(kAssets / "goldens" / "bus_detections.json"));
+  REQUIRE(ours["images"].size() == 1);
+  CHECK(ours["backend"] == "reference");
+  check_against_golden(ours["images"][0]["detections"], golden["bus.jpg:" + mode]["dets"]);
+  CHECK(fs::exists(dir.path / "runs" / "bus.jpg"));
+  CHECK(
+      contains(r.out, "bus.jpg: 640x" + std::string(mode == "rect" ? "480" : "640") + " 4 persons, 1 bus, "));
+  CHECK(contains(r.out, "Speed: "));
+}
+
+}  // namespace
+
+TEST_CASE("lab detect --backend reference reproduces the Ultralytics detections of bus.jpg", "[detect]") {
+  if (!fs::exists(kAssets / "goldens" / "bus_detections.json")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  SECTION("rect letterbox (640x480)") {
+    run_bus_acceptance("rect", "");
+  }
+  SECTION("square letterbox (640x640)") {
+    run_bus_acceptance("square", "--square");
+  }
+}
+
+TEST_CASE("lab detect skips an unreadable image, still writes the rest, and exits 1", "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-bad-image");
+  lab::Image wide(640, 64, 200);  // a small forward: rect letterbox 640x64
+  for (int x = 100; x < 300; ++x)
+    for (int y = 10; y < 50; ++y) wide.pixel(x, y)[0] = 20;
+  lab::write_image(wide, dir.path / "good.png");
+  lab::test::write_file(dir.path / "broken.jpg", "not a jpeg at all");
+  const fs::path json = dir.path / "out.json";
+  const LabResult r =
+      run_detect(quoted((dir.path / "broken.jpg").string()) + " " + quoted((dir.path / "good.png").string()) +
+                 " --backend reference --imgsz 630 --save-txt --out " + quoted((dir.path / "runs").string()) +
+                 " --json " + quoted(json.string()));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.err, "broken.jpg"));
+  CHECK(contains(r.err, "warning: --imgsz 630 is not a multiple of 32, using 640"));
+  CHECK(contains(r.out, "good.png: 64x640 "));
+  const nlohmann::json out = nlohmann::json::parse(read_text(json));
+  CHECK(out["imgsz"] == 640);
+  REQUIRE(out["images"].size() == 1);
+  CHECK(out["images"][0]["shape"] == nlohmann::json({64, 640}));
+  CHECK(fs::exists(dir.path / "runs" / "good.png"));
+  CHECK(fs::exists(dir.path / "runs" / "labels" / "good.txt"));
+  CHECK_FALSE(fs::exists(dir.path / "runs" / "broken.jpg"));
+}
+
+TEST_CASE("lab detect rejects an empty folder and bad options with exit 2", "[detect]") {
+  lab::test::ScratchDir dir("detect-empty");
+  fs::create_directories(dir.path / "empty");
+  const LabResult empty = run_detect(quoted((dir.path / "empty").string()) + " --backend reference");
+  CHECK(empty.exit_code == 2);
+  CHECK(contains(empty.err, "no images"));
+  CHECK(contains(empty.err, "empty"));
+
+  const LabResult absent = run_detect(quoted((dir.path / "absent.jpg").string()));
+  CHECK(absent.exit_code == 2);
+  CHECK(contains(absent.err, "absent.jpg: no such file or directory"));
+
+  const LabResult conf = run_detect(quoted((dir.path / "empty").string()) + " --conf 2");
+  CHECK(conf.exit_code == 2);
+  CHECK(contains(conf.err, "--conf"));
+
+  const LabResult model = run_detect(quoted((kAssets / "images" / "bus.jpg").string()) + " --model " +
+                                     quoted((dir.path / "none.pt").string()));
+  CHECK(model.exit_code == 2);
+  CHECK(contains(model.err, "none.pt"));
+}

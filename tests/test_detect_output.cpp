@@ -1,0 +1,104 @@
+// Detection results as text and JSON (summary line, speed line, YOLO labels, the --json document), batching
+// by letterboxed shape, and the expansion of image arguments.
+#include <catch2/catch.hpp>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/detect/detections_output.hpp"
+#include "pipeline/detect/batching.hpp"
+#include "pipeline/detect/image_inputs.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using namespace lab;
+
+namespace {
+
+ImageDetections bus_result() {
+  ImageDetections r;
+  r.file = "/data/images/bus.jpg";
+  r.width = 810;
+  r.height = 1080;
+  r.geometry = letterbox_geometry(810, 1080, 640, true);
+  r.times = {1.25, 3.14, 0.5};
+  r.detections = {{5, "bus", 0.918f, 2.5f, 221.0f, 810.0f, 775.0f},
+                  {0, "person", 0.906f, 51.0f, 398.0f, 239.0f, 905.0f},
+                  {0, "person", 0.894f, 226.0f, 402.0f, 346.0f, 866.0f}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("summary and speed lines use the familiar form", "[detect]") {
+  ImageDetections r = bus_result();
+  CHECK(summary_line(r) == "bus.jpg: 640x480 2 persons, 1 bus, 3.1ms");
+  r.detections.resize(1);
+  CHECK(summary_line(r) == "bus.jpg: 640x480 1 bus, 3.1ms");
+  r.detections.clear();
+  CHECK(summary_line(r) == "bus.jpg: 640x480 (no detections), 3.1ms");
+
+  ImageDetections other = bus_result();
+  other.times = {0.75, 2.0, 0.25};
+  other.batch = 2;
+  CHECK(speed_line({bus_result(), other}) ==
+        "Speed: 1.0ms pre-process, 2.6ms inference, 0.4ms post-process per image at shape (2, 3, 640, 480)");
+}
+
+TEST_CASE("YOLO label text is class cx cy w h score normalised to the source image", "[detect]") {
+  ImageDetections r = bus_result();
+  r.detections = {{5, "bus", 0.5f, 81.0f, 108.0f, 243.0f, 540.0f}};
+  // cx = 162/810 = 0.2, cy = 324/1080 = 0.3, w = 162/810 = 0.2, h = 432/1080 = 0.4
+  CHECK(yolo_label_text(r) == "5 0.2 0.3 0.2 0.4 0.5\n");
+  r.detections.clear();
+  CHECK(yolo_label_text(r).empty());
+}
+
+TEST_CASE("the detections JSON has the documented fields", "[detect]") {
+  const nlohmann::json j = detections_json("models/yolo26n.pt", "reference", 640, {bus_result()});
+  CHECK(j["model"] == "models/yolo26n.pt");
+  CHECK(j["backend"] == "reference");
+  CHECK(j["imgsz"] == 640);
+  REQUIRE(j["images"].size() == 1);
+  const auto& image = j["images"][0];
+  CHECK(image["file"] == "/data/images/bus.jpg");
+  CHECK(image["width"] == 810);
+  CHECK(image["height"] == 1080);
+  CHECK(image["shape"] == nlohmann::json({640, 480}));
+  REQUIRE(image["detections"].size() == 3);
+  CHECK(image["detections"][0]["class"] == 5);
+  CHECK(image["detections"][0]["name"] == "bus");
+  CHECK(image["detections"][0]["score"].get<double>() == Approx(0.918));
+  CHECK(image["detections"][0]["xyxy"][2].get<double>() == Approx(810));
+  CHECK(image["times_ms"]["inference"].get<double>() == Approx(3.14));
+  CHECK(image["times_ms"].contains("preprocess"));
+  CHECK(image["times_ms"].contains("postprocess"));
+}
+
+TEST_CASE("batches take consecutive images of one letterboxed shape up to --batch", "[detect]") {
+  const LetterboxGeometry tall = letterbox_geometry(810, 1080, 640, true);
+  const LetterboxGeometry wide = letterbox_geometry(1280, 720, 640, true);
+  CHECK(joins_batch(tall, 1, tall, 2));
+  CHECK_FALSE(joins_batch(tall, 2, tall, 2));  // full
+  CHECK_FALSE(joins_batch(tall, 1, wide, 8));  // rect shapes differ with the aspect ratio
+  CHECK_FALSE(joins_batch(tall, 1, tall, 1));
+  const LetterboxGeometry a = letterbox_geometry(810, 1080, 640, false),
+                          b = letterbox_geometry(1280, 720, 640, false);
+  CHECK(joins_batch(a, 3, b, 4));  // square mode always batches
+}
+
+TEST_CASE("image arguments expand folders to their sorted image files", "[detect]") {
+  test::ScratchDir dir("detect-inputs");
+  for (const char* name : {"b.png", "a.JPG", "c.bmp", "notes.txt", "d.jpeg"})
+    test::write_file(dir.path / name, "x");
+  fs::create_directories(dir.path / "sub");
+  test::write_file(dir.path / "sub" / "e.jpg", "x");
+  const auto images = collect_images({dir.path});
+  REQUIRE(images.size() == 4);
+  CHECK(images[0].filename() == "a.JPG");
+  CHECK(images[1].filename() == "b.png");
+  CHECK(images[2].filename() == "c.bmp");
+  CHECK(images[3].filename() == "d.jpeg");
+  CHECK(collect_images({dir.path / "notes.txt"}).size() == 1);  // a file is taken as given
+  CHECK_THROWS_WITH(collect_images({dir.path / "absent.jpg"}), Catch::Contains("absent.jpg: no such file"));
+  fs::create_directories(dir.path / "empty");
+  CHECK_THROWS_WITH(collect_images({dir.path / "empty"}), Catch::Contains("no images"));
+}

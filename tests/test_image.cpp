@@ -1,0 +1,213 @@
+// Images: decode errors, atomic writes, the letterbox geometry (hand-computed from spec/yolo26.md's
+// formulas), the OpenCV-exact bilinear resize on hand-computed cases, the letterboxed bus.jpg against the
+// Ultralytics golden input, the inverse box mapping, and box drawing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/image/draw.hpp"
+#include "pipeline/image/image.hpp"
+#include "pipeline/image/letterbox.hpp"
+#include "pipeline/safetensors.hpp"
+#include "test_helpers.hpp"
+
+namespace fs = std::filesystem;
+using namespace lab;
+
+namespace {
+
+const fs::path kAssets = LAB_ASSETS_DIR;
+
+void check_geometry(int w, int h, int imgsz, bool rect, int rw, int rh, int out_w, int out_h, int left,
+                    int top) {
+  INFO(w << "x" << h << " imgsz " << imgsz << (rect ? " rect" : " square"));
+  const LetterboxGeometry g = letterbox_geometry(w, h, imgsz, rect);
+  CHECK(g.resized_width == rw);
+  CHECK(g.resized_height == rh);
+  CHECK(g.width == out_w);
+  CHECK(g.height == out_h);
+  CHECK(g.left == left);
+  CHECK(g.top == top);
+}
+
+bool has_colour(const Image& image, int x, int y, const Rgb& c) {
+  const uint8_t* p = image.pixel(x, y);
+  return p[0] == c[0] && p[1] == c[1] && p[2] == c[2];
+}
+
+}  // namespace
+
+TEST_CASE("letterbox geometry follows the Ultralytics formulas", "[image]") {
+  // bus.jpg 810x1080: r = 640/1080, new 480x640; rect pads 160 % 32 = 0; square pads 80 + 80.
+  check_geometry(810, 1080, 640, true, 480, 640, 480, 640, 0, 0);
+  check_geometry(810, 1080, 640, false, 480, 640, 640, 640, 80, 0);
+  CHECK(letterbox_geometry(810, 1080, 640, true).ratio == Approx(640.0 / 1080));
+  // zidane.jpg 1280x720: r = 0.5, new 640x360; rect: 280 % 32 = 24 -> 12 + 12; square: 140 + 140.
+  check_geometry(1280, 720, 640, true, 640, 360, 640, 384, 0, 12);
+  check_geometry(1280, 720, 640, false, 640, 360, 640, 640, 0, 140);
+  // 333x500 at 320: r = 0.64, new round(213.12) = 213 x 320; rect: 107 % 32 = 11 -> round(5.4) = 5 left,
+  // round(5.6) = 6 right; square: 107 -> round(53.4) = 53 left, round(53.6) = 54 right.
+  check_geometry(333, 500, 320, true, 213, 320, 224, 320, 5, 0);
+  check_geometry(333, 500, 320, false, 213, 320, 320, 320, 53, 0);
+  // 101x1280 at 640: w * r = 50.5 rounds half to even (Python's round) -> 50; rect 590 % 32 = 14 -> 7 + 7.
+  check_geometry(101, 1280, 640, true, 50, 640, 64, 640, 7, 0);
+  // Upscaling a small image: 100x50 at 640: r = 6.4, new 640x320, rect needs no padding.
+  check_geometry(100, 50, 640, true, 640, 320, 640, 320, 0, 0);
+  check_geometry(100, 50, 640, false, 640, 320, 640, 640, 0, 160);
+  CHECK_THROWS_AS(letterbox_geometry(0, 10, 640, true), UsageError);
+}
+
+TEST_CASE("bilinear resize reproduces OpenCV INTER_LINEAR on hand-computed cases", "[image]") {
+  // Row [0, 255] to width 4: fx = -0.25 (clamped), 0.25, 0.75, 1.25 (clamped) -> 0, 63.75, 191.25, 255 with
+  // 11-bit weights and OpenCV's rounding shifts -> 0, 64, 191, 255.
+  Image row(2, 1);
+  for (int c = 0; c < 3; ++c) row.pixel(1, 0)[c] = 255;
+  const Image wide = resize_bilinear(row, 4, 1);
+  const int expected[4] = {0, 64, 191, 255};
+  for (int x = 0; x < 4; ++x)
+    for (int c = 0; c < 3; ++c) CHECK(int(wide.pixel(x, 0)[c]) == expected[x]);
+  // The same along y, where OpenCV clamps the row indices instead of the position.
+  Image column(1, 2);
+  for (int c = 0; c < 3; ++c) column.pixel(0, 1)[c] = 255;
+  const Image tall = resize_bilinear(column, 1, 4);
+  for (int y = 0; y < 4; ++y) CHECK(int(tall.pixel(0, y)[0]) == expected[y]);
+  // Same size: unchanged.
+  const Image same = resize_bilinear(wide, 4, 1);
+  CHECK(same.rgb == wide.rgb);
+}
+
+TEST_CASE("letterboxed bus.jpg matches the Ultralytics golden input within the JPEG decoder difference",
+          "[image]") {
+  const fs::path golden = kAssets / "goldens" / "bus640_golden_0.safetensors";
+  if (!fs::exists(golden)) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  const Image bus = decode_image(kAssets / "images" / "bus.jpg");
+  REQUIRE(bus.width == 810);
+  REQUIRE(bus.height == 1080);
+  const LetterboxGeometry g = letterbox_geometry(bus.width, bus.height, 640, false);
+  std::vector<float> ours;
+  append_nchw(letterbox(bus, g), ours);
+  const std::vector<float> gold = SafetensorsFile::load(golden).floats("input", {1, 3, 640, 640});
+  REQUIRE(ours.size() == gold.size());
+
+  double max_diff = 0, sum_diff = 0;
+  size_t over_one = 0, image_values = 0, pad_mismatch = 0;
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 640; ++y)
+      for (int x = 0; x < 640; ++x) {
+        const size_t i = (size_t(c) * 640 + size_t(y)) * 640 + size_t(x);
+        const double diff = std::fabs(double(ours[i]) - double(gold[i])) * 255.0;
+        const bool inside = x >= g.left && x < g.left + g.resized_width;
+        if (!inside) {
+          pad_mismatch += diff > 1e-6;
+          continue;
+        }
+        ++image_values;
+        max_diff = std::max(max_diff, diff);
+        sum_diff += diff;
+        over_one += diff > 1.0 + 1e-3;
+      }
+  const double mean_diff = sum_diff / double(image_values);
+  const double over_fraction = double(over_one) / double(image_values);
+  INFO("max " << max_diff << "/255, mean " << mean_diff << "/255, " << over_one << " of " << image_values
+              << " values over 1/255");
+  // The padding is exact. Inside the image, the resize itself is bit-exact with OpenCV (measured: decoding
+  // with libjpeg-turbo instead of stb_image gives 0 difference on all 1228800 values); what remains is
+  // stb_image versus libjpeg-turbo decoding bus.jpg (IDCT and chroma upsampling rounding): measured max
+  // 3/255, mean 0.079/255, 6583 of 921600 values (0.71%) over 1/255. The bounds leave little room above that.
+  CHECK(pad_mismatch == 0);
+  CHECK(max_diff <= 3.0 + 1e-3);
+  CHECK(mean_diff < 0.1);
+  CHECK(over_fraction < 0.01);
+}
+
+TEST_CASE("boxes map back to the source image and are clipped", "[image]") {
+  const LetterboxGeometry square = letterbox_geometry(810, 1080, 640, false);  // left 80, r = 0.5926
+  const double r = 640.0 / 1080;
+  Box b = scale_box_to_source({80, 0, 560, 640}, square);
+  CHECK(b.x1 == Approx(0).margin(1e-3));
+  CHECK(b.y1 == Approx(0).margin(1e-3));
+  CHECK(b.x2 == Approx(810).margin(1e-3));
+  CHECK(b.y2 == Approx(1080).margin(1e-3));
+  b = scale_box_to_source({100, 50, 400, 300}, square);
+  CHECK(b.x1 == Approx(20 / r));
+  CHECK(b.y1 == Approx(50 / r));
+  CHECK(b.x2 == Approx(320 / r));
+  CHECK(b.y2 == Approx(300 / r));
+  b = scale_box_to_source({10, -20, 700, 700}, square);  // outside on every side: clipped
+  CHECK(b.x1 == 0);
+  CHECK(b.y1 == 0);
+  CHECK(b.x2 == 810);
+  CHECK(b.y2 == 1080);
+  // Rect zidane: top padding 12, r = 0.5.
+  const LetterboxGeometry rect = letterbox_geometry(1280, 720, 640, true);
+  b = scale_box_to_source({100, 112, 200, 212}, rect);
+  CHECK(b.x1 == Approx(200));
+  CHECK(b.y1 == Approx(200));
+  CHECK(b.x2 == Approx(400));
+  CHECK(b.y2 == Approx(400));
+}
+
+TEST_CASE("unreadable images are usage errors naming the file", "[image]") {
+  test::ScratchDir dir("image-bad");
+  const fs::path text = dir.path / "notes.jpg";
+  test::write_file(text, "this is not an image");
+  const fs::path empty = dir.path / "empty.png";
+  test::write_file(empty, "");
+  for (const fs::path& p : {text, empty, dir.path / "absent.jpg", dir.path}) {
+    try {
+      decode_image(p);
+      FAIL("no error for " << p);
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(p.string()) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("images are written atomically as PNG or JPEG by extension", "[image]") {
+  test::ScratchDir dir("image-write");
+  Image image(40, 30);
+  for (int y = 0; y < 30; ++y)
+    for (int x = 0; x < 40; ++x) image.pixel(x, y)[0] = uint8_t(x * 6), image.pixel(x, y)[1] = uint8_t(y * 8);
+  write_image(image, dir.path / "a.png");
+  const Image png = decode_image(dir.path / "a.png");
+  CHECK(png.rgb == image.rgb);
+  write_image(image, dir.path / "b.jpg");
+  const Image jpg = decode_image(dir.path / "b.jpg");
+  CHECK(jpg.width == 40);
+  CHECK(jpg.height == 30);
+  CHECK_THROWS_AS(write_image(image, dir.path / "c.gif"), UsageError);
+  CHECK_THROWS_AS(write_image(image, dir.path / "no_such_dir" / "d.png"), UsageError);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++files;
+  CHECK(files == 2);  // a.png and b.jpg, no temporary left behind
+}
+
+TEST_CASE("drawing puts the class colour on the box edges and leaves the inside alone", "[image]") {
+  Image image(200, 200, 90);
+  draw_annotations(image, {{50, 60, 150, 160, 3, ""}, {20, 100, 40, 120, 5, "bus 0.91"}});
+  const Rgb c3 = class_colour(3), c5 = class_colour(5);
+  CHECK(class_colour(3) != class_colour(4));
+  CHECK(line_width_for(image) == 2);
+  CHECK(has_colour(image, 50, 110, c3));   // left edge
+  CHECK(has_colour(image, 51, 110, c3));   // 2 px wide
+  CHECK(has_colour(image, 149, 110, c3));  // right edge
+  CHECK(has_colour(image, 100, 60, c3));   // top edge
+  CHECK(has_colour(image, 100, 159, c3));  // bottom edge
+  CHECK(image.pixel(100, 110)[0] == 90);   // inside untouched
+  CHECK(image.pixel(52, 110)[0] == 90);
+  CHECK(image.pixel(48, 110)[0] == 90);  // outside untouched
+  // The label sits above its box: its background has the class colour, and the text adds white pixels.
+  CHECK(has_colour(image, 21, 98, c5));
+  size_t white = 0;
+  for (int y = 80; y < 100; ++y)
+    for (int x = 20; x < 120; ++x) white += has_colour(image, x, y, {255, 255, 255});
+  CHECK(white > 20);
+  // A box crossing the border is clipped, not a crash.
+  draw_annotations(image, {{-10, -10, 500, 500, 1, "person 0.50"}});
+  CHECK(has_colour(image, 0, 100, class_colour(1)));
+}

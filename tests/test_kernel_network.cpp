@@ -1,0 +1,96 @@
+// The kernel executor (our run-time-compiled kernels chained through the arena and replayed as a graph)
+// against the CPU reference forward, tensor by tensor: on the cpu backend (the emulator) at a small
+// rectangular input with batch 2, and on the GPU at 640x640 on the golden input. float32 kernels against a
+// float64-accumulating reference: relative L2 under 1e-4 per layer, the bar.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "compare.hpp"
+#include "network_test_support.hpp"
+#include "pipeline/network.hpp"
+#include "pipeline/safetensors.hpp"
+#include "runtime_context.hpp"
+#include "test_helpers.hpp"
+
+using namespace lab;
+
+namespace {
+
+constexpr double kLayerTolerance = 1e-4;
+
+void compare_with_reference(const Yolo26Model& model, Backend& backend, const std::vector<float>& input, int batch,
+                            int height, int width) {
+  auto reference = make_reference_network(model);
+  reference->forward(input.data(), batch, height, width);
+  auto kernels = make_kernel_network(model, backend);
+  kernels->forward(input.data(), batch, height, width);
+
+  const std::vector<std::string> names = kernels->tensor_names();
+  for (const std::string& name : reference->tensor_names()) {
+    if (name == "output") continue;
+    CAPTURE(name);
+    REQUIRE(std::find(names.begin(), names.end(), name) != names.end());
+    const NamedTensor want = reference->tensor(name), got = kernels->tensor(name);
+    REQUIRE(got.shape == want.shape);
+    CHECK(test::non_finite_count(got.values) == 0);
+    const double rel = test::relative_l2(got.values, want.values);
+    CAPTURE(rel);
+    CHECK(rel < kLayerTolerance);
+  }
+
+  // Detections: every row above the score of the reference's row at two thirds of K matches (class, score,
+  // box); lower rows may swap places with near-equal scores across the K boundary.
+  const std::vector<float> want = reference->detections(), got = kernels->detections();
+  REQUIRE(got.size() == want.size());
+  const size_t k = want.size() / size_t(batch) / 6;
+  for (int b = 0; b < batch; ++b) {
+    const auto first = want.begin() + long(b * k * 6), last = first + long(k * 6);
+    const std::vector<float> want_b(first, last);
+    const std::vector<float> got_b(got.begin() + long(b * k * 6), got.begin() + long((b + 1) * k * 6));
+    const float min_score = want_b[(2 * k / 3) * 6 + 4];
+    CAPTURE(b, min_score);
+    CHECK(test::match_detections(got_b, want_b, min_score, 1e-4f, 0.02f) == "");
+  }
+
+  // Replaying the recorded graph and running layer by layer with timing give the same bits.
+  kernels->forward(input.data(), batch, height, width);
+  CHECK(kernels->detections() == got);
+  kernels->set_layer_timing(true);
+  kernels->forward(input.data(), batch, height, width);
+  CHECK(kernels->detections() == got);
+  // Every layer that launches work has a time (the Concat layers launch nothing: their inputs write in place).
+  std::vector<std::string> timed;
+  for (const LayerTime& t : kernels->layer_times()) timed.push_back(t.name);
+  for (const char* name : {"layer00", "layer09", "layer10", "layer22", "layer23", "decode", "topk"})
+    CHECK(std::find(timed.begin(), timed.end(), name) != timed.end());
+}
+
+}  // namespace
+
+TEST_CASE("kernel network on the cpu emulator matches the reference forward layer by layer", "[network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto backend = make_backend("cpu", test::embedded_context());
+  const int batch = 2, height = 96, width = 128;  // rectangular, small enough for the emulator
+  const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261130);
+  compare_with_reference(*model, *backend, input, batch, height, width);
+}
+
+TEST_CASE("kernel network on the GPU matches the reference forward at 640x640", "[network][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto backend = make_backend("cuda", test::embedded_context());
+  const auto golden = SafetensorsFile::load(test::assets_dir() / "goldens" / "bus640_golden_0.safetensors");
+  compare_with_reference(*model, *backend, golden.floats("input", {1, 3, 640, 640}), 1, 640, 640);
+  // Batch 3 of random images at a rectangular size exercises the batched plan on the device.
+  const auto input = random_uniform(size_t(3) * 3 * 320 * 224, 0.0f, 1.0f, 7);
+  compare_with_reference(*model, *backend, input, 3, 320, 224);
+}

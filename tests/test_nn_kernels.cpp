@@ -1,0 +1,244 @@
+// nn kernels: every nn runner on the cpu backend at a few shapes (and on cuda in the [gpu] twin), the conv
+// variant choice and parameter rules, views into concat slices and the detect head's anchor ranges, and the
+// sm_90 resource use (registers, no spills) of the whole nn module.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "nn/conv2d_op.hpp"
+#include "nn/conv2d_reference.hpp"
+#include "nn/plane_ops.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "runner.hpp"
+#include "test_helpers.hpp"
+
+using namespace lab;
+
+namespace {
+
+void run_runner(Backend& backend, const std::string& kernel, const std::string& variant,
+                const Params& given) {
+  const Runner& r = Registry::instance().get(kernel);
+  const Params p = resolve_params(r, given);
+  auto inst = r.instantiate(backend, resolve_variant(r, variant), p, 11);
+  for (int round = 0; round < 2;
+       ++round) {  // the second launch after re-poisoning must write everything again
+    inst->poison();
+    inst->launch();
+    for (const OutputCheck& c : inst->check(std::nullopt)) {
+      INFO(backend.name() << " " << kernel << "/" << variant << " " << c.output
+                          << " rel_l2=" << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
+                          << " non-finite=" << c.metrics.non_finite);
+      CHECK(c.pass);
+    }
+  }
+}
+
+using Case = std::pair<std::string, Params>;  // variant, parameters
+
+const std::vector<Case>& conv_cases() {
+  static const std::vector<Case> cases = {
+      {"v2_tiled", {{"C_IN", "16"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "11"}, {"K", "3"}}},
+      {"v2_tiled",
+       {{"B", "2"}, {"C_IN", "40"}, {"C_OUT", "70"}, {"H", "6"}, {"W", "5"}, {"K", "1"}, {"SILU", "false"}}},
+      {"v2_tiled", {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "12"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v2_tiled", {{"C_IN", "6"}, {"C_OUT", "6"}, {"H", "8"}, {"W", "7"}, {"K", "5"}, {"RESIDUAL", "true"}}},
+      {"v3_depthwise",
+       {{"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "13"}, {"W", "35"}, {"K", "3"}}},
+      {"v3_depthwise",
+       {{"C_IN", "4"},
+        {"C_OUT", "4"},
+        {"GROUPS", "4"},
+        {"H", "19"},
+        {"W", "6"},
+        {"K", "5"},
+        {"STRIDE", "2"}}},
+      {"v1_direct", {{"C_IN", "12"}, {"C_OUT", "9"}, {"GROUPS", "3"}, {"H", "7"}, {"W", "8"}, {"K", "3"}}},
+      {"v1_direct",
+       {{"C_IN", "6"},
+        {"C_OUT", "4"},
+        {"H", "7"},
+        {"W", "9"},
+        {"K", "7"},
+        {"STRIDE", "3"},
+        {"RESIDUAL", "true"}}},
+      {"auto", {{"C_IN", "10"}, {"C_OUT", "10"}, {"GROUPS", "10"}, {"H", "5"}, {"W", "5"}, {"K", "3"}}},
+  };
+  return cases;
+}
+
+const std::vector<std::pair<std::string, Params>>& plane_cases() {
+  static const std::vector<std::pair<std::string, Params>> cases = {
+      {"maxpool2d", {{"C", "6"}, {"H", "9"}, {"W", "7"}, {"K", "5"}}},
+      {"maxpool2d", {{"B", "2"}, {"C", "3"}, {"H", "3"}, {"W", "11"}, {"K", "7"}}},
+      {"upsample_nearest2x", {{"B", "2"}, {"C", "5"}, {"H", "3"}, {"W", "4"}}},
+      {"copy_planes", {{"B", "3"}, {"C", "7"}, {"H", "5"}, {"W", "3"}}},
+      {"topk_postprocess", {{"A", "2100"}, {"NC", "80"}}},
+      {"topk_postprocess", {{"B", "2"}, {"A", "50"}, {"NC", "3"}, {"MAX_DET", "300"}}},
+      {"topk_postprocess", {{"A", "900"}, {"NC", "10"}, {"MAX_DET", "100"}, {"TIES", "true"}}},
+  };
+  return cases;
+}
+
+void run_all_nn_runners(const std::string& backend_name) {
+  auto backend = make_backend(backend_name, test::embedded_context());
+  for (const auto& [variant, p] : conv_cases()) run_runner(*backend, "conv2d", variant, p);
+  for (const auto& [kernel, p] : plane_cases()) run_runner(*backend, kernel, "", p);
+}
+
+}  // namespace
+
+TEST_CASE("nn runners match their references on the cpu backend", "[nn]") {
+  run_all_nn_runners("cpu");
+}
+
+TEST_CASE("nn runners match their references on the cuda backend", "[nn][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  run_all_nn_runners("cuda");
+}
+
+TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
+  CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}) == ConvVariant::Tiled);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}) == ConvVariant::Depthwise);
+  CHECK(choose_conv_variant({128, 128, 3, 1, 128, false}) == ConvVariant::Depthwise);
+  CHECK(choose_conv_variant({32, 64, 3, 1, 4, true}) == ConvVariant::Direct);  // grouped
+  CHECK(choose_conv_variant({8, 8, 7, 1, 1, true}) == ConvVariant::Direct);    // no K = 7 instantiation
+  CHECK(conv_tiled_channel_tile(16) == 16);
+  CHECK(conv_tiled_channel_tile(17) == 32);
+  CHECK(conv_tiled_channel_tile(80) == 64);
+  CHECK(conv_kernel_name(ConvVariant::Tiled, {32, 64, 3, 1, 1, true}) == "conv2d_tiled<3, 64>");
+}
+
+TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]") {
+  const Runner& conv = Registry::instance().get("conv2d");
+  CHECK_THROWS_WITH(resolve_params(conv, {{"C_IN", "30"}, {"GROUPS", "4"}}),
+                    Catch::Contains("must divide C_IN"));
+  CHECK_THROWS_WITH(conv.compile_request("v2_tiled", resolve_params(conv, {{"C_IN", "32"}, {"GROUPS", "4"}})),
+                    Catch::Contains("v2_tiled needs groups = 1"));
+  CHECK_THROWS_WITH(conv.compile_request("v3_depthwise", resolve_params(conv, {})),
+                    Catch::Contains("v3_depthwise needs groups = c_in = c_out"));
+  CHECK_THROWS_WITH(conv.compile_request("v2_tiled", resolve_params(conv, {{"K", "7"}})),
+                    Catch::Contains("kernel sizes 1, 3, 5"));
+  const Runner& pool = Registry::instance().get("maxpool2d");
+  CHECK_THROWS_WITH(resolve_params(pool, {{"K", "4"}}), Catch::Contains("must be odd"));
+  const Runner& topk = Registry::instance().get("topk_postprocess");
+  CHECK_THROWS_WITH(resolve_params(topk, {{"MAX_DET", "2000"}}), Catch::Contains("at most 1024"));
+  CHECK_NOTHROW(resolve_params(topk, {{"MAX_DET", "2000"}, {"A", "500"}}));  // K = A = 500
+
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnKernels kernels(*backend);
+  CHECK_THROWS_WITH(Conv2dOp(kernels, {4, 8, 3, 1, 1, true}, std::vector<float>(10), std::vector<float>(8)),
+                    Catch::Contains("got 10 weights and 8 biases, expected 288 and 8"));
+  CHECK_THROWS_AS(MaxPool2dOp(kernels, 4, 2), UsageError);
+}
+
+namespace {
+
+std::vector<float> download(Backend& b, const DeviceBuffer& buf) {
+  return b.download_vector<float>(buf, buf.bytes() / sizeof(float));
+}
+
+void expect_close(const std::vector<float>& out, const std::vector<double>& ref) {
+  REQUIRE(out.size() == ref.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(out[i] == Approx(ref[i]).margin(1e-5));
+  }
+}
+
+bool is_poison(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits == 0xffffffffu;
+}
+
+}  // namespace
+
+TEST_CASE("convs write concat slices and detect-head anchor ranges through views", "[nn]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnKernels kernels(*backend);
+  const int batch = 2, h = 6, w = 5, plane = h * w;
+  // Source: a dense [2, 12, 6, 5] tensor; the convs read its channel split [4, 12) (C3k2's chunk).
+  const std::vector<float> src = random_uniform(size_t(batch) * 12 * plane, -1, 1, 3);
+  DeviceBuffer src_d = backend->upload_vector(src);
+  std::vector<float> split(size_t(batch) * 8 * plane);
+  for (int b = 0; b < batch; ++b)
+    std::copy_n(src.begin() + (b * 12 + 4) * plane, 8 * plane, split.begin() + b * 8 * plane);
+  const ConstPlaneView split_view = dense_view(src_d.as<const float>(), 12, plane).channels_from(4);
+
+  SECTION("two convs fill adjacent slices of one concat buffer and nothing else") {
+    const Conv2dShape s1{8, 3, 3, 1, 1, true}, s2{8, 5, 1, 1, 1, false};
+    const auto w1 = random_uniform(size_t(s1.weight_count()), -0.3f, 0.3f, 4),
+               b1 = random_uniform(3, -1, 1, 5);
+    const auto w2 = random_uniform(size_t(s2.weight_count()), -0.3f, 0.3f, 6),
+               b2 = random_uniform(5, -1, 1, 7);
+    Conv2dOp conv1(kernels, s1, w1, b1), conv2(kernels, s2, w2, b2);
+    DeviceBuffer cat =
+        backend->alloc_array<float>(size_t(batch) * 10 * plane);  // [2, 10, 6, 5]: 1 + 3 + 5 + 1
+    backend->fill_bytes(cat.get(), 0xff, cat.bytes());
+    const PlaneView cat_view = dense_view(cat.as<float>(), 10, plane);
+    conv1.run(batch, h, w, split_view, cat_view.channels_from(1));
+    conv2.run(batch, h, w, split_view, cat_view.channels_from(4));
+    const std::vector<float> out = download(*backend, cat);
+    const auto r1 = conv2d_reference(s1, batch, h, w, split, w1, b1, {});
+    const auto r2 = conv2d_reference(s2, batch, h, w, split, w2, b2, {});
+    for (int b = 0; b < batch; ++b)
+      for (int c = 0; c < 10; ++c)
+        for (int p = 0; p < plane; ++p) {
+          const float v = out[(size_t(b) * 10 + c) * plane + p];
+          INFO("b " << b << " c " << c << " p " << p);
+          if (c == 0 || c == 9)
+            CHECK(is_poison(v));
+          else if (c < 4)
+            CHECK(v == Approx(r1[(size_t(b) * 3 + c - 1) * plane + p]).margin(1e-5));
+          else
+            CHECK(v == Approx(r2[(size_t(b) * 5 + c - 4) * plane + p]).margin(1e-5));
+        }
+  }
+
+  SECTION("a head 1x1 conv writes its level's anchor range of [B, 4, A]") {
+    const int anchors = 50, first = 12;  // this level's anchors are [12, 42)
+    const Conv2dShape s{8, 4, 1, 1, 1, false};
+    const auto wt = random_uniform(size_t(s.weight_count()), -0.3f, 0.3f, 8),
+               bias = random_uniform(4, -1, 1, 9);
+    Conv2dOp conv(kernels, s, wt, bias);
+    DeviceBuffer boxes = backend->alloc_array<float>(size_t(batch) * 4 * anchors);
+    backend->fill_bytes(boxes.get(), 0xff, boxes.bytes());
+    conv.run(batch, h, w, split_view, PlaneView{boxes.as<float>() + first, 4 * anchors, anchors});
+    const std::vector<float> out = download(*backend, boxes);
+    const auto ref = conv2d_reference(s, batch, h, w, split, wt, bias, {});
+    std::vector<float> level;
+    std::vector<double> level_ref;
+    for (int b = 0; b < batch; ++b)
+      for (int c = 0; c < 4; ++c)
+        for (int a = 0; a < anchors; ++a) {
+          const float v = out[(size_t(b) * 4 + c) * anchors + a];
+          if (a < first || a >= first + plane) {
+            CHECK(is_poison(v));
+          } else {
+            level.push_back(v);
+            level_ref.push_back(ref[(size_t(b) * 4 + c) * plane + a - first]);
+          }
+        }
+    expect_close(level, level_ref);
+  }
+}
+
+TEST_CASE("the nn and top-k kernels compile for sm_90 without spills", "[nn]") {
+  const RuntimeContext ctx = test::embedded_context();
+  for (const CompileRequest& request :
+       {nn_module_request(),
+        CompileRequest{"detect/topk_postprocess.cu", {}, {"topk_anchor_keys", "topk_select"}}}) {
+    const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
+    REQUIRE(r.resources.size() == request.name_expressions.size());
+    for (const ResourceUsage& u : r.resources) {
+      INFO(u.kernel << ": " << u.registers.value_or(-1) << " registers, spill stores "
+                    << u.spill_stores.value_or(-1) << ", loads " << u.spill_loads.value_or(-1));
+      CHECK(u.registers.value_or(0) > 0);
+      CHECK(u.spill_stores.value_or(1) == 0);
+      CHECK(u.spill_loads.value_or(1) == 0);
+    }
+  }
+}
