@@ -12,7 +12,9 @@ mkdir -p "$(dirname "$built_at")"
 for d in "$(dirname "$built_at")" "$(dirname "$repo")"; do
   [ -e "$d/shared" ] || ln -s "$repo/.device/shared" "$d/shared"
 done
-mkdir -p "$built_at/build/lab" 2>/dev/null && ln -sf "$repo/.device/bin/lab" "$built_at/build/lab/lab"
+# Tests run `lab` at its build-machine path: BUILD_DIR names the build folder it was built in.
+build_dir=${BUILD_DIR:-build}
+mkdir -p "$built_at/$build_dir/lab" 2>/dev/null && ln -sf "$repo/.device/bin/lab" "$built_at/$build_dir/lab/lab"
 export LD_LIBRARY_PATH=$repo/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$repo/.device/bin:/usr/local/cuda/bin:$PATH
 export LAB_CACHE_DIR=/tmp/lab-cache
@@ -22,8 +24,21 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   # The [scenario] twin repeats the scenario run below (minutes at the N = 4096 shapes): run it once.
-  step lab_tests "[gpu]~[scenario]"
-  step lab scenario run scenarios/*.toml
+  step lab_tests "${TESTS:-[gpu]~[scenario]}"
+  step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda
   for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
   [ -n "${SDPA:-}" ] && step python3 bench/sdpa_compare.py
+  if [ -n "${PIPELINE:-}" ]; then
+    model=.device/shared/assets/models/yolo26n.pt
+    step lab detect .device/shared/assets/images --backend cuda --model $model --out "$out/detect" \
+      --json "$out/detect/rect.json"
+    step lab detect .device/shared/assets/images/bus.jpg --square --backend cuda --model $model \
+      --out "$out/detect-square" --json "$out/detect-square/square.json"
+    step lab bench pipeline --model $model --batch 1
+    step lab bench pipeline --model $model --batch 32 --iters 20
+    step lab convert $model /tmp/yolo26n.safetensors
+    step python3 bench/compare_torch.py --weights /tmp/yolo26n.safetensors \
+      --golden .device/shared/assets/goldens/bus640_golden_2.safetensors \
+      --golden-input .device/shared/assets/goldens/bus640_golden_0.safetensors --lab .device/bin/lab --model $model
+  fi
 } 2>&1 | tee "$out/device.log"

@@ -8,11 +8,11 @@ out=$root/.device
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/shared/assets"
 cp "$build/lab/lab" "$build/tests/lab_tests" "$out/bin/"
 strip --strip-debug "$out/bin/lab" "$out/bin/lab_tests"  # debug info would not fit the 64 MiB carry limit
-# Every library outside glibc, libstdc++ and libgcc: the GPU machine (Ubuntu 24.04) lacks libzip, libstb and
+# Every library outside glibc, libstdc++, libgcc and CUDA: the GPU machine (Ubuntu 24.04) lacks libzip, libstb and
 # may lack libcurl's dependency set; libraries built against Debian 12's older glibc run on its newer one.
 for lib in $(ldd "$out/bin/lab" "$out/bin/lab_tests" | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*) ;;
+    libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*|libresolv*|libnvrtc*|libcuda*|libnvJitLink*) ;;
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
@@ -21,7 +21,7 @@ mkdir -p "$out/shared/assets/goldens" "$out/shared/assets/images" "$out/shared/a
 cp "$assets/README.md" "$out/shared/assets/"
 cp "$assets"/goldens/{bus_loss_golden.safetensors,bus_loss.json,bus_labels.txt,bus_detections.json} \
   "$out/shared/assets/goldens/"
-cp "$assets"/goldens/bus640_golden_0.safetensors "$out/shared/assets/goldens/"
+cp "$assets"/goldens/bus640_golden_0.safetensors "$assets"/goldens/bus640_golden_2.safetensors "$out/shared/assets/goldens/"
 cp "$assets"/images/*.jpg "$out/shared/assets/images/"
 cp "$assets"/models/yolo26n.pt "$out/shared/assets/models/"
 du -sh "$out"

@@ -79,18 +79,18 @@ void check_against_golden(const nlohmann::json& ours, const nlohmann::json& gold
   }
 }
 
-void run_bus_acceptance(const std::string& mode, const std::string& flags) {
+void run_bus_acceptance(const std::string& backend, const std::string& mode, const std::string& flags) {
   lab::test::ScratchDir dir("detect-bus-" + mode);
   const fs::path json = dir.path / "bus.json";
   const LabResult r =
-      run_detect(quoted((kAssets / "images" / "bus.jpg").string()) + " --backend reference " + flags +
+      run_detect(quoted((kAssets / "images" / "bus.jpg").string()) + " --backend " + backend + " " + flags +
                  " --out " + quoted((dir.path / "runs").string()) + " --json " + quoted(json.string()));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json ours = nlohmann::json::parse(read_text(json));
   const nlohmann::json golden = nlohmann::json::parse(read_text(kAssets / "goldens" / "bus_detections.json"));
   REQUIRE(ours["images"].size() == 1);
-  CHECK(ours["backend"] == "reference");
+  CHECK(ours["backend"] == backend);
   check_against_golden(ours["images"][0]["detections"], golden["bus.jpg:" + mode]["dets"]);
   CHECK(fs::exists(dir.path / "runs" / "bus.jpg"));
   CHECK(
@@ -106,10 +106,24 @@ TEST_CASE("lab detect --backend reference reproduces the Ultralytics detections 
     return;
   }
   SECTION("rect letterbox (640x480)") {
-    run_bus_acceptance("rect", "");
+    run_bus_acceptance("reference", "rect", "");
   }
   SECTION("square letterbox (640x640)") {
-    run_bus_acceptance("square", "--square");
+    run_bus_acceptance("reference", "square", "--square");
+  }
+}
+
+TEST_CASE("lab detect --backend cuda reproduces the Ultralytics detections of bus.jpg", "[detect][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  if (!fs::exists(kAssets / "goldens" / "bus_detections.json")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  SECTION("rect letterbox (640x480)") {
+    run_bus_acceptance("cuda", "rect", "");
+  }
+  SECTION("square letterbox (640x640)") {
+    run_bus_acceptance("cuda", "square", "--square");
   }
 }
 
