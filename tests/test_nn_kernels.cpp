@@ -65,6 +65,10 @@ const std::vector<Case>& conv_cases() {
         {"STRIDE", "3"},
         {"RESIDUAL", "true"}}},
       {"auto", {{"C_IN", "10"}, {"C_OUT", "10"}, {"GROUPS", "10"}, {"H", "5"}, {"W", "5"}, {"K", "3"}}},
+      // Small outputs with deep reductions take the split-K path (checked to split below).
+      {"v2_tiled",
+       {{"C_IN", "64"}, {"C_OUT", "16"}, {"H", "7"}, {"W", "6"}, {"K", "3"}, {"RESIDUAL", "true"}}},
+      {"v2_tiled", {{"B", "2"}, {"C_IN", "300"}, {"C_OUT", "72"}, {"H", "5"}, {"W", "4"}, {"K", "1"}}},
   };
   return cases;
 }
@@ -109,6 +113,21 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(conv_tiled_channel_tile(17) == 32);
   CHECK(conv_tiled_channel_tile(80) == 64);
   CHECK(conv_kernel_name(ConvVariant::Tiled, {32, 64, 3, 1, 1, true}) == "conv2d_tiled<3, 64>");
+}
+
+TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the workspace", "[nn]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnKernels kernels(*backend);
+  const Conv2dShape head{64, 16, 3, 1, 1, true}, wide{300, 72, 1, 1, 1, true};
+  const Conv2dOp head_op(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
+                         std::vector<float>(16, 0.1f));
+  const Conv2dOp wide_op(kernels, wide, std::vector<float>(size_t(wide.weight_count()), 0.5f),
+                         std::vector<float>(72, 0.1f));
+  CHECK(head_op.splitk_splits(1, 7, 6) == 4);  // 576 rows = 36 chunks, at least 8 per split
+  CHECK(head_op.splitk_workspace_floats(1, 7, 6) == size_t(4) * 16 * 42);
+  CHECK(wide_op.splitk_splits(2, 5, 4) == 2);      // 300 rows = 19 chunks
+  CHECK(head_op.splitk_splits(1, 640, 640) == 1);  // a large output fills the GPU unsplit
+  CHECK(head_op.splitk_workspace_floats(1, 640, 640) == 0);
 }
 
 TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]") {

@@ -15,7 +15,11 @@
 //                         of 16: the weight chunk (pre-transposed on the host to wt[r][C_out], coalesced) and
 //                         the im2col chunk of the input are staged in shared memory, then each of the 256
 //                         threads accumulates a 4 x 4 register tile (4 channels x 4 pixels) with float4
-//                         shared reads. Grid (ceil(Ho*Wo / TN), ceil(C_out / TM), B); TM in {16, 32, 64}.
+//                         shared reads. Grid (ceil(Ho*Wo / TN), ceil(C_out / TM), B * splits); TM in
+//                         {16, 32, 64}. Split-K: when the output is too small to fill the GPU (P5 at batch 1:
+//                         400 pixels, a 2304-row reduction), `splits` CTAs share one output tile, each
+//                         summing `split_rows` reduction rows into partial [splits, B, C_out, Ho*Wo]; then
+//                         conv2d_splitk_reduce adds the splits in a fixed order and applies the epilogue.
 //   conv2d_depthwise<K>   v3, groups == C_in == C_out: a CTA computes a 32 x 8 output tile of one channel
 //                         plane from an input patch staged in dynamic shared memory
 //                         (((8-1)*s + K) x ((32-1)*s + K) floats); the K*K weights live in registers.
@@ -63,7 +67,7 @@ __global__ void __launch_bounds__(nn::kThreads)
     conv2d_tiled(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
                  const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
                  float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
-                 int h_out, int w_out, int stride, int silu) {
+                 int h_out, int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
   constexpr int kThreads = nn::kThreads, kChunk = nn::kTiledChunk;
   constexpr int TN = 4096 / TM;          // output pixels per CTA
   constexpr int kPixelThreads = TN / 4;  // threads along pixels (4 pixels each)
@@ -71,9 +75,10 @@ __global__ void __launch_bounds__(nn::kThreads)
   __shared__ __align__(16) float w_s[kChunk][TM];
   __shared__ __align__(16) float x_s[kChunk][TN];
 
-  const int tid = threadIdx.x, b = blockIdx.z;
+  const int tid = threadIdx.x, b = blockIdx.z % batch, split = blockIdx.z / batch;
   const int co0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
   const int plane_out = h_out * w_out, reduction = c_in * K * K;
+  const int r_begin = split * split_rows, r_end = min(reduction, r_begin + split_rows);
   const float* in_b = in + b * in_bs;
 
   // The im2col column this thread stages: one output pixel, fixed for the whole reduction.
@@ -89,17 +94,17 @@ __global__ void __launch_bounds__(nn::kThreads)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
-  for (int r0 = 0; r0 < reduction; r0 += kChunk) {
+  for (int r0 = r_begin; r0 < r_end; r0 += kChunk) {
 #pragma unroll
     for (int i = tid; i < kChunk * TM; i += kThreads) {
       const int rr = i / TM, cc = i % TM, r = r0 + rr, co = co0 + cc;
-      w_s[rr][cc] = (r < reduction && co < c_out) ? wt[(long long)r * c_out + co] : 0.0f;
+      w_s[rr][cc] = (r < r_end && co < c_out) ? wt[(long long)r * c_out + co] : 0.0f;
     }
 #pragma unroll
     for (int rr = tid / TN; rr < kChunk; rr += kThreads / TN) {
       const int r = r0 + rr;
       float v = 0.0f;
-      if (stage_valid && r < reduction) {
+      if (stage_valid && r < r_end) {
         const int ci = r / (K * K), kk = r % (K * K);
         const int iy = iy0 + kk / K, ix = ix0 + kk % K;
         if (iy >= 0 && iy < h_in && ix >= 0 && ix < w_in) v = in_b[ci * in_cs + iy * w_in + ix];
@@ -125,13 +130,34 @@ __global__ void __launch_bounds__(nn::kThreads)
     const int co = co0 + ty * 4 + i;
     if (co >= c_out) continue;
     const float bias_co = bias[co];
+    float* partial_row =
+        partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane_out : nullptr;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int p = px0 + tx * 4 + j;
-      if (p < plane_out)
+      if (p >= plane_out) continue;
+      if (partial_row)
+        partial_row[p] = acc[i][j];
+      else
         nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
     }
   }
+}
+
+// The split-K epilogue of conv2d_tiled: out = act(sum over splits of partial + bias) (+ residual), the splits
+// added in index order. Block 256, grid (ceil(Ho*Wo / 256), C_out, B).
+extern "C" __global__ void __launch_bounds__(nn::kThreads)
+    conv2d_splitk_reduce(const float* __restrict__ partial, int splits, const float* __restrict__ bias,
+                         const float* residual, long long res_bs, long long res_cs, float* out,
+                         long long out_bs, long long out_cs, int batch, int c_out, int plane_out, int silu) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= plane_out) return;
+  const int co = blockIdx.y, b = blockIdx.z;
+  const long long split_stride = (long long)batch * c_out * plane_out;
+  const float* src = partial + ((long long)b * c_out + co) * plane_out + p;
+  float acc = 0.0f;
+  for (int s = 0; s < splits; ++s) acc += src[s * split_stride];
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
 }
 
 namespace nn {

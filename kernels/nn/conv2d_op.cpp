@@ -1,6 +1,8 @@
 // Conv2dOp: variant choice, weight upload (transposed for v2_tiled), launch shapes.
 #include "nn/conv2d_op.hpp"
 
+#include <algorithm>
+
 #include "errors.hpp"
 
 namespace lab {
@@ -10,6 +12,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // as in conv2d.cu
 constexpr int kMaxGridYZ = 65535;
+constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of conv2d_tiled (nn::kTiledChunk)
 
 std::string shape_text(const Conv2dShape& s) {
   return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
@@ -95,14 +98,36 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
   if (std::string problem = conv_variant_problem(variant_, shape); !problem.empty())
     throw UsageError("conv2d " + shape_text(shape) + ": " + problem);
   kernel_ = kernels.kernel(conv_kernel_name(variant_, shape));
+  splitk_reduce_ = kernels.kernel(kConv2dSplitkReduceKernel);
   Backend& backend = kernels.backend();
   weight_ =
       backend.upload_vector(variant_ == ConvVariant::Tiled ? transpose_weights(weight, shape.c_out) : weight);
   bias_ = backend.upload_vector(bias);
 }
 
-void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out,
-                   ConstPlaneView residual) const {
+// Splits so that the tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at
+// least 8 chunks (128 reduction rows).
+int Conv2dOp::splitk_splits(int batch, int h_in, int w_in) const {
+  if (variant_ != ConvVariant::Tiled) return 1;
+  constexpr long long kTargetCtas = 264, kMinChunksPerSplit = 8;
+  const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
+  const long long plane_out = (long long)shape_.out_size(h_in) * shape_.out_size(w_in);
+  const long long tiles = (plane_out + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm) * batch;
+  const long long chunks = (shape_.c_in * shape_.kernel * shape_.kernel + kTiledChunk - 1) / kTiledChunk;
+  const long long splits = std::min((kTargetCtas + tiles - 1) / tiles, chunks / kMinChunksPerSplit);
+  if (splits <= 1) return 1;
+  const long long rows_per_split = (chunks + splits - 1) / splits * kTiledChunk;
+  return int((chunks * kTiledChunk + rows_per_split - 1) / rows_per_split);
+}
+
+size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
+  const int splits = splitk_splits(batch, h_in, w_in);
+  if (splits == 1) return 0;
+  return size_t(splits) * batch * shape_.c_out * shape_.out_size(h_in) * shape_.out_size(w_in);
+}
+
+void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
+                   float* splitk_workspace) const {
   const Conv2dShape& s = shape_;
   int h_out = s.out_size(h_in), w_out = s.out_size(w_in);
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
@@ -131,10 +156,23 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
     }
     case ConvVariant::Tiled: {
       const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm;
-      cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm), unsigned(batch)};
-      backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                                 c_in, c_out, h_in, w_in, h_out, w_out, stride, silu));
+      int splits = splitk_workspace ? splitk_splits(batch, h_in, w_in) : 1;
+      const int chunks = (c_in * s.kernel * s.kernel + kTiledChunk - 1) / kTiledChunk;
+      if (batch * splits > kMaxGridYZ) splits = 1;
+      int split_rows = (chunks + splits - 1) / splits * kTiledChunk;
+      float* partial = splits > 1 ? splitk_workspace : nullptr;
+      cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
+                  unsigned(batch * splits)};
+      backend.launch(
+          kernel_, cfg,
+          kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, c_in, c_out,
+                      h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+      if (!partial) return;
+      const float* partial_in = partial;
+      int plane = int(plane_out);
+      backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
+                     kernel_args(partial_in, splits, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, batch,
+                                 c_out, plane, silu));
       return;
     }
     case ConvVariant::Depthwise: {

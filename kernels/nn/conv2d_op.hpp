@@ -33,9 +33,13 @@ class Conv2dOp {
            const std::vector<float>& bias, std::optional<ConvVariant> force = std::nullopt);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [B, c_in, h_in, w_in], out and residual
-  // [B, c_out, out_size(h_in), out_size(w_in)].
-  void run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out,
-           ConstPlaneView residual = {}) const;
+  // [B, c_out, out_size(h_in), out_size(w_in)]. With `splitk_workspace` (splitk_workspace_floats() floats) a
+  // v2_tiled conv whose output tiles cannot fill the GPU splits its reduction over several CTAs.
+  void run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual = {},
+           float* splitk_workspace = nullptr) const;
+  // Reduction splits the op uses at this input size (1: none), and the workspace they need (0 when 1).
+  int splitk_splits(int batch, int h_in, int w_in) const;
+  size_t splitk_workspace_floats(int batch, int h_in, int w_in) const;
 
   const Conv2dShape& shape() const { return shape_; }
   ConvVariant variant() const { return variant_; }
@@ -44,7 +48,7 @@ class Conv2dOp {
   NnKernels& kernels_;
   Conv2dShape shape_;
   ConvVariant variant_;
-  Kernel kernel_;
+  Kernel kernel_, splitk_reduce_;
   DeviceBuffer weight_, bias_;
 };
 

@@ -53,11 +53,14 @@ class Conv2dInstance : public Instance {
       residual_->upload_window(residual_host_);
     }
     op_.emplace(kernels_, shape_, weight_, bias_, forced_variant(variant, shape_));
+    // The split-K path runs whenever the op would split at this size, as it does inside the network.
+    if (size_t floats = op_->splitk_workspace_floats(batch_, h_, w_))
+      splitk_ = backend.alloc_array<float>(floats);
   }
   void poison() override { out_.poison(); }
   void launch() override {
     op_->run(batch_, h_, w_, in_.view(), out_.view(),
-             residual_ ? ConstPlaneView(residual_->view()) : ConstPlaneView{});
+             residual_ ? ConstPlaneView(residual_->view()) : ConstPlaneView{}, splitk_.as<float>());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     kernels_.backend().synchronize();
@@ -83,6 +86,7 @@ class Conv2dInstance : public Instance {
   std::optional<SlicedBuffer> residual_;
   std::vector<float> in_host_, weight_, bias_, residual_host_;
   std::optional<Conv2dOp> op_;
+  DeviceBuffer splitk_;  // partial sums of the split-K path (empty when the op does not split)
 };
 
 class Conv2dRunner : public Runner {

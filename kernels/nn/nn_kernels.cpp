@@ -21,7 +21,7 @@ std::string conv2d_depthwise_kernel(int k) {
 }
 
 CompileRequest nn_module_request() {
-  CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel}};
+  CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel, kConv2dSplitkReduceKernel}};
   for (int k : kSpecialisedKernelSizes) {
     for (int tile : kTiledChannelTiles) r.name_expressions.push_back(conv2d_tiled_kernel(k, tile));
     r.name_expressions.push_back(conv2d_depthwise_kernel(k));

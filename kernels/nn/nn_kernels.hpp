@@ -16,6 +16,7 @@ inline constexpr const char* kUpsampleSource = "nn/upsample_nearest2x.cu";
 inline constexpr const char* kCopyPlanesSource = "nn/copy_planes.cu";
 
 inline constexpr const char* kConv2dDirectKernel = "conv2d_direct";
+inline constexpr const char* kConv2dSplitkReduceKernel = "conv2d_splitk_reduce";
 inline constexpr const char* kMaxPool2dKernel = "maxpool2d";
 inline constexpr const char* kUpsampleKernel = "upsample_nearest2x";
 inline constexpr const char* kCopyPlanesKernel = "copy_planes";

@@ -19,7 +19,7 @@ class NetworkOps {
   NetworkOps(Backend& backend, const Yolo26Model& model);
   Backend& backend() const { return backend_; }
   NnKernels& kernels() { return *kernels_; }
-  const Conv2dOp& conv(const ConvSpec& spec) const;  // by the spec's state-dict name
+  const Conv2dOp& conv(const ConvSpec& spec) const;   // by the spec's state-dict name
   const MaxPool2dOp& pool(int channels, int kernel);  // made on first use per (channels, kernel size)
   const UpsampleNearest2xOp& upsample() const { return *upsample_; }
   const CopyPlanesOp& copy() const { return *copy_; }

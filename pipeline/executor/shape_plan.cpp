@@ -4,6 +4,8 @@
 // as spec/yolo26.md defines it.
 #include "pipeline/executor/shape_plan.hpp"
 
+#include <algorithm>
+
 #include "detect/anchor_grid.hpp"
 #include "errors.hpp"
 
@@ -51,12 +53,14 @@ void PlanBuilder::conv(const ConvSpec& spec, const Activation& in, const Activat
   if (in.channels != spec.c_in || out.channels != spec.c_out || out.height != spec.out_size(in.height) ||
       out.width != spec.out_size(in.width))
     throw RuntimeError("plan: conv '" + spec.name + "' shapes do not chain");
-  if (measuring_) return;
   const Conv2dOp& op = ops_.conv(spec);
   const int batch = in.batch, h = in.height, w = in.width;
+  plan_.splitk_floats = std::max(plan_.splitk_floats, op.splitk_workspace_floats(batch, h, w));
+  if (measuring_) return;
   const ConstPlaneView src = in.cview(), res = residual ? residual->cview() : ConstPlaneView{};
   const PlaneView dst = out.view();
-  record([&op, batch, h, w, src, dst, res] { op.run(batch, h, w, src, dst, res); });
+  float* workspace = plan_.splitk_workspace;  // shared: the convs run one after another
+  record([&op, batch, h, w, src, dst, res, workspace] { op.run(batch, h, w, src, dst, res, workspace); });
 }
 
 Activation PlanBuilder::conv_new(const ConvSpec& spec, const Activation& in) {
@@ -324,10 +328,12 @@ std::unique_ptr<ShapePlan> build_shape_plan(NetworkOps& ops, const Yolo26Model& 
                      std::to_string(width) + " is invalid: batch >= 1, height and width multiples of 32");
   auto plan = std::make_unique<ShapePlan>();
   plan->batch = batch, plan->height = height, plan->width = width;
-  PlanBuilder(ops, *plan).build(model);  // measuring pass: sizes only
+  PlanBuilder(ops, *plan).build(model);   // measuring pass: sizes only
+  plan->arena.take(plan->splitk_floats);  // the split-K workspace, taken first in the real pass
   plan->arena.allocate(ops.backend());
   plan->steps.clear();
   plan->tensors.clear();
+  plan->splitk_workspace = plan->arena.take(plan->splitk_floats);
   PlanBuilder(ops, *plan).build(model);
   return plan;
 }

@@ -1,0 +1,210 @@
+// The visual debugger driven by scripts under Xvfb (`lab-viewer --script`): a syntax error inserted in a
+// kernel is listed at its line and the line is highlighted; a kernel run shows PASS; a kernel that faults is
+// reported with its name while the viewer goes on. Without the viewer binary, xvfb-run or a usable GL the
+// tests WARN and return.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "kernel_tree.hpp"
+#include "test_helpers.hpp"
+
+#ifndef LAB_VIEWER_BINARY
+
+TEST_CASE("viewer: scripted UI tests", "[viewer]") {
+  WARN("skipped: lab-viewer was not built (GLFW, OpenGL, Dear ImGui or stb missing)");
+}
+
+#else
+
+#include <stb/stb_image.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ViewerRun {
+  bool skipped = false;
+  int exit_code = -1;
+  std::string log;
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A copy of the embedded kernel tree the script may edit.
+fs::path copy_kernel_tree(const fs::path& root) {
+  const auto tree = lab::KernelTree::embedded();
+  for (const std::string& rel : tree->list()) lab::test::write_file(root / "kernels" / rel, tree->read(rel));
+  return root / "kernels";
+}
+
+// Runs the viewer on `script` in a virtual X server; screenshots land in dir/shots.
+ViewerRun run_viewer_script(const fs::path& dir, const std::string& script) {
+  ViewerRun r;
+  if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
+    WARN("skipped: xvfb-run is not installed");
+    r.skipped = true;
+    return r;
+  }
+  lab::test::write_file(dir / "script.txt", script);
+  const fs::path kernels = copy_kernel_tree(dir);
+  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' " + std::string(LAB_VIEWER_BINARY) +
+                              " --script " + (dir / "script.txt").string() + " --screenshot-dir " +
+                              (dir / "shots").string() + " --kernels-dir " + kernels.string() +
+                              " --config-dir " + (dir / "config").string() + " --cache-dir " +
+                              (fs::temp_directory_path() / "lab-viewer-test-cache").string() +
+                              " --width 1600 --height 1000 > " + (dir / "log.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.log = read_all(dir / "log.txt");
+  if (r.log.find("cannot initialise GLFW") != std::string::npos ||
+      r.log.find("cannot create an OpenGL 3 window") != std::string::npos) {
+    WARN("skipped: no usable OpenGL under Xvfb here:\n" << r.log);
+    r.skipped = true;
+  }
+  return r;
+}
+
+struct Png {
+  int width = 0, height = 0;
+  std::vector<unsigned char> rgb;
+  size_t count(bool (*match)(const unsigned char*)) const {
+    size_t n = 0;
+    for (size_t i = 0; i + 2 < rgb.size(); i += 3) n += match(&rgb[i]) ? 1 : 0;
+    return n;
+  }
+};
+
+Png load_png(const fs::path& p) {
+  Png png;
+  int channels = 0;
+  unsigned char* data = stbi_load(p.c_str(), &png.width, &png.height, &channels, 3);
+  REQUIRE(data != nullptr);
+  png.rgb.assign(data, data + size_t(png.width) * png.height * 3);
+  stbi_image_free(data);
+  return png;
+}
+
+// Line 17 of detect/detect_decode.cu is the first line of the kernel body.
+constexpr int kBodyLine = 17;
+
+}  // namespace
+
+TEST_CASE("viewer: a syntax error inserted in a kernel is listed at its line and highlighted", "[viewer]") {
+  lab::test::ScratchDir dir("viewer-error");
+  const std::string script =
+      "open_kernel detect_decode\n"
+      "insert_text " +
+      std::to_string(kBodyLine) +
+      "   int broken = undeclared_name;\n"
+      "save\n"
+      "expect_text compile failed\n"
+      "expect_text detect/detect_decode.cu:" +
+      std::to_string(kBodyLine) +
+      ":\n"
+      "expect_text undeclared_name\n"
+      "click_error 1\n"
+      "screenshot error.png\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+  // The edit reached the kernel tree.
+  CHECK(read_all(dir.path / "kernels/detect/detect_decode.cu").find("undeclared_name") != std::string::npos);
+  // The highlighted error line: a band of dark red behind the text.
+  const Png png = load_png(dir.path / "shots/error.png");
+  CHECK(png.count([](const unsigned char* p) { return p[0] > 100 && p[0] < 170 && p[1] < 50 && p[2] < 50; }) >
+        2000);
+}
+
+TEST_CASE("viewer: running a kernel shows PASS with its metrics", "[viewer]") {
+  lab::test::ScratchDir dir("viewer-run");
+  const std::string script =
+      "open_kernel detect_decode\n"
+      "select_panel Run\n"
+      "set_param IMG_H 320\n"
+      "set_backend cpu\n"
+      "run\n"
+      "expect_text PASS\n"
+      "expect_no_text FAIL\n"
+      "expect_text worst element\n"
+      "screenshot run.png\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+  // The PASS verdicts are drawn in green.
+  const Png png = load_png(dir.path / "shots/run.png");
+  CHECK(png.count([](const unsigned char* p) { return p[1] > 200 && p[0] < 110 && p[2] < 110; }) > 50);
+}
+
+TEST_CASE("viewer: a faulting kernel is reported with its name and the viewer keeps running", "[viewer]") {
+  lab::test::ScratchDir dir("viewer-fault");
+  const std::string script =
+      "open_kernel detect_decode\n"
+      "insert_text " +
+      std::to_string(kBodyLine) +
+      "   if (threadIdx.x == 0) *(volatile float*)16 = 1.0f;\n"
+      "save\n"
+      "select_panel Run\n"
+      "set_backend cpu\n"
+      "run\n"
+      "expect_text ERROR\n"
+      "expect_text kernel detect_decode\n"
+      "run\n"
+      "expect_text ERROR\n"
+      "screenshot fault.png\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+}
+
+TEST_CASE("viewer: YOLO26 on bus.jpg draws its boxes in class colours and an attention map", "[viewer]") {
+  const fs::path image = fs::path(LAB_ASSETS_DIR) / "images/bus.jpg";
+  if (!fs::exists(image) || !fs::exists(fs::path(LAB_ASSETS_DIR) / "models/yolo26n.pt")) {
+    WARN("skipped: the shared assets (bus.jpg, yolo26n.pt) are not at " LAB_ASSETS_DIR);
+    return;
+  }
+  lab::test::ScratchDir dir("viewer-pipeline");
+  const std::string script =
+      "select_panel Pipeline\n"
+      "set_executor cpu\n"
+      "open_image " +
+      image.string() +
+      "\n"
+      "run_pipeline\n"
+      "expect_text bus 0.\n"
+      "expect_text person 0.\n"
+      "expect_box_pixels\n"
+      "click_pixel 400 500\n"
+      "expect_text query pixel (400, 500)\n"
+      "screenshot pipeline.png\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+  // The attention heatmap beside the image: its hottest cell is drawn in the top colour of the scale.
+  const Png png = load_png(dir.path / "shots/pipeline.png");
+  CHECK(png.count([](const unsigned char* p) {
+    return std::abs(p[0] - 252) <= 3 && std::abs(p[1] - 242) <= 3 && std::abs(p[2] - 89) <= 3;
+  }) > 150);
+}
+
+TEST_CASE("viewer: a malformed script is a usage error naming its line", "[viewer]") {
+  lab::test::ScratchDir dir("viewer-bad-script");
+  const ViewerRun r = run_viewer_script(dir.path, "open_kernel detect_decode\nfly_to_the_moon\n");
+  if (r.skipped) return;
+  CHECK(r.exit_code == 2);
+  CHECK(r.log.find("script.txt:2: unknown action 'fly_to_the_moon'") != std::string::npos);
+}
+
+#endif  // LAB_VIEWER_BINARY

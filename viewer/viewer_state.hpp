@@ -1,0 +1,101 @@
+// The viewer's whole UI state in plain structs: the kernel workspace, the Kernels panel (selection, editor,
+// compile job and its result), the Run panel (parameters, run job, result, heatmap), and settings.
+#pragma once
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "code_editor.hpp"
+#include "heatmap.hpp"
+#include "kernel_compile.hpp"
+#include "kernel_run.hpp"
+#include "kernel_workspace.hpp"
+#include "pipeline_session.hpp"
+#include "lab/scenario.hpp"
+#include "settings.hpp"
+
+namespace lab::viewer {
+
+template <class T>
+bool job_ready(const std::future<T>& job) {
+  return job.valid() && job.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+struct KernelsState {
+  const Runner* runner = nullptr;
+  std::string variant;
+  std::string file;        // tree-relative path shown in the editor
+  std::string saved_text;  // the file as last read or written
+  CodeEditor editor;
+  bool auto_compile = true;
+  double last_edit_time = -1;  // seconds (ImGui time) of the last unsaved edit, -1: none pending
+  std::future<CompileOutcome> compile_job;
+  std::optional<bool> compile_pending;     // a compile asked for while one runs (value: from the editor text)
+  std::optional<CompileOutcome> compiled;  // the last finished compile
+  std::string status;                      // one line: saved, compiling, errors ...
+  std::string output_tab;                  // requested tab of the compiler outputs: "source", "ptx" ...
+};
+
+struct RunState {
+  std::map<std::string, std::string> params;  // text values of the selected runner's parameters
+  int seed = 1;
+  std::string backend;
+  std::optional<Tolerance> tolerance;  // from a scenario case
+  std::string scenario_case;           // label of the case the parameters came from
+  std::future<RunOutcome> job;
+  std::optional<RunOutcome> result;
+  int output_index = 0;
+  int slice = 0;
+  bool heatmap_dirty = true;
+  HeatmapGrid grid;
+  GlTexture texture;
+  std::string slice_note;  // how the output was cut into 2-D slices
+};
+
+struct PipelineState {
+  std::string image_path;
+  std::string executor;  // "reference", "cpu", "cuda"
+  Image preview;         // the opened image, shown before a run
+  GlTexture image_texture;
+  bool image_dirty = false;
+  std::future<PipelineRun> job;
+  std::shared_ptr<PipelineRun> run;
+  std::future<std::vector<LayerError>> compare_job;
+  std::vector<LayerError> layer_errors;
+  std::string compare_failure;
+  float confidence = 0.25f;
+  // Feature map view.
+  std::string feature_layer = "layer22";
+  int feature_channel = 0;
+  bool feature_dirty = true;
+  HeatmapGrid feature_grid;
+  GlTexture feature_texture;
+  // Attention view: block, head and the query pixel (source-image coordinates).
+  int attention_index = 0, head = 0;
+  std::optional<std::pair<int, int>> query;
+  bool attention_dirty = true;
+  HeatmapGrid attention_grid;
+  GlTexture attention_texture;
+  // Where the image was drawn last frame (screen pixels), for script pixel checks.
+  float image_x = 0, image_y = 0, image_scale = 1;
+  std::string tab;  // requested tab: "detections", "features"
+};
+
+struct ViewerState {
+  KernelWorkspace workspace;
+  std::vector<std::string> backends;  // usable here, preferred first
+  std::filesystem::path scenarios_dir;
+  std::vector<Scenario> scenarios;
+  std::vector<std::string> scenario_errors;
+  std::filesystem::path settings_file;
+  Settings settings;
+  KernelsState kernels;
+  RunState run;
+  PipelineState pipeline;
+  std::string panel_request;  // "Kernels", "Run", "Pipeline": selected by the next frame
+  std::string message;        // last action error, shown in the status bar
+};
+
+}  // namespace lab::viewer
