@@ -12,6 +12,7 @@
 #include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/detections_output.hpp"
 #include "pipeline/detect/detector.hpp"
+#include "pipeline/detect/tensor_dump.hpp"
 #include "pipeline/detect/image_inputs.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/image/draw.hpp"
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 
 struct DetectOptions {
   std::vector<std::string> inputs;
-  std::string model, backend = "auto", out = "runs/detect", json;
+  std::string model, backend = "auto", out = "runs/detect", json, dump;
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
   bool square = false, save_txt = false;
@@ -94,6 +95,7 @@ class DetectRun {
     std::vector<const Image*> pointers;
     for (const Image& image : pending_.images) pointers.push_back(&image);
     std::vector<ImageDetections> batch = detector_.detect(pointers, pending_.files);
+    if (!o_.dump.empty()) dump_network_tensors(detector_.network(), pending_.files, o_.dump);
     for (size_t i = 0; i < batch.size(); ++i) save(pending_.images[i], batch[i]);
     results_.insert(results_.end(), batch.begin(), batch.end());
     pending_ = {};
@@ -218,6 +220,9 @@ void add_detect_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--out", o->out, "Folder for the annotated images (and labels/)")->capture_default_str();
   cmd->add_option("--json", o->json, "Write the detections of every image to this JSON file");
+  cmd->add_option("--dump", o->dump,
+                  "Write every tensor of the network (input, layer00..layer22, head, attention maps, output) "
+                  "to DIR/<image stem>.safetensors");
   cmd->add_flag("--save-txt", o->save_txt, "Write YOLO-format labels (class cx cy w h score) to OUT/labels");
   cmd->add_option("--max-det", o->max_det, "Rows of the end-to-end top-k")->capture_default_str();
   cmd->callback([&state, o] { run_detect(*o, state); });

@@ -17,7 +17,7 @@ namespace lab {
 namespace {
 
 struct LossOptions {
-  std::string heads, labels, letterbox_json, backend, grad_out, model, image;
+  std::string heads, labels, letterbox_json, backend, grad_out;
   int imgsz = 640;
   std::vector<double> pad, orig_size;
   double scale = 0;
@@ -66,10 +66,6 @@ nlohmann::json head_json(const loss::HeadLoss& h) {
 }
 
 void run_loss(const LossOptions& o, CliState& state) {
-  if (!o.model.empty() || !o.image.empty())
-    throw UsageError(
-        "loss: --model/--image need the network pipeline, which does not exist yet; "
-        "pass raw head outputs with --heads");
   if (o.heads.empty() || o.labels.empty()) throw UsageError("loss: --heads and --labels are required");
 
   const SafetensorsFile file = SafetensorsFile::load(o.heads);
@@ -132,8 +128,7 @@ void add_loss_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "loss",
       "YOLO26 training loss (E2ELoss: one-to-many + one-to-one heads) of raw head outputs against labels, "
-      "with the gradients. The network-running form --model/--image needs the pipeline, which does not "
-      "exist yet (rejected with exit 2)");
+      "with the gradients");
   auto o = std::make_shared<LossOptions>();
   cmd->add_option(
       "--heads", o->heads,
@@ -158,8 +153,6 @@ void add_loss_command(CLI::App& app, CliState& state) {
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--grad-out", o->grad_out, "Write d total / d raw outputs here (safetensors, *.grad keys)");
-  cmd->add_option("--model", o->model, "Checkpoint (not available yet: needs the network pipeline)");
-  cmd->add_option("--image", o->image, "Image (not available yet: needs the network pipeline)");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->callback([&state, o] { run_loss(*o, state); });
 }

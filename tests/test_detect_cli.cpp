@@ -3,6 +3,7 @@
 // input (an unreadable image among good ones, an empty folder, --imgsz not a multiple of 32).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "pipeline/image/image.hpp"
+#include "pipeline/safetensors.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -177,4 +179,29 @@ TEST_CASE("lab detect rejects an empty folder and bad options with exit 2", "[de
                                      quoted((dir.path / "none.pt").string()));
   CHECK(model.exit_code == 2);
   CHECK(contains(model.err, "none.pt"));
+}
+
+TEST_CASE("lab detect --dump writes every tensor of the forward, one safetensors file per image",
+          "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-dump");
+  const LabResult r = run_detect(
+      quoted((kAssets / "images" / "bus.jpg").string()) + " --backend reference --imgsz 320 --out " +
+      quoted((dir.path / "runs").string()) + " --dump " + quoted((dir.path / "dump").string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // bus.jpg (810x1080) letterboxed to the minimum rectangle at 320: 320 high, 256 wide; P5 is 10 x 8.
+  const lab::SafetensorsFile dump = lab::SafetensorsFile::load(dir.path / "dump" / "bus.safetensors");
+  CHECK(dump.info("input").shape == std::vector<int64_t>{1, 3, 320, 256});
+  CHECK(dump.info("layer00").shape == std::vector<int64_t>{1, 16, 160, 128});
+  CHECK(dump.info("layer22").shape == std::vector<int64_t>{1, 256, 10, 8});
+  CHECK(dump.info("attn.model.10.m.0.attn").shape == std::vector<int64_t>{1, 2, 80, 80});
+  CHECK(dump.info("attn.model.22.m.0.1.attn").shape == std::vector<int64_t>{1, 2, 80, 80});
+  CHECK(dump.info("head.scores").shape == std::vector<int64_t>{1, 80, 1680});
+  CHECK(dump.info("output").shape == std::vector<int64_t>{1, 300, 6});
+  const std::vector<float> input = dump.floats("input");
+  CHECK(std::all_of(input.begin(), input.end(), [](float v) { return v >= 0 && v <= 1; }));
 }

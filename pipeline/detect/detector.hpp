@@ -34,6 +34,7 @@ class Detector {
   const Yolo26Model& model() const { return model_; }
   const DetectorOptions& options() const { return options_; }
   std::string executor_name() const;
+  Network& network() { return *network_; }  // the last forward's tensors, for --dump and the viewer
   LetterboxGeometry geometry_for(const Image& image) const;
 
   // One forward over images whose letterboxed shapes are equal (UsageError otherwise); `files` names them.
