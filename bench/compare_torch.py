@@ -14,10 +14,11 @@ Usage: python3 bench/compare_torch.py --weights yolo26n.safetensors [--golden bu
 """
 import argparse
 import json
-import statistics
 import struct
 import subprocess
 import sys
+
+from sdpa_compare import time_ms  # CUDA-event median over warm runs, shared with the SDPA comparison
 
 
 def load_safetensors(torch, path):
@@ -233,21 +234,6 @@ def build_model(torch, sd):
             return self.detect([y[16], y[19], y[22]])
 
     return Yolo26()
-
-
-def time_ms(torch, fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def graph_of(torch, model, x):

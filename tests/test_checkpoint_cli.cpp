@@ -16,26 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Run = lab::test::LabResult;
+using lab::test::quoted;
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-Run run_convert(const fs::path& io, const std::string& in, const std::string& out) {
-  const std::string command = quoted(LAB_BINARY) + " convert " + quoted(in) + " " + quoted(out) + " >" +
-                              quoted((io / "stdout").string()) + " 2>" + quoted((io / "stderr").string());
-  const int status = std::system(command.c_str());
-  Run r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = lab::test::read_binary(io / "stdout");
-  r.err = lab::test::read_binary(io / "stderr");
-  return r;
+Run run_convert(const std::string& in, const std::string& out) {
+  return lab::test::run_lab("convert " + quoted(in) + " " + quoted(out));
 }
 
 size_t lines(const std::string& text) {
@@ -50,9 +35,9 @@ TEST_CASE("lab convert writes a safetensors checkpoint and reports it in one lin
     WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
     return;
   }
-  lab::test::ScratchDir io("convert-io"), dir("convert-out");
+  lab::test::ScratchDir dir("convert-out");
   const fs::path out = dir.path / "yolo26n.safetensors";
-  const Run r = run_convert(io.path, pt.string(), out.string());
+  const Run r = run_convert(pt.string(), out.string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(lines(r.out) == 1);
@@ -62,24 +47,24 @@ TEST_CASE("lab convert writes a safetensors checkpoint and reports it in one lin
   // .safetensors in, .safetensors out (replacing an existing file).
   const fs::path again = dir.path / "again.safetensors";
   lab::test::write_binary(again, "old");
-  const Run r2 = run_convert(io.path, out.string(), again.string());
+  const Run r2 = run_convert(out.string(), again.string());
   REQUIRE(r2.exit_code == 0);
   CHECK(lab::test::read_binary(again) == lab::test::read_binary(out));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);
 }
 
 TEST_CASE("lab convert rejects bad input with exit 2 and leaves no file behind", "[checkpoint][cli]") {
-  lab::test::ScratchDir io("convert-bad-io"), dir("convert-bad");
+  lab::test::ScratchDir dir("convert-bad");
   const fs::path text = dir.path / "notes.pt";
   lab::test::write_binary(text, "not a model at all\n");
   const fs::path out = dir.path / "out.safetensors";
-  const Run r = run_convert(io.path, text.string(), out.string());
+  const Run r = run_convert(text.string(), out.string());
   CHECK(r.exit_code == 2);
   CHECK(lines(r.err) == 1);
   CHECK(r.err.find(text.string()) != std::string::npos);
   CHECK_FALSE(fs::exists(out));
 
-  const Run missing = run_convert(io.path, (dir.path / "absent.pt").string(), out.string());
+  const Run missing = run_convert((dir.path / "absent.pt").string(), out.string());
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("absent.pt: cannot open") != std::string::npos);
 
@@ -88,12 +73,12 @@ TEST_CASE("lab convert rejects bad input with exit 2 and leaves no file behind",
     const fs::path cut = dir.path / "cut.pt";
     lab::test::write_binary(cut,
                             lab::test::read_binary(lab::test::yolo26n_checkpoint()).substr(0, 2'000'000));
-    const Run r3 = run_convert(io.path, cut.string(), out.string());
+    const Run r3 = run_convert(cut.string(), out.string());
     CHECK(r3.exit_code == 2);
     CHECK(lines(r3.err) == 1);
     CHECK_FALSE(fs::exists(out));
     // Output into a folder that does not exist: exit 2, nothing written anywhere.
-    const Run r4 = run_convert(io.path, lab::test::yolo26n_checkpoint().string(),
+    const Run r4 = run_convert(lab::test::yolo26n_checkpoint().string(),
                                (dir.path / "no-such-dir" / "x.safetensors").string());
     CHECK(r4.exit_code == 2);
     CHECK(r4.err.find("x.safetensors") != std::string::npos);

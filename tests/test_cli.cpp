@@ -18,43 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct LabResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `lab ARGS` with a private-to-the-tests cache and no inherited LAB_KERNELS_DIR / LAB_SCENARIOS_DIR.
-LabResult run_lab(const std::string& args) {
-  lab::test::ScratchDir io("cli-io");
-  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
-  const std::string command =
-      "env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR LAB_CACHE_DIR=" + quoted(cache.string()) + " " +
-      quoted(LAB_BINARY) + " " + args + " >" + quoted((io.path / "out").string()) + " 2>" +
-      quoted((io.path / "err").string());
-  const int status = std::system(command.c_str());
-  LabResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(io.path / "out");
-  r.err = read_text(io.path / "err");
-  return r;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using lab::test::contains;
+using lab::test::LabResult;
+using lab::test::quoted;
+using lab::test::read_text;
+using lab::test::run_lab;
 
 size_t line_count(const std::string& text) {
   size_t n = 0;

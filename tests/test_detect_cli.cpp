@@ -23,42 +23,14 @@ namespace {
 
 const fs::path kAssets = LAB_ASSETS_DIR;
 
-struct LabResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using lab::test::contains;
+using lab::test::LabResult;
+using lab::test::quoted;
+using lab::test::read_text;
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `lab detect ARGS` with a private cache and the model from the shared assets.
+// Runs `lab detect ARGS`.
 LabResult run_detect(const std::string& args) {
-  lab::test::ScratchDir io("detect-cli-io");
-  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
-  const std::string command =
-      "env -u LAB_KERNELS_DIR -u LAB_MODEL -u LAB_MODEL_URL LAB_CACHE_DIR=" + quoted(cache.string()) + " " +
-      quoted(LAB_BINARY) + " detect " + args + " >" + quoted((io.path / "out").string()) + " 2>" +
-      quoted((io.path / "err").string());
-  const int status = std::system(command.c_str());
-  LabResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(io.path / "out");
-  r.err = read_text(io.path / "err");
-  return r;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return lab::test::run_lab("detect " + args);
 }
 
 // Every golden detection matched by class with score within 0.01 and every coordinate within 1 px; same

@@ -1,8 +1,11 @@
 // Test helpers: scratch directories and runtime contexts with private caches.
 #include "test_helpers.hpp"
 
+#include <cstdlib>
 #include <random>
+#include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace lab::test {
@@ -38,6 +41,39 @@ RuntimeContext embedded_context() {
   // One cache per build tree: repeated test runs reuse compiled kernels, as users' runs do.
   static const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
   return make_context(KernelTree::embedded(), cache);
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+LabResult run_lab(const std::string& args) {
+  ScratchDir io("lab-io");
+  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
+  const std::string command =
+      "env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR -u LAB_MODEL -u LAB_MODEL_URL "
+      "LAB_CACHE_DIR=" +
+      quoted(cache.string()) + " " + quoted(LAB_BINARY) + " " + args + " >" +
+      quoted((io.path / "out").string()) + " 2>" + quoted((io.path / "err").string());
+  const int status = std::system(command.c_str());
+  LabResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(io.path / "out");
+  r.err = read_text(io.path / "err");
+  return r;
 }
 
 }  // namespace lab::test

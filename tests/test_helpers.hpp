@@ -25,6 +25,19 @@ RuntimeContext make_context(std::shared_ptr<KernelTree> tree, const std::filesys
 // Context over the embedded kernels with a per-process test cache (shared by the tests of one run).
 RuntimeContext embedded_context();
 
+// The `lab` binary run as a user would: its exit code, standard output and standard error.
+struct LabResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `lab ARGS` (ARGS already shell-quoted where needed) with the tests' compile cache and none of the
+// user's LAB_KERNELS_DIR / LAB_SCENARIOS_DIR / LAB_MODEL / LAB_MODEL_URL.
+LabResult run_lab(const std::string& args);
+std::string quoted(const std::string& s);  // single-quoted for /bin/sh
+std::string read_text(const std::filesystem::path& p);
+bool contains(const std::string& text, const std::string& part);
+
 }  // namespace lab::test
 
 // In a [gpu] test: WARN and leave the test when there is no CUDA device (Catch2 2.x has no SKIP).

@@ -46,22 +46,6 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-CommandResult run_lab(const std::string& args) {
-  const std::string command = std::string(LAB_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 const std::filesystem::path kGoldens = std::filesystem::path(LAB_ASSETS_DIR) / "goldens";
 
 }  // namespace
@@ -179,39 +163,40 @@ TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2"
   const std::string letterbox = (kGoldens / "bus_loss.json").string();
   test::ScratchDir dir("lab_loss");
 
-  const CommandResult ok = run_lab(
+  const test::LabResult ok = test::run_lab(
       "loss --backend cpu --heads " + heads + " --labels " + labels + " --letterbox-json " + letterbox +
       " --grad-out " + (dir.path / "g.safetensors").string() + " --cache-dir " + dir.path.string());
-  INFO(ok.output);
+  INFO(ok.out);
   CHECK(ok.exit_code == 0);
-  CHECK(ok.output.find("0.10417") != std::string::npos);  // one2many box_loss
-  CHECK(ok.output.find("0.07322") != std::string::npos);  // one2one box_loss
-  CHECK(ok.output.find("total 0.4672") != std::string::npos);
+  CHECK(ok.out.find("0.10417") != std::string::npos);  // one2many box_loss
+  CHECK(ok.out.find("0.07322") != std::string::npos);  // one2one box_loss
+  CHECK(ok.out.find("total 0.4672") != std::string::npos);
   CHECK(SafetensorsFile::load(dir.path / "g.safetensors").info("one2one.scores.grad").shape ==
         std::vector<int64_t>{1, 80, 8400});
 
-  const CommandResult json = run_lab("loss --backend cpu --json --heads " + heads + " --labels " + letterbox +
-                                     " --letterbox-json " + letterbox + " --cache-dir " + dir.path.string());
-  INFO(json.output);
+  const test::LabResult json =
+      test::run_lab("loss --backend cpu --json --heads " + heads + " --labels " + letterbox +
+                    " --letterbox-json " + letterbox + " --cache-dir " + dir.path.string());
+  INFO(json.out);
   REQUIRE(json.exit_code == 0);
-  const auto doc = nlohmann::json::parse(json.output);
+  const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["one2many"]["box_loss"].get<double>() == Approx(0.10417068004608154).epsilon(2e-5));
   CHECK(doc["weights"]["o2m"].get<double>() == Approx(0.8));
 
   test::write_file(dir.path / "junk.safetensors", "not a safetensors file");
-  const CommandResult junk = run_lab("loss --backend cpu --heads " +
-                                     (dir.path / "junk.safetensors").string() + " --labels " + labels);
+  const test::LabResult junk = test::run_lab(
+      "loss --backend cpu --heads " + (dir.path / "junk.safetensors").string() + " --labels " + labels);
   CHECK(junk.exit_code == 2);
-  CHECK(junk.output.find("junk.safetensors: ") != std::string::npos);
-  CHECK(std::count(junk.output.begin(), junk.output.end(), '\n') == 1);
+  CHECK(junk.err.find("junk.safetensors: ") != std::string::npos);
+  CHECK(std::count(junk.err.begin(), junk.err.end(), '\n') == 1);
 
-  const CommandResult no_labels =
-      run_lab("loss --backend cpu --heads " + heads + " --labels " + (dir.path / "absent.txt").string());
+  const test::LabResult no_labels = test::run_lab("loss --backend cpu --heads " + heads + " --labels " +
+                                                  (dir.path / "absent.txt").string());
   CHECK(no_labels.exit_code == 2);
-  CHECK(no_labels.output.find("absent.txt: cannot open") != std::string::npos);
+  CHECK(no_labels.err.find("absent.txt: cannot open") != std::string::npos);
 
-  const CommandResult size =
-      run_lab("loss --backend cpu --imgsz 320 --heads " + heads + " --labels " + labels);
+  const test::LabResult size =
+      test::run_lab("loss --backend cpu --imgsz 320 --heads " + heads + " --labels " + labels);
   CHECK(size.exit_code == 2);
-  CHECK(size.output.find("8400 anchors") != std::string::npos);
+  CHECK(size.err.find("8400 anchors") != std::string::npos);
 }
