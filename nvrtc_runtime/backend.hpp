@@ -123,6 +123,15 @@ class Backend {
   // the function and runs it on each replay.
   virtual std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work);
 
+  // Lanes: independent chains of launches that may run at the same time (on cuda, streams forked from the
+  // main stream and joined back, which a graph capture records as parallel branches; elsewhere they run in
+  // order). fork_lanes(n): lanes 1..n-1 start after everything launched so far; use_lane(i): the following
+  // launches go to lane i (0 = the main stream); join_lanes(): the main stream waits for every lane and
+  // becomes current again.
+  virtual void fork_lanes(int /*count*/) {}
+  virtual void use_lane(int /*lane*/) {}
+  virtual void join_lanes() {}
+
   // Typed helpers.
   template <class T>
   DeviceBuffer alloc_array(size_t count) {

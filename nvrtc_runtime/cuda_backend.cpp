@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "cuda_compiler.hpp"
 
@@ -82,10 +83,16 @@ class CudaBackend : public Backend {
     info_.multiprocessors = prop.multiProcessorCount;
     info_.shared_per_block_optin = prop.sharedMemPerBlockOptin;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    current_ = stream_;
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
   }
   ~CudaBackend() override {
+    for (Lane& lane : lanes_) {
+      cudaEventDestroy(lane.done);
+      cudaStreamDestroy(lane.stream);
+    }
+    if (fork_) cudaEventDestroy(fork_);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     cudaStreamDestroy(stream_);
@@ -130,7 +137,7 @@ class CudaBackend : public Backend {
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
     check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes,
-                           stream_),
+                           current_),
           "launching kernel " + kernel.name_expression);
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
   }
@@ -164,6 +171,32 @@ class CudaBackend : public Backend {
     return std::make_unique<CudaLaunchGraph>(graph, stream_);
   }
 
+  void fork_lanes(int count) override {
+    while (int(lanes_.size()) < count - 1) {
+      Lane lane;
+      check(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking), "cudaStreamCreate (lane)");
+      check(cudaEventCreateWithFlags(&lane.done, cudaEventDisableTiming), "cudaEventCreate (lane)");
+      lanes_.push_back(lane);
+    }
+    if (!fork_) check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate (fork)");
+    check(cudaEventRecord(fork_, stream_), "cudaEventRecord (fork)");
+    for (int i = 0; i + 1 < count; ++i)
+      check(cudaStreamWaitEvent(lanes_[size_t(i)].stream, fork_, 0), "cudaStreamWaitEvent (fork)");
+    forked_ = count - 1;
+  }
+  void use_lane(int lane) override {
+    if (lane < 0 || lane > forked_) throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
+    current_ = lane == 0 ? stream_ : lanes_[size_t(lane - 1)].stream;
+  }
+  void join_lanes() override {
+    for (int i = 0; i < forked_; ++i) {
+      check(cudaEventRecord(lanes_[size_t(i)].done, lanes_[size_t(i)].stream), "cudaEventRecord (join)");
+      check(cudaStreamWaitEvent(stream_, lanes_[size_t(i)].done, 0), "cudaStreamWaitEvent (join)");
+    }
+    forked_ = 0;
+    current_ = stream_;
+  }
+
   int occupancy_blocks_per_sm(const Kernel& k, int threads, size_t smem) override {
     int blocks = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.handle, threads, smem),
@@ -178,7 +211,15 @@ class CudaBackend : public Backend {
 
   RuntimeContext context_;
   DeviceInfo info_;
+  struct Lane {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+  };
   cudaStream_t stream_ = nullptr;
+  cudaStream_t current_ = nullptr;  // where launches go: stream_ or a forked lane
+  std::vector<Lane> lanes_;
+  cudaEvent_t fork_ = nullptr;
+  int forked_ = 0;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::string last_kernel_;
 };

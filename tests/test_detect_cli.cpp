@@ -147,7 +147,9 @@ TEST_CASE("lab detect rejects an empty folder and bad options with exit 2", "[de
   CHECK(conf.exit_code == 2);
   CHECK(contains(conf.err, "--conf"));
 
-  const LabResult model = run_detect(quoted((kAssets / "images" / "bus.jpg").string()) + " --model " +
+  lab::write_image(lab::Image(64, 48, 90),
+                   dir.path / "small.png");  // a readable image, with or without assets
+  const LabResult model = run_detect(quoted((dir.path / "small.png").string()) + " --model " +
                                      quoted((dir.path / "none.pt").string()));
   CHECK(model.exit_code == 2);
   CHECK(contains(model.err, "none.pt"));

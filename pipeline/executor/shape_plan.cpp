@@ -12,6 +12,9 @@
 namespace lab {
 namespace {
 
+// Lanes of the detect head: the main stream plus a box and a class branch for each of three levels.
+constexpr size_t kMaxLanes = 7;
+
 class PlanBuilder {
  public:
   PlanBuilder(NetworkOps& ops, ShapePlan& plan)
@@ -25,6 +28,24 @@ class PlanBuilder {
   }
   Activation alloc_like(const Activation& a, int channels) { return alloc(channels, a.height, a.width); }
   void record(std::function<void()> run) { plan_.steps.push_back({layer_, std::move(run)}); }
+  // Independent chains on backend lanes (parallel branches of the CUDA graph).
+  void fork_lanes(int count) {
+    if (measuring_) return;
+    Backend& backend = ops_.backend();
+    record([&backend, count] { backend.fork_lanes(count); });
+  }
+  void use_lane(int lane) {
+    lane_ = lane;
+    if (measuring_) return;
+    Backend& backend = ops_.backend();
+    record([&backend, lane] { backend.use_lane(lane); });
+  }
+  void join_lanes() {
+    lane_ = 0;
+    if (measuring_) return;
+    Backend& backend = ops_.backend();
+    record([&backend] { backend.join_lanes(); });
+  }
 
   // out = act(conv(in) + b) (+ residual)
   void conv(const ConvSpec& spec, const Activation& in, const Activation& out,
@@ -46,6 +67,7 @@ class PlanBuilder {
   ShapePlan& plan_;
   bool measuring_;
   std::string layer_;
+  int lane_ = 0;
 };
 
 void PlanBuilder::conv(const ConvSpec& spec, const Activation& in, const Activation& out,
@@ -59,7 +81,8 @@ void PlanBuilder::conv(const ConvSpec& spec, const Activation& in, const Activat
   if (measuring_) return;
   const ConstPlaneView src = in.cview(), res = residual ? residual->cview() : ConstPlaneView{};
   const PlaneView dst = out.view();
-  float* workspace = plan_.splitk_workspace;  // shared: the convs run one after another
+  // One split-K workspace per lane: convs of one lane run one after another, lanes run side by side.
+  float* workspace = plan_.splitk_workspace + size_t(lane_) * plan_.splitk_floats;
   record([&op, batch, h, w, src, dst, res, workspace] { op.run(batch, h, w, src, dst, res, workspace); });
 }
 
@@ -198,6 +221,9 @@ void PlanBuilder::copy(const Activation& in, const Activation& out) {
 }
 
 void PlanBuilder::detect(const DetectSpec& d, const std::vector<Activation>& levels) {
+  if (1 + 2 * levels.size() > kMaxLanes)
+    throw UsageError("detect head with " + std::to_string(levels.size()) +
+                     " levels: at most 3 are supported");
   int anchors = 0;
   for (const Activation& l : levels) anchors += int(l.plane());
   const int batch = plan_.batch;
@@ -205,6 +231,8 @@ void PlanBuilder::detect(const DetectSpec& d, const std::vector<Activation>& lev
   plan_.tensors["head.boxes"] = boxes;
   plan_.tensors["head.scores"] = scores;
   int first = 0;
+  // The box and class branches of every level are independent chains of small convs: one lane each.
+  fork_lanes(1 + 2 * int(levels.size()));
   for (size_t i = 0; i < levels.size(); ++i) {
     const DetectLevelSpec& level = d.levels[i];
     const Activation& in = levels[i];
@@ -216,14 +244,17 @@ void PlanBuilder::detect(const DetectSpec& d, const std::vector<Activation>& lev
       v.height = in.height, v.width = in.width;
       return v;
     };
+    use_lane(1 + 2 * int(i));
     Activation x = in;
     for (size_t j = 0; j + 1 < level.box.size(); ++j) x = conv_new(level.box[j], x);
     conv(level.box.back(), x, range(boxes));
+    use_lane(2 + 2 * int(i));
     x = in;
     for (size_t j = 0; j + 1 < level.cls.size(); ++j) x = conv_new(level.cls[j], x);
     conv(level.cls.back(), x, range(scores));
     first += int(in.plane());
   }
+  join_lanes();
   Activation decoded = alloc(4, 1, anchors);
   plan_.max_det = std::min(d.max_det, anchors);
   plan_.detections = plan_.arena.take(size_t(batch) * plan_.max_det * 6);
@@ -328,12 +359,12 @@ std::unique_ptr<ShapePlan> build_shape_plan(NetworkOps& ops, const Yolo26Model& 
                      std::to_string(width) + " is invalid: batch >= 1, height and width multiples of 32");
   auto plan = std::make_unique<ShapePlan>();
   plan->batch = batch, plan->height = height, plan->width = width;
-  PlanBuilder(ops, *plan).build(model);   // measuring pass: sizes only
-  plan->arena.take(plan->splitk_floats);  // the split-K workspace, taken first in the real pass
+  PlanBuilder(ops, *plan).build(model);               // measuring pass: sizes only
+  plan->arena.take(plan->splitk_floats * kMaxLanes);  // split-K workspaces, taken first in the real pass
   plan->arena.allocate(ops.backend());
   plan->steps.clear();
   plan->tensors.clear();
-  plan->splitk_workspace = plan->arena.take(plan->splitk_floats);
+  plan->splitk_workspace = plan->arena.take(plan->splitk_floats * kMaxLanes);
   PlanBuilder(ops, *plan).build(model);
   return plan;
 }

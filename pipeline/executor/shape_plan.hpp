@@ -38,7 +38,7 @@ struct ShapePlan {
   std::map<std::string, Activation> tensors;  // "input", "layer00".., "head.boxes", "head.scores"
   float* detections = nullptr;                // [batch, max_det, 6]
   size_t splitk_floats = 0;                   // the largest split-K workspace of any conv
-  float* splitk_workspace = nullptr;          // shared by every conv (they run in sequence)
+  float* splitk_workspace = nullptr;          // one splitk_floats region per lane
   int max_det = 0;
   std::vector<std::unique_ptr<AttentionRun>> attentions;
   std::unique_ptr<DetectDecodeOp> decode;
