@@ -233,13 +233,6 @@ std::unique_ptr<Backend> make_cuda_backend(const RuntimeContext& context) {
     cudaGetLastError();
     throw UsageError("no CUDA device is available");
   }
-  // A kernel that faulted (illegal address, trap) leaves the context unusable with a sticky error: reset the
-  // device so the next backend (the viewer's run after an edit, a test after a fault) starts clean. Objects
-  // of the faulted backend must be gone by now; their handles die with the reset.
-  if (cudaDeviceSynchronize() != cudaSuccess) {
-    cudaGetLastError();
-    cudaDeviceReset();
-  }
   return std::make_unique<CudaBackend>(context);
 }
 
