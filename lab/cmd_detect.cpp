@@ -1,13 +1,13 @@
 // `lab detect`: YOLO26 on images: letterbox, forward (the CPU reference or our kernels), end-to-end top-k,
 // boxes back in image pixels; annotated images into --out, optional YOLO label files and a JSON document,
 // one summary line per image and the average stage times.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 
 #include "commands.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/detections_output.hpp"
@@ -56,19 +56,6 @@ fs::path annotated_path(const fs::path& out_dir, const fs::path& file) {
   return out_dir / (keeps ? file.filename() : fs::path(file.stem().string() + ".jpg"));
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw UsageError(path.string() + ": cannot write the file");
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) throw UsageError(path.string() + ": cannot write the file (" + ec.message() + ")");
-}
-
 // Decoded images waiting for their forward: consecutive images of one letterboxed shape, up to --batch.
 struct PendingBatch {
   std::vector<Image> images;
@@ -114,7 +101,7 @@ class DetectRun {
     draw_annotations(image, boxes);
     write_image(image, annotated_path(out_dir_, r.file));
     if (o_.save_txt)
-      write_text_atomically(out_dir_ / "labels" / (fs::path(r.file).stem().string() + ".txt"),
+      write_file_atomically(out_dir_ / "labels" / (fs::path(r.file).stem().string() + ".txt"),
                             yolo_label_text(r));
     std::cout << summary_line(r) << "\n" << std::flush;
   }
@@ -186,7 +173,7 @@ void run_detect(DetectOptions o, CliState& state) {
   if (o.save_txt) std::cout << ", " << results.size() << " label files in " << (out_dir / "labels").string();
   std::cout << "\n";
   if (!o.json.empty()) {
-    write_text_atomically(o.json,
+    write_file_atomically(o.json,
                           detections_json(model.path.string(), executor, o.imgsz, results).dump(2) + "\n");
     std::cout << "JSON written to " << o.json << "\n";
   }

@@ -3,13 +3,11 @@
 
 #include <charconv>
 #include <cstring>
-#include <random>
-
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint_detail.hpp"
 #include "pipeline/checkpoint/half_float.hpp"
 #include "pipeline/safetensors.hpp"
@@ -139,37 +137,8 @@ void save_checkpoint_safetensors(const Checkpoint& checkpoint, const std::filesy
       {"scale", checkpoint.scale},
       {"yaml", checkpoint.yaml_json.empty() ? "{}" : checkpoint.yaml_json}};
 
-  // Temporary file beside the target, then rename: readers never see a partial file.
-  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
-  if (!std::filesystem::is_directory(parent))
-    throw UsageError(path.string() + ": cannot write the file (folder '" + parent.string() +
-                     "' does not exist)");
-  std::random_device entropy;
-  const std::filesystem::path temporary =
-      parent / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                std::to_string(entropy()));
-  auto remove_temporary = [&temporary] {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-  };
-  try {
-    write_safetensors(temporary, tensors, metadata);
-    std::filesystem::rename(temporary, path);
-  } catch (const std::filesystem::filesystem_error& e) {
-    remove_temporary();
-    throw UsageError(path.string() + ": cannot write the file (" + e.code().message() + ")");
-  } catch (const UsageError& e) {
-    remove_temporary();
-    // Name the file the user asked for, not the temporary.
-    std::string message = e.what();
-    const std::string temporary_name = temporary.string();
-    if (message.rfind(temporary_name, 0) == 0)
-      message = path.string() + message.substr(temporary_name.size());
-    throw UsageError(message);
-  } catch (...) {
-    remove_temporary();
-    throw;
-  }
+  write_file_atomically(
+      path, [&](const std::filesystem::path& temporary) { write_safetensors(temporary, tensors, metadata); });
 }
 
 }  // namespace lab

@@ -1,9 +1,8 @@
 // Per-image safetensors dumps of a forward's named tensors (each tensor's leading dimension is the batch).
 #include "pipeline/detect/tensor_dump.hpp"
 
-#include <unistd.h>
-
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/atomic_file.hpp"
 #include "pipeline/safetensors.hpp"
 
 namespace lab {
@@ -29,19 +28,10 @@ void dump_network_tensors(Network& network, const std::vector<std::string>& file
     }
     const std::filesystem::path path =
         dir / (std::filesystem::path(files[b]).stem().string() + ".safetensors");
-    const std::filesystem::path temp =
-        dir / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
-    try {
-      write_safetensors(temp, image_tensors, {{"image", files[b]}, {"executor", network.executor_name()}});
-    } catch (...) {
-      std::filesystem::remove(temp, ec);
-      throw;
-    }
-    std::filesystem::rename(temp, path, ec);
-    if (ec) {
-      std::filesystem::remove(temp, ec);
-      throw UsageError(path.string() + ": cannot write the tensor dump (" + ec.message() + ")");
-    }
+    write_file_atomically(path, [&](const std::filesystem::path& temporary) {
+      write_safetensors(temporary, image_tensors,
+                        {{"image", files[b]}, {"executor", network.executor_name()}});
+    });
   }
 }
 

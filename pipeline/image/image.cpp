@@ -6,12 +6,12 @@
 #include <cctype>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include <stb_image.h>
 #include <stb_image_write.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/atomic_file.hpp"
 
 namespace lab {
 namespace {
@@ -72,24 +72,7 @@ void write_image(const Image& image, const std::filesystem::path& path) {
     throw UsageError(path.string() + ": unsupported image extension (use .jpg, .jpeg or .png)");
   if (!ok) throw RuntimeError(path.string() + ": image encoding failed");
 
-  const std::filesystem::path temp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(encoded.data()), std::streamsize(encoded.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(temp, ec);
-      throw UsageError(path.string() + ": cannot write the image");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp, ec);
-    throw UsageError(path.string() + ": cannot write the image (" + ec.message() + ")");
-  }
+  write_file_atomically(path, std::string(encoded.begin(), encoded.end()));
 }
 
 }  // namespace lab
