@@ -328,3 +328,14 @@ TEST_CASE("lab run and bench pass on the GPU", "[gpu][cli]") {
   CHECK(nlohmann::json::parse(bench.out)["rows"].size() ==
         lab::Registry::instance().get(kKernel).variants().size());
 }
+
+TEST_CASE("lab bench --all-variants skips a variant that cannot run a case and names its rule", "[cli]") {
+  const LabResult r = run_lab("bench conv2d --all-variants --backend cpu --iters 1 --warmup 0");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "v3_depthwise skipped: "));
+  CHECK(contains(r.out, "v3_depthwise needs groups = c_in = c_out"));
+  CHECK(contains(r.out, "v2_tiled"));
+  const LabResult named = run_lab("bench conv2d --variant v3_depthwise --backend cpu --iters 1");
+  CHECK(named.exit_code == 2);
+}
