@@ -1,7 +1,8 @@
 // The visual debugger driven by scripts under Xvfb (`lab-viewer --script`): a syntax error inserted in a
 // kernel is listed at its line and the line is highlighted; a kernel run shows PASS; a kernel that faults is
-// reported with its name while the viewer goes on. Without the viewer binary, xvfb-run or a usable GL the
-// tests WARN and return.
+// reported with its name while the viewer goes on; YOLO26 draws its boxes and an attention map; edits of the
+// kernels the pipeline uses re-run it and show in the per-layer errors, or as a named fault. Without the
+// viewer binary, xvfb-run or a usable GL the tests WARN and return.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -208,3 +209,46 @@ TEST_CASE("viewer: a malformed script is a usage error naming its line", "[viewe
 }
 
 #endif  // LAB_VIEWER_BINARY
+
+TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the layer errors, a fault is named",
+          "[viewer]") {
+  const fs::path scene = fs::path(LAB_SOURCE_DIR) / "docs/viewer/scene.png";
+  if (!fs::exists(fs::path(LAB_ASSETS_DIR) / "models/yolo26n.pt")) {
+    WARN("skipped: the shared assets (yolo26n.pt) are not at " LAB_ASSETS_DIR);
+    return;
+  }
+  lab::test::ScratchDir dir("viewer-pipeline-edits");
+  // Line 21 of nn/upsample_nearest2x.cu is the kernel's last line; line 22 of nn/maxpool2d.cu follows the
+  // plane pointer. Each save re-runs the pipeline (and the comparison, once asked for) in a child process.
+  const std::string script =
+      "select_panel Pipeline\n"
+      "set_executor cpu\n"
+      "open_image " +
+      scene.string() +
+      "\n"
+      "run_pipeline\n"
+      "expect_text stop sign 0.\n"
+      "expect_text clock 0.\n"
+      "expect_box_pixels\n"
+      "compare_layers\n"
+      "expect_text every tensor within rel L2 1.0e-03 of the reference\n"
+      "open_file nn/upsample_nearest2x.cu\n"
+      "insert_text 21 if (y < h_in) out[b * out_bs + c * out_cs + p] += 0.5f;\n"
+      "save\n"
+      "select_panel Pipeline\n"
+      "expect_text first layer off the reference: layer11 (rel L2\n"
+      "open_file nn/maxpool2d.cu\n"
+      "insert_text 22 if (p == 0) src = (const float*)16;\n"
+      "save\n"
+      "select_panel Pipeline\n"
+      "expect_text pipeline failed\n"
+      "expect_text kernel maxpool2d block (0,0,0)\n"
+      "expect_text null pointer\n"
+      "open_kernel detect_decode\n"
+      "select_panel Kernels\n"
+      "expect_text detect/detect_decode.cu\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+}

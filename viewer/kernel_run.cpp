@@ -1,28 +1,17 @@
-// The child-process kernel run: argv, spawn, wait with a timeout, result file in both directions.
+// The child-process kernel run: its arguments, its result file in both directions.
 #include "kernel_run.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
 #include "lab/cli_state.hpp"
 #include "lab/report.hpp"
 #include "lab/scenario_runner.hpp"
 #include "pipeline/safetensors.hpp"
-
-extern char** environ;
 
 namespace lab::viewer {
 
@@ -62,28 +51,6 @@ void write_result(const std::string& file, const json& summary, const std::vecto
     tensors.push_back(f32_tensor(c.output + ".ref", shape, c.ref));
   }
   write_safetensors(file, tensors, {{"result", summary.dump()}});
-}
-
-std::string signal_text(int sig) {
-  const char* name = sigabbrev_np(sig);
-  return "signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The last few lines of a log, to keep the failure paragraph short.
-std::string tail_lines(const std::string& text, size_t lines) {
-  size_t pos = text.size();
-  while (pos > 0 && (text[pos - 1] == '\n')) --pos;
-  size_t start = pos;
-  for (size_t seen = 0; start > 0; --start)
-    if (text[start - 1] == '\n' && ++seen == lines) break;
-  return text.substr(start, pos - start);
 }
 
 std::string exact_text(double v) {
@@ -169,83 +136,31 @@ int run_child_main(const RunRequest& request, const std::string& result_file) {
 
 RunOutcome run_in_child(const RunRequest& request) {
   RunOutcome outcome;
-  std::error_code ec;
-  char dir_template[] = "/tmp/lab-viewer-run-XXXXXX";
-  if (!mkdtemp(dir_template)) {
-    outcome.failure = std::string("cannot make a temporary folder: ") + std::strerror(errno);
-    return outcome;
-  }
-  const fs::path dir = dir_template;
-  const std::string result_file = (dir / "result.safetensors").string();
-  const std::string log_file = (dir / "child.log").string();
-  const std::vector<std::string> args = child_argv(request, result_file);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // own group: a timeout kills the whole child
-  pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (spawn_error != 0) {
-    outcome.failure = std::string("cannot start the run process: ") + std::strerror(spawn_error);
-    fs::remove_all(dir, ec);
-    return outcome;
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  bool timed_out = false;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > request.timeout_s) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const std::string log = tail_lines(read_text(log_file), 12);
   const std::string who = "kernel " + request.kernel +
                           (request.variant.empty() ? "" : " / " + request.variant) + " on " + request.backend;
-  if (timed_out) {
-    outcome.failure = who + ": no result after " + std::to_string(static_cast<int>(request.timeout_s)) +
-                      " s (hang or deadlock); the run process was killed" + (log.empty() ? "" : "\n" + log);
-  } else if (WIFSIGNALED(status)) {
-    outcome.failure = who + ": the run process died with " + signal_text(WTERMSIG(status)) +
-                      " (a fault in the kernel or the emulator)" + (log.empty() ? "" : "\n" + log);
-  } else if (!fs::exists(result_file, ec)) {
-    outcome.failure = who + ": the run process exited with status " + std::to_string(WEXITSTATUS(status)) +
-                      " and no result" + (log.empty() ? "" : "\n" + log);
-  } else {
-    try {
-      const SafetensorsFile file = SafetensorsFile::load(result_file);
-      const json summary = json::parse(file.metadata().at("result"));
-      outcome.ran = summary.value("ran", false);
-      if (outcome.ran) {
-        outcome.pass = summary.at("pass").get<bool>();
-        outcome.time_ms = summary.at("time_ms").get<double>();
-        outcome.device = summary.at("device").get<std::string>();
-        outcome.checks = checks_from(summary.at("outputs"), file);
-      } else {
-        outcome.failure = who + ": " + summary.value("failure", std::string("failed"));
-        if (summary.contains("diagnostics"))
-          outcome.diagnostics = diagnostics_from_json(summary["diagnostics"]);
-      }
-    } catch (const std::exception& e) {
-      outcome.failure = who + ": unreadable result from the run process: " + e.what();
+  try {
+    const ScratchDir dir("lab-viewer-run");
+    const fs::path result_file = dir.path() / "result.safetensors";
+    const ChildExit exit = run_child_process(child_argv(request, result_file.string()),
+                                             dir.path() / "child.log", request.timeout_s);
+    outcome.failure = child_failure(exit, who, request.timeout_s, fs::exists(result_file));
+    if (!outcome.failure.empty()) return outcome;
+    const SafetensorsFile file = SafetensorsFile::load(result_file.string());
+    const json summary = json::parse(file.metadata().at("result"));
+    outcome.ran = summary.value("ran", false);
+    if (outcome.ran) {
+      outcome.pass = summary.at("pass").get<bool>();
+      outcome.time_ms = summary.at("time_ms").get<double>();
+      outcome.device = summary.at("device").get<std::string>();
+      outcome.checks = checks_from(summary.at("outputs"), file);
+    } else {
+      outcome.failure = who + ": " + summary.value("failure", std::string("failed"));
+      if (summary.contains("diagnostics"))
+        outcome.diagnostics = diagnostics_from_json(summary["diagnostics"]);
     }
+  } catch (const std::exception& e) {
+    outcome.failure = who + ": unreadable result from the run process: " + e.what();
   }
-  fs::remove_all(dir, ec);
   return outcome;
 }
 

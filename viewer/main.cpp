@@ -1,11 +1,13 @@
-// `lab-viewer`: the visual debugger, or (with --run-child, used by the viewer itself) one isolated kernel
-// run. Exit codes as for `lab`: 0 ok, 1 a failed script expectation or runtime failure, 2 bad usage or input.
+// `lab-viewer`: the visual debugger, or (with --run-child / --pipeline-child, used by the viewer itself) one
+// isolated kernel run or pipeline run. Exit codes as for `lab`: 0 ok, 1 a failed script expectation or
+// runtime failure, 2 bad usage or input.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "app.hpp"
 #include "kernel_run.hpp"
+#include "pipeline_session.hpp"
 #include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
@@ -46,6 +48,20 @@ int child_mode(int argc, char** argv) {
   return lab::viewer::run_child_main(r, result_file);
 }
 
+int pipeline_child_mode(int argc, char** argv) {
+  lab::viewer::PipelineRequest r;
+  std::string result_dir;
+  CLI::App app{"lab-viewer child pipeline run (internal)", "lab-viewer"};
+  app.add_flag("--pipeline-child")->description("Run YOLO26 on one image and write the result folder");
+  app.add_option("IMAGE", r.image_path)->required();
+  app.add_option("--executor", r.executor)->required();
+  app.add_option("--result-dir", result_dir)->required();
+  app.add_option("--kernels-dir", r.kernels_dir);
+  app.add_option("--cache-dir", r.cache_dir);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+  return lab::viewer::pipeline_child_main(r, result_dir);
+}
+
 int viewer_mode(int argc, char** argv) {
   lab::viewer::ViewerOptions o;
   CLI::App app{"YOLO26 Kernel Lab visual debugger: edit, compile, inspect and run kernels", "lab-viewer"};
@@ -71,6 +87,7 @@ int viewer_mode(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::string(argv[1]) == "--run-child") return child_mode(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "--pipeline-child") return pipeline_child_mode(argc, argv);
     return viewer_mode(argc, argv);
   } catch (const lab::UsageError& e) {
     std::cerr << "lab-viewer: " << e.what() << "\n";

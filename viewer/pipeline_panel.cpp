@@ -62,6 +62,7 @@ void draw_controls(ViewerState& s) {
   if (ImGui::Button(p.job.valid() ? "Running YOLO26 ..." : "Run YOLO26", ImVec2(200, 0)))
     guarded(s, start_pipeline);
   ImGui::EndDisabled();
+  ImGui::Checkbox("re-run when a kernel is saved", &p.rerun_on_save);
   ImGui::SetNextItemWidth(200);
   if (ImGui::SliderFloat("confidence", &p.confidence, 0.01f, 1.0f, "%.2f"))
     s.settings.confidence = p.confidence;
@@ -99,6 +100,7 @@ void draw_controls(ViewerState& s) {
     }
     ImGui::EndDisabled();
     if (!p.compare_failure.empty()) ui_text_coloured(kRed, p.compare_failure);
+    if (!p.layer_errors.empty()) ui_text_wrapped(comparison_summary(p.layer_errors));
     if (!p.layer_errors.empty() &&
         ImGui::BeginTable("errors", 3,
                           ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
@@ -112,7 +114,8 @@ void draw_controls(ViewerState& s) {
         ImGui::TableSetColumnIndex(0);
         ui_text(e.name);
         ImGui::TableSetColumnIndex(1);
-        ImGui::Text("%.2e", e.rel_l2);
+        ImGui::TextColored(e.rel_l2 <= kLayerErrorBar ? ImGui::GetStyleColorVec4(ImGuiCol_Text) : kRed,
+                           "%.2e", e.rel_l2);
         ImGui::TableSetColumnIndex(2);
         ImGui::Text("%.2e", e.max_abs);
       }
@@ -133,7 +136,7 @@ void refresh_attention(PipelineState& p) {
   const int gx = std::clamp(static_cast<int>(lx / a.stride), 0, a.grid_w - 1);
   const int gy = std::clamp(static_cast<int>(ly / a.stride), 0, a.grid_h - 1);
   const size_t q = static_cast<size_t>(gy) * a.grid_w + gx;
-  const NamedTensor t = r.network->tensor(a.name);
+  const NamedTensor& t = r.tensor(a.name);
   const size_t n = static_cast<size_t>(a.tokens);
   const size_t row = (static_cast<size_t>(p.head) * n + q) * n;
   p.attention_grid.rows = a.grid_h;
@@ -255,7 +258,7 @@ void draw_feature_view(ViewerState& s) {
       }
     ImGui::EndCombo();
   }
-  const NamedTensor t = r.network->tensor(p.feature_layer);
+  const NamedTensor& t = r.tensor(p.feature_layer);
   if (t.shape.size() != 4) {
     ImGui::TextDisabled("%s is not a [B, C, H, W] feature map", p.feature_layer.c_str());
     return;
@@ -299,7 +302,7 @@ void draw_pipeline_panel(ViewerState& s) {
       return open;
     };
     if (tab("Detections and attention", "detections")) {
-      const bool have_run = p.run && p.run->failure.empty() && p.run->network;
+      const bool have_run = p.run && p.run->failure.empty();
       const ImVec2 avail = ImGui::GetContentRegionAvail();
       draw_image_view(s, have_run ? avail.x - 350 : avail.x, avail.y - 40);
       if (have_run) {
@@ -310,7 +313,7 @@ void draw_pipeline_panel(ViewerState& s) {
       }
       ImGui::EndTabItem();
     }
-    if (p.run && p.run->failure.empty() && p.run->network && tab("Feature maps", "features")) {
+    if (p.run && p.run->failure.empty() && tab("Feature maps", "features")) {
       draw_feature_view(s);
       ImGui::EndTabItem();
     }

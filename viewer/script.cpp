@@ -49,6 +49,7 @@ const std::map<std::string, VerbShape>& verbs() {
                                                      {"screenshot", {1, 1, false}},
                                                      {"open_image", {1, 1, true}},
                                                      {"run_pipeline", {0, 0, false}},
+                                                     {"compare_layers", {0, 0, false}},
                                                      {"set_confidence", {1, 1, false}},
                                                      {"select_attention", {2, 2, false}},
                                                      {"click_pixel", {2, 2, false}},
@@ -262,6 +263,8 @@ void ScriptRunner::execute(ViewerState& s, const ScriptAction& a) {
     s.pipeline.executor = arg(0);
   } else if (v == "run_pipeline") {
     start_pipeline(s);
+  } else if (v == "compare_layers") {
+    start_reference_comparison(s);
   } else if (v == "set_confidence") {
     s.pipeline.confidence = std::stof(arg(0));
   } else if (v == "select_attention") {

@@ -6,7 +6,7 @@
 //   set_param NAME VALUE         set_seed N               set_backend cuda|cpu
 //   run                          select_output NAME       select_panel Kernels|Run|Pipeline
 //   select_tab source|ptx|sass|resources|log              click_error N (1-based, jumps to its line)
-//   open_image PATH              run_pipeline             set_confidence C
+//   open_image PATH              run_pipeline             compare_layers           set_confidence C
 //   select_attention NAME HEAD   click_pixel X Y (image pixels)     select_feature LAYER CHANNEL
 //   select_pipeline_tab detections|features                expect_box_pixels
 //   screenshot NAME.png          expect_text TEXT...      expect_no_text TEXT...      frames N

@@ -109,6 +109,9 @@ void save_file(ViewerState& s) {
   s.kernels.last_edit_time = -1;
   s.kernels.status = "saved " + (s.workspace.dir / s.kernels.file).string();
   start_compile(s);
+  // Live editing reaches the pipeline: the next run builds its kernels from the saved tree.
+  if (s.pipeline.rerun_on_save && s.pipeline.run && s.pipeline.executor != "reference")
+    s.pipeline.rerun_requested = true;
 }
 
 void start_compile(ViewerState& s, bool from_editor) {
@@ -184,11 +187,15 @@ void open_image(ViewerState& s, const std::string& path) {
 void start_pipeline(ViewerState& s) {
   if (s.pipeline.image_path.empty()) throw UsageError("open an image first");
   if (s.pipeline.job.valid()) return;
+  s.pipeline.rerun_requested = false;
   s.pipeline.layer_errors.clear();
   s.pipeline.compare_failure.clear();
-  s.pipeline.job = std::async(std::launch::async,
-                              [ctx = s.workspace.context, path = s.pipeline.image_path,
-                               executor = s.pipeline.executor] { return run_pipeline(ctx, path, executor); });
+  PipelineRequest r;
+  r.image_path = s.pipeline.image_path;
+  r.executor = s.pipeline.executor;
+  r.kernels_dir = s.workspace.dir.string();
+  r.cache_dir = s.workspace.cache_dir;
+  s.pipeline.job = std::async(std::launch::async, [r] { return run_pipeline(r); });
 }
 
 void pick_query_pixel(ViewerState& s, int x, int y) {
@@ -201,8 +208,9 @@ void pick_query_pixel(ViewerState& s, int x, int y) {
 }
 
 void start_reference_comparison(ViewerState& s) {
-  if (!s.pipeline.run || !s.pipeline.run->network) throw UsageError("run the pipeline first");
+  if (!s.pipeline.run || !s.pipeline.run->failure.empty()) throw UsageError("run the pipeline first");
   if (s.pipeline.compare_job.valid()) return;
+  s.pipeline.compare_after_run = true;
   s.pipeline.compare_job =
       std::async(std::launch::async, [run = s.pipeline.run] { return compare_with_reference(*run); });
 }
@@ -214,7 +222,10 @@ void poll_jobs(ViewerState& s, double now) {
     if (!s.pipeline.query && s.pipeline.run->failure.empty())
       s.pipeline.query =
           std::pair<int, int>(s.pipeline.run->image.width / 2, s.pipeline.run->image.height / 2);
+    if (s.pipeline.compare_after_run && s.pipeline.run->failure.empty() && s.pipeline.executor != "reference")
+      start_reference_comparison(s);
   }
+  if (s.pipeline.rerun_requested && !s.pipeline.job.valid()) start_pipeline(s);
   if (job_ready(s.pipeline.compare_job)) {
     try {
       s.pipeline.layer_errors = s.pipeline.compare_job.get();
@@ -261,7 +272,7 @@ void poll_jobs(ViewerState& s, double now) {
 
 bool busy(const ViewerState& s) {
   return s.kernels.compile_job.valid() || s.run.job.valid() || s.pipeline.job.valid() ||
-         s.pipeline.compare_job.valid();
+         s.pipeline.compare_job.valid() || s.pipeline.rerun_requested;
 }
 
 }  // namespace lab::viewer

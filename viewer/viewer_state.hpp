@@ -65,6 +65,9 @@ struct PipelineState {
   std::future<std::vector<LayerError>> compare_job;
   std::vector<LayerError> layer_errors;
   std::string compare_failure;
+  bool rerun_on_save = true;       // saving a kernel file re-runs the pipeline (when it has run before)
+  bool rerun_requested = false;    // a save asked for a re-run while one was going
+  bool compare_after_run = false;  // the user compared once: every later run is compared too
   float confidence = 0.25f;
   // Feature map view.
   std::string feature_layer = "layer22";
