@@ -359,14 +359,16 @@ def main():
 
     if args.lab and args.model:
         print("\nlab bench pipeline (same GPU, same run):")
-        for batch, torch_row in ((1, "b1 fp32 cuda-graph"), (32, "b32 fp32 cuda-graph")):
-            result, err = lab_pipeline(args.lab, args.model, batch, None, args.reps)
-            if result is None:
-                print(f"  batch {batch}: lab failed: {err}")
-                continue
-            ours = result["graph_ms"]
-            print(f"  batch {batch} fp32: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
-                  f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
+        for precision in ("fp32", "tf32"):
+            for batch in (1, 32):
+                torch_row = f"b{batch} {precision} cuda-graph"
+                result, err = lab_pipeline(args.lab, args.model, batch, precision, args.reps)
+                if result is None:
+                    print(f"  batch {batch} {precision}: lab failed: {err}")
+                    continue
+                ours = result["graph_ms"]
+                print(f"  batch {batch} {precision}: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
+                      f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
     return 0
 
 

@@ -12,6 +12,7 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/executor/kernel_network.hpp"
+#include "precision_option.hpp"
 #include "report.hpp"
 #include "table.hpp"
 
@@ -36,6 +37,7 @@ Stats stats_of(std::vector<double> v) {
 
 void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   if (o.imgsz % 32 != 0) throw UsageError("--imgsz " + std::to_string(o.imgsz) + " is not a multiple of 32");
+  const Precision precision = precision_option(o.precision);
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
   const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
@@ -44,7 +46,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const int iters = o.iters > 0 ? o.iters : (on_cuda ? 100 : 2);
   const int warmup = o.warmup >= 0 ? o.warmup : (on_cuda ? 10 : 0);
 
-  KernelNetwork network(model, *backend);
+  KernelNetwork network(model, *backend, precision);
   const std::vector<float> input =
       random_uniform(size_t(o.batch) * 3 * o.imgsz * o.imgsz, 0.0f, 1.0f, o.seed);
   network.forward(input.data(), o.batch, o.imgsz, o.imgsz);  // compile, plan, capture
@@ -79,6 +81,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
     nlohmann::json out = {{"model", location.path.string()},
                           {"backend", backend_name},
                           {"device", device},
+                          {"precision", precision_name(precision)},
                           {"batch", o.batch},
                           {"imgsz", o.imgsz},
                           {"iters", iters},
@@ -94,7 +97,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   }
   std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
             << backend_name << " (" << device << "), batch " << o.batch << ", " << o.imgsz << "x" << o.imgsz
-            << ", float32\n"
+            << ", " << (precision == Precision::Tf32 ? "tf32 dense convs" : "float32") << "\n"
             << "activation arena: " << format_sig(double(network.arena_bytes()) / (1 << 20), 4) << " MiB\n\n"
             << "whole forward, one " << (on_cuda ? "CUDA graph replay" : "replay") << " (" << iters
             << " timed after " << warmup << " warm-up): median " << format_ms(graph.median) << ", min "

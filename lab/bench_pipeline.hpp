@@ -8,8 +8,9 @@
 namespace lab {
 
 struct PipelineBenchOptions {
-  std::string model;    // empty: the usual model lookup
-  std::string backend;  // empty: cuda when present, else cpu
+  std::string model;               // empty: the usual model lookup
+  std::string backend;             // empty: cuda when present, else cpu
+  std::string precision = "fp32";  // of the dense convs: fp32 or tf32
   int batch = 1;
   int imgsz = 640;
   int iters = 0, warmup = -1;  // 0 / -1: the backend's default

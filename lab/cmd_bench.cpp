@@ -10,6 +10,7 @@
 
 #include "bench_pipeline.hpp"
 #include "commands.hpp"
+#include "precision_option.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
 #include "table.hpp"
@@ -221,6 +222,8 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->add_option("--model", p->model, "pipeline: checkpoint (default: the usual model lookup)");
   cmd->add_option("--batch", p->batch, "pipeline: batch size")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
       ->capture_default_str();
   cmd->add_option("--imgsz", p->imgsz, "pipeline: square input size, a multiple of 32")
       ->check(CLI::Range(32, 4096))

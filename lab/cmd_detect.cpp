@@ -1,7 +1,12 @@
 // `lab detect`: YOLO26 on images: letterbox, forward (the CPU reference or our kernels), end-to-end top-k,
 // boxes back in image pixels; annotated images into --out, optional YOLO label files and a JSON document,
 // one summary line per image and the average stage times.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
 #include <memory>
 #include <optional>
 
@@ -10,6 +15,7 @@
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/batching.hpp"
+#include "pipeline/detect/detect_stream.hpp"
 #include "pipeline/detect/detections_output.hpp"
 #include "pipeline/detect/detector.hpp"
 #include "pipeline/detect/tensor_dump.hpp"
@@ -17,6 +23,7 @@
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
+#include "precision_option.hpp"
 #include "progress.hpp"
 
 namespace lab {
@@ -26,7 +33,7 @@ namespace fs = std::filesystem;
 
 struct DetectOptions {
   std::vector<std::string> inputs;
-  std::string model, backend = "auto", out = "runs/detect", json, dump;
+  std::string model, backend = "auto", out = "runs/detect", json, dump, precision = "fp32", devices = "0";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
   bool square = false, save_txt = false;
@@ -56,62 +63,50 @@ fs::path annotated_path(const fs::path& out_dir, const fs::path& file) {
   return out_dir / (keeps ? file.filename() : fs::path(file.stem().string() + ".jpg"));
 }
 
-// Decoded images waiting for their forward: consecutive images of one letterboxed shape, up to --batch.
-struct PendingBatch {
-  std::vector<Image> images;
-  std::vector<std::string> files;
-  LetterboxGeometry geometry;
-};
-
-class DetectRun {
- public:
-  DetectRun(const DetectOptions& o, Detector& detector, fs::path out_dir)
-      : o_(o), detector_(detector), out_dir_(std::move(out_dir)) {}
-
-  void add(Image image, const std::string& file) {
-    const LetterboxGeometry g = detector_.geometry_for(image);
-    if (!pending_.images.empty() && !joins_batch(pending_.geometry, pending_.images.size(), g, o_.batch))
-      flush();
-    pending_.geometry = g;
-    pending_.images.push_back(std::move(image));
-    pending_.files.push_back(file);
+// Draws the detections on the image and writes it (and its label file); called from the save workers.
+void save_annotated(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r) {
+  std::vector<BoxAnnotation> boxes;
+  for (const Detection& d : r.detections) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.2f", d.score);
+    boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
   }
+  draw_annotations(image, boxes);
+  write_image(image, annotated_path(out_dir, r.file));
+  if (o.save_txt)
+    write_file_atomically(out_dir / "labels" / (fs::path(r.file).stem().string() + ".txt"),
+                          yolo_label_text(r));
+}
 
-  void flush() {
-    if (pending_.images.empty()) return;
-    std::vector<const Image*> pointers;
-    for (const Image& image : pending_.images) pointers.push_back(&image);
-    std::vector<ImageDetections> batch = detector_.detect(pointers, pending_.files);
-    if (!o_.dump.empty()) dump_network_tensors(detector_.network(), pending_.files, o_.dump);
-    for (size_t i = 0; i < batch.size(); ++i) save(pending_.images[i], batch[i]);
-    results_.insert(results_.end(), batch.begin(), batch.end());
-    pending_ = {};
+// --devices: "all" or comma-separated GPU ordinals for cuda (one forward worker per GPU); for cpu and
+// reference each entry is one more forward worker on the host.
+std::vector<int> parse_devices(const std::string& text, const std::string& executor) {
+  if (text == "all") {
+    if (executor != "cuda") return {0};
+    std::vector<int> all{0};  // without a GPU the Detector reports that no device is available
+    for (int i = 1; i < cuda_device_count(); ++i) all.push_back(i);
+    return all;
   }
-
-  const std::vector<ImageDetections>& results() const { return results_; }
-
- private:
-  void save(Image& image, const ImageDetections& r) {
-    std::vector<BoxAnnotation> boxes;
-    for (const Detection& d : r.detections) {
-      char score[16];
-      std::snprintf(score, sizeof score, "%.2f", d.score);
-      boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
+  const UsageError malformed("--devices " + text + ": expected 'all' or GPU ordinals like 0,1");
+  if (text.empty() || text.back() == ',') throw malformed;
+  std::vector<int> devices;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t used = 0;
+    int ordinal = -1;
+    try {
+      ordinal = std::stoi(item, &used);
+    } catch (const std::exception&) {
     }
-    draw_annotations(image, boxes);
-    write_image(image, annotated_path(out_dir_, r.file));
-    if (o_.save_txt)
-      write_file_atomically(out_dir_ / "labels" / (fs::path(r.file).stem().string() + ".txt"),
-                            yolo_label_text(r));
-    std::cout << summary_line(r) << "\n" << std::flush;
+    if (item.empty() || used != item.size() || ordinal < 0) throw malformed;
+    if (std::find(devices.begin(), devices.end(), ordinal) != devices.end())
+      throw UsageError("--devices " + text + ": device " + item + " is named twice");
+    devices.push_back(ordinal);
   }
-
-  const DetectOptions& o_;
-  Detector& detector_;
-  fs::path out_dir_;
-  PendingBatch pending_;
-  std::vector<ImageDetections> results_;
-};
+  if (devices.empty()) throw malformed;
+  return devices;
+}
 
 void run_detect(DetectOptions o, CliState& state) {
   o.imgsz = checked_imgsz(o.imgsz);
@@ -119,6 +114,7 @@ void run_detect(DetectOptions o, CliState& state) {
     throw UsageError("--conf " + std::to_string(o.conf) + ": must be in [0, 1]");
   if (o.batch < 1) throw UsageError("--batch " + std::to_string(o.batch) + ": must be at least 1");
   if (o.max_det < 1) throw UsageError("--max-det " + std::to_string(o.max_det) + ": must be at least 1");
+  const Precision precision = precision_option(o.precision);
 
   std::vector<fs::path> files;
   bool any_folder = false;
@@ -137,38 +133,71 @@ void run_detect(DetectOptions o, CliState& state) {
   const ModelLocation model = locate_model(default_model_search(o.model));
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
-  Detector detector(Yolo26Model::from_checkpoint(load_checkpoint(model.path)), executor, state.context(),
-                    options);
+  options.precision = precision;
+  const std::vector<int> devices = parse_devices(o.devices, executor);
+  const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
+  const RuntimeContext context = state.context();
   std::cout << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
-            << backend_note << ", imgsz " << o.imgsz << (o.square ? " square" : " rect") << "\n";
+            << backend_note << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
+            << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
+            << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
 
   const fs::path out_dir = o.out;
-  std::error_code ec;
-  fs::create_directories(o.save_txt ? out_dir / "labels" : out_dir, ec);
-  if (ec) throw UsageError("--out " + o.out + ": cannot create the folder (" + ec.message() + ")");
-
-  DetectRun run(o, detector, out_dir);
   Progress progress(any_folder && files.size() > 1);
   size_t failed = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    progress.update(i, files.size(), files[i].filename().string());
-    std::optional<Image> image;
-    try {
-      image = decode_image(files[i]);
-    } catch (const UsageError& e) {
-      progress.finish();
-      std::cerr << "lab: " << e.what() << " (skipped)\n";
-      ++failed;
-      continue;
-    }
+  std::mutex dump_mutex;
+  const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+  DetectStreamOptions stream;
+  stream.detector = options;
+  stream.batch = o.batch;
+  stream.forward_workers = int(devices.size());
+  stream.decode_threads = stream.save_threads = int(std::max(1u, cores / 2));
+  DetectStreamHooks hooks;
+  hooks.make_detector = [&](int worker) {
+    RuntimeContext device_context = context;
+    device_context.options.device = devices[size_t(worker)];
+    return std::make_unique<Detector>(network_model, executor, device_context, options);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto streaming = start;  // when every Detector exists
+  hooks.started = [&] {
+    streaming = std::chrono::steady_clock::now();
+    std::error_code ec;
+    fs::create_directories(o.save_txt ? out_dir / "labels" : out_dir, ec);
+    if (ec) throw UsageError("--out " + o.out + ": cannot create the folder (" + ec.message() + ")");
+  };
+  if (!o.dump.empty())
+    hooks.after_forward = [&](Detector& detector, const std::vector<std::string>& names) {
+      std::lock_guard lock(dump_mutex);
+      dump_network_tensors(detector.network(), names, o.dump);
+    };
+  hooks.save = [&](Image& image, const ImageDetections& r) { save_annotated(o, out_dir, image, r); };
+  hooks.finished = [&](const ImageDetections& r) {
     progress.finish();
-    run.add(std::move(*image), files[i].string());
-  }
-  run.flush();
+    std::cout << summary_line(r) << "\n" << std::flush;
+  };
+  hooks.skipped = [&](const std::string&, const std::string& error) {
+    progress.finish();
+    std::cerr << "lab: " << error << " (skipped)\n";
+    ++failed;
+  };
+  hooks.progress = [&](size_t i, size_t total, const std::string& name) { progress.update(i, total, name); };
+  const std::vector<ImageDetections> results = run_detect_stream(files, stream, hooks);
+  const auto end = std::chrono::steady_clock::now();
+  const double setup_s = std::chrono::duration<double>(streaming - start).count();
+  const double seconds = std::chrono::duration<double>(end - streaming).count();
   progress.finish();
 
-  const auto& results = run.results();
-  if (!results.empty()) std::cout << speed_line(results) << "\n";
+  if (!results.empty()) {
+    std::cout << speed_line(results) << "\n";
+    char line[200];
+    std::snprintf(
+        line, sizeof line,
+        "Throughput: %zu images in %.2fs, %.1f images/s (decode, forward, save overlapped; after %.2fs "
+        "of set-up)",
+        results.size(), seconds, double(results.size()) / seconds, setup_s);
+    std::cout << line << "\n";
+  }
   std::cout << "Results saved to " << out_dir.string();
   if (o.save_txt) std::cout << ", " << results.size() << " label files in " << (out_dir / "labels").string();
   std::cout << "\n";
@@ -204,6 +233,11 @@ void add_detect_command(CLI::App& app, CliState& state) {
                   "auto (cuda when a GPU is present, else reference), cuda or cpu (our kernels), reference "
                   "(the plain C++ forward)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu", "reference"}))
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
+  cmd->add_option("--devices", o->devices,
+                  "GPUs that share a folder's batches: comma-separated ordinals or 'all' (cuda); with cpu or "
+                  "reference each entry adds a forward worker")
       ->capture_default_str();
   cmd->add_option("--out", o->out, "Folder for the annotated images (and labels/)")->capture_default_str();
   cmd->add_option("--json", o->json, "Write the detections of every image to this JSON file");

@@ -70,12 +70,16 @@ class CudaLaunchGraph : public LaunchGraph {
 
 // Everything runs on one non-blocking stream of its own (stream capture cannot record the legacy default
 // stream); copies are asynchronous on that stream followed by a stream synchronisation.
+// The constructor makes the backend's device (RuntimeOptions::device) current on the constructing thread;
+// CUDA's current device is per thread, so one backend is driven from that thread (lab detect --devices
+// gives each GPU a worker thread with its own backend).
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(RuntimeContext context) : context_(std::move(context)) {
-    check(cudaSetDevice(0), "cudaSetDevice(0)");
+    const int ordinal = context_.options.device;
+    check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
     cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
     info_.name = prop.name;
     info_.arch = context_.options.arch.empty()
                      ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)
@@ -233,6 +237,9 @@ std::unique_ptr<Backend> make_cuda_backend(const RuntimeContext& context) {
     cudaGetLastError();
     throw UsageError("no CUDA device is available");
   }
+  if (context.options.device < 0 || context.options.device >= count)
+    throw UsageError("CUDA device " + std::to_string(context.options.device) +
+                     " does not exist (this machine has " + std::to_string(count) + ")");
   return std::make_unique<CudaBackend>(context);
 }
 

@@ -8,14 +8,18 @@
 
 namespace lab {
 
-bool cuda_device_present() {
-  static const bool present = [] {
+int cuda_device_count() {
+  static const int devices = [] {
     int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
+    const cudaError_t e = cudaGetDeviceCount(&count);
     cudaGetLastError();
-    return e == cudaSuccess && count > 0;
+    return e == cudaSuccess ? count : 0;
   }();
-  return present;
+  return devices;
+}
+
+bool cuda_device_present() {
+  return cuda_device_count() > 0;
 }
 
 std::string default_backend_name() {

@@ -14,6 +14,7 @@ struct RuntimeOptions {
   std::string arch;           // "sm_90"; empty = the live device's, or sm_90 without a GPU
   bool verbose = false;       // cache notes and compile commands to stderr
   bool check_bounds = false;  // cpu backend: guard pages around every buffer
+  int device = 0;             // cuda backend: the GPU's ordinal (its methods run with that device current)
 };
 
 struct RuntimeContext {
@@ -22,6 +23,7 @@ struct RuntimeContext {
   RuntimeOptions options;
 };
 
+int cuda_device_count();  // 0 without a driver or device
 bool cuda_device_present();
 // "cuda" when a CUDA device is present, else "cpu".
 std::string default_backend_name();

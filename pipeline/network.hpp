@@ -1,12 +1,14 @@
 // A forward pass of YOLO26 on one executor: the CPU reference (plain C++, float64 accumulation) or our
 // run-time-compiled kernels on a Backend (cuda or the cpu emulator). Input: letterboxed images, [B, 3, H, W]
 // float RGB in 0..1, H and W multiples of 32. Output: the end-to-end detections of spec/yolo26.md (decode +
-// two-stage top-k, no NMS), [B, max_det, 6] = x1, y1, x2, y2 (input pixels), score, class id, sorted by score.
+// two-stage top-k, no NMS), [B, max_det, 6] = x1, y1, x2, y2 (input pixels), score, class id, sorted by
+// score.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "nn/precision.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {
@@ -43,6 +45,9 @@ class Network {
 };
 
 std::unique_ptr<Network> make_reference_network(const Yolo26Model& model);
-std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend);
+// `precision` Tf32 runs the dense convs on TF32 tensor cores (conv2d v4_tf32); Fp32 keeps every kernel
+// float32.
+std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
+                                             Precision precision = Precision::Fp32);
 
 }  // namespace lab

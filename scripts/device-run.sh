@@ -24,9 +24,12 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   # The [scenario] twin repeats the scenario run below (minutes at the N = 4096 shapes): run it once.
-  step lab_tests "${TESTS:-[gpu]~[scenario]}"
-  step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda
-  for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
+  # TESTS, SCENARIOS or BENCH_KERNELS set to "none" skips that step.
+  [ "${TESTS:-}" != none ] && step lab_tests "${TESTS:-[gpu]~[scenario]}"
+  [ "${SCENARIOS:-}" != none ] && step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda
+  if [ "${BENCH_KERNELS:-}" != none ]; then
+    for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
+  fi
   [ -n "${SDPA:-}" ] && step python3 bench/sdpa_compare.py
   if [ -n "${PIPELINE:-}" ]; then
     model=.device/shared/assets/models/yolo26n.pt
@@ -40,5 +43,32 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
     step python3 bench/compare_torch.py --weights /tmp/yolo26n.safetensors \
       --golden .device/shared/assets/goldens/bus640_golden_2.safetensors \
       --golden-input .device/shared/assets/goldens/bus640_golden_0.safetensors --lab .device/bin/lab --model $model
+  fi
+  if [ -n "${VIEWER_CHILD:-}" ]; then
+    # The viewer's pipeline child on cuda: a clean run, then a max-pool edited to read address 16.
+    export LAB_MODEL=.device/shared/assets/models/yolo26n.pt
+    rm -rf /tmp/vk && cp -r kernels /tmp/vk
+    step lab-viewer --pipeline-child docs/viewer/scene.png --executor cuda --result-dir /tmp/vc1 --kernels-dir /tmp/vk
+    head -c 700 /tmp/vc1/summary.json; echo
+    sed -i '22i if (p == 0) src = (const float*)16;' /tmp/vk/nn/maxpool2d.cu
+    step lab-viewer --pipeline-child docs/viewer/scene.png --executor cuda --result-dir /tmp/vc2 --kernels-dir /tmp/vk
+    cat /tmp/vc2/summary.json; echo
+  fi
+  if [ -n "${FOLDER:-}" ]; then
+    # lab detect on a folder of JPEGs (FOLDER_COPIES copies of each sample image): throughput per precision,
+    # batch size and device set; each run twice, the first warming the compile cache.
+    model=.device/shared/assets/models/yolo26n.pt
+    rm -rf /tmp/folder && mkdir -p /tmp/folder
+    for i in $(seq -w 1 ${FOLDER_COPIES:-128}); do
+      cp .device/shared/assets/images/bus.jpg /tmp/folder/bus_$i.jpg
+      cp .device/shared/assets/images/zidane.jpg /tmp/folder/zidane_$i.jpg
+    done
+    for args in "--batch 1" "--batch 32" "--batch 32 --precision tf32" "--batch 1 --devices ${DEVICES:-0}" \
+      "--batch 32 --devices ${DEVICES:-0}"; do
+      for run in warm-up measured; do
+        echo "--- $run"
+        step bash -c "lab detect /tmp/folder --backend cuda --model $model $args --out /tmp/folder-out | tail -3"
+      done
+    done
   fi
 } 2>&1 | tee "$out/device.log"

@@ -7,10 +7,12 @@ build=${1:-$root/build}
 out=$root/.device
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/shared/assets"
 cp "$build/lab/lab" "$build/tests/lab_tests" "$out/bin/"
-strip --strip-debug "$out/bin/lab" "$out/bin/lab_tests"  # debug info would not fit the 64 MiB carry limit
+# The viewer binary (when built) for its --pipeline-child mode, which opens no window.
+[ -x "$build/viewer/lab-viewer" ] && cp "$build/viewer/lab-viewer" "$out/bin/"
+strip --strip-debug "$out/bin/"*  # debug info would not fit the 64 MiB carry limit
 # Every library outside glibc, libstdc++, libgcc and CUDA: the GPU machine (Ubuntu 24.04) lacks libzip, libstb and
 # may lack libcurl's dependency set; libraries built against Debian 12's older glibc run on its newer one.
-for lib in $(ldd "$out/bin/lab" "$out/bin/lab_tests" | awk '/=>/ {print $3}' | sort -u); do
+for lib in $(ldd "$out/bin/"* | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*|libresolv*|libnvrtc*|libcuda*|libnvJitLink*) ;;
     *) cp -L "$lib" "$out/lib/" ;;

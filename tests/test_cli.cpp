@@ -97,6 +97,14 @@ TEST_CASE("bad usage exits 2 with one line", "[cli]") {
     CHECK(r.exit_code == 2);
     CHECK(contains(r.err, "NAME=VALUE"));
   }
+  SECTION("a --precision other than fp32 / tf32, for detect and bench pipeline") {
+    for (const std::string cmd : {"detect --backend cpu", "bench pipeline --backend cpu"}) {
+      const LabResult r = run_lab(cmd + " --precision fp16");
+      INFO(cmd);
+      CHECK(r.exit_code == 2);
+      CHECK(r.err == "lab: --precision fp16: not supported yet (fp32, tf32)\n");
+    }
+  }
 }
 
 TEST_CASE("unknown kernel, variant and parameter exit 2 listing the valid names", "[cli]") {

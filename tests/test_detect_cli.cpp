@@ -1,6 +1,7 @@
 // `lab detect` as a user runs it (a subprocess): the acceptance check against the Ultralytics detections of
 // bus.jpg (rect and square letterbox, reference executor), the outputs it writes, and its exit codes for bad
-// input (an unreadable image among good ones, an empty folder, --imgsz not a multiple of 32).
+// input (an unreadable image among good ones, an empty folder, --imgsz not a multiple of 32, a bad --devices
+// list), and that several forward workers (--devices) change nothing but the speed.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -178,4 +179,78 @@ TEST_CASE("lab detect --dump writes every tensor of the forward, one safetensors
   CHECK(dump.info("output").shape == std::vector<int64_t>{1, 300, 6});
   const std::vector<float> input = dump.floats("input");
   CHECK(std::all_of(input.begin(), input.end(), [](float v) { return v >= 0 && v <= 1; }));
+}
+
+namespace {
+
+// The summary lines of `lab detect` ("<file>: <shape> <classes>, <ms>ms") without their times.
+std::vector<std::string> summary_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (contains(line, ".png: ")) lines.push_back(line.substr(0, line.rfind(", ")));
+  return lines;
+}
+
+nlohmann::json without_times(nlohmann::json images) {
+  for (auto& image : images) image.erase("times_ms");
+  return images;
+}
+
+}  // namespace
+
+TEST_CASE("lab detect over several forward workers keeps the output of one: same detections, same order",
+          "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-workers");
+  const fs::path images = dir.path / "images";
+  fs::create_directories(images);
+  // Two letterbox shapes, so batches break where the shape changes, and an unreadable file in the middle.
+  const lab::Image scene = lab::decode_image(fs::path(LAB_SOURCE_DIR) / "docs/viewer/scene.png");
+  lab::Image wide(640, 200, 180);
+  for (int x = 200; x < 400; ++x)
+    for (int y = 40; y < 160; ++y) wide.pixel(x, y)[1] = 30;
+  for (const char* name : {"a.png", "b.png", "d.png", "f.png", "g.png"})
+    lab::write_image(scene, images / name);
+  lab::write_image(wide, images / "c.png");
+  lab::write_image(wide, images / "h.png");
+  lab::test::write_file(images / "e.png", "not a png");
+
+  const auto detect = [&](const std::string& name, const std::string& flags) {
+    const LabResult r = run_detect(quoted(images.string()) + " --backend reference --imgsz 224 " + flags +
+                                   " --out " + quoted((dir.path / name).string()) + " --json " +
+                                   quoted((dir.path / (name + ".json")).string()));
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);  // e.png
+    CHECK(contains(r.err, "e.png"));
+    CHECK(contains(r.out, "Throughput: 7 images in "));
+    return std::make_pair(r, nlohmann::json::parse(read_text(dir.path / (name + ".json"))));
+  };
+  const auto [one, one_json] = detect("one", "--batch 1 --devices 0");
+  const auto [three, three_json] = detect("three", "--batch 2 --devices 0,1,2");
+  const std::vector<std::string> lines = summary_lines(one.out);
+  REQUIRE(lines.size() == 7);
+  CHECK(lines[0].rfind("a.png: ", 0) == 0);
+  CHECK(summary_lines(three.out) == lines);
+  REQUIRE(one_json["images"].size() == 7);
+  CHECK(without_times(three_json["images"]) == without_times(one_json["images"]));
+  for (const char* name : {"a.png", "c.png", "h.png"}) CHECK(fs::exists(dir.path / "three" / name));
+  CHECK_FALSE(fs::exists(dir.path / "three" / "e.png"));
+}
+
+TEST_CASE("lab detect --devices rejects a malformed or repeated list with exit 2", "[detect]") {
+  lab::test::ScratchDir dir("detect-devices");
+  lab::write_image(lab::Image(64, 48, 90), dir.path / "small.png");
+  for (const std::string bad : {"x", "0,0", "1,", "0;1"}) {
+    const LabResult r =
+        run_detect(quoted((dir.path / "small.png").string()) + " --backend reference --devices " +
+                   quoted(bad) + " --out " + quoted((dir.path / "runs").string()));
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--devices " + bad));
+    CHECK_FALSE(fs::exists(dir.path / "runs"));
+  }
 }

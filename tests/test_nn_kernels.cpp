@@ -1,6 +1,6 @@
 // nn kernels: every nn runner on the cpu backend at a few shapes (and on cuda in the [gpu] twin), the conv
-// variant choice and parameter rules, views into concat slices and the detect head's anchor ranges, and the
-// sm_90 resource use (registers, no spills) of the whole nn module.
+// variant choice (and the TF32 precision knob) and parameter rules, views into concat slices and the detect
+// head's anchor ranges, and the sm_90 resource use (registers, no spills) of the whole nn module.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -69,6 +69,10 @@ const std::vector<Case>& conv_cases() {
       {"v2_tiled",
        {{"C_IN", "64"}, {"C_OUT", "16"}, {"H", "7"}, {"W", "6"}, {"K", "3"}, {"RESIDUAL", "true"}}},
       {"v2_tiled", {{"B", "2"}, {"C_IN", "300"}, {"C_OUT", "72"}, {"H", "5"}, {"W", "4"}, {"K", "1"}}},
+      // v4_tf32 (its own tolerance): a partial chunk at stride 2, and split-K with a residual.
+      {"v4_tf32", {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "12"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v4_tf32",
+       {{"C_IN", "64"}, {"C_OUT", "16"}, {"H", "7"}, {"W", "6"}, {"K", "3"}, {"RESIDUAL", "true"}}},
   };
   return cases;
 }
@@ -113,6 +117,38 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(conv_tiled_channel_tile(17) == 32);
   CHECK(conv_tiled_channel_tile(80) == 64);
   CHECK(conv_kernel_name(ConvVariant::Tiled, {32, 64, 3, 1, 1, true}) == "conv2d_tiled<3, 64>");
+  // TF32 only where the op would run v2: depthwise, grouped and K = 7 convs keep their float32 variants.
+  CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Tf32) == ConvVariant::Tf32);
+  CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp32) == ConvVariant::Tiled);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}, Precision::Tf32) == ConvVariant::Depthwise);
+  CHECK(choose_conv_variant({32, 64, 3, 1, 4, true}, Precision::Tf32) == ConvVariant::Direct);
+  CHECK(choose_conv_variant({8, 8, 7, 1, 1, true}, Precision::Tf32) == ConvVariant::Direct);
+  CHECK(conv_kernel_name(ConvVariant::Tf32, {32, 24, 1, 1, 1, true}) == "conv2d_tf32<1, 32>");
+  CHECK(conv_variant_name(ConvVariant::Tf32) == "v4_tf32");
+  CHECK(parse_precision("tf32") == Precision::Tf32);
+  CHECK(parse_precision("fp32") == Precision::Fp32);
+  CHECK(!parse_precision("fp16"));
+}
+
+TEST_CASE("conv2d v4_tf32 really rounds to TF32 and stays within its tolerance", "[nn]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  const Runner& conv = Registry::instance().get("conv2d");
+  const Params p =
+      resolve_params(conv, {{"C_IN", "32"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "7"}, {"K", "3"}});
+  for (const std::string variant : {"v2_tiled", "v4_tf32"}) {
+    auto inst = conv.instantiate(*backend, variant, p, 5);
+    inst->poison();
+    inst->launch();
+    const OutputCheck c = inst->check(std::nullopt).front();
+    INFO(variant << " rel_l2 " << c.metrics.rel_l2 << " max_abs " << c.metrics.max_abs);
+    CHECK(c.pass);
+    if (variant == "v2_tiled") {
+      CHECK(c.metrics.rel_l2 < 1e-6);  // float32
+    } else {
+      CHECK(c.metrics.rel_l2 > 3e-5);  // 10-bit mantissas show
+      CHECK(c.metrics.rel_l2 < c.tolerance.rel_l2 / 3);
+    }
+  }
 }
 
 TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the workspace", "[nn]") {
@@ -140,6 +176,8 @@ TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]"
                     Catch::Contains("v3_depthwise needs groups = c_in = c_out"));
   CHECK_THROWS_WITH(conv.compile_request("v2_tiled", resolve_params(conv, {{"K", "7"}})),
                     Catch::Contains("kernel sizes 1, 3, 5"));
+  CHECK_THROWS_WITH(conv.compile_request("v4_tf32", resolve_params(conv, {{"C_IN", "32"}, {"GROUPS", "4"}})),
+                    Catch::Contains("v4_tf32 needs groups = 1"));
   const Runner& pool = Registry::instance().get("maxpool2d");
   CHECK_THROWS_WITH(resolve_params(pool, {{"K", "4"}}), Catch::Contains("must be odd"));
   const Runner& topk = Registry::instance().get("topk_postprocess");

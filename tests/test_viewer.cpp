@@ -118,8 +118,9 @@ TEST_CASE("viewer: a syntax error inserted in a kernel is listed at its line and
   if (r.skipped) return;
   INFO(r.log);
   REQUIRE(r.exit_code == 0);
-  // The edit reached the kernel tree.
-  CHECK(read_all(dir.path / "kernels/detect/detect_decode.cu").find("undeclared_name") != std::string::npos);
+  // The edit reached the kernel tree, with its indentation (one blank separates the line number).
+  CHECK(read_all(dir.path / "kernels/detect/detect_decode.cu").find("\n  int broken = undeclared_name;\n") !=
+        std::string::npos);
   // The highlighted error line: a band of dark red behind the text.
   const Png png = load_png(dir.path / "shots/error.png");
   CHECK(png.count([](const unsigned char* p) { return p[0] > 100 && p[0] < 170 && p[1] < 50 && p[2] < 50; }) >

@@ -60,6 +60,7 @@ std::vector<std::string> child_argv(const PipelineRequest& r, const fs::path& re
 }
 
 void write_summary(const fs::path& dir, const json& summary) {
+  fs::create_directories(dir);
   std::ofstream(dir / kSummaryFile) << summary.dump();
 }
 

@@ -100,9 +100,11 @@ std::vector<ScriptAction> parse_script(const fs::path& file) {
     std::string word;
     while (a.args.size() + 1 < shape.max_args && words >> word) a.args.push_back(word);
     if (shape.rest_of_line) {
+      // One blank ends the previous word; the rest is kept verbatim (insert_text keeps its indentation).
       std::string rest;
-      std::getline(words >> std::ws, rest);
-      if (!rest.empty()) a.args.push_back(rest);
+      std::getline(words, rest);
+      if (!rest.empty() && (rest[0] == ' ' || rest[0] == '\t')) rest.erase(0, 1);
+      if (rest.find_first_not_of(" \t") != std::string::npos) a.args.push_back(rest);
     } else if (words >> word) {
       a.args.push_back(word);
       if (words >> word)

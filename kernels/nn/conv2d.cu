@@ -1,4 +1,5 @@
-// conv2d: Conv2d (+ folded BatchNorm bias) (+ SiLU) (+ residual) of YOLO26, float32 throughout (no TF32).
+// conv2d: Conv2d (+ folded BatchNorm bias) (+ SiLU) (+ residual) of YOLO26; float32 throughout except v4,
+// which multiplies on TF32 tensor cores (float accumulate).
 //
 // out[b, co, y, x] = act(sum_{ci in group, ky, kx} in[b, ci, y*s - K/2 + ky, x*s - K/2 + kx] * w[co, ci, ky,
 // kx]
@@ -24,9 +25,19 @@
 //                         plane from an input patch staged in dynamic shared memory
 //                         (((8-1)*s + K) x ((32-1)*s + K) floats); the K*K weights live in registers.
 //                         Block 256, grid (tiles_x * tiles_y, C, B).
+//   conv2d_tf32<K, TM>    v4, groups == 1: v2's implicit GEMM on tensor cores. Same CTA tile (TM channels x
+//                         TN = 4096/TM pixels), grid, 16-row chunks and split-K partials as v2 (reduced by
+//                         conv2d_splitk_reduce); the staged weight and im2col chunks are rounded to TF32
+//                         (10 mantissa bits, round to nearest) and each of the 8 warps accumulates 16
+//                         channels x 32 pixels with wmma m16n16k8 (two float accumulator tiles). The
+//                         accumulators go through shared memory (TM x TN floats) to the same epilogue as the
+//                         other variants, one thread per output along pixels. Needs sm_80 or newer; the cpu
+//                         emulator runs it through its wmma model. Expect rel L2 ~2e-4 against float64.
 #ifndef LAB_NN_CONV2D_CU
 #define LAB_NN_CONV2D_CU
 #include "common/lab.cuh"
+#include "common/lab_wmma.cuh"
+#include "nn/conv2d_stage.cuh"
 #include "nn/nn_common.cuh"
 
 extern "C" __global__ void __launch_bounds__(nn::kThreads)
@@ -58,20 +69,15 @@ extern "C" __global__ void __launch_bounds__(nn::kThreads)
   nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
 }
 
-namespace nn {
-constexpr int kTiledChunk = 16;  // reduction rows staged per step
-}  // namespace nn
-
 template <int K, int TM>
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_tiled(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
                  const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
                  float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
                  int h_out, int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
-  constexpr int kThreads = nn::kThreads, kChunk = nn::kTiledChunk;
+  constexpr int kChunk = nn::kTiledChunk;
   constexpr int TN = 4096 / TM;          // output pixels per CTA
   constexpr int kPixelThreads = TN / 4;  // threads along pixels (4 pixels each)
-  static_assert(TN <= kThreads && kThreads % TN == 0, "a thread stages one fixed pixel column");
   __shared__ __align__(16) float w_s[kChunk][TM];
   __shared__ __align__(16) float x_s[kChunk][TN];
 
@@ -81,11 +87,7 @@ __global__ void __launch_bounds__(nn::kThreads)
   const int r_begin = split * split_rows, r_end = min(reduction, r_begin + split_rows);
   const float* in_b = in + b * in_bs;
 
-  // The im2col column this thread stages: one output pixel, fixed for the whole reduction.
-  const int stage_col = tid % TN, stage_px = px0 + stage_col;
-  const bool stage_valid = stage_px < plane_out;
-  const int iy0 = (stage_valid ? stage_px / w_out : 0) * stride - K / 2;
-  const int ix0 = (stage_valid ? stage_px % w_out : 0) * stride - K / 2;
+  const nn::Im2colColumn<K, TN> column(px0, plane_out, w_out, stride);
 
   const int ty = tid / kPixelThreads, tx = tid % kPixelThreads;  // 4 channels x 4 pixels per thread
   float acc[4][4];
@@ -95,22 +97,8 @@ __global__ void __launch_bounds__(nn::kThreads)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
   for (int r0 = r_begin; r0 < r_end; r0 += kChunk) {
-#pragma unroll
-    for (int i = tid; i < kChunk * TM; i += kThreads) {
-      const int rr = i / TM, cc = i % TM, r = r0 + rr, co = co0 + cc;
-      w_s[rr][cc] = (r < r_end && co < c_out) ? wt[(long long)r * c_out + co] : 0.0f;
-    }
-#pragma unroll
-    for (int rr = tid / TN; rr < kChunk; rr += kThreads / TN) {
-      const int r = r0 + rr;
-      float v = 0.0f;
-      if (stage_valid && r < r_end) {
-        const int ci = r / (K * K), kk = r % (K * K);
-        const int iy = iy0 + kk / K, ix = ix0 + kk % K;
-        if (iy >= 0 && iy < h_in && ix >= 0 && ix < w_in) v = in_b[ci * in_cs + iy * w_in + ix];
-      }
-      x_s[rr][stage_col] = v;
-    }
+    nn::stage_weight_chunk<TM, TM>(&w_s[0][0], wt, r0, r_end, co0, c_out, nn::StageAsIs{});
+    column.template stage<TN>(&x_s[0][0], in_b, in_cs, r0, r_end, h_in, w_in, nn::StageAsIs{});
     __syncthreads();
 #pragma unroll
     for (int rr = 0; rr < kChunk; ++rr) {
@@ -197,6 +185,73 @@ __global__ void __launch_bounds__(nn::kThreads)
 #pragma unroll
     for (int kx = 0; kx < K; ++kx) acc = fmaf(window[ky * patch_w + kx], wk[ky * K + kx], acc);
   nn::store_output(acc, bias[c], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, c, oy * w_out + ox);
+}
+
+namespace nn {
+// TF32 rounding of every staged value (cvt.rna, as the tensor cores expect their operands).
+struct StageAsTf32 {
+  __device__ __forceinline__ float operator()(float v) const { return nvcuda::wmma::__float_to_tf32(v); }
+};
+}  // namespace nn
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_tf32(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
+                const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
+                float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
+                int h_out, int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
+  namespace wmma = nvcuda::wmma;
+  constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM;        // output pixels per CTA
+  constexpr int kWarpRows = TM / 16, kWarpCols = 8 / kWarpRows;  // 8 warps over channels x pixels
+  static_assert(kWarpCols * 32 == TN, "each warp owns 16 channels x 32 pixels");
+  // Row pitches padded by 4 floats (16 B): wmma needs multiples of 4 and 32-byte aligned tile pointers.
+  constexpr int LDW = TM + 4, LDX = TN + 4, LDO = TN + 4;
+  __shared__ __align__(32) float w_s[kChunk * LDW];  // A^T: w_s[r][co]
+  __shared__ __align__(32) float x_s[kChunk * LDX];  // B: x_s[r][pixel]
+  __shared__ __align__(32) float o_s[TM * LDO];      // the CTA's accumulators, o_s[co][pixel]
+
+  const int b = blockIdx.z % batch, split = blockIdx.z / batch;
+  const int co0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
+  const int plane_out = h_out * w_out, reduction = c_in * K * K;
+  const int r_begin = split * split_rows, r_end = min(reduction, r_begin + split_rows);
+  const float* in_b = in + b * in_bs;
+  const nn::Im2colColumn<K, TN> column(px0, plane_out, w_out, stride);
+  const int warp = threadIdx.x / 32, wm = warp / kWarpCols, wn = warp % kWarpCols;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2];
+  wmma::fill_fragment(acc[0], 0.0f);
+  wmma::fill_fragment(acc[1], 0.0f);
+  for (int r0 = r_begin; r0 < r_end; r0 += kChunk) {
+    nn::stage_weight_chunk<TM, LDW>(w_s, wt, r0, r_end, co0, c_out, nn::StageAsTf32{});
+    column.template stage<LDX>(x_s, in_b, in_cs, r0, r_end, h_in, w_in, nn::StageAsTf32{});
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kChunk; k += 8) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> a;
+      wmma::load_matrix_sync(a, w_s + k * LDW + wm * 16, LDW);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> x;
+        wmma::load_matrix_sync(x, x_s + k * LDX + wn * 32 + j * 16, LDX);
+        wmma::mma_sync(acc[j], a, x, acc[j]);
+      }
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    wmma::store_matrix_sync(o_s + wm * 16 * LDO + wn * 32 + j * 16, acc[j], LDO, wmma::mem_row_major);
+  __syncthreads();
+  for (int i = threadIdx.x; i < TM * TN; i += nn::kThreads) {
+    const int cc = i / TN, pp = i % TN, co = co0 + cc, p = px0 + pp;
+    if (co >= c_out || p >= plane_out) continue;
+    const float v = o_s[cc * LDO + pp];
+    if (partial)
+      partial[((long long)(split * batch + b) * c_out + co) * plane_out + p] = v;
+    else
+      nn::store_output(v, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+  }
 }
 
 #endif  // LAB_NN_CONV2D_CU

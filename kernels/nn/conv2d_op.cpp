@@ -1,4 +1,4 @@
-// Conv2dOp: variant choice, weight upload (transposed for v2_tiled), launch shapes.
+// Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32), launch shapes.
 #include "nn/conv2d_op.hpp"
 
 #include <algorithm>
@@ -12,7 +12,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // as in conv2d.cu
 constexpr int kMaxGridYZ = 65535;
-constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of conv2d_tiled (nn::kTiledChunk)
+constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of v2 and v4 (nn::kTiledChunk)
 
 std::string shape_text(const Conv2dShape& s) {
   return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
@@ -31,7 +31,13 @@ void check_shape(const Conv2dShape& s, const std::vector<float>& weight, const s
                      " and " + std::to_string(s.c_out));
 }
 
-// [c_out, red] -> [red, c_out]: v2_tiled stages a chunk of reduction rows with coalesced loads over c_out.
+// v2_tiled and v4_tf32: same tiles, weight layout, grid and split-K.
+bool is_implicit_gemm(ConvVariant v) {
+  return v == ConvVariant::Tiled || v == ConvVariant::Tf32;
+}
+
+// [c_out, red] -> [red, c_out]: v2_tiled and v4_tf32 stage a chunk of reduction rows with coalesced loads
+// over c_out.
 std::vector<float> transpose_weights(const std::vector<float>& w, int c_out) {
   const size_t red = w.size() / c_out;
   std::vector<float> t(w.size());
@@ -50,13 +56,16 @@ std::string conv_variant_name(ConvVariant v) {
       return "v2_tiled";
     case ConvVariant::Depthwise:
       return "v3_depthwise";
+    case ConvVariant::Tf32:
+      return "v4_tf32";
   }
   return "v1_direct";
 }
 
-ConvVariant choose_conv_variant(const Conv2dShape& s) {
+ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision) {
   if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
-  if (conv_variant_problem(ConvVariant::Tiled, s).empty()) return ConvVariant::Tiled;
+  const ConvVariant dense = precision == Precision::Tf32 ? ConvVariant::Tf32 : ConvVariant::Tiled;
+  if (conv_variant_problem(dense, s).empty()) return dense;
   return ConvVariant::Direct;
 }
 
@@ -65,8 +74,8 @@ std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s) {
   if (!is_specialised_kernel_size(s.kernel))
     return conv_variant_name(v) + " is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) +
            ")";
-  if (v == ConvVariant::Tiled && s.groups != 1)
-    return "v2_tiled needs groups = 1 (got " + std::to_string(s.groups) + ")";
+  if (is_implicit_gemm(v) && s.groups != 1)
+    return conv_variant_name(v) + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
   if (v == ConvVariant::Depthwise && !s.depthwise())
     return "v3_depthwise needs groups = c_in = c_out (got " + shape_text(s) + ")";
   if (v == ConvVariant::Depthwise && s.stride > 4)
@@ -83,6 +92,8 @@ std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
   switch (v) {
     case ConvVariant::Tiled:
       return conv2d_tiled_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
+    case ConvVariant::Tf32:
+      return conv2d_tf32_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
     case ConvVariant::Depthwise:
       return conv2d_depthwise_kernel(s.kernel);
     case ConvVariant::Direct:
@@ -92,8 +103,8 @@ std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
 }
 
 Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vector<float>& weight,
-                   const std::vector<float>& bias, std::optional<ConvVariant> force)
-    : kernels_(kernels), shape_(shape), variant_(force.value_or(choose_conv_variant(shape))) {
+                   const std::vector<float>& bias, Precision precision, std::optional<ConvVariant> force)
+    : kernels_(kernels), shape_(shape), variant_(force.value_or(choose_conv_variant(shape, precision))) {
   check_shape(shape, weight, bias);
   if (std::string problem = conv_variant_problem(variant_, shape); !problem.empty())
     throw UsageError("conv2d " + shape_text(shape) + ": " + problem);
@@ -101,14 +112,14 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
   splitk_reduce_ = kernels.kernel(kConv2dSplitkReduceKernel);
   Backend& backend = kernels.backend();
   weight_ =
-      backend.upload_vector(variant_ == ConvVariant::Tiled ? transpose_weights(weight, shape.c_out) : weight);
+      backend.upload_vector(is_implicit_gemm(variant_) ? transpose_weights(weight, shape.c_out) : weight);
   bias_ = backend.upload_vector(bias);
 }
 
 // Splits so that the tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at
 // least 8 chunks (128 reduction rows).
 int Conv2dOp::splitk_splits(int batch, int h_in, int w_in) const {
-  if (variant_ != ConvVariant::Tiled) return 1;
+  if (!is_implicit_gemm(variant_)) return 1;
   constexpr long long kTargetCtas = 264, kMinChunksPerSplit = 8;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long plane_out = (long long)shape_.out_size(h_in) * shape_.out_size(w_in);
@@ -154,7 +165,8 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
                                  c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups, silu));
       return;
     }
-    case ConvVariant::Tiled: {
+    case ConvVariant::Tiled:
+    case ConvVariant::Tf32: {
       const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm;
       int splits = splitk_workspace ? splitk_splits(batch, h_in, w_in) : 1;
       const int chunks = (c_in * s.kernel * s.kernel + kTiledChunk - 1) / kTiledChunk;

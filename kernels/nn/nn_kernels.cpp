@@ -16,6 +16,10 @@ std::string conv2d_tiled_kernel(int k, int channel_tile) {
   return "conv2d_tiled<" + std::to_string(k) + ", " + std::to_string(channel_tile) + ">";
 }
 
+std::string conv2d_tf32_kernel(int k, int channel_tile) {
+  return "conv2d_tf32<" + std::to_string(k) + ", " + std::to_string(channel_tile) + ">";
+}
+
 std::string conv2d_depthwise_kernel(int k) {
   return "conv2d_depthwise<" + std::to_string(k) + ">";
 }
@@ -23,7 +27,10 @@ std::string conv2d_depthwise_kernel(int k) {
 CompileRequest nn_module_request() {
   CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel, kConv2dSplitkReduceKernel}};
   for (int k : kSpecialisedKernelSizes) {
-    for (int tile : kTiledChannelTiles) r.name_expressions.push_back(conv2d_tiled_kernel(k, tile));
+    for (int tile : kTiledChannelTiles) {
+      r.name_expressions.push_back(conv2d_tiled_kernel(k, tile));
+      r.name_expressions.push_back(conv2d_tf32_kernel(k, tile));
+    }
     r.name_expressions.push_back(conv2d_depthwise_kernel(k));
   }
   for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel})

@@ -21,12 +21,14 @@ inline constexpr const char* kMaxPool2dKernel = "maxpool2d";
 inline constexpr const char* kUpsampleKernel = "upsample_nearest2x";
 inline constexpr const char* kCopyPlanesKernel = "copy_planes";
 
-// Kernel sizes and channel tiles the templates are instantiated for.
+// Kernel sizes and channel tiles the templates are instantiated for (conv2d_tiled and conv2d_tf32 share the
+// channel tiles).
 inline constexpr int kSpecialisedKernelSizes[] = {1, 3, 5};
 inline constexpr int kTiledChannelTiles[] = {16, 32, 64};
 
 bool is_specialised_kernel_size(int k);
 std::string conv2d_tiled_kernel(int k, int channel_tile);  // "conv2d_tiled<3, 64>"
+std::string conv2d_tf32_kernel(int k, int channel_tile);   // "conv2d_tf32<3, 64>"
 std::string conv2d_depthwise_kernel(int k);                // "conv2d_depthwise<3>"
 
 // The module request: nn_kernels.cu with every name expression above.

@@ -31,10 +31,13 @@ Detector::Detector(Yolo26Model model, const std::string& executor, const Runtime
     throw UsageError("--imgsz " + std::to_string(options_.imgsz) + ": must be a positive multiple of 32");
   if (options_.max_det <= 0) throw UsageError("--max-det must be positive");
   if (executor == "reference") {
+    if (options_.precision != Precision::Fp32)
+      throw UsageError("--precision " + precision_name(options_.precision) +
+                       " needs a kernel backend (cuda or cpu): the reference forward accumulates in float64");
     network_ = make_reference_network(model_);
   } else {
     backend_ = make_backend(executor, context);
-    network_ = make_kernel_network(model_, *backend_);
+    network_ = make_kernel_network(model_, *backend_, options_.precision);
   }
 }
 
@@ -47,28 +50,47 @@ std::string Detector::executor_name() const {
   return network_->executor_name();
 }
 
-LetterboxGeometry Detector::geometry_for(const Image& image) const {
-  return letterbox_geometry(image.width, image.height, options_.imgsz, options_.rect);
+PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options) {
+  const auto start = Clock::now();
+  PreparedImage p;
+  p.file = file;
+  p.width = image.width;
+  p.height = image.height;
+  p.geometry = letterbox_geometry(image.width, image.height, options.imgsz, options.rect);
+  append_nchw(letterbox(image, p.geometry), p.nchw);
+  p.preprocess_ms = ms_since(start);
+  return p;
 }
 
 std::vector<ImageDetections> Detector::detect(const std::vector<const Image*>& images,
                                               const std::vector<std::string>& files) {
   if (images.empty() || images.size() != files.size()) throw UsageError("detect: no images in the batch");
+  std::vector<PreparedImage> prepared;
+  for (size_t i = 0; i < images.size(); ++i)
+    prepared.push_back(prepare_image(*images[i], files[i], options_));
+  std::vector<const PreparedImage*> pointers;
+  for (const PreparedImage& p : prepared) pointers.push_back(&p);
+  return detect(pointers);
+}
+
+std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedImage*>& images) {
+  if (images.empty()) throw UsageError("detect: no images in the batch");
   const int batch = int(images.size());
   std::vector<ImageDetections> results(images.size());
   std::vector<float> input;
+  input.reserve(images[0]->nchw.size() * images.size());
   for (size_t i = 0; i < images.size(); ++i) {
-    const auto start = Clock::now();
+    const PreparedImage& p = *images[i];
     ImageDetections& r = results[i];
-    r.file = files[i];
-    r.width = images[i]->width;
-    r.height = images[i]->height;
+    r.file = p.file;
+    r.width = p.width;
+    r.height = p.height;
     r.batch = batch;
-    r.geometry = geometry_for(*images[i]);
+    r.geometry = p.geometry;
     if (r.geometry.width != results[0].geometry.width || r.geometry.height != results[0].geometry.height)
-      throw UsageError("detect: " + files[i] + " has another letterboxed shape than " + files[0]);
-    append_nchw(letterbox(*images[i], r.geometry), input);
-    r.times.preprocess_ms = ms_since(start);
+      throw UsageError("detect: " + p.file + " has another letterboxed shape than " + results[0].file);
+    input.insert(input.end(), p.nchw.begin(), p.nchw.end());
+    r.times.preprocess_ms = p.preprocess_ms;
   }
 
   const auto forward_start = Clock::now();

@@ -20,7 +20,20 @@ struct DetectorOptions {
   bool rect = true;    // minimum rectangle letterbox; false: imgsz x imgsz
   float conf = 0.25f;  // keep scores strictly above
   int max_det = 300;   // rows of the end-to-end top-k
+  Precision precision =
+      Precision::Fp32;  // of the dense convs on a kernel executor (the reference is float64)
 };
+
+// A letterboxed image ready for a forward. Pre-processing is independent of the network, so it runs on any
+// thread (the decode workers of detect_stream) while another batch is in the forward.
+struct PreparedImage {
+  std::string file;
+  int width = 0, height = 0;  // the source image
+  LetterboxGeometry geometry;
+  std::vector<float> nchw;  // [3, geometry.height, geometry.width], RGB / 255
+  double preprocess_ms = 0;
+};
+PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options);
 
 class Detector {
  public:
@@ -35,11 +48,12 @@ class Detector {
   const DetectorOptions& options() const { return options_; }
   std::string executor_name() const;
   Network& network() { return *network_; }  // the last forward's tensors, for --dump and the viewer
-  LetterboxGeometry geometry_for(const Image& image) const;
 
   // One forward over images whose letterboxed shapes are equal (UsageError otherwise); `files` names them.
   std::vector<ImageDetections> detect(const std::vector<const Image*>& images,
                                       const std::vector<std::string>& files);
+  // The same over images prepared with this Detector's options.
+  std::vector<ImageDetections> detect(const std::vector<const PreparedImage*>& images);
 
  private:
   Yolo26Model model_;

@@ -64,9 +64,15 @@ void KernelNetwork::run_timed(ShapePlan& plan) {
   for (size_t i = 0; i < plan.steps.size();) {
     size_t end = i;
     while (end < plan.steps.size() && plan.steps[end].layer == plan.steps[i].layer) ++end;
-    const double ms = backend_.time_ms([&] {
-      for (size_t s = i; s < end; ++s) plan.steps[s].run();
-    });
+    double ms = 0;
+    try {
+      ms = backend_.time_ms([&] {
+        for (size_t s = i; s < end; ++s) plan.steps[s].run();
+      });
+    } catch (const std::exception& e) {
+      // Timed layers end in a synchronisation, so a kernel fault surfaces in the layer that launched it.
+      throw RuntimeError(plan.steps[i].layer + ": " + e.what());
+    }
     times_.push_back({plan.steps[i].layer, ms});
     i = end;
   }
@@ -122,8 +128,9 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
   return {name, shape, download(a)};
 }
 
-std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend) {
-  return std::make_unique<KernelNetwork>(model, backend);
+std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
+                                             Precision precision) {
+  return std::make_unique<KernelNetwork>(model, backend, precision);
 }
 
 }  // namespace lab

@@ -14,8 +14,9 @@ namespace lab {
 
 class KernelNetwork : public Network {
  public:
-  KernelNetwork(const Yolo26Model& model, Backend& backend)
-      : model_(model), backend_(backend), ops_(backend, model_) {}
+  // `precision`: the arithmetic of the dense convs (Conv2dOp's choice of v2_tiled or v4_tf32).
+  KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision = Precision::Fp32)
+      : model_(model), backend_(backend), ops_(backend, model_, precision) {}
 
   std::string executor_name() const override { return backend_.name(); }
 

@@ -57,8 +57,9 @@ void for_each_conv(const LayerSpec& layer, F&& f) {
 
 }  // namespace
 
-NetworkOps::NetworkOps(Backend& backend, const Yolo26Model& model)
+NetworkOps::NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision)
     : backend_(backend),
+      precision_(precision),
       kernels_(std::make_unique<NnKernels>(backend)),
       upsample_(std::make_unique<UpsampleNearest2xOp>(*kernels_)),
       copy_(std::make_unique<CopyPlanesOp>(*kernels_)) {
@@ -67,7 +68,7 @@ NetworkOps::NetworkOps(Backend& backend, const Yolo26Model& model)
 
 void NetworkOps::add(const ConvSpec& spec) {
   Conv2dShape shape{spec.c_in, spec.c_out, spec.kernel, spec.stride, spec.groups, spec.silu};
-  convs_[spec.name] = std::make_unique<Conv2dOp>(*kernels_, shape, spec.weight, spec.bias);
+  convs_[spec.name] = std::make_unique<Conv2dOp>(*kernels_, shape, spec.weight, spec.bias, precision_);
 }
 
 const MaxPool2dOp& NetworkOps::pool(int channels, int kernel) {

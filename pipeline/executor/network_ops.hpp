@@ -1,5 +1,5 @@
 // The kernel ops of one network on one backend, made once at load: every Conv's
-// weights uploaded to the device, the nn kernels compiled once. Shape-dependent
+// weights uploaded to the device (at the network's precision), the nn kernels compiled once. Shape-dependent
 // ops (PSA attention, decode, top-k) belong to a plan.
 #pragma once
 #include <map>
@@ -16,7 +16,7 @@ namespace lab {
 
 class NetworkOps {
  public:
-  NetworkOps(Backend& backend, const Yolo26Model& model);
+  NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision);
   Backend& backend() const { return backend_; }
   NnKernels& kernels() { return *kernels_; }
   const Conv2dOp& conv(const ConvSpec& spec) const;   // by the spec's state-dict name
@@ -27,6 +27,7 @@ class NetworkOps {
  private:
   void add(const ConvSpec& spec);
   Backend& backend_;
+  Precision precision_;
   std::unique_ptr<NnKernels> kernels_;
   std::map<std::string, std::unique_ptr<Conv2dOp>> convs_;
   std::map<std::pair<int, int>, std::unique_ptr<MaxPool2dOp>> pools_;

@@ -1,5 +1,6 @@
-// Image decode (stb_image) and atomic encode (stb_image_write). The stb implementations come from the
-// Debian libstb library, so only the declarations are included here.
+// Image decode and atomic encode: JPEG through libjpeg-turbo (jpeg_codec.hpp), PNG / BMP / other formats
+// through stb_image and stb_image_write (implementations from the Debian libstb library, so only the
+// declarations are included here).
 #include "pipeline/image/image.hpp"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/atomic_file.hpp"
+#include "pipeline/image/jpeg_codec.hpp"
 
 namespace lab {
 namespace {
@@ -44,6 +46,7 @@ void append_bytes(void* context, void* data, int size) {
 
 Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
   if (bytes.empty()) throw UsageError(name + ": cannot read image (empty file)");
+  if (looks_like_jpeg(bytes)) return decode_jpeg(bytes, name);
   int w = 0, h = 0, channels = 0;
   stbi_uc* data = stbi_load_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels, 3);
   if (!data) throw UsageError(name + ": cannot read image (" + stbi_failure_reason() + ")");
@@ -62,16 +65,15 @@ Image decode_image(const std::filesystem::path& path) {
 void write_image(const Image& image, const std::filesystem::path& path) {
   const std::string ext = lower_extension(path);
   std::vector<uint8_t> encoded;
-  int ok = 0;
-  if (ext == ".jpg" || ext == ".jpeg")
-    ok = stbi_write_jpg_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(), 95);
-  else if (ext == ".png")
-    ok = stbi_write_png_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(),
-                                image.width * 3);
-  else
+  if (ext == ".jpg" || ext == ".jpeg") {
+    encoded = encode_jpeg(image, 95, path.string());
+  } else if (ext == ".png") {
+    if (!stbi_write_png_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(),
+                                image.width * 3))
+      throw RuntimeError(path.string() + ": PNG encoding failed");
+  } else {
     throw UsageError(path.string() + ": unsupported image extension (use .jpg, .jpeg or .png)");
-  if (!ok) throw RuntimeError(path.string() + ": image encoding failed");
-
+  }
   write_file_atomically(path, std::string(encoded.begin(), encoded.end()));
 }
 

@@ -1,5 +1,6 @@
-// RGB8 images in memory: decode JPEG / PNG / BMP with stb_image, and write JPEG (quality 95) or PNG chosen by
-// the output extension with stb_image_write, atomically (a temporary file beside the target, then rename).
+// RGB8 images in memory: decode JPEG (libjpeg-turbo) or PNG / BMP (stb_image), and write JPEG (quality 95,
+// libjpeg-turbo) or PNG (stb_image_write) chosen by the output extension, atomically (a temporary file beside
+// the target, then rename).
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -7,7 +7,7 @@
 //                         thread (its fibers never migrate), so every running block has its own copy
 //   threadIdx ...      -> the current fiber's indices (lab_emu::tls_self, restored after every fiber switch)
 //   barriers, warp collectives, atomics, math intrinsics: lab_emu_sync.hpp, lab_emu_atomics.hpp,
-//   lab_emu_math.hpp
+//   lab_emu_math.hpp; nvcuda::wmma (tf32 m16n16k8): lab_emu_wmma.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -91,3 +91,4 @@ static constexpr int warpSize = 32;
 #include "lab_emu_atomics.hpp"
 #include "lab_emu_math.hpp"
 #include "lab_emu_sync.hpp"
+#include "lab_emu_wmma.hpp"

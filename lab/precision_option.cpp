@@ -1,0 +1,13 @@
+// The --precision option: a known name, or a one-line usage error (exit 2).
+#include "precision_option.hpp"
+
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+
+Precision precision_option(const std::string& value) {
+  if (std::optional<Precision> p = parse_precision(value)) return *p;
+  throw UsageError("--precision " + value + ": not supported yet (" + kPrecisionNames + ")");
+}
+
+}  // namespace lab

@@ -1,0 +1,272 @@
+// The three-stage detect stream: one mutex and condition variable guard the per-file slots, the batch queue
+// and the save queue; every wait also wakes on a failure, so no stage can hang after another one threw.
+#include "pipeline/detect/detect_stream.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/detect/batching.hpp"
+
+namespace lab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Slot {
+  std::optional<Image> image;             // decoded, waiting for its batch (then drawn on by a save worker)
+  std::optional<PreparedImage> prepared;  // its letterboxed network input
+  std::string decode_error;               // the file could not be decoded
+  bool decoded = false;
+  std::optional<ImageDetections> result;  // set once the annotated image is written
+};
+
+struct Batch {
+  std::vector<size_t> indices;
+};
+
+struct SaveTask {
+  size_t index;
+  Image image;
+  ImageDetections result;
+};
+
+class Stream {
+ public:
+  Stream(const std::vector<fs::path>& files, const DetectStreamOptions& o, const DetectStreamHooks& h)
+      : files_(files),
+        options_(o),
+        hooks_(h),
+        slots_(files.size()),
+        window_(size_t(std::max(8, 4 * o.batch * o.forward_workers + 2 * o.decode_threads))) {}
+
+  std::vector<ImageDetections> run() {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < options_.forward_workers; ++w)
+      threads.emplace_back([this, w] { guarded([this, w] { forward_loop(w); }); });
+    bool start = false;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || detectors_ == options_.forward_workers; });
+      start = !stopping_;
+    }
+    if (start && hooks_.started) guarded(hooks_.started);
+    for (int i = 0; i < options_.decode_threads; ++i)
+      threads.emplace_back([this] { guarded([this] { decode_loop(); }); });
+    for (int i = 0; i < options_.save_threads; ++i)
+      threads.emplace_back([this] { guarded([this] { save_loop(); }); });
+    guarded([this] { feed_and_report(); });
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads) t.join();
+    if (failure_) std::rethrow_exception(failure_);
+    return std::move(results_);
+  }
+
+ private:
+  void guarded(const std::function<void()>& stage) {
+    try {
+      stage();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!failure_) failure_ = std::current_exception();
+      stopping_ = true;
+      changed_.notify_all();
+    }
+  }
+
+  // Decode workers: take the next file once it is within the window ahead of the reported output.
+  void decode_loop() {
+    for (;;) {
+      size_t index;
+      {
+        std::unique_lock lock(mutex_);
+        if (stopping_ || next_decode_ >= files_.size()) return;
+        index = next_decode_++;
+        changed_.wait(lock, [&] { return stopping_ || index < reported_ + window_; });
+        if (stopping_) return;
+      }
+      std::optional<Image> image;
+      std::optional<PreparedImage> prepared;
+      std::string error;
+      try {
+        image = decode_image(files_[index]);
+      } catch (const UsageError& e) {
+        error = e.what();
+      }
+      if (image) prepared = prepare_image(*image, files_[index].string(), options_.detector);
+      std::lock_guard lock(mutex_);
+      slots_[index].image = std::move(image);
+      slots_[index].prepared = std::move(prepared);
+      slots_[index].decode_error = std::move(error);
+      slots_[index].decoded = true;
+      changed_.notify_all();
+    }
+  }
+
+  // Forward workers: one Detector each, made on this thread.
+  void forward_loop(int worker) {
+    const std::unique_ptr<Detector> detector = hooks_.make_detector(worker);
+    {
+      std::lock_guard lock(mutex_);
+      ++detectors_;
+      changed_.notify_all();
+    }
+    for (;;) {
+      Batch batch;
+      std::vector<Image> images;
+      std::vector<PreparedImage> prepared;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !batches_.empty() || batches_closed_; });
+        if (stopping_ || batches_.empty()) return;
+        batch = std::move(batches_.front());
+        batches_.pop_front();
+        for (size_t i : batch.indices) {
+          images.push_back(std::move(*slots_[i].image));
+          prepared.push_back(std::move(*slots_[i].prepared));
+          slots_[i].image.reset();
+          slots_[i].prepared.reset();
+        }
+      }
+      std::vector<const PreparedImage*> pointers;
+      std::vector<std::string> names;
+      for (const PreparedImage& p : prepared) {
+        pointers.push_back(&p);
+        names.push_back(p.file);
+      }
+      std::vector<ImageDetections> results = detector->detect(pointers);
+      prepared.clear();  // the network input is no longer needed while the images are saved
+      if (hooks_.after_forward) hooks_.after_forward(*detector, names);
+      std::lock_guard lock(mutex_);
+      for (size_t k = 0; k < images.size(); ++k)
+        saves_.push_back({batch.indices[k], std::move(images[k]), std::move(results[k])});
+      changed_.notify_all();
+    }
+  }
+
+  void save_loop() {
+    for (;;) {
+      std::optional<SaveTask> task;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !saves_.empty(); });
+        if (stopping_ && saves_.empty()) return;
+        if (stopping_ && failure_) return;
+        task.emplace(std::move(saves_.front()));
+        saves_.pop_front();
+      }
+      hooks_.save(task->image, task->result);
+      std::lock_guard lock(mutex_);
+      slots_[task->index].result = std::move(task->result);
+      changed_.notify_all();
+    }
+  }
+
+  // The calling thread: forms batches in file order and reports finished files in file order.
+  void feed_and_report() {
+    Batch pending;
+    LetterboxGeometry pending_shape;
+    const auto flush = [&] {
+      if (pending.indices.empty()) return;
+      std::lock_guard lock(mutex_);
+      batches_.push_back(std::move(pending));
+      pending = {};
+      changed_.notify_all();
+    };
+    for (size_t i = 0; i < files_.size(); ++i) {
+      if (hooks_.progress) hooks_.progress(i, files_.size(), files_[i].filename().string());
+      // Report what finished while waiting for file i: its decode may wait for the window to move.
+      std::unique_lock lock(mutex_);
+      for (;;) {
+        lock.unlock();
+        report_ready(false, i);
+        lock.lock();
+        changed_.wait(lock,
+                      [&] { return stopping_ || slots_[i].decoded || (reported_ < i && ready(reported_)); });
+        if (stopping_) return;
+        if (slots_[i].decoded) break;
+      }
+      if (!slots_[i].image) continue;
+      const LetterboxGeometry shape = slots_[i].prepared->geometry;
+      lock.unlock();
+      if (!pending.indices.empty() &&
+          !joins_batch(pending_shape, pending.indices.size(), shape, options_.batch))
+        flush();
+      pending_shape = shape;
+      pending.indices.push_back(i);
+    }
+    flush();
+    {
+      std::lock_guard lock(mutex_);
+      batches_closed_ = true;
+    }
+    changed_.notify_all();
+    report_ready(true, files_.size());
+  }
+
+  // Reports files in order while they are finished (or skipped); with `wait_all`, until every file is.
+  // `limit`: files from here on are not decoded yet (not waited for unless wait_all).
+  void report_ready(bool wait_all, size_t limit) {
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      if (wait_all)
+        changed_.wait(lock, [&] { return stopping_ || reported_ >= files_.size() || ready(reported_); });
+      if (stopping_ || reported_ >= std::min(limit, files_.size()) || !ready(reported_)) return;
+      const size_t index = reported_++;
+      Slot& slot = slots_[index];
+      changed_.notify_all();  // the decode window moved
+      lock.unlock();
+      if (slot.result) {
+        hooks_.finished(*slot.result);
+        results_.push_back(std::move(*slot.result));
+        slot.result.reset();
+      } else {
+        hooks_.skipped(files_[index].string(), slot.decode_error);
+      }
+    }
+  }
+
+  bool ready(size_t index) const {
+    const Slot& s = slots_[index];
+    return s.result.has_value() || (s.decoded && !s.decode_error.empty());
+  }
+
+  const std::vector<fs::path>& files_;
+  const DetectStreamOptions& options_;
+  const DetectStreamHooks& hooks_;
+  std::vector<Slot> slots_;
+  const size_t window_;  // decoded or in-flight images ahead of the reported output
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  size_t next_decode_ = 0, reported_ = 0;
+  int detectors_ = 0;  // forward workers whose Detector exists
+  std::deque<Batch> batches_;
+  bool batches_closed_ = false;
+  std::deque<SaveTask> saves_;
+  bool stopping_ = false;
+  std::exception_ptr failure_;
+  std::vector<ImageDetections> results_;
+};
+
+}  // namespace
+
+std::vector<ImageDetections> run_detect_stream(const std::vector<fs::path>& files,
+                                               const DetectStreamOptions& options,
+                                               const DetectStreamHooks& hooks) {
+  if (options.batch < 1 || options.forward_workers < 1 || options.decode_threads < 1 ||
+      options.save_threads < 1)
+    throw UsageError("detect stream: batch and worker counts must be at least 1");
+  return Stream(files, options, hooks).run();
+}
+
+}  // namespace lab

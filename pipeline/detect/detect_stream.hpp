@@ -1,0 +1,51 @@
+// `lab detect` over many images as a stream with three overlapping stages: decode workers (decode and
+// letterbox, in file order, a bounded window ahead of the output), forward workers (one Detector each, e.g.
+// one per GPU with
+// --devices, fed batches of consecutive same-shape images) and save workers (draw, encode and write the
+// annotated image). Results, summary lines and skipped files are reported in file order on the calling
+// thread, so the output does not depend on the number of workers.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/detect/detection.hpp"
+#include "pipeline/detect/detector.hpp"
+#include "pipeline/image/image.hpp"
+
+namespace lab {
+
+struct DetectStreamOptions {
+  DetectorOptions detector;  // the letterbox of the pre-processing, done by the decode workers
+  int batch = 1;             // images per forward (see batching.hpp)
+  int forward_workers = 1;   // Detectors, each driven by its own thread
+  int decode_threads = 1, save_threads = 1;
+};
+
+struct DetectStreamHooks {
+  // Makes forward worker w's Detector, on that worker's thread (a CUDA backend binds to that thread).
+  std::function<std::unique_ptr<Detector>(int worker)> make_detector;
+  // Called on the calling thread once every Detector exists, before any image is read (e.g. to create the
+  // output folder only when the run can start).
+  std::function<void()> started;
+  // After each forward, on the forward worker's thread (e.g. --dump of the network's tensors).
+  std::function<void(Detector&, const std::vector<std::string>& files)> after_forward;
+  // Draws and writes one annotated image; called concurrently from the save workers.
+  std::function<void(Image&, const ImageDetections&)> save;
+  // In file order, on the calling thread: a finished image, or a file that could not be decoded.
+  std::function<void(const ImageDetections&)> finished;
+  std::function<void(const std::string& file, const std::string& error)> skipped;
+  // In file order, on the calling thread, before each image is waited for.
+  std::function<void(size_t index, size_t total, const std::string& file)> progress;
+};
+
+// Makes the Detectors first (a bad option or a missing device fails before anything is read or written),
+// then runs every file through the stages and returns the results in file order (skipped files left out).
+// A failure in any stage other than decoding stops the stream and is rethrown here, after every thread ended.
+std::vector<ImageDetections> run_detect_stream(const std::vector<std::filesystem::path>& files,
+                                               const DetectStreamOptions& options,
+                                               const DetectStreamHooks& hooks);
+
+}  // namespace lab
