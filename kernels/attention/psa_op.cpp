@@ -2,6 +2,10 @@
 #include "attention/psa_op.hpp"
 
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
 
 namespace lab {
 namespace {
@@ -20,21 +24,44 @@ LaunchConfig transpose_config(const PsaDims& d, int sections_per_head) {
   return c;
 }
 
+std::string fused_kernel_name(int key_dim) {
+  return "psa_attention_fused<" + std::to_string(key_dim) + ">";
+}
+
 float softmax_scale(const PsaDims& d) {
   return d.scale != 0 ? d.scale : 1.0f / std::sqrt(float(d.key_dim));
 }
 
+// The FA2 variant behind a PSA variant: `fused` runs its backward on the tiled FA2.
+std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
+  if (variant != "fused") return variant;
+  if (!psa_fused_supported(dims.key_dim))
+    throw UsageError("variant fused of the PSA attention needs KEY_DIM 16 or 32 (got " +
+                     std::to_string(dims.key_dim) + ")");
+  return "tiled";
+}
+
 }  // namespace
 
-PsaOp::PsaOp(Backend& backend, const std::string& fa2_variant, const PsaDims& dims)
+bool psa_fused_supported(int key_dim) {
+  return key_dim == 16 || key_dim == 32;
+}
+
+CompileRequest psa_fused_compile_request(int key_dim) {
+  return CompileRequest{kPsaSource, {}, {fused_kernel_name(key_dim)}};
+}
+
+PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
     : backend_(backend),
       dims_(dims),
-      fa2_(backend, fa2_variant, dims.key_dim,
-           choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim)) {
-  module_ = backend.compile(CompileRequest{
-      kPsaSource,
-      {},
-      {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}});
+      fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim,
+           choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim)),
+      fused_(variant == "fused") {
+  std::vector<std::string> names{"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd",
+                                 "psa_qkv_grad"};
+  if (fused_) names.push_back(fused_kernel_name(dims.key_dim));
+  module_ = backend.compile(CompileRequest{kPsaSource, {}, names});
+  if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
   pack_ = module_->kernel("psa_pack_qkv");
   extract_ = module_->kernel("psa_extract_v");
   merge_ = module_->kernel("psa_merge_attn");
@@ -85,6 +112,18 @@ void PsaOp::qkv_grad(const float* grads, const float* d_v, float* d_qkv) const {
 }
 
 void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
+  if (fused_) {
+    LaunchConfig c;  // psa.cu: kFusedQueries rows per CTA, kFusedThreads threads
+    c.grid = {ceil_div(size_t(dims_.n), 4), unsigned(dims_.batch_heads()), 1};
+    c.block = {128, 1, 1};
+    int bh = dims_.batch_heads(), n = dims_.n;
+    float scale = softmax_scale(dims_);
+    float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>(),
+          *lse = ws.lse.as<float>();
+    backend_.launch(fused_forward_, c,
+                    kernel_args(qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, scale));
+    return;
+  }
   const size_t head = dims_.head_elems();
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;

@@ -1,6 +1,8 @@
 // PsaOp: YOLO26's PSA attention on device buffers: the psa.cu rearrangements around two Flash Attention 2
-// passes (HEAD_DIM = KEY_DIM; V_lo then V_hi, sharing Q, K and one logsumexp buffer), forward and backward.
-// Layouts as in psa.cu.
+// passes (HEAD_DIM = KEY_DIM; V_lo then V_hi, sharing Q, K and one logsumexp buffer), forward and backward;
+// or, with the `fused` variant, the forward as one psa_attention_fused launch that leaves the same workspace
+// (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
+// attention.md). Layouts as in psa.cu.
 #pragma once
 #include <memory>
 #include <string>
@@ -32,10 +34,17 @@ struct PsaWorkspace {
   DeviceBuffer grads;         // [2, 3, BH, N, KD]
 };
 
+// Whether the fused forward exists for this key width (16 or 32; YOLO26 uses 32).
+bool psa_fused_supported(int key_dim);
+// The fused forward kernel alone (what `lab source psa_attention --variant fused` shows).
+CompileRequest psa_fused_compile_request(int key_dim);
+
 class PsaOp {
  public:
-  // `fa2_variant` picks the Flash Attention 2 variant ("tiled" or "row_per_cta").
-  PsaOp(Backend& backend, const std::string& fa2_variant, const PsaDims& dims);
+  // `variant`: "tiled" or "row_per_cta" (the Flash Attention 2 variant of the composed forward and of the
+  // backward), or "fused" (the one-launch forward, tiled FA2 for the backward; UsageError for a key width
+  // without a fused kernel).
+  PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims);
   PsaWorkspace workspace() const;
 
   void pack_qkv(const float* qkv, float* packed) const;
@@ -50,7 +59,8 @@ class PsaOp {
   void backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
 
   const PsaDims& dims() const { return dims_; }
-  // The Flash Attention 2 op of the two passes (its `probs` rebuilds attention maps from `ws.packed`/`ws.lse`).
+  // The Flash Attention 2 op of the two passes (its `probs` rebuilds attention maps from
+  // `ws.packed`/`ws.lse`).
   const FlashAttn2Op& fa2() const { return fa2_; }
 
  private:
@@ -58,6 +68,8 @@ class PsaOp {
   PsaDims dims_;
   FlashAttn2Op fa2_;
   std::shared_ptr<Module> module_;
+  bool fused_ = false;
+  Kernel fused_forward_;
   Kernel pack_, extract_, merge_, merge_bwd_, qkv_grad_;
 };
 

@@ -160,11 +160,15 @@ class ComposedRunnerBase : public PsaRunnerBase {
  public:
   std::vector<KernelVariant> variants() const override {
     return {{"tiled", "pack -> 2x FA2 (tiled) -> merge, + extract-V"},
-            {"row_per_cta", "pack -> 2x FA2 (row_per_cta) -> merge, + extract-V"}};
+            {"row_per_cta", "pack -> 2x FA2 (row_per_cta) -> merge, + extract-V"},
+            {"fused",
+             "one launch: both value halves on shared scores, every output in one pass (KEY_DIM 16, "
+             "32); the backward on tiled FA2"}};
   }
-  // The attention kernels; the instance also compiles psa.cu (see source_path).
+  // The attention kernels (the fused forward kernel for `fused`); the instance also compiles psa.cu.
   CompileRequest compile_request(const std::string& variant, const Params& p) const override {
     const PsaShape s = psa_shape(p);
+    if (variant == "fused") return psa_fused_compile_request(s.key_dim);
     return fa2_compile_request(variant, s.key_dim,
                                choose_fa2_blocks(s.batch_heads(), s.n(), s.n(), s.key_dim));
   }
