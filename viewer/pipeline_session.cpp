@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child_process.hpp"
+#include "compare.hpp"
 #include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
@@ -193,19 +194,13 @@ std::vector<LayerError> compare_with_reference(const PipelineRun& run) {
   std::vector<LayerError> out;
   for (const std::string& name : run.tensor_names) {
     if (name.rfind("layer", 0) != 0 && name.rfind("attn.", 0) != 0 && name.rfind("head.", 0) != 0) continue;
-    const NamedTensor& a = run.tensor(name);
-    const NamedTensor b = reference->tensor(name);
-    LayerError e{name};
-    double diff2 = 0, ref2 = 0;
-    for (size_t i = 0; i < std::min(a.values.size(), b.values.size()); ++i) {
-      const double d = static_cast<double>(a.values[i]) - b.values[i];
-      diff2 += d * d;
-      ref2 += static_cast<double>(b.values[i]) * b.values[i];
-      e.max_abs = std::max(e.max_abs, std::isfinite(d) ? std::abs(d) : INFINITY);
-    }
-    e.rel_l2 = std::sqrt(diff2 / std::max(ref2, 1e-30));
-    e.count = a.values.size();
-    if (a.values.size() != b.values.size()) e.max_abs = INFINITY;
+    const NamedTensor& ours = run.tensor(name);
+    const NamedTensor want = reference->tensor(name);
+    const std::vector<double> want64(want.values.begin(), want.values.end());
+    const Metrics m =
+        compare_arrays(ours.values.data(), want64.data(), std::min(ours.values.size(), want64.size()));
+    LayerError e{name, m.rel_l2, m.max_abs, ours.values.size()};
+    if (ours.shape != want.shape) e.rel_l2 = e.max_abs = INFINITY;
     out.push_back(e);
   }
   return out;
