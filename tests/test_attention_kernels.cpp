@@ -1,5 +1,6 @@
 // Attention and PSA kernels on both backends: every runner and variant against its reference (the scenario
-// files cover the shapes; these pin the essentials), re-poisoned second launches, and parameter validation.
+// files cover the shapes; these pin the essentials), re-poisoned second launches, unwritten (poisoned)
+// outputs failing their check, and parameter validation.
 #include <catch2/catch.hpp>
 
 #include "runner.hpp"
@@ -29,6 +30,9 @@ void run_all_variants(const std::string& backend_name, const std::string& runner
 }
 
 const Params kRagged{{"BH", "2"}, {"N_CTX_Q", "70"}, {"N_CTX_K", "45"}, {"HEAD_DIM", "32"}};
+Params ragged_half(const char* dtype) {
+  return {{"BH", "2"}, {"N_CTX_Q", "70"}, {"N_CTX_K", "45"}, {"HEAD_DIM", "32"}, {"DTYPE", dtype}};
+}
 const Params kPsa{{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}};
 
 }  // namespace
@@ -39,6 +43,27 @@ TEST_CASE("flash attention kernels match the reference on the cpu backend", "[at
   run_all_variants(
       "cpu", "attn_probs",
       {{"BH", "2"}, {"N_CTX_Q", "30"}, {"N_CTX_K", "70"}, {"HEAD_DIM", "16"}, {"HEAD", "1"}, {"ROWS", "3"}});
+}
+
+TEST_CASE("fp16 and bf16 flash attention kernels match the reference on the cpu backend", "[attention]") {
+  for (const char* dtype : {"f16", "bf16"}) {
+    run_all_variants("cpu", "flash_attn2_fwd_half", ragged_half(dtype));
+    run_all_variants("cpu", "flash_attn2_bwd_half", ragged_half(dtype));
+  }
+}
+
+TEST_CASE("fp16 and bf16 attention outputs never written fail their check as NaN", "[attention]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  for (const char* runner : {"flash_attn2_fwd_half", "flash_attn2_bwd_half"})
+    for (const char* dtype : {"f16", "bf16"}) {
+      const Runner& r = Registry::instance().get(runner);
+      auto inst = r.instantiate(*backend, resolve_variant(r, ""), resolve_params(r, ragged_half(dtype)), 11);
+      for (auto& c : inst->check(std::nullopt)) {
+        INFO(runner << " " << dtype << " " << c.output);
+        CHECK_FALSE(c.pass);
+        CHECK(c.metrics.non_finite == c.metrics.count);
+      }
+    }
 }
 
 TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
@@ -54,6 +79,12 @@ TEST_CASE("attention kernels match the reference on the cuda backend", "[attenti
     run_all_variants("cuda", "flash_attn2_fwd", p);
     run_all_variants("cuda", "flash_attn2_bwd", p);
   }
+  for (const char* d : {"32", "64", "128"})
+    for (const char* dtype : {"f16", "bf16"}) {
+      Params p{{"BH", "3"}, {"N_CTX_Q", "300"}, {"N_CTX_K", "211"}, {"HEAD_DIM", d}, {"DTYPE", dtype}};
+      run_all_variants("cuda", "flash_attn2_fwd_half", p);
+      run_all_variants("cuda", "flash_attn2_bwd_half", p);
+    }
   for (const char* r :
        {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cuda", r, {{"B", "4"}});
@@ -67,6 +98,9 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(resolve_params(fwd, {{"BLOCK_M", "128"}}), Catch::Contains("auto, 16, 32, 64"));
   const Runner& probs = Registry::instance().get("attn_probs");
   CHECK_THROWS_WITH(resolve_params(probs, {{"HEAD", "2"}}), Catch::Contains("must be < BH"));
+  const Runner& half = Registry::instance().get("flash_attn2_bwd_half");
+  CHECK_THROWS_WITH(resolve_params(half, {{"HEAD_DIM", "16"}}), Catch::Contains("one of 32, 64, 128"));
+  CHECK_THROWS_WITH(resolve_params(half, {{"DTYPE", "fp16"}}), Catch::Contains("one of f16, bf16"));
   const Runner& psa = Registry::instance().get("psa_attention");
   CHECK_THROWS_WITH(resolve_params(psa, {{"KEY_DIM", "24"}}), Catch::Contains("power of two"));
 }

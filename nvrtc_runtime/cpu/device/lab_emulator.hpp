@@ -3,11 +3,11 @@
 // Keywords and vector types come from the CUDA headers' host support (crt/host_defines.h makes __device__,
 // __global__, __host__ empty and __forceinline__/__align__ GNU attributes); this header adds the rest:
 //   __shared__         -> static thread_local: one instance per host thread, and a block runs wholly on one
-//   host
-//                         thread (its fibers never migrate), so every running block has its own copy
+//                         host thread (its fibers never migrate), so every running block has its own copy
 //   threadIdx ...      -> the current fiber's indices (lab_emu::tls_self, restored after every fiber switch)
 //   barriers, warp collectives, atomics, math intrinsics: lab_emu_sync.hpp, lab_emu_atomics.hpp,
-//   lab_emu_math.hpp; nvcuda::wmma (tf32 m16n16k8): lab_emu_wmma.hpp
+//   lab_emu_math.hpp; nvcuda::wmma (tf32 m16n16k8): lab_emu_wmma.hpp; the fp16/bf16 mma.sync, ldmatrix and
+//   cp.async primitives of common/lab_mma.cuh: lab_emu_mma.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -92,3 +92,4 @@ static constexpr int warpSize = 32;
 #include "lab_emu_math.hpp"
 #include "lab_emu_sync.hpp"
 #include "lab_emu_wmma.hpp"
+#include "lab_emu_mma.hpp"

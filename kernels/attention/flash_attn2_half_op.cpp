@@ -1,0 +1,121 @@
+// FlashAttn2HalfOp: tile shapes, name expressions, launch shapes and shared-memory sizes of the
+// flash_attn2_mma.cu kernels.
+#include "attention/flash_attn2_half_op.hpp"
+
+#include <cstdio>
+
+#include "errors.hpp"
+
+namespace lab {
+namespace {
+
+size_t tile_bytes(int rows, int head_dim) {
+  return size_t(rows) * (head_dim + 8) * 2;  // fa2h::stride, 16-bit elements
+}
+
+unsigned ceil_div(int a, int b) {
+  return unsigned((a + b - 1) / b);
+}
+
+struct Names {
+  std::string fwd, preprocess, dq, dkdv;
+};
+
+std::string tiled(const char* kernel, const std::string& head, const Fa2MmaTiles& t, bool with_mt) {
+  std::string e = std::string(kernel) + "<" + head + ", " + std::to_string(t.warps) + ", ";
+  if (with_mt) e += std::to_string(t.mt) + ", ";
+  return e + std::to_string(t.step) + ">";
+}
+
+Names names(HalfType type, int d, const Fa2MmaConfig& c) {
+  // DT is LAB_F16 (0) or LAB_BF16 (1) of lab_mma.cuh.
+  const std::string head = std::string(type == HalfType::f16 ? "0" : "1") + ", " + std::to_string(d);
+  return {tiled("flash_attn2_fwd_mma", head, c.fwd, true), "flash_attn2_bwd_preprocess_mma<" + head + ">",
+          tiled("flash_attn2_bwd_dq_mma", head, c.dq, true),
+          tiled("flash_attn2_bwd_dkdv_mma", head, c.dkdv, false)};
+}
+
+}  // namespace
+
+// Picked by bench/fa2_half_sweep.sh on an H200 (BH 64, N 1024, f16; docs/PERFORMANCE.md). Two m-tiles per
+// warp in the forward double the products per K / V fragment read (4x2x64: +9 % at HEAD_DIM 64, +14 % at 128
+// over 4x1x64; at 128 that is 255 registers, without spills). dK/dV holds two HEAD_DIM-wide accumulators per
+// warp: at HEAD_DIM 128 its query tile shrinks to 32 so the score and dP tiles still fit in registers; at 64,
+// eight warps sharing each Q / dO tile were 10 % faster than four.
+Fa2MmaConfig default_fa2_mma_config(int head_dim) {
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+    throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
+                     " is not supported (32, 64, 128)");
+  if (head_dim == 128) return {{4, 2, 64}, {4, 1, 64}, {4, 1, 32}};
+  return {{4, 2, 64}, {4, 1, 64}, {head_dim == 64 ? 8 : 4, 1, 64}};
+}
+
+Fa2MmaTiles parse_fa2_mma_tiles(const std::string& text, const std::string& what, bool dkdv) {
+  Fa2MmaTiles t;
+  char x1 = 0, x2 = 0;
+  int used = 0;
+  const bool parsed =
+      std::sscanf(text.c_str(), "%d%c%d%c%d%n", &t.warps, &x1, &t.mt, &x2, &t.step, &used) == 5 &&
+      x1 == 'x' && x2 == 'x' && size_t(used) == text.size();
+  const bool valid = parsed && (t.warps == 2 || t.warps == 4 || t.warps == 8) &&
+                     (t.mt == 1 || (t.mt == 2 && !dkdv)) && (t.step == 32 || t.step == 64 || t.step == 128);
+  if (!valid)
+    throw UsageError(what + "=" + text + " is invalid: expected WARPSxMTxSTEP with WARPS 2, 4 or 8, MT " +
+                     (dkdv ? "1" : "1 or 2") + ", STEP 32, 64 or 128 (e.g. 4x1x64)");
+  return t;
+}
+
+CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config) {
+  const Names n = names(type, head_dim, config);
+  return {kFlashAttn2MmaSource, {}, {n.fwd, n.preprocess, n.dq, n.dkdv}};
+}
+
+FlashAttn2HalfOp::FlashAttn2HalfOp(Backend& backend, HalfType type, int head_dim, const Fa2MmaConfig& config)
+    : backend_(backend), type_(type), head_dim_(head_dim), config_(config) {
+  module_ = backend.compile(fa2_half_compile_request(type_, head_dim_, config_));
+  const Names n = names(type_, head_dim_, config_);
+  fwd_ = module_->kernel(n.fwd);
+  preprocess_ = module_->kernel(n.preprocess);
+  dq_ = module_->kernel(n.dq);
+  dkdv_ = module_->kernel(n.dkdv);
+}
+
+void FlashAttn2HalfOp::forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
+                               float* lse, const AttentionProblem& p) const {
+  const Fa2MmaTiles& t = config_.fwd;
+  int n_q = p.n_q, n_k = p.n_k;
+  float scale = p.scale;
+  LaunchConfig cfg;
+  cfg.block = {unsigned(32 * t.warps), 1, 1};
+  cfg.grid = {ceil_div(n_q, t.block()), unsigned(p.batch_heads), 1};
+  cfg.dynamic_shared_bytes = tile_bytes(t.block() + 4 * t.step, head_dim_);
+  backend_.launch(fwd_, cfg, kernel_args(q, k, v, o, lse, n_q, n_k, scale));
+}
+
+void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
+                                const uint16_t* d_o, const float* lse, float* delta, uint16_t* dq,
+                                uint16_t* dk, uint16_t* dv, const AttentionProblem& p) const {
+  const Fa2MmaConfig& c = config_;
+  int n_q = p.n_q, n_k = p.n_k, rows = p.batch_heads * p.n_q;
+  float scale = p.scale;
+  LaunchConfig pre;
+  pre.block = {128, 1, 1};
+  pre.grid = {ceil_div(rows, 128 / (head_dim_ / 8)), 1, 1};
+  backend_.launch(preprocess_, pre, kernel_args(o, d_o, delta, rows));
+
+  const float* delta_in = delta;
+  LaunchConfig cq;
+  cq.block = {unsigned(32 * c.dq.warps), 1, 1};
+  cq.grid = {ceil_div(n_q, c.dq.block()), unsigned(p.batch_heads), 1};
+  cq.dynamic_shared_bytes = tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_);
+  backend_.launch(dq_, cq, kernel_args(q, k, v, d_o, lse, delta_in, dq, n_q, n_k, scale));
+
+  LaunchConfig ckv;
+  ckv.block = {unsigned(32 * c.dkdv.warps), 1, 1};
+  ckv.grid = {ceil_div(n_k, c.dkdv.block()), unsigned(p.batch_heads), 1};
+  ckv.dynamic_shared_bytes =
+      tile_bytes(2 * c.dkdv.block() + 4 * c.dkdv.step, head_dim_) + 4 * sizeof(float) * c.dkdv.step;
+  backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, n_q, n_k, scale));
+}
+
+}  // namespace lab

@@ -1,0 +1,65 @@
+// FlashAttn2HalfOp: the half-precision (fp16 / bf16) Flash Attention 2 kernels of flash_attn2_mma.cu —
+// tensor-core mma.sync with float accumulation — compiled once for an element type and HEAD_DIM and launched
+// on raw device pointers. Layouts as in flash_attn2.cu, with Q, K, V, O, dO, dQ, dK, dV holding 16-bit
+// elements (uint16_t patterns) and L, D staying float32.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "attention/flash_attn2_op.hpp"
+#include "backend.hpp"
+
+namespace lab {
+
+inline constexpr const char* kFlashAttn2MmaSource = "attention/flash_attn2_mma.cu";
+
+// The two 16-bit element types, and their names on the command line and in scenarios ("f16", "bf16").
+enum class HalfType { f16, bf16 };
+HalfType parse_half_type(const std::string& name);  // throws UsageError naming the valid values
+const char* half_type_name(HalfType t);
+
+// The tile shape of one kernel: warps per CTA, m-tiles of 16 rows per warp (the CTA's block is
+// 16 * mt * warps rows: queries for the forward and dQ, keys for dK/dV) and the rows of the tile walked per
+// step (keys, or queries for dK/dV). Written "WARPSxMTxSTEP", e.g. "4x2x64".
+struct Fa2MmaTiles {
+  int warps = 4;
+  int mt = 1;
+  int step = 64;
+  int block() const { return 16 * mt * warps; }
+};
+struct Fa2MmaConfig {
+  Fa2MmaTiles fwd, dq, dkdv;
+};
+// The measured default for a head dimension (32, 64 or 128; anything else throws UsageError).
+Fa2MmaConfig default_fa2_mma_config(int head_dim);
+// "WARPSxMTxSTEP" (warps 2, 4 or 8; mt 1 or 2, 1 for dK/dV; step 32, 64 or 128); throws UsageError naming
+// `what` for anything else.
+Fa2MmaTiles parse_fa2_mma_tiles(const std::string& text, const std::string& what, bool dkdv);
+
+// Every kernel of flash_attn2_mma.cu for one element type, head dimension and tile configuration.
+CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config);
+
+class FlashAttn2HalfOp {
+ public:
+  FlashAttn2HalfOp(Backend& backend, HalfType type, int head_dim, const Fa2MmaConfig& config);
+  // O (16-bit) and L (float) from Q, K, V (16-bit).
+  void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
+               const AttentionProblem& p) const;
+  // delta = rowsum(dO * O) (float scratch of BH * Nq, left holding D), then dQ, then dK and dV (16-bit).
+  void backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
+                const uint16_t* d_o, const float* lse, float* delta, uint16_t* dq, uint16_t* dk, uint16_t* dv,
+                const AttentionProblem& p) const;
+  HalfType type() const { return type_; }
+  const Module& module() const { return *module_; }
+
+ private:
+  Backend& backend_;
+  HalfType type_;
+  int head_dim_;
+  Fa2MmaConfig config_;
+  std::shared_ptr<Module> module_;
+  Kernel fwd_, preprocess_, dq_, dkdv_;
+};
+
+}  // namespace lab

@@ -1,0 +1,500 @@
+// flash_attn2_mma: Flash Attention 2 in fp16 / bf16 on tensor cores — forward, the backward preprocess
+// D = rowsum(dO * O), dQ backward and dK/dV backward. Non-causal. Products run as mma.sync m16n8k16 with
+// float accumulation; softmax statistics, L and D stay float32.
+//
+// Layouts (row-major, contiguous, 16-bit elements as uint16_t, every row 16-byte aligned):
+//   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      K, V, dK, dV   [BH, N_CTX_K, HEAD_DIM]
+//   L, D (float)   [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log, D = rowsum(dO * O)
+// DT is LAB_F16 or LAB_BF16 (common/lab_mma.cuh); HEAD_DIM is 32, 64 or 128; N_CTX_Q and N_CTX_K are
+// arbitrary (tiles are zero-filled past the end and their scores masked).
+//
+// Work partitioning (WARPS warps per CTA, each warp owns 16 rows of the CTA's block, so BLOCK = 16 * WARPS):
+//   forward and dQ: a CTA owns BLOCK query rows and walks the keys in tiles of BN; dK/dV: a CTA owns BLOCK
+//   keys and walks the queries in tiles of BM. Tiles go global -> shared memory with cp.async, double
+//   buffered (the next tile is in flight while this one is computed; one __syncthreads per tile), at a row
+//   stride of HEAD_DIM + 8 elements so the eight 16-byte rows an ldmatrix reads fall in distinct banks.
+//   Fragments come from shared memory through ldmatrix (.trans where the operand's reduction dimension runs
+//   along memory rows: V in P.V, K in dS.K, dO in P^T.dO, Q in dS^T.Q). A score tile's accumulator registers
+//   are, element for element, the A operand of the next product (FA2's register reuse): P, dS and their
+//   transposes never touch shared memory. Everything runs in the log2 domain (exp2f of pre-scaled scores).
+// Precision: P (and dS) are rounded to the element type before their products, O / dQ / dK / dV once at the
+// end; every sum is float32.
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+
+namespace fa2h {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kMasked = -1.0e30f;  // score of a row past the end: finite, so max/exp never make NaN
+
+// Shared-memory row stride, in elements, of a tile with HEAD_DIM columns.
+__host__ __device__ constexpr int stride(int head_dim) {
+  return head_dim + 8;
+}
+
+// cp.async of rows [row0, row0 + ROWS) of a row-major [n, D] matrix into a shared tile of stride D + 8;
+// rows at or beyond n are zero-filled. THREADS threads share the 16-byte chunks.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, int row0, int n, int tid) {
+  constexpr int kChunksPerRow = D / 8;
+#pragma unroll
+  for (int c = tid; c < ROWS * kChunksPerRow; c += THREADS) {
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    const bool valid = row0 + r < n;
+    lab_cp_async_16(dst + r * stride(D) + col, src + size_t(valid ? row0 + r : 0) * D + col, valid);
+  }
+}
+
+// A operand (16 x 16) at rows row0.., columns col0.. of a shared tile.
+template <int D>
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], const uint16_t* tile, int row0, int col0, int lane) {
+  lab_ldmatrix_x4(a, tile + (row0 + lane % 16) * stride(D) + col0 + (lane / 16) * 8);
+}
+
+// B operands of two n8 tiles (n0 and n0 + 8) for the k16 chunk k0, from a shared tile whose rows are the n
+// index and whose columns are the reduction index (K in Q.K^T): b[0..1] for n0, b[2..3] for n0 + 8.
+template <int D>
+__device__ __forceinline__ void load_b_rows_n(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
+                                              int lane) {
+  lab_ldmatrix_x4(b, tile + (n0 + lane % 8 + (lane / 16) * 8) * stride(D) + k0 + ((lane / 8) % 2) * 8);
+}
+
+// The same two n8 tiles from a shared tile whose rows are the reduction index (V in P.V): transposed loads.
+template <int D>
+__device__ __forceinline__ void load_b_rows_k(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
+                                              int lane) {
+  lab_ldmatrix_x4_trans(b, tile + (k0 + lane % 8 + ((lane / 8) % 2) * 8) * stride(D) + n0 + (lane / 16) * 8);
+}
+
+// acc[NT][4] += A (16 x 16 * KC, rows row0.. of tile `a`) . B^T where B's rows are the n index (tile `b`,
+// NT * 8 rows from 0). Both tiles have KC * 16 columns starting at 0.
+template <int DT, int D, int NT, int KC>
+__device__ __forceinline__ void mma_a_bt(float (&acc)[NT][4], const uint16_t* a, int row0, const uint16_t* b,
+                                         int lane) {
+#pragma unroll
+  for (int kc = 0; kc < KC; ++kc) {
+    uint32_t af[4];
+    load_a<D>(af, a, row0, kc * 16, lane);
+#pragma unroll
+    for (int nt = 0; nt < NT; nt += 2) {
+      uint32_t bf[4];
+      load_b_rows_n<D>(bf, b, nt * 8, kc * 16, lane);
+      lab_mma_16816<DT>(acc[nt], af, {bf[0], bf[1]});
+      lab_mma_16816<DT>(acc[nt + 1], af, {bf[2], bf[3]});
+    }
+  }
+}
+
+// The A operand of the k16 chunk kc of a 16-row score tile held as accumulators (n8 tiles 2 kc and
+// 2 kc + 1), rounded to DT: the accumulator layout of two n8 tiles is the A layout of one k16 chunk.
+template <int DT, int NT>
+__device__ __forceinline__ void pack_a(uint32_t (&a)[4], const float (&p)[NT][4], int kc) {
+  a[0] = lab_pack2<DT>(p[2 * kc][0], p[2 * kc][1]);
+  a[1] = lab_pack2<DT>(p[2 * kc][2], p[2 * kc][3]);
+  a[2] = lab_pack2<DT>(p[2 * kc + 1][0], p[2 * kc + 1][1]);
+  a[3] = lab_pack2<DT>(p[2 * kc + 1][2], p[2 * kc + 1][3]);
+}
+
+// acc[D / 8][4] += P (16 x 16 * KC, held as accumulator-layout floats p[2 * KC][4]) . B where B's rows are
+// the reduction index (tile `b`, rows 0.., D columns). P is rounded to DT here.
+template <int DT, int D, int KC>
+__device__ __forceinline__ void mma_p_b(float (&acc)[D / 8][4], const float (&p)[2 * KC][4],
+                                        const uint16_t* b, int lane) {
+#pragma unroll
+  for (int kc = 0; kc < KC; ++kc) {
+    uint32_t af[4];
+    pack_a<DT>(af, p, kc);
+#pragma unroll
+    for (int nt = 0; nt < D / 8; nt += 2) {
+      uint32_t bf[4];
+      load_b_rows_k<D>(bf, b, nt * 8, kc * 16, lane);
+      lab_mma_16816<DT>(acc[nt], af, {bf[0], bf[1]});
+      lab_mma_16816<DT>(acc[nt + 1], af, {bf[2], bf[3]});
+    }
+  }
+}
+
+template <int NT>
+__device__ __forceinline__ void zero(float (&acc)[NT][4]) {
+#pragma unroll
+  for (int i = 0; i < NT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+}
+
+// Writes a warp's 16 x D accumulator (rows row0 + g and row0 + g + 8) times `scale` to a [n, D] matrix.
+template <int DT, int D>
+__device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[D / 8][4], int row0, int n,
+                                           float scale0, float scale1, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) {
+    const int col = nt * 8 + 2 * t;
+    if (row0 + g < n)
+      *reinterpret_cast<uint32_t*>(dst + size_t(row0 + g) * D + col) =
+          lab_pack2<DT>(acc[nt][0] * scale0, acc[nt][1] * scale0);
+    if (row0 + g + 8 < n)
+      *reinterpret_cast<uint32_t*>(dst + size_t(row0 + g + 8) * D + col) =
+          lab_pack2<DT>(acc[nt][2] * scale1, acc[nt][3] * scale1);
+  }
+}
+
+// Max / sum over the four lanes of a group (the lanes sharing an accumulator row).
+__device__ __forceinline__ float group4_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 1));
+  return fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 2));
+}
+__device__ __forceinline__ float group4_sum(float v) {
+  v += __shfl_xor_sync(LAB_FULL_MASK, v, 1);
+  return v + __shfl_xor_sync(LAB_FULL_MASK, v, 2);
+}
+
+}  // namespace fa2h
+
+// Forward. Each warp owns MT m-tiles of 16 query rows (a CTA BLOCK = 16 MT WARPS rows), so every K and V
+// fragment read from shared memory feeds MT products. Grid (ceil(N_CTX_Q / BLOCK), BH), block 32 WARPS,
+// dynamic shared memory (BLOCK + 4 BN) * (HEAD_DIM + 8) * 2 bytes: the Q block, then K and V tiles, two
+// buffers each. Q fragments are re-read from shared memory per tile; the 16 MT x BN score tile and the
+// 16 MT x HEAD_DIM output accumulator stay in registers with the running max / sum of the warp's rows (each
+// lane a partial sum over its columns, reduced across the group once at the end).
+template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
+__global__ void __launch_bounds__(WARPS * 32)
+    flash_attn2_fwd_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
+                        int n_q, int n_k, float scale) {
+  using namespace fa2h;
+  constexpr int kThreads = WARPS * 32, kBlock = 16 * MT * WARPS, kS = stride(HEAD_DIM);
+  LAB_DYNAMIC_SHARED(uint16_t, smem);
+  uint16_t* sq = smem;
+  uint16_t* sk = sq + kBlock * kS;
+  uint16_t* sv = sk + 2 * BN * kS;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
+  const int bh = blockIdx.y, m0 = blockIdx.x * kBlock, warp_row = warp * 16 * MT;
+  const uint16_t* qh = q + size_t(bh) * n_q * HEAD_DIM;
+  const uint16_t* kh = k + size_t(bh) * n_k * HEAD_DIM;
+  const uint16_t* vh = v + size_t(bh) * n_k * HEAD_DIM;
+
+  load_tile<kBlock, HEAD_DIM, kThreads>(sq, qh, m0, n_q, tid);
+  load_tile<BN, HEAD_DIM, kThreads>(sk, kh, 0, n_k, tid);
+  load_tile<BN, HEAD_DIM, kThreads>(sv, vh, 0, n_k, tid);
+  lab_cp_async_commit();
+
+  float acc[MT][HEAD_DIM / 8][4];
+  float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    zero(acc[mt]);
+    row_max[mt][0] = row_max[mt][1] = kMasked;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+  const float scale_log2 = scale * kLog2e;
+  const int tiles = (n_k + BN - 1) / BN;
+  for (int j = 0; j < tiles; ++j) {
+    lab_cp_async_wait<0>();
+    __syncthreads();
+    if (j + 1 < tiles) {
+      const int next = (j + 1) % 2;
+      load_tile<BN, HEAD_DIM, kThreads>(sk + next * BN * kS, kh, (j + 1) * BN, n_k, tid);
+      load_tile<BN, HEAD_DIM, kThreads>(sv + next * BN * kS, vh, (j + 1) * BN, n_k, tid);
+      lab_cp_async_commit();
+    }
+    const uint16_t* kt = sk + (j % 2) * BN * kS;
+    const uint16_t* vt = sv + (j % 2) * BN * kS;
+
+    float s[MT][BN / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) zero(s[mt]);
+#pragma unroll
+    for (int kc = 0; kc < HEAD_DIM / 16; ++kc) {
+      uint32_t qf[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) load_a<HEAD_DIM>(qf[mt], sq, warp_row + 16 * mt, kc * 16, lane);
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; nt += 2) {
+        uint32_t bf[4];
+        load_b_rows_n<HEAD_DIM>(bf, kt, nt * 8, kc * 16, lane);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          lab_mma_16816<DT>(s[mt][nt], qf[mt], {bf[0], bf[1]});
+          lab_mma_16816<DT>(s[mt][nt + 1], qf[mt], {bf[2], bf[3]});
+        }
+      }
+    }
+
+    // Online softmax over this tile (rows g: elements 0, 1; rows g + 8: elements 2, 3).
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      float tile_max[2] = {kMasked, kMasked};
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = j * BN + nt * 8 + 2 * t + (e & 1);
+          s[mt][nt][e] = key < n_k ? s[mt][nt][e] * scale_log2 : kMasked;
+          tile_max[e / 2] = fmaxf(tile_max[e / 2], s[mt][nt][e]);
+        }
+      float alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float m_new = fmaxf(row_max[mt][r], group4_max(tile_max[r]));
+        alpha[r] = exp2f(row_max[mt][r] - m_new);
+        row_max[mt][r] = m_new;
+        row_sum[mt][r] *= alpha[r];
+      }
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[mt][nt][e] = exp2f(s[mt][nt][e] - row_max[mt][e / 2]);
+          row_sum[mt][e / 2] += s[mt][nt][e];
+        }
+#pragma unroll
+      for (int nt = 0; nt < HEAD_DIM / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= alpha[e / 2];
+    }
+
+    // O += P . V, every V fragment shared by the MT m-tiles.
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) {
+      uint32_t pf[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) pack_a<DT>(pf[mt], s[mt], kc);
+#pragma unroll
+      for (int nt = 0; nt < HEAD_DIM / 8; nt += 2) {
+        uint32_t bf[4];
+        load_b_rows_k<HEAD_DIM>(bf, vt, nt * 8, kc * 16, lane);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          lab_mma_16816<DT>(acc[mt][nt], pf[mt], {bf[0], bf[1]});
+          lab_mma_16816<DT>(acc[mt][nt + 1], pf[mt], {bf[2], bf[3]});
+        }
+      }
+    }
+  }
+
+  const int g = lane / 4;
+  float* lh = lse + size_t(bh) * n_q;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const float sum0 = group4_sum(row_sum[mt][0]), sum1 = group4_sum(row_sum[mt][1]);
+    const int row0 = m0 + warp_row + 16 * mt;
+    store_rows<DT, HEAD_DIM>(o + size_t(bh) * n_q * HEAD_DIM, acc[mt], row0, n_q, 1.f / sum0, 1.f / sum1,
+                             lane);
+    if (t == 0 && row0 + g < n_q) lh[row0 + g] = (row_max[mt][0] + log2f(sum0)) * kLn2;
+    if (t == 0 && row0 + g + 8 < n_q) lh[row0 + g + 8] = (row_max[mt][1] + log2f(sum1)) * kLn2;
+  }
+}
+
+// Backward preprocess: D[row] = sum_d dO[row, d] * O[row, d] in float. HEAD_DIM / 8 lanes per row, each
+// reading 8 elements (16 bytes) of both; 128 threads, grid ceil(rows / (128 / (HEAD_DIM / 8))).
+template <int DT, int HEAD_DIM>
+__global__ void flash_attn2_bwd_preprocess_mma(const uint16_t* o, const uint16_t* d_o, float* delta,
+                                               int rows) {
+  constexpr int kLanes = HEAD_DIM / 8, kRowsPerCta = 128 / kLanes;
+  const int lane = threadIdx.x % kLanes;
+  const int row = blockIdx.x * kRowsPerCta + threadIdx.x / kLanes;
+  float sum = 0.f;
+  if (row < rows) {
+    const uint4 ov = *reinterpret_cast<const uint4*>(o + size_t(row) * HEAD_DIM + lane * 8);
+    const uint4 dv = *reinterpret_cast<const uint4*>(d_o + size_t(row) * HEAD_DIM + lane * 8);
+    const uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w}, dw[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sum += lab_to_float<DT>(uint16_t(ow[i] & 0xffffu)) * lab_to_float<DT>(uint16_t(dw[i] & 0xffffu));
+      sum += lab_to_float<DT>(uint16_t(ow[i] >> 16)) * lab_to_float<DT>(uint16_t(dw[i] >> 16));
+    }
+  }
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) sum += __shfl_xor_sync(LAB_FULL_MASK, sum, offset);
+  if (row < rows && lane == 0) delta[row] = sum;
+}
+
+// dQ = scale * sum_j dS_ij k_j with dS = P * (dP - D), P = exp2(S log2e - L log2e), dP = dO V^T. Each warp
+// owns MT m-tiles of 16 query rows (BLOCK = 16 MT WARPS). Grid (ceil(N_CTX_Q / BLOCK), BH), block 32 WARPS,
+// dynamic shared memory (2 BLOCK + 4 BN) * (HEAD_DIM + 8) * 2 bytes: the Q and dO blocks, then K and V
+// tiles, two buffers each. Per key tile a warp computes S and dP (16 MT x BN each), then dS, then
+// dQ += dS . K (K transposed), every K / V fragment shared by the MT m-tiles.
+template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
+__global__ void __launch_bounds__(WARPS * 32)
+    flash_attn2_bwd_dq_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
+                           const float* lse, const float* delta, uint16_t* dq, int n_q, int n_k,
+                           float scale) {
+  using namespace fa2h;
+  constexpr int kThreads = WARPS * 32, kBlock = 16 * MT * WARPS, kS = stride(HEAD_DIM);
+  LAB_DYNAMIC_SHARED(uint16_t, smem);
+  uint16_t* sq = smem;
+  uint16_t* sdo = sq + kBlock * kS;
+  uint16_t* sk = sdo + kBlock * kS;
+  uint16_t* sv = sk + 2 * BN * kS;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y, m0 = blockIdx.x * kBlock, warp_row = warp * 16 * MT;
+  const size_t q_off = size_t(bh) * n_q * HEAD_DIM, k_off = size_t(bh) * n_k * HEAD_DIM;
+
+  load_tile<kBlock, HEAD_DIM, kThreads>(sq, q + q_off, m0, n_q, tid);
+  load_tile<kBlock, HEAD_DIM, kThreads>(sdo, d_o + q_off, m0, n_q, tid);
+  load_tile<BN, HEAD_DIM, kThreads>(sk, k + k_off, 0, n_k, tid);
+  load_tile<BN, HEAD_DIM, kThreads>(sv, v + k_off, 0, n_k, tid);
+  lab_cp_async_commit();
+
+  // L (log2 domain) and D of rows g and g + 8 of each m-tile; rows past the end read 0 (not stored).
+  float row_l[MT][2], row_d[MT][2];
+  float acc[MT][HEAD_DIM / 8][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    zero(acc[mt]);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = m0 + warp_row + 16 * mt + g + 8 * r;
+      row_l[mt][r] = row < n_q ? lse[size_t(bh) * n_q + row] * kLog2e : 0.f;
+      row_d[mt][r] = row < n_q ? delta[size_t(bh) * n_q + row] : 0.f;
+    }
+  }
+  const float scale_log2 = scale * kLog2e;
+  const int tiles = (n_k + BN - 1) / BN;
+  for (int j = 0; j < tiles; ++j) {
+    lab_cp_async_wait<0>();
+    __syncthreads();
+    if (j + 1 < tiles) {
+      const int next = (j + 1) % 2;
+      load_tile<BN, HEAD_DIM, kThreads>(sk + next * BN * kS, k + k_off, (j + 1) * BN, n_k, tid);
+      load_tile<BN, HEAD_DIM, kThreads>(sv + next * BN * kS, v + k_off, (j + 1) * BN, n_k, tid);
+      lab_cp_async_commit();
+    }
+    const uint16_t* kt = sk + (j % 2) * BN * kS;
+    const uint16_t* vt = sv + (j % 2) * BN * kS;
+
+    float s[MT][BN / 8][4], dp[MT][BN / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) zero(s[mt]), zero(dp[mt]);
+#pragma unroll
+    for (int kc = 0; kc < HEAD_DIM / 16; ++kc) {
+      uint32_t qf[MT][4], dof[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        load_a<HEAD_DIM>(qf[mt], sq, warp_row + 16 * mt, kc * 16, lane);
+        load_a<HEAD_DIM>(dof[mt], sdo, warp_row + 16 * mt, kc * 16, lane);
+      }
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; nt += 2) {
+        uint32_t kf[4], vf[4];
+        load_b_rows_n<HEAD_DIM>(kf, kt, nt * 8, kc * 16, lane);
+        load_b_rows_n<HEAD_DIM>(vf, vt, nt * 8, kc * 16, lane);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          lab_mma_16816<DT>(s[mt][nt], qf[mt], {kf[0], kf[1]});
+          lab_mma_16816<DT>(s[mt][nt + 1], qf[mt], {kf[2], kf[3]});
+          lab_mma_16816<DT>(dp[mt][nt], dof[mt], {vf[0], vf[1]});
+          lab_mma_16816<DT>(dp[mt][nt + 1], dof[mt], {vf[2], vf[3]});
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = j * BN + nt * 8 + 2 * t + (e & 1);
+          const float p = key < n_k ? exp2f(s[mt][nt][e] * scale_log2 - row_l[mt][e / 2]) : 0.f;
+          s[mt][nt][e] = p * (dp[mt][nt][e] - row_d[mt][e / 2]);  // dS
+        }
+        // dQ += dS . K, every K fragment shared by the MT m-tiles.
+#pragma unroll
+    for (int kc = 0; kc < BN / 16; ++kc) {
+      uint32_t af[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) pack_a<DT>(af[mt], s[mt], kc);
+#pragma unroll
+      for (int nt = 0; nt < HEAD_DIM / 8; nt += 2) {
+        uint32_t bf[4];
+        load_b_rows_k<HEAD_DIM>(bf, kt, nt * 8, kc * 16, lane);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
+          lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    store_rows<DT, HEAD_DIM>(dq + q_off, acc[mt], m0 + warp_row + 16 * mt, n_q, scale, scale, lane);
+}
+
+// dK = scale * sum_i dS_ij q_i and dV = sum_i P_ij dO_i. Grid (ceil(N_CTX_K / (16 WARPS)), BH), block
+// 32 WARPS, dynamic shared memory (2 * 16 WARPS + 4 BM) * (HEAD_DIM + 8) * 2 + 4 * BM * 4 bytes: the K and
+// V blocks, the Q and dO tiles (two buffers each), then L (log2 domain) and D of the tile's queries (two
+// buffers each). Per query tile a warp computes S^T = K Q^T and dP^T = V dO^T (16 keys x BM queries), then
+// P^T and dS^T, then dV += P^T . dO and dK += dS^T . Q (dO and Q transposed).
+template <int DT, int HEAD_DIM, int WARPS, int BM>
+__global__ void __launch_bounds__(WARPS * 32)
+    flash_attn2_bwd_dkdv_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
+                             const float* lse, const float* delta, uint16_t* dk, uint16_t* dv, int n_q,
+                             int n_k, float scale) {
+  using namespace fa2h;
+  constexpr int kThreads = WARPS * 32, kBlock = 16 * WARPS, kS = stride(HEAD_DIM);
+  LAB_DYNAMIC_SHARED(uint16_t, smem);
+  uint16_t* sk = smem;
+  uint16_t* sv = sk + kBlock * kS;
+  uint16_t* sq = sv + kBlock * kS;
+  uint16_t* sdo = sq + 2 * BM * kS;
+  float* sl = reinterpret_cast<float*>(sdo + 2 * BM * kS);
+  float* sd = sl + 2 * BM;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
+  const int bh = blockIdx.y, n0 = blockIdx.x * kBlock, key0 = n0 + warp * 16;
+  const size_t q_off = size_t(bh) * n_q * HEAD_DIM, k_off = size_t(bh) * n_k * HEAD_DIM;
+  const float* lh = lse + size_t(bh) * n_q;
+  const float* dh = delta + size_t(bh) * n_q;
+
+  load_tile<kBlock, HEAD_DIM, kThreads>(sk, k + k_off, n0, n_k, tid);
+  load_tile<kBlock, HEAD_DIM, kThreads>(sv, v + k_off, n0, n_k, tid);
+  load_tile<BM, HEAD_DIM, kThreads>(sq, q + q_off, 0, n_q, tid);
+  load_tile<BM, HEAD_DIM, kThreads>(sdo, d_o + q_off, 0, n_q, tid);
+  lab_cp_async_commit();
+  for (int i = tid; i < BM; i += kThreads) {
+    sl[i] = i < n_q ? lh[i] * kLog2e : 0.f;
+    sd[i] = i < n_q ? dh[i] : 0.f;
+  }
+
+  float acc_k[HEAD_DIM / 8][4], acc_v[HEAD_DIM / 8][4];
+  zero(acc_k);
+  zero(acc_v);
+  const float scale_log2 = scale * kLog2e;
+  const int tiles = (n_q + BM - 1) / BM;
+  for (int j = 0; j < tiles; ++j) {
+    lab_cp_async_wait<0>();
+    __syncthreads();
+    if (j + 1 < tiles) {
+      const int next = (j + 1) % 2, q1 = (j + 1) * BM;
+      load_tile<BM, HEAD_DIM, kThreads>(sq + next * BM * kS, q + q_off, q1, n_q, tid);
+      load_tile<BM, HEAD_DIM, kThreads>(sdo + next * BM * kS, d_o + q_off, q1, n_q, tid);
+      lab_cp_async_commit();
+      for (int i = tid; i < BM; i += kThreads) {
+        sl[next * BM + i] = q1 + i < n_q ? lh[q1 + i] * kLog2e : 0.f;
+        sd[next * BM + i] = q1 + i < n_q ? dh[q1 + i] : 0.f;
+      }
+    }
+    const uint16_t* qt = sq + (j % 2) * BM * kS;
+    const uint16_t* dot = sdo + (j % 2) * BM * kS;
+    const float* lt = sl + (j % 2) * BM;
+    const float* dt = sd + (j % 2) * BM;
+
+    float st[BM / 8][4], dpt[BM / 8][4];
+    zero(st);
+    zero(dpt);
+    mma_a_bt<DT, HEAD_DIM, BM / 8, HEAD_DIM / 16>(st, sk, warp * 16, qt, lane);
+    mma_a_bt<DT, HEAD_DIM, BM / 8, HEAD_DIM / 16>(dpt, sv, warp * 16, dot, lane);
+#pragma unroll
+    for (int nt = 0; nt < BM / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = nt * 8 + 2 * t + (e & 1);  // query within the tile
+        const float p = j * BM + col < n_q ? exp2f(st[nt][e] * scale_log2 - lt[col]) : 0.f;
+        st[nt][e] = p;
+        dpt[nt][e] = p * (dpt[nt][e] - dt[col]);  // dS^T
+      }
+    mma_p_b<DT, HEAD_DIM, BM / 16>(acc_v, st, dot, lane);
+    mma_p_b<DT, HEAD_DIM, BM / 16>(acc_k, dpt, qt, lane);
+  }
+  store_rows<DT, HEAD_DIM>(dk + k_off, acc_k, key0, n_k, scale, scale, lane);
+  store_rows<DT, HEAD_DIM>(dv + k_off, acc_v, key0, n_k, 1.f, 1.f, lane);
+}

@@ -1,0 +1,111 @@
+// Half-precision storage and the warp-level tensor-core primitives (PTX mma.sync m16n8k16, ldmatrix,
+// cp.async) on both backends. NVRTC gets inline PTX (sm_80 or newer); the cpu emulator implements the same
+// functions with the same per-lane register layouts (nvrtc_runtime/cpu/device/lab_emu_mma.hpp), so a kernel
+// written against the PTX layouts below runs unchanged on both.
+//
+// Element types are template arguments: LAB_F16 (IEEE binary16) or LAB_BF16 (bfloat16). Values travel as raw
+// 16-bit patterns (uint16_t) or packed pairs (uint32_t: the element with the lower index in the low half).
+//
+// Register layouts (PTX ISA, "Matrix fragments for mma.m16n8k16" with .f16/.bf16 operands and .f32
+// accumulators); g = lane / 4 (group), t = lane % 4 (thread in group):
+//   A 16x16 (row-major), a[4]: a[0] = A[g][2t, 2t+1], a[1] = A[g+8][2t, 2t+1], a[2] = A[g][2t+8, 2t+9],
+//                              a[3] = A[g+8][2t+8, 2t+9]
+//   B 16x8 (k x n),      b[2]: b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g]
+//   C/D 16x8 float,      d[4]: d[0..1] = D[g][2t, 2t+1], d[2..3] = D[g+8][2t, 2t+1]
+// ldmatrix (8x8 matrices of 16-bit elements, each row 16 contiguous bytes in shared memory): lanes 8i..8i+7
+// give the row addresses of matrix i (x4: i < 4, x2: i < 2, lanes 0-15; the other lanes' addresses are
+// ignored); r[i] receives matrix i as M[g][2t, 2t+1], or with .trans as M[2t][g] (low) and M[2t+1][g] (high).
+#pragma once
+
+#if !defined(LAB_CPU_EMULATOR)
+// NVRTC has no <stdint.h>; the emulator gets the standard one through <cstdint>.
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+#endif
+
+// Element types; the cpu emulator's lab_emu_mma.hpp (included first) defines both identically.
+#define LAB_F16 0
+#define LAB_BF16 1
+
+#if !defined(LAB_CPU_EMULATOR)
+
+// Rounds two floats to nearest even and packs them: `lo` in bits 0-15.
+template <int DT>
+__device__ __forceinline__ uint32_t lab_pack2(float lo, float hi) {
+  uint32_t r;
+  if (DT == LAB_F16)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// One 16-bit pattern to float (exact).
+template <int DT>
+__device__ __forceinline__ float lab_to_float(uint16_t bits) {
+  if (DT == LAB_BF16) return __uint_as_float(uint32_t(bits) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+  return f;
+}
+
+// d += a * b, one m16n8k16 tensor-core product with float accumulation (layouts above).
+template <int DT>
+__device__ __forceinline__ void lab_mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if (DT == LAB_F16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ uint32_t lab_smem_address(const void* p) {
+  return uint32_t(__cvta_generic_to_shared(p));
+}
+
+// Four 8x8 matrices from shared memory; `row` is this lane's row address (see above).
+__device__ __forceinline__ void lab_ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(lab_smem_address(row)));
+}
+__device__ __forceinline__ void lab_ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(lab_smem_address(row)));
+}
+__device__ __forceinline__ void lab_ldmatrix_x2(uint32_t (&r)[2], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(lab_smem_address(row)));
+}
+__device__ __forceinline__ void lab_ldmatrix_x2_trans(uint32_t (&r)[2], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(lab_smem_address(row)));
+}
+
+// 16 bytes global -> shared without passing through registers; when `valid` is false the 16 bytes are
+// zero-filled and `src` is not read. Completes at lab_cp_async_wait (then __syncthreads for other threads).
+__device__ __forceinline__ void lab_cp_async_16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(lab_smem_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+// Closes the group of cp.async issued since the last commit.
+__device__ __forceinline__ void lab_cp_async_commit() {
+  asm volatile("cp.async.commit_group;");
+}
+// Waits until at most PENDING committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void lab_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
+}
+
+#endif  // LAB_CPU_EMULATOR (the emulator defines the same functions in lab_emu_mma.hpp)
