@@ -46,6 +46,29 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, in
   }
 }
 
+// load_tile of the same rows of two matrices (K and V, Q and dO), committed as one cp.async group.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void load_tile_pair(uint16_t* dst_a, const uint16_t* a, uint16_t* dst_b,
+                                               const uint16_t* b, int row0, int n, int tid) {
+  load_tile<ROWS, D, THREADS>(dst_a, a, row0, n, tid);
+  load_tile<ROWS, D, THREADS>(dst_b, b, row0, n, tid);
+  lab_cp_async_commit();
+}
+
+// The start of step j over tiles of two matrices, double buffered (buffer j % 2 of ROWS rows each): waits
+// for step j's tiles (cp.async, then the CTA barrier, which also ends every warp's reads of the other buffer)
+// and issues step j + 1's into the other buffer.
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void next_tile_pair(uint16_t* dst_a, const uint16_t* a, uint16_t* dst_b,
+                                               const uint16_t* b, int j, int tiles, int n, int tid) {
+  lab_cp_async_wait<0>();
+  __syncthreads();
+  if (j + 1 < tiles) {
+    const int next = (j + 1) % 2 * ROWS * stride(D);
+    load_tile_pair<ROWS, D, THREADS>(dst_a + next, a, dst_b + next, b, (j + 1) * ROWS, n, tid);
+  }
+}
+
 // A operand (16 x 16) at rows row0.., columns col0.. of a shared tile.
 template <int D>
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], const uint16_t* tile, int row0, int col0, int lane) {
@@ -67,21 +90,25 @@ __device__ __forceinline__ void load_b_rows_k(uint32_t (&b)[4], const uint16_t* 
   lab_ldmatrix_x4_trans(b, tile + (k0 + lane % 8 + ((lane / 8) % 2) * 8) * stride(D) + n0 + (lane / 16) * 8);
 }
 
-// acc[NT][4] += A (16 x 16 * KC, rows row0.. of tile `a`) . B^T where B's rows are the n index (tile `b`,
-// NT * 8 rows from 0). Both tiles have KC * 16 columns starting at 0.
-template <int DT, int D, int NT, int KC>
-__device__ __forceinline__ void mma_a_bt(float (&acc)[NT][4], const uint16_t* a, int row0, const uint16_t* b,
-                                         int lane) {
+// acc[mt][NT][4] += A_mt . B^T for the MT m-tiles of 16 rows of shared tile `a` from row0 (HEAD_DIM
+// columns), B's rows being the n index (tile `b`, NT * 8 rows from 0): every B fragment feeds MT products.
+template <int DT, int D, int MT, int NT>
+__device__ __forceinline__ void mma_a_bt(float (&acc)[MT][NT][4], const uint16_t* a, int row0,
+                                         const uint16_t* b, int lane) {
 #pragma unroll
-  for (int kc = 0; kc < KC; ++kc) {
-    uint32_t af[4];
-    load_a<D>(af, a, row0, kc * 16, lane);
+  for (int kc = 0; kc < D / 16; ++kc) {
+    uint32_t af[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) load_a<D>(af[mt], a, row0 + 16 * mt, kc * 16, lane);
 #pragma unroll
     for (int nt = 0; nt < NT; nt += 2) {
       uint32_t bf[4];
       load_b_rows_n<D>(bf, b, nt * 8, kc * 16, lane);
-      lab_mma_16816<DT>(acc[nt], af, {bf[0], bf[1]});
-      lab_mma_16816<DT>(acc[nt + 1], af, {bf[2], bf[3]});
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
+        lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
+      }
     }
   }
 }
@@ -96,21 +123,26 @@ __device__ __forceinline__ void pack_a(uint32_t (&a)[4], const float (&p)[NT][4]
   a[3] = lab_pack2<DT>(p[2 * kc + 1][2], p[2 * kc + 1][3]);
 }
 
-// acc[D / 8][4] += P (16 x 16 * KC, held as accumulator-layout floats p[2 * KC][4]) . B where B's rows are
-// the reduction index (tile `b`, rows 0.., D columns). P is rounded to DT here.
-template <int DT, int D, int KC>
-__device__ __forceinline__ void mma_p_b(float (&acc)[D / 8][4], const float (&p)[2 * KC][4],
+// acc[mt][D / 8][4] += P_mt . B for MT m-tiles of P (16 x 16 KC each, held as accumulator-layout floats
+// p[mt][2 KC][4], rounded to DT here), B's rows being the reduction index (tile `b`, rows 0.., D columns):
+// every B fragment feeds MT products.
+template <int DT, int D, int MT, int KC>
+__device__ __forceinline__ void mma_p_b(float (&acc)[MT][D / 8][4], const float (&p)[MT][2 * KC][4],
                                         const uint16_t* b, int lane) {
 #pragma unroll
   for (int kc = 0; kc < KC; ++kc) {
-    uint32_t af[4];
-    pack_a<DT>(af, p, kc);
+    uint32_t af[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) pack_a<DT>(af[mt], p[mt], kc);
 #pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t bf[4];
       load_b_rows_k<D>(bf, b, nt * 8, kc * 16, lane);
-      lab_mma_16816<DT>(acc[nt], af, {bf[0], bf[1]});
-      lab_mma_16816<DT>(acc[nt + 1], af, {bf[2], bf[3]});
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
+        lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
+      }
     }
   }
 }
@@ -173,9 +205,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const uint16_t* vh = v + size_t(bh) * n_k * HEAD_DIM;
 
   load_tile<kBlock, HEAD_DIM, kThreads>(sq, qh, m0, n_q, tid);
-  load_tile<BN, HEAD_DIM, kThreads>(sk, kh, 0, n_k, tid);
-  load_tile<BN, HEAD_DIM, kThreads>(sv, vh, 0, n_k, tid);
-  lab_cp_async_commit();
+  load_tile_pair<BN, HEAD_DIM, kThreads>(sk, kh, sv, vh, 0, n_k, tid);
 
   float acc[MT][HEAD_DIM / 8][4];
   float row_max[MT][2], row_sum[MT][2];
@@ -188,36 +218,14 @@ __global__ void __launch_bounds__(WARPS * 32)
   const float scale_log2 = scale * kLog2e;
   const int tiles = (n_k + BN - 1) / BN;
   for (int j = 0; j < tiles; ++j) {
-    lab_cp_async_wait<0>();
-    __syncthreads();
-    if (j + 1 < tiles) {
-      const int next = (j + 1) % 2;
-      load_tile<BN, HEAD_DIM, kThreads>(sk + next * BN * kS, kh, (j + 1) * BN, n_k, tid);
-      load_tile<BN, HEAD_DIM, kThreads>(sv + next * BN * kS, vh, (j + 1) * BN, n_k, tid);
-      lab_cp_async_commit();
-    }
+    next_tile_pair<BN, HEAD_DIM, kThreads>(sk, kh, sv, vh, j, tiles, n_k, tid);
     const uint16_t* kt = sk + (j % 2) * BN * kS;
     const uint16_t* vt = sv + (j % 2) * BN * kS;
 
     float s[MT][BN / 8][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) zero(s[mt]);
-#pragma unroll
-    for (int kc = 0; kc < HEAD_DIM / 16; ++kc) {
-      uint32_t qf[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) load_a<HEAD_DIM>(qf[mt], sq, warp_row + 16 * mt, kc * 16, lane);
-#pragma unroll
-      for (int nt = 0; nt < BN / 8; nt += 2) {
-        uint32_t bf[4];
-        load_b_rows_n<HEAD_DIM>(bf, kt, nt * 8, kc * 16, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          lab_mma_16816<DT>(s[mt][nt], qf[mt], {bf[0], bf[1]});
-          lab_mma_16816<DT>(s[mt][nt + 1], qf[mt], {bf[2], bf[3]});
-        }
-      }
-    }
+    mma_a_bt<DT, HEAD_DIM, MT, BN / 8>(s, sq, warp_row, kt, lane);
 
     // Online softmax over this tile (rows g: elements 0, 1; rows g + 8: elements 2, 3).
 #pragma unroll
@@ -252,23 +260,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] *= alpha[e / 2];
     }
 
-    // O += P . V, every V fragment shared by the MT m-tiles.
-#pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc) {
-      uint32_t pf[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) pack_a<DT>(pf[mt], s[mt], kc);
-#pragma unroll
-      for (int nt = 0; nt < HEAD_DIM / 8; nt += 2) {
-        uint32_t bf[4];
-        load_b_rows_k<HEAD_DIM>(bf, vt, nt * 8, kc * 16, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          lab_mma_16816<DT>(acc[mt][nt], pf[mt], {bf[0], bf[1]});
-          lab_mma_16816<DT>(acc[mt][nt + 1], pf[mt], {bf[2], bf[3]});
-        }
-      }
-    }
+    mma_p_b<DT, HEAD_DIM, MT, BN / 16>(acc, s, vt, lane);  // O += P . V
   }
 
   const int g = lane / 4;
@@ -331,9 +323,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   load_tile<kBlock, HEAD_DIM, kThreads>(sq, q + q_off, m0, n_q, tid);
   load_tile<kBlock, HEAD_DIM, kThreads>(sdo, d_o + q_off, m0, n_q, tid);
-  load_tile<BN, HEAD_DIM, kThreads>(sk, k + k_off, 0, n_k, tid);
-  load_tile<BN, HEAD_DIM, kThreads>(sv, v + k_off, 0, n_k, tid);
-  lab_cp_async_commit();
+  load_tile_pair<BN, HEAD_DIM, kThreads>(sk, k + k_off, sv, v + k_off, 0, n_k, tid);
 
   // L (log2 domain) and D of rows g and g + 8 of each m-tile; rows past the end read 0 (not stored).
   float row_l[MT][2], row_d[MT][2];
@@ -351,42 +341,15 @@ __global__ void __launch_bounds__(WARPS * 32)
   const float scale_log2 = scale * kLog2e;
   const int tiles = (n_k + BN - 1) / BN;
   for (int j = 0; j < tiles; ++j) {
-    lab_cp_async_wait<0>();
-    __syncthreads();
-    if (j + 1 < tiles) {
-      const int next = (j + 1) % 2;
-      load_tile<BN, HEAD_DIM, kThreads>(sk + next * BN * kS, k + k_off, (j + 1) * BN, n_k, tid);
-      load_tile<BN, HEAD_DIM, kThreads>(sv + next * BN * kS, v + k_off, (j + 1) * BN, n_k, tid);
-      lab_cp_async_commit();
-    }
+    next_tile_pair<BN, HEAD_DIM, kThreads>(sk, k + k_off, sv, v + k_off, j, tiles, n_k, tid);
     const uint16_t* kt = sk + (j % 2) * BN * kS;
     const uint16_t* vt = sv + (j % 2) * BN * kS;
 
     float s[MT][BN / 8][4], dp[MT][BN / 8][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) zero(s[mt]), zero(dp[mt]);
-#pragma unroll
-    for (int kc = 0; kc < HEAD_DIM / 16; ++kc) {
-      uint32_t qf[MT][4], dof[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        load_a<HEAD_DIM>(qf[mt], sq, warp_row + 16 * mt, kc * 16, lane);
-        load_a<HEAD_DIM>(dof[mt], sdo, warp_row + 16 * mt, kc * 16, lane);
-      }
-#pragma unroll
-      for (int nt = 0; nt < BN / 8; nt += 2) {
-        uint32_t kf[4], vf[4];
-        load_b_rows_n<HEAD_DIM>(kf, kt, nt * 8, kc * 16, lane);
-        load_b_rows_n<HEAD_DIM>(vf, vt, nt * 8, kc * 16, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          lab_mma_16816<DT>(s[mt][nt], qf[mt], {kf[0], kf[1]});
-          lab_mma_16816<DT>(s[mt][nt + 1], qf[mt], {kf[2], kf[3]});
-          lab_mma_16816<DT>(dp[mt][nt], dof[mt], {vf[0], vf[1]});
-          lab_mma_16816<DT>(dp[mt][nt + 1], dof[mt], {vf[2], vf[3]});
-        }
-      }
-    }
+    mma_a_bt<DT, HEAD_DIM, MT, BN / 8>(s, sq, warp_row, kt, lane);
+    mma_a_bt<DT, HEAD_DIM, MT, BN / 8>(dp, sdo, warp_row, vt, lane);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -397,23 +360,7 @@ __global__ void __launch_bounds__(WARPS * 32)
           const float p = key < n_k ? exp2f(s[mt][nt][e] * scale_log2 - row_l[mt][e / 2]) : 0.f;
           s[mt][nt][e] = p * (dp[mt][nt][e] - row_d[mt][e / 2]);  // dS
         }
-        // dQ += dS . K, every K fragment shared by the MT m-tiles.
-#pragma unroll
-    for (int kc = 0; kc < BN / 16; ++kc) {
-      uint32_t af[MT][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) pack_a<DT>(af[mt], s[mt], kc);
-#pragma unroll
-      for (int nt = 0; nt < HEAD_DIM / 8; nt += 2) {
-        uint32_t bf[4];
-        load_b_rows_k<HEAD_DIM>(bf, kt, nt * 8, kc * 16, lane);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
-          lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
-        }
-      }
-    }
+    mma_p_b<DT, HEAD_DIM, MT, BN / 16>(acc, s, kt, lane);  // dQ += dS . K
   }
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -447,27 +394,21 @@ __global__ void __launch_bounds__(WARPS * 32)
 
   load_tile<kBlock, HEAD_DIM, kThreads>(sk, k + k_off, n0, n_k, tid);
   load_tile<kBlock, HEAD_DIM, kThreads>(sv, v + k_off, n0, n_k, tid);
-  load_tile<BM, HEAD_DIM, kThreads>(sq, q + q_off, 0, n_q, tid);
-  load_tile<BM, HEAD_DIM, kThreads>(sdo, d_o + q_off, 0, n_q, tid);
-  lab_cp_async_commit();
+  load_tile_pair<BM, HEAD_DIM, kThreads>(sq, q + q_off, sdo, d_o + q_off, 0, n_q, tid);
   for (int i = tid; i < BM; i += kThreads) {
     sl[i] = i < n_q ? lh[i] * kLog2e : 0.f;
     sd[i] = i < n_q ? dh[i] : 0.f;
   }
 
-  float acc_k[HEAD_DIM / 8][4], acc_v[HEAD_DIM / 8][4];
-  zero(acc_k);
-  zero(acc_v);
+  float acc_k[1][HEAD_DIM / 8][4], acc_v[1][HEAD_DIM / 8][4];  // one m-tile of 16 keys per warp
+  zero(acc_k[0]);
+  zero(acc_v[0]);
   const float scale_log2 = scale * kLog2e;
   const int tiles = (n_q + BM - 1) / BM;
   for (int j = 0; j < tiles; ++j) {
-    lab_cp_async_wait<0>();
-    __syncthreads();
-    if (j + 1 < tiles) {
+    next_tile_pair<BM, HEAD_DIM, kThreads>(sq, q + q_off, sdo, d_o + q_off, j, tiles, n_q, tid);
+    if (j + 1 < tiles) {  // L and D of the next query tile
       const int next = (j + 1) % 2, q1 = (j + 1) * BM;
-      load_tile<BM, HEAD_DIM, kThreads>(sq + next * BM * kS, q + q_off, q1, n_q, tid);
-      load_tile<BM, HEAD_DIM, kThreads>(sdo + next * BM * kS, d_o + q_off, q1, n_q, tid);
-      lab_cp_async_commit();
       for (int i = tid; i < BM; i += kThreads) {
         sl[next * BM + i] = q1 + i < n_q ? lh[q1 + i] * kLog2e : 0.f;
         sd[next * BM + i] = q1 + i < n_q ? dh[q1 + i] : 0.f;
@@ -478,23 +419,23 @@ __global__ void __launch_bounds__(WARPS * 32)
     const float* lt = sl + (j % 2) * BM;
     const float* dt = sd + (j % 2) * BM;
 
-    float st[BM / 8][4], dpt[BM / 8][4];
-    zero(st);
-    zero(dpt);
-    mma_a_bt<DT, HEAD_DIM, BM / 8, HEAD_DIM / 16>(st, sk, warp * 16, qt, lane);
-    mma_a_bt<DT, HEAD_DIM, BM / 8, HEAD_DIM / 16>(dpt, sv, warp * 16, dot, lane);
+    float st[1][BM / 8][4], dpt[1][BM / 8][4];
+    zero(st[0]);
+    zero(dpt[0]);
+    mma_a_bt<DT, HEAD_DIM, 1, BM / 8>(st, sk, warp * 16, qt, lane);
+    mma_a_bt<DT, HEAD_DIM, 1, BM / 8>(dpt, sv, warp * 16, dot, lane);
 #pragma unroll
     for (int nt = 0; nt < BM / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = nt * 8 + 2 * t + (e & 1);  // query within the tile
-        const float p = j * BM + col < n_q ? exp2f(st[nt][e] * scale_log2 - lt[col]) : 0.f;
-        st[nt][e] = p;
-        dpt[nt][e] = p * (dpt[nt][e] - dt[col]);  // dS^T
+        const float p = j * BM + col < n_q ? exp2f(st[0][nt][e] * scale_log2 - lt[col]) : 0.f;
+        st[0][nt][e] = p;
+        dpt[0][nt][e] = p * (dpt[0][nt][e] - dt[col]);  // dS^T
       }
-    mma_p_b<DT, HEAD_DIM, BM / 16>(acc_v, st, dot, lane);
-    mma_p_b<DT, HEAD_DIM, BM / 16>(acc_k, dpt, qt, lane);
+    mma_p_b<DT, HEAD_DIM, 1, BM / 16>(acc_v, st, dot, lane);
+    mma_p_b<DT, HEAD_DIM, 1, BM / 16>(acc_k, dpt, qt, lane);
   }
-  store_rows<DT, HEAD_DIM>(dk + k_off, acc_k, key0, n_k, scale, scale, lane);
-  store_rows<DT, HEAD_DIM>(dv + k_off, acc_v, key0, n_k, 1.f, 1.f, lane);
+  store_rows<DT, HEAD_DIM>(dk + k_off, acc_k[0], key0, n_k, scale, scale, lane);
+  store_rows<DT, HEAD_DIM>(dv + k_off, acc_v[0], key0, n_k, 1.f, 1.f, lane);
 }
