@@ -6,7 +6,8 @@ YOLO26 is rebuilt here with plain PyTorch modules from the same weights (the saf
 does, attention through scaled_dot_product_attention, the end-to-end top-k post-process of spec/yolo26.md.
 Rows (CUDA events, median over warm runs): eager and CUDA-graph forward at batch 1 (float32 with and without
 TF32, float16), batch-32 throughput, the PSA attention core at yolo26n size, SDPA flash/cuDNN attention at
-4x16x4096x{64,128}. With --lab LAB it runs `lab bench pipeline` in the same process tree and prints the ratios.
+4x16x4096x{64,128}. With --lab LAB it runs `lab bench pipeline` and `lab bench flash_attn2_{fwd,bwd}_half` in the
+same process tree and prints the ratios.
 The network is checked first against the golden detections when --golden is given.
 
 Usage: python3 bench/compare_torch.py --weights yolo26n.safetensors [--golden bus640_golden_2.safetensors]
@@ -260,6 +261,40 @@ def lab_pipeline(lab, model, batch, precision, reps):
     return json.loads(out.stdout), []
 
 
+def lab_kernel_bench(lab, runner, params, reps, backend=None):
+    """`lab bench RUNNER --param K=V ... --json`: (median ms, TFLOP/s, check passed) or (None, error lines)."""
+    cmd = [lab, "bench", runner, "--iters", str(reps), "--warmup", "5", "--json"]
+    for key, value in params.items():
+        cmd += ["--param", f"{key}={value}"]
+    if backend:
+        cmd += ["--backend", backend]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode not in (0, 1):  # 1: the bench ran but a check failed
+        return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
+    row = json.loads(out.stdout)["rows"][0]
+    return (row["median_ms"], row["tflop_per_s"], row["pass"]), []
+
+
+def print_attention_ratios(lab, rows, reps):
+    """Our fp16/bf16 FA2 forward and backward at 4x16x4096x{64,128} beside the SDPA rows measured above."""
+    print("\nlab bench flash_attn2_{fwd,bwd}_half (same GPU, same run), TFLOP/s:")
+    for d in (64, 128):
+        for dtype, name in (("f16", "float16"), ("bf16", "bfloat16")):
+            for kind in ("fwd", "bwd"):
+                params = {"BH": 64, "N_CTX_Q": 4096, "N_CTX_K": 4096, "HEAD_DIM": d, "DTYPE": dtype}
+                result, err = lab_kernel_bench(lab, f"flash_attn2_{kind}_half", params, reps)
+                if result is None:
+                    print(f"  {kind} {dtype} D {d}: lab failed: {err}")
+                    continue
+                ms, tflops, passed = result
+                line = f"  {kind} {dtype} D {d}: lab {tflops:.1f} ({ms:.3f} ms, check {'PASS' if passed else 'FAIL'})"
+                for backend in ("flash", "cudnn"):
+                    theirs = rows.get(f"sdpa {backend} {name} 4x16x4096x{d} {kind} TFLOP/s")
+                    if theirs:
+                        line += f", {backend} {theirs:.1f} (lab/{backend} = {tflops / theirs:.2f}x)"
+                print(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", required=True, help="safetensors from `lab convert yolo26n.pt OUT.safetensors`")
@@ -369,6 +404,8 @@ def main():
                 ours = result["graph_ms"]
                 print(f"  batch {batch} {precision}: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
                       f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
+    if args.lab:
+        print_attention_ratios(args.lab, rows, 30)
     return 0
 
 
