@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The fp16/bf16 Flash Attention 2 measurements of docs/PERFORMANCE.md, on a GPU: a sweep of tile shapes
 # (FWD_TILE / DQ_TILE / DKDV_TILE, WARPSxMTxSTEP) at BH 64, N 1024, then the shapes 4x16x4096x{64,128}
-# at the default tiles in both element types. Every `lab bench` checks its instance against the float64
-# reference first (the N = 4096 checks take most of the time). Usage: bench/fa2_half_sweep.sh [LAB] [PART]
-# with PART sweep, final (the N = 4096 rows, f16 backward first) or all (the default).
+# at the default tiles in both element types and every variant (the backward's mma and mma_fused_dq). Every
+# `lab bench` checks its instance against the float64 reference first (the N = 4096 checks take most of the
+# time). Usage: bench/fa2_half_sweep.sh [LAB] [PART], PART sweep, final (the N = 4096 rows, backward first)
+# or all (the default).
 set -uo pipefail
 lab=${1:-lab}
 part=${2:-all}
@@ -29,8 +30,8 @@ done
   for k in bwd fwd; do
     for d in 64 128; do
       echo "--- $k $dt D=$d"
-      bench flash_attn2_${k}_half --param BH=64 --param N_CTX_Q=4096 --param N_CTX_K=4096 --param HEAD_DIM=$d \
-        --param DTYPE=$dt
+      bench flash_attn2_${k}_half --all-variants --param BH=64 --param N_CTX_Q=4096 --param N_CTX_K=4096 \
+        --param HEAD_DIM=$d --param DTYPE=$dt
     done
   done
 done

@@ -101,6 +101,13 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   const Runner& half = Registry::instance().get("flash_attn2_bwd_half");
   CHECK_THROWS_WITH(resolve_params(half, {{"HEAD_DIM", "16"}}), Catch::Contains("one of 32, 64, 128"));
   CHECK_THROWS_WITH(resolve_params(half, {{"DTYPE", "fp16"}}), Catch::Contains("one of f16, bf16"));
+  // Tile shapes: dK/dV takes one m-tile per warp; the fused dQ needs the warps to split the dQ tile.
+  CHECK_THROWS_WITH(half.compile_request("mma", resolve_params(half, {{"DKDV_TILE", "4x2x64"}})),
+                    Catch::Contains("DKDV_TILE=4x2x64 is invalid"));
+  const Params two_warps = resolve_params(half, {{"DKDV_TILE", "2x1x64"}, {"HEAD_DIM", "32"}});
+  CHECK_NOTHROW(half.compile_request("mma", two_warps));
+  CHECK_THROWS_WITH(half.compile_request("mma_fused_dq", two_warps),
+                    Catch::Contains("cannot split a 64 x 32 dQ tile"));
   const Runner& psa = Registry::instance().get("psa_attention");
   CHECK_THROWS_WITH(resolve_params(psa, {{"KEY_DIM", "24"}}), Catch::Contains("power of two"));
 }

@@ -2,6 +2,7 @@
 // flash_attn2_mma.cu kernels.
 #include "attention/flash_attn2_half_op.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "errors.hpp"
@@ -18,7 +19,7 @@ unsigned ceil_div(int a, int b) {
 }
 
 struct Names {
-  std::string fwd, preprocess, dq, dkdv;
+  std::string fwd, preprocess, dq, dkdv;  // dq: the dQ kernel, or with fused_dq the accumulator's conversion
 };
 
 std::string tiled(const char* kernel, const std::string& head, const Fa2MmaTiles& t, bool with_mt) {
@@ -30,9 +31,12 @@ std::string tiled(const char* kernel, const std::string& head, const Fa2MmaTiles
 Names names(HalfType type, int d, const Fa2MmaConfig& c) {
   // DT is LAB_F16 (0) or LAB_BF16 (1) of lab_mma.cuh.
   const std::string head = std::string(type == HalfType::f16 ? "0" : "1") + ", " + std::to_string(d);
-  return {tiled("flash_attn2_fwd_mma", head, c.fwd, true), "flash_attn2_bwd_preprocess_mma<" + head + ">",
-          tiled("flash_attn2_bwd_dq_mma", head, c.dq, true),
-          tiled("flash_attn2_bwd_dkdv_mma", head, c.dkdv, false)};
+  std::string dkdv = tiled("flash_attn2_bwd_dkdv_mma", head, c.dkdv, false);
+  dkdv.insert(dkdv.size() - 1, c.fused_dq ? ", true" : ", false");
+  const std::string dq = c.fused_dq ? "flash_attn2_bwd_dq_convert_mma<" + head.substr(0, 1) + ">"
+                                    : tiled("flash_attn2_bwd_dq_mma", head, c.dq, true);
+  return {tiled("flash_attn2_fwd_mma", head, c.fwd, true), "flash_attn2_bwd_preprocess_mma<" + head + ">", dq,
+          dkdv};
 }
 
 }  // namespace
@@ -65,7 +69,18 @@ Fa2MmaTiles parse_fa2_mma_tiles(const std::string& text, const std::string& what
   return t;
 }
 
+// The fused dK/dV kernel splits the BM x HEAD_DIM dQ tile over its warps in 16-row, 16k-column slices.
+void check_fused_dq(const Fa2MmaConfig& c, int head_dim) {
+  const int m_tiles = c.dkdv.step / 16;
+  if (c.dkdv.warps % m_tiles != 0 || head_dim * m_tiles / c.dkdv.warps % 16 != 0)
+    throw UsageError(
+        "fused dQ: DKDV_TILE " + std::to_string(c.dkdv.warps) + "x1x" + std::to_string(c.dkdv.step) +
+        " cannot split a " + std::to_string(c.dkdv.step) + " x " + std::to_string(head_dim) +
+        " dQ tile over its warps (WARPS must be a multiple of STEP / 16, each slice 16k columns)");
+}
+
 CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config) {
+  if (config.fused_dq) check_fused_dq(config, head_dim);
   const Names n = names(type, head_dim, config);
   return {kFlashAttn2MmaSource, {}, {n.fwd, n.preprocess, n.dq, n.dkdv}};
 }
@@ -92,9 +107,15 @@ void FlashAttn2HalfOp::forward(const uint16_t* q, const uint16_t* k, const uint1
   backend_.launch(fwd_, cfg, kernel_args(q, k, v, o, lse, n_q, n_k, scale));
 }
 
+size_t FlashAttn2HalfOp::backward_scratch_floats(const AttentionProblem& p) const {
+  const size_t rows = size_t(p.batch_heads) * p.n_q;
+  return rows + (config_.fused_dq ? rows * head_dim_ : 0);
+}
+
 void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
-                                const uint16_t* d_o, const float* lse, float* delta, uint16_t* dq,
+                                const uint16_t* d_o, const float* lse, float* scratch, uint16_t* dq,
                                 uint16_t* dk, uint16_t* dv, const AttentionProblem& p) const {
+  float* delta = scratch;
   const Fa2MmaConfig& c = config_;
   int n_q = p.n_q, n_k = p.n_k, rows = p.batch_heads * p.n_q;
   float scale = p.scale;
@@ -104,18 +125,33 @@ void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint
   backend_.launch(preprocess_, pre, kernel_args(o, d_o, delta, rows));
 
   const float* delta_in = delta;
-  LaunchConfig cq;
-  cq.block = {unsigned(32 * c.dq.warps), 1, 1};
-  cq.grid = {ceil_div(n_q, c.dq.block()), unsigned(p.batch_heads), 1};
-  cq.dynamic_shared_bytes = tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_);
-  backend_.launch(dq_, cq, kernel_args(q, k, v, d_o, lse, delta_in, dq, n_q, n_k, scale));
+  float* dq_acc = c.fused_dq ? scratch + rows : nullptr;
+  if (!c.fused_dq) {
+    LaunchConfig cq;
+    cq.block = {unsigned(32 * c.dq.warps), 1, 1};
+    cq.grid = {ceil_div(n_q, c.dq.block()), unsigned(p.batch_heads), 1};
+    cq.dynamic_shared_bytes = tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_);
+    backend_.launch(dq_, cq, kernel_args(q, k, v, d_o, lse, delta_in, dq, n_q, n_k, scale));
+  } else {
+    backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(rows) * head_dim_);
+  }
 
   LaunchConfig ckv;
   ckv.block = {unsigned(32 * c.dkdv.warps), 1, 1};
   ckv.grid = {ceil_div(n_k, c.dkdv.block()), unsigned(p.batch_heads), 1};
   ckv.dynamic_shared_bytes =
       tile_bytes(2 * c.dkdv.block() + 4 * c.dkdv.step, head_dim_) + 4 * sizeof(float) * c.dkdv.step;
-  backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, n_q, n_k, scale));
+  if (c.fused_dq) ckv.dynamic_shared_bytes += size_t(c.dkdv.block()) * (c.dkdv.step + 8) * 2;  // dS^T tile
+  backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, dq_acc, n_q, n_k, scale));
+
+  if (c.fused_dq) {
+    int count = rows * head_dim_;
+    const float* acc_in = dq_acc;
+    LaunchConfig conv;
+    conv.block = {256, 1, 1};
+    conv.grid = {std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1};
+    backend_.launch(dq_, conv, kernel_args(acc_in, dq, count, scale));
+  }
 }
 
 }  // namespace lab

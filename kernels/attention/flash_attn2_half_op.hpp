@@ -30,6 +30,9 @@ struct Fa2MmaTiles {
 };
 struct Fa2MmaConfig {
   Fa2MmaTiles fwd, dq, dkdv;
+  // The backward's dQ from the dK/dV kernel through float atomics (variant mma_fused_dq) instead of its own
+  // kernel (dq unused then); needs backward_scratch_floats() of scratch.
+  bool fused_dq = false;
 };
 // The measured default for a head dimension (32, 64 or 128; anything else throws UsageError).
 Fa2MmaConfig default_fa2_mma_config(int head_dim);
@@ -46,10 +49,12 @@ class FlashAttn2HalfOp {
   // O (16-bit) and L (float) from Q, K, V (16-bit).
   void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
                const AttentionProblem& p) const;
-  // delta = rowsum(dO * O) (float scratch of BH * Nq, left holding D), then dQ, then dK and dV (16-bit).
+  // Floats of scratch the backward needs: D (BH * Nq), and with fused_dq the dQ accumulator (BH * Nq * D).
+  size_t backward_scratch_floats(const AttentionProblem& p) const;
+  // delta = rowsum(dO * O) (left in the first BH * Nq floats of `scratch`), then dQ, dK and dV (16-bit).
   void backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
-                const uint16_t* d_o, const float* lse, float* delta, uint16_t* dq, uint16_t* dk, uint16_t* dv,
-                const AttentionProblem& p) const;
+                const uint16_t* d_o, const float* lse, float* scratch, uint16_t* dq, uint16_t* dk,
+                uint16_t* dv, const AttentionProblem& p) const;
   HalfType type() const { return type_; }
   const Module& module() const { return *module_; }
 

@@ -30,9 +30,11 @@ std::vector<ParamSpec> half_param_specs() {
   return specs;
 }
 
-// The tile configuration of the *_TILE parameters, each defaulting to default_fa2_mma_config.
-Fa2MmaConfig tile_config(const Params& p) {
+// The kernel configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) and the *_TILE
+// parameters, each defaulting to default_fa2_mma_config.
+Fa2MmaConfig tile_config(const std::string& variant, const Params& p) {
   Fa2MmaConfig c = default_fa2_mma_config(int(param_int(p, "HEAD_DIM")));
+  c.fused_dq = variant == "mma_fused_dq";
   const struct {
     const char* name;
     Fa2MmaTiles* tiles;
@@ -49,8 +51,8 @@ struct HalfConfig : AttentionSize {
   HalfType type;
   Fa2MmaConfig tiles;
 
-  explicit HalfConfig(const Params& p)
-      : AttentionSize(p), type(parse_half_type(param_str(p, "DTYPE"))), tiles(tile_config(p)) {}
+  HalfConfig(const std::string& variant, const Params& p)
+      : AttentionSize(p), type(parse_half_type(param_str(p, "DTYPE"))), tiles(tile_config(variant, p)) {}
   // The exact values of 16-bit patterns, for the reference.
   std::vector<double> values(const std::vector<uint16_t>& bits) const {
     return to_double(half_bits_to_float(bits, type));
@@ -88,11 +90,16 @@ HalfInput upload_half(Backend& b, const std::vector<float>& values, HalfType t) 
   return in;
 }
 
+KernelVariant mma_variant() {
+  return {"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
+}
+
 // ---- forward ---------------------------------------------------------------------------------------------
 
 class HalfForwardInstance : public Instance {
  public:
   static constexpr const char* kName = "flash_attn2_fwd_half";
+  static std::vector<KernelVariant> variants() { return {mma_variant()}; }
   static constexpr const char* kDescription = "Flash Attention 2 forward in fp16/bf16 on tensor cores";
 
   HalfForwardInstance(Backend& b, const HalfConfig& c, uint64_t seed)
@@ -144,6 +151,12 @@ class HalfForwardInstance : public Instance {
 class HalfBackwardInstance : public Instance {
  public:
   static constexpr const char* kName = "flash_attn2_bwd_half";
+  static std::vector<KernelVariant> variants() {
+    return {mma_variant(),
+            {"mma_fused_dq",
+             "mma, with dQ from the dK/dV kernel (dS . K added with float atomics): 5 products per "
+             "tile pair instead of 7"}};
+  }
   static constexpr const char* kDescription =
       "Flash Attention 2 backward in fp16/bf16 on tensor cores: D = rowsum(dO*O), dQ, dK/dV";
 
@@ -156,16 +169,16 @@ class HalfBackwardInstance : public Instance {
         attention_forward_reference(c.values(q_.bits), c.values(k_.bits), c.values(v_.bits), c.shape);
     o_ = upload_half(b, to_float(fwd.o), c.type);
     lse_ = b.upload_vector(to_float(fwd.lse));
-    delta_ = b.alloc_array<float>(c.rows());
+    scratch_ = b.alloc_array<float>(op_.backward_scratch_floats(c.problem()));
     dq_ = b.alloc_array<uint16_t>(c.q_elems());
     dk_ = b.alloc_array<uint16_t>(c.k_elems());
     dv_ = b.alloc_array<uint16_t>(c.k_elems());
     poison();
   }
-  void poison() override { poison_all(b_, {&delta_, &dq_, &dk_, &dv_}); }
+  void poison() override { poison_all(b_, {&scratch_, &dq_, &dk_, &dv_}); }
   void launch() override {
     op_.backward(q_.ptr(), k_.ptr(), v_.ptr(), o_.ptr(), d_o_.ptr(), lse_.as<const float>(),
-                 delta_.as<float>(), dq_.as<uint16_t>(), dk_.as<uint16_t>(), dv_.as<uint16_t>(),
+                 scratch_.as<float>(), dq_.as<uint16_t>(), dk_.as<uint16_t>(), dv_.as<uint16_t>(),
                  c_.problem());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
@@ -198,7 +211,7 @@ class HalfBackwardInstance : public Instance {
   HalfConfig c_;
   FlashAttn2HalfOp op_;
   HalfInput q_, k_, v_, d_o_, o_;
-  DeviceBuffer lse_, delta_, dq_, dk_, dv_;
+  DeviceBuffer lse_, scratch_, dq_, dk_, dv_;
   AttentionGradsRef ref_;
 };
 
@@ -210,17 +223,15 @@ class HalfRunner : public Runner {
   std::string family() const override { return "attention"; }
   std::string description() const override { return I::kDescription; }
   std::string source_path() const override { return kFlashAttn2MmaSource; }
-  std::vector<KernelVariant> variants() const override {
-    return {{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"}};
-  }
+  std::vector<KernelVariant> variants() const override { return I::variants(); }
   std::vector<ParamSpec> params() const override { return half_param_specs(); }
-  CompileRequest compile_request(const std::string&, const Params& p) const override {
+  CompileRequest compile_request(const std::string& variant, const Params& p) const override {
     return fa2_half_compile_request(parse_half_type(param_str(p, "DTYPE")), int(param_int(p, "HEAD_DIM")),
-                                    tile_config(p));
+                                    tile_config(variant, p));
   }
-  std::unique_ptr<Instance> instantiate(Backend& b, const std::string&, const Params& p,
+  std::unique_ptr<Instance> instantiate(Backend& b, const std::string& variant, const Params& p,
                                         uint64_t seed) const override {
-    return std::make_unique<I>(b, HalfConfig(p), seed);
+    return std::make_unique<I>(b, HalfConfig(variant, p), seed);
   }
 };
 

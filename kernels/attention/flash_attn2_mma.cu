@@ -372,13 +372,24 @@ __global__ void __launch_bounds__(WARPS * 32)
 // V blocks, the Q and dO tiles (two buffers each), then L (log2 domain) and D of the tile's queries (two
 // buffers each). Per query tile a warp computes S^T = K Q^T and dP^T = V dO^T (16 keys x BM queries), then
 // P^T and dS^T, then dV += P^T . dO and dK += dS^T . Q (dO and Q transposed).
-template <int DT, int HEAD_DIM, int WARPS, int BM>
+// FUSED_DQ: the kernel also produces dQ (the split variant's dQ kernel is then not launched): after each
+// query tile, dS^T goes to shared memory (rounded to DT), the CTA computes dS . K for the tile's BM queries
+// over its 16 WARPS keys (warp w: m-tile w % (BM / 16), a HEAD_DIM * (BM / 16) / WARPS column slice; A read
+// with ldmatrix.trans from the dS^T tile) and adds it into the float accumulator dq_acc [BH, N_CTX_Q,
+// HEAD_DIM] with atomicAdd (zeroed before, scaled and rounded by flash_attn2_bwd_dq_convert_mma after).
+// That saves recomputing S and dP for dQ (5 products per tile pair instead of 7) at the price of
+// N_CTX_K / (16 WARPS) float atomics per dQ element. Extra shared memory: 16 WARPS * (BM + 8) * 2 bytes.
+template <int DT, int HEAD_DIM, int WARPS, int BM, bool FUSED_DQ>
 __global__ void __launch_bounds__(WARPS * 32)
     flash_attn2_bwd_dkdv_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
-                             const float* lse, const float* delta, uint16_t* dk, uint16_t* dv, int n_q,
-                             int n_k, float scale) {
+                             const float* lse, const float* delta, uint16_t* dk, uint16_t* dv, float* dq_acc,
+                             int n_q, int n_k, float scale) {
   using namespace fa2h;
   constexpr int kThreads = WARPS * 32, kBlock = 16 * WARPS, kS = stride(HEAD_DIM);
+  // FUSED_DQ: the dS^T tile's row stride, the query m-tiles and the dQ columns of each warp.
+  constexpr int kSds = BM + 8, kMq = BM / 16, kCols = HEAD_DIM * kMq / WARPS;
+  static_assert(!FUSED_DQ || (WARPS % kMq == 0 && kCols % 16 == 0),
+                "fused dQ: the warps must split the BM x HEAD_DIM tile into 16-row, 16k-column slices");
   LAB_DYNAMIC_SHARED(uint16_t, smem);
   uint16_t* sk = smem;
   uint16_t* sv = sk + kBlock * kS;
@@ -386,6 +397,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   uint16_t* sdo = sq + 2 * BM * kS;
   float* sl = reinterpret_cast<float*>(sdo + 2 * BM * kS);
   float* sd = sl + 2 * BM;
+  uint16_t* sds = reinterpret_cast<uint16_t*>(sd + 2 * BM);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
   const int bh = blockIdx.y, n0 = blockIdx.x * kBlock, key0 = n0 + warp * 16;
   const size_t q_off = size_t(bh) * n_q * HEAD_DIM, k_off = size_t(bh) * n_k * HEAD_DIM;
@@ -435,7 +447,49 @@ __global__ void __launch_bounds__(WARPS * 32)
       }
     mma_p_b<DT, HEAD_DIM, 1, BM / 16>(acc_v, st, dot, lane);
     mma_p_b<DT, HEAD_DIM, 1, BM / 16>(acc_k, dpt, qt, lane);
+    if constexpr (FUSED_DQ) {
+      const int g = lane / 4;
+#pragma unroll
+      for (int nt = 0; nt < BM / 8; ++nt) {
+        uint16_t* row = sds + (warp * 16 + g) * kSds + nt * 8 + 2 * t;
+        *reinterpret_cast<uint32_t*>(row) = lab_pack2<DT>(dpt[0][nt][0], dpt[0][nt][1]);
+        *reinterpret_cast<uint32_t*>(row + 8 * kSds) = lab_pack2<DT>(dpt[0][nt][2], dpt[0][nt][3]);
+      }
+      __syncthreads();
+      const int mq = warp % kMq, c0 = (warp / kMq) * kCols;
+      float dqa[kCols / 8][4];
+      zero(dqa);
+#pragma unroll
+      for (int kc = 0; kc < kBlock / 16; ++kc) {
+        uint32_t af[4];  // dS (queries x keys) = the transposed dS^T tile
+        lab_ldmatrix_x4_trans(
+            af, sds + (kc * 16 + lane % 8 + (lane / 16) * 8) * kSds + mq * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+        for (int nt = 0; nt < kCols / 8; nt += 2) {
+          uint32_t bf[4];
+          load_b_rows_k<HEAD_DIM>(bf, sk, c0 + nt * 8, kc * 16, lane);
+          lab_mma_16816<DT>(dqa[nt], af, {bf[0], bf[1]});
+          lab_mma_16816<DT>(dqa[nt + 1], af, {bf[2], bf[3]});
+        }
+      }
+      float* acc_rows = dq_acc + size_t(bh) * n_q * HEAD_DIM;
+#pragma unroll
+      for (int nt = 0; nt < kCols / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = j * BM + mq * 16 + g + 8 * (e / 2), col = c0 + nt * 8 + 2 * t + (e & 1);
+          if (row < n_q) atomicAdd(acc_rows + size_t(row) * HEAD_DIM + col, dqa[nt][e]);
+        }
+    }
   }
   store_rows<DT, HEAD_DIM>(dk + k_off, acc_k[0], key0, n_k, scale, scale, lane);
   store_rows<DT, HEAD_DIM>(dv + k_off, acc_v[0], key0, n_k, 1.f, 1.f, lane);
+}
+
+// The fused variant's last step: dq = DT(scale * dq_acc), two elements per thread, grid-stride over count
+// (even) elements.
+template <int DT>
+__global__ void flash_attn2_bwd_dq_convert_mma(const float* dq_acc, uint16_t* dq, int count, float scale) {
+  for (int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x); i < count; i += 2 * gridDim.x * blockDim.x)
+    *reinterpret_cast<uint32_t*>(dq + i) = lab_pack2<DT>(dq_acc[i] * scale, dq_acc[i + 1] * scale);
 }
