@@ -97,6 +97,11 @@ Png load_png(const fs::path& p) {
 // Line 17 of detect/detect_decode.cu is the first line of the kernel body.
 constexpr int kBodyLine = 17;
 
+// The script lines that open `image` in the Pipeline panel and run the network on the cpu emulator.
+std::string run_pipeline_on(const fs::path& image) {
+  return "select_panel Pipeline\nset_executor cpu\nopen_image " + image.string() + "\nrun_pipeline\n";
+}
+
 }  // namespace
 
 TEST_CASE("viewer: a syntax error inserted in a kernel is listed at its line and highlighted", "[viewer]") {
@@ -177,19 +182,13 @@ TEST_CASE("viewer: YOLO26 on bus.jpg draws its boxes in class colours and an att
     return;
   }
   lab::test::ScratchDir dir("viewer-pipeline");
-  const std::string script =
-      "select_panel Pipeline\n"
-      "set_executor cpu\n"
-      "open_image " +
-      image.string() +
-      "\n"
-      "run_pipeline\n"
-      "expect_text bus 0.\n"
-      "expect_text person 0.\n"
-      "expect_box_pixels\n"
-      "click_pixel 400 500\n"
-      "expect_text query pixel (400, 500)\n"
-      "screenshot pipeline.png\n";
+  const std::string script = run_pipeline_on(image) +
+                             "expect_text bus 0.\n"
+                             "expect_text person 0.\n"
+                             "expect_box_pixels\n"
+                             "click_pixel 400 500\n"
+                             "expect_text query pixel (400, 500)\n"
+                             "screenshot pipeline.png\n";
   const ViewerRun r = run_viewer_script(dir.path, script);
   if (r.skipped) return;
   INFO(r.log);
@@ -209,8 +208,6 @@ TEST_CASE("viewer: a malformed script is a usage error naming its line", "[viewe
   CHECK(r.log.find("script.txt:2: unknown action 'fly_to_the_moon'") != std::string::npos);
 }
 
-#endif  // LAB_VIEWER_BINARY
-
 TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the layer errors, a fault is named",
           "[viewer]") {
   const fs::path scene = fs::path(LAB_SOURCE_DIR) / "docs/viewer/scene.png";
@@ -221,35 +218,31 @@ TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the la
   lab::test::ScratchDir dir("viewer-pipeline-edits");
   // Line 21 of nn/upsample_nearest2x.cu is the kernel's last line; line 22 of nn/maxpool2d.cu follows the
   // plane pointer. Each save re-runs the pipeline (and the comparison, once asked for) in a child process.
-  const std::string script =
-      "select_panel Pipeline\n"
-      "set_executor cpu\n"
-      "open_image " +
-      scene.string() +
-      "\n"
-      "run_pipeline\n"
-      "expect_text stop sign 0.\n"
-      "expect_text clock 0.\n"
-      "expect_box_pixels\n"
-      "compare_layers\n"
-      "expect_text every tensor within rel L2 1.0e-03 of the reference\n"
-      "open_file nn/upsample_nearest2x.cu\n"
-      "insert_text 21 if (y < h_in) out[b * out_bs + c * out_cs + p] += 0.5f;\n"
-      "save\n"
-      "select_panel Pipeline\n"
-      "expect_text first layer off the reference: layer11 (rel L2\n"
-      "open_file nn/maxpool2d.cu\n"
-      "insert_text 22 if (p == 0) src = (const float*)16;\n"
-      "save\n"
-      "select_panel Pipeline\n"
-      "expect_text pipeline failed\n"
-      "expect_text kernel maxpool2d block (0,0,0)\n"
-      "expect_text null pointer\n"
-      "open_kernel detect_decode\n"
-      "select_panel Kernels\n"
-      "expect_text detect/detect_decode.cu\n";
+  const std::string script = run_pipeline_on(scene) +
+                             "expect_text stop sign 0.\n"
+                             "expect_text clock 0.\n"
+                             "expect_box_pixels\n"
+                             "compare_layers\n"
+                             "expect_text every tensor within rel L2 1.0e-03 of the reference\n"
+                             "open_file nn/upsample_nearest2x.cu\n"
+                             "insert_text 21 if (y < h_in) out[b * out_bs + c * out_cs + p] += 0.5f;\n"
+                             "save\n"
+                             "select_panel Pipeline\n"
+                             "expect_text first layer off the reference: layer11 (rel L2\n"
+                             "open_file nn/maxpool2d.cu\n"
+                             "insert_text 22 if (p == 0) src = (const float*)16;\n"
+                             "save\n"
+                             "select_panel Pipeline\n"
+                             "expect_text pipeline failed\n"
+                             "expect_text kernel maxpool2d block (0,0,0)\n"
+                             "expect_text null pointer\n"
+                             "open_kernel detect_decode\n"
+                             "select_panel Kernels\n"
+                             "expect_text detect/detect_decode.cu\n";
   const ViewerRun r = run_viewer_script(dir.path, script);
   if (r.skipped) return;
   INFO(r.log);
   REQUIRE(r.exit_code == 0);
 }
+
+#endif  // LAB_VIEWER_BINARY
