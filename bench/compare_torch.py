@@ -250,15 +250,24 @@ def graph_of(torch, model, x):
     return graph
 
 
+def run_lab_json(cmd):
+    """Runs a `lab ... --json` command: (parsed output, []) or (None, its last error line). Exit 1 (a check
+    failed) still returns the output, which says so."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode in (0, 1):
+        try:
+            return json.loads(out.stdout), []
+        except json.JSONDecodeError:
+            pass
+    return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
+
+
 def lab_pipeline(lab, model, batch, precision, reps):
     cmd = [lab, "bench", "pipeline", "--model", model, "--batch", str(batch), "--imgsz", "640", "--iters",
            str(reps), "--json"]
     if precision:
         cmd += ["--precision", precision]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
-    return json.loads(out.stdout), []
+    return run_lab_json(cmd)
 
 
 def lab_kernel_bench(lab, runner, params, reps, backend=None):
@@ -268,10 +277,10 @@ def lab_kernel_bench(lab, runner, params, reps, backend=None):
         cmd += ["--param", f"{key}={value}"]
     if backend:
         cmd += ["--backend", backend]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode not in (0, 1):  # 1: the bench ran but a check failed
-        return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
-    row = json.loads(out.stdout)["rows"][0]
+    result, err = run_lab_json(cmd)
+    if result is None:
+        return None, err
+    row = result["rows"][0]
     return (row["median_ms"], row["tflop_per_s"], row["pass"]), []
 
 

@@ -9,8 +9,9 @@
 
 using namespace lab;
 
-TEST_CASE("16-bit element types parse by name and name themselves", "[attention]") {
-  for (HalfType t : {HalfType::f16, HalfType::bf16}) CHECK(parse_half_type(half_type_name(t)) == t);
+TEST_CASE("16-bit element types parse by name", "[attention]") {
+  CHECK(parse_half_type("f16") == HalfType::f16);
+  CHECK(parse_half_type("bf16") == HalfType::bf16);
   for (const char* bad : {"fp16", "F16", "half", "bfloat16", ""})
     CHECK_THROWS_MATCHES(
         parse_half_type(bad), UsageError,

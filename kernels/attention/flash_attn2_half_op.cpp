@@ -22,21 +22,23 @@ struct Names {
   std::string fwd, preprocess, dq, dkdv;  // dq: the dQ kernel, or with fused_dq the accumulator's conversion
 };
 
-std::string tiled(const char* kernel, const std::string& head, const Fa2MmaTiles& t, bool with_mt) {
-  std::string e = std::string(kernel) + "<" + head + ", " + std::to_string(t.warps) + ", ";
-  if (with_mt) e += std::to_string(t.mt) + ", ";
-  return e + std::to_string(t.step) + ">";
+// "kernel<args>" from its comma-separated template arguments.
+std::string expr(const char* kernel, const std::initializer_list<std::string>& args) {
+  std::string e = std::string(kernel) + "<";
+  for (const std::string& a : args) e += (e.back() == '<' ? "" : ", ") + a;
+  return e + ">";
 }
 
 Names names(HalfType type, int d, const Fa2MmaConfig& c) {
-  // DT is LAB_F16 (0) or LAB_BF16 (1) of lab_mma.cuh.
-  const std::string head = std::string(type == HalfType::f16 ? "0" : "1") + ", " + std::to_string(d);
-  std::string dkdv = tiled("flash_attn2_bwd_dkdv_mma", head, c.dkdv, false);
-  dkdv.insert(dkdv.size() - 1, c.fused_dq ? ", true" : ", false");
-  const std::string dq = c.fused_dq ? "flash_attn2_bwd_dq_convert_mma<" + head.substr(0, 1) + ">"
-                                    : tiled("flash_attn2_bwd_dq_mma", head, c.dq, true);
-  return {tiled("flash_attn2_fwd_mma", head, c.fwd, true), "flash_attn2_bwd_preprocess_mma<" + head + ">", dq,
-          dkdv};
+  const std::string dt = type == HalfType::f16 ? "0" : "1";  // LAB_F16, LAB_BF16 of lab_mma.cuh
+  const std::string hd = std::to_string(d);
+  auto n = [](int v) { return std::to_string(v); };
+  return {expr("flash_attn2_fwd_mma", {dt, hd, n(c.fwd.warps), n(c.fwd.mt), n(c.fwd.step)}),
+          expr("flash_attn2_bwd_preprocess_mma", {dt, hd}),
+          c.fused_dq ? expr("flash_attn2_bwd_dq_convert_mma", {dt})
+                     : expr("flash_attn2_bwd_dq_mma", {dt, hd, n(c.dq.warps), n(c.dq.mt), n(c.dq.step)}),
+          expr("flash_attn2_bwd_dkdv_mma",
+               {dt, hd, n(c.dkdv.warps), n(c.dkdv.step), c.fused_dq ? "true" : "false"})};
 }
 
 }  // namespace

@@ -200,10 +200,14 @@ class HalfBackwardInstance : public Instance {
             grad_check("dV", c_.k_dims(), dv_, c_.k_elems(), ref_.dv)};
   }
   WorkCounts work() const override {
-    // Reads Q, K, V, O, dO, L (twice: dQ and dK/dV kernels), writes dQ, dK, dV and D; 16-bit tensors,
-    // float L and D.
+    // 16-bit Q, K, V, O, dO read by the preprocess and the dK/dV kernel (and again by the dQ kernel of mma),
+    // dQ, dK, dV written; float L and D (D written once, read by each kernel); mma_fused_dq writes its float
+    // dQ accumulator once (zeroing) and reads it once (conversion).
     const double q = double(c_.q_elems()), k = double(c_.k_elems()), rows = double(c_.rows());
-    return {2.0 * (2 * (3 * q + 2 * k) + q + 2 * k) + 4.0 * 3 * rows, 2.5 * c_.forward_flops()};
+    const double passes = c_.tiles.fused_dq ? 1 : 2;
+    const double acc = c_.tiles.fused_dq ? 8.0 * q : 0.0;
+    return {2.0 * (passes * (3 * q + 2 * k) + q + 2 * k) + 4.0 * (1 + passes) * rows + acc,
+            2.5 * c_.forward_flops()};
   }
 
  private:

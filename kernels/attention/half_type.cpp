@@ -10,8 +10,4 @@ HalfType parse_half_type(const std::string& name) {
   throw UsageError("unknown 16-bit element type '" + name + "' (valid: f16, bf16)");
 }
 
-const char* half_type_name(HalfType t) {
-  return t == HalfType::f16 ? "f16" : "bf16";
-}
-
 }  // namespace lab
