@@ -5,13 +5,14 @@ YOLO26 is rebuilt here with plain PyTorch modules from the same weights (the saf
 `lab convert` writes from the .pt: no Ultralytics needed), Conv + BatchNorm fused as Ultralytics' inference
 does, attention through scaled_dot_product_attention, the end-to-end top-k post-process of spec/yolo26.md.
 Rows (CUDA events, median over warm runs): eager and CUDA-graph forward at batch 1 (float32 with and without
-TF32, float16), batch-32 throughput, the PSA attention core at yolo26n size, SDPA flash/cuDNN attention at
-4x16x4096x{64,128}. With --lab LAB it runs `lab bench pipeline` and `lab bench flash_attn2_{fwd,bwd}_half` in the
-same process tree and prints the ratios.
+TF32; float16 and bfloat16 with the whole network in 16 bits), batch-32 throughput, the PSA attention core at
+yolo26n size, SDPA flash/cuDNN attention at 4x16x4096x{64,128} (skipped with --no-fa2). With --lab LAB it runs
+`lab bench pipeline` (fp32, tf32, fp16, bf16) and `lab bench flash_attn2_{fwd,bwd}_half` in the same process
+tree and prints the ratios.
 The network is checked first against the golden detections when --golden is given.
 
 Usage: python3 bench/compare_torch.py --weights yolo26n.safetensors [--golden bus640_golden_2.safetensors]
-       [--lab build/lab/lab --model yolo26n.pt] [--compile] [--reps 50]
+       [--lab build/lab/lab --model yolo26n.pt] [--compile] [--no-fa2] [--reps 50]
 """
 import argparse
 import json
@@ -312,6 +313,7 @@ def main():
     ap.add_argument("--lab", help="the lab binary: also run `lab bench pipeline` and print ratios")
     ap.add_argument("--model", help="checkpoint for `lab bench pipeline`")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile(mode='max-autotune') (slow)")
+    ap.add_argument("--no-fa2", action="store_true", help="skip the fp16/bf16 Flash Attention rows (4x16x4096)")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--reps", type=int, default=50)
     args = ap.parse_args()
@@ -358,15 +360,18 @@ def main():
             rows[f"b32 {tag} cuda-graph"] = ms
             rows[f"b32 {tag} img/s"] = 32e3 / ms
         torch.backends.cudnn.allow_tf32 = True
+        for tag, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            half = build_model(torch, sd).to(dev).eval().to(dtype)
+            xh = torch.rand(1, 3, 640, 640, device=dev).to(dtype)
+            g = graph_of(torch, half, xh)
+            rows[f"b1 {tag} cuda-graph"] = time_ms(torch, g.replay, args.warmup, args.reps)
+            xh32 = torch.rand(32, 3, 640, 640, device=dev).to(dtype)
+            g32 = graph_of(torch, half, xh32)
+            ms = time_ms(torch, g32.replay, 3, max(10, args.reps // 5))
+            rows[f"b32 {tag} cuda-graph"] = ms
+            rows[f"b32 {tag} img/s"] = 32e3 / ms
         half = build_model(torch, sd).to(dev).eval().half()
         xh = torch.rand(1, 3, 640, 640, device=dev).half()
-        g = graph_of(torch, half, xh)
-        rows["b1 fp16 cuda-graph"] = time_ms(torch, g.replay, args.warmup, args.reps)
-        xh32 = torch.rand(32, 3, 640, 640, device=dev).half()
-        g32 = graph_of(torch, half, xh32)
-        ms = time_ms(torch, g32.replay, 3, max(10, args.reps // 5))
-        rows["b32 fp16 cuda-graph"] = ms
-        rows["b32 fp16 img/s"] = 32e3 / ms
         if args.compile:
             compiled = torch.compile(half, mode="max-autotune")
             rows["b1 fp16 torch.compile max-autotune"] = time_ms(torch, lambda: compiled(xh), 5, args.reps)
@@ -379,7 +384,7 @@ def main():
             rows["psa core sdpa efficient fp32 (1x2x400x32, V 64)"] = time_ms(
                 torch, lambda: F.scaled_dot_product_attention(q, k, v), args.warmup, args.reps)
 
-    for d in (64, 128):
+    for d in (64, 128) if not args.no_fa2 else ():
         for dtype in (torch.float16, torch.bfloat16):
             q, k, v = (torch.rand(4, 16, 4096, d, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
             flops = 4 * 4 * 16 * 4096 * 4096 * d
@@ -403,7 +408,7 @@ def main():
 
     if args.lab and args.model:
         print("\nlab bench pipeline (same GPU, same run):")
-        for precision in ("fp32", "tf32"):
+        for precision in ("fp32", "tf32", "fp16", "bf16"):
             for batch in (1, 32):
                 torch_row = f"b{batch} {precision} cuda-graph"
                 result, err = lab_pipeline(args.lab, args.model, batch, precision, args.reps)
@@ -413,7 +418,7 @@ def main():
                 ours = result["graph_ms"]
                 print(f"  batch {batch} {precision}: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
                       f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
-    if args.lab:
+    if args.lab and not args.no_fa2:
         print_attention_ratios(args.lab, rows, 30)
     return 0
 

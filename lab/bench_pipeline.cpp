@@ -97,7 +97,8 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   }
   std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
             << backend_name << " (" << device << "), batch " << o.batch << ", " << o.imgsz << "x" << o.imgsz
-            << ", " << (precision == Precision::Tf32 ? "tf32 dense convs" : "float32") << "\n"
+            << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
+            << "\n"
             << "activation arena: " << format_sig(double(network.arena_bytes()) / (1 << 20), 4) << " MiB\n\n"
             << "whole forward, one " << (on_cuda ? "CUDA graph replay" : "replay") << " (" << iters
             << " timed after " << warmup << " warm-up): median " << format_ms(graph.median) << ", min "

@@ -7,7 +7,7 @@ namespace lab {
 
 Precision precision_option(const std::string& value) {
   if (std::optional<Precision> p = parse_precision(value)) return *p;
-  throw UsageError("--precision " + value + ": not supported yet (" + kPrecisionNames + ")");
+  throw UsageError("--precision " + value + ": unknown (valid: " + kPrecisionNames + ")");
 }
 
 }  // namespace lab

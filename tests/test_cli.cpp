@@ -97,12 +97,12 @@ TEST_CASE("bad usage exits 2 with one line", "[cli]") {
     CHECK(r.exit_code == 2);
     CHECK(contains(r.err, "NAME=VALUE"));
   }
-  SECTION("a --precision other than fp32 / tf32, for detect and bench pipeline") {
+  SECTION("an unknown --precision, for detect and bench pipeline") {
     for (const std::string cmd : {"detect --backend cpu", "bench pipeline --backend cpu"}) {
-      const LabResult r = run_lab(cmd + " --precision fp16");
+      const LabResult r = run_lab(cmd + " --precision fp8");
       INFO(cmd);
       CHECK(r.exit_code == 2);
-      CHECK(r.err == "lab: --precision fp16: not supported yet (fp32, tf32)\n");
+      CHECK(r.err == "lab: --precision fp8: unknown (valid: fp32, tf32, fp16, bf16)\n");
     }
   }
 }

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "attention/half_convert.hpp"
+#include "common/half_type.hpp"
 #include "errors.hpp"
 
 using namespace lab;

@@ -120,6 +120,9 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   // TF32 only where the op would run v2: depthwise, grouped and K = 7 convs keep their float32 variants.
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Tf32) == ConvVariant::Tf32);
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp32) == ConvVariant::Tiled);
+  CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
+  CHECK(choose_conv_variant({64, 32, 1, 1, 1, true}, Precision::Bf16) == ConvVariant::Bf16);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}, Precision::Bf16) == ConvVariant::Depthwise);
   CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}, Precision::Tf32) == ConvVariant::Depthwise);
   CHECK(choose_conv_variant({32, 64, 3, 1, 4, true}, Precision::Tf32) == ConvVariant::Direct);
   CHECK(choose_conv_variant({8, 8, 7, 1, 1, true}, Precision::Tf32) == ConvVariant::Direct);
@@ -127,15 +130,19 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(conv_variant_name(ConvVariant::Tf32) == "v4_tf32");
   CHECK(parse_precision("tf32") == Precision::Tf32);
   CHECK(parse_precision("fp32") == Precision::Fp32);
-  CHECK(!parse_precision("fp16"));
+  CHECK(parse_precision("fp16") == Precision::Fp16);
+  CHECK(parse_precision("bf16") == Precision::Bf16);
+  CHECK(!parse_precision("fp8"));
+  CHECK(conv_kernel_name(ConvVariant::Bf16, {32, 24, 3, 1, 1, true}) == "conv2d_mma<1, 3, 32>");
+  CHECK(conv_variant_name(ConvVariant::Fp16) == "v5_fp16");
 }
 
-TEST_CASE("conv2d v4_tf32 really rounds to TF32 and stays within its tolerance", "[nn]") {
+TEST_CASE("conv2d v4_tf32, v5_fp16 and v6_bf16 really round and stay within their tolerance", "[nn]") {
   auto backend = make_backend("cpu", test::embedded_context());
   const Runner& conv = Registry::instance().get("conv2d");
   const Params p =
       resolve_params(conv, {{"C_IN", "32"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "7"}, {"K", "3"}});
-  for (const std::string variant : {"v2_tiled", "v4_tf32"}) {
+  for (const std::string variant : {"v2_tiled", "v4_tf32", "v5_fp16", "v6_bf16"}) {
     auto inst = conv.instantiate(*backend, variant, p, 5);
     inst->poison();
     inst->launch();
@@ -145,7 +152,8 @@ TEST_CASE("conv2d v4_tf32 really rounds to TF32 and stays within its tolerance",
     if (variant == "v2_tiled") {
       CHECK(c.metrics.rel_l2 < 1e-6);  // float32
     } else {
-      CHECK(c.metrics.rel_l2 > 3e-5);  // 10-bit mantissas show
+      // 10-bit mantissas (tf32, fp16) show, and 7-bit ones (bf16) show eight times as much.
+      CHECK(c.metrics.rel_l2 > (variant == "v6_bf16" ? 3e-4 : 3e-5));
       CHECK(c.metrics.rel_l2 < c.tolerance.rel_l2 / 3);
     }
   }
@@ -164,6 +172,11 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
   CHECK(wide_op.splitk_splits(2, 5, 4) == 2);      // 300 rows = 19 chunks
   CHECK(head_op.splitk_splits(1, 640, 640) == 1);  // a large output fills the GPU unsplit
   CHECK(head_op.splitk_workspace_floats(1, 640, 640) == 0);
+  // v5 / v6 split whole 32-row chunks: 576 rows = 18 chunks, at least 4 per split, 5 per split.
+  const Conv2dOp head_fp16(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
+                           std::vector<float>(16, 0.1f), Precision::Fp16);
+  CHECK(head_fp16.splitk_splits(1, 7, 6) == 4);
+  CHECK(head_fp16.splitk_splits(1, 640, 640) == 1);
 }
 
 TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]") {

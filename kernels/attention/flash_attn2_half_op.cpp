@@ -30,7 +30,7 @@ std::string expr(const char* kernel, const std::initializer_list<std::string>& a
 }
 
 Names names(HalfType type, int d, const Fa2MmaConfig& c) {
-  const std::string dt = type == HalfType::f16 ? "0" : "1";  // LAB_F16, LAB_BF16 of lab_mma.cuh
+  const std::string dt = half_type_template_arg(type);
   const std::string hd = std::to_string(d);
   auto n = [](int v) { return std::to_string(v); };
   return {expr("flash_attn2_fwd_mma", {dt, hd, n(c.fwd.warps), n(c.fwd.mt), n(c.fwd.step)}),

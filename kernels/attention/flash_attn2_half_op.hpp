@@ -9,14 +9,11 @@
 
 #include "attention/flash_attn2_op.hpp"
 #include "backend.hpp"
+#include "common/half_type.hpp"
 
 namespace lab {
 
 inline constexpr const char* kFlashAttn2MmaSource = "attention/flash_attn2_mma.cu";
-
-// The two 16-bit element types, and their names on the command line and in scenarios ("f16", "bf16").
-enum class HalfType { f16, bf16 };
-HalfType parse_half_type(const std::string& name);  // throws UsageError naming the valid values
 
 // The tile shape of one kernel: warps per CTA, m-tiles of 16 rows per warp (the CTA's block is
 // 16 * mt * warps rows: queries for the forward and dQ, keys for dK/dV) and the rows of the tile walked per

@@ -6,7 +6,7 @@
 
 #include "attention/attention_runner_support.hpp"
 #include "attention/flash_attn2_half_op.hpp"
-#include "attention/half_convert.hpp"
+#include "common/half_type.hpp"
 
 namespace lab {
 namespace {

@@ -69,27 +69,6 @@ __device__ __forceinline__ void next_tile_pair(uint16_t* dst_a, const uint16_t* 
   }
 }
 
-// A operand (16 x 16) at rows row0.., columns col0.. of a shared tile.
-template <int D>
-__device__ __forceinline__ void load_a(uint32_t (&a)[4], const uint16_t* tile, int row0, int col0, int lane) {
-  lab_ldmatrix_x4(a, tile + (row0 + lane % 16) * stride(D) + col0 + (lane / 16) * 8);
-}
-
-// B operands of two n8 tiles (n0 and n0 + 8) for the k16 chunk k0, from a shared tile whose rows are the n
-// index and whose columns are the reduction index (K in Q.K^T): b[0..1] for n0, b[2..3] for n0 + 8.
-template <int D>
-__device__ __forceinline__ void load_b_rows_n(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
-                                              int lane) {
-  lab_ldmatrix_x4(b, tile + (n0 + lane % 8 + (lane / 16) * 8) * stride(D) + k0 + ((lane / 8) % 2) * 8);
-}
-
-// The same two n8 tiles from a shared tile whose rows are the reduction index (V in P.V): transposed loads.
-template <int D>
-__device__ __forceinline__ void load_b_rows_k(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
-                                              int lane) {
-  lab_ldmatrix_x4_trans(b, tile + (k0 + lane % 8 + ((lane / 8) % 2) * 8) * stride(D) + n0 + (lane / 16) * 8);
-}
-
 // acc[mt][NT][4] += A_mt . B^T for the MT m-tiles of 16 rows of shared tile `a` from row0 (HEAD_DIM
 // columns), B's rows being the n index (tile `b`, NT * 8 rows from 0): every B fragment feeds MT products.
 template <int DT, int D, int MT, int NT>
@@ -99,11 +78,11 @@ __device__ __forceinline__ void mma_a_bt(float (&acc)[MT][NT][4], const uint16_t
   for (int kc = 0; kc < D / 16; ++kc) {
     uint32_t af[MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) load_a<D>(af[mt], a, row0 + 16 * mt, kc * 16, lane);
+    for (int mt = 0; mt < MT; ++mt) lab_load_a<stride(D)>(af[mt], a, row0 + 16 * mt, kc * 16, lane);
 #pragma unroll
     for (int nt = 0; nt < NT; nt += 2) {
       uint32_t bf[4];
-      load_b_rows_n<D>(bf, b, nt * 8, kc * 16, lane);
+      lab_load_b_rows_n<stride(D)>(bf, b, nt * 8, kc * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
@@ -137,7 +116,7 @@ __device__ __forceinline__ void mma_p_b(float (&acc)[MT][D / 8][4], const float 
 #pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t bf[4];
-      load_b_rows_k<D>(bf, b, nt * 8, kc * 16, lane);
+      lab_load_b_rows_k<stride(D)>(bf, b, nt * 8, kc * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
@@ -467,7 +446,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int nt = 0; nt < kCols / 8; nt += 2) {
           uint32_t bf[4];
-          load_b_rows_k<HEAD_DIM>(bf, sk, c0 + nt * 8, kc * 16, lane);
+          lab_load_b_rows_k<stride(HEAD_DIM)>(bf, sk, c0 + nt * 8, kc * 16, lane);
           lab_mma_16816<DT>(dqa[nt], af, {bf[0], bf[1]});
           lab_mma_16816<DT>(dqa[nt + 1], af, {bf[2], bf[3]});
         }

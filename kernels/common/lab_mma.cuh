@@ -109,3 +109,28 @@ __device__ __forceinline__ void lab_cp_async_wait() {
 }
 
 #endif  // LAB_CPU_EMULATOR (the emulator defines the same functions in lab_emu_mma.hpp)
+
+// Fragments from shared tiles of 16-bit elements with LD elements per row (LD * 2 bytes a multiple of 16; an
+// LD of 8 more than a multiple of 64 puts the eight rows of each ldmatrix in distinct banks).
+
+// A operand (16 x 16, row-major) at rows row0.., columns col0.. of a tile.
+template <int LD>
+__device__ __forceinline__ void lab_load_a(uint32_t (&a)[4], const uint16_t* tile, int row0, int col0,
+                                           int lane) {
+  lab_ldmatrix_x4(a, tile + (row0 + lane % 16) * LD + col0 + (lane / 16) * 8);
+}
+
+// B operands of two n8 tiles (n0 and n0 + 8) for the k16 chunk at k0, from a tile whose rows are the n index
+// and whose columns the reduction index: b[0..1] for n0, b[2..3] for n0 + 8.
+template <int LD>
+__device__ __forceinline__ void lab_load_b_rows_n(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
+                                                  int lane) {
+  lab_ldmatrix_x4(b, tile + (n0 + lane % 8 + (lane / 16) * 8) * LD + k0 + ((lane / 8) % 2) * 8);
+}
+
+// The same two n8 tiles from a tile whose rows are the reduction index: transposed loads.
+template <int LD>
+__device__ __forceinline__ void lab_load_b_rows_k(uint32_t (&b)[4], const uint16_t* tile, int n0, int k0,
+                                                  int lane) {
+  lab_ldmatrix_x4_trans(b, tile + (k0 + lane % 8 + ((lane / 8) % 2) * 8) * LD + n0 + (lane / 16) * 8);
+}

@@ -1,7 +1,9 @@
-// Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32), launch shapes.
+// Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded to 16 bits and
+// padded for v5_fp16 and v6_bf16), launch shapes.
 #include "nn/conv2d_op.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "errors.hpp"
 
@@ -13,6 +15,7 @@ constexpr int kThreads = 256;
 constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // as in conv2d.cu
 constexpr int kMaxGridYZ = 65535;
 constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of v2 and v4 (nn::kTiledChunk)
+constexpr int kMmaChunk = 32;    // of v5 and v6 (nn::kMmaChunk)
 
 std::string shape_text(const Conv2dShape& s) {
   return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
@@ -31,9 +34,26 @@ void check_shape(const Conv2dShape& s, const std::vector<float>& weight, const s
                      " and " + std::to_string(s.c_out));
 }
 
-// v2_tiled and v4_tf32: same tiles, weight layout, grid and split-K.
+// v2_tiled, v4_tf32, v5_fp16, v6_bf16: same tiles, grid and split-K.
 bool is_implicit_gemm(ConvVariant v) {
-  return v == ConvVariant::Tiled || v == ConvVariant::Tf32;
+  return v == ConvVariant::Tiled || v == ConvVariant::Tf32 || v == ConvVariant::Fp16 ||
+         v == ConvVariant::Bf16;
+}
+
+// The 16-bit element type of v5 / v6.
+std::optional<HalfType> mma_type(ConvVariant v) {
+  if (v == ConvVariant::Fp16) return HalfType::f16;
+  if (v == ConvVariant::Bf16) return HalfType::bf16;
+  return std::nullopt;
+}
+
+// Reduction rows an implicit-GEMM variant stages per step; split-K splits are whole multiples of it.
+int reduction_chunk(ConvVariant v) {
+  return mma_type(v) ? kMmaChunk : kTiledChunk;
+}
+
+int round_up(int v, int multiple) {
+  return (v + multiple - 1) / multiple * multiple;
 }
 
 // [c_out, red] -> [red, c_out]: v2_tiled and v4_tf32 stage a chunk of reduction rows with coalesced loads
@@ -44,6 +64,16 @@ std::vector<float> transpose_weights(const std::vector<float>& w, int c_out) {
   for (size_t co = 0; co < size_t(c_out); ++co)
     for (size_t r = 0; r < red; ++r) t[r * c_out + co] = w[co * red + r];
   return t;
+}
+
+// [c_out, red] -> [c_out, red_pad] rounded to `type`, the padding rows zero: v5 / v6 stage whole 32-row
+// chunks of each channel's weights with 16-byte copies.
+std::vector<uint16_t> pad_half_weights(const std::vector<float>& w, int c_out, int red_pad, HalfType type) {
+  const size_t red = w.size() / c_out;
+  std::vector<float> padded(size_t(c_out) * red_pad, 0.0f);
+  for (size_t co = 0; co < size_t(c_out); ++co)
+    std::copy_n(w.begin() + long(co * red), red, padded.begin() + long(co * red_pad));
+  return to_half_bits(padded, type);
 }
 
 }  // namespace
@@ -58,13 +88,20 @@ std::string conv_variant_name(ConvVariant v) {
       return "v3_depthwise";
     case ConvVariant::Tf32:
       return "v4_tf32";
+    case ConvVariant::Fp16:
+      return "v5_fp16";
+    case ConvVariant::Bf16:
+      return "v6_bf16";
   }
   return "v1_direct";
 }
 
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision) {
   if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
-  const ConvVariant dense = precision == Precision::Tf32 ? ConvVariant::Tf32 : ConvVariant::Tiled;
+  ConvVariant dense = ConvVariant::Tiled;
+  if (precision == Precision::Tf32) dense = ConvVariant::Tf32;
+  if (precision == Precision::Fp16) dense = ConvVariant::Fp16;
+  if (precision == Precision::Bf16) dense = ConvVariant::Bf16;
   if (conv_variant_problem(dense, s).empty()) return dense;
   return ConvVariant::Direct;
 }
@@ -94,6 +131,9 @@ std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
       return conv2d_tiled_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
     case ConvVariant::Tf32:
       return conv2d_tf32_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
+    case ConvVariant::Fp16:
+    case ConvVariant::Bf16:
+      return conv2d_mma_kernel(*mma_type(v), s.kernel, conv_tiled_channel_tile(s.c_out));
     case ConvVariant::Depthwise:
       return conv2d_depthwise_kernel(s.kernel);
     case ConvVariant::Direct:
@@ -111,24 +151,30 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
   kernel_ = kernels.kernel(conv_kernel_name(variant_, shape));
   splitk_reduce_ = kernels.kernel(kConv2dSplitkReduceKernel);
   Backend& backend = kernels.backend();
-  weight_ =
-      backend.upload_vector(is_implicit_gemm(variant_) ? transpose_weights(weight, shape.c_out) : weight);
+  if (std::optional<HalfType> type = mma_type(variant_)) {
+    weight_row_pad_ = round_up(shape.c_in * shape.kernel * shape.kernel, kMmaChunk);
+    weight_ = backend.upload_vector(pad_half_weights(weight, shape.c_out, weight_row_pad_, *type));
+  } else {
+    weight_ =
+        backend.upload_vector(is_implicit_gemm(variant_) ? transpose_weights(weight, shape.c_out) : weight);
+  }
   bias_ = backend.upload_vector(bias);
 }
 
 // Splits so that the tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at
-// least 8 chunks (128 reduction rows).
+// least 128 reduction rows (whole chunks).
 int Conv2dOp::splitk_splits(int batch, int h_in, int w_in) const {
   if (!is_implicit_gemm(variant_)) return 1;
-  constexpr long long kTargetCtas = 264, kMinChunksPerSplit = 8;
+  const long long chunk = reduction_chunk(variant_);
+  const long long kTargetCtas = 264, kMinChunksPerSplit = 128 / chunk;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long plane_out = (long long)shape_.out_size(h_in) * shape_.out_size(w_in);
   const long long tiles = (plane_out + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm) * batch;
-  const long long chunks = (shape_.c_in * shape_.kernel * shape_.kernel + kTiledChunk - 1) / kTiledChunk;
+  const long long chunks = (shape_.c_in * shape_.kernel * shape_.kernel + chunk - 1) / chunk;
   const long long splits = std::min((kTargetCtas + tiles - 1) / tiles, chunks / kMinChunksPerSplit);
   if (splits <= 1) return 1;
-  const long long rows_per_split = (chunks + splits - 1) / splits * kTiledChunk;
-  return int((chunks * kTiledChunk + rows_per_split - 1) / rows_per_split);
+  const long long rows_per_split = (chunks + splits - 1) / splits * chunk;
+  return int((chunks * chunk + rows_per_split - 1) / rows_per_split);
 }
 
 size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
@@ -166,19 +212,30 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       return;
     }
     case ConvVariant::Tiled:
-    case ConvVariant::Tf32: {
-      const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm;
+    case ConvVariant::Tf32:
+    case ConvVariant::Fp16:
+    case ConvVariant::Bf16: {
+      const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm, chunk = reduction_chunk(variant_);
       int splits = splitk_workspace ? splitk_splits(batch, h_in, w_in) : 1;
-      const int chunks = (c_in * s.kernel * s.kernel + kTiledChunk - 1) / kTiledChunk;
+      const int chunks = (c_in * s.kernel * s.kernel + chunk - 1) / chunk;
       if (batch * splits > kMaxGridYZ) splits = 1;
-      int split_rows = (chunks + splits - 1) / splits * kTiledChunk;
+      int split_rows = (chunks + splits - 1) / splits * chunk;
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
-      backend.launch(
-          kernel_, cfg,
-          kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, c_in, c_out,
-                      h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+      if (mma_type(variant_)) {
+        const uint16_t* wh = weight_.as<const uint16_t>();
+        int red_pad = weight_row_pad_;
+        backend.launch(
+            kernel_, cfg,
+            kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
+                        c_in, c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+      } else {
+        backend.launch(
+            kernel_, cfg,
+            kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, c_in,
+                        c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+      }
       if (!partial) return;
       const float* partial_in = partial;
       int plane = int(plane_out);

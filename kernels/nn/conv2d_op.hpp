@@ -1,9 +1,10 @@
 // Conv2dOp: one Conv2d layer (folded BN bias, optional SiLU, optional residual) on the nn module. Weights are
 // uploaded once at construction (in the layout the chosen variant reads); run() only launches.
-// Variants (conv2d.cu): v1_direct (any shape), v2_tiled (groups == 1), v3_depthwise (groups == c_in ==
-// c_out), v4_tf32 (groups == 1, TF32 tensor cores); all but v1 exist for kernel sizes 1, 3, 5. The op picks
-// v3 for depthwise shapes, for dense ones v2 (Precision::Fp32, the default) or v4 (Precision::Tf32), and v1
-// otherwise; the runner can force one.
+// Variants (conv2d.cu, conv2d_mma.cu): v1_direct (any shape), v2_tiled (groups == 1), v3_depthwise (groups ==
+// c_in == c_out), v4_tf32 (groups == 1, TF32 tensor cores), v5_fp16 / v6_bf16 (groups == 1, fp16 / bf16
+// tensor cores); all but v1 exist for kernel sizes 1, 3, 5. The op picks v3 for depthwise shapes, for dense
+// ones the variant of the precision (v2 for Precision::Fp32, the default; v4, v5, v6 for Tf32, Fp16, Bf16),
+// and v1 otherwise; the runner can force one.
 #pragma once
 #include <optional>
 #include <string>
@@ -16,16 +17,19 @@
 
 namespace lab {
 
-enum class ConvVariant { Direct, Tiled, Depthwise, Tf32 };
+enum class ConvVariant { Direct, Tiled, Depthwise, Tf32, Fp16, Bf16 };
 
-inline constexpr ConvVariant kConvVariants[] = {ConvVariant::Direct, ConvVariant::Tiled,
-                                                ConvVariant::Depthwise, ConvVariant::Tf32};
-std::string conv_variant_name(ConvVariant v);  // "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32"
+inline constexpr ConvVariant kConvVariants[] = {ConvVariant::Direct,    ConvVariant::Tiled,
+                                                ConvVariant::Depthwise, ConvVariant::Tf32,
+                                                ConvVariant::Fp16,      ConvVariant::Bf16};
+// "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32", "v5_fp16", "v6_bf16"
+std::string conv_variant_name(ConvVariant v);
 // The variant the op picks for a shape at a precision.
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);
-// Output channels per CTA of v2_tiled and v4_tf32: the smallest of 16, 32, 64 that covers c_out (64 above).
+// Output channels per CTA of the implicit-GEMM variants (v2, v4, v5, v6): the smallest of 16, 32, 64 that
+// covers c_out (64 above).
 int conv_tiled_channel_tile(int c_out);
 // The kernel name expression of a variant at a shape.
 std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s);
@@ -39,8 +43,8 @@ class Conv2dOp {
            std::optional<ConvVariant> force = std::nullopt);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [B, c_in, h_in, w_in], out and residual
-  // [B, c_out, out_size(h_in), out_size(w_in)]. With `splitk_workspace` (splitk_workspace_floats() floats) a
-  // v2_tiled or v4_tf32 conv whose output tiles cannot fill the GPU splits its reduction over several CTAs.
+  // [B, c_out, out_size(h_in), out_size(w_in)]. With `splitk_workspace` (splitk_workspace_floats() floats) an
+  // implicit-GEMM conv whose output tiles cannot fill the GPU splits its reduction over several CTAs.
   void run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual = {},
            float* splitk_workspace = nullptr) const;
   // Reduction splits the op uses at this input size (1: none), and the workspace they need (0 when 1).
@@ -56,6 +60,7 @@ class Conv2dOp {
   ConvVariant variant_;
   Kernel kernel_, splitk_reduce_;
   DeviceBuffer weight_, bias_;
+  int weight_row_pad_ = 0;  // v5 / v6: reduction rows per output channel in weight_, padded to a chunk
 };
 
 }  // namespace lab

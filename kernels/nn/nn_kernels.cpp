@@ -24,6 +24,11 @@ std::string conv2d_depthwise_kernel(int k) {
   return "conv2d_depthwise<" + std::to_string(k) + ">";
 }
 
+std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile) {
+  return "conv2d_mma<" + half_type_template_arg(t) + ", " + std::to_string(k) + ", " +
+         std::to_string(channel_tile) + ">";
+}
+
 CompileRequest nn_module_request() {
   CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel, kConv2dSplitkReduceKernel}};
   for (int k : kSpecialisedKernelSizes) {
@@ -38,7 +43,21 @@ CompileRequest nn_module_request() {
   return r;
 }
 
+CompileRequest conv2d_mma_module_request() {
+  CompileRequest r{kConv2dMmaSource, {}, {}};
+  for (HalfType t : {HalfType::f16, HalfType::bf16})
+    for (int k : kSpecialisedKernelSizes)
+      for (int tile : kTiledChannelTiles) r.name_expressions.push_back(conv2d_mma_kernel(t, k, tile));
+  return r;
+}
+
 NnKernels::NnKernels(Backend& backend) : backend_(backend), module_(backend.compile(nn_module_request())) {}
+
+Kernel NnKernels::kernel(const std::string& name_expression) {
+  if (name_expression.rfind("conv2d_mma<", 0) != 0) return module_->kernel(name_expression);
+  if (!mma_module_) mma_module_ = backend_.compile(conv2d_mma_module_request());
+  return mma_module_->kernel(name_expression);
+}
 
 LaunchConfig plane_launch(const char* op, int64_t elements, int channels, int batch) {
   constexpr int kMaxGridYZ = 65535;

@@ -1,16 +1,19 @@
 // NnKernels: the nn kernels (conv2d, maxpool2d, upsample_nearest2x, copy_planes) compiled as ONE module per
-// backend (the forward has ~100 layers: compiling per layer would load the module ~100 times). Ops hold a
-// reference to it and take their Kernel handles at construction.
+// backend (the forward has ~100 layers: compiling per layer would load the module ~100 times), and the
+// fp16 / bf16 tensor-core convs (conv2d_mma.cu) as a second module compiled on first use, so a float32
+// network never pays for it. Ops hold a reference to it and take their Kernel handles at construction.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "backend.hpp"
+#include "common/half_type.hpp"
 
 namespace lab {
 
 inline constexpr const char* kNnModuleSource = "nn/nn_kernels.cu";
 inline constexpr const char* kConv2dSource = "nn/conv2d.cu";
+inline constexpr const char* kConv2dMmaSource = "nn/conv2d_mma.cu";
 inline constexpr const char* kMaxPool2dSource = "nn/maxpool2d.cu";
 inline constexpr const char* kUpsampleSource = "nn/upsample_nearest2x.cu";
 inline constexpr const char* kCopyPlanesSource = "nn/copy_planes.cu";
@@ -27,24 +30,28 @@ inline constexpr int kSpecialisedKernelSizes[] = {1, 3, 5};
 inline constexpr int kTiledChannelTiles[] = {16, 32, 64};
 
 bool is_specialised_kernel_size(int k);
-std::string conv2d_tiled_kernel(int k, int channel_tile);  // "conv2d_tiled<3, 64>"
-std::string conv2d_tf32_kernel(int k, int channel_tile);   // "conv2d_tf32<3, 64>"
-std::string conv2d_depthwise_kernel(int k);                // "conv2d_depthwise<3>"
+std::string conv2d_tiled_kernel(int k, int channel_tile);            // "conv2d_tiled<3, 64>"
+std::string conv2d_tf32_kernel(int k, int channel_tile);             // "conv2d_tf32<3, 64>"
+std::string conv2d_depthwise_kernel(int k);                          // "conv2d_depthwise<3>"
+std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile);  // "conv2d_mma<0, 3, 64>"
 
-// The module request: nn_kernels.cu with every name expression above.
+// The module requests: nn_kernels.cu with every name expression above but conv2d_mma's, and conv2d_mma.cu
+// with those.
 CompileRequest nn_module_request();
+CompileRequest conv2d_mma_module_request();
 
 class NnKernels {
  public:
   explicit NnKernels(Backend& backend);
   Backend& backend() const { return backend_; }
   const Module& module() const { return *module_; }
-  // Throws UsageError when the name expression is not part of the module.
-  Kernel kernel(const std::string& name_expression) const { return module_->kernel(name_expression); }
+  // Throws UsageError when the name expression is not part of either module; compiles the conv2d_mma module
+  // the first time one of its kernels is asked for.
+  Kernel kernel(const std::string& name_expression);
 
  private:
   Backend& backend_;
-  std::shared_ptr<Module> module_;
+  std::shared_ptr<Module> module_, mma_module_;
 };
 
 // Grid over (ceil(elements / 256), channels, batch), block 256: the one-thread-per-element nn kernels.

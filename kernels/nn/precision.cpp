@@ -4,11 +4,21 @@
 namespace lab {
 
 std::string precision_name(Precision p) {
-  return p == Precision::Tf32 ? "tf32" : "fp32";
+  switch (p) {
+    case Precision::Tf32:
+      return "tf32";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Bf16:
+      return "bf16";
+    case Precision::Fp32:
+      break;
+  }
+  return "fp32";
 }
 
 std::optional<Precision> parse_precision(const std::string& name) {
-  for (Precision p : {Precision::Fp32, Precision::Tf32})
+  for (Precision p : kPrecisions)
     if (precision_name(p) == name) return p;
   return std::nullopt;
 }

@@ -1,10 +1,22 @@
-// float <-> fp16 / bf16 bit patterns on the host, by cuda_fp16.h and cuda_bf16.h.
-#include "attention/half_convert.hpp"
+// fp16 / bf16 on the host: names, template arguments, and conversions through cuda_fp16.h and cuda_bf16.h.
+#include "common/half_type.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "errors.hpp"
+
 namespace lab {
+
+HalfType parse_half_type(const std::string& name) {
+  if (name == "f16") return HalfType::f16;
+  if (name == "bf16") return HalfType::bf16;
+  throw UsageError("unknown 16-bit element type '" + name + "' (valid: f16, bf16)");
+}
+
+std::string half_type_template_arg(HalfType t) {
+  return t == HalfType::f16 ? "0" : "1";
+}
 
 std::vector<uint16_t> to_half_bits(const std::vector<float>& values, HalfType t) {
   std::vector<uint16_t> bits(values.size());

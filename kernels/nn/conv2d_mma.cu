@@ -1,0 +1,173 @@
+// conv2d_mma: the dense (groups == 1) Conv2d of conv2d.cu on fp16 / bf16 tensor cores — variants v5_fp16
+// (DT = LAB_F16) and v6_bf16 (LAB_BF16). Same operation, layouts, epilogue (bias, SiLU, residual) and split-K
+// partials as conv2d_tiled (reduced by conv2d_splitk_reduce of conv2d.cu); activations stay float32 in
+// memory: the im2col values are rounded to DT as they are staged, the weights once on the host, and the
+// products are mma.sync m16n8k16 with float accumulation.
+//
+// conv2d_mma<DT, K, TM>: implicit GEMM out[co][p] = sum_r W[co][r] X[r][p] over r = (ci, ky, kx).
+//   A CTA of 8 warps computes TM output channels x TN = 4096 / TM pixels (flattened y * Wo + x); each warp
+//   owns 16 channels x 32 pixels (four n8 tiles). The reduction runs in chunks of 32 rows, double buffered in
+//   shared memory, one __syncthreads per chunk:
+//   - weights wh [C_out][red_pad] (DT patterns, each row zero-padded to red_pad, a multiple of 32) go global
+//     -> shared with cp.async in 16-byte pieces, tile w_s[TM][32 + 8] (the A operand, row-major);
+//   - the im2col chunk is read into registers one chunk ahead (each thread: one pixel and TN / 8 consecutive
+//     rows; a warp's loads of one row are consecutive pixels), rounded to DT and stored as x_s[TN][32 + 8]
+//     (pixel rows, reduction columns: the B operand n-major) once the current chunk's products are issued.
+//   Rows are padded by 8 elements so the eight 16-byte rows of each ldmatrix fall in distinct banks. The
+//   accumulators go straight to the epilogue (each lane holds two adjacent pixels of two channels per n8
+//   tile). Grid (ceil(Ho*Wo / TN), ceil(C_out / TM), B * splits) as conv2d_tiled; split_rows is a multiple
+//   of 32 so a chunk never straddles two splits. Needs sm_80 or newer; the cpu emulator runs it through its
+//   mma / ldmatrix / cp.async model. Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64.
+#ifndef LAB_NN_CONV2D_MMA_CU
+#define LAB_NN_CONV2D_MMA_CU
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "nn/nn_common.cuh"
+
+namespace nn {
+
+constexpr int kMmaChunk = 32;          // reduction rows per shared-memory step
+constexpr int kMmaLd = kMmaChunk + 8;  // row stride of the staged tiles, in elements
+
+// The im2col values one thread stages per chunk: rows row0 .. row0 + ROWS - 1 of the chunk, one pixel.
+template <int K, int ROWS>
+struct Im2colRun {
+  int row0, iy0, ix0;
+  bool valid;
+  float v[ROWS];
+
+  __device__ __forceinline__ Im2colRun(int px, int plane_out, int w_out, int stride, int first_row) {
+    row0 = first_row;
+    valid = px < plane_out;
+    iy0 = (valid ? px / w_out : 0) * stride - K / 2;
+    ix0 = (valid ? px % w_out : 0) * stride - K / 2;
+  }
+
+  // v[i] = im2col[r0 + row0 + i, pixel] of image in_b [C_in, h_in, w_in], 0 past r_end or in the padding.
+  __device__ __forceinline__ void load(const float* __restrict__ in_b, long long in_cs, int r0, int r_end,
+                                       int h_in, int w_in) {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const int r = r0 + row0 + i;
+      float x = 0.0f;
+      if (valid && r < r_end) {
+        const int ci = r / (K * K), kk = r % (K * K);
+        const int iy = iy0 + kk / K, ix = ix0 + kk % K;
+        if (iy >= 0 && iy < h_in && ix >= 0 && ix < w_in) x = in_b[ci * in_cs + iy * w_in + ix];
+      }
+      v[i] = x;
+    }
+  }
+
+  // The loaded values rounded to DT into row `col` of x_s (stride kMmaLd), columns row0.., 16 bytes a store.
+  template <int DT>
+  __device__ __forceinline__ void store(uint16_t* x_s, int col) const {
+    static_assert(ROWS % 8 == 0, "whole 16-byte pieces");
+#pragma unroll
+    for (int i = 0; i < ROWS; i += 8) {
+      uint4 piece;
+      piece.x = lab_pack2<DT>(v[i], v[i + 1]);
+      piece.y = lab_pack2<DT>(v[i + 2], v[i + 3]);
+      piece.z = lab_pack2<DT>(v[i + 4], v[i + 5]);
+      piece.w = lab_pack2<DT>(v[i + 6], v[i + 7]);
+      *reinterpret_cast<uint4*>(x_s + col * kMmaLd + row0 + i) = piece;
+    }
+  }
+};
+
+// cp.async of the weight chunk at reduction row r0 (TM channels from co0, kMmaChunk columns) into w_s;
+// channels past c_out are zero-filled.
+template <int TM>
+__device__ __forceinline__ void stage_weights_async(uint16_t* w_s, const uint16_t* __restrict__ wh,
+                                                    int red_pad, int r0, int co0, int c_out) {
+  constexpr int kPieces = kMmaChunk / 8;  // 16-byte pieces per channel row
+#pragma unroll
+  for (int i = threadIdx.x; i < TM * kPieces; i += kThreads) {
+    const int row = i / kPieces, col = (i % kPieces) * 8, co = co0 + row;
+    const bool valid = co < c_out;
+    lab_cp_async_16(w_s + row * kMmaLd + col, wh + (long long)(valid ? co : 0) * red_pad + r0 + col, valid);
+  }
+  lab_cp_async_commit();
+}
+
+}  // namespace nn
+
+template <int DT, int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
+               const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
+               const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
+               long long out_cs, int c_in, int c_out, int h_in, int w_in, int h_out, int w_out, int stride,
+               int silu, int batch, int split_rows, float* partial) {
+  constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
+  constexpr int kWarpCols = 8 / (TM / 16);                    // warps along pixels
+  constexpr int kRowsPerThread = kChunk * TN / nn::kThreads;  // im2col rows a thread stages per chunk
+  static_assert(TN / kWarpCols == 32, "each warp owns 16 channels x 32 pixels");
+  __shared__ __align__(16) uint16_t w_s[2][TM * LD];
+  __shared__ __align__(16) uint16_t x_s[2][TN * LD];
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / kWarpCols, wn = warp % kWarpCols;
+  const int b = blockIdx.z % batch, split = blockIdx.z / batch;
+  const int co0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
+  const int plane_out = h_out * w_out, reduction = c_in * K * K;
+  const int r_begin = split * split_rows, r_end = min(reduction, r_begin + split_rows);
+  const int chunks = (r_end - r_begin + kChunk - 1) / kChunk;
+  const float* in_b = in + b * in_bs;
+  const int col = tid % TN;
+  nn::Im2colRun<K, kRowsPerThread> column(px0 + col, plane_out, w_out, stride, tid / TN * kRowsPerThread);
+
+  nn::stage_weights_async<TM>(w_s[0], wh, red_pad, r_begin, co0, c_out);
+  column.load(in_b, in_cs, r_begin, r_end, h_in, w_in);
+  column.template store<DT>(x_s[0], col);
+  lab_cp_async_wait<0>();
+  __syncthreads();
+
+  float acc[4][4] = {};
+  for (int c = 0; c < chunks; ++c) {
+    const int buf = c % 2;
+    const bool more = c + 1 < chunks;
+    if (more) {
+      const int r_next = r_begin + (c + 1) * kChunk;
+      nn::stage_weights_async<TM>(w_s[buf ^ 1], wh, red_pad, r_next, co0, c_out);
+      column.load(in_b, in_cs, r_next, r_end, h_in, w_in);
+    }
+#pragma unroll
+    for (int kc = 0; kc < kChunk / 16; ++kc) {
+      uint32_t a[4];
+      lab_load_a<LD>(a, w_s[buf], wm * 16, kc * 16, lane);
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        uint32_t bf[4];
+        lab_load_b_rows_n<LD>(bf, x_s[buf], wn * 32 + np * 16, kc * 16, lane);
+        lab_mma_16816<DT>(acc[2 * np], a, {bf[0], bf[1]});
+        lab_mma_16816<DT>(acc[2 * np + 1], a, {bf[2], bf[3]});
+      }
+    }
+    if (more) column.template store<DT>(x_s[buf ^ 1], col);
+    lab_cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int co = co0 + wm * 16 + g + 8 * half;
+      if (co >= c_out) continue;
+      const float bias_co = bias[co];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int p = px0 + wn * 32 + nt * 8 + 2 * t + e;
+        if (p >= plane_out) continue;
+        const float v = acc[nt][2 * half + e];
+        if (partial)
+          partial[((long long)(split * batch + b) * c_out + co) * plane_out + p] = v;
+        else
+          nn::store_output(v, bias_co, silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+      }
+    }
+}
+
+#endif  // LAB_NN_CONV2D_MMA_CU
