@@ -21,6 +21,7 @@ namespace {
 struct NetworkTolerance {
   double layer_rel_l2;       // every tensor against the reference
   float score_tol, box_tol;  // detections above two thirds of K: |score diff|, |coordinate diff| (pixels)
+  float score_floor = 0.0f;  // ... and above this score
 };
 constexpr NetworkTolerance kFp32{1e-4, 1e-4f, 0.02f};
 // TF32 rounds every dense conv's inputs and weights to 10 mantissa bits (rel_l2 ~2e-4 per conv, measured in
@@ -32,8 +33,11 @@ constexpr NetworkTolerance kTf32{1e-2, 2e-2f, 1.0f};
 // fp16 operands carry the same 10 mantissa bits as TF32: the same bar (measured worst tensor 1.3e-3, as
 // TF32). bf16 keeps 7 bits, 8x the rounding step: measured worst tensor 1.4e-2 on the cpu test below. 5e-2
 // leaves 3.5x that (8x, as for TF32, would come near the 0.11 of a conv that drops one 32-row chunk); scores
-// and boxes get five and four times TF32's bar.
-constexpr NetworkTolerance kBf16{5e-2, 1e-1f, 4.0f};
+// and boxes get five and four times TF32's bar. Below a few percent the ranking is a near-tie among thousands
+// of background anchors: at 640x640 on the bus image the logits' ~1 % error swapped the reference's row 149
+// (score 7e-4) for another anchor, so bf16 compares the detections from a score of 0.05 up (the bus image's
+// five objects score 0.26..0.92).
+constexpr NetworkTolerance kBf16{5e-2, 1e-1f, 4.0f, 0.05f};
 
 NetworkTolerance network_tolerance(Precision p) {
   if (p == Precision::Fp32) return kFp32;
@@ -70,7 +74,7 @@ void compare_with_reference(const Yolo26Model& model, Backend& backend, const st
     const auto first = want.begin() + long(b * k * 6), last = first + long(k * 6);
     const std::vector<float> want_b(first, last);
     const std::vector<float> got_b(got.begin() + long(b * k * 6), got.begin() + long((b + 1) * k * 6));
-    const float min_score = want_b[(2 * k / 3) * 6 + 4];
+    const float min_score = std::max(want_b[(2 * k / 3) * 6 + 4], tol.score_floor);
     CAPTURE(b, min_score);
     CHECK(test::match_detections(got_b, want_b, min_score, tol.score_tol, tol.box_tol) == "");
   }

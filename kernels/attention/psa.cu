@@ -124,9 +124,9 @@ extern "C" __global__ void psa_qkv_grad(const float* __restrict__ grads, const f
 }
 
 namespace psa {
-constexpr int kFusedQueries = 4;  // query rows per CTA: one per warp (200 CTAs at yolo26n size)
-constexpr int kFusedKeys = 64;     // keys per staged tile: two per lane
-constexpr int kFusedThreads = 128;
+constexpr int kFusedQueries = 8;    // query rows per CTA (100 CTAs at yolo26n size: one wave on an H200)
+constexpr int kFusedThreads = 256;  // 8 warps, each walking its own share of the keys
+constexpr int kFusedWarps = kFusedThreads / 32;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kMasked = -1.0e30f;  // score of a key beyond N: finite, so exp2f gives 0 and never NaN
@@ -134,28 +134,33 @@ constexpr float kMasked = -1.0e30f;  // score of a key beyond N: finite, so exp2
 
 // psa_attention_fused<KD> (variant `fused`): the whole PSA forward in one launch for YOLO26's small maps,
 // instead of pack -> FA2(V_lo) -> FA2(V_hi) -> merge -> extract-V. Both passes share the scores, so one
-// online softmax over the keys accumulates the 2*KD value columns [V_lo | V_hi] together. Grid
-// (ceil(N / 4), BH), block 128: a CTA owns 4 query rows of one head, a warp one of them (the per-row work is
-// a serial walk over all keys, so many small CTAs finish sooner than few large ones). Per tile of 64 keys
-// the CTA stages K (KD x 64) and V (2KD x 64) channel-major from qkv into padded shared tiles (coalesced
-// over keys, conflict-free reads); lane j scores keys j and j + 32 of a row against the row's Q (read from
-// shared memory as a broadcast), the row max and sum reduce over the warp, and each lane accumulates the
-// 2KD/32 value columns lane + 32 d with the probabilities broadcast by shuffles. Outputs, all in one pass:
-// merged and the two FA2 outputs o_lo / o_hi, L (natural-log logsumexp, as FA2 writes it), this CTA's rows of
-// every section of `packed` and of v_out, so the attention maps (probs from packed Q, K and L) and the
-// backward (FA2's, reading packed, o_lo, o_hi, L) work on a fused forward exactly as on the composed one.
-// KD in {16, 32} (YOLO26 uses 32); other widths take the composed path.
+// online softmax accumulates the 2*KD value columns [V_lo | V_hi] together. Grid (ceil(N / 8), BH), block
+// 256: a CTA owns 8 query rows of one head and splits the KEYS over its 8 warps (at N = 400 a row's serial
+// walk is two 32-key chunks instead of 400 keys), then merges the warps' partial softmax states in shared
+// memory.
+//   Warp w takes the 32-key chunks w, w + 8, ...; lane j owns key j of a chunk: its KD key values go global
+//   -> registers (channel-major qkv: a warp's loads of one channel are 32 consecutive keys), the chunk's 2KD
+//   x 32 values go to the warp's own shared tile (padded to 33, conflict-free), and for each of the CTA's
+//   rows the lane scores its key against Q (shared, broadcast); the row max reduces over the warp (the
+//   running max is warp-uniform), the exponent sums stay per lane, and each lane accumulates the value
+//   columns lane + 32 d with the probabilities broadcast by shuffles. Merge: every warp leaves (max, sum, 2KD
+//   partial outputs) per row in shared memory; the CTA rescales them to the common max and writes merged and
+//   the two FA2 outputs o_lo / o_hi, and L (natural-log logsumexp, as FA2 writes it). It also writes this
+//   CTA's rows of every section of `packed` and of v_out, so the attention maps (probs from packed Q, K and
+//   L) and the backward (FA2's, reading packed, o_lo, o_hi, L) work on a fused forward exactly as on the
+//   composed one. Dynamic shared memory: each warp's V tile [2KD][33], later reused for the partial results
+//   [8 warps][8 rows][2KD + 2]: 8 * 2KD * 33 floats (67.6 KB at KD 32). KD in {16, 32} (YOLO26 uses 32);
+//   other widths take the composed path.
 template <int KD>
 __global__ void __launch_bounds__(psa::kFusedThreads)
     psa_attention_fused(const float* __restrict__ qkv, float* __restrict__ merged, float* __restrict__ v_out,
                         float* __restrict__ packed, float* __restrict__ o_lo, float* __restrict__ o_hi,
                         float* __restrict__ lse, int batch_heads, int n, float scale) {
-  constexpr int QB = psa::kFusedQueries, TK = psa::kFusedKeys, VD = 2 * KD;
-  constexpr int kRowsPerWarp = QB / (psa::kFusedThreads / 32), kDimsPerLane = VD / 32;
+  constexpr int QB = psa::kFusedQueries, W = psa::kFusedWarps, VD = 2 * KD, kDimsPerLane = VD / 32;
+  constexpr int kLd = 33;  // row stride of a warp's V tile
   static_assert(KD == 16 || KD == 32, "the fused PSA forward is instantiated for KEY_DIM 16 and 32");
   __shared__ float q_s[QB][KD];
-  __shared__ float k_s[KD][TK + 1];
-  __shared__ float v_s[VD][TK + 1];
+  LAB_DYNAMIC_SHARED(float, smem);
   const int bh = blockIdx.y, n0 = blockIdx.x * QB;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float* head = qkv + size_t(bh) * 4 * KD * n;  // channels [Q | K | V_lo | V_hi], each KD x N
@@ -170,66 +175,84 @@ __global__ void __launch_bounds__(psa::kFusedThreads)
     packed[section * section_elems + (size_t(bh) * n + row) * KD + c] = v;
     if (section >= 2) v_out[(size_t(bh) * VD + ch - 2 * KD) * n + row] = v;
   }
+  __syncthreads();
 
   const float c = scale * psa::kLog2e;
-  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kDimsPerLane];
+  float* v_s = smem + warp * VD * kLd;  // this warp's V chunk, v_s[dim * kLd + key]
+  float m[QB], l[QB], acc[QB][kDimsPerLane];
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    m[i] = psa::kMasked;
-    l[i] = 0.f;
+  for (int r = 0; r < QB; ++r) {
+    m[r] = psa::kMasked;
+    l[r] = 0.f;
 #pragma unroll
-    for (int d = 0; d < kDimsPerLane; ++d) acc[i][d] = 0.f;
+    for (int d = 0; d < kDimsPerLane; ++d) acc[r][d] = 0.f;
   }
-  for (int k0 = 0; k0 < n; k0 += TK) {
-    __syncthreads();  // Q is staged; the previous tile is consumed
-    for (int i = threadIdx.x; i < 3 * KD * TK; i += psa::kFusedThreads) {
-      const int ch = i / TK, j = i % TK, key = k0 + j;
-      const float v = key < n ? head[size_t(KD + ch) * n + key] : 0.f;
-      if (ch < KD)
-        k_s[ch][j] = v;
-      else
-        v_s[ch - KD][j] = v;
+  for (int k0 = warp * 32; k0 < n; k0 += W * 32) {
+    const int key = k0 + lane;
+    const bool valid = key < n;
+    float k[KD];
+#pragma unroll
+    for (int cc = 0; cc < KD; ++cc) k[cc] = valid ? head[size_t(KD + cc) * n + key] : 0.f;
+#pragma unroll
+    for (int d = 0; d < VD; ++d) v_s[d * kLd + lane] = valid ? head[size_t(2 * KD + d) * n + key] : 0.f;
+    __syncwarp();
+    float p[QB];
+#pragma unroll
+    for (int r = 0; r < QB; ++r) {
+      float s = 0.f;
+#pragma unroll
+      for (int cc = 0; cc < KD; ++cc) s += q_s[r][cc] * k[cc];
+      s = valid ? s * c : psa::kMasked;
+      const float m_new = fmaxf(m[r], lab_warp_max(s)), alpha = exp2f(m[r] - m_new);
+      p[r] = exp2f(s - m_new);
+      l[r] = l[r] * alpha + p[r];
+      m[r] = m_new;
+#pragma unroll
+      for (int d = 0; d < kDimsPerLane; ++d) acc[r][d] *= alpha;
     }
-    __syncthreads();
+    for (int j = 0; j < 32; ++j) {
+      float v[kDimsPerLane];
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-      const int r = warp * kRowsPerWarp + i;
-      float s0 = 0.f, s1 = 0.f;  // keys k0 + lane and k0 + lane + 32
+      for (int d = 0; d < kDimsPerLane; ++d) v[d] = v_s[(lane + 32 * d) * kLd + j];
 #pragma unroll
-      for (int cc = 0; cc < KD; ++cc) {
-        const float q = q_s[r][cc];
-        s0 += q * k_s[cc][lane];
-        s1 += q * k_s[cc][lane + 32];
-      }
-      s0 = k0 + lane < n ? s0 * c : psa::kMasked;
-      s1 = k0 + lane + 32 < n ? s1 * c : psa::kMasked;
-      const float m_new = fmaxf(m[i], lab_warp_max(fmaxf(s0, s1)));
-      const float p0 = exp2f(s0 - m_new), p1 = exp2f(s1 - m_new), alpha = exp2f(m[i] - m_new);
-      l[i] = l[i] * alpha + lab_warp_sum(p0 + p1);
-      m[i] = m_new;
+      for (int r = 0; r < QB; ++r) {
+        const float pj = __shfl_sync(LAB_FULL_MASK, p[r], j);
 #pragma unroll
-      for (int d = 0; d < kDimsPerLane; ++d) acc[i][d] *= alpha;
-      for (int j = 0; j < 32; ++j) {
-        const float pj0 = __shfl_sync(LAB_FULL_MASK, p0, j), pj1 = __shfl_sync(LAB_FULL_MASK, p1, j);
-#pragma unroll
-        for (int d = 0; d < kDimsPerLane; ++d)
-          acc[i][d] += pj0 * v_s[lane + 32 * d][j] + pj1 * v_s[lane + 32 * d][j + 32];
+        for (int d = 0; d < kDimsPerLane; ++d) acc[r][d] += pj * v[d];
       }
     }
+    __syncwarp();  // the next chunk overwrites v_s
   }
 
+  // Merge the warps' partial states: part_acc [W][QB][VD], part_m / part_l [W][QB] (over the V tiles).
+  __syncthreads();
+  float *part_acc = smem, *part_m = smem + W * QB * VD, *part_l = part_m + W * QB;
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    const int row = n0 + warp * kRowsPerWarp + i;
-    if (row >= n) continue;
-    const float inv = 1.f / l[i];
+  for (int r = 0; r < QB; ++r) {
+    const float l_warp = lab_warp_sum(l[r]);
 #pragma unroll
-    for (int d = 0; d < kDimsPerLane; ++d) {
-      const int dim = lane + 32 * d, half = dim / KD, cc = dim % KD;
-      const float value = acc[i][d] * inv;
-      (half ? o_hi : o_lo)[(size_t(bh) * n + row) * KD + cc] = value;
-      merged[(size_t(bh) * VD + dim) * n + row] = value;
+    for (int d = 0; d < kDimsPerLane; ++d) part_acc[(warp * QB + r) * VD + lane + 32 * d] = acc[r][d];
+    if (lane == 0) {
+      part_m[warp * QB + r] = m[r];
+      part_l[warp * QB + r] = l_warp;
     }
-    if (lane == 0) lse[size_t(bh) * n + row] = m[i] * psa::kLn2 + logf(l[i]);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < QB * VD; i += psa::kFusedThreads) {
+    const int r = i % QB, dim = i / QB, row = n0 + r;
+    if (row >= n) continue;
+    float m_all = psa::kMasked;
+    for (int w = 0; w < W; ++w) m_all = fmaxf(m_all, part_m[w * QB + r]);
+    float l_all = 0.f, o = 0.f;
+    for (int w = 0; w < W; ++w) {
+      const float weight = exp2f(part_m[w * QB + r] - m_all);
+      l_all += part_l[w * QB + r] * weight;
+      o += part_acc[(w * QB + r) * VD + dim] * weight;
+    }
+    const float value = o / l_all;
+    const int half = dim / KD, cc = dim % KD;
+    (half ? o_hi : o_lo)[(size_t(bh) * n + row) * KD + cc] = value;
+    merged[(size_t(bh) * VD + dim) * n + row] = value;
+    if (dim == 0) lse[size_t(bh) * n + row] = m_all * psa::kLn2 + logf(l_all);
   }
 }

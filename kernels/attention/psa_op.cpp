@@ -113,9 +113,10 @@ void PsaOp::qkv_grad(const float* grads, const float* d_v, float* d_qkv) const {
 
 void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
   if (fused_) {
-    LaunchConfig c;  // psa.cu: kFusedQueries rows per CTA, kFusedThreads threads
-    c.grid = {ceil_div(size_t(dims_.n), 4), unsigned(dims_.batch_heads()), 1};
-    c.block = {128, 1, 1};
+    LaunchConfig c;  // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, the warps' V tiles
+    c.grid = {ceil_div(size_t(dims_.n), 8), unsigned(dims_.batch_heads()), 1};
+    c.block = {256, 1, 1};
+    c.dynamic_shared_bytes = size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float);
     int bh = dims_.batch_heads(), n = dims_.n;
     float scale = softmax_scale(dims_);
     float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>(),

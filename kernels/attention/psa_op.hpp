@@ -36,6 +36,8 @@ struct PsaWorkspace {
 
 // Whether the fused forward exists for this key width (16 or 32; YOLO26 uses 32).
 bool psa_fused_supported(int key_dim);
+// The largest map (H * W tokens) the network runs through the fused forward; larger ones take `tiled`.
+inline constexpr int kPsaFusedMaxTokens = 1024;
 // The fused forward kernel alone (what `lab source psa_attention --variant fused` shows).
 CompileRequest psa_fused_compile_request(int key_dim);
 

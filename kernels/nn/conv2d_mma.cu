@@ -92,8 +92,10 @@ __device__ __forceinline__ void stage_weights_async(uint16_t* w_s, const uint16_
 
 }  // namespace nn
 
+// At least two CTAs per SM (128 registers at most): left to itself ptxas squeezes some instances into 64
+// registers with spills.
 template <int DT, int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads)
+__global__ void __launch_bounds__(nn::kThreads, 2)
     conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
                const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
                const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,

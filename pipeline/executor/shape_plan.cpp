@@ -190,7 +190,10 @@ void PlanBuilder::attention(const AttentionSpec& a, const Activation& qkv, const
   dims.n = int(qkv.plane()), dims.scale = a.scale;
   auto run = std::make_unique<AttentionRun>();
   run->name = a.name;
-  run->op = std::make_unique<PsaOp>(ops_.backend(), "tiled", dims);
+  // The one-launch fused forward on small maps (yolo26n's 20 x 20 at 640); on large ones each of its CTAs
+  // reading every key costs more than the launches it saves (docs/PERFORMANCE.md).
+  const bool fused = psa_fused_supported(a.key_dim) && dims.n <= kPsaFusedMaxTokens;
+  run->op = std::make_unique<PsaOp>(ops_.backend(), fused ? "fused" : "tiled", dims);
   run->workspace = run->op->workspace();
   AttentionRun* r = run.get();
   plan_.attentions.push_back(std::move(run));
