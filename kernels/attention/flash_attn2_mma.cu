@@ -16,7 +16,8 @@
 //   Fragments come from shared memory through ldmatrix (.trans where the operand's reduction dimension runs
 //   along memory rows: V in P.V, K in dS.K, dO in P^T.dO, Q in dS^T.Q). A score tile's accumulator registers
 //   are, element for element, the A operand of the next product (FA2's register reuse): P, dS and their
-//   transposes never touch shared memory. Everything runs in the log2 domain (exp2f of pre-scaled scores).
+//   transposes never touch shared memory. Everything runs in the log2 domain (2^x through ex2.approx.ftz of
+//   scores scaled by scale * log2(e) in the same FFMA).
 // Precision: P (and dS) are rounded to the element type before their products, O / dQ / dK / dV once at the
 // end; every sum is float32.
 #include "common/lab.cuh"
@@ -206,7 +207,11 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int mt = 0; mt < MT; ++mt) zero(s[mt]);
     mma_a_bt<DT, HEAD_DIM, MT, BN / 8>(s, sq, warp_row, kt, lane);
 
-    // Online softmax over this tile (rows g: elements 0, 1; rows g + 8: elements 2, 3).
+    // Online softmax over this tile (rows g: elements 0, 1; rows g + 8: elements 2, 3). The scores stay
+    // unscaled until the exponent (scale > 0, so the maximum commutes with it): p = 2^(s * scale_log2 - m) is
+    // one FFMA and one MUFU. Keys past n_k (only in the last tile; every row keeps at least one key there)
+    // score kMasked, whose exponent is 0. (Skipping the mask on full tiles costs registers: at HEAD_DIM 128
+    // ptxas then spills.)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       float tile_max[2] = {kMasked, kMasked};
@@ -215,14 +220,14 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int key = j * BN + nt * 8 + 2 * t + (e & 1);
-          s[mt][nt][e] = key < n_k ? s[mt][nt][e] * scale_log2 : kMasked;
+          if (key >= n_k) s[mt][nt][e] = kMasked;
           tile_max[e / 2] = fmaxf(tile_max[e / 2], s[mt][nt][e]);
         }
       float alpha[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const float m_new = fmaxf(row_max[mt][r], group4_max(tile_max[r]));
-        alpha[r] = exp2f(row_max[mt][r] - m_new);
+        const float m_new = fmaxf(row_max[mt][r], group4_max(tile_max[r]) * scale_log2);
+        alpha[r] = lab_exp2_ftz(row_max[mt][r] - m_new);
         row_max[mt][r] = m_new;
         row_sum[mt][r] *= alpha[r];
       }
@@ -230,7 +235,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[mt][nt][e] = exp2f(s[mt][nt][e] - row_max[mt][e / 2]);
+          s[mt][nt][e] = lab_exp2_ftz(fmaf(s[mt][nt][e], scale_log2, -row_max[mt][e / 2]));
           row_sum[mt][e / 2] += s[mt][nt][e];
         }
 #pragma unroll
@@ -336,7 +341,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int key = j * BN + nt * 8 + 2 * t + (e & 1);
-          const float p = key < n_k ? exp2f(s[mt][nt][e] * scale_log2 - row_l[mt][e / 2]) : 0.f;
+          const float p = key < n_k ? lab_exp2_ftz(fmaf(s[mt][nt][e], scale_log2, -row_l[mt][e / 2])) : 0.f;
           s[mt][nt][e] = p * (dp[mt][nt][e] - row_d[mt][e / 2]);  // dS
         }
     mma_p_b<DT, HEAD_DIM, MT, BN / 16>(acc, s, kt, lane);  // dQ += dS . K
@@ -420,7 +425,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = nt * 8 + 2 * t + (e & 1);  // query within the tile
-        const float p = j * BM + col < n_q ? exp2f(st[0][nt][e] * scale_log2 - lt[col]) : 0.f;
+        const float p = j * BM + col < n_q ? lab_exp2_ftz(fmaf(st[0][nt][e], scale_log2, -lt[col])) : 0.f;
         st[0][nt][e] = p;
         dpt[0][nt][e] = p * (dpt[0][nt][e] - dt[col]);  // dS^T
       }

@@ -1,7 +1,8 @@
 // Half-precision storage and the warp-level tensor-core primitives (PTX mma.sync m16n8k16, ldmatrix,
-// cp.async) on both backends. NVRTC gets inline PTX (sm_80 or newer); the cpu emulator implements the same
-// functions with the same per-lane register layouts (nvrtc_runtime/cpu/device/lab_emu_mma.hpp), so a kernel
-// written against the PTX layouts below runs unchanged on both.
+// cp.async, and the ex2.approx.ftz exponent their softmax uses) on both backends. NVRTC gets inline PTX
+// (sm_80 or newer); the cpu emulator implements the same functions with the same per-lane register layouts
+// (nvrtc_runtime/cpu/device/lab_emu_mma.hpp), so a kernel written against the PTX layouts below runs
+// unchanged on both.
 //
 // Element types are template arguments: LAB_F16 (IEEE binary16) or LAB_BF16 (bfloat16). Values travel as raw
 // 16-bit patterns (uint16_t) or packed pairs (uint32_t: the element with the lower index in the low half).
@@ -106,6 +107,14 @@ __device__ __forceinline__ void lab_cp_async_commit() {
 template <int PENDING>
 __device__ __forceinline__ void lab_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
+}
+
+// 2^x in one MUFU instruction (ex2.approx, ~2 ulp), results below the smallest normal float flushed to zero:
+// the softmax exponent, which exp2f would follow with subnormal fix-ups.
+__device__ __forceinline__ float lab_exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
 }
 
 #endif  // LAB_CPU_EMULATOR (the emulator defines the same functions in lab_emu_mma.hpp)

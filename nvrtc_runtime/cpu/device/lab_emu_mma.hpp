@@ -65,6 +65,12 @@ inline void lab_cp_async_commit() {}
 template <int PENDING>
 inline void lab_cp_async_wait() {}
 
+// 2^x with results below the smallest normal float flushed to zero (ex2.approx.ftz.f32).
+inline float lab_exp2_ftz(float x) {
+  const float r = exp2f(x);
+  return r < FLT_MIN ? 0.0f : r;
+}
+
 namespace lab_emu {
 
 // One lane's part of a warp collective.

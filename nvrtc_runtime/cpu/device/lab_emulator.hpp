@@ -14,6 +14,7 @@
 #define LAB_CPU_EMULATOR 1
 #endif
 
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstddef>
