@@ -8,19 +8,22 @@ Rows (CUDA events, median over warm runs): eager and CUDA-graph forward at batch
 TF32; float16 and bfloat16 with the whole network in 16 bits), batch-32 throughput, the PSA attention core at
 yolo26n size, SDPA flash/cuDNN attention at 4x16x4096x{64,128} (skipped with --no-fa2). With --lab LAB it runs
 `lab bench pipeline` (fp32, tf32, fp16, bf16) and `lab bench flash_attn2_{fwd,bwd}_half` in the same process
-tree and prints the ratios.
+tree and prints the ratios. With --folder DIR it also times `lab detect DIR` against an Ultralytics-style
+predict loop over the same JPEGs (torch_predict_folder.py).
 The network is checked first against the golden detections when --golden is given.
 
 Usage: python3 bench/compare_torch.py --weights yolo26n.safetensors [--golden bus640_golden_2.safetensors]
-       [--lab build/lab/lab --model yolo26n.pt] [--compile] [--no-fa2] [--reps 50]
+       [--lab build/lab/lab --model yolo26n.pt] [--compile] [--no-fa2] [--folder DIR] [--reps 50]
 """
 import argparse
 import json
+import os
 import struct
 import subprocess
 import sys
 
 from sdpa_compare import time_ms  # CUDA-event median over warm runs, shared with the SDPA comparison
+from torch_predict_folder import predict_folder  # the Ultralytics-style predict loop of the folder row
 
 
 def load_safetensors(torch, path):
@@ -305,6 +308,34 @@ def print_attention_ratios(lab, rows, reps):
                 print(line)
 
 
+def print_folder_row(torch, model, dev, args):
+    """`lab detect FOLDER` (batch 1, float32, annotated JPEGs written) against the same folder through the
+    Ultralytics-style loop, both on this GPU in this run; images per second of wall time."""
+    files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder)
+                   if f.lower().endswith((".jpg", ".jpeg")))
+    if not files:
+        print(f"\nfolder row: no JPEGs in {args.folder}")
+        return
+    torch.backends.cudnn.allow_tf32 = True  # Ultralytics' default: PyTorch's TF32 convolutions
+    n, seconds, kept = predict_folder(torch, model, files, "/tmp/compare_torch_predict", dev)
+    theirs = n / seconds
+    print(f"\nfolder of {n} JPEGs, batch 1 float32 (wall time, annotated images written):")
+    print(f"  Ultralytics-style predict loop (PyTorch eager + OpenCV): {theirs:.1f} images/s "
+          f"({1e3 * seconds / n:.2f} ms per image, {kept} boxes above 0.25)")
+    if not (args.lab and args.model):
+        return
+    cmd = [args.lab, "detect", args.folder, "--backend", "cuda", "--model", args.model, "--out",
+           "/tmp/compare_torch_lab_detect"]
+    for run in ("warm-up", "measured"):
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("Throughput:")), None)
+    if out.returncode != 0 or line is None:
+        print(f"  lab detect failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
+        return
+    ours = float(line.split(",")[1].split()[0])
+    print(f"  lab detect: {ours:.1f} images/s ({line}); lab / loop = {ours / theirs:.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", required=True, help="safetensors from `lab convert yolo26n.pt OUT.safetensors`")
@@ -313,6 +344,8 @@ def main():
     ap.add_argument("--lab", help="the lab binary: also run `lab bench pipeline` and print ratios")
     ap.add_argument("--model", help="checkpoint for `lab bench pipeline`")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile(mode='max-autotune') (slow)")
+    ap.add_argument("--folder", help="a folder of JPEGs: time `lab detect` on it against an Ultralytics-style "
+                    "predict loop (torch_predict_folder.py), both batch 1 float32")
     ap.add_argument("--no-fa2", action="store_true", help="skip the fp16/bf16 Flash Attention rows (4x16x4096)")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--reps", type=int, default=50)
@@ -420,6 +453,8 @@ def main():
                       f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
     if args.lab and not args.no_fa2:
         print_attention_ratios(args.lab, rows, 30)
+    if args.folder:
+        print_folder_row(torch, model, dev, args)
     return 0
 
 
