@@ -4,6 +4,7 @@
 // (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
 // attention.md). Layouts as in psa.cu.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,8 +37,10 @@ struct PsaWorkspace {
 
 // Whether the fused forward exists for this key width (16 or 32; YOLO26 uses 32).
 bool psa_fused_supported(int key_dim);
-// The largest map (H * W tokens) the network runs through the fused forward; larger ones take `tiled`.
+// The largest map (H * W tokens) and the most query rows (batch * heads * tokens) the network runs through
+// the fused forward; larger problems take `tiled` (measured crossovers in docs/PERFORMANCE.md).
 inline constexpr int kPsaFusedMaxTokens = 1024;
+inline constexpr int64_t kPsaFusedMaxRows = 8192;
 // The fused forward kernel alone (what `lab source psa_attention --variant fused` shows).
 CompileRequest psa_fused_compile_request(int key_dim);
 

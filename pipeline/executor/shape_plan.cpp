@@ -190,9 +190,11 @@ void PlanBuilder::attention(const AttentionSpec& a, const Activation& qkv, const
   dims.n = int(qkv.plane()), dims.scale = a.scale;
   auto run = std::make_unique<AttentionRun>();
   run->name = a.name;
-  // The one-launch fused forward on small maps (yolo26n's 20 x 20 at 640); on large ones each of its CTAs
-  // reading every key costs more than the launches it saves (docs/PERFORMANCE.md).
-  const bool fused = psa_fused_supported(a.key_dim) && dims.n <= kPsaFusedMaxTokens;
+  // The one-launch fused forward on small problems (yolo26n at 640, batch 1: 17.8 vs 35.3 us on an H200); on
+  // large maps or batches each of its CTAs reading every key of its head costs more than the launches it
+  // saves (batch 32: 215 vs 176 us; 80x80: level). docs/PERFORMANCE.md.
+  const bool fused = psa_fused_supported(a.key_dim) && dims.n <= kPsaFusedMaxTokens &&
+                     int64_t(dims.batch_heads()) * dims.n <= kPsaFusedMaxRows;
   run->op = std::make_unique<PsaOp>(ops_.backend(), fused ? "fused" : "tiled", dims);
   run->workspace = run->op->workspace();
   AttentionRun* r = run.get();
