@@ -162,8 +162,8 @@ class ComposedRunnerBase : public PsaRunnerBase {
     return {{"tiled", "pack -> 2x FA2 (tiled) -> merge, + extract-V"},
             {"row_per_cta", "pack -> 2x FA2 (row_per_cta) -> merge, + extract-V"},
             {"fused",
-             "one launch: both value halves on shared scores, every output in one pass (KEY_DIM 16, "
-             "32); the backward on tiled FA2"}};
+             "one launch: 8 query rows per CTA, the keys split over its 8 warps, both value halves on "
+             "shared scores (KEY_DIM 16, 32); the backward on tiled FA2"}};
   }
   // The attention kernels (the fused forward kernel for `fused`); the instance also compiles psa.cu.
   CompileRequest compile_request(const std::string& variant, const Params& p) const override {
