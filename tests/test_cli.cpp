@@ -347,3 +347,33 @@ TEST_CASE("lab bench --all-variants skips a variant that cannot run a case and n
   const LabResult named = run_lab("bench conv2d --variant v3_depthwise --backend cpu --iters 1");
   CHECK(named.exit_code == 2);
 }
+
+TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and say so", "[cli]") {
+  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: " << model.string() << " is absent");
+    return;
+  }
+  for (const std::string precision : {"fp16", "bf16"}) {
+    INFO(precision);
+    const LabResult bench =
+        run_lab("bench pipeline --backend cpu --imgsz 64 --iters 1 --warmup 0 --json --model " +
+                quoted(model.string()) + " --precision " + precision);
+    INFO(bench.err);
+    REQUIRE(bench.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(bench.out);
+    CHECK(j["precision"] == precision);
+    CHECK(j["graph_ms"].get<double>() > 0);
+    CHECK(!j["layers"].empty());
+
+    lab::test::ScratchDir dir("detect-" + precision);
+    const LabResult detect =
+        run_lab("detect " + quoted((fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg").string()) +
+                " --backend cpu --imgsz 96 --model " + quoted(model.string()) + " --precision " + precision +
+                " --out " + quoted(dir.path.string()));
+    INFO(detect.out << detect.err);
+    CHECK(detect.exit_code == 0);
+    CHECK(contains(detect.out, "precision " + precision));
+    CHECK(fs::exists(dir.path / "bus.jpg"));
+  }
+}
