@@ -241,6 +241,19 @@ def build_model(torch, sd):
     return Yolo26()
 
 
+def time_graph_replays(torch, model, dtype, tag, rows, args, dev):
+    """CUDA-graph replays of `model` on random `dtype` input at batch 1 and 32: rows "b1 TAG cuda-graph",
+    "b32 TAG cuda-graph" (ms) and "b32 TAG img/s"."""
+    x = torch.rand(1, 3, 640, 640, device=dev, dtype=dtype)
+    g = graph_of(torch, model, x)
+    rows[f"b1 {tag} cuda-graph"] = time_ms(torch, g.replay, args.warmup, args.reps)
+    x32 = torch.rand(32, 3, 640, 640, device=dev, dtype=dtype)
+    g32 = graph_of(torch, model, x32)
+    ms = time_ms(torch, g32.replay, 3, max(10, args.reps // 5))
+    rows[f"b32 {tag} cuda-graph"] = ms
+    rows[f"b32 {tag} img/s"] = 32e3 / ms
+
+
 def graph_of(torch, model, x):
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -382,31 +395,17 @@ def main():
         for tf32 in (False, True):
             torch.backends.cudnn.allow_tf32 = tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32
-            x = torch.rand(1, 3, 640, 640, device=dev)
             tag = "tf32" if tf32 else "fp32"
+            x = torch.rand(1, 3, 640, 640, device=dev)
             rows[f"b1 {tag} eager"] = time_ms(torch, lambda: model(x), args.warmup, args.reps)
-            g = graph_of(torch, model, x)
-            rows[f"b1 {tag} cuda-graph"] = time_ms(torch, g.replay, args.warmup, args.reps)
-            x32 = torch.rand(32, 3, 640, 640, device=dev)
-            g32 = graph_of(torch, model, x32)
-            ms = time_ms(torch, g32.replay, 3, max(10, args.reps // 5))
-            rows[f"b32 {tag} cuda-graph"] = ms
-            rows[f"b32 {tag} img/s"] = 32e3 / ms
+            time_graph_replays(torch, model, torch.float32, tag, rows, args, dev)
         torch.backends.cudnn.allow_tf32 = True
-        for tag, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        for tag, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
             half = build_model(torch, sd).to(dev).eval().to(dtype)
-            xh = torch.rand(1, 3, 640, 640, device=dev).to(dtype)
-            g = graph_of(torch, half, xh)
-            rows[f"b1 {tag} cuda-graph"] = time_ms(torch, g.replay, args.warmup, args.reps)
-            xh32 = torch.rand(32, 3, 640, 640, device=dev).to(dtype)
-            g32 = graph_of(torch, half, xh32)
-            ms = time_ms(torch, g32.replay, 3, max(10, args.reps // 5))
-            rows[f"b32 {tag} cuda-graph"] = ms
-            rows[f"b32 {tag} img/s"] = 32e3 / ms
-        half = build_model(torch, sd).to(dev).eval().half()
-        xh = torch.rand(1, 3, 640, 640, device=dev).half()
-        if args.compile:
+            time_graph_replays(torch, half, dtype, tag, rows, args, dev)
+        if args.compile:  # `half` is the fp16 network from the loop above
             compiled = torch.compile(half, mode="max-autotune")
+            xh = torch.rand(1, 3, 640, 640, device=dev, dtype=torch.float16)
             rows["b1 fp16 torch.compile max-autotune"] = time_ms(torch, lambda: compiled(xh), 5, args.reps)
 
         # The PSA attention core at yolo26n size: 1 x 2 heads x 400 x 32, two value halves as one D=64 call.

@@ -86,8 +86,7 @@ __device__ __forceinline__ void mma_a_bt(float (&acc)[MT][NT][4], const uint16_t
       lab_load_b_rows_n<stride(D)>(bf, b, nt * 8, kc * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
-        lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
+        lab_mma_16816_pair<DT>(acc[mt][nt], acc[mt][nt + 1], af[mt], bf);
       }
     }
   }
@@ -120,8 +119,7 @@ __device__ __forceinline__ void mma_p_b(float (&acc)[MT][D / 8][4], const float 
       lab_load_b_rows_k<stride(D)>(bf, b, nt * 8, kc * 16, lane);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        lab_mma_16816<DT>(acc[mt][nt], af[mt], {bf[0], bf[1]});
-        lab_mma_16816<DT>(acc[mt][nt + 1], af[mt], {bf[2], bf[3]});
+        lab_mma_16816_pair<DT>(acc[mt][nt], acc[mt][nt + 1], af[mt], bf);
       }
     }
   }
@@ -452,8 +450,7 @@ __global__ void __launch_bounds__(WARPS * 32)
         for (int nt = 0; nt < kCols / 8; nt += 2) {
           uint32_t bf[4];
           lab_load_b_rows_k<stride(HEAD_DIM)>(bf, sk, c0 + nt * 8, kc * 16, lane);
-          lab_mma_16816<DT>(dqa[nt], af, {bf[0], bf[1]});
-          lab_mma_16816<DT>(dqa[nt + 1], af, {bf[2], bf[3]});
+          lab_mma_16816_pair<DT>(dqa[nt], dqa[nt + 1], af, bf);
         }
       }
       float* acc_rows = dq_acc + size_t(bh) * n_q * HEAD_DIM;

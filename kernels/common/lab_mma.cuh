@@ -143,3 +143,12 @@ __device__ __forceinline__ void lab_load_b_rows_k(uint32_t (&b)[4], const uint16
                                                   int lane) {
   lab_ldmatrix_x4_trans(b, tile + (k0 + lane % 8 + ((lane / 8) % 2) * 8) * LD + n0 + (lane / 16) * 8);
 }
+
+// d0 += a * (b[0], b[1]) and d1 += a * (b[2], b[3]): the products of one A fragment with the two n8 tiles of
+// one lab_load_b_rows_n / lab_load_b_rows_k.
+template <int DT>
+__device__ __forceinline__ void lab_mma_16816_pair(float (&d0)[4], float (&d1)[4], const uint32_t (&a)[4],
+                                                   const uint32_t (&b)[4]) {
+  lab_mma_16816<DT>(d0, a, {b[0], b[1]});
+  lab_mma_16816<DT>(d1, a, {b[2], b[3]});
+}

@@ -90,13 +90,18 @@ __device__ __forceinline__ void stage_weights_async(uint16_t* w_s, const uint16_
   lab_cp_async_commit();
 }
 
+// CTAs per SM the register budget of conv2d_mma<.., TM> must allow: 4 / 3 / 2 for TM 64 / 32 / 16 (at most
+// 64 / 80 / 128 registers, none spills). Left to itself ptxas gave TM 64 up to 70 registers (3 CTAs) and
+// spilled some TM 32 instances at 64; asking two CTAs of every tile (up to 128 registers) made the network's
+// batch-32 forward ~10 % slower.
+__host__ __device__ constexpr int mma_ctas_per_sm(int tm) {
+  return tm == 64 ? 4 : tm == 32 ? 3 : 2;
+}
+
 }  // namespace nn
 
-// CTAs per SM the register budget must allow: 4 / 3 / 2 for TM 64 / 32 / 16 (at most 64 / 80 / 128 registers,
-// none spills). Left to itself ptxas gave TM 64 up to 70 registers (3 CTAs) and spilled some TM 32 instances
-// at 64; asking two CTAs of every tile (up to 128 registers) made the network's batch-32 forward ~10 % slower.
 template <int DT, int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads, TM == 64 ? 4 : TM == 32 ? 3 : 2)
+__global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
                const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
                const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
@@ -143,8 +148,7 @@ __global__ void __launch_bounds__(nn::kThreads, TM == 64 ? 4 : TM == 32 ? 3 : 2)
       for (int np = 0; np < 2; ++np) {
         uint32_t bf[4];
         lab_load_b_rows_n<LD>(bf, x_s[buf], wn * 32 + np * 16, kc * 16, lane);
-        lab_mma_16816<DT>(acc[2 * np], a, {bf[0], bf[1]});
-        lab_mma_16816<DT>(acc[2 * np + 1], a, {bf[2], bf[3]});
+        lab_mma_16816_pair<DT>(acc[2 * np], acc[2 * np + 1], a, bf);
       }
     }
     if (more) column.template store<DT>(x_s[buf ^ 1], col);
