@@ -363,6 +363,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--reps", type=int, default=50)
     args = ap.parse_args()
+    if args.folder and not os.path.isdir(args.folder):
+        sys.exit(f"compare_torch: --folder {args.folder}: not a directory")
     try:
         import torch
         import torch.nn.functional as F

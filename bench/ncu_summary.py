@@ -22,8 +22,11 @@ def family(kernel_name):
 
 def read_launches(path):
     """{launch id: (kernel family, {metric: value})} from the CSV rows after the header."""
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
+    try:
+        with open(path, newline="") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"ncu_summary: {path}: {e.strerror}")
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         sys.exit(f"ncu_summary: {path}: no ncu CSV header (\"ID\",...) found")
