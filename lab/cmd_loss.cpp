@@ -1,7 +1,10 @@
 // `lab loss`: the YOLO26 training loss (both heads, epoch-weighted) of raw head outputs read from a
 // safetensors file against YOLO-format labels; prints the components and, where the file stores gradients,
 // how ours compare; --grad-out writes ours.
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +26,7 @@ struct LossOptions {
   double scale = 0;
   int epoch = 0, epochs = 100;
   double box_gain = 7.5, cls_gain = 0.5, l1_gain = 1.5;
+  double grad_tol = 1e-4;
   bool json = false;
 };
 
@@ -33,17 +37,15 @@ std::string number(double v) {
   return s.str();
 }
 
-loss::Letterbox resolve_letterbox(const LossOptions& o) {
+// The letterbox that maps the labels (normalised to the original image) into the network input: from
+// --letterbox-json, --scale/--pad, the labels JSON's own "letterbox", or --orig-size with the fixed letterbox,
+// in that order. Without any of them the mapping is unknown: a usage error, never a silent guess.
+loss::Letterbox resolve_letterbox(const LossOptions& o, const std::optional<loss::Letterbox>& from_labels) {
   const bool manual = o.scale > 0 || !o.pad.empty();
   if (!o.letterbox_json.empty() && manual)
     throw UsageError("loss: give --letterbox-json or --scale/--pad, not both");
   const int w = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[0]);
   const int h = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[1]);
-  if (!o.letterbox_json.empty()) {
-    loss::Letterbox box = loss::read_letterbox_json(o.letterbox_json);
-    if (w > 0) box.original_width = w, box.original_height = h;
-    return box;
-  }
   if (manual) {
     loss::Letterbox box;
     box.scale = o.scale > 0 ? o.scale : 1.0;
@@ -53,8 +55,17 @@ loss::Letterbox resolve_letterbox(const LossOptions& o) {
     box.original_height = h > 0 ? h : static_cast<int>(std::lround((o.imgsz - 2 * box.pad_y) / box.scale));
     return box;
   }
+  std::optional<loss::Letterbox> box =
+      o.letterbox_json.empty() ? from_labels : loss::read_letterbox_json(o.letterbox_json);
+  if (box) {
+    if (w > 0) box->original_width = w, box->original_height = h;
+    return *box;
+  }
   if (w > 0) return loss::square_letterbox(w, h, o.imgsz, o.imgsz);
-  return loss::Letterbox{o.imgsz, o.imgsz, 1.0, 0.0, 0.0};  // labels already normalised to the input
+  throw UsageError("loss: " + o.labels +
+                   " is normalised to the original image, so the letterbox is needed: give --orig-size W H "
+                   "(the fixed letterbox), --letterbox-json FILE or --scale S --pad X Y (--scale 1 --pad 0 0 "
+                   "for labels normalised to the network input)");
 }
 
 nlohmann::json head_json(const loss::HeadLoss& h) {
@@ -65,6 +76,18 @@ nlohmann::json head_json(const loss::HeadLoss& h) {
           {"target_score_sum", h.target_score_sum}};
 }
 
+// The file's stored gradients are the external check of the labels and letterbox: beyond --grad-tol the
+// result is not the loss the file was made with, so the command fails (exit 1) naming the worst tensor.
+void check_stored_gradients(const LossOptions& o, const std::map<std::string, double>& stored, CliState& state) {
+  const auto worst = std::max_element(stored.begin(), stored.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (worst == stored.end() || worst->second <= o.grad_tol) return;
+  std::cerr << "lab: loss: our gradient of " << worst->first << " differs from the stored " << worst->first
+            << ".grad by relative L2 " << format_sci(worst->second) << " (tolerance " << format_sci(o.grad_tol)
+            << "): the labels or the letterbox are not the ones the heads file was made with\n";
+  state.exit_code = 1;
+}
+
 void run_loss(const LossOptions& o, CliState& state) {
   if (o.heads.empty() || o.labels.empty()) throw UsageError("loss: --heads and --labels are required");
 
@@ -73,9 +96,8 @@ void run_loss(const LossOptions& o, CliState& state) {
   if (batch.batch != 1)
     throw UsageError(o.heads + ": batch " + std::to_string(batch.batch) +
                      ", but a labels file describes one image");
-  const bool labels_json = std::filesystem::path(o.labels).extension() == ".json";
-  const auto labels = labels_json ? loss::read_labels_json(o.labels) : loss::read_yolo_labels(o.labels);
-  batch.ground_truth[0] = loss::labels_to_input(labels, resolve_letterbox(o));
+  const loss::LabelsFile labels = loss::read_labels_file(o.labels);
+  batch.ground_truth[0] = loss::labels_to_input(labels.labels, resolve_letterbox(o, labels.letterbox));
 
   loss::LossConfig config;
   config.epoch = o.epoch, config.epochs = o.epochs;
@@ -86,6 +108,7 @@ void run_loss(const LossOptions& o, CliState& state) {
   const loss::LossResult result = loss.compute(batch);
   const auto stored = loss::compare_stored_gradients(file, result);
   if (!o.grad_out.empty()) loss::write_gradients(o.grad_out, batch, result);
+  check_stored_gradients(o, stored, state);
 
   if (o.json) {
     nlohmann::json out = {{"heads", o.heads},
@@ -98,12 +121,13 @@ void run_loss(const LossOptions& o, CliState& state) {
                           {"one2many", head_json(result.one2many)},
                           {"one2one", head_json(result.one2one)},
                           {"total", result.total},
-                          {"stored_gradient_rel_l2", stored}};
+                          {"stored_gradient_rel_l2", stored},
+                          {"stored_gradient_tolerance", o.grad_tol}};
     std::cout << out.dump(2) << "\n";
     return;
   }
   std::cout << "heads " << o.heads << " (batch 1, " << batch.num_classes << " classes, "
-            << batch.anchors.size() << " anchors), labels " << o.labels << " (" << labels.size()
+            << batch.anchors.size() << " anchors), labels " << o.labels << " (" << labels.labels.size()
             << " boxes), backend " << backend_name << " (" << backend->device().name << ")\n"
             << "epoch " << o.epoch << " of " << o.epochs << ": weights o2m "
             << number(result.weights.one2many) << ", o2o " << number(result.weights.one2one) << "; gains box "
@@ -134,8 +158,8 @@ void add_loss_command(CLI::App& app, CliState& state) {
       "--heads", o->heads,
       "safetensors with one2many.boxes [B,4,A], one2many.scores [B,nc,A], one2one.* (optional *.grad)");
   cmd->add_option("--labels", o->labels,
-                  "YOLO labels (class cx cy w h, normalised to the original image), or a bus_loss.json-like "
-                  "file with labels_yolo_txt_original_image");
+                  "YOLO labels (class cx cy w h, normalised to the original image; needs the letterbox), or a "
+                  "bus_loss.json-like file with labels_yolo_txt_original_image and its letterbox");
   cmd->add_option("--imgsz", o->imgsz, "Network input size (square)")->capture_default_str();
   cmd->add_option("--letterbox-json", o->letterbox_json,
                   "bus_loss.json-like file: letterbox.scale, letterbox.pad_left_top, letterbox.size");
@@ -153,6 +177,9 @@ void add_loss_command(CLI::App& app, CliState& state) {
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--grad-out", o->grad_out, "Write d total / d raw outputs here (safetensors, *.grad keys)");
+  cmd->add_option("--grad-tol", o->grad_tol,
+                  "Largest relative L2 of ours against the file's stored *.grad before the check fails (exit 1)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->callback([&state, o] { run_loss(*o, state); });
 }

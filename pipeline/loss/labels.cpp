@@ -39,6 +39,22 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
   return labels;
 }
 
+Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height) {
+  if (original_width <= 0 || original_height <= 0)
+    throw UsageError("letterbox: original size " + std::to_string(original_height) + "x" +
+                     std::to_string(original_width) + " (h x w) is not positive");
+  Letterbox box;
+  box.original_width = original_width;
+  box.original_height = original_height;
+  box.scale = std::min(static_cast<double>(input_height) / original_height,
+                       static_cast<double>(input_width) / original_width);
+  const double dw = input_width - std::round(original_width * box.scale);
+  const double dh = input_height - std::round(original_height * box.scale);
+  box.pad_x = std::round(dw / 2 - 0.1);
+  box.pad_y = std::round(dh / 2 - 0.1);
+  return box;
+}
+
 namespace {
 
 nlohmann::json parse_json_file(const std::filesystem::path& path) {
@@ -51,10 +67,7 @@ nlohmann::json parse_json_file(const std::filesystem::path& path) {
   }
 }
 
-}  // namespace
-
-std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path) {
-  const nlohmann::json doc = parse_json_file(path);
+std::vector<YoloLabel> labels_of(const nlohmann::json& doc, const std::filesystem::path& path) {
   const std::string key = "labels_yolo_txt_original_image";
   try {
     std::vector<YoloLabel> labels;
@@ -71,24 +84,7 @@ std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path) {
   }
 }
 
-Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height) {
-  if (original_width <= 0 || original_height <= 0)
-    throw UsageError("letterbox: original size " + std::to_string(original_width) + "x" +
-                     std::to_string(original_height) + " is not positive");
-  Letterbox box;
-  box.original_width = original_width;
-  box.original_height = original_height;
-  box.scale = std::min(static_cast<double>(input_height) / original_height,
-                       static_cast<double>(input_width) / original_width);
-  const double dw = input_width - std::round(original_width * box.scale);
-  const double dh = input_height - std::round(original_height * box.scale);
-  box.pad_x = std::round(dw / 2 - 0.1);
-  box.pad_y = std::round(dh / 2 - 0.1);
-  return box;
-}
-
-Letterbox read_letterbox_json(const std::filesystem::path& path) {
-  const nlohmann::json doc = parse_json_file(path);
+Letterbox letterbox_of(const nlohmann::json& doc, const std::filesystem::path& path) {
   const std::string at = path.string() + ": ";
   try {
     const auto& lb = doc.at("letterbox");
@@ -113,6 +109,24 @@ Letterbox read_letterbox_json(const std::filesystem::path& path) {
     throw UsageError(at + "needs letterbox.scale, letterbox.pad_left_top [x, y] and letterbox.size [w, h] (" +
                      e.what() + ")");
   }
+}
+
+}  // namespace
+
+std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path) {
+  return labels_of(parse_json_file(path), path);
+}
+
+Letterbox read_letterbox_json(const std::filesystem::path& path) {
+  return letterbox_of(parse_json_file(path), path);
+}
+
+LabelsFile read_labels_file(const std::filesystem::path& path) {
+  if (path.extension() != ".json") return {read_yolo_labels(path), std::nullopt};
+  const nlohmann::json doc = parse_json_file(path);
+  LabelsFile file{labels_of(doc, path), std::nullopt};
+  if (doc.contains("letterbox")) file.letterbox = letterbox_of(doc, path);
+  return file;
 }
 
 std::vector<GtBox> labels_to_input(const std::vector<YoloLabel>& labels, const Letterbox& letterbox) {

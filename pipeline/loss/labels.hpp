@@ -2,6 +2,7 @@
 // into the network input through a letterbox (scale, then padding), as Ultralytics' LetterBox maps labels.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "pipeline/loss/loss_types.hpp"
@@ -35,6 +36,14 @@ Letterbox square_letterbox(int original_width, int original_height, int input_wi
 // "original_size": [w, h]; without it the original size is round((size - 2 * pad) / scale).
 // Throws UsageError naming the file and the missing or malformed field.
 Letterbox read_letterbox_json(const std::filesystem::path& path);
+
+// The labels of LABELS.json (read_labels_json, with its letterbox when it holds one) or of a YOLO label file
+// (read_yolo_labels, no letterbox: the caller must know how the original image was letterboxed).
+struct LabelsFile {
+  std::vector<YoloLabel> labels;
+  std::optional<Letterbox> letterbox;
+};
+LabelsFile read_labels_file(const std::filesystem::path& path);
 
 std::vector<GtBox> labels_to_input(const std::vector<YoloLabel>& labels, const Letterbox& letterbox);
 

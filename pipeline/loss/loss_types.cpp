@@ -27,7 +27,7 @@ void validate_batch(const LossBatch& batch) {
     throw UsageError("loss: batch, classes and anchors must be positive");
   if (make_anchor_grid(batch.image_height, batch.image_width).size() != a)
     throw UsageError("loss: " + std::to_string(a) + " anchors do not match a " +
-                     std::to_string(batch.image_width) + "x" + std::to_string(batch.image_height) + " input");
+                     std::to_string(batch.image_height) + "x" + std::to_string(batch.image_width) + " (h x w) input");
   auto check_head = [&](const HeadOutputs& head, const char* name) {
     if (head.boxes.size() != b * 4 * a || head.scores.size() != b * nc * a)
       throw UsageError(std::string("loss: ") + name + " outputs have " + std::to_string(head.boxes.size()) +
