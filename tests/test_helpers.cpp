@@ -60,20 +60,22 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-LabResult run_lab(const std::string& args) {
-  ScratchDir io("lab-io");
-  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
-  const std::string command =
-      "env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR -u LAB_MODEL -u LAB_MODEL_URL "
-      "LAB_CACHE_DIR=" +
-      quoted(cache.string()) + " " + quoted(LAB_BINARY) + " " + args + " >" +
-      quoted((io.path / "out").string()) + " 2>" + quoted((io.path / "err").string());
-  const int status = std::system(command.c_str());
+LabResult run_command(const std::string& command) {
+  ScratchDir io("command-io");
+  const std::string redirected =
+      command + " >" + quoted((io.path / "out").string()) + " 2>" + quoted((io.path / "err").string());
+  const int status = std::system(redirected.c_str());
   LabResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_text(io.path / "out");
   r.err = read_text(io.path / "err");
   return r;
+}
+
+LabResult run_lab(const std::string& args) {
+  const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
+  return run_command("env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR -u LAB_MODEL -u LAB_MODEL_URL LAB_CACHE_DIR=" +
+                     quoted(cache.string()) + " " + quoted(LAB_BINARY) + " " + args);
 }
 
 }  // namespace lab::test
