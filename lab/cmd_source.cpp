@@ -1,10 +1,12 @@
 // `lab source KERNEL`: the exact text handed to NVRTC after specialisation (--cuda), what came out (--ptx,
-// --sass) and the resource table (--resources). Uses the cuda backend's compiler, which needs no GPU.
+// --sass; one entry point with --entry, source lines interleaved with --interleave) and the resource table
+// with a static occupancy (--resources). Uses the cuda backend's compiler, which needs no GPU.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "nvrtc_runtime/assembly_listing.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "resource_table.hpp"
@@ -18,7 +20,8 @@ namespace {
 struct SourceOptions {
   std::string kernel, variant;
   std::vector<std::string> params;
-  bool cuda = false, ptx = false, sass = false, resources = false, json = false;
+  std::string entry;
+  bool cuda = false, ptx = false, sass = false, resources = false, json = false, interleave = false;
 };
 
 struct Specialised {
@@ -70,20 +73,22 @@ void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeCo
   std::string note;
   const CompileResult result = compile_with_nvrtc(*ctx.tree, *ctx.cache, s.request, s.arch, &note);
   if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
-  if (o.ptx) {
-    if (o.json)
-      std::cout << nlohmann::json{{"kernel", s.runner->name()}, {"arch", s.arch}, {"ptx", result.ptx}}.dump(2)
-                << "\n";
-    else
-      std::cout << result.ptx << (result.ptx.empty() || result.ptx.back() == '\n' ? "" : "\n");
+  AssemblyListing listing = o.ptx ? parse_ptx(result.ptx) : parse_sass(disassemble_sass(result));
+  use_tree_paths(listing, ctx.tree->list());
+  if (!o.entry.empty()) listing = entry_listing(listing, find_entry(listing, o.entry));
+  const ReadSource read_source = [&ctx](const std::string& file) {
+    return ctx.tree->exists(file) ? ctx.tree->read(file) : std::string();
+  };
+  const std::string text = render_listing(listing, o.interleave ? &read_source : nullptr);
+  if (!o.json) {
+    std::cout << text;
     return;
   }
-  const std::string sass = disassemble_sass(result);
-  if (o.json)
-    std::cout << nlohmann::json{{"kernel", s.runner->name()}, {"arch", s.arch}, {"sass", sass}}.dump(2)
-              << "\n";
-  else
-    std::cout << sass;
+  nlohmann::json out{{"kernel", s.runner->name()}, {"arch", s.arch}, {o.ptx ? "ptx" : "sass", text}};
+  out["entries"] = nlohmann::json::array();
+  for (const AssemblyEntry& e : listing.entries)
+    out["entries"].push_back({{"mangled", e.mangled}, {"demangled", e.demangled}});
+  std::cout << out.dump(2) << "\n";
 }
 
 void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json) {
@@ -98,7 +103,13 @@ void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json) 
   std::cout << "compile: " << format_fixed(report.result.compile_ms, 1) << " ms ("
             << (report.result.cache_hit ? "cache hit" : "cache miss") << "), target " << report.result.target
             << ", NVRTC " << nvrtc_version() << ", key " << report.result.cache_key.substr(0, 16) << "\n";
-  if (report.occupancy_block_threads == 0) std::cout << "occupancy: needs a GPU\n";
+  const std::string at = " at " + std::to_string(report.occupancy_block_threads) + " threads per block";
+  if (!report.occupancy.empty())
+    std::cout << "occupancy: the runtime's (cudaOccupancyMaxActiveBlocksPerMultiprocessor)" << at << "\n";
+  else if (!report.static_occupancy.empty())
+    std::cout << "occupancy: static, from the " << s.arch << " limits" << at << " (no GPU)\n";
+  else
+    std::cout << "occupancy: no GPU and no limits table for " << s.arch << "\n";
 }
 
 }  // namespace
@@ -114,6 +125,11 @@ void add_source_command(CLI::App& app, CliState& state) {
                              "(default)");
   auto* ptx = cmd->add_flag("--ptx", o->ptx, "PTX from NVRTC");
   auto* sass = cmd->add_flag("--sass", o->sass, "SASS of the cubin (needs nvdisasm)");
+  cmd->add_option("--entry", o->entry,
+                  "With --ptx/--sass: only this entry point (mangled or demangled name, e.g. "
+                  "flash_attn2_fwd_tiled<64>, or the name alone when one entry has it)");
+  cmd->add_flag("--interleave", o->interleave,
+                "With --ptx/--sass: each source line followed by the assembly generated from it (-lineinfo)");
   auto* res = cmd->add_flag("--resources", o->resources,
                             "Registers, shared/local memory, spills, occupancy, compile time, cache hit");
   cuda->excludes(ptx, sass, res);
@@ -123,6 +139,8 @@ void add_source_command(CLI::App& app, CliState& state) {
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->callback([&state, o] {
     const RuntimeContext ctx = state.context();
+    if ((!o->entry.empty() || o->interleave) && !o->ptx && !o->sass)
+      throw UsageError(std::string(o->interleave ? "--interleave" : "--entry") + " needs --ptx or --sass");
     const Specialised s = specialise(*o, state);
     if (o->ptx || o->sass)
       show_compiled(*o, s, ctx);

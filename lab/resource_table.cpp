@@ -18,7 +18,42 @@ nlohmann::json value(const std::optional<int>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
 }
 
+void add_static_occupancy(ResourceReport& report, const std::string& arch) {
+  for (const ResourceUsage& u : report.result.resources) {
+    const std::optional<StaticOccupancy> o = occupancy_of(u, arch, kOccupancyBlockThreads);
+    if (!o) return;
+    report.static_occupancy.push_back(*o);
+  }
+}
+
+// "8", or "7 (static 8)" where the runtime's figure and the static one differ.
+std::string blocks_cell(const ResourceReport& r, size_t i) {
+  const bool has_static = i < r.static_occupancy.size();
+  if (i >= r.occupancy.size()) return has_static ? std::to_string(r.static_occupancy[i].blocks_per_sm) : "-";
+  std::string cell = std::to_string(r.occupancy[i]);
+  if (has_static && r.static_occupancy[i].blocks_per_sm != r.occupancy[i])
+    cell += " (static " + std::to_string(r.static_occupancy[i].blocks_per_sm) + ")";
+  return cell;
+}
+
+nlohmann::json static_json(const ResourceReport& r, size_t i) {
+  if (i >= r.static_occupancy.size()) return nlohmann::json();
+  const StaticOccupancy& o = r.static_occupancy[i];
+  return {{"blocks_per_sm", o.blocks_per_sm},
+          {"active_warps", o.active_warps},
+          {"max_warps", o.max_warps},
+          {"limited_by", o.limited_by}};
+}
+
 }  // namespace
+
+std::optional<StaticOccupancy> occupancy_of(const ResourceUsage& usage, const std::string& arch,
+                                            int block_threads) {
+  const std::optional<ArchLimits> limits = arch_limits(arch);
+  if (!limits) return std::nullopt;
+  return static_occupancy(*limits, usage.registers.value_or(0), usage.static_shared_bytes.value_or(0),
+                          block_threads, usage.max_threads_per_block.value_or(0));
+}
 
 ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
                                  const std::string& arch) {
@@ -32,11 +67,14 @@ ResourceReport compile_resources(BackendSet& backends, const CompileRequest& req
     for (const std::string& e : request.name_expressions)
       report.occupancy.push_back(
           backend->occupancy_blocks_per_sm(module->kernel(e), kOccupancyBlockThreads, 0));
+    add_static_occupancy(report, arch);
     return report;
   }
   std::string note;
   report.result = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, arch, &note);
   if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+  report.occupancy_block_threads = kOccupancyBlockThreads;
+  add_static_occupancy(report, arch);
   return report;
 }
 
@@ -44,15 +82,17 @@ void print_resources(std::ostream& os, const std::vector<ResourceReport>& report
   const int threads = reports.empty() ? 0 : reports.front().occupancy_block_threads;
   Table table({"kernel / variant", "name expression", "regs", "static smem", "stack", "spill st", "spill ld",
                "cmem", "max thr/blk",
-               threads ? "blocks/SM @" + std::to_string(threads) : std::string("blocks/SM"), "compile",
-               "cache"});
+               threads ? "blocks/SM @" + std::to_string(threads) : std::string("blocks/SM"), "warps/SM",
+               "limited by", "compile", "cache"});
   for (const ResourceReport& r : reports) {
     for (size_t i = 0; i < r.result.resources.size(); ++i) {
       const ResourceUsage& u = r.result.resources[i];
+      const StaticOccupancy* o = i < r.static_occupancy.size() ? &r.static_occupancy[i] : nullptr;
       table.add({r.label, u.kernel, cell(u.registers), cell(u.static_shared_bytes), cell(u.local_bytes),
                  cell(u.spill_stores), cell(u.spill_loads), cell(u.constant_bytes),
-                 cell(u.max_threads_per_block), i < r.occupancy.size() ? std::to_string(r.occupancy[i]) : "-",
-                 format_fixed(r.result.compile_ms, 1) + " ms", r.result.cache_hit ? "hit" : "miss"});
+                 cell(u.max_threads_per_block), blocks_cell(r, i),
+                 o ? std::to_string(o->active_warps) + "/" + std::to_string(o->max_warps) : "-",
+                 o ? o->limited_by : "-", format_fixed(r.result.compile_ms, 1) + " ms", r.result.cache_hit ? "hit" : "miss"});
     }
   }
   table.print(os);
@@ -74,7 +114,8 @@ nlohmann::json resources_json(const std::vector<ResourceReport>& reports) {
                          {"constant_bytes", value(u.constant_bytes)},
                          {"max_threads_per_block", value(u.max_threads_per_block)},
                          {"occupancy_blocks_per_sm",
-                          i < r.occupancy.size() ? nlohmann::json(r.occupancy[i]) : nlohmann::json()}});
+                          i < r.occupancy.size() ? nlohmann::json(r.occupancy[i]) : nlohmann::json()},
+                         {"static_occupancy", static_json(r, i)}});
     }
     out.push_back({{"label", r.label},
                    {"target", r.result.target},

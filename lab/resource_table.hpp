@@ -1,5 +1,6 @@
-// Compile-time resource reports (registers, shared/local memory, spills, max threads, occupancy) for
-// `lab source --resources` and `lab demo`, as a table or JSON.
+// Compile-time resource reports (registers, shared/local memory, spills, max threads, occupancy: the
+// runtime's on a GPU, the static calculator's for the target architecture everywhere) for
+// `lab source --resources`, `lab demo` and the viewer, as a table or JSON.
 #pragma once
 #include <ostream>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
+#include "nvrtc_runtime/static_occupancy.hpp"
 #include "scenario_runner.hpp"
 
 namespace lab {
@@ -16,8 +18,11 @@ namespace lab {
 struct ResourceReport {
   std::string label;  // "detect_decode / v1_fused"
   CompileResult result;
-  int occupancy_block_threads = 0;  // 0: no GPU, occupancy unknown
-  std::vector<int> occupancy;       // resident blocks per SM, per name expression
+  int occupancy_block_threads = 0;  // the block size both occupancies are reported at
+  std::vector<int> occupancy;       // the runtime's resident blocks per SM per name expression (GPU only)
+  // Per name expression at kOccupancyBlockThreads, from the target's limits; empty when the static table
+  // does not know the target architecture.
+  std::vector<StaticOccupancy> static_occupancy;
 };
 
 // The block size occupancy is reported at (the runners' launch configs are not visible from outside).
@@ -27,6 +32,11 @@ inline constexpr int kOccupancyBlockThreads = 256;
 // per block and occupancy filled in). Otherwise NVRTC alone, which needs no GPU. Throws CompileError.
 ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
                                  const std::string& arch);
+
+// The static occupancy of one kernel's resource use on `arch` at `block_threads`; nullopt for an architecture
+// the limits table does not know.
+std::optional<StaticOccupancy> occupancy_of(const ResourceUsage& usage, const std::string& arch,
+                                            int block_threads);
 
 void print_resources(std::ostream& os, const std::vector<ResourceReport>& reports);
 nlohmann::json resources_json(const std::vector<ResourceReport>& reports);

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the lab needs, only those missing. Idempotent; root or sudo.
+# Installs the Debian packages the lab needs, only those missing, and nvdisasm (for `lab source --sass`), which
+# Debian does not package: from NVIDIA's nvidia-cuda-nvdisasm wheel on PyPI, linked into the toolkit's bin/.
+# Idempotent; root or sudo.
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libcli11-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
   libboost-context-dev libstb-dev libjpeg62-turbo-dev libzip-dev libcurl4-openssl-dev libimgui-dev libglfw3-dev xvfb xauth)
@@ -7,13 +9,22 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-echo "install-deps: installing ${missing[*]}"
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
   echo "install-deps: the CUDA 13 toolkit is expected in /usr/local/cuda (NVRTC headers and libraries)" >&2
   exit 2
+fi
+nvdisasm_dir=/opt/nvidia-cuda-nvdisasm
+if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then
+  echo "install-deps: installing nvdisasm (PyPI nvidia-cuda-nvdisasm, CUDA 13) into $nvdisasm_dir"
+  "${sudo[@]}" python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
+    --target "$nvdisasm_dir" "nvidia-cuda-nvdisasm>=13.2,<14"
+  "${sudo[@]}" ln -sf "$nvdisasm_dir/nvidia/cu13/bin/nvdisasm" /usr/local/cuda/bin/nvdisasm
 fi

@@ -44,9 +44,15 @@ CompileOutcome compile_kernel(const KernelWorkspace& ws, const Runner& runner, c
     o.result = std::move(report.result);
     o.occupancy = std::move(report.occupancy);
     o.occupancy_block_threads = report.occupancy_block_threads;
+    o.static_occupancy = std::move(report.static_occupancy);
     o.ok = true;
+    const std::vector<std::string> tree_files = ws.context.tree->list();
+    o.ptx_listing = parse_ptx(o.result.ptx);
+    use_tree_paths(o.ptx_listing, tree_files);
     try {
       o.sass = disassemble_sass(o.result);
+      o.sass_listing = parse_sass(o.sass);
+      use_tree_paths(o.sass_listing, tree_files);
     } catch (const std::exception& e) {
       o.sass = std::string("// ") + e.what() + "\n";
     }

@@ -1,11 +1,14 @@
 // Compiling the kernel being edited for the Kernels panel: the exact compiler input, NVRTC's PTX, the SASS,
-// the resource report (registers, shared memory, spills, occupancy when a GPU is present), compile time,
+// the PTX / SASS listings with their source lines, the resource report (registers, shared memory, spills,
+// occupancy: the runtime's on a GPU, else the static one), compile time,
 // cache hit, and the diagnostics of a failed compile. NVRTC needs no GPU, so this works everywhere.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "kernel_workspace.hpp"
+#include "nvrtc_runtime/assembly_listing.hpp"
+#include "nvrtc_runtime/static_occupancy.hpp"
 #include "kernels/runner.hpp"
 
 namespace lab::viewer {
@@ -18,7 +21,9 @@ struct CompileOutcome {
   CompileResult result;        // on success: PTX, resources, compile time, cache hit, log
   std::vector<int> occupancy;  // resident blocks per SM per name expression (empty without a GPU)
   int occupancy_block_threads = 0;
+  std::vector<StaticOccupancy> static_occupancy;  // per name expression, for the target's limits
   std::string sass;                     // or the reason there is none
+  AssemblyListing ptx_listing, sass_listing;  // with source lines as kernel-tree paths (empty: none)
   std::vector<Diagnostic> diagnostics;  // of a failed compile (errors, warnings, notes)
   std::string message;                  // the formatted compile error, or another failure
 };

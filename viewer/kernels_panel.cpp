@@ -1,6 +1,7 @@
 // The Kernels panel: kernel/variant/scenario browser on the left; on the right the editor of the kernel's
 // source with save (Ctrl+S), compile and auto-compile, the list of compile errors (click: jump to the line),
-// and tabs with the exact compiler input, PTX, SASS, the resource report and the compiler log.
+// and tabs with the exact compiler input, PTX and SASS beside the source (assembly_view.hpp), the resource
+// report and the compiler log.
 #include <cstdio>
 #include <functional>
 
@@ -148,9 +149,13 @@ void draw_resources(const CompileOutcome& c) {
     ImGui::TableHeadersRow();
     for (size_t i = 0; i < r.resources.size(); ++i) {
       const ResourceUsage& u = r.resources[i];
-      const std::string occupancy = i < c.occupancy.size() ? std::to_string(c.occupancy[i]) + " blocks/SM @" +
-                                                                 std::to_string(c.occupancy_block_threads)
-                                                           : "needs a GPU";
+      const std::string at = " blocks/SM @" + std::to_string(c.occupancy_block_threads);
+      std::string occupancy = "-";
+      if (i < c.occupancy.size())
+        occupancy = std::to_string(c.occupancy[i]) + at;
+      else if (i < c.static_occupancy.size())
+        occupancy = std::to_string(c.static_occupancy[i].blocks_per_sm) + at + " (static, " +
+                    c.static_occupancy[i].limited_by + ")";
       const std::string cells[columns] = {u.kernel,
                                           optional_text(u.registers),
                                           optional_text(u.static_shared_bytes),
@@ -168,6 +173,16 @@ void draw_resources(const CompileOutcome& c) {
     }
     ImGui::EndTable();
   }
+}
+
+// Source | PTX or SASS; a selection in the editor's file also highlights (and scrolls to) the editor line.
+void draw_assembly_tab(ViewerState& s, const char* kind, const AssemblyListing& listing) {
+  const auto read_source = [&s](const std::string& file) {
+    if (file == s.kernels.file) return s.kernels.editor.text;
+    return s.workspace.context.tree->exists(file) ? s.workspace.context.tree->read(file) : std::string();
+  };
+  if (draw_assembly_view(kind, listing, s.kernels.file, read_source, s.kernels.assembly))
+    follow_in_editor(s);
 }
 
 void draw_output_tabs(ViewerState& s) {
@@ -188,11 +203,17 @@ void draw_output_tabs(ViewerState& s) {
     ImGui::EndTabItem();
   }
   if (tab("PTX", "ptx")) {
-    read_only_text("##ptx", c.ok ? c.result.ptx : "// no PTX: the compile failed");
+    if (c.ok)
+      draw_assembly_tab(s, "PTX", c.ptx_listing);
+    else
+      read_only_text("##ptx", "// no PTX: the compile failed");
     ImGui::EndTabItem();
   }
   if (tab("SASS", "sass")) {
-    read_only_text("##sass", c.ok ? c.sass : "// no SASS: the compile failed");
+    if (c.ok && !c.sass_listing.lines.empty())
+      draw_assembly_tab(s, "SASS", c.sass_listing);
+    else
+      read_only_text("##sass", c.ok ? c.sass : "// no SASS: the compile failed");
     ImGui::EndTabItem();
   }
   if (tab("Resources", "resources")) {

@@ -46,6 +46,8 @@ const std::map<std::string, VerbShape>& verbs() {
                                                      {"select_panel", {1, 1, false}},
                                                      {"select_tab", {1, 1, false}},
                                                      {"click_error", {1, 1, false}},
+                                                     {"select_source_line", {1, 1, false}},
+                                                     {"click_assembly_line", {2, 2, false}},
                                                      {"screenshot", {1, 1, false}},
                                                      {"open_image", {1, 1, true}},
                                                      {"run_pipeline", {0, 0, false}},
@@ -117,9 +119,10 @@ std::vector<ScriptAction> parse_script(const fs::path& file) {
   }
   for (const ScriptAction& a : actions) {
     if (a.verb == "insert_text" || a.verb == "set_seed" || a.verb == "click_error" || a.verb == "frames" ||
-        a.verb == "click_pixel" || a.verb == "select_attention")
+        a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_source_line")
       to_int(a, 0, file.string());
-    if (a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_feature")
+    if (a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_feature" ||
+        a.verb == "click_assembly_line")
       to_int(a, 1, file.string());
   }
   return actions;
@@ -247,6 +250,10 @@ void ScriptRunner::execute(ViewerState& s, const ScriptAction& a) {
     if (n < 1 || n > static_cast<int>(diags.size()))
       throw UsageError("there are " + std::to_string(diags.size()) + " diagnostics, no number " + arg(0));
     jump_to_diagnostic(s, diags[static_cast<size_t>(n - 1)]);
+  } else if (v == "select_source_line") {
+    select_kernel_source_line(s, to_int(a, 0, file_.string()));
+  } else if (v == "click_assembly_line") {
+    click_assembly_line(s, arg(0), to_int(a, 1, file_.string()));
   } else if (v == "screenshot") {
     std::error_code ec;
     fs::create_directories(screenshot_dir_, ec);

@@ -6,6 +6,8 @@
 //   set_param NAME VALUE         set_seed N               set_backend cuda|cpu
 //   run                          select_output NAME       select_panel Kernels|Run|Pipeline
 //   select_tab source|ptx|sass|resources|log              click_error N (1-based, jumps to its line)
+//   select_source_line LINE (of the editor's file: the PTX/SASS tabs highlight its assembly lines)
+//   click_assembly_line ptx|sass N (1-based line of the listing: selects the source line it came from)
 //   open_image PATH              run_pipeline             compare_layers           set_confidence C
 //   select_attention NAME HEAD   click_pixel X Y (image pixels)     select_feature LAYER CHANNEL
 //   select_pipeline_tab detections|features                expect_box_pixels

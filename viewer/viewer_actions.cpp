@@ -174,6 +174,33 @@ void jump_to_diagnostic(ViewerState& s, const Diagnostic& d) {
   s.panel_request = "Kernels";
 }
 
+void follow_in_editor(ViewerState& s) {
+  const SourceLine& selected = s.kernels.assembly.source;
+  if (selected.file != s.kernels.file || selected.line <= 0) return;
+  s.kernels.editor.highlight_line = selected.line;
+  s.kernels.editor.scroll_to_line = selected.line;
+}
+
+void select_kernel_source_line(ViewerState& s, int line) {
+  if (s.kernels.file.empty()) throw UsageError("no file is open");
+  if (line < 1 || line > line_count(s.kernels.editor.text))
+    throw UsageError(s.kernels.file + " has no line " + std::to_string(line));
+  select_source_line(s.kernels.assembly, {s.kernels.file, line});
+  follow_in_editor(s);
+}
+
+void click_assembly_line(ViewerState& s, const std::string& kind, int n) {
+  if (!s.kernels.compiled || !s.kernels.compiled->ok) throw UsageError("no successful compile yet");
+  if (kind != "ptx" && kind != "sass") throw UsageError("click_assembly_line takes ptx or sass, not '" + kind + "'");
+  const AssemblyListing& listing = kind == "ptx" ? s.kernels.compiled->ptx_listing : s.kernels.compiled->sass_listing;
+  if (n < 1 || n > static_cast<int>(listing.lines.size()))
+    throw UsageError("the " + kind + " listing has " + std::to_string(listing.lines.size()) + " lines, no line " +
+                     std::to_string(n));
+  if (!select_assembly_line(s.kernels.assembly, listing, static_cast<size_t>(n - 1)))
+    throw UsageError(kind + " line " + std::to_string(n) + " has no source line");
+  follow_in_editor(s);
+}
+
 void open_image(ViewerState& s, const std::string& path) {
   s.pipeline.preview = decode_image(path);
   s.pipeline.image_path = path;

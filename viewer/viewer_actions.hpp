@@ -26,6 +26,12 @@ void start_compile(ViewerState& s, bool from_editor = false);
 void start_run(ViewerState& s);
 void apply_scenario_case(ViewerState& s, const Scenario& scenario, const ScenarioCase& c);
 void jump_to_diagnostic(ViewerState& s, const Diagnostic& d);
+// The PTX / SASS tabs' selection: select `line` of the editor's file, or the source line of assembly line
+// `n` (1-based) of the last compile's "ptx" or "sass" listing (UsageError when there is no such line or it
+// has no source line); the editor highlights the selected line when it shows that file.
+void select_kernel_source_line(ViewerState& s, int line);
+void click_assembly_line(ViewerState& s, const std::string& kind, int n);
+void follow_in_editor(ViewerState& s);
 
 // Pipeline: open an image (decoded now; UsageError naming the file), run YOLO26 on it, pick a query pixel
 // (source-image coordinates) for the attention view, compare every layer with the CPU reference.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "assembly_view.hpp"
 #include "code_editor.hpp"
 #include "heatmap.hpp"
 #include "kernel_compile.hpp"
@@ -36,6 +37,7 @@ struct KernelsState {
   std::optional<CompileOutcome> compiled;  // the last finished compile
   std::string status;                      // one line: saved, compiling, errors ...
   std::string output_tab;                  // requested tab of the compiler outputs: "source", "ptx" ...
+  AssemblySelection assembly;              // the source line the PTX / SASS tabs highlight
 };
 
 struct RunState {
