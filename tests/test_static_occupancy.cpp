@@ -7,6 +7,7 @@
 #include "kernels/runner.hpp"
 #include "lab/resource_table.hpp"
 #include "lab/scenario_runner.hpp"
+#include "cuda_compiler.hpp"
 #include "static_occupancy.hpp"
 #include "test_helpers.hpp"
 

@@ -10,7 +10,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "cuda_compiler.hpp"
 #include "kernel_tree.hpp"
+#include "kernels/runner.hpp"
+#include "lab/scenario_runner.hpp"
 #include "test_helpers.hpp"
 
 #ifndef LAB_VIEWER_BINARY
@@ -243,6 +246,72 @@ TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the la
   if (r.skipped) return;
   INFO(r.log);
   REQUIRE(r.exit_code == 0);
+}
+
+namespace {
+
+// The PTX lines of `ptx` that line `line` of file 1 (the kernel) made, by a plain scan of the .loc
+// directives: (1-based PTX line, text without surrounding blanks).
+std::vector<std::pair<int, std::string>> ptx_lines_of_source_line(const std::string& ptx, int line) {
+  std::vector<std::pair<int, std::string>> out;
+  std::istringstream in(ptx);
+  bool inside = false;
+  int n = 0;
+  for (std::string text; std::getline(in, text);) {
+    ++n;
+    const size_t first = text.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const std::string trimmed = text.substr(first, text.find_last_not_of(" \t") - first + 1);
+    if (trimmed.rfind(".loc", 0) == 0) {
+      inside = trimmed.rfind(".loc\t1 " + std::to_string(line) + " ", 0) == 0;
+    } else if (trimmed == "}") {
+      inside = false;
+    } else if (inside) {
+      out.emplace_back(n, trimmed);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("viewer: PTX and SASS beside the source, highlighted from a source line and back", "[viewer]") {
+  const lab::Runner& runner = lab::Registry::instance().get("detect_decode");
+  const lab::RuntimeContext ctx = lab::test::embedded_context();
+  const std::string ptx =
+      lab::compile_with_nvrtc(*ctx.tree, *ctx.cache,
+                              runner.compile_request(runner.variants().front().name, lab::resolve_params(runner, {})),
+                              lab::default_cuda_arch())
+          .ptx;
+  // Line 26 stores the fourth output; line 20 loads l and t.
+  const auto stores = ptx_lines_of_source_line(ptx, 26);
+  const auto loads = ptx_lines_of_source_line(ptx, 20);
+  REQUIRE(!stores.empty());
+  REQUIRE(!loads.empty());
+  lab::test::ScratchDir dir("viewer-assembly");
+  std::string script =
+      "open_kernel detect_decode\n"
+      "select_tab ptx\n"
+      "select_source_line 26\n"
+      "expect_text detect/detect_decode.cu:26: " + std::to_string(stores.size()) + " PTX lines\n";
+  for (const auto& [n, text] : stores) script += "expect_text highlighted PTX " + std::to_string(n) + ": " + text + "\n";
+  script += "expect_text st.global.f32\n"
+            "screenshot ptx_lines.png\n"
+            "select_tab sass\n"
+            "expect_text SASS lines\n"
+            "expect_text STG.E desc\n"
+            "select_tab ptx\n"
+            "click_assembly_line ptx " + std::to_string(loads.front().first) + "\n"
+            "expect_text detect/detect_decode.cu:20: " + std::to_string(loads.size()) + " PTX lines\n"
+            "expect_no_text highlighted PTX " + std::to_string(stores.front().first) + ":\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(script << r.log);
+  REQUIRE(r.exit_code == 0);
+  // The highlighted rows: a band of the highlight colour in the assembly pane.
+  const Png png = load_png(dir.path / "shots/ptx_lines.png");
+  CHECK(png.count([](const unsigned char* p) { return p[0] > 70 && p[0] < 110 && p[1] > 50 && p[1] < 80 && p[2] < 40; }) >
+        500);
 }
 
 #endif  // LAB_VIEWER_BINARY
