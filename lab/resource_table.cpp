@@ -26,16 +26,6 @@ void add_static_occupancy(ResourceReport& report, const std::string& arch) {
   }
 }
 
-// "8", or "7 (static 8)" where the runtime's figure and the static one differ.
-std::string blocks_cell(const ResourceReport& r, size_t i) {
-  const bool has_static = i < r.static_occupancy.size();
-  if (i >= r.occupancy.size()) return has_static ? std::to_string(r.static_occupancy[i].blocks_per_sm) : "-";
-  std::string cell = std::to_string(r.occupancy[i]);
-  if (has_static && r.static_occupancy[i].blocks_per_sm != r.occupancy[i])
-    cell += " (static " + std::to_string(r.static_occupancy[i].blocks_per_sm) + ")";
-  return cell;
-}
-
 nlohmann::json static_json(const ResourceReport& r, size_t i) {
   if (i >= r.static_occupancy.size()) return nlohmann::json();
   const StaticOccupancy& o = r.static_occupancy[i];
@@ -46,6 +36,18 @@ nlohmann::json static_json(const ResourceReport& r, size_t i) {
 }
 
 }  // namespace
+
+std::array<std::string, 3> occupancy_cells(const std::vector<int>& runtime,
+                                           const std::vector<StaticOccupancy>& computed, size_t i) {
+  const StaticOccupancy* o = i < computed.size() ? &computed[i] : nullptr;
+  std::string blocks = o ? std::to_string(o->blocks_per_sm) : "-";
+  if (i < runtime.size()) {
+    blocks = std::to_string(runtime[i]);
+    if (o && o->blocks_per_sm != runtime[i]) blocks += " (static " + std::to_string(o->blocks_per_sm) + ")";
+  }
+  return {blocks, o ? std::to_string(o->active_warps) + "/" + std::to_string(o->max_warps) : "-",
+          o ? o->limited_by : "-"};
+}
 
 std::optional<StaticOccupancy> occupancy_of(const ResourceUsage& usage, const std::string& arch,
                                             int block_threads) {
@@ -87,12 +89,10 @@ void print_resources(std::ostream& os, const std::vector<ResourceReport>& report
   for (const ResourceReport& r : reports) {
     for (size_t i = 0; i < r.result.resources.size(); ++i) {
       const ResourceUsage& u = r.result.resources[i];
-      const StaticOccupancy* o = i < r.static_occupancy.size() ? &r.static_occupancy[i] : nullptr;
+      const std::array<std::string, 3> occupancy = occupancy_cells(r.occupancy, r.static_occupancy, i);
       table.add({r.label, u.kernel, cell(u.registers), cell(u.static_shared_bytes), cell(u.local_bytes),
                  cell(u.spill_stores), cell(u.spill_loads), cell(u.constant_bytes),
-                 cell(u.max_threads_per_block), blocks_cell(r, i),
-                 o ? std::to_string(o->active_warps) + "/" + std::to_string(o->max_warps) : "-",
-                 o ? o->limited_by : "-", format_fixed(r.result.compile_ms, 1) + " ms", r.result.cache_hit ? "hit" : "miss"});
+                 cell(u.max_threads_per_block), occupancy[0], occupancy[1], occupancy[2], format_fixed(r.result.compile_ms, 1) + " ms", r.result.cache_hit ? "hit" : "miss"});
     }
   }
   table.print(os);

@@ -2,6 +2,7 @@
 // runtime's on a GPU, the static calculator's for the target architecture everywhere) for
 // `lab source --resources`, `lab demo` and the viewer, as a table or JSON.
 #pragma once
+#include <array>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ ResourceReport compile_resources(BackendSet& backends, const CompileRequest& req
 // the limits table does not know.
 std::optional<StaticOccupancy> occupancy_of(const ResourceUsage& usage, const std::string& arch,
                                             int block_threads);
+
+// The occupancy cells of kernel `i`: blocks per SM (the runtime's where known, with the static figure beside
+// it when they differ, else the static one), active/max warps and the limiting resource (static); "-" where
+// unknown.
+std::array<std::string, 3> occupancy_cells(const std::vector<int>& runtime,
+                                           const std::vector<StaticOccupancy>& computed, size_t i);
 
 void print_resources(std::ostream& os, const std::vector<ResourceReport>& reports);
 nlohmann::json resources_json(const std::vector<ResourceReport>& reports);

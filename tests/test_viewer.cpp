@@ -303,7 +303,11 @@ TEST_CASE("viewer: PTX and SASS beside the source, highlighted from a source lin
             "select_tab ptx\n"
             "click_assembly_line ptx " + std::to_string(loads.front().first) + "\n"
             "expect_text detect/detect_decode.cu:20: " + std::to_string(loads.size()) + " PTX lines\n"
-            "expect_no_text highlighted PTX " + std::to_string(stores.front().first) + ":\n";
+            "expect_no_text highlighted PTX " + std::to_string(stores.front().first) + ":\n"
+            // The resource tab's occupancy (static without a GPU): detect_decode's 8 blocks of 256 threads fill
+            // the 64 warps of an SM, limited by the SM's warps.
+            "select_tab resources\n"
+            "expect_text 64/64\n";
   const ViewerRun r = run_viewer_script(dir.path, script);
   if (r.skipped) return;
   INFO(script << r.log);

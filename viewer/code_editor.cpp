@@ -80,8 +80,14 @@ bool draw_code_editor(const char* id, CodeEditor& editor, float width, float hei
   ImGui::PushStyleColor(ImGuiCol_FrameBgActive, IM_COL32(0, 0, 0, 0));
   ImGuiInputTextFlags flags = ImGuiInputTextFlags_AllowTabInput | ImGuiInputTextFlags_NoHorizontalScroll;
   if (editor.read_only) flags |= ImGuiInputTextFlags_ReadOnly;
+  const auto track_cursor = [](ImGuiInputTextCallbackData* data) {
+    static_cast<CodeEditor*>(data->UserData)->cursor_line =
+        1 + static_cast<int>(std::count(data->Buf, data->Buf + data->CursorPos, '\n'));
+    return 0;
+  };
   const bool changed = ImGui::InputTextMultiline(
-      "##text", &editor.text, ImVec2(input_w, (lines + 1) * line_h + 2 * style.FramePadding.y), flags);
+      "##text", &editor.text, ImVec2(input_w, (lines + 1) * line_h + 2 * style.FramePadding.y),
+      flags | ImGuiInputTextFlags_CallbackAlways, track_cursor, &editor);
   ImGui::PopStyleColor(3);
   ImGui::EndChild();
   return changed;

@@ -12,6 +12,7 @@ struct CodeEditor {
   int scroll_to_line = 0;     // 1-based request, consumed by the next draw
   std::set<int> error_lines;  // marked red in the gutter
   bool read_only = false;
+  int cursor_line = 0;        // 1-based line of the text cursor, updated while the editor is active; 0: none
 };
 
 // Draws the editor filling `width` x `height` (0: the available space). Returns true when the user changed

@@ -7,6 +7,7 @@
 
 #include <imgui.h>
 
+#include "lab/resource_table.hpp"
 #include "panels.hpp"
 #include "ui_text.hpp"
 #include "viewer_actions.hpp"
@@ -137,25 +138,22 @@ std::string optional_text(const std::optional<int>& v) {
 
 void draw_resources(const CompileOutcome& c) {
   const CompileResult& r = c.result;
-  char line[256];
-  std::snprintf(line, sizeof line, "target %s, compile %.1f ms (%s), key %.16s", r.target.c_str(),
-                r.compile_ms, r.cache_hit ? "cache hit" : "cache miss", r.cache_key.c_str());
+  char line[320];
+  std::snprintf(line, sizeof line, "target %s, compile %.1f ms (%s), key %.16s; occupancy at %d threads per block: %s",
+                r.target.c_str(), r.compile_ms, r.cache_hit ? "cache hit" : "cache miss", r.cache_key.c_str(),
+                c.occupancy_block_threads,
+                c.occupancy.empty() ? "static, from the target's limits" : "the runtime's");
   ui_text(line);
-  const int columns = 9;
-  if (ImGui::BeginTable("resources", columns, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg)) {
+  const int columns = 11;
+  if (ImGui::BeginTable("resources", columns,
+                        ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
     for (const char* h : {"kernel", "registers", "static smem B", "stack B", "spill stores", "spill loads",
-                          "constant B", "max threads", "occupancy"})
+                          "constant B", "max threads", "blocks/SM", "warps/SM", "limited by"})
       ImGui::TableSetupColumn(h);
     ImGui::TableHeadersRow();
     for (size_t i = 0; i < r.resources.size(); ++i) {
       const ResourceUsage& u = r.resources[i];
-      const std::string at = " blocks/SM @" + std::to_string(c.occupancy_block_threads);
-      std::string occupancy = "-";
-      if (i < c.occupancy.size())
-        occupancy = std::to_string(c.occupancy[i]) + at;
-      else if (i < c.static_occupancy.size())
-        occupancy = std::to_string(c.static_occupancy[i].blocks_per_sm) + at + " (static, " +
-                    c.static_occupancy[i].limited_by + ")";
+      const std::array<std::string, 3> occupancy = occupancy_cells(c.occupancy, c.static_occupancy, i);
       const std::string cells[columns] = {u.kernel,
                                           optional_text(u.registers),
                                           optional_text(u.static_shared_bytes),
@@ -164,7 +162,9 @@ void draw_resources(const CompileOutcome& c) {
                                           optional_text(u.spill_loads),
                                           optional_text(u.constant_bytes),
                                           optional_text(u.max_threads_per_block),
-                                          occupancy};
+                                          occupancy[0],
+                                          occupancy[1],
+                                          occupancy[2]};
       ImGui::TableNextRow();
       for (int col = 0; col < columns; ++col) {
         ImGui::TableSetColumnIndex(col);
@@ -247,7 +247,11 @@ void draw_kernels_panel(ViewerState& s) {
   const ImGuiIO& io = ImGui::GetIO();
   if (io.KeyCtrl && ImGui::IsKeyPressed('S', false)) guarded(s, [&] { save_file(s); });
   const float editor_h = ImGui::GetContentRegionAvail().y * 0.58f;
+  const int cursor_line = s.kernels.editor.cursor_line;
   if (draw_code_editor("editor", s.kernels.editor, 0, editor_h)) note_edit(s, ImGui::GetTime());
+  // The cursor moved to another line: the PTX / SASS tabs highlight that line's assembly.
+  if (s.kernels.editor.cursor_line != cursor_line)
+    select_source_line(s.kernels.assembly, {s.kernels.file, s.kernels.editor.cursor_line});
   draw_error_list(s);
   draw_output_tabs(s);
   ImGui::EndChild();
