@@ -71,25 +71,29 @@ std::string demangle(const std::string& symbol) {
 
 AssemblyListing parse_ptx(const std::string& ptx) {
   AssemblyListing l = with_lines(ptx);
-  static const std::regex entry_re(R"(^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z0-9_$]+))");
+  // Entries are listed; device functions that were not inlined (.func) get their line information too.
+  static const std::regex function_re(
+      R"(^\s*(?:\.visible\s+|\.weak\s+)?\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z0-9_$]+))");
   static const std::regex loc_re(R"(^\s*\.loc\s+(\d+)\s+(\d+))");
   static const std::regex file_re(R"(^\s*\.file\s+(\d+)\s+\"([^\"]*)\")");
   std::map<int, std::string> files;  // .file directives come after the code: resolve in a second pass
   std::vector<std::pair<int, int>> loc(l.lines.size(), {0, 0});
   std::pair<int, int> current{0, 0};
-  bool in_entry = false, in_body = false;
+  bool in_header = false, in_body = false, is_entry = false;
   std::smatch m;
   for (size_t i = 0; i < l.lines.size(); ++i) {
     const std::string& line = l.lines[i];
-    if (std::regex_search(line, m, entry_re)) {
-      l.entries.push_back(make_entry(m[1], i));
-      in_entry = true;
+    if (std::regex_search(line, m, function_re)) {
+      is_entry = m[1] == "entry";
+      if (is_entry) l.entries.push_back(make_entry(m[2], i));
+      in_header = true;  // a declaration without body ends at the next function line
       current = {0, 0};
-    } else if (in_entry && line == "{") {
+    } else if (in_header && line == "{") {
       in_body = true;
+      in_header = false;
     } else if (in_body && line == "}") {
-      l.entries.back().last = i + 1;
-      in_entry = in_body = false;
+      if (is_entry) l.entries.back().last = i + 1;
+      in_body = false;
       current = {0, 0};
       continue;
     } else if (std::regex_search(line, m, loc_re)) {

@@ -166,3 +166,44 @@ TEST_CASE("file names of the compile's working directory become kernel-tree path
   CHECK(l.where ==
         std::vector<lab::SourceLine>{{"detect/k.cu", 4}, {"/tmp/run/xdetect/q.cu", 4}, {"k.cu", 1}, {"", 0}});
 }
+
+TEST_CASE("PTX: a device function that was not inlined (.func) has line information but is no entry", "[listing]") {
+  // NVCC 13.0 -lineinfo for a __noinline__ function called by one kernel (blank lines dropped).
+  const lab::AssemblyListing module = lab::parse_ptx(R"(.func  (.param .b32 func_retval0) _Z4slowf(
+	.param .b32 _Z4slowf_param_0
+)
+;
+.func  (.param .b32 func_retval0) _Z4slowf(
+	.param .b32 _Z4slowf_param_0
+)
+{
+	.loc	1 1 0
+	ld.param.f32 	%f1, [_Z4slowf_param_0];
+	.loc	1 2 3
+	mul.f32 	%f2, %f1, 0f40400000;
+	ret;
+}
+.visible .entry callf(
+	.param .u64 callf_param_0
+)
+{
+	.loc	1 5 3
+	{ // callseq 0, 0
+	call.uni (retval0), 
+	_Z4slowf, 
+	} // callseq 0
+	.loc	1 6 1
+	ret;
+}
+	.file	1 "f.cu"
+)");
+  REQUIRE(module.entries.size() == 1);
+  CHECK(module.entries[0].mangled == "callf");
+  CHECK(module.entries[0].first == 14);
+  CHECK(module.entries[0].last == 26);  // one past its closing brace
+  CHECK(lines_of(module, lab::lines_from(module, {"f.cu", 2})) ==
+        std::vector<std::string>{"\tmul.f32 \t%f2, %f1, 0f40400000;", "\tret;"});
+  CHECK(lines_of(module, lab::lines_from(module, {"f.cu", 5})) ==
+        std::vector<std::string>{"\t{ // callseq 0, 0", "\tcall.uni (retval0), ", "\t_Z4slowf, ",
+                                 "\t} // callseq 0"});
+}
