@@ -131,7 +131,8 @@ void add_source_command(CLI::App& app, CliState& state) {
   cmd->add_flag("--interleave", o->interleave,
                 "With --ptx/--sass: each source line followed by the assembly generated from it (-lineinfo)");
   auto* res = cmd->add_flag("--resources", o->resources,
-                            "Registers, shared/local memory, spills, occupancy, compile time, cache hit");
+                            "Registers, shared/local memory, spills, occupancy (the runtime's on a GPU, else "
+                            "computed from the target's limits), compile time, cache hit");
   cuda->excludes(ptx, sass, res);
   ptx->excludes(sass, res);
   sass->excludes(res);

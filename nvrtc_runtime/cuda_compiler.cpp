@@ -232,7 +232,8 @@ std::string disassemble_sass(const CompileResult& result) {
   if (nvdisasm.empty() && ::access((cuda_home() + "/bin/nvdisasm").c_str(), X_OK) == 0)
     nvdisasm = cuda_home() + "/bin/nvdisasm";
   if (nvdisasm.empty())
-    throw RuntimeError("SASS needs nvdisasm, which is neither on PATH nor in " + cuda_home() + "/bin");
+    throw RuntimeError("SASS needs nvdisasm, which is neither on PATH nor in " + cuda_home() +
+                       "/bin (scripts/install-deps.sh installs it from the nvidia-cuda-nvdisasm wheel)");
   if (result.backend != "cuda" || result.binary.empty())
     throw UsageError("SASS is only available for cuda-backend (cubin) compiles");
   fs::path tmp = fs::temp_directory_path() / ("lab-sass-" + std::to_string(::getpid()) + ".cubin");
