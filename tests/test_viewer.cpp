@@ -1,7 +1,8 @@
 // The visual debugger driven by scripts under Xvfb (`lab-viewer --script`): a syntax error inserted in a
 // kernel is listed at its line and the line is highlighted; a kernel run shows PASS; a kernel that faults is
 // reported with its name while the viewer goes on; YOLO26 draws its boxes and an attention map; edits of the
-// kernels the pipeline uses re-run it and show in the per-layer errors, or as a named fault. Without the
+// kernels the pipeline uses re-run it and show in the per-layer errors, or as a named fault beside the last
+// good run; the editor draws UTF-8. Without the
 // viewer binary, xvfb-run or a usable GL the tests WARN and return.
 #include <catch2/catch.hpp>
 
@@ -188,6 +189,7 @@ TEST_CASE("viewer: YOLO26 on bus.jpg draws its boxes in class colours and an att
   const std::string script = run_pipeline_on(image) +
                              "expect_text bus 0.\n"
                              "expect_text person 0.\n"
+                             "expect_text input 640x480 (h x w)\n"
                              "expect_box_pixels\n"
                              "click_pixel 400 500\n"
                              "expect_text query pixel (400, 500)\n"
@@ -201,6 +203,23 @@ TEST_CASE("viewer: YOLO26 on bus.jpg draws its boxes in class colours and an att
   CHECK(png.count([](const unsigned char* p) {
     return std::abs(p[0] - 252) <= 3 && std::abs(p[1] - 242) <= 3 && std::abs(p[2] - 89) <= 3;
   }) > 150);
+}
+
+TEST_CASE("viewer: the editor draws UTF-8 (the em dashes of flash_attn2.cu) and names what it cannot",
+          "[viewer]") {
+  lab::test::ScratchDir dir("viewer-utf8");
+  // U+4E2D (a CJK ideograph) is outside the merged glyph ranges: the editor must say so.
+  const ViewerRun r = run_viewer_script(dir.path,
+                                        "open_kernel flash_attn2_fwd\n"
+                                        "expect_text attention/flash_attn2.cu\n"
+                                        "expect_no_text have no glyph\n"
+                                        "insert_text 1 // \xe4\xb8\xad\n"
+                                        "expect_text 1 character(s) of this file have no glyph in the font\n");
+  if (r.skipped) return;
+  INFO(r.log);
+  REQUIRE(r.exit_code == 0);
+  CHECK(lab::test::read_text(dir.path / "kernels/attention/flash_attn2.cu").find("\xe2\x80\x94") !=
+        std::string::npos);  // the file holds em dashes
 }
 
 TEST_CASE("viewer: a malformed script is a usage error naming its line", "[viewer]") {
@@ -239,6 +258,11 @@ TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the la
                              "expect_text pipeline failed\n"
                              "expect_text kernel maxpool2d block (0,0,0)\n"
                              "expect_text null pointer\n"
+                             // The last good run (the wrong upsample's) stays on screen with its errors.
+                             "expect_text shown: the last run that succeeded\n"
+                             "expect_text stop sign 0.\n"
+                             "expect_box_pixels\n"
+                             "expect_text first layer off the reference: layer11 (rel L2\n"
                              "open_kernel detect_decode\n"
                              "select_panel Kernels\n"
                              "expect_text detect/detect_decode.cu\n";

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "fonts.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "panels.hpp"
 #include "script.hpp"
@@ -146,6 +147,7 @@ int run_viewer(const ViewerOptions& o) {
   const std::string ini = (config_dir(o.config_dir) / "viewer_imgui.ini").string();
   io.IniFilename = script ? nullptr : ini.c_str();  // scripts get the same layout every time
   ImGui::StyleColorsDark();
+  load_fonts();
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 130");
 

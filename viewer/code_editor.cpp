@@ -8,6 +8,9 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "fonts.hpp"
+#include "ui_text.hpp"
+
 namespace lab::viewer {
 
 int line_count(const std::string& text) {
@@ -29,6 +32,9 @@ void insert_line(std::string& text, int line, const std::string& line_text) {
 }
 
 bool draw_code_editor(const char* id, CodeEditor& editor, float width, float height) {
+  if (const int missing = characters_without_glyph(editor.text); missing > 0)
+    ui_text_coloured(ImVec4(1.0f, 0.8f, 0.3f, 1.0f),
+                     std::to_string(missing) + " character(s) of this file have no glyph in the font (shown as ?)");
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const ImVec2 size(width > 0 ? width : avail.x, height > 0 ? height : avail.y);
   ImGui::BeginChild(id, size, true, ImGuiWindowFlags_HorizontalScrollbar);

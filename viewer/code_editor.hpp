@@ -1,5 +1,6 @@
 // A source editor widget: ImGui's multiline text input beside a line-number gutter, with error marks in the
-// gutter, one highlighted line, and scrolling to a line on request.
+// gutter, one highlighted line, and scrolling to a line on request. UTF-8 text is drawn with the merged font
+// (fonts.hpp); characters it still lacks are counted in a note above the text.
 #pragma once
 #include <set>
 #include <string>

@@ -66,17 +66,17 @@ void draw_controls(ViewerState& s) {
   ImGui::SetNextItemWidth(200);
   if (ImGui::SliderFloat("confidence", &p.confidence, 0.01f, 1.0f, "%.2f"))
     s.settings.confidence = p.confidence;
+  if (!p.failure.empty()) {
+    ui_text_coloured(kRed, "pipeline failed");
+    ui_text_wrapped(p.failure);
+    if (p.run) ui_text("shown: the last run that succeeded");
+  }
   if (!p.run) return;
   const PipelineRun& r = *p.run;
-  if (!r.failure.empty()) {
-    ui_text_coloured(kRed, "pipeline failed");
-    ui_text_wrapped(r.failure);
-    return;
-  }
   ImGui::TextDisabled("model: %s (%s)", r.model_path.c_str(), r.model_origin.c_str());
   char line[160];
-  std::snprintf(line, sizeof line, "forward %.1f ms on %s, input %d x %d", r.forward_ms, r.executor.c_str(),
-                r.geometry.width, r.geometry.height);
+  std::snprintf(line, sizeof line, "forward %.1f ms on %s, input %dx%d (h x w)", r.forward_ms,
+                r.executor.c_str(), r.geometry.height, r.geometry.width);
   ui_text(line);
   if (ImGui::CollapsingHeader("per-layer time", ImGuiTreeNodeFlags_DefaultOpen) &&
       ImGui::BeginTable("times", 2, ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY,
@@ -151,7 +151,7 @@ void refresh_attention(PipelineState& p) {
 // The image with the attention overlay and the boxes; a click picks the query pixel.
 void draw_image_view(ViewerState& s, float max_w, float max_h) {
   PipelineState& p = s.pipeline;
-  const Image& img = p.run && p.run->failure.empty() ? p.run->image : p.preview;
+  const Image& img = p.run ? p.run->image : p.preview;
   if (img.width == 0) {
     ImGui::TextDisabled("Open an image, then Run YOLO26.");
     return;
@@ -160,7 +160,7 @@ void draw_image_view(ViewerState& s, float max_w, float max_h) {
     p.image_texture.upload(rgba_of(img), img.width, img.height, true);
     p.image_dirty = false;
   }
-  if (p.run && p.run->failure.empty()) {
+  if (p.run) {
     const auto shown = std::count_if(p.run->detections.begin(), p.run->detections.end(),
                                      [&](const Detection& d) { return d.score > p.confidence; });
     char line[64];
@@ -178,7 +178,7 @@ void draw_image_view(ViewerState& s, float max_w, float max_h) {
                                   static_cast<int>((m.y - origin.y) / scale));
     p.attention_dirty = true;
   }
-  if (!p.run || !p.run->failure.empty()) return;
+  if (!p.run) return;
   const PipelineRun& r = *p.run;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const auto to_screen = [&](double x, double y) {
@@ -240,8 +240,8 @@ void draw_attention_view(ViewerState& s) {
   if (ImGui::SliderInt("head", &p.head, 0, a.heads - 1)) p.attention_dirty = true;
   if (p.query) {
     ui_text("query pixel (" + std::to_string(p.query->first) + ", " + std::to_string(p.query->second) +
-            "): attention over the " + std::to_string(a.grid_w) + " x " + std::to_string(a.grid_h) +
-            " key grid");
+            "): attention over the " + std::to_string(a.grid_h) + "x" + std::to_string(a.grid_w) +
+            " (h x w) key grid");
     draw_heatmap(p.attention_texture, p.attention_grid, 320, "attention probability", std::nullopt);
   }
 }
@@ -279,7 +279,7 @@ void draw_feature_view(ViewerState& s) {
     p.feature_dirty = false;
   }
   ui_text(p.feature_layer + " channel " + std::to_string(p.feature_channel) + " of " +
-          std::to_string(channels) + ", " + std::to_string(w) + " x " + std::to_string(h));
+          std::to_string(channels) + ", " + std::to_string(h) + "x" + std::to_string(w) + " (h x w)");
   draw_heatmap(p.feature_texture, p.feature_grid, std::min(ImGui::GetContentRegionAvail().x, 800.0f),
                "activation", std::nullopt);
 }
@@ -302,7 +302,7 @@ void draw_pipeline_panel(ViewerState& s) {
       return open;
     };
     if (tab("Detections and attention", "detections")) {
-      const bool have_run = p.run && p.run->failure.empty();
+      const bool have_run = p.run != nullptr;
       const ImVec2 avail = ImGui::GetContentRegionAvail();
       draw_image_view(s, have_run ? avail.x - 350 : avail.x, avail.y - 40);
       if (have_run) {
@@ -313,7 +313,7 @@ void draw_pipeline_panel(ViewerState& s) {
       }
       ImGui::EndTabItem();
     }
-    if (p.run && p.run->failure.empty() && tab("Feature maps", "features")) {
+    if (p.run && tab("Feature maps", "features")) {
       draw_feature_view(s);
       ImGui::EndTabItem();
     }

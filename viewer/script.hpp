@@ -1,38 +1,18 @@
-// Scripted mode (`lab-viewer --script FILE --screenshot-dir DIR`): named actions drive the UI one at a time,
-// each after the previous one's background work finished and the UI settled for a few frames. Used by the
-// [viewer] tests and to make the screenshots of docs/viewer.md. One action per line, `#` starts a comment:
-//   open_kernel NAME [VARIANT]   select_variant NAME     open_file TREE_PATH
-//   insert_text LINE TEXT...     save                     compile
-//   set_param NAME VALUE         set_seed N               set_backend cuda|cpu
-//   run                          select_output NAME       select_panel Kernels|Run|Pipeline
-//   select_tab source|ptx|sass|resources|log              click_error N (1-based, jumps to its line)
-//   select_source_line LINE (of the editor's file: the PTX/SASS tabs highlight its assembly lines)
-//   click_assembly_line ptx|sass N (1-based line of the listing: selects the source line it came from)
-//   open_image PATH              run_pipeline             compare_layers           set_confidence C
-//   select_attention NAME HEAD   click_pixel X Y (image pixels)     select_feature LAYER CHANNEL
-//   select_pipeline_tab detections|features                expect_box_pixels
-//   screenshot NAME.png          expect_text TEXT...      expect_no_text TEXT...      frames N
-// expect_box_pixels reads the rendered frame on each shown box's left and bottom edges and expects the box's
-// class colour there (for at least 3 of 4 boxes: others may cover a few edges).
-// A failed expectation or action ends the viewer with exit 1 and "FILE:LINE: message"; a malformed script
-// is a usage error (exit 2) reported before anything runs.
+// Scripted mode (`lab-viewer --script FILE --screenshot-dir DIR`): the parsed actions (script_parse.hpp,
+// listed with their arguments in docs/viewer.md, "Scripted mode") drive the UI one at a time, each after the
+// previous one's background work finished and the UI settled for a few frames. Used by the [viewer] tests and
+// to make the screenshots of docs/viewer.md. A failed expectation or action ends the viewer with exit 1 and
+// "FILE:LINE: message".
 #pragma once
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "script_parse.hpp"
+
 namespace lab::viewer {
 
 struct ViewerState;
-
-struct ScriptAction {
-  int line = 0;
-  std::string verb;
-  std::vector<std::string> args;  // for verbs taking TEXT..., the last one is the rest of the line
-};
-
-// Parses and validates verbs and argument counts; throws UsageError "FILE:LINE: ...".
-std::vector<ScriptAction> parse_script(const std::filesystem::path& file);
 
 class ScriptRunner {
  public:

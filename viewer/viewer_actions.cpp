@@ -110,7 +110,8 @@ void save_file(ViewerState& s) {
   s.kernels.status = "saved " + (s.workspace.dir / s.kernels.file).string();
   start_compile(s);
   // Live editing reaches the pipeline: the next run builds its kernels from the saved tree.
-  if (s.pipeline.rerun_on_save && s.pipeline.run && s.pipeline.executor != "reference")
+  if (s.pipeline.rerun_on_save && (s.pipeline.run || !s.pipeline.failure.empty()) &&
+      s.pipeline.executor != "reference")
     s.pipeline.rerun_requested = true;
 }
 
@@ -206,6 +207,7 @@ void open_image(ViewerState& s, const std::string& path) {
   s.pipeline.image_path = path;
   s.pipeline.image_dirty = true;
   s.pipeline.run.reset();
+  s.pipeline.failure.clear();
   s.pipeline.layer_errors.clear();
   s.pipeline.query.reset();
   s.settings.last_image = path;
@@ -215,8 +217,6 @@ void start_pipeline(ViewerState& s) {
   if (s.pipeline.image_path.empty()) throw UsageError("open an image first");
   if (s.pipeline.job.valid()) return;
   s.pipeline.rerun_requested = false;
-  s.pipeline.layer_errors.clear();
-  s.pipeline.compare_failure.clear();
   PipelineRequest r;
   r.image_path = s.pipeline.image_path;
   r.executor = s.pipeline.executor;
@@ -229,13 +229,13 @@ void pick_query_pixel(ViewerState& s, int x, int y) {
   const Image& img = s.pipeline.run ? s.pipeline.run->image : s.pipeline.preview;
   if (x < 0 || y < 0 || x >= img.width || y >= img.height)
     throw UsageError("pixel (" + std::to_string(x) + ", " + std::to_string(y) + ") is outside the " +
-                     std::to_string(img.width) + " x " + std::to_string(img.height) + " image");
+                     std::to_string(img.height) + "x" + std::to_string(img.width) + " (h x w) image");
   s.pipeline.query = std::pair<int, int>(x, y);
   s.pipeline.attention_dirty = true;
 }
 
 void start_reference_comparison(ViewerState& s) {
-  if (!s.pipeline.run || !s.pipeline.run->failure.empty()) throw UsageError("run the pipeline first");
+  if (!s.pipeline.run) throw UsageError("run the pipeline first");
   if (s.pipeline.compare_job.valid()) return;
   s.pipeline.compare_after_run = true;
   s.pipeline.compare_job =
@@ -244,13 +244,19 @@ void start_reference_comparison(ViewerState& s) {
 
 void poll_jobs(ViewerState& s, double now) {
   if (job_ready(s.pipeline.job)) {
-    s.pipeline.run = std::make_shared<PipelineRun>(s.pipeline.job.get());
-    s.pipeline.image_dirty = s.pipeline.feature_dirty = s.pipeline.attention_dirty = true;
-    if (!s.pipeline.query && s.pipeline.run->failure.empty())
-      s.pipeline.query =
-          std::pair<int, int>(s.pipeline.run->image.width / 2, s.pipeline.run->image.height / 2);
-    if (s.pipeline.compare_after_run && s.pipeline.run->failure.empty() && s.pipeline.executor != "reference")
-      start_reference_comparison(s);
+    // A failed run (a faulting kernel, a compile error) is reported beside the last good run, which stays.
+    PipelineRun done = s.pipeline.job.get();
+    s.pipeline.failure = done.failure;
+    if (done.failure.empty()) {
+      s.pipeline.run = std::make_shared<PipelineRun>(std::move(done));
+      s.pipeline.layer_errors.clear();
+      s.pipeline.compare_failure.clear();
+      s.pipeline.image_dirty = s.pipeline.feature_dirty = s.pipeline.attention_dirty = true;
+      if (!s.pipeline.query)
+        s.pipeline.query =
+            std::pair<int, int>(s.pipeline.run->image.width / 2, s.pipeline.run->image.height / 2);
+      if (s.pipeline.compare_after_run && s.pipeline.executor != "reference") start_reference_comparison(s);
+    }
   }
   if (s.pipeline.rerun_requested && !s.pipeline.job.valid()) start_pipeline(s);
   if (job_ready(s.pipeline.compare_job)) {

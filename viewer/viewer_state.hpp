@@ -63,7 +63,8 @@ struct PipelineState {
   GlTexture image_texture;
   bool image_dirty = false;
   std::future<PipelineRun> job;
-  std::shared_ptr<PipelineRun> run;
+  std::shared_ptr<PipelineRun> run;  // the last run that succeeded: it stays on screen when a later one fails
+  std::string failure;               // the latest run's failure (fault, crash, compile error), or empty
   std::future<std::vector<LayerError>> compare_job;
   std::vector<LayerError> layer_errors;
   std::string compare_failure;
