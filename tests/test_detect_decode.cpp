@@ -20,6 +20,9 @@ TEST_CASE("anchor grid sizes and centres follow the Detect head", "[detect]") {
   CHECK(g.y[17] == 0.5f);
   CHECK(g.stride[20] == 32.0f);
   CHECK_THROWS_AS(make_anchor_grid(100, 640), UsageError);
+  // Sizes read h x w everywhere, as lab detect's summary line prints them.
+  CHECK_THROWS_WITH(make_anchor_grid(100, 640),
+                    "image size 100x640 (h x w) is not a positive multiple of stride 8");
 }
 
 TEST_CASE("detect-decode reference reproduces hand-computed boxes", "[detect]") {
