@@ -24,6 +24,7 @@ struct LossOptions {
   int imgsz = 640;
   std::vector<double> pad, orig_size;
   double scale = 0;
+  bool rect = false;
   int epoch = 0, epochs = 100;
   double box_gain = 7.5, cls_gain = 0.5, l1_gain = 1.5;
   double grad_tol = 1e-4;
@@ -37,17 +38,22 @@ std::string number(double v) {
   return s.str();
 }
 
-// The letterbox that maps the labels (normalised to the original image) into the network input: from
-// --letterbox-json, --scale/--pad, the labels JSON's own "letterbox", or --orig-size with the fixed letterbox,
-// in that order. Without any of them the mapping is unknown: a usage error, never a silent guess.
+// The letterbox that maps the labels (normalised to the original image) into the network input, and so the
+// input size: from --letterbox-json or --scale/--pad (imgsz square), else the labels JSON's own "letterbox",
+// else --orig-size with lab detect's letterbox (square, or --rect). Without any of them the mapping is
+// unknown: a usage error, never a silent guess.
 loss::Letterbox resolve_letterbox(const LossOptions& o, const std::optional<loss::Letterbox>& from_labels) {
   const bool manual = o.scale > 0 || !o.pad.empty();
   if (!o.letterbox_json.empty() && manual)
     throw UsageError("loss: give --letterbox-json or --scale/--pad, not both");
+  if (o.rect && (manual || !o.letterbox_json.empty() || o.orig_size.empty()))
+    throw UsageError("loss: --rect computes the letterbox from --orig-size and goes without "
+                     "--letterbox-json/--scale/--pad");
   const int w = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[0]);
   const int h = static_cast<int>(o.orig_size.empty() ? 0 : o.orig_size[1]);
   if (manual) {
     loss::Letterbox box;
+    box.input_width = box.input_height = o.imgsz;
     box.scale = o.scale > 0 ? o.scale : 1.0;
     box.pad_x = o.pad.empty() ? 0 : o.pad[0];
     box.pad_y = o.pad.empty() ? 0 : o.pad[1];
@@ -57,15 +63,15 @@ loss::Letterbox resolve_letterbox(const LossOptions& o, const std::optional<loss
   }
   std::optional<loss::Letterbox> box =
       o.letterbox_json.empty() ? from_labels : loss::read_letterbox_json(o.letterbox_json);
-  if (box) {
+  if (box && !o.rect) {
     if (w > 0) box->original_width = w, box->original_height = h;
     return *box;
   }
-  if (w > 0) return loss::square_letterbox(w, h, o.imgsz, o.imgsz);
+  if (w > 0) return loss::image_letterbox(w, h, o.imgsz, o.rect);
   throw UsageError("loss: " + o.labels +
                    " is normalised to the original image, so the letterbox is needed: give --orig-size W H "
-                   "(the fixed letterbox), --letterbox-json FILE or --scale S --pad X Y (--scale 1 --pad 0 0 "
-                   "for labels normalised to the network input)");
+                   "(lab detect's letterbox, square or --rect), --letterbox-json FILE or --scale S --pad X Y "
+                   "(--scale 1 --pad 0 0 for labels normalised to the network input)");
 }
 
 nlohmann::json head_json(const loss::HeadLoss& h) {
@@ -92,12 +98,13 @@ void run_loss(const LossOptions& o, CliState& state) {
   if (o.heads.empty() || o.labels.empty()) throw UsageError("loss: --heads and --labels are required");
 
   const SafetensorsFile file = SafetensorsFile::load(o.heads);
-  loss::LossBatch batch = loss::load_head_outputs(file, o.imgsz, o.imgsz);
+  const loss::LabelsFile labels = loss::read_labels_file(o.labels);
+  const loss::Letterbox letterbox = resolve_letterbox(o, labels.letterbox);
+  loss::LossBatch batch = loss::load_head_outputs(file, letterbox.input_height, letterbox.input_width);
   if (batch.batch != 1)
     throw UsageError(o.heads + ": batch " + std::to_string(batch.batch) +
                      ", but a labels file describes one image");
-  const loss::LabelsFile labels = loss::read_labels_file(o.labels);
-  batch.ground_truth[0] = loss::labels_to_input(labels.labels, resolve_letterbox(o, labels.letterbox));
+  batch.ground_truth[0] = loss::labels_to_input(labels.labels, letterbox);
 
   loss::LossConfig config;
   config.epoch = o.epoch, config.epochs = o.epochs;
@@ -160,15 +167,20 @@ void add_loss_command(CLI::App& app, CliState& state) {
   cmd->add_option("--labels", o->labels,
                   "YOLO labels (class cx cy w h, normalised to the original image; needs the letterbox), or a "
                   "bus_loss.json-like file with labels_yolo_txt_original_image and its letterbox");
-  cmd->add_option("--imgsz", o->imgsz, "Network input size (square)")->capture_default_str();
+  cmd->add_option("--imgsz", o->imgsz,
+                  "Network input size (with --scale/--pad or --orig-size; a letterbox JSON gives its own)")
+      ->capture_default_str();
   cmd->add_option("--letterbox-json", o->letterbox_json,
                   "bus_loss.json-like file: letterbox.scale, letterbox.pad_left_top, letterbox.size");
   cmd->add_option("--scale", o->scale, "Letterbox scale (original -> input)");
   cmd->add_option("--pad", o->pad, "Letterbox padding left top, in input pixels")->expected(2);
   cmd->add_option("--orig-size", o->orig_size,
-                  "Original image width height (alone: the fixed letterbox of spec/yolo26.md; with --scale: "
-                  "instead of round((imgsz - 2 pad) / scale))")
+                  "Original image width height (alone: lab detect's letterbox to imgsz; with --scale: instead "
+                  "of round((imgsz - 2 pad) / scale))")
       ->expected(2);
+  cmd->add_flag("--rect", o->rect,
+                "With --orig-size: lab detect's rect letterbox (the smallest multiple-of-32 rectangle), not "
+                "imgsz x imgsz");
   cmd->add_option("--epoch", o->epoch, "Epoch (o2m weight 0.8 -> 0.1 linearly)")->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "Number of epochs")->capture_default_str();
   cmd->add_option("--box-gain", o->box_gain, "Gain of the CIoU term")->capture_default_str();

@@ -123,11 +123,16 @@ TEST_CASE("YOLO labels and the letterbox map boxes into the network input", "[lo
   test::write_file(dir.path / "l.txt", "# comment\n5 0.5 0.5 1.0 0.5\n\n0 0.25 0.75 0.1 0.2\n");
   const auto labels = read_yolo_labels(dir.path / "l.txt");
   REQUIRE(labels.size() == 2);
-  // bus.jpg 810x1080 -> 640x640: scale 640/1080, resized 480x640, padding (80, 0).
-  const Letterbox box = square_letterbox(810, 1080, 640, 640);
+  // bus.jpg 810x1080 -> 640x640: scale 640/1080, resized 480x640, padding (80, 0); rect: 640x480, no padding.
+  const Letterbox box = image_letterbox(810, 1080, 640, false);
   CHECK(box.scale == Approx(640.0 / 1080));
   CHECK(box.pad_x == 80);
   CHECK(box.pad_y == 0);
+  CHECK((box.input_width == 640 && box.input_height == 640));
+  const Letterbox rect = image_letterbox(810, 1080, 640, true);
+  CHECK((rect.input_width == 480 && rect.input_height == 640));
+  CHECK((rect.pad_x == 0 && rect.pad_y == 0));
+  CHECK(rect.scale == Approx(640.0 / 1080));
   const auto gts = labels_to_input(labels, box);
   CHECK(gts[0].cls == 5);
   CHECK(gts[0].x1 == Approx(80));
@@ -148,6 +153,7 @@ TEST_CASE("YOLO labels and the letterbox map boxes into the network input", "[lo
     const Letterbox bus = read_letterbox_json(kGoldens / "bus_loss.json");
     CHECK(bus.original_width == 810);
     CHECK(bus.original_height == 1080);
+    CHECK((bus.input_width == 640 && bus.input_height == 640));
     CHECK(bus.pad_x == 80);
     CHECK(read_labels_json(kGoldens / "bus_loss.json").size() == 5);
   }
@@ -195,10 +201,16 @@ TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2"
   CHECK(no_labels.exit_code == 2);
   CHECK(no_labels.err.find("absent.txt: cannot open") != std::string::npos);
 
-  const test::LabResult size =
-      test::run_lab("loss --backend cpu --imgsz 320 --heads " + heads + " --labels " + labels);
+  const test::LabResult size = test::run_lab("loss --backend cpu --imgsz 320 --orig-size 810 1080 --heads " +
+                                             heads + " --labels " + labels);
   CHECK(size.exit_code == 2);
-  CHECK(size.err.find("8400 anchors") != std::string::npos);
+  CHECK(size.err.find("8400 anchors, but a 320x320 (h x w) input has 2100") != std::string::npos);
+
+  // --rect: lab detect's rect letterbox of the 810x1080 bus is a 640x480 input, which these heads are not for.
+  const test::LabResult rect = test::run_lab("loss --backend cpu --orig-size 810 1080 --rect --heads " + heads +
+                                             " --labels " + labels);
+  CHECK(rect.exit_code == 2);
+  CHECK(rect.err.find("8400 anchors, but a 640x480 (h x w) input has 6300") != std::string::npos);
 }
 
 // The README's `lab loss` lines: bus_loss.json carries the labels and their letterbox, so it reproduces the

@@ -38,7 +38,7 @@ LossBatch load_head_outputs(const SafetensorsFile& file, int image_height, int i
   if (static_cast<int64_t>(batch.anchors.size()) != boxes.shape[2])
     throw UsageError(at + std::to_string(boxes.shape[2]) + " anchors, but a " + std::to_string(image_height) +
                      "x" + std::to_string(image_width) + " (h x w) input has " +
-                     std::to_string(batch.anchors.size()) + " (set --imgsz)");
+                     std::to_string(batch.anchors.size()) + " (check --imgsz and the letterbox)");
   batch.one2many = {file.floats("one2many.boxes"), file.floats("one2many.scores")};
   batch.one2one = {file.floats("one2one.boxes", boxes.shape), file.floats("one2one.scores", scores.shape)};
   batch.ground_truth.resize(batch.batch);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/image/letterbox.hpp"
 
 namespace lab::loss {
 
@@ -39,19 +40,16 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
   return labels;
 }
 
-Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height) {
-  if (original_width <= 0 || original_height <= 0)
-    throw UsageError("letterbox: original size " + std::to_string(original_height) + "x" +
-                     std::to_string(original_width) + " (h x w) is not positive");
+Letterbox image_letterbox(int original_width, int original_height, int imgsz, bool rect) {
+  const LetterboxGeometry g = letterbox_geometry(original_width, original_height, imgsz, rect);
   Letterbox box;
   box.original_width = original_width;
   box.original_height = original_height;
-  box.scale = std::min(static_cast<double>(input_height) / original_height,
-                       static_cast<double>(input_width) / original_width);
-  const double dw = input_width - std::round(original_width * box.scale);
-  const double dh = input_height - std::round(original_height * box.scale);
-  box.pad_x = std::round(dw / 2 - 0.1);
-  box.pad_y = std::round(dh / 2 - 0.1);
+  box.input_width = g.width;
+  box.input_height = g.height;
+  box.scale = g.ratio;
+  box.pad_x = g.left;
+  box.pad_y = g.top;
   return box;
 }
 
@@ -93,15 +91,17 @@ Letterbox letterbox_of(const nlohmann::json& doc, const std::filesystem::path& p
     box.pad_x = lb.at("pad_left_top").at(0).get<double>();
     box.pad_y = lb.at("pad_left_top").at(1).get<double>();
     if (!(box.scale > 0)) throw UsageError(at + "letterbox.scale must be positive");
+    box.input_width = lb.at("size").at(0).get<int>();
+    box.input_height = lb.at("size").at(1).get<int>();
     if (lb.contains("original_size")) {
       box.original_width = lb["original_size"].at(0).get<int>();
       box.original_height = lb["original_size"].at(1).get<int>();
     } else {
-      box.original_width =
-          static_cast<int>(std::lround((lb.at("size").at(0).get<double>() - 2 * box.pad_x) / box.scale));
-      box.original_height =
-          static_cast<int>(std::lround((lb.at("size").at(1).get<double>() - 2 * box.pad_y) / box.scale));
+      box.original_width = static_cast<int>(std::lround((box.input_width - 2 * box.pad_x) / box.scale));
+      box.original_height = static_cast<int>(std::lround((box.input_height - 2 * box.pad_y) / box.scale));
     }
+    if (box.input_width <= 0 || box.input_height <= 0)
+      throw UsageError(at + "letterbox.size must be positive");
     if (box.original_width <= 0 || box.original_height <= 0)
       throw UsageError(at + "the letterbox gives a non-positive original image size");
     return box;

@@ -22,18 +22,20 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path);
 // (the same values as a label file, at full precision). Throws UsageError naming the file and the problem.
 std::vector<YoloLabel> read_labels_json(const std::filesystem::path& path);
 
-// Original image (width x height) -> network input: x' = x * scale + pad_x, y' = y * scale + pad_y.
+// Original image (width x height) -> network input (input_width x input_height): x' = x * scale + pad_x,
+// y' = y * scale + pad_y.
 struct Letterbox {
   int original_width = 0, original_height = 0;
+  int input_width = 0, input_height = 0;
   double scale = 1, pad_x = 0, pad_y = 0;
 };
 
-// The fixed-size letterbox of spec/yolo26.md (auto=False): r = min(H/h, W/w), new = round(size * r),
-// left = round(dw/2 - 0.1), top = round(dh/2 - 0.1).
-Letterbox square_letterbox(int original_width, int original_height, int input_width, int input_height);
+// The letterbox `lab detect` applies to an original_width x original_height image (letterbox_geometry of
+// pipeline/image: imgsz x imgsz, or with `rect` the smallest rectangle of multiples of 32).
+Letterbox image_letterbox(int original_width, int original_height, int imgsz, bool rect);
 
-// A bus_loss.json-like file: "letterbox": {"size": [W, H], "scale": s, "pad_left_top": [x, y]} and optionally
-// "original_size": [w, h]; without it the original size is round((size - 2 * pad) / scale).
+// A bus_loss.json-like file: "letterbox": {"size": [W, H] (the input), "scale": s, "pad_left_top": [x, y]} and
+// optionally "original_size": [w, h]; without it the original size is round((size - 2 * pad) / scale).
 // Throws UsageError naming the file and the missing or malformed field.
 Letterbox read_letterbox_json(const std::filesystem::path& path);
 
