@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -42,8 +43,15 @@ void add_cache_command(CLI::App& app, CliState& state) {
   });
   clear->callback([&state] {
     const auto cache = state.context().cache;
-    const size_t removed = cache->clear();
-    std::cout << "removed " << removed << " entries from " << cache->root().string() << "\n";
+    const CacheClearReport report = cache->clear();
+    std::cout << "removed " << report.removed << " entries from " << cache->root().string() << "\n";
+    if (report.failures.empty()) return;
+    std::string listed;  // the first few, so the error stays one line
+    for (size_t i = 0; i < report.failures.size() && i < 3; ++i)
+      listed += (i ? ", " : "") + report.failures[i];
+    if (report.failures.size() > 3) listed += ", ...";
+    throw RuntimeError("cache clear: could not remove " + std::to_string(report.failures.size()) +
+                       " item(s): " + listed);
   });
 }
 

@@ -3,7 +3,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "sha256.hpp"
@@ -43,6 +46,17 @@ bool parse_parts(std::string_view body, CacheEntry& entry) {
     pos = nl2 + 1 + len;
   }
   return pos == body.size();
+}
+
+// One warning per cache folder and process, on stderr whatever the verbosity: every compile still works,
+// uncached.
+void warn_unwritable_once(const fs::path& root, const std::string& why) {
+  static std::mutex mutex;
+  static std::set<fs::path> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(root).second)
+    std::cerr << "lab: warning: cache directory " << root.string() << " is not writable (" << why
+              << "); compiling without caching\n";
 }
 
 }  // namespace
@@ -91,11 +105,16 @@ void DiskCache::store(const std::string& key, const CacheEntry& entry, std::stri
     std::ofstream out(tmp, std::ios::binary);
     out << body << digest;
     if (!out) {
-      if (note) *note = "cache directory " + root_.string() + " is not writable; result not cached";
+      const std::string why = ec ? ec.message() : std::string("cannot create files there");
+      warn_unwritable_once(root_, why);
+      if (note)
+        *note = "cache directory " + root_.string() + " is not writable (" + why + "); result not cached";
       fs::remove(tmp, ec);
       return;
     }
   }
+  // The rename fails when a concurrent `lab cache clear` removed the temporary: the result is just not
+  // cached.
   fs::rename(tmp, path_of(key), ec);
   if (ec) {
     if (note) *note = "could not store cache entry " + path_of(key).string() + ": " + ec.message();
@@ -107,14 +126,15 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
   std::vector<CacheEntryInfo> out;
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return out;
-  for (auto& e : fs::directory_iterator(root_)) {
+  for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& e = *it;
     if (!e.is_regular_file() || e.path().extension() != ".entry") continue;
     CacheEntryInfo info;
     info.key = e.path().stem().string();
     info.bytes = e.file_size();
     if (auto entry = load(info.key)) {
-      auto it = entry->parts.find("summary");
-      if (it != entry->parts.end()) info.summary = it->second;
+      auto summary = entry->parts.find("summary");
+      if (summary != entry->parts.end()) info.summary = summary->second;
     } else {
       info.summary = "(corrupt; removed)";
     }
@@ -123,16 +143,30 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
   return out;
 }
 
-size_t DiskCache::clear() const {
-  // Everything under the root belongs to the cache: entries, and the cpu backend's trees and shared objects.
-  size_t n = 0;
+CacheClearReport DiskCache::clear() const {
+  // Everything under the root belongs to the cache: entries and the temporaries of stores in progress (whose
+  // rename then fails harmlessly). Compiles never read from the cache folder while compiling.
+  CacheClearReport report;
   std::error_code ec;
-  if (!fs::is_directory(root_, ec)) return 0;
-  for (auto& e : fs::directory_iterator(root_)) {
-    if (e.is_regular_file() && e.path().extension() == ".entry") ++n;
-    fs::remove_all(e.path(), ec);
+  const fs::file_status status = fs::status(root_, ec);
+  if (status.type() == fs::file_type::not_found) return report;
+  if (!fs::is_directory(status)) {
+    report.failures.push_back(root_.string() + " (" + (ec ? ec.message() : "not a directory") + ")");
+    return report;
   }
-  return n;
+  fs::directory_iterator it(root_, ec);
+  if (ec) report.failures.push_back(root_.string() + " (" + ec.message() + ")");
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const fs::path path = it->path();
+    const bool is_entry = path.extension() == ".entry";
+    std::error_code removal;
+    fs::remove_all(path, removal);
+    if (removal)
+      report.failures.push_back(path.string() + " (" + removal.message() + ")");
+    else if (is_entry)
+      ++report.removed;
+  }
+  return report;
 }
 
 }  // namespace lab

@@ -20,6 +20,11 @@ struct CacheEntryInfo {
   std::string summary;  // the "summary" part if present (backend, source, target)
 };
 
+struct CacheClearReport {
+  size_t removed = 0;                 // entries removed
+  std::vector<std::string> failures;  // "<path> (<reason>)" for everything that could not be removed
+};
+
 class DiskCache {
  public:
   explicit DiskCache(std::filesystem::path root);
@@ -29,11 +34,14 @@ class DiskCache {
   const std::filesystem::path& root() const { return root_; }
   // nullopt on miss or on a corrupt entry (which is deleted; `note` receives a one-line explanation).
   std::optional<CacheEntry> load(const std::string& key, std::string* note = nullptr) const;
-  // Atomic: write to a temporary file in the same directory, then rename. Failures to write are ignored
-  // (a read-only cache only costs recompiles) but reported through `note`.
+  // Atomic: write to a temporary file in the same directory, then rename. Failures to write are not errors
+  // (an unwritable cache only costs recompiles): `note` explains, and an unwritable folder is warned about
+  // once per process on stderr ("lab: warning: cache directory ... is not writable (...); compiling without
+  // caching").
   void store(const std::string& key, const CacheEntry& entry, std::string* note = nullptr) const;
   std::vector<CacheEntryInfo> list() const;
-  size_t clear() const;  // returns the number of entries removed
+  // Removes everything under the root; what could not be removed is listed in the report.
+  CacheClearReport clear() const;
   std::filesystem::path path_of(const std::string& key) const;
 
  private:

@@ -1,4 +1,4 @@
-// KernelTree: embedded or on-disk kernel sources, include scanning, and materialising onto disk.
+// KernelTree: embedded or on-disk kernel sources and include scanning.
 #include "kernel_tree.hpp"
 
 #include <algorithm>
@@ -8,10 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "errors.hpp"
-#include "sha256.hpp"
 
 namespace lab {
 
@@ -115,24 +112,6 @@ std::vector<std::string> KernelTree::includes_of(const std::string& rel) const {
 
 std::string KernelTree::description() const {
   return dir_ ? dir_->string() : std::string("embedded");
-}
-
-fs::path KernelTree::materialize(const fs::path& scratch_root) const {
-  if (dir_) return *dir_;
-  Sha256 h;
-  for (auto& [name, text] : files_) h.field(name).field(text);
-  fs::path target = scratch_root / h.hex().substr(0, 24);
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) return target;
-  fs::path tmp = scratch_root / (".tmp-" + std::to_string(::getpid()) + "-" + target.filename().string());
-  fs::create_directories(tmp);
-  for (auto& [name, text] : files_) {
-    fs::create_directories((tmp / name).parent_path());
-    std::ofstream(tmp / name, std::ios::binary) << text;
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) fs::remove_all(tmp, ec);  // another process won the race; its copy is identical
-  return target;
 }
 
 }  // namespace lab

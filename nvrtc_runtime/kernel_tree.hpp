@@ -29,10 +29,6 @@ class KernelTree {
   std::string description() const;
   const std::optional<std::filesystem::path>& directory() const { return dir_; }
 
-  // A directory holding this tree on disk (the directory itself, or a copy of the embedded files under
-  // `scratch_root`, written once per content hash). Used by the host compiler of the cpu backend.
-  std::filesystem::path materialize(const std::filesystem::path& scratch_root) const;
-
  private:
   std::optional<std::filesystem::path> dir_;
   std::map<std::string, std::string> files_;  // embedded content (empty for directories)

@@ -1,33 +1,139 @@
-// Atomic file writes: temporary file beside the target, then rename.
+// Atomic file writes: what the output path is (regular, absent, a symlink, a device, ...), a temporary file
+// beside the target, fsync of the file before the rename and of its folder after it, and stale temporaries
+// removed.
 #include "pipeline/atomic_file.hpp"
 
+#include <chrono>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <regex>
+#include <set>
 
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 
-void write_file_atomically(const std::filesystem::path& path,
-                           const std::function<void(const std::filesystem::path& temporary)>& write) {
-  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
-  if (!std::filesystem::is_directory(parent))
+namespace fs = std::filesystem;
+namespace {
+
+// Where the bytes go: the path itself or a symlink's final target; `write_through` for a character device,
+// which is opened and written in place (never replaced).
+struct Destination {
+  fs::path path;
+  bool write_through = false;
+};
+
+std::string kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::block:
+      return "a block device";
+    default:
+      return "not a regular file";
+  }
+}
+
+Destination destination_of(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status own = fs::symlink_status(path, ec);
+  if (own.type() == fs::file_type::not_found) return {path};
+  if (ec) throw UsageError(path.string() + ": cannot write the file (" + ec.message() + ")");
+  fs::path resolved = path;
+  if (fs::is_symlink(own)) {
+    resolved = fs::canonical(path, ec);
+    if (ec)
+      throw UsageError(path.string() + ": cannot write through the symbolic link (" + ec.message() + ")");
+  }
+  const fs::file_status target = fs::status(resolved, ec);
+  if (fs::is_regular_file(target)) return {resolved};
+  if (fs::is_character_file(target)) return {resolved, true};
+  throw UsageError(path.string() + ": is " + kind_of(target.type()) +
+                   ", not a regular file; refusing to replace it");
+}
+
+// fsync of a file or folder by path (a second descriptor flushes the same inode).
+void sync_path(const fs::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const std::error_code ec(errno, std::generic_category());
+    if (fd >= 0) ::close(fd);
+    throw fs::filesystem_error("fsync", path, ec);
+  }
+  ::close(fd);
+}
+
+bool process_exists(long pid) {
+  return pid > 0 && pid <= 0x3fffffff && (::kill(pid_t(pid), 0) == 0 || errno == EPERM);
+}
+
+// The rule is in atomic_file.hpp (kStaleTemporaryAge).
+void remove_stale_temporaries(const fs::path& folder) {
+  static std::mutex mutex;
+  static std::set<fs::path> cleaned;  // each folder once per process: a folder of outputs is not rescanned
+  std::error_code ec;
+  const fs::path key = fs::weakly_canonical(folder, ec);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!cleaned.insert(key).second) return;
+  }
+  static const std::regex ours(R"(^\..+\.tmp-([0-9]{1,9})-[0-9]+$)");
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::smatch match;
+    if (!std::regex_match(name, match, ours)) continue;
+    if (!fs::is_regular_file(it->symlink_status(ec))) continue;
+    if (process_exists(std::stol(match[1]))) continue;
+    const auto modified = fs::last_write_time(it->path(), ec);
+    if (ec || now - modified < kStaleTemporaryAge) continue;
+    fs::remove(it->path(), ec);
+    ec.clear();
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const fs::path& path,
+                           const std::function<void(const fs::path& temporary)>& write) {
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : ".";
+  if (!fs::is_directory(parent))
     throw UsageError(path.string() + ": cannot write the file (folder '" + parent.string() +
                      "' does not exist)");
+  const Destination destination = destination_of(path);
+  if (destination.write_through) {
+    try {
+      write(destination.path);
+    } catch (const fs::filesystem_error& e) {
+      throw UsageError(path.string() + ": cannot write the file (" + e.code().message() + ")");
+    }
+    return;
+  }
+  const fs::path folder = destination.path.parent_path();
+  remove_stale_temporaries(folder);
   std::random_device entropy;
-  const std::filesystem::path temporary =
-      parent / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                std::to_string(entropy()));
+  const fs::path temporary = folder / ("." + destination.path.filename().string() + ".tmp-" +
+                                       std::to_string(::getpid()) + "-" + std::to_string(entropy()));
   auto remove_temporary = [&temporary] {
     std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
+    fs::remove(temporary, ignored);
   };
   try {
     write(temporary);
-    std::filesystem::rename(temporary, path);
-  } catch (const std::filesystem::filesystem_error& e) {
+    sync_path(temporary, O_RDONLY);  // the content reaches the disk before the name does
+    fs::rename(temporary, destination.path);
+    sync_path(folder, O_RDONLY | O_DIRECTORY);  // and the rename itself
+  } catch (const fs::filesystem_error& e) {
     remove_temporary();
     throw UsageError(path.string() + ": cannot write the file (" + e.code().message() + ")");
   } catch (const UsageError& e) {
@@ -43,8 +149,8 @@ void write_file_atomically(const std::filesystem::path& path,
   }
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& content) {
-  write_file_atomically(path, [&](const std::filesystem::path& temporary) {
+void write_file_atomically(const fs::path& path, const std::string& content) {
+  write_file_atomically(path, [&](const fs::path& temporary) {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(content.data(), std::streamsize(content.size()));
     out.close();

@@ -48,18 +48,6 @@ std::string tail_lines(const std::string& text, size_t lines) {
 
 }  // namespace
 
-ScratchDir::ScratchDir(const std::string& prefix) {
-  std::string dir_template = "/tmp/" + prefix + "-XXXXXX";
-  if (!mkdtemp(dir_template.data()))
-    throw std::runtime_error(std::string("cannot make a temporary folder: ") + std::strerror(errno));
-  path_ = dir_template;
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 ChildExit run_child_process(const std::vector<std::string>& args, const fs::path& log_file,
                             double timeout_s) {
   ChildExit exit;

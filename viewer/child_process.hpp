@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "temporary_folder.hpp"  // the private folder for a child's result and log
+
 namespace lab::viewer {
 
 struct ChildExit {
@@ -14,19 +16,6 @@ struct ChildExit {
   int signal = 0;           // > 0: the child died of this signal
   int status = 0;           // the exit status otherwise
   std::string log_tail;     // the last lines of its stdout and stderr
-};
-
-// A fresh private folder under /tmp for the child's result and log; removed by the destructor.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& prefix);  // throws std::runtime_error
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 // Runs `args` (args[0] the program) with stdout and stderr in `log_file`, waiting at most `timeout_s`.

@@ -139,7 +139,7 @@ RunOutcome run_in_child(const RunRequest& request) {
   const std::string who = "kernel " + request.kernel +
                           (request.variant.empty() ? "" : " / " + request.variant) + " on " + request.backend;
   try {
-    const ScratchDir dir("lab-viewer-run");
+    const TemporaryFolder dir("lab-viewer-run");
     const fs::path result_file = dir.path() / "result.safetensors";
     const ChildExit exit = run_child_process(child_argv(request, result_file.string()),
                                              dir.path() / "child.log", request.timeout_s);

@@ -150,7 +150,7 @@ PipelineRun run_pipeline(const PipelineRequest& request) {
   run.executor = request.executor;
   const std::string who = "pipeline on " + request.executor;
   try {
-    const ScratchDir dir("lab-viewer-pipeline");
+    const TemporaryFolder dir("lab-viewer-pipeline");
     const ChildExit exit =
         run_child_process(child_argv(request, dir.path()), dir.path() / "child.log", request.timeout_s);
     run.failure = child_failure(exit, who, request.timeout_s, fs::exists(dir.path() / kSummaryFile));

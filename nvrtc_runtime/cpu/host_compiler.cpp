@@ -1,13 +1,12 @@
-// Host-compiler builds of kernel modules: wrapper generation, cache key, compile, diagnostics, .so on disk.
+// Host-compiler builds of kernel modules: wrapper generation, cache key, a private snapshot of the sources,
+// compile, diagnostics, the .so for dlopen.
 #include "host_compiler.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "cuda_compiler.hpp"
@@ -43,33 +42,19 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// Writes `bytes` to `path` through a temporary file and a rename, so readers never see a partial file.
-void write_atomically(const fs::path& path, const std::string& bytes) {
-  static std::atomic<unsigned> counter{0};
+void write_file(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!out) throw RuntimeError("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!out) throw RuntimeError("cannot write " + path.string());
 }
 
-// The emulator headers on disk, once per content hash, under `root`.
-fs::path materialize_emulator_headers(const fs::path& root) {
-  const auto files = embedded_emulator_files();
-  Sha256 h;
-  for (const auto& [name, text] : files) h.field(name).field(text);
-  const fs::path target = root / h.hex().substr(0, 24);
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) return target;
-  const fs::path tmp = root / (".tmp-" + std::to_string(::getpid()) + "-" + target.filename().string());
-  fs::create_directories(tmp);
-  for (const auto& [name, text] : files) std::ofstream(tmp / name, std::ios::binary) << text;
-  fs::rename(tmp, target, ec);
-  if (ec) fs::remove_all(tmp, ec);  // another process won the race; its copy is identical
-  return target;
+// The kernel source and every project header it includes, read once: these exact bytes are hashed into the
+// cache key and written into the build's private folder, so what is compiled is what the key names.
+std::map<std::string, std::string> snapshot_sources(const KernelTree& tree, const std::string& source_path) {
+  std::map<std::string, std::string> files{{source_path, tree.read(source_path)}};
+  for (const std::string& header : tree.includes_of(source_path)) files[header] = tree.read(header);
+  return files;
 }
 
 std::string cuda_include_dir() {
@@ -79,14 +64,6 @@ std::string cuda_include_dir() {
     throw RuntimeError("the cpu backend needs the CUDA toolkit headers (cuda_fp16.h), not found in " +
                        dir.string() + "; set CUDA_HOME");
   return dir.string();
-}
-
-// Gives the .so bytes a stable content-addressed path (dlopen needs a file; gdb reads its debug info there).
-fs::path place_shared_object(const DiskCache& cache, const std::string& key, const std::string& bytes) {
-  const fs::path path = cache.root() / "cpu-so" / (key + ".so");
-  std::error_code ec;
-  if (fs::file_size(path, ec) != bytes.size() || ec) write_atomically(path, bytes);
-  return path;
 }
 
 }  // namespace
@@ -129,27 +106,27 @@ std::vector<std::string> host_compile_flags(const CompileRequest& request, const
                                     "-fno-math-errno", "-fdiagnostics-color=never", "-Wall",
                                     "-DLAB_CPU_EMULATOR=1", "-I" + emulator_dir.string(),
                                     "-I" + tree_root.string(), "-isystem", cuda_include_dir(),
-                                    // __FILE__ (barrier and assert messages) names the tree-relative file.
-                                    "-fmacro-prefix-map=" + tree_root.string() + "/="};
+                                    // __FILE__ (barrier and assert messages) and the debug information
+                                    // name the tree-relative file (gdb: `directory kernels`).
+                                    "-ffile-prefix-map=" + tree_root.string() + "/="};
   for (const auto& d : request.defines) flags.push_back("-D" + d);
   return flags;
 }
 
 HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
                               const HostCompiler& compiler, std::string* note) {
-  const std::string source = tree.read(request.source_path);
-  const fs::path tree_root = tree.materialize(cache.root() / "trees");
-  const fs::path emulator_dir = materialize_emulator_headers(cache.root() / "emulator");
+  const std::map<std::string, std::string> sources = snapshot_sources(tree, request.source_path);
+  const std::map<std::string, std::string> emulator_files = embedded_emulator_files();
   const std::string wrapper = wrapper_source(request);
-  const std::vector<std::string> flags = host_compile_flags(request, tree_root, emulator_dir);
 
+  // The key names content, never a folder: the flags with the private folder's "tree" and "emulator" paths.
   Sha256 key_hash;
   key_hash.field("cpu").field(std::to_string(LAB_EMU_ABI_VERSION)).field(compiler.version());
   for (const auto& c : compiler.command()) key_hash.field(c);
-  for (const auto& f : flags) key_hash.field(f);
-  key_hash.field(wrapper).field(request.source_path).field(source);
-  for (const auto& h : tree.includes_of(request.source_path)) key_hash.field(h).field(tree.read(h));
-  for (const auto& [name, text] : embedded_emulator_files()) key_hash.field(name).field(text);
+  for (const auto& f : host_compile_flags(request, "tree", "emulator")) key_hash.field(f);
+  key_hash.field(wrapper);
+  for (const auto& [name, text] : sources) key_hash.field(name).field(text);
+  for (const auto& [name, text] : emulator_files) key_hash.field(name).field(text);
   const std::string key = key_hash.hex();
 
   HostBuild build;
@@ -164,6 +141,9 @@ HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, co
     usage.kernel = request.name_expressions[i];
     result.resources.push_back(usage);
   }
+  build.folder = std::make_unique<TemporaryFolder>("lab-cpu-build");
+  const fs::path& folder = build.folder->path();
+  build.shared_object = folder / "kernel.so";
 
   if (auto entry = cache.load(key, note)) {
     std::string& so = entry->parts["so"];
@@ -173,39 +153,30 @@ HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, co
       result.diagnostics = parse_compiler_log(result.log);
       result.compile_ms = std::atof(entry->parts["compile_ms"].c_str());
       result.cache_hit = true;
-      build.shared_object = place_shared_object(cache, key, so);
+      write_file(build.shared_object, so);
       return build;
     }
     if (note) *note = "cache entry " + key + " has no shared object: recompiling";
   }
 
-  static std::atomic<unsigned> counter{0};
-  const fs::path build_dir =
-      cache.root() / "cpu-build" /
-      (key.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::create_directories(build_dir);
-  struct RemoveDir {
-    fs::path dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } remove_build_dir{build_dir};
-  const fs::path wrapper_path = build_dir / "lab_emu_wrapper.cpp";
-  const fs::path output_path = build_dir / "kernel.so";
-  std::ofstream(wrapper_path, std::ios::binary) << wrapper;
+  const fs::path tree_root = folder / "tree";
+  for (const auto& [name, text] : sources) write_file(tree_root / name, text);
+  for (const auto& [name, text] : emulator_files) write_file(folder / "emulator" / name, text);
+  const fs::path wrapper_path = folder / "lab_emu_wrapper.cpp";
+  write_file(wrapper_path, wrapper);
 
   std::vector<std::string> argv = compiler.command();
+  const std::vector<std::string> flags = host_compile_flags(request, tree_root, folder / "emulator");
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", output_path.string(), wrapper_path.string()});
+  argv.insert(argv.end(), {"-o", build.shared_object.string(), wrapper_path.string()});
   const auto t0 = std::chrono::steady_clock::now();
   ProcessResult r = run_process(argv);
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  // Paths in the log: the kernel tree's files become tree-relative, the wrapper becomes its bare name.
+  // Paths in the log: the kernel tree's files become tree-relative, the rest of the folder goes.
   std::string log = r.output;
-  for (const std::string& prefix : {tree_root.string() + "/", build_dir.string() + "/"})
+  for (const std::string& prefix : {tree_root.string() + "/", folder.string() + "/"})
     for (size_t at; (at = log.find(prefix)) != std::string::npos;) log.erase(at, prefix.size());
   result.log = log;
   result.diagnostics = parse_compiler_log(result.log);
@@ -215,7 +186,7 @@ HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, co
     throw CompileError("compiling " + request.source_path + " for the cpu backend failed:\n" + formatted,
                        result.diagnostics, result.log);
   }
-  const std::string so = read_file(output_path);
+  const std::string so = read_file(build.shared_object);
   result.binary.assign(so.begin(), so.end());
 
   CacheEntry entry;
@@ -224,7 +195,6 @@ HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, co
   entry.parts["compile_ms"] = std::to_string(result.compile_ms);
   entry.parts["summary"] = "cpu " + result.target + " " + request.source_path;
   cache.store(key, entry, note);
-  build.shared_object = place_shared_object(cache, key, so);
   return build;
 }
 

@@ -2,12 +2,14 @@
 // host C++ compiler into a shared object, cached in the same content-addressed cache as NVRTC output.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compile_types.hpp"
 #include "disk_cache.hpp"
 #include "kernel_tree.hpp"
+#include "temporary_folder.hpp"
 
 namespace lab::cpu {
 
@@ -28,18 +30,22 @@ class HostCompiler {
 std::string wrapper_source(const CompileRequest& request);
 
 // Compiler flags for a request (without output and input paths); `tree_root` and `emulator_dir` are the
-// on-disk kernel tree and emulator headers.
+// build's private copies of the kernel sources and emulator headers.
 std::vector<std::string> host_compile_flags(const CompileRequest& request,
                                             const std::filesystem::path& tree_root,
                                             const std::filesystem::path& emulator_dir);
 
 struct HostBuild {
-  CompileResult result;                 // binary = the shared object's bytes
-  std::filesystem::path shared_object;  // the same bytes on disk (content-addressed, kept for dlopen and gdb)
+  CompileResult result;                     // binary = the shared object's bytes
+  std::unique_ptr<TemporaryFolder> folder;  // this build's private folder, removed with the HostBuild
+  std::filesystem::path shared_object;  // the same bytes in `folder`, for dlopen (which keeps its mapping)
 };
 
-// Compiles (or loads from `cache`) the module of `request`. Throws CompileError (diagnostics with
-// tree-relative paths) when the host compiler rejects the source. `note` receives cache notes for --verbose.
+// Compiles (or loads from `cache`) the module of `request` in a private folder: the exact bytes of the source
+// and its headers that the cache key hashes are written there and compiled, so neither an edit of the cache's
+// files nor a concurrent `lab cache clear` reaches the compile. An unwritable cache only costs the caching
+// (see DiskCache::store). Throws CompileError (diagnostics with tree-relative paths) when the host compiler
+// rejects the source. `note` receives cache notes for --verbose.
 HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
                               const HostCompiler& compiler, std::string* note = nullptr);
 
