@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 
 int main(int argc, char** argv) {
   lab::CliState state;
@@ -27,16 +28,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "lab: " << e.what() << "\n";
+    std::cerr << "lab: " << lab::printable(e.what()) << "\n";
     return 2;
   } catch (const lab::UsageError& e) {
-    std::cerr << "lab: " << e.what() << "\n";
+    std::cerr << "lab: " << lab::printable(e.what()) << "\n";
     return 2;
   } catch (const lab::CompileError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "lab: " << e.what() << "\n";
+    std::cerr << "lab: " << lab::printable(e.what()) << "\n";
     return 1;
   }
   return state.exit_code;

@@ -4,13 +4,15 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "nvrtc_runtime/printable_text.hpp"
+
 namespace lab {
 
 Progress::Progress(bool enabled) : enabled_(enabled && isatty(fileno(stderr))) {}
 
 void Progress::update(size_t done, size_t total, const std::string& what) {
   if (!enabled_) return;
-  std::string line = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " + what;
+  std::string line = "[" + std::to_string(done) + "/" + std::to_string(total) + "] " + printable(what);
   if (line.size() > 100) line = line.substr(0, 97) + "...";
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);

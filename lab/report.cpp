@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "nvrtc_runtime/printable_text.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -61,7 +62,7 @@ void print_summary(std::ostream& os, const std::vector<RunResult>& results) {
   Table table({"kernel", "case", "variant", "backend", "seed", "rel_l2", "max_abs", "time", "verdict"});
   for (const RunResult& r : results) {
     const bool ran = r.error.empty();
-    table.add({r.run.runner->name(), r.run.case_name, r.run.variant, r.run.backend,
+    table.add({r.run.runner->name(), printable(r.run.case_name), r.run.variant, r.run.backend,
                std::to_string(r.run.seed), ran ? format_sci(r.worst_rel_l2()) : "-",
                ran ? format_sci(r.worst_max_abs()) : "-", ran ? format_ms(r.time_ms) : "-",
                r.pass ? "PASS" : (ran ? "FAIL" : "ERROR")});
@@ -70,9 +71,9 @@ void print_summary(std::ostream& os, const std::vector<RunResult>& results) {
   for (const RunResult& r : results) {
     if (r.pass) continue;
     os << "\n"
-       << r.run.scenario_path << ":" << r.run.case_line << ": " << r.run.runner->name() << " / "
-       << r.run.case_name << " / " << r.run.variant << " / " << r.run.backend << " / seed " << r.run.seed
-       << ":\n";
+       << printable(r.run.scenario_path) << ":" << r.run.case_line << ": " << r.run.runner->name() << " / "
+       << printable(r.run.case_name) << " / " << r.run.variant << " / " << r.run.backend << " / seed "
+       << r.run.seed << ":\n";
     if (!r.error.empty())
       os << r.error << (r.error.back() == '\n' ? "" : "\n");
     else

@@ -4,23 +4,26 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include <toml++/toml.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 
 namespace lab {
 
 namespace {
+
+constexpr size_t kMaxMessageBytes = 240;  // of a parse error after the file:line (it may quote the file)
 
 class Parser {
  public:
   explicit Parser(std::string path) : path_(std::move(path)) {}
 
   [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
-    throw UsageError(path_ + ":" + std::to_string(where.begin.line) + ": " + message);
+    throw UsageError(printable(path_) + ":" + std::to_string(where.begin.line) + ": " +
+                     printable(message, kMaxMessageBytes));
   }
 
   static int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
@@ -180,11 +183,7 @@ Scenario parse_scenario(std::string_view text, const std::string& path) {
 }
 
 Scenario load_scenario(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read scenario file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path.string());
+  return parse_scenario(read_input_file(path, "scenario file"), path.string());
 }
 
 std::vector<std::filesystem::path> scenario_files(const std::filesystem::path& dir) {

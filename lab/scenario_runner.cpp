@@ -2,6 +2,8 @@
 #include "scenario_runner.hpp"
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "progress.hpp"
@@ -111,6 +113,11 @@ RunResult execute_run(const PlannedRun& run, BackendSet& backends) {
     return RunResult{run, {}, 0, false, e.what()};
   } catch (const RuntimeError& e) {
     return RunResult{run, {}, 0, false, e.what()};
+  } catch (const std::bad_alloc&) {
+    // Parameters in range can still need more memory than there is: this case fails, the others run.
+    return RunResult{run, {}, 0, false, "out of memory: the case's buffers do not fit in host memory"};
+  } catch (const std::length_error&) {
+    return RunResult{run, {}, 0, false, "out of memory: the case's buffers exceed the largest allocation"};
   }
 }
 

@@ -62,8 +62,8 @@ struct RunResult {
 // Instantiates, launches once (after an untimed warm-up launch on cuda), times and checks. Throws
 // CompileError and RuntimeError.
 RunResult run_once(const PlannedRun& run, Backend& backend);
-// run_once on the run's backend, with compile errors and runtime failures turned into a failed result that
-// carries the message.
+// run_once on the run's backend, with compile errors, runtime failures and allocations that fail (host
+// memory) turned into a failed result that carries the message.
 RunResult execute_run(const PlannedRun& run, BackendSet& backends);
 
 struct BatchResult {

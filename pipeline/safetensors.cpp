@@ -1,18 +1,23 @@
 // Safetensors reading (validation of header, offsets and sizes; dtype conversion to float) and writing.
 #include "pipeline/safetensors.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 
 namespace lab {
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+constexpr size_t kMaxShown = 80;  // bytes of an untrusted value (key, dtype, shape) quoted in a message
 
 // Bytes per element of each dtype the format defines; 0 for an unknown name.
 size_t dtype_size(const std::string& dtype) {
@@ -42,7 +47,92 @@ T load_le(const uint8_t* p) {
 }
 
 std::string where(const std::filesystem::path& path) {
-  return path.string() + ": ";
+  return printable_path(path) + ": ";
+}
+
+// The header is one JSON object, optionally padded with trailing spaces, nothing else: no NUL, no second
+// value, no other whitespace or byte after the object.
+nlohmann::json parse_header(std::string_view text, const std::filesystem::path& path) {
+  const size_t last = text.find_last_not_of(' ');
+  const std::string_view json = text.substr(0, last == std::string_view::npos ? 0 : last + 1);
+  const auto refuse = [&] {
+    return UsageError(where(path) + "the header is not one JSON object padded with spaces");
+  };
+  if (json.empty() || json.front() != '{' || json.find('\0') != std::string_view::npos) throw refuse();
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(where(path) + "the header is not valid JSON (" + printable(e.what(), kMaxShown) + ")");
+  }
+  if (!header.is_object() || json.back() != '}') throw refuse();
+  return header;
+}
+
+// dtype, shape and data_offsets of one tensor entry: offsets inside the data section, spanning the bytes the
+// dtype and shape need. `at` starts every message.
+SafetensorsTensorInfo parse_tensor(const nlohmann::json& entry, uint64_t data_bytes, const std::string& at) {
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+      !entry.contains("data_offsets"))
+    throw UsageError(at + "needs an object with dtype, shape and data_offsets");
+  SafetensorsTensorInfo info;
+  if (!entry["dtype"].is_string()) throw UsageError(at + "dtype is not a string");
+  info.dtype = entry["dtype"].get<std::string>();
+  const size_t element_bytes = dtype_size(info.dtype);
+  if (element_bytes == 0) throw UsageError(at + "unknown dtype '" + printable(info.dtype, kMaxShown) + "'");
+  const auto& shape = entry["shape"];
+  if (!shape.is_array()) throw UsageError(at + "shape is not an array");
+  uint64_t byte_count = element_bytes;
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      throw UsageError(at + "shape " + printable(shape.dump(), kMaxShown) +
+                       " has an entry that is not a non-negative integer");
+    const auto extent = static_cast<uint64_t>(d.get<int64_t>());
+    if (extent != 0 && byte_count > UINT64_MAX / extent)
+      throw UsageError(at + "shape " + printable(shape.dump(), kMaxShown) + " has more bytes than 2^64");
+    byte_count *= extent;
+    info.shape.push_back(d.get<int64_t>());
+  }
+  const auto& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned())
+    throw UsageError(at + "data_offsets must be two non-negative integers");
+  info.begin = offsets[0].get<uint64_t>();
+  info.end = offsets[1].get<uint64_t>();
+  if (info.begin > info.end || info.end > data_bytes)
+    throw UsageError(at + "data_offsets [" + std::to_string(info.begin) + ", " + std::to_string(info.end) +
+                     "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
+  if (info.end - info.begin != byte_count)
+    throw UsageError(at + "data_offsets span " + std::to_string(info.end - info.begin) + " bytes but " +
+                     info.dtype + " " + printable(shape_text(info.shape), kMaxShown) + " needs " +
+                     std::to_string(byte_count));
+  return info;
+}
+
+// In the order of their offsets, the tensors tile the data section exactly: the first begins at 0, each
+// begins where the previous one ends (no gap, no overlap), the last ends at the end of the file (each one
+// already lies inside the data section).
+void check_data_layout(const std::map<std::string, SafetensorsTensorInfo>& tensors, uint64_t data_bytes,
+                       const std::filesystem::path& path) {
+  std::vector<std::pair<const std::string*, const SafetensorsTensorInfo*>> order;
+  for (const auto& [key, info] : tensors) order.emplace_back(&key, &info);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.second->begin, a.second->end) < std::pair(b.second->begin, b.second->end);
+  });
+  uint64_t covered = 0;
+  for (const auto& [key, info] : order) {
+    const std::string at = where(path) + "tensor '" + printable(*key, kMaxShown) + "': data_offsets [" +
+                           std::to_string(info->begin) + ", " + std::to_string(info->end) + "] ";
+    if (info->begin < covered)
+      throw UsageError(at + "overlap the tensor before it (which ends at " + std::to_string(covered) + ")");
+    if (info->begin > covered)
+      throw UsageError(at + "leave a gap after byte " + std::to_string(covered) + " of the data section");
+    covered = info->end;
+  }
+  if (covered != data_bytes)
+    throw UsageError(where(path) + "the data section has " + std::to_string(data_bytes) +
+                     " bytes but the tensors cover " + std::to_string(covered) +
+                     " (header length or data_offsets wrong)");
 }
 
 }  // namespace
@@ -60,71 +150,33 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 SafetensorsFile SafetensorsFile::load(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(where(path) + "cannot open the file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_input_file(path, "safetensors file");
   if (bytes.size() < 8)
     throw UsageError(where(path) + "truncated header: the file has " + std::to_string(bytes.size()) +
                      " bytes, the header length alone needs 8");
-  const uint64_t header_bytes = load_le<uint64_t>(bytes.data());
+  const uint64_t header_bytes = load_le<uint64_t>(reinterpret_cast<const uint8_t*>(bytes.data()));
   if (header_bytes > kMaxHeaderBytes || header_bytes > bytes.size() - 8)
     throw UsageError(where(path) + "truncated header: it claims " + std::to_string(header_bytes) +
                      " bytes but the file has " + std::to_string(bytes.size() - 8) + " after the length");
 
-  nlohmann::json header;
-  try {
-    header =
-        nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<ptrdiff_t>(header_bytes));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(where(path) + "the header is not valid JSON (" + e.what() + ")");
-  }
-  if (!header.is_object()) throw UsageError(where(path) + "the header is not a JSON object");
-
   SafetensorsFile file;
   file.path_ = path;
+  const nlohmann::json header = parse_header(std::string_view(bytes).substr(8, header_bytes), path);
   file.data_.assign(bytes.begin() + 8 + static_cast<ptrdiff_t>(header_bytes), bytes.end());
-  const uint64_t data_bytes = file.data_.size();
-
   for (const auto& [key, entry] : header.items()) {
-    const std::string at = where(path) + "tensor '" + key + "': ";
     if (key == "__metadata__") {
       if (!entry.is_object()) throw UsageError(where(path) + "__metadata__ is not an object");
       for (const auto& [name, value] : entry.items()) {
-        if (!value.is_string()) throw UsageError(where(path) + "__metadata__ '" + name + "' is not a string");
+        if (!value.is_string())
+          throw UsageError(where(path) + "__metadata__ '" + printable(name, kMaxShown) + "' is not a string");
         file.metadata_[name] = value.get<std::string>();
       }
       continue;
     }
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets"))
-      throw UsageError(at + "needs an object with dtype, shape and data_offsets");
-    SafetensorsTensorInfo info;
-    if (!entry["dtype"].is_string()) throw UsageError(at + "dtype is not a string");
-    info.dtype = entry["dtype"].get<std::string>();
-    const size_t element_bytes = dtype_size(info.dtype);
-    if (element_bytes == 0) throw UsageError(at + "unknown dtype '" + info.dtype + "'");
-    const auto& shape = entry["shape"];
-    if (!shape.is_array()) throw UsageError(at + "shape is not an array");
-    for (const auto& d : shape) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0)
-        throw UsageError(at + "shape " + shape.dump() + " has an entry that is not a non-negative integer");
-      info.shape.push_back(d.get<int64_t>());
-    }
-    const auto& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned())
-      throw UsageError(at + "data_offsets must be two non-negative integers");
-    info.begin = offsets[0].get<uint64_t>();
-    info.end = offsets[1].get<uint64_t>();
-    if (info.begin > info.end || info.end > data_bytes)
-      throw UsageError(at + "data_offsets [" + std::to_string(info.begin) + ", " + std::to_string(info.end) +
-                       "] out of range (the data section has " + std::to_string(data_bytes) + " bytes)");
-    if (info.end - info.begin != info.element_count() * element_bytes)
-      throw UsageError(at + "data_offsets span " + std::to_string(info.end - info.begin) + " bytes but " +
-                       info.dtype + " " + shape_text(info.shape) + " needs " +
-                       std::to_string(info.element_count() * element_bytes));
-    file.tensors_[key] = std::move(info);
+    file.tensors_[key] =
+        parse_tensor(entry, file.data_.size(), where(path) + "tensor '" + printable(key, kMaxShown) + "': ");
   }
+  check_data_layout(file.tensors_, file.data_.size(), path);
   return file;
 }
 
@@ -139,8 +191,8 @@ const SafetensorsTensorInfo& SafetensorsFile::info(const std::string& key) const
   if (it != tensors_.end()) return it->second;
   std::string available;
   for (const auto& [name, info] : tensors_) available += (available.empty() ? "" : ", ") + name;
-  throw UsageError(where(path_) + "no tensor named '" + key +
-                   "' (the file has: " + (available.empty() ? "none" : available) + ")");
+  throw UsageError(where(path_) + "no tensor named '" + printable(key, kMaxShown) + "' (the file has: " +
+                   (available.empty() ? "none" : printable(available, 4 * kMaxShown)) + ")");
 }
 
 std::vector<float> SafetensorsFile::floats(const std::string& key) const {
@@ -175,7 +227,8 @@ std::vector<float> SafetensorsFile::floats(const std::string& key) const {
     else if (d == "U8" || d == "BOOL")
       out[i] = static_cast<float>(p[i]);
     else
-      throw UsageError(where(path_) + "tensor '" + key + "': no conversion from " + d + " to float");
+      throw UsageError(where(path_) + "tensor '" + printable(key, kMaxShown) + "': no conversion from " + d +
+                       " to float");
   }
   return out;
 }
@@ -184,8 +237,8 @@ std::vector<float> SafetensorsFile::floats(const std::string& key,
                                            const std::vector<int64_t>& expected_shape) const {
   const SafetensorsTensorInfo& t = info(key);
   if (t.shape != expected_shape)
-    throw UsageError(where(path_) + "tensor '" + key + "' has shape " + shape_text(t.shape) + ", expected " +
-                     shape_text(expected_shape));
+    throw UsageError(where(path_) + "tensor '" + printable(key, kMaxShown) + "' has shape " +
+                     printable(shape_text(t.shape), kMaxShown) + ", expected " + shape_text(expected_shape));
   return floats(key);
 }
 

@@ -210,7 +210,8 @@ TEST_CASE("files that are not checkpoints are rejected in one line", "[checkpoin
   const fs::path legacy = dir.path / "legacy.pt";
   lab::test::write_binary(legacy, std::string("\x80\x02\x8a\x0a", 4) + "0123456789");
   CHECK_THROWS_WITH(lab::load_checkpoint(legacy), Catch::Contains("legacy"));
-  CHECK_THROWS_WITH(lab::load_checkpoint(dir.path / "absent.pt"), Catch::Contains("absent.pt: cannot open"));
+  CHECK_THROWS_WITH(lab::load_checkpoint(dir.path / "absent.pt"),
+                    Catch::Contains("absent.pt: cannot read checkpoint (no such file)"));
   const fs::path empty = dir.path / "empty.pt";
   lab::test::write_binary(empty, "");
   CHECK_THROWS_AS(lab::load_checkpoint(empty), UsageError);

@@ -66,7 +66,7 @@ TEST_CASE("lab convert rejects bad input with exit 2 and leaves no file behind",
 
   const Run missing = run_convert((dir.path / "absent.pt").string(), out.string());
   CHECK(missing.exit_code == 2);
-  CHECK(missing.err.find("absent.pt: cannot open") != std::string::npos);
+  CHECK(missing.err.find("absent.pt: cannot read checkpoint (no such file)") != std::string::npos);
 
   if (!lab::test::yolo26n_checkpoint().empty()) {
     // Truncated checkpoint.

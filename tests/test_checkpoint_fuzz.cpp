@@ -1,17 +1,17 @@
-// Robustness of the .pt loader: >= 300 seeded mutations of the real yolo26n.pt (truncations, flipped bytes
-// and bits in the central directory and anywhere, zeroed ranges, swapped bytes; and mutations of data.pkl and
-// of a storage inside a re-packed archive, so the CRC is valid and the pickle VM / tensor decode see them).
-// Every mutant must load or fail with a UsageError: never another exception, a crash or a hang.
+// Robustness of the checkpoint loaders: >= 300 seeded mutations of the real yolo26n.pt (truncations, flipped
+// bytes and bits in the central directory and anywhere, zeroed ranges, swapped bytes; and mutations of
+// data.pkl and of a storage inside a re-packed archive, so the CRC is valid and the pickle VM / tensor decode
+// see them), and 200 of its safetensors conversion (mostly in the JSON header and its length). Every mutant
+// must load or fail with one short line naming the file: never another exception, a crash or a hang.
+// LAB_FUZZ_SCALE=N runs N times as many (fuzz_support.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <random>
-#include <typeinfo>
 
 #include "checkpoint_test_support.hpp"
-#include "nvrtc_runtime/errors.hpp"
+#include "fuzz_support.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "test_helpers.hpp"
 
@@ -19,55 +19,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Rng = std::mt19937_64;
-
-size_t pick(Rng& rng, size_t begin, size_t end) {  // uniform in [begin, end)
-  return begin + static_cast<size_t>(rng() % std::max<size_t>(1, end - begin));
-}
-
-// One in-place mutation of `bytes[begin, end)`: byte flips, a bit flip, a swap, a zeroed range or a
-// truncation, chosen by the RNG.
-void mutate(std::string& bytes, size_t begin, size_t end, Rng& rng) {
-  if (bytes.empty() || begin >= end) return;
-  switch (rng() % 5) {
-    case 0:
-      for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n)
-        bytes[pick(rng, begin, end)] = static_cast<char>(rng());
-      break;
-    case 1:
-      bytes[pick(rng, begin, end)] ^= static_cast<char>(1u << (rng() % 8));
-      break;
-    case 2:
-      std::swap(bytes[pick(rng, begin, end)], bytes[pick(rng, begin, end)]);
-      break;
-    case 3: {
-      const size_t at = pick(rng, begin, end);
-      std::memset(bytes.data() + at, 0, std::min<size_t>(end - at, 1 + rng() % 64));
-      break;
-    }
-    default:
-      bytes.resize(pick(rng, begin, end));
-      break;
-  }
-}
-
-struct Outcomes {
-  int loaded = 0, rejected = 0;
-};
+using lab::test::fuzz::mutate;
+using lab::test::fuzz::Outcomes;
+using lab::test::fuzz::pick;
+using lab::test::fuzz::Rng;
 
 void try_load(const fs::path& file, Outcomes& outcomes, const std::string& what) {
-  try {
-    lab::load_checkpoint(file);
-    ++outcomes.loaded;
-  } catch (const lab::UsageError& e) {
-    ++outcomes.rejected;
-    // One line naming the file.
-    if (std::string(e.what()).find('\n') != std::string::npos ||
-        std::string(e.what()).rfind(file.string(), 0) != 0)
-      FAIL(what << ": message is not one line naming the file: " << e.what());
-  } catch (const std::exception& e) {
-    FAIL(what << ": unexpected " << typeid(e).name() << ": " << e.what());
-  }
+  lab::test::fuzz::expect_clean([&] { lab::load_checkpoint(file); }, file.string(), what, outcomes);
 }
 
 }  // namespace
@@ -96,7 +54,8 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   const fs::path file = dir.path / "mutant.pt";
   int mutants = 0;
   // Raw mutations of the archive bytes.
-  for (int i = 0; i < 180; ++i, ++mutants) {
+  const int raw_count = lab::test::fuzz::scaled_count(180), member_count = lab::test::fuzz::scaled_count(150);
+  for (int i = 0; i < raw_count; ++i, ++mutants) {
     std::string bytes = original;
     switch (i % 6) {
       case 0:
@@ -122,7 +81,7 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   // data.pkl and storage mutations re-packed with valid CRCs: the pickle VM and the tensor decoder see them.
   const fs::path base = dir.path / "base.pt";
   lab::test::write_binary(base, original);
-  for (int i = 0; i < 150; ++i, ++mutants) {
+  for (int i = 0; i < member_count; ++i, ++mutants) {
     const bool in_pickle = i % 5 != 0;
     std::string member = in_pickle ? pickle : storage;
     for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(member, 0, member.size(), rng);
@@ -132,9 +91,66 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(mutants << " mutants: " << outcomes.loaded << " loaded, " << outcomes.rejected << " rejected, "
-               << seconds << " s");
+               << seconds << " s, slowest " << outcomes.slowest_s << " s");
   CHECK(mutants >= 300);
   CHECK(outcomes.loaded + outcomes.rejected == mutants);
   CHECK(outcomes.rejected > mutants / 2);
   CHECK(outcomes.loaded > 0);
+}
+
+TEST_CASE("mutated yolo26n.safetensors files load or fail with one line", "[checkpoint][fuzz]") {
+  const fs::path pt = lab::test::yolo26n_checkpoint();
+  if (pt.empty()) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  lab::test::ScratchDir dir("safetensors-fuzz");
+  const fs::path base = dir.path / "base.safetensors";
+  lab::save_checkpoint_safetensors(lab::load_checkpoint(pt), base);
+  const std::string original = lab::test::read_binary(base);
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, original.data(), 8);
+  REQUIRE(header_bytes + 8 < original.size());
+  const size_t header_end = 8 + static_cast<size_t>(header_bytes);
+
+  Rng rng(0x5afe7e25);
+  Outcomes outcomes;
+  const fs::path file = dir.path / "mutant.safetensors";
+  const double rss_before = lab::test::fuzz::peak_rss_mib();
+  const int count = lab::test::fuzz::scaled_count(200);
+  for (int i = 0; i < count; ++i) {
+    std::string bytes = original;
+    switch (i % 8) {
+      case 0:
+        mutate(bytes, 0, 8, rng);  // the header length
+        break;
+      case 1: {  // a digit of the header (offsets, shapes) changed to another digit
+        const size_t at = bytes.find_first_of("0123456789", pick(rng, 8, header_end));
+        if (at < header_end) bytes[at] = static_cast<char>('0' + rng() % 10);
+        break;
+      }
+      case 2: {  // a header byte inserted or removed (the length no longer matches)
+        const size_t at = pick(rng, 8, header_end);
+        if (rng() % 2 != 0)
+          bytes.insert(at, 1, static_cast<char>(rng()));
+        else
+          bytes.erase(at, 1);
+        break;
+      }
+      case 7:
+        mutate(bytes, header_end, bytes.size(), rng);  // the data (and truncations)
+        break;
+      default:
+        for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(bytes, 8, header_end, rng);
+        break;
+    }
+    lab::test::write_binary(file, bytes);
+    try_load(file, outcomes, "safetensors mutant " + std::to_string(i));
+  }
+  INFO(count << " mutants: " << outcomes.loaded << " loaded, " << outcomes.rejected << " rejected, slowest "
+             << outcomes.slowest_s << " s");
+  CHECK(outcomes.loaded + outcomes.rejected == count);
+  CHECK(outcomes.rejected > count / 2);
+  CHECK(outcomes.loaded > 0);
+  CHECK(lab::test::fuzz::peak_rss_mib() - rss_before < 1024);
 }

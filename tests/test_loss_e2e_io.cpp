@@ -114,7 +114,7 @@ TEST_CASE("malformed safetensors files give one-line errors naming the file and 
   write_raw(p, R"({"x": {"dtype": "F32", "shape": [4]}})", four_floats);
   CHECK(load_error().find("needs an object with dtype, shape and data_offsets") != std::string::npos);
   CHECK(load_error().find(p.string()) == 0);
-  CHECK(error_of([&] { SafetensorsFile::load(dir.path / "absent.safetensors"); }).find("cannot open") !=
+  CHECK(error_of([&] { SafetensorsFile::load(dir.path / "absent.safetensors"); }).find("(no such file)") !=
         std::string::npos);
 }
 
@@ -199,7 +199,7 @@ TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2"
   const test::LabResult no_labels = test::run_lab("loss --backend cpu --heads " + heads + " --labels " +
                                                   (dir.path / "absent.txt").string());
   CHECK(no_labels.exit_code == 2);
-  CHECK(no_labels.err.find("absent.txt: cannot open") != std::string::npos);
+  CHECK(no_labels.err.find("absent.txt: cannot read labels file (no such file)") != std::string::npos);
 
   const test::LabResult size = test::run_lab("loss --backend cpu --imgsz 320 --orig-size 810 1080 --heads " +
                                              heads + " --labels " + labels);

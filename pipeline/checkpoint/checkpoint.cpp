@@ -2,11 +2,11 @@
 // tensor lookups with shape checks, and the helpers both loaders share.
 #include "pipeline/checkpoint/checkpoint.hpp"
 
-#include <array>
 #include <cstdio>
-#include <fstream>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/checkpoint/checkpoint_detail.hpp"
 #include "pipeline/checkpoint/safetensors_checkpoint.hpp"
 #include "pipeline/checkpoint/torch_checkpoint.hpp"
@@ -35,18 +35,31 @@ const HostTensor& Checkpoint::tensor(const std::string& key,
   return found;
 }
 
-Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path.string() + ": cannot open the file");
-  std::array<char, 9> head{};
-  in.read(head.data(), head.size());
-  const size_t got = static_cast<size_t>(in.gcount());
-  if (got >= 4 && head[0] == 'P' && head[1] == 'K') return load_torch_checkpoint(path);
+namespace {
+
+constexpr size_t kMaxCheckpointMessage = 300;  // bytes of an error line about a checkpoint
+
+Checkpoint load_by_content(const std::filesystem::path& path) {
+  const std::string head = read_input_prefix(path, 9, "checkpoint");
+  if (head.size() >= 4 && head[0] == 'P' && head[1] == 'K') return load_torch_checkpoint(path);
   // Safetensors: an 8-byte header length, then the JSON header, which starts with '{'.
-  if (got == 9 && head[8] == '{') return load_safetensors_checkpoint(path);
-  if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80)
-    throw UsageError(path.string() + ": a legacy (pre-zip) torch.save file; re-save it with a current torch");
-  throw UsageError(path.string() + ": not a checkpoint (neither a torch .pt zip nor a safetensors file)");
+  if (head.size() == 9 && head[8] == '{') return load_safetensors_checkpoint(path);
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80)
+    throw UsageError(printable_path(path) +
+                     ": a legacy (pre-zip) torch.save file; re-save it with a current torch");
+  throw UsageError(printable_path(path) +
+                   ": not a checkpoint (neither a torch .pt zip nor a safetensors file)");
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  try {
+    return load_by_content(path);
+  } catch (const UsageError& e) {
+    // Names, keys and class names inside a checkpoint are untrusted: one short, escaped line.
+    throw UsageError(printable(e.what(), kMaxCheckpointMessage));
+  }
 }
 
 int class_count_from_head(const std::map<std::string, HostTensor>& state_dict) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint_detail.hpp"
 #include "pipeline/checkpoint/half_float.hpp"
@@ -23,7 +24,7 @@ int parse_class_count(const std::string& text, const std::string& file) {
   int value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value <= 0 || value > kMaxClasses)
-    throw UsageError(file + ": __metadata__ nc '" + text + "' is not a class count in 1.." +
+    throw UsageError(file + ": __metadata__ nc '" + printable(text, 40) + "' is not a class count in 1.." +
                      std::to_string(kMaxClasses));
   return value;
 }
@@ -78,7 +79,7 @@ std::vector<uint8_t> encode(const HostTensor& tensor, const std::string& key,
 }  // namespace
 
 Checkpoint load_safetensors_checkpoint(const std::filesystem::path& path) {
-  const std::string file = path.string();
+  const std::string file = printable_path(path);
   const SafetensorsFile st = SafetensorsFile::load(path);
   Checkpoint checkpoint;
   checkpoint.path = path;

@@ -6,10 +6,12 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/detect/batching.hpp"
 
 namespace lab {
@@ -97,12 +99,17 @@ class Stream {
       std::optional<Image> image;
       std::optional<PreparedImage> prepared;
       std::string error;
+      // A file that cannot be decoded or letterboxed (or whose pixels do not fit in memory) is skipped with
+      // its reason; the stream goes on with the others.
       try {
         image = decode_image(files_[index]);
+        prepared = prepare_image(*image, files_[index].string(), options_.detector);
       } catch (const UsageError& e) {
         error = e.what();
+      } catch (const std::bad_alloc&) {
+        error = printable_path(files_[index]) + ": cannot read image (out of memory)";
       }
-      if (image) prepared = prepare_image(*image, files_[index].string(), options_.detector);
+      if (!error.empty()) image.reset();
       std::lock_guard lock(mutex_);
       slots_[index].image = std::move(image);
       slots_[index].prepared = std::move(prepared);

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 
+#include "nvrtc_runtime/printable_text.hpp"
+
 namespace lab {
 namespace {
 
@@ -34,7 +36,8 @@ std::string summary_line(const ImageDetections& r) {
   if (counts.empty()) line += "(no detections), ";
   for (const auto& [id, entry] : counts)
     line += std::to_string(entry.second) + " " + entry.first + (entry.second > 1 ? "s" : "") + ", ";
-  return line + fixed(r.times.inference_ms, 1) + "ms";
+  // The file name and the checkpoint's class names are untrusted: escaped, one line.
+  return printable(line + fixed(r.times.inference_ms, 1) + "ms");
 }
 
 std::string speed_line(const std::vector<ImageDetections>& results) {

@@ -11,7 +11,7 @@
 namespace lab {
 
 // "<file name>: <h>x<w> <n> <name>[s], ..., <inference ms>ms" with classes in id order; "(no detections)"
-// when there are none.
+// when there are none. Escaped (printable_text.hpp): file and class names come from untrusted files.
 std::string summary_line(const ImageDetections& result);
 
 // Averages over `results`: "Speed: 1.2ms pre-process, 3.1ms inference, 0.5ms post-process per image at shape

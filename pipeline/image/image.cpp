@@ -5,30 +5,20 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <cstdint>
 #include <string>
 
 #include <stb_image.h>
 #include <stb_image_write.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/image/jpeg_codec.hpp"
 
 namespace lab {
 namespace {
-
-std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw UsageError(path.string() + ": cannot read image (" +
-                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path.string() + ": cannot read image (cannot open the file)");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw UsageError(path.string() + ": cannot read image (read error)");
-  return bytes;
-}
 
 std::string lower_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
@@ -44,10 +34,26 @@ void append_bytes(void* context, void* data, int size) {
 
 }  // namespace
 
-Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
+std::string image_size_problem(long long width, long long height) {
+  if (width <= 0 || height <= 0)
+    return std::to_string(width) + "x" + std::to_string(height) + " pixels: an empty image";
+  if (width > kMaxImageSide || height > kMaxImageSide || width * height > kMaxImagePixels)
+    return std::to_string(width) + "x" + std::to_string(height) + " pixels: larger than the limit of " +
+           std::to_string(kMaxImageSide) + " per side and " + std::to_string(kMaxImagePixels) + " in all";
+  return {};
+}
+
+Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& file_name) {
+  const std::string name = printable(file_name);
   if (bytes.empty()) throw UsageError(name + ": cannot read image (empty file)");
+  if (bytes.size() > size_t(INT32_MAX)) throw UsageError(name + ": cannot read image (larger than 2 GiB)");
   if (looks_like_jpeg(bytes)) return decode_jpeg(bytes, name);
   int w = 0, h = 0, channels = 0;
+  // The size first, so a small file declaring a huge image is refused before anything is allocated.
+  if (!stbi_info_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels))
+    throw UsageError(name + ": cannot read image (" + stbi_failure_reason() + ")");
+  if (const std::string problem = image_size_problem(w, h); !problem.empty())
+    throw UsageError(name + ": cannot read image (" + problem + ")");
   stbi_uc* data = stbi_load_from_memory(bytes.data(), int(bytes.size()), &w, &h, &channels, 3);
   if (!data) throw UsageError(name + ": cannot read image (" + stbi_failure_reason() + ")");
   Image image;
@@ -59,7 +65,8 @@ Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& n
 }
 
 Image decode_image(const std::filesystem::path& path) {
-  return decode_image_bytes(read_bytes(path), path.string());
+  const std::string bytes = read_input_file(path, "image");
+  return decode_image_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), path.string());
 }
 
 void write_image(const Image& image, const std::filesystem::path& path) {

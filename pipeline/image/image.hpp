@@ -21,8 +21,16 @@ struct Image {
   }
 };
 
+// The largest image any decoder accepts (checked from the header, before the pixels are allocated): at most
+// 32768 pixels per side and 2^27 (134 million, 384 MiB of RGB) in all.
+constexpr long long kMaxImageSide = 32768;
+constexpr long long kMaxImagePixels = 1LL << 27;
+// Empty when a width x height image may be decoded, else the reason it may not (empty or over the limit).
+std::string image_size_problem(long long width, long long height);
+
 // Decodes an image file (any channel count becomes RGB). UsageError "<file>: cannot read image (<reason>)"
-// for a missing, unreadable, truncated or corrupt file.
+// for a missing, unreadable, not regular (FIFO, device), truncated, corrupt, empty (0 pixels) or too large
+// file; the file name is escaped (printable_text.hpp).
 Image decode_image(const std::filesystem::path& path);
 // Same for bytes in memory; `name` is used in the error message.
 Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name);

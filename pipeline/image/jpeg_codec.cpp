@@ -39,7 +39,8 @@ void install_errors(ErrorManager& errors, jpeg_common_struct* cinfo) {
   errors.message[0] = '\0';
 }
 
-// Returns false with `errors.message` set when libjpeg fails.
+// Returns false with `errors.message` set when libjpeg fails, or with it empty when the declared size is
+// refused (image_size_problem).
 bool read_rgb(const std::vector<uint8_t>& bytes, Image* image, ErrorManager& errors) {
   jpeg_decompress_struct cinfo;
   install_errors(errors, reinterpret_cast<jpeg_common_struct*>(&cinfo));
@@ -50,6 +51,13 @@ bool read_rgb(const std::vector<uint8_t>& bytes, Image* image, ErrorManager& err
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
+  // The declared size, checked before anything is allocated; decode_jpeg words the refusal.
+  image->width = static_cast<int>(cinfo.image_width);
+  image->height = static_cast<int>(cinfo.image_height);
+  if (!image_size_problem(image->width, image->height).empty()) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   image->width = static_cast<int>(cinfo.output_width);
@@ -101,7 +109,10 @@ Image decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& name) {
   Image image;
   ErrorManager errors;
   if (!read_rgb(bytes, &image, errors))
-    throw UsageError(name + ": cannot read image (" + std::string(errors.message) + ")");
+    throw UsageError(
+        name + ": cannot read image (" +
+        (errors.message[0] ? std::string(errors.message) : image_size_problem(image.width, image.height)) +
+        ")");
   return image;
 }
 

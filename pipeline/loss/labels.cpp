@@ -2,26 +2,31 @@
 #include "pipeline/loss/labels.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/image/letterbox.hpp"
 
 namespace lab::loss {
+namespace {
+
+constexpr size_t kMaxQuoted = 80;  // bytes of a label line or token quoted in a message
+
+}  // namespace
 
 std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path.string() + ": cannot open the labels file");
+  std::istringstream in(read_input_file(path, "labels file"));
   std::vector<YoloLabel> labels;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     std::istringstream fields(line);
     std::string first;
     if (!(fields >> first) || first[0] == '#') continue;
-    const std::string at = path.string() + ":" + std::to_string(number) + ": ";
+    const std::string at = printable_path(path) + ":" + std::to_string(number) + ": ";
     YoloLabel label;
     size_t used = 0;
     try {
@@ -30,10 +35,11 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
       used = 0;
     }
     if (used != first.size() || label.cls < 0)
-      throw UsageError(at + "class '" + first + "' is not an integer >= 0");
+      throw UsageError(at + "class '" + printable(first, kMaxQuoted) + "' is not an integer >= 0");
     std::string extra;
     if (!(fields >> label.cx >> label.cy >> label.w >> label.h) || (fields >> extra))
-      throw UsageError(at + "expected 'class cx cy w h' (5 numbers), got '" + line + "'");
+      throw UsageError(at + "expected 'class cx cy w h' (5 numbers), got '" + printable(line, kMaxQuoted) +
+                       "'");
     if (label.w < 0 || label.h < 0) throw UsageError(at + "negative width or height");
     labels.push_back(label);
   }
@@ -56,12 +62,11 @@ Letterbox image_letterbox(int original_width, int original_height, int imgsz, bo
 namespace {
 
 nlohmann::json parse_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path.string() + ": cannot open the file");
+  const std::string text = read_input_file(path, "JSON file");
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(path.string() + ": not valid JSON (" + e.what() + ")");
+    throw UsageError(printable_path(path) + ": not valid JSON (" + printable(e.what(), kMaxQuoted) + ")");
   }
 }
 
@@ -71,19 +76,19 @@ std::vector<YoloLabel> labels_of(const nlohmann::json& doc, const std::filesyste
     std::vector<YoloLabel> labels;
     for (const auto& row : doc.at(key)) {
       if (row.size() != 5)
-        throw UsageError(path.string() + ": " + key + " rows must be [class, cx, cy, w, h]");
+        throw UsageError(printable_path(path) + ": " + key + " rows must be [class, cx, cy, w, h]");
       labels.push_back({static_cast<int>(row[0].get<double>()), row[1].get<double>(), row[2].get<double>(),
                         row[3].get<double>(), row[4].get<double>()});
     }
     return labels;
   } catch (const nlohmann::json::exception& e) {
-    throw UsageError(path.string() + ": needs " + key + " as a list of [class, cx, cy, w, h] (" + e.what() +
-                     ")");
+    throw UsageError(printable_path(path) + ": needs " + key + " as a list of [class, cx, cy, w, h] (" +
+                     e.what() + ")");
   }
 }
 
 Letterbox letterbox_of(const nlohmann::json& doc, const std::filesystem::path& path) {
-  const std::string at = path.string() + ": ";
+  const std::string at = printable_path(path) + ": ";
   try {
     const auto& lb = doc.at("letterbox");
     Letterbox box;

@@ -1,0 +1,19 @@
+// Input files are read only when they are regular files: opening a FIFO for reading blocks until a writer
+// appears (a hang with no message), and a device or folder is not an input. Every verb that reads a named
+// file (images, checkpoints, scenario TOML, label and heads files) reads it through here.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace lab {
+
+// The whole file. It is opened without blocking and checked on the opened descriptor, so a FIFO, device,
+// socket or folder (also one swapped in after an earlier check) is refused:
+// UsageError "<path>: cannot read <what> (<reason>)", reasons such as "no such file", "a FIFO, not a regular
+// file", "a symlink loop", "read error: ...".
+std::string read_input_file(const std::filesystem::path& path, const std::string& what);
+// The same for at most the first `max_bytes` bytes (fewer when the file is shorter).
+std::string read_input_prefix(const std::filesystem::path& path, size_t max_bytes, const std::string& what);
+
+}  // namespace lab
