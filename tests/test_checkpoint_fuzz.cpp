@@ -51,6 +51,7 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
 
   Rng rng(0x5eed2026);
   Outcomes outcomes;
+  const double rss_before = lab::test::fuzz::peak_rss_mib();
   const fs::path file = dir.path / "mutant.pt";
   int mutants = 0;
   // Raw mutations of the archive bytes.
@@ -96,6 +97,7 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   CHECK(outcomes.loaded + outcomes.rejected == mutants);
   CHECK(outcomes.rejected > mutants / 2);
   CHECK(outcomes.loaded > 0);
+  CHECK(lab::test::fuzz::peak_rss_mib() - rss_before < 1024);
 }
 
 TEST_CASE("mutated yolo26n.safetensors files load or fail with one line", "[checkpoint][fuzz]") {

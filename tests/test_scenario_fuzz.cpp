@@ -62,6 +62,7 @@ TEST_CASE("mutated scenario files plan or fail with one line", "[scenario][fuzz]
   REQUIRE(originals.size() >= 10);
   Rng rng(0x70e1f022);
   Outcomes outcomes;
+  const double rss_before = lab::test::fuzz::peak_rss_mib();
   const int count = lab::test::fuzz::scaled_count(300);
   const std::string name = "mutant.toml";
   for (int i = 0; i < count; ++i) {
@@ -75,4 +76,5 @@ TEST_CASE("mutated scenario files plan or fail with one line", "[scenario][fuzz]
   CHECK(outcomes.loaded + outcomes.rejected == count);
   CHECK(outcomes.rejected > count / 4);
   CHECK(outcomes.loaded > 0);
+  CHECK(lab::test::fuzz::peak_rss_mib() - rss_before < 1024);
 }
