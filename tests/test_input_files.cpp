@@ -62,7 +62,7 @@ TEST_CASE("every input reader refuses a FIFO at once, naming it", "[input][fifo]
       {"safetensors file", [](const fs::path& p) { lab::SafetensorsFile::load(p); }},
       {"scenario file", [](const fs::path& p) { lab::load_scenario(p); }},
       {"labels file", [](const fs::path& p) { lab::loss::read_yolo_labels(p); }},
-      {"labels file", [](const fs::path& p) { lab::loss::read_labels_json(p); }}};
+      {"JSON file", [](const fs::path& p) { lab::loss::read_labels_json(p); }}};
   int n = 0;
   for (const auto& [what, read] : readers) {
     const fs::path fifo = make_fifo(dir.path / ("input" + std::to_string(n++)));

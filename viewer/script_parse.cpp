@@ -1,11 +1,11 @@
 // Script parsing: the verbs of scripted mode with their argument counts, checked before anything runs.
 #include "script_parse.hpp"
 
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
 
 namespace lab::viewer {
 
@@ -66,8 +66,7 @@ int script_int(const ScriptAction& a, size_t i, const std::string& file) {
 }
 
 std::vector<ScriptAction> parse_script(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw UsageError("cannot read the script '" + file.string() + "'");
+  std::istringstream in(read_input_file(file, "viewer script"));
   std::vector<ScriptAction> actions;
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
