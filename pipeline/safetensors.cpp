@@ -62,7 +62,7 @@ nlohmann::json parse_header(std::string_view text, const std::filesystem::path& 
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw UsageError(where(path) + "the header is not valid JSON (" + printable(e.what(), kMaxShown) + ")");
   }
   if (!header.is_object() || json.back() != '}') throw refuse();

@@ -86,6 +86,15 @@ TEST_CASE("the safetensors header is JSON only, padded with spaces", "[safetenso
         p + "the header is not one JSON object padded with spaces");
   CHECK(lab::test::contains(f.error(safetensors_bytes(header + "{}", kEight)),
                             p + "the header is not valid JSON ("));
+  // A number too large for a double (found by the long fuzz run): a JSON error, not another exception.
+  CHECK(lab::test::contains(
+      f.error(
+          safetensors_bytes(R"({"a": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})", "1234")),
+      p + "the header is not valid JSON ([json.exception.out_of_range.406] number overflow"));
+  lab::write_safetensors(
+      f.file, {lab::f32_tensor("x", {1}, {1})},
+      {{"format", "yolo26-kernel-lab"}, {"names", "[1e400]"}, {"nc", "1"}, {"scale", ""}, {"yaml", "{}"}});
+  CHECK_THROWS_WITH(lab::load_checkpoint(f.file), p + "__metadata__ names is not JSON");
   // A header length one past the real header swallows the first data byte into the header.
   CHECK(lab::test::contains(f.error(safetensors_bytes(header, kEight + "x", 1)),
                             p + "the header is not valid JSON ("));

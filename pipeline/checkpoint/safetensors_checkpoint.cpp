@@ -33,7 +33,7 @@ std::vector<std::string> parse_names(const std::string& text, const std::string&
   nlohmann::json names;
   try {
     names = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     throw UsageError(file + ": __metadata__ names is not JSON");
   }
   if (!names.is_array()) throw UsageError(file + ": __metadata__ names is not a JSON list");
