@@ -20,6 +20,9 @@
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/safetensors.hpp"
 #include "test_helpers.hpp"
+#ifdef LAB_VIEWER_BINARY
+#include "script_parse.hpp"
+#endif
 
 namespace fs = std::filesystem;
 
@@ -62,7 +65,11 @@ TEST_CASE("every input reader refuses a FIFO at once, naming it", "[input][fifo]
       {"safetensors file", [](const fs::path& p) { lab::SafetensorsFile::load(p); }},
       {"scenario file", [](const fs::path& p) { lab::load_scenario(p); }},
       {"labels file", [](const fs::path& p) { lab::loss::read_yolo_labels(p); }},
-      {"JSON file", [](const fs::path& p) { lab::loss::read_labels_json(p); }}};
+      {"JSON file", [](const fs::path& p) { lab::loss::read_labels_json(p); }},
+#ifdef LAB_VIEWER_BINARY
+      {"viewer script", [](const fs::path& p) { lab::viewer::parse_script(p); }},
+#endif
+  };
   int n = 0;
   for (const auto& [what, read] : readers) {
     const fs::path fifo = make_fifo(dir.path / ("input" + std::to_string(n++)));
