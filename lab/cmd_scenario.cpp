@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
 #include "scenario_runner.hpp"
@@ -34,7 +35,7 @@ void run_files(const ScenarioRunOptions& o, CliState& state) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  for (const std::string& s : batch.skipped) std::cout << "note: " << s << "\n";
+  for (const std::string& s : batch.skipped) std::cout << "note: " << printable(s) << "\n";
   print_summary(std::cout, batch.results);
 }
 
@@ -63,8 +64,9 @@ void list_files(bool json, CliState& state) {
       for (const ScenarioCase& c : s.cases) bench += c.bench;
       std::vector<std::string> seeds;
       for (uint64_t seed : s.seeds) seeds.push_back(std::to_string(seed));
-      table.add({std::filesystem::path(s.path).filename().string(), s.kernel, std::to_string(s.cases.size()),
-                 std::to_string(bench), s.variants.empty() ? "all" : join(s.variants, ","),
+      table.add({printable_path(std::filesystem::path(s.path).filename()), printable(s.kernel),
+                 std::to_string(s.cases.size()), std::to_string(bench),
+                 s.variants.empty() ? "all" : join(s.variants, ","),
                  s.backends.empty() ? "all" : join(s.backends, ","), join(seeds, ",")});
     }
     table.print(std::cout);

@@ -100,3 +100,18 @@ TEST_CASE("a file name with a newline and escape sequences cannot forge lab: lin
   CHECK(terminal_safe(r.err.substr(0, r.err.size() - 1)));
   CHECK(lab::test::contains(r.err, "evil\\nlab: all 2 images passed\\x1b[2J.pt: not a checkpoint"));
 }
+
+TEST_CASE("lab scenario list prints a hostile file name and kernel name escaped", "[printable][cli]") {
+  lab::test::ScratchDir dir("printable-scenarios");
+  lab::test::write_file(dir.path / "evil\x1b[2J.toml",
+                        "kernel = \"\\u001b]0;owned\\u0007\"\n[[case]]\nname = \"a\"\nparams = {}\n");
+  const lab::test::LabResult r =
+      lab::test::run_lab("scenario list --scenarios-dir " + lab::test::quoted(dir.path.string()));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(lab::test::contains(r.out, "evil\\x1b[2J.toml"));
+  CHECK(lab::test::contains(r.out, "\\x1b]0;owned\\x07"));
+  std::string lines = r.out;
+  lines.erase(std::remove(lines.begin(), lines.end(), '\n'), lines.end());
+  CHECK(terminal_safe(lines));
+}
