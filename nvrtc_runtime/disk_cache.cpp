@@ -9,7 +9,10 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "sha256.hpp"
+#include "stale_temporaries.hpp"
 
 namespace lab {
 
@@ -99,8 +102,10 @@ void DiskCache::store(const std::string& key, const CacheEntry& entry, std::stri
   std::string digest = sha256_hex(body);
   std::error_code ec;
   fs::create_directories(root_, ec);
+  // Temporaries named as below, left by killed writers.
+  remove_stale_temporaries(root_, R"(\.tmp-[0-9a-f]+-([0-9]+)-[0-9]+)", fs::file_type::regular);
   std::random_device rd;
-  fs::path tmp = root_ / (".tmp-" + key + "-" + std::to_string(rd()));
+  fs::path tmp = root_ / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   {
     std::ofstream out(tmp, std::ios::binary);
     out << body << digest;

@@ -1,11 +1,15 @@
-// TemporaryFolder: mkdtemp, and remove_all at the end.
+// TemporaryFolder: mkdtemp (the pid in the name), remove_all at the end, stale ones of killed processes
+// removed.
 #include "temporary_folder.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "errors.hpp"
+#include "stale_temporaries.hpp"
 
 namespace lab {
 
@@ -14,7 +18,10 @@ namespace fs = std::filesystem;
 TemporaryFolder::TemporaryFolder(const std::string& prefix) {
   std::error_code ec;
   const fs::path base = fs::temp_directory_path(ec);
-  std::string pattern = ((ec ? fs::path("/tmp") : base) / (prefix + "-XXXXXX")).string();
+  const fs::path parent = ec ? fs::path("/tmp") : base;
+  // Folders named as below, left by killed processes.
+  remove_stale_temporaries(parent, prefix + "-([0-9]+)-[A-Za-z0-9]{6}", fs::file_type::directory);
+  std::string pattern = (parent / (prefix + "-" + std::to_string(::getpid()) + "-XXXXXX")).string();
   if (!::mkdtemp(pattern.data()))
     throw RuntimeError("cannot make a temporary folder " + pattern + ": " +
                        std::generic_category().message(errno));

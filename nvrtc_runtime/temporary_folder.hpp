@@ -9,7 +9,8 @@ namespace lab {
 
 class TemporaryFolder {
  public:
-  // "<temp>/<prefix>-XXXXXX"; throws RuntimeError naming the temp directory when it cannot be made.
+  // "<temp>/<prefix>-<pid>-XXXXXX"; throws RuntimeError naming the folder when it cannot be made. Folders of
+  // the same prefix left by killed processes are removed first (stale_temporaries.hpp), once per process.
   explicit TemporaryFolder(const std::string& prefix);
   ~TemporaryFolder();
   TemporaryFolder(const TemporaryFolder&) = delete;

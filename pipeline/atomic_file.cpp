@@ -3,19 +3,15 @@
 // removed.
 #include "pipeline/atomic_file.hpp"
 
-#include <chrono>
 #include <fstream>
-#include <mutex>
 #include <random>
-#include <regex>
-#include <set>
 
 #include <cerrno>
-#include <csignal>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
 
 namespace lab {
 
@@ -73,35 +69,6 @@ void sync_path(const fs::path& path, int flags) {
   ::close(fd);
 }
 
-bool process_exists(long pid) {
-  return pid > 0 && pid <= 0x3fffffff && (::kill(pid_t(pid), 0) == 0 || errno == EPERM);
-}
-
-// The rule is in atomic_file.hpp (kStaleTemporaryAge).
-void remove_stale_temporaries(const fs::path& folder) {
-  static std::mutex mutex;
-  static std::set<fs::path> cleaned;  // each folder once per process: a folder of outputs is not rescanned
-  std::error_code ec;
-  const fs::path key = fs::weakly_canonical(folder, ec);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!cleaned.insert(key).second) return;
-  }
-  static const std::regex ours(R"(^\..+\.tmp-([0-9]{1,9})-[0-9]+$)");
-  const auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::smatch match;
-    if (!std::regex_match(name, match, ours)) continue;
-    if (!fs::is_regular_file(it->symlink_status(ec))) continue;
-    if (process_exists(std::stol(match[1]))) continue;
-    const auto modified = fs::last_write_time(it->path(), ec);
-    if (ec || now - modified < kStaleTemporaryAge) continue;
-    fs::remove(it->path(), ec);
-    ec.clear();
-  }
-}
-
 }  // namespace
 
 void write_file_atomically(const fs::path& path,
@@ -120,7 +87,8 @@ void write_file_atomically(const fs::path& path,
     return;
   }
   const fs::path folder = destination.path.parent_path();
-  remove_stale_temporaries(folder);
+  // Temporaries named as below, left by killed writers.
+  remove_stale_temporaries(folder, R"(\..+\.tmp-([0-9]+)-[0-9]+)", fs::file_type::regular);
   std::random_device entropy;
   const fs::path temporary = folder / ("." + destination.path.filename().string() + ".tmp-" +
                                        std::to_string(::getpid()) + "-" + std::to_string(entropy()));

@@ -1,18 +1,16 @@
 // Writing a file so that readers never see a partial one and nothing that is not a file is replaced: the
 // content goes to a temporary file beside the target, which is fsynced and renamed over it only when complete
-// (then the folder is fsynced). Used by every output the pipeline and `lab` write.
+// (then the folder is fsynced). Used by every output the pipeline and `lab` write. Stale temporaries of killed
+// writers in the folder written to are removed first, by the rule of nvrtc_runtime/stale_temporaries.hpp.
 //
 // What the output path may be:
-//   absent or a regular file          -> written atomically as above;
-//   a symlink                         -> followed to its final target, which is treated by these same rules
-//   (the
-//                                        link is kept; a dangling link or a loop is refused);
-//   a character device (/dev/null)    -> written through in place, never replaced (not atomic: it is no
-//   file); a FIFO, socket, block device, dir -> refused with "<path>: is a FIFO, not a regular file; refusing
-//   to
-//                                        replace it" (a FIFO without a reader would block forever).
+// - absent or a regular file: written atomically as above;
+// - a symlink: followed to its final target, which is treated by these same rules (the link is kept; a
+//   dangling link or a loop is refused);
+// - a character device (/dev/null): written through in place, never replaced (not atomic: it is no file);
+// - a FIFO, socket, block device or directory: refused with "<path>: is a FIFO, not a regular file; refusing
+//   to replace it" (a FIFO without a reader would block forever).
 #pragma once
-#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -27,12 +25,5 @@ void write_file_atomically(const std::filesystem::path& path,
 
 // The same for a whole in-memory content.
 void write_file_atomically(const std::filesystem::path& path, const std::string& content);
-
-// A temporary left by a writer that was killed (`kill -9`, power loss) is stale when all of these hold: its
-// name is ours (".<name>.tmp-<pid>-<number>"), it is a regular file, no process with that pid exists on this
-// machine, and it was last modified at least kStaleTemporaryAge ago (so a live writer on another machine
-// sharing the folder, whose pid means nothing here, keeps its file). write_file_atomically removes the stale
-// temporaries of the folder it writes into, once per folder per process.
-constexpr std::chrono::seconds kStaleTemporaryAge{60};
 
 }  // namespace lab

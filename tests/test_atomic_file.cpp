@@ -16,6 +16,7 @@
 
 #include "checkpoint_test_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "test_helpers.hpp"
 

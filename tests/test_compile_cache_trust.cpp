@@ -5,11 +5,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
+#include "nvrtc_runtime/temporary_folder.hpp"
 #include "test_emulator_support.hpp"
 
 using namespace lab;
@@ -43,6 +47,19 @@ float run_fill(std::shared_ptr<KernelTree> tree, const fs::path& cache_dir) {
   backend->launch(module->kernel("fill"), {{1, 1, 1}, {1, 1, 1}}, kernel_args(out_ptr));
   backend->synchronize();
   return backend->download_vector<float>(out, 1)[0];
+}
+
+// A pid that belonged to a process which has exited (a child we forked and reaped).
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+void make_old(const fs::path& path) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - kStaleTemporaryAge - std::chrono::minutes(1));
 }
 
 size_t count_entries(const fs::path& cache_dir) {
@@ -150,4 +167,37 @@ TEST_CASE("cache clear reports what it could not remove and exits 1", "[runtime]
   CHECK(cli.exit_code == 1);
   CHECK(cli.out == "removed 0 entries from " + cache_dir.string() + "\n");
   CHECK(cli.err == "lab: cache clear: could not remove 1 item(s): " + report.failures[0] + "\n");
+}
+
+TEST_CASE("stale cache temporaries and build folders of killed processes are removed, live ones kept",
+          "[runtime]") {
+  test::ScratchDir dir("cache-stale");
+  const pid_t gone = dead_pid();
+  const std::string live = std::to_string(::getppid());
+  // Cache stores: ".tmp-<key>-<pid>-<n>" in the cache folder, cleaned by the next store.
+  const fs::path stale_store = dir.path / "cache" / (".tmp-abc123-" + std::to_string(gone) + "-7");
+  const fs::path live_store = dir.path / "cache" / (".tmp-abc123-" + live + "-8");
+  test::write_file(stale_store, "partial");
+  test::write_file(live_store, "partial");
+  make_old(stale_store);
+  make_old(live_store);
+  DiskCache(dir.path / "cache").store("k", CacheEntry{});
+  CHECK_FALSE(fs::exists(stale_store));
+  CHECK(fs::exists(live_store));
+  // Build folders: "<prefix>-<pid>-XXXXXX" in the temp folder, cleaned by the next one of that prefix (a
+  // prefix of this test's own, since each prefix is cleaned once per process).
+  const std::string prefix = "lab-test-stale-" + std::to_string(::getpid());
+  const fs::path stale_folder = fs::temp_directory_path() / (prefix + "-" + std::to_string(gone) + "-aB3dE9");
+  const fs::path live_folder = fs::temp_directory_path() / (prefix + "-" + live + "-aB3dE9");
+  test::write_file(stale_folder / "kernel.so", "partial");
+  test::write_file(live_folder / "kernel.so", "partial");
+  make_old(stale_folder);
+  make_old(live_folder);
+  {
+    TemporaryFolder next(prefix);
+    CHECK(contains(next.path().filename().string(), prefix + "-" + std::to_string(::getpid()) + "-"));
+  }
+  CHECK_FALSE(fs::exists(stale_folder));
+  CHECK(fs::exists(live_folder));
+  fs::remove_all(live_folder);
 }
