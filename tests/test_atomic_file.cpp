@@ -11,7 +11,6 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "checkpoint_test_support.hpp"
@@ -33,15 +32,6 @@ std::string refusal(const fs::path& path) {
     return e.what();
   }
   return "(written)";
-}
-
-// A pid that belonged to a process which has exited (a child we forked and reaped).
-pid_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
 }
 
 void age(const fs::path& file, std::chrono::seconds by) {
@@ -168,7 +158,7 @@ TEST_CASE("stale temporaries of killed writers are removed on the next write, a 
           "[atomic]") {
   lab::test::ScratchDir dir("atomic-stale");
   const auto old_enough = lab::kStaleTemporaryAge + std::chrono::seconds(60);
-  const pid_t gone = dead_pid();
+  const pid_t gone = lab::test::dead_pid();
   const pid_t live = ::getppid();
   auto temporary = [&](const std::string& name, pid_t pid) {
     const fs::path p = dir.path / ("." + name + ".tmp-" + std::to_string(pid) + "-12345");

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nvrtc_runtime/errors.hpp"
@@ -47,15 +46,6 @@ float run_fill(std::shared_ptr<KernelTree> tree, const fs::path& cache_dir) {
   backend->launch(module->kernel("fill"), {{1, 1, 1}, {1, 1, 1}}, kernel_args(out_ptr));
   backend->synchronize();
   return backend->download_vector<float>(out, 1)[0];
-}
-
-// A pid that belonged to a process which has exited (a child we forked and reaped).
-pid_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
 }
 
 void make_old(const fs::path& path) {
@@ -172,7 +162,7 @@ TEST_CASE("cache clear reports what it could not remove and exits 1", "[runtime]
 TEST_CASE("stale cache temporaries and build folders of killed processes are removed, live ones kept",
           "[runtime]") {
   test::ScratchDir dir("cache-stale");
-  const pid_t gone = dead_pid();
+  const pid_t gone = test::dead_pid();
   const std::string live = std::to_string(::getppid());
   // Cache stores: ".tmp-<key>-<pid>-<n>" in the cache folder, cleaned by the next store.
   const fs::path stale_store = dir.path / "cache" / (".tmp-abc123-" + std::to_string(gone) + "-7");

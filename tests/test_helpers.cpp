@@ -72,6 +72,14 @@ LabResult run_command(const std::string& command) {
   return r;
 }
 
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
 LabResult run_lab(const std::string& args) {
   const fs::path cache = fs::temp_directory_path() / ("lab-test-cache-" + std::to_string(::getuid()));
   return run_command("env -u LAB_KERNELS_DIR -u LAB_SCENARIOS_DIR -u LAB_MODEL -u LAB_MODEL_URL LAB_CACHE_DIR=" +

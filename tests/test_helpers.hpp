@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include <sys/types.h>
+
 #include "runtime_context.hpp"
 
 namespace lab::test {
@@ -40,6 +42,9 @@ LabResult run_lab(const std::string& args);
 std::string quoted(const std::string& s);  // single-quoted for /bin/sh
 std::string read_text(const std::filesystem::path& p);
 bool contains(const std::string& text, const std::string& part);
+
+// A pid that belonged to a process which has exited (a child forked and reaped), for stale-temporary tests.
+pid_t dead_pid();
 
 }  // namespace lab::test
 
