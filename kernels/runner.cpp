@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "errors.hpp"
+#include "name_suggestion.hpp"
 
 namespace lab {
 namespace {
@@ -81,8 +82,7 @@ Params resolve_params(const Runner& runner, const Params& given) {
   for (auto& s : specs) names.push_back(s.name);
   for (auto& [k, v] : given)
     if (std::find(names.begin(), names.end(), k) == names.end())
-      throw UsageError("unknown parameter '" + k + "' for " + runner.name() + " (valid: " + join(names) +
-                       ")");
+      throw UsageError("unknown parameter '" + k + "' for " + runner.name() + unknown_name_hint(k, names));
   Params out;
   for (auto& s : specs) {
     auto it = given.find(s.name);
@@ -102,7 +102,7 @@ std::string resolve_variant(const Runner& runner, const std::string& variant) {
     if (v.name == variant) return variant;
     names.push_back(v.name);
   }
-  throw UsageError("unknown variant '" + variant + "' of " + runner.name() + " (valid: " + join(names) + ")");
+  throw UsageError("unknown variant '" + variant + "' of " + runner.name() + unknown_name_hint(variant, names));
 }
 
 int64_t param_int(const Params& p, const std::string& name) {
@@ -150,7 +150,7 @@ const Runner& Registry::get(const std::string& name) const {
     if (r->name() == name) return *r;
     names.push_back(r->name());
   }
-  throw UsageError("unknown kernel '" + name + "' (valid: " + join(names) + ")");
+  throw UsageError("unknown kernel '" + name + "'" + unknown_name_hint(name, names));
 }
 
 std::vector<const Runner*> Registry::all() const {

@@ -14,6 +14,7 @@
 #include "pipeline/executor/kernel_network.hpp"
 #include "precision_option.hpp"
 #include "report.hpp"
+#include "size_options.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -36,7 +37,8 @@ Stats stats_of(std::vector<double> v) {
 }  // namespace
 
 void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
-  if (o.imgsz % 32 != 0) throw UsageError("--imgsz " + std::to_string(o.imgsz) + " is not a multiple of 32");
+  const int imgsz = rounded_imgsz(o.imgsz);
+  check_batch_pixels(o.batch, imgsz);
   const Precision precision = precision_option(o.precision);
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
@@ -45,11 +47,23 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const bool on_cuda = backend->name() == "cuda";
   const int iters = o.iters > 0 ? o.iters : (on_cuda ? 100 : 2);
   const int warmup = o.warmup >= 0 ? o.warmup : (on_cuda ? 10 : 0);
+  const std::string device = backend->device().name;
+  const int layer_passes = std::max(1, iters / 5);
+
+  // The header and a progress line before the long work (a first forward at batch 32 on the cpu takes
+  // most of a minute); progress goes to stderr so that --json output stays one document.
+  if (!o.json)
+    std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
+              << backend_name << " (" << device << "), batch " << o.batch << ", " << imgsz << "x" << imgsz
+              << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
+              << "\n"
+              << std::flush;
+  std::cerr << "lab: first forward (compile, plan" << (on_cuda ? ", graph capture" : "") << "), then "
+            << warmup + iters << " replays and " << layer_passes << " timed layer by layer\n";
 
   KernelNetwork network(model, *backend, precision);
-  const std::vector<float> input =
-      random_uniform(size_t(o.batch) * 3 * o.imgsz * o.imgsz, 0.0f, 1.0f, o.seed);
-  network.forward(input.data(), o.batch, o.imgsz, o.imgsz);  // compile, plan, capture
+  const std::vector<float> input = random_uniform(size_t(o.batch) * 3 * imgsz * imgsz, 0.0f, 1.0f, o.seed);
+  network.forward(input.data(), o.batch, imgsz, imgsz);  // compile, plan, capture
   for (int i = 0; i < warmup; ++i) network.replay_ms();
   std::vector<double> replays;
   for (int i = 0; i < iters; ++i) replays.push_back(network.replay_ms());
@@ -59,8 +73,8 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   network.set_layer_timing(true);
   std::map<std::string, std::vector<double>> per_layer;
   std::vector<std::string> order;
-  for (int i = 0; i < std::max(1, iters / 5); ++i) {
-    network.forward(input.data(), o.batch, o.imgsz, o.imgsz);
+  for (int i = 0; i < layer_passes; ++i) {
+    network.forward(input.data(), o.batch, imgsz, imgsz);
     for (const LayerTime& t : network.layer_times()) {
       if (!per_layer.count(t.name)) order.push_back(t.name);
       per_layer[t.name].push_back(t.ms);
@@ -73,7 +87,6 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
     layer_sum += layers.back().second;
   }
   const double images_per_s = o.batch * 1e3 / graph.median;
-  const std::string device = backend->device().name;
 
   if (o.json) {
     nlohmann::json rows = nlohmann::json::array();
@@ -83,7 +96,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
                           {"device", device},
                           {"precision", precision_name(precision)},
                           {"batch", o.batch},
-                          {"imgsz", o.imgsz},
+                          {"imgsz", imgsz},
                           {"iters", iters},
                           {"graph_ms", graph.median},
                           {"graph_min_ms", graph.min},
@@ -95,11 +108,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
-            << backend_name << " (" << device << "), batch " << o.batch << ", " << o.imgsz << "x" << o.imgsz
-            << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
-            << "\n"
-            << "activation arena: " << format_sig(double(network.arena_bytes()) / (1 << 20), 4) << " MiB\n\n"
+  std::cout << "activation arena: " << format_sig(double(network.arena_bytes()) / (1 << 20), 4) << " MiB\n\n"
             << "whole forward, one " << (on_cuda ? "CUDA graph replay" : "replay") << " (" << iters
             << " timed after " << warmup << " warm-up): median " << format_ms(graph.median) << ", min "
             << format_ms(graph.min) << ", p90 " << format_ms(graph.p90) << ", " << format_sig(images_per_s, 4)

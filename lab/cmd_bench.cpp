@@ -10,9 +10,11 @@
 
 #include "bench_pipeline.hpp"
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "precision_option.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
+#include "size_options.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -219,27 +221,31 @@ void add_bench_command(CLI::App& app, CliState& state) {
   auto o = std::make_shared<BenchOptions>();
   auto p = std::make_shared<PipelineBenchOptions>();
   cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`), or `pipeline`")->required();
-  cmd->add_option("--model", p->model, "pipeline: checkpoint (default: the usual model lookup)");
-  cmd->add_option("--batch", p->batch, "pipeline: batch size")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
+  cmd->add_option("--model", p->model, "pipeline: checkpoint (default: the usual model lookup)")
+      ->check(not_empty());
+  cmd->add_option("--batch", p->batch, "pipeline: batch size")->check(batch_range())->capture_default_str();
   cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
       ->capture_default_str();
-  cmd->add_option("--imgsz", p->imgsz, "pipeline: square input size, a multiple of 32")
-      ->check(CLI::Range(32, 4096))
+  cmd->add_option("--imgsz", p->imgsz, "pipeline: square input size (rounded up to a multiple of 32)")
+      ->check(imgsz_range())
       ->capture_default_str();
   auto* variant = cmd->add_option("--variant", o->variant, "Variant (default: the runner's first)");
   cmd->add_flag("--all-variants", o->all_variants, "Every variant, side by side")->excludes(variant);
   cmd->add_option("--param", o->params,
                   "Parameter NAME=VALUE (repeatable); without any, the scenario cases marked bench = true");
   cmd->add_option("--iters", o->iters, "Timed launches (default: 100 on cuda, 3 on cpu)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--warmup", o->warmup, "Untimed launches first (default: 10 on cuda, 1 on cpu)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->footer(
+      "Examples:\n"
+      "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
+      "  lab bench conv2d --backend cpu --param C_IN=64 --iters 5\n"
+      "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n");
   cmd->callback([&state, o, p] {
     if (o->kernel != "pipeline") return bench(*o, state);
     p->backend = o->backend, p->iters = o->iters, p->warmup = o->warmup, p->json = o->json, p->seed = o->seed;

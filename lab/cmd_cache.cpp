@@ -17,6 +17,11 @@ void add_cache_command(CLI::App& app, CliState& state) {
   list->add_flag("--json", *json, "Machine-readable output");
   auto* clear = cmd->add_subcommand("clear", "Remove every cache entry");
 
+  cmd->footer(
+      "Examples:\n"
+      "  lab cache                  # where the cache lives\n"
+      "  lab cache list --json\n"
+      "  lab cache clear\n");
   cmd->callback([&state, cmd] {
     if (cmd->get_subcommands().empty()) std::cout << state.context().cache->root().string() << "\n";
   });

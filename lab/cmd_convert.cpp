@@ -39,6 +39,10 @@ void add_convert_command(CLI::App& app, CliState& /*state*/) {
   cmd->add_option("IN", o->input, "Checkpoint to read: an Ultralytics .pt or a .safetensors file")
       ->required();
   cmd->add_option("OUT", o->output, "Safetensors file to write (replaced atomically)")->required();
+  cmd->footer(
+      "Examples:\n"
+      "  lab convert yolo26n.pt yolo26n.safetensors\n"
+      "  lab convert yolo26n.safetensors copy.safetensors    # validates and rewrites\n");
   cmd->callback([o] { run_convert(*o); });
 }
 

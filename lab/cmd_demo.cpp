@@ -90,6 +90,10 @@ void demo(CliState& state) {
 void add_demo_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "demo", "Compile every kernel (resource table), then run every scenario on every available backend");
+  cmd->footer(
+      "Examples:\n"
+      "  lab demo\n"
+      "  lab demo --kernels-dir my_kernels/      # the same over an edited copy of kernels/\n");
   cmd->callback([&state] { demo(state); });
 }
 

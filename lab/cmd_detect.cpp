@@ -1,6 +1,7 @@
 // `lab detect`: YOLO26 on images: letterbox, forward (the CPU reference or our kernels), end-to-end top-k,
-// boxes back in image pixels; annotated images into --out, optional YOLO label files and a JSON document,
-// one summary line per image and the average stage times.
+// boxes back in image pixels; annotated images into runs/detect/predict[N] (or --out), optional YOLO label
+// files and a JSON document (a file, or stdout with `--json -`), one summary line per image and the average
+// stage times.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "commands.hpp"
 #include "nvrtc_runtime/errors.hpp"
@@ -21,10 +23,14 @@
 #include "pipeline/detect/tensor_dump.hpp"
 #include "pipeline/detect/image_inputs.hpp"
 #include "pipeline/detect/model_locator.hpp"
+#include "pipeline/detect/output_folder.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
+#include "option_checks.hpp"
 #include "precision_option.hpp"
 #include "progress.hpp"
+#include "size_options.hpp"
+#include "version.hpp"
 
 namespace lab {
 namespace {
@@ -33,25 +39,26 @@ namespace fs = std::filesystem;
 
 struct DetectOptions {
   std::vector<std::string> inputs;
-  std::string model, backend = "auto", out = "runs/detect", json, dump, precision = "fp32", devices = "0";
+  std::string model, backend = "auto", out, name = "predict", json, dump, precision = "fp32", devices = "0";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
-  bool square = false, save_txt = false;
+  std::vector<int> classes;
+  bool square = false, save_txt = false, exist_ok = false, nosave = false;
 };
 
-int checked_imgsz(int imgsz) {
-  if (imgsz <= 0) throw UsageError("--imgsz " + std::to_string(imgsz) + ": must be positive");
-  const int rounded = (imgsz + 31) / 32 * 32;
-  if (rounded != imgsz)
-    std::cerr << "lab: warning: --imgsz " << imgsz << " is not a multiple of 32, using " << rounded << "\n";
-  return rounded;
-}
+const char* const kDefaultProject = "runs/detect";
 
-std::string resolve_backend(const std::string& requested, std::string& note) {
+// auto: cuda with a GPU; without one the CPU reference, or the cpu backend for a reduced precision (the
+// reference forward only accumulates in float64).
+std::string resolve_backend(const std::string& requested, Precision precision, std::string& note) {
   if (requested != "auto") return requested;
   if (cuda_device_present()) {
     note = " (auto: a CUDA device is present)";
     return "cuda";
+  }
+  if (precision != Precision::Fp32) {
+    note = " (auto: no CUDA device, and --precision " + precision_name(precision) + " needs our kernels)";
+    return "cpu";
   }
   note = " (auto: no CUDA device, so the CPU reference)";
   return "reference";
@@ -63,8 +70,15 @@ fs::path annotated_path(const fs::path& out_dir, const fs::path& file) {
   return out_dir / (keeps ? file.filename() : fs::path(file.stem().string() + ".jpg"));
 }
 
-// Draws the detections on the image and writes it (and its label file); called from the save workers.
-void save_annotated(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r) {
+fs::path label_path(const fs::path& out_dir, const ImageDetections& r) {
+  return out_dir / "labels" / (fs::path(r.file).stem().string() + ".txt");
+}
+
+// Draws the detections on the image and writes it (unless --nosave) and its label file (--save-txt); called
+// from the save workers.
+void save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r) {
+  if (o.save_txt) write_file_atomically(label_path(out_dir, r), yolo_label_text(r));
+  if (o.nosave) return;
   std::vector<BoxAnnotation> boxes;
   for (const Detection& d : r.detections) {
     char score[16];
@@ -73,9 +87,6 @@ void save_annotated(const DetectOptions& o, const fs::path& out_dir, Image& imag
   }
   draw_annotations(image, boxes);
   write_image(image, annotated_path(out_dir, r.file));
-  if (o.save_txt)
-    write_file_atomically(out_dir / "labels" / (fs::path(r.file).stem().string() + ".txt"),
-                          yolo_label_text(r));
 }
 
 // --devices: "all" or comma-separated GPU ordinals for cuda (one forward worker per GPU); for cpu and
@@ -108,13 +119,28 @@ std::vector<int> parse_devices(const std::string& text, const std::string& execu
   return devices;
 }
 
+// The output folder: --out as given, else runs/detect/NAME, numbered unless --exist-ok.
+fs::path output_folder(const DetectOptions& o) {
+  if (!o.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out))
+      throw UsageError("--out " + o.out + ": cannot create the folder (" + (ec ? ec.message() : "not a folder") +
+                       ")");
+    return o.out;
+  }
+  return claim_output_folder(kDefaultProject, o.name, o.exist_ok);
+}
+
 void run_detect(DetectOptions o, CliState& state) {
-  o.imgsz = checked_imgsz(o.imgsz);
+  o.imgsz = rounded_imgsz(o.imgsz);
+  check_batch_pixels(o.batch, o.imgsz);
   if (!(o.conf >= 0 && o.conf <= 1))
     throw UsageError("--conf " + std::to_string(o.conf) + ": must be in [0, 1]");
-  if (o.batch < 1) throw UsageError("--batch " + std::to_string(o.batch) + ": must be at least 1");
-  if (o.max_det < 1) throw UsageError("--max-det " + std::to_string(o.max_det) + ": must be at least 1");
   const Precision precision = precision_option(o.precision);
+  // With `--json -` the JSON document is standard output, so everything for people goes to stderr.
+  const bool json_to_stdout = o.json == "-";
+  std::ostream& human = json_to_stdout ? std::cerr : std::cout;
 
   std::vector<fs::path> files;
   bool any_folder = false;
@@ -124,25 +150,33 @@ void run_detect(DetectOptions o, CliState& state) {
       throw UsageError("no images given, and no sample images found in the shared assets folder");
   } else {
     std::vector<fs::path> arguments(o.inputs.begin(), o.inputs.end());
-    for (const fs::path& a : arguments) any_folder = any_folder || fs::is_directory(a);
     files = collect_images(arguments);
+    std::error_code ec;
+    for (const fs::path& a : arguments) any_folder = any_folder || fs::is_directory(a, ec);
   }
 
   std::string backend_note;
-  const std::string executor = resolve_backend(o.backend, backend_note);
+  const std::string executor = resolve_backend(o.backend, precision, backend_note);
   const ModelLocation model = locate_model(default_model_search(o.model));
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
   options.precision = precision;
+  options.classes = o.classes;
   const std::vector<int> devices = parse_devices(o.devices, executor);
   const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
+  for (int id : o.classes)
+    if (id >= int(network_model.class_names.size()))
+      throw UsageError("--classes " + std::to_string(id) + ": the model has classes 0 to " +
+                       std::to_string(network_model.class_names.size() - 1));
   const RuntimeContext context = state.context();
-  std::cout << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
-            << backend_note << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
-            << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
-            << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+  human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor << backend_note
+        << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
+        << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
+        << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
 
-  const fs::path out_dir = o.out;
+  fs::path out_dir;  // made once every Detector exists, so a bad option or device creates nothing
+  std::set<std::string> labels_written;
+  std::mutex labels_mutex;
   Progress progress(any_folder && files.size() > 1);
   size_t failed = 0;
   std::mutex dump_mutex;
@@ -162,19 +196,25 @@ void run_detect(DetectOptions o, CliState& state) {
   auto streaming = start;  // when every Detector exists
   hooks.started = [&] {
     streaming = std::chrono::steady_clock::now();
+    out_dir = output_folder(o);
     std::error_code ec;
-    fs::create_directories(o.save_txt ? out_dir / "labels" : out_dir, ec);
-    if (ec) throw UsageError("--out " + o.out + ": cannot create the folder (" + ec.message() + ")");
+    if (o.save_txt) fs::create_directories(out_dir / "labels", ec);
+    if (ec)
+      throw UsageError((out_dir / "labels").string() + ": cannot create the folder (" + ec.message() + ")");
   };
   if (!o.dump.empty())
     hooks.after_forward = [&](Detector& detector, const std::vector<std::string>& names) {
       std::lock_guard lock(dump_mutex);
       dump_network_tensors(detector.network(), names, o.dump);
     };
-  hooks.save = [&](Image& image, const ImageDetections& r) { save_annotated(o, out_dir, image, r); };
+  hooks.save = [&](Image& image, const ImageDetections& r) {
+    save_outputs(o, out_dir, image, r);
+    std::lock_guard lock(labels_mutex);
+    labels_written.insert(label_path(out_dir, r).filename().string());
+  };
   hooks.finished = [&](const ImageDetections& r) {
     progress.finish();
-    std::cout << summary_line(r) << "\n" << std::flush;
+    human << summary_line(r) << "\n" << std::flush;
   };
   hooks.skipped = [&](const std::string&, const std::string& error) {
     progress.finish();
@@ -187,24 +227,33 @@ void run_detect(DetectOptions o, CliState& state) {
   const double setup_s = std::chrono::duration<double>(streaming - start).count();
   const double seconds = std::chrono::duration<double>(end - streaming).count();
   progress.finish();
+  // A reused folder keeps only this run's label files (none without --save-txt).
+  if (!out_dir.empty())
+    remove_stale_labels(out_dir / "labels", o.save_txt ? labels_written : std::set<std::string>{});
 
   if (!results.empty()) {
-    std::cout << speed_line(results) << "\n";
+    human << speed_line(results) << "\n";
     char line[200];
     std::snprintf(
         line, sizeof line,
         "Throughput: %zu images in %.2fs, %.1f images/s (decode, forward, save overlapped; after %.2fs "
         "of set-up)",
         results.size(), seconds, double(results.size()) / seconds, setup_s);
-    std::cout << line << "\n";
+    human << line << "\n";
   }
-  std::cout << "Results saved to " << out_dir.string();
-  if (o.save_txt) std::cout << ", " << results.size() << " label files in " << (out_dir / "labels").string();
-  std::cout << "\n";
+  human << "Results saved to " << out_dir.string() << (o.nosave ? " (--nosave: no annotated images)" : "");
+  if (o.save_txt) human << ", " << results.size() << " label files in " << (out_dir / "labels").string();
+  human << "\n";
   if (!o.json.empty()) {
-    write_file_atomically(o.json,
-                          detections_json(model.path.string(), executor, o.imgsz, results).dump(2) + "\n");
-    std::cout << "JSON written to " << o.json << "\n";
+    const DetectRunInfo run{lab_version(), model.path.string(), executor, precision_name(precision),
+                            o.imgsz,       o.conf,              !o.square, o.classes};
+    const std::string document = detections_json(run, results).dump(2) + "\n";
+    if (json_to_stdout) {
+      std::cout << document << std::flush;
+    } else {
+      write_file_atomically(o.json, document);
+      human << "JSON written to " << o.json << "\n";
+    }
   }
   if (failed > 0) {
     std::cerr << "lab: " << failed << " of " << files.size() << " images could not be read\n";
@@ -222,12 +271,15 @@ void add_detect_command(CLI::App& app, CliState& state) {
   cmd->add_option("inputs", o->inputs, "Image files or folders (jpg, jpeg, png, bmp)");
   cmd->add_option("--model", o->model,
                   "Checkpoint (.pt or .safetensors); default: $LAB_MODEL, the shared assets, the user cache, "
-                  "else a download of the official yolo26n.pt");
+                  "else a download of the official yolo26n.pt")
+      ->check(not_empty());
   cmd->add_option("--imgsz", o->imgsz, "Network input size (rounded up to a multiple of 32)")
+      ->check(imgsz_range())
       ->capture_default_str();
   cmd->add_option("--conf", o->conf, "Keep detections with a score above this")->capture_default_str();
   cmd->add_flag("--square", o->square, "Letterbox to imgsz x imgsz instead of the minimum rectangle");
   cmd->add_option("--batch", o->batch, "Images per forward (consecutive images of one letterboxed shape)")
+      ->check(batch_range())
       ->capture_default_str();
   cmd->add_option("--backend", o->backend,
                   "auto (cuda when a GPU is present, else reference), cuda or cpu (our kernels), reference "
@@ -239,13 +291,35 @@ void add_detect_command(CLI::App& app, CliState& state) {
                   "GPUs that share a folder's batches: comma-separated ordinals or 'all' (cuda); with cpu or "
                   "reference each entry adds a forward worker")
       ->capture_default_str();
-  cmd->add_option("--out", o->out, "Folder for the annotated images (and labels/)")->capture_default_str();
-  cmd->add_option("--json", o->json, "Write the detections of every image to this JSON file");
+  auto* name = cmd->add_option("--name", o->name,
+                               "Output folder runs/detect/NAME, numbered NAME2, NAME3, ... when it exists")
+                   ->check(not_empty())
+                   ->capture_default_str();
+  auto* exist_ok = cmd->add_flag("--exist-ok", o->exist_ok, "Reuse runs/detect/NAME instead of numbering");
+  cmd->add_option("--out", o->out,
+                  "Exact folder for the annotated images (and labels/), reused if it exists (instead of "
+                  "runs/detect/NAME)")
+      ->check(not_empty())
+      ->excludes(name)
+      ->excludes(exist_ok);
+  cmd->add_option("--json", o->json, "Write the detections of every image to this JSON file ('-': stdout)")
+      ->check(not_empty());
+  cmd->add_option("--classes", o->classes, "Keep only these class ids, e.g. --classes 0,5")
+      ->delimiter(',')
+      ->check(at_least(0));
+  cmd->add_flag("--nosave", o->nosave, "Do not write annotated images");
   cmd->add_option("--dump", o->dump,
                   "Write every tensor of the network (input, layer00..layer22, head, attention maps, output) "
                   "to DIR/<image stem>.safetensors");
   cmd->add_flag("--save-txt", o->save_txt, "Write YOLO-format labels (class cx cy w h score) to OUT/labels");
-  cmd->add_option("--max-det", o->max_det, "Rows of the end-to-end top-k")->capture_default_str();
+  cmd->add_option("--max-det", o->max_det, "Rows of the end-to-end top-k")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  lab detect                                    # the sample images -> runs/detect/predict\n"
+      "  lab detect photos/ --batch 8 --save-txt --json -   # a folder; the JSON on stdout\n"
+      "  lab detect bus.jpg --classes 0 --nosave --name people --exist-ok\n");
   cmd->callback([&state, o] { run_detect(*o, state); });
 }
 

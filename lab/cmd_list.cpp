@@ -1,4 +1,5 @@
-// `lab list`: every runner with its family, variants, parameters, source file and the scenarios that use it.
+// `lab list [KERNEL]`: every runner (or one) with its family, variants, parameters, source file and the
+// scenarios that use it.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -88,15 +89,31 @@ void print_runner(std::ostream& os, const Runner& r, const std::vector<std::stri
 }  // namespace
 
 void add_list_command(CLI::App& app, CliState& state) {
-  auto* cmd = app.add_subcommand("list", "List every kernel runner: family, variants, parameters, scenarios");
+  auto* cmd = app.add_subcommand(
+      "list", "List every kernel runner (or one: KERNEL): family, variants, parameters, scenarios");
   auto json = std::make_shared<bool>(false);
+  auto kernel = std::make_shared<std::string>();
+  cmd->add_option("KERNEL", *kernel, "Only this runner (see `lab list`)");
   cmd->add_flag("--json", *json, "Machine-readable output");
-  cmd->callback([&state, json] {
+  cmd->footer(
+      "Examples:\n"
+      "  lab list                       # every kernel\n"
+      "  lab list flash_attn2_fwd       # one kernel: variants, parameters and their rules, scenarios\n"
+      "  lab list conv2d --json\n");
+  cmd->callback([&state, json, kernel] {
     const auto scenarios = scenario_files_by_kernel(state);
     auto files_of = [&](const Runner& r) {
       auto it = scenarios.find(r.name());
       return it == scenarios.end() ? std::vector<std::string>{} : it->second;
     };
+    if (!kernel->empty()) {
+      const Runner& runner = Registry::instance().get(*kernel);
+      if (*json)
+        std::cout << runner_json(runner, files_of(runner)).dump(2) << "\n";
+      else
+        print_runner(std::cout, runner, files_of(runner));
+      return;
+    }
     if (*json) {
       nlohmann::json out = nlohmann::json::array();
       for (const Runner* r : Registry::instance().all()) out.push_back(runner_json(*r, files_of(*r)));

@@ -193,6 +193,10 @@ void add_loss_command(CLI::App& app, CliState& state) {
                   "Largest relative L2 of ours against the file's stored *.grad before the check fails (exit 1)")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->footer(
+      "Examples:\n"
+      "  lab loss --heads heads.safetensors --labels labels.txt --letterbox-json letterbox.json\n"
+      "  lab loss --heads bus_loss_golden.safetensors --labels bus_loss.json --grad-out grads.safetensors\n");
   cmd->callback([&state, o] { run_loss(*o, state); });
 }
 

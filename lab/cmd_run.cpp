@@ -73,6 +73,11 @@ void add_run_command(CLI::App& app, CliState& state) {
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_flag("--check-bounds", state.check_bounds, "cpu backend: guard pages around every buffer");
   cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->footer(
+      "Examples:\n"
+      "  lab run detect_decode                                  # cuda if present, else cpu\n"
+      "  lab run flash_attn2_fwd --backend cpu --param HEAD_DIM=32 --seed 3\n"
+      "  lab run conv2d --variant v2_tiled --json\n");
   cmd->callback([&state, o] { run_kernel(*o, state); });
 }
 

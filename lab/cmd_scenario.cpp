@@ -80,6 +80,11 @@ void list_files(bool json, CliState& state) {
 void add_scenario_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand("scenario", "Run or list scenario files (TOML under scenarios/)");
   cmd->require_subcommand(1);
+  cmd->footer(
+      "Examples:\n"
+      "  lab scenario list\n"
+      "  lab scenario run scenarios/*.toml                  # every case, variant, backend and seed\n"
+      "  lab scenario run scenarios/detect_decode.toml --backend cpu --json\n");
   auto o = std::make_shared<ScenarioRunOptions>();
   auto* run =
       cmd->add_subcommand("run", "Run every case x variant x backend x seed of the files; summary table");
@@ -87,6 +92,10 @@ void add_scenario_command(CLI::App& app, CliState& state) {
   run->add_option("--backend", o->backend, "Only this backend: cuda or cpu (default: every available one)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   run->add_flag("--json", o->json, "Machine-readable output");
+  run->footer(
+      "Examples:\n"
+      "  lab scenario run scenarios/*.toml\n"
+      "  lab scenario run scenarios/detect_decode.toml --backend cpu --json\n");
   run->callback([&state, o] { run_files(*o, state); });
 
   auto json = std::make_shared<bool>(false);

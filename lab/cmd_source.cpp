@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "nvrtc_runtime/assembly_listing.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "resource_table.hpp"
@@ -71,8 +72,9 @@ void show_cuda(const Specialised& s, const RuntimeContext& ctx, bool json) {
 
 void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeContext& ctx) {
   std::string note;
+  const auto started = std::chrono::steady_clock::now();
   const CompileResult result = compile_with_nvrtc(*ctx.tree, *ctx.cache, s.request, s.arch, &note);
-  if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+  log_compile(ctx.options, s.request, result, nvrtc_command_line(s.request, s.arch), started, note);
   AssemblyListing listing = o.ptx ? parse_ptx(result.ptx) : parse_sass(disassemble_sass(result));
   use_tree_paths(listing, ctx.tree->list());
   if (!o.entry.empty()) listing = entry_listing(listing, find_entry(listing, o.entry));
@@ -138,6 +140,11 @@ void add_source_command(CLI::App& app, CliState& state) {
   sass->excludes(res);
   cmd->add_option("--arch", state.arch, "Compile target, e.g. sm_90 (default: the live GPU's, else sm_90)");
   cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->footer(
+      "Examples:\n"
+      "  lab source flash_attn2_fwd --ptx\n"
+      "  lab source conv2d --variant v2_tiled --resources\n"
+      "  lab source detect_decode --sass --arch sm_90\n");
   cmd->callback([&state, o] {
     const RuntimeContext ctx = state.context();
     if ((!o->entry.empty() || o->interleave) && !o->ptx && !o->sass)

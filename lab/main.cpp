@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "verb_check.hpp"
+#include "version.hpp"
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
@@ -24,7 +26,10 @@ int main(int argc, char** argv) {
   lab::add_loss_command(app, state);
   lab::add_convert_command(app, state);
   lab::add_detect_command(app, state);
+  app.set_version_flag("--version", [&state] { return lab::version_text(state.arch); },
+                       "Print the version, git commit, NVRTC version and compile target, then exit");
   try {
+    lab::reject_unknown_verb(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);

@@ -1,9 +1,9 @@
 // Resource reports: compile, query, tabulate.
 #include "resource_table.hpp"
 
-#include <iostream>
 
 #include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
 #include "table.hpp"
 
 namespace lab {
@@ -73,8 +73,9 @@ ResourceReport compile_resources(BackendSet& backends, const CompileRequest& req
     return report;
   }
   std::string note;
+  const auto started = std::chrono::steady_clock::now();
   report.result = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, arch, &note);
-  if (ctx.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+  log_compile(ctx.options, request, report.result, nvrtc_command_line(request, arch), started, note);
   report.occupancy_block_threads = kOccupancyBlockThreads;
   add_static_occupancy(report, arch);
   return report;

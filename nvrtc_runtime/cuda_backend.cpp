@@ -3,12 +3,12 @@
 
 #include <cuda_runtime.h>
 
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "cuda_compiler.hpp"
+#include "compile_log.hpp"
 
 namespace lab {
 namespace {
@@ -107,8 +107,9 @@ class CudaBackend : public Backend {
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
     std::string note;
+    const auto started = std::chrono::steady_clock::now();
     CompileResult result = compile_with_nvrtc(*context_.tree, *context_.cache, request, info_.arch, &note);
-    if (context_.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+    log_compile(context_.options, request, result, nvrtc_command_line(request, info_.arch), started, note);
     return std::make_shared<CudaModule>(std::move(result));
   }
 

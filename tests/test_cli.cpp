@@ -1,6 +1,8 @@
 // The `lab` binary as a user runs it (a subprocess): verbs, --json, and the exit codes and one-line messages
 // for every bad input of the spec (unknown kernel / variant / parameter, a rule broken, malformed scenario
-// TOML, a kernel that fails to compile from --kernels-dir, --backend cuda without a GPU).
+// TOML, a kernel that fails to compile from --kernels-dir, --backend cuda without a GPU); did-you-mean for
+// typos, --version, range messages in words, `list KERNEL`, --verbose compile lines, --help examples and
+// the progress of `bench pipeline`.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -376,4 +378,141 @@ TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and 
     CHECK(contains(detect.out, "precision " + precision));
     CHECK(fs::exists(dir.path / "bus.jpg"));
   }
+}
+
+TEST_CASE("-v prints one line per compile: module, cache miss then hit, time and command", "[cli]") {
+  lab::test::ScratchDir dir("cli-verbose");
+  const std::string cache = " --cache-dir " + quoted((dir.path / "c").string());
+  const std::string source = lab::Registry::instance().get(kKernel).source_path();
+  const LabResult quiet = run_lab("source " + kKernel + " --ptx --arch sm_90" + cache);
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
+  lab::test::ScratchDir fresh("cli-verbose-fresh");
+  const std::string fresh_cache = " --cache-dir " + quoted((fresh.path / "c").string());
+  const LabResult miss = run_lab("source " + kKernel + " --ptx --arch sm_90 -v" + fresh_cache);
+  REQUIRE(miss.exit_code == 0);
+  CHECK(line_count(miss.err) == 1);
+  CHECK(contains(miss.err, "lab: compile cuda sm_90 " + source + " ("));
+  CHECK(contains(miss.err, "): cache miss, "));
+  CHECK(contains(miss.err, " ms: nvrtc --"));
+  CHECK(contains(miss.err, "--gpu-architecture=sm_90"));
+  const LabResult hit = run_lab("source " + kKernel + " --ptx --arch sm_90 --verbose" + fresh_cache);
+  CHECK(contains(hit.err, "): cache hit, "));
+  const LabResult cpu = run_lab("run " + kKernel + " --backend cpu --param B=1 -v" + cache);
+  REQUIRE(cpu.exit_code == 0);
+  CHECK(contains(cpu.err, "lab: compile cpu "));
+  CHECK(contains(cpu.err, "lab_emu_wrapper.cpp"));
+}
+
+TEST_CASE("a mistyped verb, kernel, variant or parameter gets a did-you-mean", "[cli]") {
+  const LabResult verb = run_lab("detetc");
+  CHECK(verb.exit_code == 2);
+  CHECK(verb.err == "lab: unknown command 'detetc' (did you mean 'detect'?)\n");
+  const LabResult after_option = run_lab("--arch sm_90 lsit");
+  CHECK(after_option.exit_code == 2);
+  CHECK(after_option.err == "lab: unknown command 'lsit' (did you mean 'list'?)\n");
+  const LabResult far = run_lab("frobnicate");
+  CHECK(far.exit_code == 2);
+  CHECK(contains(far.err, "lab: unknown command 'frobnicate' (valid: "));
+  CHECK(contains(far.err, "detect"));
+
+  const LabResult kernel = run_lab("run detect_decod --backend cpu");
+  CHECK(kernel.exit_code == 2);
+  CHECK(kernel.err == "lab: unknown kernel 'detect_decod' (did you mean 'detect_decode'?)\n");
+  const lab::Runner& runner = lab::Registry::instance().get(kKernel);
+  std::string variant = runner.variants().front().name;
+  std::swap(variant[1], variant[2]);
+  const LabResult v = run_lab("source " + kKernel + " --variant " + variant);
+  CHECK(v.exit_code == 2);
+  CHECK(contains(v.err, "(did you mean '" + runner.variants().front().name + "'?)"));
+  const LabResult param = run_lab("run " + kKernel + " --backend cpu --param BLOKC=64");
+  CHECK(param.exit_code == 2);
+  CHECK(param.err == "lab: unknown parameter 'BLOKC' for " + kKernel + " (did you mean 'BLOCK'?)\n");
+}
+
+TEST_CASE("lab --version names the version, commit, NVRTC and the compile target", "[cli]") {
+  const LabResult r = run_lab("--version");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("lab 0.1.0 (commit ", 0) == 0);
+  CHECK(contains(r.out, "\nNVRTC 1"));
+  CHECK(contains(r.out, "\ntarget arch sm_"));
+  CHECK(line_count(r.out) == 3);
+}
+
+TEST_CASE("numeric options state their valid range in words", "[cli]") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"bench " + kKernel + " --iters 0", "lab: --iters: must be at least 1 (got 0)\n"},
+      {"bench " + kKernel + " --warmup -1", "lab: --warmup: must be at least 0 (got -1)\n"},
+      {"bench " + kKernel + " --iters many", "lab: --iters: must be a whole number (got 'many')\n"},
+      {"bench pipeline --batch 0", "lab: --batch: must be between 1 and 1024 (got 0)\n"},
+      {"bench pipeline --imgsz 100000", "lab: --imgsz: must be between 32 and 4096 (got 100000)\n"},
+      {"detect --imgsz 2147483647", "lab: --imgsz: must be between 32 and 4096 (got 2147483647)\n"},
+      {"detect --imgsz 99999999999999999999", "lab: --imgsz: must be between 32 and 4096 (got 99999999999999999999)\n"},
+      {"detect --batch 5000", "lab: --batch: must be between 1 and 1024 (got 5000)\n"},
+      {"detect --max-det 0", "lab: --max-det: must be at least 1 (got 0)\n"},
+      {"detect --classes 0,-3", "lab: --classes: must be at least 0 (got -3)\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO("lab " << args);
+    const LabResult r = run_lab(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == message);
+  }
+}
+
+TEST_CASE("lab list KERNEL shows one kernel, and suggests a name for a typo", "[cli]") {
+  const lab::Runner& runner = lab::Registry::instance().get(kKernel);
+  const LabResult one = run_lab("list " + kKernel);
+  REQUIRE(one.exit_code == 0);
+  CHECK(one.out.rfind(runner.name() + "  [" + runner.family() + "]", 0) == 0);
+  for (const lab::ParamSpec& p : runner.params()) CHECK(contains(one.out, p.name));
+  for (const lab::Runner* other : lab::Registry::instance().all())
+    if (other != &runner) CHECK_FALSE(contains(one.out, other->source_path()));
+  const LabResult json = run_lab("list " + kKernel + " --json");
+  REQUIRE(json.exit_code == 0);
+  CHECK(nlohmann::json::parse(json.out)["name"] == kKernel);
+  const LabResult typo = run_lab("list detect_decdoe");
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err == "lab: unknown kernel 'detect_decdoe' (did you mean 'detect_decode'?)\n");
+}
+
+TEST_CASE("every verb's --help ends with examples", "[cli]") {
+  for (const std::string verb : {"list", "source", "run", "bench", "cache", "scenario", "scenario run", "demo",
+                                 "loss", "convert", "detect"}) {
+    INFO("lab " << verb << " --help");
+    const LabResult r = run_lab(verb + " --help");
+    CHECK(r.exit_code == 0);
+    const size_t examples = r.out.rfind("Examples:\n  lab " + verb.substr(0, verb.find(' ')));
+    REQUIRE(examples != std::string::npos);
+    size_t lines = 0;
+    for (size_t at = r.out.find("\n  lab ", examples); at != std::string::npos; at = r.out.find("\n  lab ", at + 1))
+      ++lines;
+    CHECK(lines >= 2);
+    CHECK(lines <= 3);
+  }
+}
+
+TEST_CASE("lab bench pipeline prints its header and a progress line before the first forward", "[cli]") {
+  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: " << model.string() << " is absent");
+    return;
+  }
+  // Both streams into one (the exit status is then the pipe's), to see the order of the lines.
+  const LabResult merged =
+      run_lab("bench pipeline --backend cpu --imgsz 60 --iters 1 --warmup 0 --model " + quoted(model.string()) +
+              " 2>&1 | cat");
+  INFO(merged.out);
+  const size_t warning = merged.out.find("lab: warning: --imgsz 60 is not a multiple of 32, using 64\n");
+  const size_t header = merged.out.find("bench pipeline: ");
+  const size_t progress = merged.out.find("lab: first forward (compile, plan), then 1 replays and 1 timed");
+  const size_t arena = merged.out.find("activation arena: ");
+  REQUIRE(warning != std::string::npos);
+  REQUIRE(header != std::string::npos);
+  REQUIRE(progress != std::string::npos);
+  REQUIRE(arena != std::string::npos);
+  CHECK(warning < header);
+  CHECK(header < progress);
+  CHECK(progress < arena);
+  CHECK(contains(merged.out, "batch 1, 64x64"));
 }

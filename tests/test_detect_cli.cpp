@@ -1,7 +1,9 @@
 // `lab detect` as a user runs it (a subprocess): the acceptance check against the Ultralytics detections of
 // bus.jpg (rect and square letterbox, reference executor), the outputs it writes, and its exit codes for bad
 // input (an unreadable image among good ones, an empty folder, --imgsz not a multiple of 32, a bad --devices
-// list), and that several forward workers (--devices) change nothing but the speed.
+// list, empty / directory / FIFO / looping paths, sizes over the limits), that several forward workers
+// (--devices) change nothing but the speed, the output folders (runs/detect/predict[N], --exist-ok without
+// stale labels, --nosave), `--json -` and --classes, and the cpu backend for --precision fp16 without a GPU.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -253,4 +256,145 @@ TEST_CASE("lab detect --devices rejects a malformed or repeated list with exit 2
     CHECK(contains(r.err, "--devices " + bad));
     CHECK_FALSE(fs::exists(dir.path / "runs"));
   }
+}
+
+namespace {
+
+// Runs the test body with `dir` as the working directory (lab detect writes runs/detect/... there).
+struct WorkingDirectory {
+  explicit WorkingDirectory(const fs::path& dir) : previous(fs::current_path()) { fs::current_path(dir); }
+  ~WorkingDirectory() { fs::current_path(previous); }
+  fs::path previous;
+};
+
+}  // namespace
+
+TEST_CASE("lab detect writes runs/detect/predict, then predict2; --exist-ok reuses it without stale labels",
+          "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-predict");
+  lab::write_image(lab::Image(64, 48, 90), dir.path / "first.png");
+  lab::write_image(lab::Image(64, 48, 160), dir.path / "second.png");
+  const WorkingDirectory cwd(dir.path);
+  const std::string flags = " --backend reference --imgsz 64";
+  const fs::path predict = fs::path("runs") / "detect" / "predict";
+
+  const LabResult r1 = run_detect("first.png --save-txt" + flags);
+  INFO(r1.out << r1.err);
+  REQUIRE(r1.exit_code == 0);
+  CHECK(contains(r1.out, "Results saved to runs/detect/predict, 1 label files"));
+  CHECK(fs::exists(predict / "first.png"));
+  CHECK(fs::exists(predict / "labels" / "first.txt"));
+
+  const LabResult r2 = run_detect("first.png" + flags);
+  REQUIRE(r2.exit_code == 0);
+  CHECK(contains(r2.out, "Results saved to runs/detect/predict2\n"));
+  CHECK(fs::exists(fs::path("runs") / "detect" / "predict2" / "first.png"));
+
+  // Into the first folder again, with another image: first.txt is from the earlier run and must go.
+  const LabResult r3 = run_detect("second.png --save-txt --exist-ok" + flags);
+  REQUIRE(r3.exit_code == 0);
+  CHECK(contains(r3.out, "Results saved to runs/detect/predict, 1 label files"));
+  CHECK(fs::exists(predict / "labels" / "second.txt"));
+  CHECK_FALSE(fs::exists(predict / "labels" / "first.txt"));
+
+  // --nosave without --save-txt: no annotated image, and no label file of an earlier run is left.
+  const LabResult r4 = run_detect("second.png --name mine --nosave" + flags);
+  REQUIRE(r4.exit_code == 0);
+  CHECK(fs::is_directory(fs::path("runs") / "detect" / "mine"));
+  CHECK(fs::is_empty(fs::path("runs") / "detect" / "mine"));
+  const LabResult r5 = run_detect("first.png --exist-ok --nosave" + flags);
+  REQUIRE(r5.exit_code == 0);
+  CHECK_FALSE(fs::exists(predict / "labels"));
+
+  const LabResult both = run_detect("first.png --name x --out y" + flags);
+  CHECK(both.exit_code == 2);
+}
+
+TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings; --classes filters",
+          "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-json-stdout");
+  const fs::path image = kAssets / "images" / "." / "bus.jpg";  // the JSON names it without the "/./"
+  const LabResult r = run_detect(quoted(image.string()) + " --backend reference --imgsz 320 --classes 0 "
+                                 "--json - --nosave --out " + quoted((dir.path / "runs").string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is the JSON document alone
+  CHECK(contains(r.err, "bus.jpg: 320x256 "));             // the lines for people went to stderr
+  CHECK(j["lab_version"] == "0.1.0");
+  CHECK(j["backend"] == "reference");
+  CHECK(j["precision"] == "fp32");
+  CHECK(j["imgsz"] == 320);
+  CHECK(j["conf"].get<double>() == Approx(0.25));
+  CHECK(j["letterbox"] == "rect");
+  CHECK(j["classes"] == nlohmann::json({0}));
+  CHECK(j["model"] == (kAssets / "models" / "yolo26n.pt").lexically_normal().string());
+  REQUIRE(j["images"].size() == 1);
+  CHECK(j["images"][0]["file"] == (kAssets / "images" / "bus.jpg").lexically_normal().string());
+  const nlohmann::json& detections = j["images"][0]["detections"];
+  CHECK(detections.size() >= 2);  // the persons; the bus (class 5) is filtered out
+  for (const auto& d : detections) CHECK(d["class"] == 0);
+  CHECK_FALSE(fs::exists(dir.path / "-"));
+  CHECK_FALSE(fs::exists(dir.path / "runs" / "bus.jpg"));  // --nosave
+
+  const LabResult unknown = run_detect(quoted(image.string()) + " --backend reference --classes 80 --out " +
+                                       quoted((dir.path / "runs").string()));
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err == "lab: --classes 80: the model has classes 0 to 79\n");
+}
+
+TEST_CASE("lab detect: empty, directory, FIFO and symlink-loop paths and oversized inputs are one-line errors",
+          "[detect]") {
+  lab::test::ScratchDir dir("detect-edges");
+  const fs::path image = dir.path / "small.png";
+  lab::write_image(lab::Image(64, 48, 90), image);
+  const std::string out = " --backend reference --out " + quoted((dir.path / "runs").string());
+  const auto expect = [&](const std::string& args, const std::string& message) {
+    const LabResult r = run_detect(args + out);
+    INFO("lab detect " << args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == message);
+  };
+  expect(quoted(image.string()) + " --model ''", "lab: --model: must not be empty\n");
+  fs::create_directories(dir.path / "models.d");
+  expect(quoted(image.string()) + " --model " + quoted((dir.path / "models.d").string()),
+         "lab: --model " + (dir.path / "models.d").string() + ": is a directory, not a checkpoint file\n");
+  REQUIRE(::mkfifo((dir.path / "model.fifo").c_str(), 0600) == 0);
+  expect(quoted(image.string()) + " --model " + quoted((dir.path / "model.fifo").string()),
+         "lab: --model " + (dir.path / "model.fifo").string() + ": is not a regular file\n");
+  fs::create_symlink(dir.path / "loop.jpg", dir.path / "loop.jpg");
+  expect(quoted((dir.path / "loop.jpg").string()),
+         "lab: " + (dir.path / "loop.jpg").string() + ": Too many levels of symbolic links\n");
+  expect(quoted(image.string()) + " --batch 1024 --imgsz 640",
+         "lab: --batch 1024 at --imgsz 640 is 419430400 pixels per forward; the limit is 104857600 (256 "
+         "images of 640x640)\n");
+  CHECK_FALSE(fs::exists(dir.path / "runs"));
+  const LabResult bench = lab::test::run_lab("bench pipeline --model ''");
+  CHECK(bench.exit_code == 2);
+  CHECK(bench.err == "lab: --model: must not be empty\n");
+}
+
+TEST_CASE("without a GPU, lab detect --precision fp16 runs on the cpu backend", "[detect]") {
+  if (lab::cuda_device_present()) {
+    WARN("skipped: this machine has a CUDA device (auto picks cuda)");
+    return;
+  }
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-auto-fp16");
+  lab::write_image(lab::Image(64, 48, 90), dir.path / "small.png");
+  const LabResult r = run_detect(quoted((dir.path / "small.png").string()) + " --precision fp16 --imgsz 64 --out " +
+                                 quoted((dir.path / "runs").string()));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.out, "backend cpu (auto: no CUDA device, and --precision fp16 needs our kernels)"));
 }

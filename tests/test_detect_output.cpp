@@ -1,11 +1,12 @@
 // Detection results as text and JSON (summary line, speed line, YOLO labels, the --json document), batching
-// by letterboxed shape, and the expansion of image arguments.
+// by letterboxed shape, the expansion of image arguments, and the output folder (numbering, stale labels).
 #include <catch2/catch.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/detect/detections_output.hpp"
 #include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/image_inputs.hpp"
+#include "pipeline/detect/output_folder.hpp"
 #include "test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -53,10 +54,23 @@ TEST_CASE("YOLO label text is class cx cy w h score normalised to the source ima
 }
 
 TEST_CASE("the detections JSON has the documented fields", "[detect]") {
-  const nlohmann::json j = detections_json("models/yolo26n.pt", "reference", 640, {bus_result()});
+  ImageDetections bus = bus_result();
+  bus.file = "/data/./images//bus.jpg";
+  DetectRunInfo run{"0.1.0", "./models//yolo26n.pt", "reference", "fp16", 640, 0.5f, false, {}};
+  nlohmann::json j = detections_json(run, {bus});
+  CHECK(j["lab_version"] == "0.1.0");
   CHECK(j["model"] == "models/yolo26n.pt");
   CHECK(j["backend"] == "reference");
+  CHECK(j["precision"] == "fp16");
   CHECK(j["imgsz"] == 640);
+  CHECK(j["conf"].get<double>() == Approx(0.5));
+  CHECK(j["letterbox"] == "square");
+  CHECK_FALSE(j.contains("classes"));
+  run.rect = true;
+  run.classes = {0, 5};
+  const nlohmann::json filtered = detections_json(run, {bus});
+  CHECK(filtered["letterbox"] == "rect");
+  CHECK(filtered["classes"] == nlohmann::json({0, 5}));
   REQUIRE(j["images"].size() == 1);
   const auto& image = j["images"][0];
   CHECK(image["file"] == "/data/images/bus.jpg");
@@ -101,4 +115,28 @@ TEST_CASE("image arguments expand folders to their sorted image files", "[detect
   CHECK_THROWS_WITH(collect_images({dir.path / "absent.jpg"}), Catch::Contains("absent.jpg: no such file"));
   fs::create_directories(dir.path / "empty");
   CHECK_THROWS_WITH(collect_images({dir.path / "empty"}), Catch::Contains("no images"));
+}
+
+TEST_CASE("output folders are numbered like yolo predict and a reused one loses stale labels", "[detect]") {
+  test::ScratchDir dir("detect-folders");
+  const fs::path runs = dir.path / "runs" / "detect";
+  CHECK(claim_output_folder(runs, "predict", false) == runs / "predict");
+  CHECK(claim_output_folder(runs, "predict", false) == runs / "predict2");
+  test::write_file(runs / "predict3", "a file in the way");
+  CHECK(claim_output_folder(runs, "predict", false) == runs / "predict4");
+  CHECK(claim_output_folder(runs, "predict", true) == runs / "predict");
+  CHECK(claim_output_folder(runs, "mine", true) == runs / "mine");
+  CHECK(fs::is_directory(runs / "mine"));
+
+  const fs::path labels = runs / "predict" / "labels";
+  for (const char* name : {"a.txt", "b.txt", "c.txt", "notes.md"}) test::write_file(labels / name, "0 0.5\n");
+  CHECK(remove_stale_labels(labels, {"a.txt", "c.txt"}) == 1);
+  CHECK(fs::exists(labels / "a.txt"));
+  CHECK_FALSE(fs::exists(labels / "b.txt"));
+  CHECK(fs::exists(labels / "notes.md"));  // only label files are ours to remove
+  CHECK(remove_stale_labels(labels, {}) == 2);
+  CHECK(fs::exists(labels / "notes.md"));
+  fs::remove(labels / "notes.md");
+  CHECK(remove_stale_labels(labels, {}) == 0);
+  CHECK_FALSE(fs::exists(labels));  // an emptied labels folder goes too
 }

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "block_scheduler.hpp"
+#include "compile_log.hpp"
 #include "errors.hpp"
 #include "host_compiler.hpp"
 #include "host_memory.hpp"
@@ -58,9 +58,17 @@ class CpuBackend : public Backend {
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
     std::string note;
+    const auto started = std::chrono::steady_clock::now();
     cpu::HostBuild build =
         cpu::build_kernel_module(*context_.tree, *context_.cache, request, compiler_, &note);
-    if (context_.options.verbose && !note.empty()) std::cerr << "lab: " << note << "\n";
+    if (context_.options.verbose) {
+      // The folders the compile really uses are content-addressed copies inside the cache.
+      std::string command;
+      for (const std::string& part : compiler_.command()) command += part + " ";
+      for (const std::string& flag : cpu::host_compile_flags(request, "<kernel tree>", "<emulator headers>"))
+        command += flag + " ";
+      log_compile(context_.options, request, build.result, command + "lab_emu_wrapper.cpp", started, note);
+    }
     return std::make_shared<cpu::KernelModule>(std::move(build.result), build.shared_object);
   }
 

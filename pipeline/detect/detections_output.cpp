@@ -72,7 +72,7 @@ nlohmann::json image_json(const ImageDetections& r) {
   for (const Detection& d : r.detections)
     detections.push_back(
         {{"class", d.class_id}, {"name", d.name}, {"score", d.score}, {"xyxy", {d.x1, d.y1, d.x2, d.y2}}});
-  return {{"file", r.file},
+  return {{"file", std::filesystem::path(r.file).lexically_normal().string()},
           {"width", r.width},
           {"height", r.height},
           {"shape", {r.geometry.height, r.geometry.width}},
@@ -83,11 +83,19 @@ nlohmann::json image_json(const ImageDetections& r) {
             {"postprocess", r.times.postprocess_ms}}}};
 }
 
-nlohmann::json detections_json(const std::string& model, const std::string& backend, int imgsz,
-                               const std::vector<ImageDetections>& results) {
+nlohmann::json detections_json(const DetectRunInfo& run, const std::vector<ImageDetections>& results) {
   nlohmann::json images = nlohmann::json::array();
   for (const ImageDetections& r : results) images.push_back(image_json(r));
-  return {{"model", model}, {"backend", backend}, {"imgsz", imgsz}, {"images", images}};
+  nlohmann::json out = {{"lab_version", run.lab_version},
+                        {"model", std::filesystem::path(run.model).lexically_normal().string()},
+                        {"backend", run.backend},
+                        {"precision", run.precision},
+                        {"imgsz", run.imgsz},
+                        {"conf", run.conf},
+                        {"letterbox", run.rect ? "rect" : "square"}};
+  if (!run.classes.empty()) out["classes"] = run.classes;
+  out["images"] = images;
+  return out;
 }
 
 }  // namespace lab

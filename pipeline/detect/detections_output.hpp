@@ -22,11 +22,20 @@ std::string speed_line(const std::vector<ImageDetections>& results);
 std::string yolo_label_text(const ImageDetections& result);
 
 // {"file", "width", "height", "shape": [h, w], "detections": [{"class", "name", "score", "xyxy"}],
-// "times_ms"}.
+// "times_ms"}; the file path lexically normalised ("./a//b.jpg" -> "a/b.jpg").
 nlohmann::json image_json(const ImageDetections& result);
 
-// {"model", "backend", "imgsz", "images": [image_json...]}.
-nlohmann::json detections_json(const std::string& model, const std::string& backend, int imgsz,
-                               const std::vector<ImageDetections>& results);
+// How a `lab detect` run was made, recorded in its JSON document.
+struct DetectRunInfo {
+  std::string lab_version, model, backend, precision;
+  int imgsz = 640;
+  float conf = 0.25f;
+  bool rect = true;          // letterbox "rect" (minimum rectangle) or "square"
+  std::vector<int> classes;  // --classes; empty: every class
+};
+
+// {"lab_version", "model", "backend", "precision", "imgsz", "conf", "letterbox", ["classes",]
+// "images": [image_json...]}, paths lexically normalised; "classes" only when the run filtered them.
+nlohmann::json detections_json(const DetectRunInfo& run, const std::vector<ImageDetections>& results);
 
 }  // namespace lab

@@ -109,6 +109,9 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
       if (!(row[4] > options_.conf)) continue;
       Detection d;
       d.class_id = int(row[5]);
+      if (!options_.classes.empty() &&
+          std::find(options_.classes.begin(), options_.classes.end(), d.class_id) == options_.classes.end())
+        continue;
       d.name = d.class_id >= 0 && d.class_id < int(model_.class_names.size())
                    ? model_.class_names[size_t(d.class_id)]
                    : std::to_string(d.class_id);

@@ -20,6 +20,7 @@ struct DetectorOptions {
   bool rect = true;    // minimum rectangle letterbox; false: imgsz x imgsz
   float conf = 0.25f;  // keep scores strictly above
   int max_det = 300;   // rows of the end-to-end top-k
+  std::vector<int> classes;  // keep only these class ids (after the top-k, as Ultralytics does); empty: all
   Precision precision =
       Precision::Fp32;  // of the dense convs on a kernel executor (the reference is float64)
 };

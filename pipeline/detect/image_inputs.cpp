@@ -31,8 +31,8 @@ std::vector<std::filesystem::path> collect_images(const std::vector<std::filesys
       folders += (folders.empty() ? "" : ", ") + argument.string();
     } else if (std::filesystem::exists(argument, ec)) {
       images.push_back(argument);
-    } else {
-      throw UsageError(argument.string() + ": no such file or directory");
+    } else {  // missing, or a status the system cannot give (a symlink loop)
+      throw UsageError(argument.string() + ": " + (ec ? ec.message() : "no such file or directory"));
     }
   }
   if (images.empty())

@@ -25,6 +25,18 @@ bool is_file(const std::filesystem::path& path) {
   return !path.empty() && std::filesystem::is_regular_file(path, ec);
 }
 
+// "" for a regular file, else why `path` is not one: "no such file", "is a directory", "is not a regular
+// file", or the system's reason (a symlink loop).
+std::string why_not_a_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) return "no such file";
+  if (ec) return ec.message();
+  if (status.type() == std::filesystem::file_type::directory) return "is a directory, not a checkpoint file";
+  if (status.type() != std::filesystem::file_type::regular) return "is not a regular file";
+  return "";
+}
+
 std::filesystem::path user_cache_file() {
   std::filesystem::path base = env_or_empty("XDG_CACHE_HOME");
   if (base.empty()) {
@@ -130,12 +142,13 @@ void download_file(const std::string& url, const std::filesystem::path& destinat
 
 ModelLocation locate_model(const ModelSearch& search) {
   if (!search.explicit_path.empty()) {
-    if (!is_file(search.explicit_path))
-      throw UsageError("--model " + search.explicit_path + ": no such file");
+    if (const std::string why = why_not_a_file(search.explicit_path); !why.empty())
+      throw UsageError("--model " + search.explicit_path + ": " + why);
     return {search.explicit_path, "--model"};
   }
   if (!search.env_path.empty()) {
-    if (!is_file(search.env_path)) throw UsageError("$LAB_MODEL=" + search.env_path + ": no such file");
+    if (const std::string why = why_not_a_file(search.env_path); !why.empty())
+      throw UsageError("$LAB_MODEL=" + search.env_path + ": " + why);
     return {search.env_path, "$LAB_MODEL"};
   }
   for (const std::filesystem::path& dir : search.assets_dirs)

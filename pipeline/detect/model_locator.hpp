@@ -34,7 +34,8 @@ std::vector<std::filesystem::path> shared_assets_candidates();
 // The search as the environment and the build describe it; `show_progress` is set when stderr is a terminal.
 ModelSearch default_model_search(const std::string& explicit_path);
 
-// UsageError for an explicit path (--model / $LAB_MODEL) that does not exist; RuntimeError when the download
+// UsageError for an explicit path (--model / $LAB_MODEL) that is not a regular file, saying what it is (no
+// such file, a directory, not a regular file such as a FIFO); RuntimeError when the download
 // fails (HTTP error, network, truncated or corrupt file), naming the URL.
 ModelLocation locate_model(const ModelSearch& search);
 

@@ -1,0 +1,40 @@
+// Validators over the option's text, before CLI11 converts it (so a huge value cannot wrap around).
+#include "option_checks.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+namespace lab {
+namespace {
+
+CLI::Validator bounded(long long min, long long max, std::string rule) {
+  return CLI::Validator(
+      [min, max, rule](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0') return "must be a whole number (got '" + text + "')";
+        if (errno == ERANGE || value < min || value > max) return "must be " + rule + " (got " + text + ")";
+        return "";
+      },
+      rule);
+}
+
+}  // namespace
+
+CLI::Validator at_least(long long min) {
+  return bounded(min, std::numeric_limits<long long>::max(), "at least " + std::to_string(min));
+}
+
+CLI::Validator in_range(long long min, long long max) {
+  return bounded(min, max, "between " + std::to_string(min) + " and " + std::to_string(max));
+}
+
+CLI::Validator not_empty() {
+  return CLI::Validator([](std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
+                        "");
+}
+
+}  // namespace lab
