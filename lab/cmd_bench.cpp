@@ -239,7 +239,7 @@ void add_bench_command(CLI::App& app, CliState& state) {
       ->check(at_least(0));
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->check(at_least(0))->capture_default_str();
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->footer(
       "Examples:\n"

@@ -135,8 +135,6 @@ fs::path output_folder(const DetectOptions& o) {
 void run_detect(DetectOptions o, CliState& state) {
   o.imgsz = rounded_imgsz(o.imgsz);
   check_batch_pixels(o.batch, o.imgsz);
-  if (!(o.conf >= 0 && o.conf <= 1))
-    throw UsageError("--conf " + std::to_string(o.conf) + ": must be in [0, 1]");
   const Precision precision = precision_option(o.precision);
   // With `--json -` the JSON document is standard output, so everything for people goes to stderr.
   const bool json_to_stdout = o.json == "-";
@@ -276,7 +274,9 @@ void add_detect_command(CLI::App& app, CliState& state) {
   cmd->add_option("--imgsz", o->imgsz, "Network input size (rounded up to a multiple of 32)")
       ->check(imgsz_range())
       ->capture_default_str();
-  cmd->add_option("--conf", o->conf, "Keep detections with a score above this")->capture_default_str();
+  cmd->add_option("--conf", o->conf, "Keep detections with a score above this")
+      ->check(between(0, 1))
+      ->capture_default_str();
   cmd->add_flag("--square", o->square, "Letterbox to imgsz x imgsz instead of the minimum rectangle");
   cmd->add_option("--batch", o->batch, "Images per forward (consecutive images of one letterboxed shape)")
       ->check(batch_range())

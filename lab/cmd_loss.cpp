@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "option_checks.hpp"
+#include "size_options.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/loss/head_file.hpp"
 #include "pipeline/loss/labels.hpp"
@@ -169,6 +171,7 @@ void add_loss_command(CLI::App& app, CliState& state) {
                   "bus_loss.json-like file with labels_yolo_txt_original_image and its letterbox");
   cmd->add_option("--imgsz", o->imgsz,
                   "Network input size (with --scale/--pad or --orig-size; a letterbox JSON gives its own)")
+      ->check(imgsz_range())
       ->capture_default_str();
   cmd->add_option("--letterbox-json", o->letterbox_json,
                   "bus_loss.json-like file: letterbox.scale, letterbox.pad_left_top, letterbox.size");
@@ -181,8 +184,10 @@ void add_loss_command(CLI::App& app, CliState& state) {
   cmd->add_flag("--rect", o->rect,
                 "With --orig-size: lab detect's rect letterbox (the smallest multiple-of-32 rectangle), not "
                 "imgsz x imgsz");
-  cmd->add_option("--epoch", o->epoch, "Epoch (o2m weight 0.8 -> 0.1 linearly)")->capture_default_str();
-  cmd->add_option("--epochs", o->epochs, "Number of epochs")->capture_default_str();
+  cmd->add_option("--epoch", o->epoch, "Epoch (o2m weight 0.8 -> 0.1 linearly)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--epochs", o->epochs, "Number of epochs")->check(at_least(1))->capture_default_str();
   cmd->add_option("--box-gain", o->box_gain, "Gain of the CIoU term")->capture_default_str();
   cmd->add_option("--cls-gain", o->cls_gain, "Gain of the BCE term")->capture_default_str();
   cmd->add_option("--l1-gain", o->l1_gain, "Gain of the L1 distance term")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "report.hpp"
 #include "scenario_runner.hpp"
 #include "table.hpp"
@@ -70,7 +71,7 @@ void add_run_command(CLI::App& app, CliState& state) {
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   cmd->add_option("--param", o->params, "Parameter NAME=VALUE (repeatable)");
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->check(at_least(0))->capture_default_str();
   cmd->add_flag("--check-bounds", state.check_bounds, "cpu backend: guard pages around every buffer");
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->footer(

@@ -8,6 +8,7 @@ namespace lab {
 
 CLI::Validator at_least(long long min);
 CLI::Validator in_range(long long min, long long max);
+CLI::Validator between(double min, double max);  // a real number in [min, max]
 CLI::Validator not_empty();
 
 }  // namespace lab

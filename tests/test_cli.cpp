@@ -451,6 +451,13 @@ TEST_CASE("numeric options state their valid range in words", "[cli]") {
       {"detect --batch 5000", "lab: --batch: must be between 1 and 1024 (got 5000)\n"},
       {"detect --max-det 0", "lab: --max-det: must be at least 1 (got 0)\n"},
       {"detect --classes 0,-3", "lab: --classes: must be at least 0 (got -3)\n"},
+      {"detect --conf 5", "lab: --conf: must be between 0 and 1 (got 5)\n"},
+      {"run " + kKernel + " --seed -1", "lab: --seed: must be at least 0 (got -1)\n"},
+      {"bench " + kKernel + " --seed 99999999999999999999",
+       "lab: --seed: must be between 0 and 9223372036854775807 (got 99999999999999999999)\n"},
+      {"loss --epochs 0", "lab: --epochs: must be at least 1 (got 0)\n"},
+      {"loss --epoch -2", "lab: --epoch: must be at least 0 (got -2)\n"},
+      {"loss --imgsz 0", "lab: --imgsz: must be between 32 and 4096 (got 0)\n"},
   };
   for (const auto& [args, message] : cases) {
     INFO("lab " << args);
