@@ -15,6 +15,7 @@ RuntimeContext CliState::context() const {
   ctx.options.arch = arch;
   ctx.options.verbose = verbose;
   ctx.options.check_bounds = check_bounds;
+  ctx.options.timeout_seconds = timeout;
   return ctx;
 }
 
@@ -36,6 +37,11 @@ void add_global_options(CLI::App& app, CliState& state) {
   app.add_option("--arch", state.arch, "Compile target, e.g. sm_90 (default: the live GPU's, else sm_90)");
   app.add_flag("-v,--verbose", state.verbose, "Print cache notes and compile commands to stderr");
   app.add_flag("--check-bounds", state.check_bounds, "cpu backend: guard pages around every buffer");
+  app.add_option("--timeout", state.timeout,
+                 "cpu backend: fail a launch whose kernel thread runs this many seconds of CPU time without "
+                 "exiting or reaching a barrier (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 Params parse_param_args(const std::vector<std::string>& args) {

@@ -1,5 +1,5 @@
 // The global options every verb shares (--kernels-dir, --cache-dir, --arch, --verbose, --check-bounds,
-// --scenarios-dir), the exit status the verbs report, and the runtime objects made from those options.
+// --timeout, --scenarios-dir), the exit status the verbs report, and the runtime objects made from those options.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -19,6 +19,7 @@ struct CliState {
   std::string arch;           // empty: the live device's, or sm_90
   bool verbose = false;
   bool check_bounds = false;
+  double timeout = kDefaultCpuTimeoutSeconds;  // cpu backend: CPU seconds a kernel thread may run stuck
   int exit_code = 0;  // a verb sets 1 when a check fails; errors are exceptions
 
   RuntimeContext context() const;

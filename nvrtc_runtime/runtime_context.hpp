@@ -10,10 +10,15 @@
 
 namespace lab {
 
+inline constexpr double kDefaultCpuTimeoutSeconds = 10;
+
 struct RuntimeOptions {
   std::string arch;           // "sm_90"; empty = the live device's, or sm_90 without a GPU
   bool verbose = false;       // cache notes and compile commands to stderr
   bool check_bounds = false;  // cpu backend: guard pages around every buffer
+  // cpu backend: a launch fails when a kernel thread runs this many seconds of CPU time without exiting or
+  // reaching a barrier or warp collective (an infinite loop, a spin-wait that cannot end); 0: no limit.
+  double timeout_seconds = kDefaultCpuTimeoutSeconds;
   int device = 0;             // cuda backend: the GPU's ordinal (its methods run with that device current)
 };
 

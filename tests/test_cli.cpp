@@ -211,6 +211,50 @@ TEST_CASE("a kernel that fails to compile from --kernels-dir exits 1 with file:l
   }
 }
 
+TEST_CASE("a cpu kernel that faults or never finishes ends lab with one line naming it, exit 1", "[cli]") {
+  lab::test::ScratchDir dir("cli-wild-kernel");
+  const fs::path tree = copy_kernel_tree(dir.path / "kernels");
+  const std::string source = lab::Registry::instance().get(kKernel).source_path();
+  const std::string text = read_text(tree / source);
+  const std::string after = "  if (a >= anchors) return;\n";
+  REQUIRE(text.find(after) != std::string::npos);
+  auto insert_into_kernel = [&](const std::string& line) {
+    std::string changed = text;
+    changed.insert(changed.find(after) + after.size(), line);
+    lab::test::write_file(tree / source, changed);
+  };
+  const std::string run = "run " + kKernel + " --backend cpu --kernels-dir " + quoted(tree.string());
+  const std::string where = "lab: kernel detect_decode_v1_fused block (0,0,0): thread (0,0,0)";
+
+  SECTION("a write 1 TiB before a buffer, without --check-bounds") {
+    insert_into_kernel("  if (a == 0) out[-(1LL << 38)] = 1.0f;\n");
+    const LabResult r = run_lab(run);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, where + ": invalid memory access: address 0x"));
+    CHECK(line_count(r.err) == 1);
+  }
+  SECTION("a write 8 KiB past a buffer, with --check-bounds") {
+    insert_into_kernel("  if (a == 0) out[4 * anchors + 2048] = 1.0f;\n");
+    const LabResult r = run_lab(run + " --param B=1 --check-bounds");
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, where + ": out-of-bounds access: byte "));
+    CHECK(contains(r.err, " (argument 5 (float*)), 8192 bytes past its end"));
+    CHECK(line_count(r.err) == 1);
+  }
+  SECTION("an infinite loop, with --timeout") {
+    insert_into_kernel("  if (a == 0) for (volatile int spin = 0;; spin = spin + 1) {}\n");
+    const LabResult r = run_lab(run + " --timeout 0.5");
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "lab: kernel detect_decode_v1_fused block (0,0,0) thread (0,0,0) made no progress in 0.5 s"));
+    CHECK(line_count(r.err) == 1);
+  }
+  SECTION("--timeout takes a number of seconds, 0 or more") {
+    const LabResult r = run_lab(run + " --timeout -1");
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "--timeout"));
+  }
+}
+
 TEST_CASE("without a GPU, --backend cuda exits 2 with one line", "[cli]") {
   if (lab::cuda_device_present()) {
     WARN("skipped: this machine has a CUDA device");

@@ -82,6 +82,7 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
   // After an error or a fault, slots may hold contexts stopped inside a kernel: start those afresh.
   if (block_in_progress_) std::fill(parked_.begin(), parked_.end(), nullptr);
   block_in_progress_ = true;
+  count_progress();
   kernel_ = &kernel;
   args_ = args;
   block_ = &block;
@@ -125,11 +126,11 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
 }
 
 lab_emu_dim3 BlockScheduler::running_thread() const {
-  return fibers_[running_].abi.thread_idx;
+  return fibers_[running_.load(std::memory_order_relaxed)].abi.thread_idx;
 }
 
 void BlockScheduler::resume(Fiber& f) {
-  running_ = f.abi.linear_idx;
+  running_.store(f.abi.linear_idx, std::memory_order_relaxed);
   if (!f.context) {
     f.stack = free_stacks_.back();
     free_stacks_.pop_back();
@@ -142,6 +143,7 @@ void BlockScheduler::resume(Fiber& f) {
   f.context = t.fctx;
   if (f.state == State::Exited) {
     ++exited_;
+    count_progress();
     parked_[f.stack] = t.fctx;
     free_stacks_.push_back(f.stack);
   }
@@ -361,6 +363,7 @@ bool BlockScheduler::release_block_barrier() {
     fibers_[i].result = result;
     fibers_[i].state = State::Runnable;
   }
+  count_progress();
   return true;
 }
 

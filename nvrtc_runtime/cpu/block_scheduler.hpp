@@ -8,6 +8,7 @@
 // every thread of the block waits at the same one. Anything else - some threads exited or waiting at another
 // barrier, a collective whose lanes never arrive - is an error reported at once, never a hang.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,8 +32,12 @@ class BlockScheduler {
   // divergence, warp deadlock, a failure the kernel reported), naming threads and source lines.
   std::string run(const lab_emu_kernel& kernel, void* const* args, const lab_emu_block& block);
 
-  // The thread whose fiber was running last (for messages about a fault that interrupted run()).
+  // The thread whose fiber was running last (for messages about a fault or a stop that interrupted run()).
+  // Safe to call from another host thread.
   lab_emu_dim3 running_thread() const;
+  // Counts blocks started, threads exited and block barriers released; a watchdog on another host thread sees
+  // a thread that loops forever (alone, or with its warp through warp collectives) as a count that stays put.
+  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
   const FiberStacks& stacks() const { return stacks_; }
 
   // The services a kernel module calls (bound once per module).
@@ -69,6 +74,9 @@ class BlockScheduler {
   static void api_fail(lab_emu_thread* self, const char* message, const char* file, int line);
 
   void resume(Fiber& f);
+  void count_progress() {
+    progress_.store(progress_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   void yield_to_scheduler();
   unsigned live_lanes(unsigned warp) const;
   // Completes every collective of `warp` whose lanes have all arrived; true when some lanes can run again.
@@ -88,7 +96,8 @@ class BlockScheduler {
   std::vector<Fiber> fibers_;
   unsigned thread_count_ = 0;
   unsigned exited_ = 0;
-  unsigned running_ = 0;
+  std::atomic<unsigned> running_{0};
+  std::atomic<uint64_t> progress_{0};
   const lab_emu_kernel* kernel_ = nullptr;
   void* const* args_ = nullptr;
   const lab_emu_block* block_ = nullptr;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "block_scheduler.hpp"
 #include "compile_log.hpp"
@@ -36,14 +37,29 @@ std::string dim_text(const Dim3& d) {
   return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
 }
 
+// The pointer parameters of a launch, named "argument 0 (float*)", to name the buffer a fault missed.
+std::vector<cpu::NamedPointer> pointer_arguments(const cpu::GridJob& job) {
+  std::vector<cpu::NamedPointer> pointers;
+  for (unsigned i = 0; i < job.kernel->param_count; ++i) {
+    const std::string type = cpu::parameter_type(*job.kernel, i);
+    if (job.kernel->param_sizes[i] != sizeof(void*) || type.empty() || type.back() != '*') continue;
+    pointers.push_back({"argument " + std::to_string(i) + " (" + type + ")",
+                        *static_cast<const void* const*>(job.args[i])});
+  }
+  return pointers;
+}
+
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(RuntimeContext context)
       : context_(std::move(context)),
         compiler_(cpu::HostCompiler::from_environment()),
         memory_(context_.options.check_bounds),
-        pool_(worker_threads(), context_.options.check_bounds,
-              [this](const void* address) { return memory_.describe_address(address); }) {}
+        pool_(worker_threads(), context_.options.timeout_seconds,
+              [this](const void* address, const cpu::GridJob& job) {
+                return std::string(memory_.guarded() ? "out-of-bounds access: " : "invalid memory access: ") +
+                       memory_.describe_address(address, pointer_arguments(job));
+              }) {}
 
   std::string name() const override { return "cpu"; }
 

@@ -1,4 +1,4 @@
-// SIGSEGV/SIGBUS handling for --check-bounds: jump out of the faulting fiber to the armed worker.
+// SIGSEGV/SIGBUS and watchdog-stop handling: jump out of the faulting or stuck fiber to the armed worker.
 #include "fault_trap.hpp"
 
 #include <signal.h>
@@ -17,9 +17,11 @@ void on_fault(int sig, siginfo_t* info, void*) {
   if (FaultCatcher* catcher = tls_armed) {
     tls_armed = nullptr;
     catcher->address = info->si_addr;
+    catcher->address_known = info->si_code != SI_KERNEL;
     catcher->signal = sig;
     siglongjmp(catcher->resume_point, 1);
   }
+  if (sig == kStopSignal) return;  // the worker finished on its own before the watchdog's signal arrived
   // Not an emulated kernel: restore the previous disposition; the faulting instruction runs again and meets
   // it.
   sigaction(sig, sig == SIGSEGV ? &previous_segv : &previous_bus, nullptr);
@@ -30,7 +32,7 @@ void on_fault(int sig, siginfo_t* info, void*) {
 void install_fault_handler() {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  for (int sig : {SIGSEGV, SIGBUS}) {
+  for (int sig : {SIGSEGV, SIGBUS, kStopSignal}) {
     struct sigaction current;
     sigaction(sig, nullptr, &current);
     if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == &on_fault) continue;
@@ -39,7 +41,7 @@ void install_fault_handler() {
     action.sa_sigaction = &on_fault;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    sigaction(sig, &action, sig == SIGSEGV ? &previous_segv : &previous_bus);
+    sigaction(sig, &action, sig == SIGSEGV ? &previous_segv : sig == SIGBUS ? &previous_bus : nullptr);
   }
 }
 

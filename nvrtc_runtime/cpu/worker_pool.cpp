@@ -1,7 +1,14 @@
-// Worker threads of the cpu backend: block distribution, per-worker shared memory, fault recovery.
+// Worker threads of the cpu backend: block distribution, per-worker shared memory, fault recovery, the
+// no-progress watchdog.
 #include "worker_pool.hpp"
 
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,6 +33,18 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
+double cpu_seconds(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 }  // namespace
 
 struct WorkerPool::Worker {
@@ -34,7 +53,11 @@ struct WorkerPool::Worker {
   std::unique_ptr<unsigned char, FreeDeleter> shared;  // dynamic shared memory, 64-byte aligned
   size_t shared_bytes = 0;
   FaultCatcher catcher;
-  uint64_t current_block = 0;
+  std::atomic<uint64_t> current_block{0};  // read by the watchdog
+  clockid_t cpu_clock{};                   // this thread's CPU-time clock
+  // The watchdog's view: the scheduler's progress count when it last changed, and the CPU time then.
+  uint64_t seen_progress = 0;
+  double cpu_at_progress = 0;
 
   void* dynamic_shared(size_t bytes) {
     if (bytes > shared_bytes) {
@@ -49,11 +72,13 @@ struct WorkerPool::Worker {
   }
 };
 
-WorkerPool::WorkerPool(unsigned threads, bool trap_faults,
-                       std::function<std::string(const void*)> describe_address)
-    : trap_faults_(trap_faults), describe_address_(std::move(describe_address)) {
+WorkerPool::WorkerPool(unsigned threads, double timeout_seconds, DescribeFault describe_fault)
+    : timeout_seconds_(timeout_seconds), describe_fault_(std::move(describe_fault)) {
   for (unsigned i = 0; i < (threads ? threads : 1); ++i) workers_.push_back(std::make_unique<Worker>());
-  for (auto& w : workers_) w->thread = std::thread([this, worker = w.get()] { worker_main(*worker); });
+  for (auto& w : workers_) {
+    w->thread = std::thread([this, worker = w.get()] { worker_main(*worker); });
+    ::pthread_getcpuclockid(w->thread.native_handle(), &w->cpu_clock);
+  }
 }
 
 WorkerPool::~WorkerPool() {
@@ -66,7 +91,7 @@ WorkerPool::~WorkerPool() {
 }
 
 std::string WorkerPool::run(const GridJob& job) {
-  if (trap_faults_) install_fault_handler();
+  install_fault_handler();
   std::unique_lock lock(mutex_);
   job_ = job;
   block_count_ = uint64_t(job.grid.x) * job.grid.y * job.grid.z;
@@ -76,13 +101,56 @@ std::string WorkerPool::run(const GridJob& job) {
   busy_ = unsigned(workers_.size());
   ++generation_;
   wake_.notify_all();
-  done_.wait(lock, [this] { return busy_ == 0; });
+  if (timeout_seconds_ > 0)
+    watch(lock);
+  else
+    done_.wait(lock, [this] { return busy_ == 0; });
   return failure_;
 }
 
+void WorkerPool::watch(std::unique_lock<std::mutex>& lock) {
+  for (auto& w : workers_) {
+    w->seen_progress = w->scheduler.progress();
+    w->cpu_at_progress = cpu_seconds(w->cpu_clock);
+  }
+  const auto poll = std::chrono::duration<double>(std::min(0.1, timeout_seconds_ / 4));
+  while (!done_.wait_for(lock, poll, [this] { return busy_ == 0; })) {
+    std::vector<Worker*> stuck;
+    for (auto& w : workers_) {
+      const uint64_t progress = w->scheduler.progress();
+      const double cpu = cpu_seconds(w->cpu_clock);
+      if (progress != w->seen_progress) {
+        w->seen_progress = progress;
+        w->cpu_at_progress = cpu;
+      } else if (cpu - w->cpu_at_progress >= timeout_seconds_) {
+        stuck.push_back(w.get());
+      }
+    }
+    if (!stuck.empty()) {
+      stop_stuck(stuck);
+      done_.wait(lock, [this] { return busy_ == 0; });
+      return;
+    }
+  }
+}
+
+void WorkerPool::stop_stuck(const std::vector<Worker*>& stuck) {
+  // Called with mutex_ held: the failure is recorded first, so no worker reports anything else.
+  failed_ = true;
+  auto where = [this](const Worker& w) {
+    return "block " + dim_text(block_index(w.current_block, job_.grid)) + " thread " +
+           dim_text(w.scheduler.running_thread());
+  };
+  failure_ = where(*stuck.front()) + " made no progress in " + seconds_text(timeout_seconds_) +
+             " s of CPU time (--timeout): no thread of its block exited or passed a __syncthreads, as in an "
+             "infinite loop or a spin-wait on a value that a thread not yet run would set (the cpu backend runs "
+             "a block's warps one at a time between barriers)";
+  for (size_t i = 1; i < stuck.size(); ++i) failure_ += (i == 1 ? "; also stuck: " : ", ") + where(*stuck[i]);
+  for (Worker* w : stuck) ::pthread_kill(w->thread.native_handle(), kStopSignal);
+}
+
 void WorkerPool::worker_main(Worker& worker) {
-  std::unique_ptr<AlternateSignalStack> alt_stack;
-  if (trap_faults_) alt_stack = std::make_unique<AlternateSignalStack>();
+  AlternateSignalStack alt_stack;
   uint64_t seen = 0;
   for (;;) {
     {
@@ -105,17 +173,14 @@ void WorkerPool::run_blocks(Worker& worker) {
     record_failure(0, e.what());
     return;
   }
-  if (trap_faults_)
-    run_blocks_trapped(worker, shared);
-  else
-    run_block_loop(worker, shared);
+  run_blocks_armed(worker, shared);
 }
 
-void WorkerPool::run_blocks_trapped(Worker& worker, void* shared) {
+void WorkerPool::run_blocks_armed(Worker& worker, void* shared) {
   if (sigsetjmp(worker.catcher.resume_point, 1) != 0) {
-    // A fault in a kernel fiber: the block is abandoned (its fibers are never resumed; their stacks are
-    // reused).
-    report_fault(worker);
+    // A fault in a kernel fiber, or the watchdog stopped it: the block is abandoned (its fibers are never
+    // resumed; their stacks are reused). The watchdog has already recorded why.
+    if (worker.catcher.signal != kStopSignal) report_fault(worker);
     return;
   }
   arm_fault_catcher(worker.catcher);
@@ -137,11 +202,15 @@ void WorkerPool::run_block_loop(Worker& worker, void* shared) {
 
 void WorkerPool::report_fault(Worker& worker) {
   const void* address = worker.catcher.address;
-  const std::string what = worker.scheduler.stacks().in_guard_page(address)
-                               ? "stack overflow (fiber stacks are " +
-                                     std::to_string(FiberStacks::kStackBytes / 1024) +
-                                     " KiB; large local arrays belong in shared or global memory)"
-                               : "out-of-bounds access: " + describe_address_(address);
+  std::string what;
+  if (!worker.catcher.address_known)
+    what = "invalid memory access: an address outside the process's address space (the processor does not "
+           "report it: a wild pointer or a huge index)";
+  else if (worker.scheduler.stacks().in_guard_page(address))
+    what = "stack overflow (fiber stacks are " + std::to_string(FiberStacks::kStackBytes / 1024) +
+           " KiB; large local arrays belong in shared or global memory)";
+  else
+    what = describe_fault_(address, job_);
   record_failure(worker.current_block, "thread " + dim_text(worker.scheduler.running_thread()) + ": " +
                                            (worker.catcher.signal == SIGBUS ? "bus error, " : "") + what);
 }

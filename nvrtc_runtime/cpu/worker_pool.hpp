@@ -1,7 +1,10 @@
 // The host threads that run a grid: each worker takes block indices from a shared counter and runs each block
 // wholly on itself with its own BlockScheduler (so `static thread_local` shared memory is per running block)
 // and its own dynamic shared memory. The first failing block stops the launch; the workers stay alive between
-// launches, so a launch costs no thread creation.
+// launches, so a launch costs no thread creation. A memory fault in a kernel fails the launch with its
+// address in words; while a launch runs, the launching thread watches every worker and stops one that has
+// used `timeout` seconds of CPU time while its block made no progress (no thread exited, no barrier released:
+// an infinite loop, a spin-wait that cannot end), naming the stuck blocks and threads.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -27,9 +30,11 @@ struct GridJob {
 
 class WorkerPool {
  public:
-  // `trap_faults`: catch memory faults in kernels (--check-bounds); `describe_address` turns a fault address
-  // into words ("4 bytes past the end of a 4096-byte buffer").
-  WorkerPool(unsigned threads, bool trap_faults, std::function<std::string(const void*)> describe_address);
+  // Words for a fault at an address during a job ("out-of-bounds access: byte 4096 of a 4096-byte buffer").
+  using DescribeFault = std::function<std::string(const void* address, const GridJob& job)>;
+  // `timeout_seconds`: CPU seconds a worker may run a block in which no thread exits and no barrier is
+  // released (0: no limit).
+  WorkerPool(unsigned threads, double timeout_seconds, DescribeFault describe_fault);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -43,14 +48,18 @@ class WorkerPool {
   struct Worker;
   void worker_main(Worker& worker);
   void run_blocks(Worker& worker);
-  void run_blocks_trapped(Worker& worker, void* shared);
+  // Runs blocks with the fault catcher armed: a fault or a watchdog stop lands back here.
+  void run_blocks_armed(Worker& worker, void* shared);
   void run_block_loop(Worker& worker, void* shared);
   void report_fault(Worker& worker);
   void record_failure(uint64_t block, const std::string& message);
+  // Waits (holding `lock` between polls) until the launch is done, stopping workers that make no progress.
+  void watch(std::unique_lock<std::mutex>& lock);
+  void stop_stuck(const std::vector<Worker*>& stuck);
 
   std::vector<std::unique_ptr<Worker>> workers_;
-  bool trap_faults_;
-  std::function<std::string(const void*)> describe_address_;
+  double timeout_seconds_;
+  DescribeFault describe_fault_;
 
   std::mutex mutex_;
   std::condition_variable wake_, done_;
