@@ -204,8 +204,9 @@ TEST_CASE("parameter rules: power of two, range, type, choices, unknown names", 
   CHECK(resolve_error({{"SCALE", "11"}}).find("[0, 10]") != std::string::npos);
   CHECK(resolve_error({{"CAUSAL", "maybe"}}).find("true or false") != std::string::npos);
   CHECK(resolve_error({{"LAYOUT", "nchw"}}).find("bhnd, bnhd") != std::string::npos);
-  CHECK(resolve_error({{"HEADDIM", "64"}}) ==
-        "unknown parameter 'HEADDIM' for fake_attention (valid: HEAD_DIM, SCALE, CAUSAL, LAYOUT)");
+  CHECK(resolve_error({{"HEADDIM", "64"}}) == "unknown parameter 'HEADDIM' for fake_attention (did you mean 'HEAD_DIM'?)");
+  CHECK(resolve_error({{"WIDTH", "64"}}) ==
+        "unknown parameter 'WIDTH' for fake_attention (valid: HEAD_DIM, SCALE, CAUSAL, LAYOUT)");
   CHECK(resolve_error({{"HEAD_DIM", "128"}, {"CAUSAL", "true"}}) == "(resolved without error)");
 }
 
