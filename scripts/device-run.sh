@@ -44,6 +44,21 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
       --golden .device/shared/assets/goldens/bus640_golden_2.safetensors \
       --golden-input .device/shared/assets/goldens/bus640_golden_0.safetensors --lab .device/bin/lab --model $model
   fi
+  if [ -n "${COLD_START:-}" ]; then
+    # lab detect on bus.jpg from an empty compile cache, then warm, per precision (-v: compile time per module).
+    model=.device/shared/assets/models/yolo26n.pt
+    for p in fp32 tf32 fp16 bf16; do
+      cache=$(mktemp -d)
+      for run in cold warm; do
+        t0=$(date +%s.%N)
+        LAB_CACHE_DIR=$cache lab detect .device/shared/assets/images/bus.jpg --backend cuda --precision $p \
+          --model $model --nosave -v > "$out/cold-$p-$run.log" 2>&1
+        rc=$?
+        echo "cold start: $p $run $(awk "BEGIN {print $(date +%s.%N) - $t0}") s (exit $rc)"
+      done
+      grep -i "compile" "$out/cold-$p-cold.log" | tail -4
+    done
+  fi
   if [ -n "${VIEWER_CHILD:-}" ]; then
     # The viewer's pipeline child on cuda: a clean run, then a max-pool edited to read address 16.
     export LAB_MODEL=.device/shared/assets/models/yolo26n.pt
