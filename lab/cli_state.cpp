@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "progress.hpp"
 
 namespace lab {
 
@@ -16,6 +17,7 @@ RuntimeContext CliState::context() const {
   ctx.options.verbose = verbose;
   ctx.options.check_bounds = check_bounds;
   ctx.options.timeout_seconds = timeout;
+  show_compile_progress();
   return ctx;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "nvrtc_runtime/parallel_compile.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
 
 namespace lab {
@@ -24,6 +25,14 @@ void Progress::finish() {
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
   shown_ = false;
+}
+
+void show_compile_progress() {
+  static Progress line(true);
+  set_compile_progress([](size_t done, size_t total, const std::string& source_path) {
+    if (done == total) return line.finish();
+    line.update(done, total, "compiled " + source_path);
+  });
 }
 
 }  // namespace lab

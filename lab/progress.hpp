@@ -22,4 +22,7 @@ class Progress {
   bool shown_ = false;
 };
 
+// Shows parallel module compiles (set_compile_progress) as a progress line on a terminal.
+void show_compile_progress();
+
 }  // namespace lab

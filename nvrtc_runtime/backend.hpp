@@ -99,6 +99,11 @@ class Backend {
 
   // Compiles (or loads from the cache) a source of the kernel tree. Throws CompileError on failure.
   virtual std::shared_ptr<Module> compile(const CompileRequest& request) = 0;
+  // Compiles `requests` side by side into the compile cache without loading them (compile_in_parallel), so
+  // each later compile() of one is a cache hit. The default compiles them one after another.
+  virtual void precompile(const std::vector<CompileRequest>& requests) {
+    for (const CompileRequest& r : requests) compile(r);
+  }
 
   virtual DeviceBuffer alloc(size_t bytes) = 0;
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;

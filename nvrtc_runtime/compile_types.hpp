@@ -16,6 +16,7 @@ struct CompileRequest {
   std::string source_path;                    // relative to the kernel tree, e.g. "detect/detect_decode.cu"
   std::vector<std::string> defines;           // "NAME" or "NAME=VALUE"
   std::vector<std::string> name_expressions;  // kernels to export, e.g. "flash_attn2_fwd_tiled<64>"
+  bool operator==(const CompileRequest&) const = default;
 };
 
 struct Diagnostic {

@@ -9,6 +9,7 @@
 
 #include "cuda_compiler.hpp"
 #include "compile_log.hpp"
+#include "parallel_compile.hpp"
 
 namespace lab {
 namespace {
@@ -111,6 +112,15 @@ class CudaBackend : public Backend {
     CompileResult result = compile_with_nvrtc(*context_.tree, *context_.cache, request, info_.arch, &note);
     log_compile(context_.options, request, result, nvrtc_command_line(request, info_.arch), started, note);
     return std::make_shared<CudaModule>(std::move(result));
+  }
+
+  void precompile(const std::vector<CompileRequest>& requests) override {
+    compile_in_parallel(
+        requests,
+        [this](const CompileRequest& r) {
+          return compile_with_nvrtc(*context_.tree, *context_.cache, r, info_.arch);
+        },
+        context_.options.verbose);
   }
 
   DeviceBuffer alloc(size_t bytes) override {

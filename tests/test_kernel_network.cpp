@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "compare.hpp"
+#include "counting_backend.hpp"
 #include "network_test_support.hpp"
+#include "pipeline/executor/network_ops.hpp"
 #include "pipeline/network.hpp"
 #include "pipeline/safetensors.hpp"
 #include "runtime_context.hpp"
@@ -152,4 +155,69 @@ TEST_CASE("kernel network on the GPU matches the reference forward at 640x640 at
   // Batch 3 of random images at a rectangular size exercises the batched plan on the device.
   const auto input = random_uniform(size_t(3) * 3 * 320 * 224, 0.0f, 1.0f, 7);
   compare_with_reference(*model, *backend, input, 3, 320, 224);
+}
+
+TEST_CASE("kernel network uploads the decode's anchor grid once per image size, not once per batch plan",
+          "[network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto cpu = make_backend("cpu", test::embedded_context());
+  test::CountingBackend backend(*cpu);
+  auto network = make_kernel_network(*model, backend);
+  auto uploads_of_forward = [&](int batch, int height, int width) {
+    const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 5);
+    const size_t before = backend.uploads;
+    network->forward(input.data(), batch, height, width);
+    return backend.uploads - before;
+  };
+  // The first forward also uploads every conv's weights (the ops are made then).
+  CHECK(uploads_of_forward(1, 64, 96) > 1 + 3);
+  // Each later forward uploads its input once; the first at an image size also the anchor grid's x, y and
+  // stride.
+  CHECK(uploads_of_forward(1, 64, 64) == 1 + 3);
+  CHECK(uploads_of_forward(2, 64, 64) == 1);  // a new plan (batch 2) at the same size: no new grid
+  CHECK(uploads_of_forward(1, 64, 64) == 1);
+  CHECK(uploads_of_forward(2, 64, 96) == 1);
+}
+
+TEST_CASE("a kernel network names only the nn kernel instances its convs use", "[network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  const NnKernelNames all = all_nn_kernel_names();
+  auto has_prefix = [](const std::vector<std::string>& names, const std::string& prefix) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  const NnKernelNames fp32 = NetworkOps::kernel_names(*model, Precision::Fp32);
+  CHECK(fp32.mma.empty());  // the fp16/bf16 module is never compiled
+  CHECK_FALSE(has_prefix(fp32.nn, "conv2d_tf32<"));
+  CHECK(has_prefix(fp32.nn, "conv2d_tiled<3, "));
+  CHECK(has_prefix(fp32.nn, "conv2d_depthwise<"));
+  CHECK(fp32.nn.size() < all.nn.size());
+  const NnKernelNames fp16 = NetworkOps::kernel_names(*model, Precision::Fp16);
+  CHECK(has_prefix(fp16.mma, "conv2d_mma<" + half_type_template_arg(HalfType::f16) + ", "));
+  CHECK_FALSE(has_prefix(fp16.mma, "conv2d_mma<" + half_type_template_arg(HalfType::bf16) + ", "));
+  CHECK(fp16.mma.size() < all.mma.size() / 2 + 1);
+}
+
+TEST_CASE("a kernel network's first forward compiles every module it needs ahead, side by side", "[network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  // An empty cache: any module the ops compile that Backend::precompile did not is a cache miss.
+  test::ScratchDir cache("network-precompile");
+  auto cpu = make_backend("cpu", test::make_context(KernelTree::embedded(), cache.path));
+  test::CountingBackend backend(*cpu);
+  auto network = make_kernel_network(*model, backend);
+  const auto input = random_uniform(size_t(3) * 64 * 96, 0.0f, 1.0f, 9);
+  network->forward(input.data(), 1, 64, 96);
+  CHECK(backend.compile_misses == 0);
+  CHECK(std::distance(std::filesystem::directory_iterator(cache.path), {}) > 0);  // something was compiled
 }

@@ -41,6 +41,17 @@ std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
   return "tiled";
 }
 
+Fa2Blocks fa2_blocks_of(const PsaDims& dims) {
+  return choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim);
+}
+
+CompileRequest psa_module_request(bool fused, int key_dim) {
+  CompileRequest r{kPsaSource, {}, {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd",
+                                    "psa_qkv_grad"}};
+  if (fused) r.name_expressions.push_back(fused_kernel_name(key_dim));
+  return r;
+}
+
 }  // namespace
 
 bool psa_fused_supported(int key_dim) {
@@ -51,16 +62,17 @@ CompileRequest psa_fused_compile_request(int key_dim) {
   return CompileRequest{kPsaSource, {}, {fused_kernel_name(key_dim)}};
 }
 
+std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims) {
+  return {psa_module_request(variant == "fused", dims.key_dim),
+          fa2_compile_request(fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims))};
+}
+
 PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
     : backend_(backend),
       dims_(dims),
-      fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim,
-           choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim)),
+      fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims)),
       fused_(variant == "fused") {
-  std::vector<std::string> names{"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd",
-                                 "psa_qkv_grad"};
-  if (fused_) names.push_back(fused_kernel_name(dims.key_dim));
-  module_ = backend.compile(CompileRequest{kPsaSource, {}, names});
+  module_ = backend.compile(psa_module_request(fused_, dims.key_dim));
   if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
   pack_ = module_->kernel("psa_pack_qkv");
   extract_ = module_->kernel("psa_extract_v");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "attention/flash_attn2_op.hpp"
 #include "backend.hpp"
@@ -43,6 +44,8 @@ inline constexpr int kPsaFusedMaxTokens = 1024;
 inline constexpr int64_t kPsaFusedMaxRows = 8192;
 // The fused forward kernel alone (what `lab source psa_attention --variant fused` shows).
 CompileRequest psa_fused_compile_request(int key_dim);
+// The modules a PsaOp of this variant and shape compiles: psa.cu's kernels, then its Flash Attention 2 module.
+std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims);
 
 class PsaOp {
  public:

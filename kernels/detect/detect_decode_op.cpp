@@ -7,9 +7,13 @@
 
 namespace lab {
 
+CompileRequest detect_decode_compile_request() {
+  return CompileRequest{kDetectDecodeSource, {}, {kDetectDecodeKernel}};
+}
+
 DetectDecodeOp::DetectDecodeOp(Backend& backend, const AnchorGrid& grid, int block_threads)
     : backend_(backend), anchors_(int(grid.size())), block_threads_(block_threads) {
-  module_ = backend.compile(CompileRequest{kDetectDecodeSource, {}, {kDetectDecodeKernel}});
+  module_ = backend.compile(detect_decode_compile_request());
   kernel_ = module_->kernel(kDetectDecodeKernel);
   anchor_x_ = backend.upload_vector(grid.x);
   anchor_y_ = backend.upload_vector(grid.y);

@@ -11,6 +11,9 @@ namespace lab {
 inline constexpr const char* kDetectDecodeSource = "detect/detect_decode.cu";
 inline constexpr const char* kDetectDecodeKernel = "detect_decode_v1_fused";
 
+// The module an op compiles (for compiling it ahead, beside other modules).
+CompileRequest detect_decode_compile_request();
+
 class DetectDecodeOp {
  public:
   DetectDecodeOp(Backend& backend, const AnchorGrid& grid, int block_threads = 256);

@@ -8,6 +8,10 @@
 
 namespace lab {
 
+CompileRequest topk_compile_request() {
+  return CompileRequest{kTopkSource, {}, {kTopkAnchorKeysKernel, kTopkSelectKernel}};
+}
+
 TopkPostprocessOp::TopkPostprocessOp(Backend& backend, int anchors, int num_classes, int max_det,
                                      int reserve_batch)
     : backend_(backend), anchors_(anchors), classes_(num_classes), k_(std::min(max_det, anchors)) {
@@ -21,7 +25,7 @@ TopkPostprocessOp::TopkPostprocessOp(Backend& backend, int anchors, int num_clas
   if (int64_t(k_) * num_classes > (int64_t(1) << 30))
     throw UsageError("topk_postprocess: K * classes = " + std::to_string(int64_t(k_) * num_classes) +
                      " is too large");
-  module_ = backend.compile(CompileRequest{kTopkSource, {}, {kTopkAnchorKeysKernel, kTopkSelectKernel}});
+  module_ = backend.compile(topk_compile_request());
   anchor_keys_ = module_->kernel(kTopkAnchorKeysKernel);
   select_ = module_->kernel(kTopkSelectKernel);
   reserve(reserve_batch);

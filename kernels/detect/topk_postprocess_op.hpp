@@ -14,6 +14,9 @@ inline constexpr const char* kTopkAnchorKeysKernel = "topk_anchor_keys";
 inline constexpr const char* kTopkSelectKernel = "topk_select";
 inline constexpr int kTopkMaxK = 1024;  // the select kernel's shared slots
 
+// The module an op compiles (for compiling it ahead, beside other modules).
+CompileRequest topk_compile_request();
+
 class TopkPostprocessOp {
  public:
   // K = min(max_det, anchors); throws UsageError when K > 1024 or a size is not positive.

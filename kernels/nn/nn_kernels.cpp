@@ -29,33 +29,46 @@ std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile) {
          std::to_string(channel_tile) + ">";
 }
 
-CompileRequest nn_module_request() {
-  CompileRequest r{kNnModuleSource, {}, {kConv2dDirectKernel, kConv2dSplitkReduceKernel}};
+namespace {
+
+bool is_mma_kernel(const std::string& name_expression) {
+  return name_expression.rfind("conv2d_mma<", 0) == 0;
+}
+
+}  // namespace
+
+NnKernelNames all_nn_kernel_names() {
+  NnKernelNames n{{kConv2dDirectKernel, kConv2dSplitkReduceKernel}, {}};
   for (int k : kSpecialisedKernelSizes) {
     for (int tile : kTiledChannelTiles) {
-      r.name_expressions.push_back(conv2d_tiled_kernel(k, tile));
-      r.name_expressions.push_back(conv2d_tf32_kernel(k, tile));
+      n.nn.push_back(conv2d_tiled_kernel(k, tile));
+      n.nn.push_back(conv2d_tf32_kernel(k, tile));
     }
-    r.name_expressions.push_back(conv2d_depthwise_kernel(k));
+    n.nn.push_back(conv2d_depthwise_kernel(k));
   }
-  for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel})
-    r.name_expressions.push_back(k);
-  return r;
-}
-
-CompileRequest conv2d_mma_module_request() {
-  CompileRequest r{kConv2dMmaSource, {}, {}};
+  for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel}) n.nn.push_back(k);
   for (HalfType t : {HalfType::f16, HalfType::bf16})
     for (int k : kSpecialisedKernelSizes)
-      for (int tile : kTiledChannelTiles) r.name_expressions.push_back(conv2d_mma_kernel(t, k, tile));
-  return r;
+      for (int tile : kTiledChannelTiles) n.mma.push_back(conv2d_mma_kernel(t, k, tile));
+  return n;
 }
 
-NnKernels::NnKernels(Backend& backend) : backend_(backend), module_(backend.compile(nn_module_request())) {}
+CompileRequest nn_module_request(const NnKernelNames& names) {
+  return CompileRequest{kNnModuleSource, {}, names.nn};
+}
+
+CompileRequest conv2d_mma_module_request(const NnKernelNames& names) {
+  return CompileRequest{kConv2dMmaSource, {}, names.mma};
+}
+
+NnKernels::NnKernels(Backend& backend, NnKernelNames names)
+    : backend_(backend), names_(std::move(names)), module_(backend.compile(nn_module_request(names_))) {}
 
 Kernel NnKernels::kernel(const std::string& name_expression) {
-  if (name_expression.rfind("conv2d_mma<", 0) != 0) return module_->kernel(name_expression);
-  if (!mma_module_) mma_module_ = backend_.compile(conv2d_mma_module_request());
+  if (!is_mma_kernel(name_expression)) return module_->kernel(name_expression);
+  if (std::find(names_.mma.begin(), names_.mma.end(), name_expression) == names_.mma.end())
+    throw UsageError("kernel '" + name_expression + "' was not in the compile request");
+  if (!mma_module_) mma_module_ = backend_.compile(conv2d_mma_module_request(names_));
   return mma_module_->kernel(name_expression);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "common/half_type.hpp"
@@ -35,14 +36,21 @@ std::string conv2d_tf32_kernel(int k, int channel_tile);             // "conv2d_
 std::string conv2d_depthwise_kernel(int k);                          // "conv2d_depthwise<3>"
 std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile);  // "conv2d_mma<0, 3, 64>"
 
-// The module requests: nn_kernels.cu with every name expression above but conv2d_mma's, and conv2d_mma.cu
-// with those.
-CompileRequest nn_module_request();
-CompileRequest conv2d_mma_module_request();
+// The name expressions the two modules are compiled with: every instance (runners, scenarios, `lab source`),
+// or only those a network uses (its convs' variants at their kernel sizes and channel tiles), so a network's
+// cold start compiles nothing it never launches.
+struct NnKernelNames {
+  std::vector<std::string> nn;   // nn_kernels.cu
+  std::vector<std::string> mma;  // conv2d_mma.cu (empty: that module is never compiled)
+};
+NnKernelNames all_nn_kernel_names();
+
+CompileRequest nn_module_request(const NnKernelNames& names = all_nn_kernel_names());
+CompileRequest conv2d_mma_module_request(const NnKernelNames& names = all_nn_kernel_names());
 
 class NnKernels {
  public:
-  explicit NnKernels(Backend& backend);
+  explicit NnKernels(Backend& backend, NnKernelNames names = all_nn_kernel_names());
   Backend& backend() const { return backend_; }
   const Module& module() const { return *module_; }
   // Throws UsageError when the name expression is not part of either module; compiles the conv2d_mma module
@@ -51,6 +59,7 @@ class NnKernels {
 
  private:
   Backend& backend_;
+  NnKernelNames names_;
   std::shared_ptr<Module> module_, mma_module_;
 };
 

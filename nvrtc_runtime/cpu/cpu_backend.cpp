@@ -12,6 +12,7 @@
 #include "compile_log.hpp"
 #include "errors.hpp"
 #include "host_compiler.hpp"
+#include "parallel_compile.hpp"
 #include "host_memory.hpp"
 #include "kernel_module.hpp"
 #include "worker_pool.hpp"
@@ -86,6 +87,15 @@ class CpuBackend : public Backend {
       log_compile(context_.options, request, build.result, command + "lab_emu_wrapper.cpp", started, note);
     }
     return std::make_shared<cpu::KernelModule>(std::move(build.result), build.shared_object);
+  }
+
+  void precompile(const std::vector<CompileRequest>& requests) override {
+    compile_in_parallel(
+        requests,
+        [this](const CompileRequest& r) {
+          return cpu::build_kernel_module(*context_.tree, *context_.cache, r, compiler_).result;
+        },
+        context_.options.verbose);
   }
 
   DeviceBuffer alloc(size_t bytes) override { return DeviceBuffer(this, memory_.allocate(bytes), bytes); }

@@ -1,5 +1,6 @@
 // The kernel executor: YOLO26 on our run-time-compiled kernels through a
-// Backend. One plan per input shape (arena, launches, shape-dependent ops); a
+// Backend. The first forward compiles every module it needs in parallel
+// (Backend::precompile) and makes the network's ops. One plan per input shape (arena, launches, shape-dependent ops); a
 // plan's launches are captured once and replayed as a CUDA graph (on the cpu
 // emulator the replay runs them again). With layer timing on, it runs layer by
 // layer instead and times each layer with the backend's timer.
@@ -48,7 +49,14 @@ double KernelNetwork::replay_ms() {
 
 ShapePlan& KernelNetwork::plan_for(int batch, int height, int width) {
   auto& plan = plans_[{batch, height, width}];
-  if (!plan) plan = build_shape_plan(ops_, model_, batch, height, width);
+  if (plan) return *plan;
+  // Every module this forward needs, compiled side by side; the ops then load them from the cache.
+  std::vector<CompileRequest> requests = plan_compile_requests(model_, batch, height, width);
+  if (!ops_)
+    for (CompileRequest& r : NetworkOps::compile_requests(model_, precision_)) requests.push_back(std::move(r));
+  backend_.precompile(requests);
+  if (!ops_) ops_ = std::make_unique<NetworkOps>(backend_, model_, precision_);
+  plan = build_shape_plan(*ops_, model_, batch, height, width);
   return *plan;
 }
 

@@ -14,9 +14,10 @@ namespace lab {
 
 class KernelNetwork : public Network {
  public:
-  // `precision`: the arithmetic of the dense convs (Conv2dOp's choice of v2_tiled or v4_tf32).
+  // `precision`: the network's precision (precision_policy.hpp gives each conv's). Nothing is compiled
+  // before the first forward, which compiles every module it needs side by side.
   KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision = Precision::Fp32)
-      : model_(model), backend_(backend), ops_(backend, model_, precision) {}
+      : model_(model), backend_(backend), precision_(precision) {}
 
   std::string executor_name() const override { return backend_.name(); }
 
@@ -45,7 +46,8 @@ class KernelNetwork : public Network {
 
   Yolo26Model model_;
   Backend& backend_;
-  NetworkOps ops_;
+  Precision precision_;
+  std::unique_ptr<NetworkOps> ops_;  // made by the first forward
   std::map<std::tuple<int, int, int>, std::unique_ptr<ShapePlan>> plans_;
   ShapePlan* last_ = nullptr;
   bool layer_timing_ = false;

@@ -1,12 +1,15 @@
 // The kernel ops of one network on one backend, made once at load: every Conv's
-// weights uploaded to the device (at the network's precision), the nn kernels compiled once. Shape-dependent
-// ops (PSA attention, decode, top-k) belong to a plan.
+// weights uploaded to the device (at the network's precision), the nn kernels compiled once; the detect
+// decode (its module and anchor grid) once per image size, shared by the plans of every batch at that size.
+// The other shape-dependent ops (PSA attention, top-k) belong to a plan.
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
+#include "detect/detect_decode_op.hpp"
 #include "nn/conv2d_op.hpp"
 #include "nn/nn_kernels.hpp"
 #include "nn/plane_ops.hpp"
@@ -17,22 +20,27 @@ namespace lab {
 class NetworkOps {
  public:
   NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision);
+  // The nn kernels the network's convs use at `precision` (each conv at its role's precision).
+  static NnKernelNames kernel_names(const Yolo26Model& model, Precision precision);
+  // The modules the constructor and decode() compile (for Backend::precompile).
+  static std::vector<CompileRequest> compile_requests(const Yolo26Model& model, Precision precision);
   Backend& backend() const { return backend_; }
   NnKernels& kernels() { return *kernels_; }
   const Conv2dOp& conv(const ConvSpec& spec) const;   // by the spec's state-dict name
   const MaxPool2dOp& pool(int channels, int kernel);  // made on first use per (channels, kernel size)
   const UpsampleNearest2xOp& upsample() const { return *upsample_; }
   const CopyPlanesOp& copy() const { return *copy_; }
+  // Made (compiled, anchor grid uploaded) on the first use of an input size in pixels.
+  const DetectDecodeOp& decode(int height, int width);
 
  private:
-  void add(const ConvSpec& spec);
   Backend& backend_;
-  Precision precision_;
   std::unique_ptr<NnKernels> kernels_;
   std::map<std::string, std::unique_ptr<Conv2dOp>> convs_;
   std::map<std::pair<int, int>, std::unique_ptr<MaxPool2dOp>> pools_;
   std::unique_ptr<UpsampleNearest2xOp> upsample_;
   std::unique_ptr<CopyPlanesOp> copy_;
+  std::map<std::pair<int, int>, std::unique_ptr<DetectDecodeOp>> decodes_;
 };
 
 }  // namespace lab

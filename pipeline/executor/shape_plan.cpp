@@ -6,11 +6,26 @@
 
 #include <algorithm>
 
-#include "detect/anchor_grid.hpp"
 #include "errors.hpp"
 
 namespace lab {
 namespace {
+
+PsaDims psa_dims(const AttentionSpec& a, int batch, int tokens) {
+  PsaDims dims;
+  dims.batch = batch, dims.num_heads = a.num_heads, dims.key_dim = a.key_dim;
+  dims.n = tokens, dims.scale = a.scale;
+  return dims;
+}
+
+// The one-launch fused forward on small problems (yolo26n at 640, batch 1: 17.8 vs 35.3 us on an H200); on
+// large maps or batches each of its CTAs reading every key of its head costs more than the launches it
+// saves (batch 32: 215 vs 176 us; 80x80: level). docs/PERFORMANCE.md.
+std::string psa_variant(const PsaDims& dims) {
+  const bool fused = psa_fused_supported(dims.key_dim) && dims.n <= kPsaFusedMaxTokens &&
+                     int64_t(dims.batch_heads()) * dims.n <= kPsaFusedMaxRows;
+  return fused ? "fused" : "tiled";
+}
 
 // Lanes of the detect head: the main stream plus a box and a class branch for each of three levels.
 constexpr size_t kMaxLanes = 7;
@@ -185,17 +200,10 @@ void PlanBuilder::attention(const AttentionSpec& a, const Activation& qkv, const
     throw UsageError(a.name + ": head_dim " + std::to_string(a.head_dim) + " is not 2 * key_dim " +
                      std::to_string(a.key_dim) + " (the PSA kernels' [Q | K | V_lo | V_hi] layout)");
   if (measuring_) return;
-  PsaDims dims;
-  dims.batch = qkv.batch, dims.num_heads = a.num_heads, dims.key_dim = a.key_dim;
-  dims.n = int(qkv.plane()), dims.scale = a.scale;
+  const PsaDims dims = psa_dims(a, qkv.batch, int(qkv.plane()));
   auto run = std::make_unique<AttentionRun>();
   run->name = a.name;
-  // The one-launch fused forward on small problems (yolo26n at 640, batch 1: 17.8 vs 35.3 us on an H200); on
-  // large maps or batches each of its CTAs reading every key of its head costs more than the launches it
-  // saves (batch 32: 215 vs 176 us; 80x80: level). docs/PERFORMANCE.md.
-  const bool fused = psa_fused_supported(a.key_dim) && dims.n <= kPsaFusedMaxTokens &&
-                     int64_t(dims.batch_heads()) * dims.n <= kPsaFusedMaxRows;
-  run->op = std::make_unique<PsaOp>(ops_.backend(), fused ? "fused" : "tiled", dims);
+  run->op = std::make_unique<PsaOp>(ops_.backend(), psa_variant(dims), dims);
   run->workspace = run->op->workspace();
   AttentionRun* r = run.get();
   plan_.attentions.push_back(std::move(run));
@@ -265,9 +273,7 @@ void PlanBuilder::detect(const DetectSpec& d, const std::vector<Activation>& lev
   plan_.detections = plan_.arena.take(size_t(batch) * plan_.max_det * 6);
   if (measuring_) return;
   layer_ = "decode";
-  plan_.decode =
-      std::make_unique<DetectDecodeOp>(ops_.backend(), make_anchor_grid(plan_.height, plan_.width));
-  const DetectDecodeOp* dec = plan_.decode.get();
+  const DetectDecodeOp* dec = &ops_.decode(plan_.height, plan_.width);
   const float* raw = boxes.data;
   float* out = decoded.data;
   record([dec, raw, batch, out] { dec->decode(raw, batch, out); });
@@ -355,13 +361,35 @@ void PlanBuilder::build(const Yolo26Model& model) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<ShapePlan> build_shape_plan(NetworkOps& ops, const Yolo26Model& model, int batch, int height,
-                                            int width) {
+void check_input_shape(int batch, int height, int width) {
   if (batch < 1 || height <= 0 || width <= 0 || height % 32 || width % 32)
     throw UsageError("input shape " + std::to_string(batch) + "x3x" + std::to_string(height) + "x" +
                      std::to_string(width) + " is invalid: batch >= 1, height and width multiples of 32");
+}
+
+}  // namespace
+
+std::vector<CompileRequest> plan_compile_requests(const Yolo26Model& model, int batch, int height, int width) {
+  check_input_shape(batch, height, width);
+  std::vector<CompileRequest> requests;
+  auto add = [&](const AttentionSpec& a, const LayerSpec& l) {
+    const PsaDims dims = psa_dims(a, batch, (height / l.stride) * (width / l.stride));
+    for (CompileRequest& r : psa_compile_requests(psa_variant(dims), dims))
+      if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
+  };
+  for (const LayerSpec& l : model.layers) {
+    if (l.kind == LayerSpec::Kind::C2Psa)
+      for (const PsaBlockSpec& p : l.c2psa.m) add(p.attn, l);
+    if (l.kind == LayerSpec::Kind::C3k2)
+      for (const C3k2BlockSpec& block : l.c3k2.m)
+        if (block.kind == C3k2BlockSpec::Kind::BottleneckPsa) add(block.psa.attn, l);
+  }
+  return requests;
+}
+
+std::unique_ptr<ShapePlan> build_shape_plan(NetworkOps& ops, const Yolo26Model& model, int batch, int height,
+                                            int width) {
+  check_input_shape(batch, height, width);
   auto plan = std::make_unique<ShapePlan>();
   plan->batch = batch, plan->height = height, plan->width = width;
   PlanBuilder(ops, *plan).build(model);               // measuring pass: sizes only

@@ -1,6 +1,7 @@
 // The launch plan of one input shape (batch, height, width): every activation
 // placed in one arena, every launch recorded as a step tagged with its layer,
-// the shape-dependent ops (PSA attention per block, decode, top-k), and the
+// the batch-dependent ops (PSA attention per block, top-k; the decode and its
+// anchor grid belong to the network's ops, per image size), and the
 // named tensors the network exposes. Built by walking the model description;
 // replayed as a CUDA graph on `cuda`.
 #pragma once
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include "attention/psa_op.hpp"
-#include "detect/detect_decode_op.hpp"
 #include "detect/topk_postprocess_op.hpp"
 #include "pipeline/executor/activation.hpp"
 #include "pipeline/executor/network_ops.hpp"
@@ -41,10 +41,13 @@ struct ShapePlan {
   float* splitk_workspace = nullptr;          // one splitk_floats region per lane
   int max_det = 0;
   std::vector<std::unique_ptr<AttentionRun>> attentions;
-  std::unique_ptr<DetectDecodeOp> decode;
   std::unique_ptr<TopkPostprocessOp> topk;
   std::unique_ptr<LaunchGraph> graph;
 };
+
+// The modules a plan of this shape compiles beyond the network's ops (its PSA attention ops'), for
+// Backend::precompile.
+std::vector<CompileRequest> plan_compile_requests(const Yolo26Model& model, int batch, int height, int width);
 
 // Builds the plan (a measuring pass sizes the arena, then the real pass
 // allocates and records).

@@ -1,0 +1,24 @@
+// Compiles many modules side by side (NVRTC and the host compiler are both safe to run on several threads),
+// so a network's cold start costs its slowest module rather than the sum of all of them.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compile_types.hpp"
+
+namespace lab {
+
+// Told after each module of a parallel compile finishes: modules done, total, its source path.
+using CompileProgress = std::function<void(size_t done, size_t total, const std::string& source_path)>;
+// Process-wide (the `lab` command installs a progress line on a terminal); empty = silent.
+void set_compile_progress(CompileProgress progress);
+
+// Runs `compile_one` for every request, at most one thread per hardware thread. With `verbose` one stderr
+// line per module (source, kernels, cache hit or miss, wall time), else the progress hook per module. Rethrows the first failure (in request
+// order) after every compile has finished.
+void compile_in_parallel(const std::vector<CompileRequest>& requests,
+                         const std::function<CompileResult(const CompileRequest&)>& compile_one, bool verbose);
+
+}  // namespace lab

@@ -1,0 +1,47 @@
+// CountingBackend: a Backend that forwards everything to another one and counts the host-to-device uploads
+// and the compiles that missed the cache, so a test can check how often an op copies data to the device and
+// whether Backend::precompile covered every module compiled after it.
+#pragma once
+#include "backend.hpp"
+
+namespace lab::test {
+
+class CountingBackend : public Backend {
+ public:
+  explicit CountingBackend(Backend& inner) : inner_(inner) {}
+  size_t uploads = 0;
+  size_t compile_misses = 0;  // compile() calls that were not cache hits
+
+  std::string name() const override { return inner_.name(); }
+  DeviceInfo device() const override { return inner_.device(); }
+  std::shared_ptr<Module> compile(const CompileRequest& request) override {
+    std::shared_ptr<Module> module = inner_.compile(request);
+    compile_misses += !module->result().cache_hit;
+    return module;
+  }
+  DeviceBuffer alloc(size_t bytes) override { return inner_.alloc(bytes); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    ++uploads;
+    inner_.upload(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
+  void fill_bytes(void* dst, uint8_t value, size_t bytes) override { inner_.fill_bytes(dst, value, bytes); }
+  void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
+    inner_.launch(kernel, config, args);
+  }
+  void synchronize() override { inner_.synchronize(); }
+  double time_ms(const std::function<void()>& work) override { return inner_.time_ms(work); }
+  void release(void* ptr) noexcept override { inner_.release(ptr); }
+  std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
+    return inner_.capture(work);
+  }
+  void fork_lanes(int count) override { inner_.fork_lanes(count); }
+  void use_lane(int lane) override { inner_.use_lane(lane); }
+  void join_lanes() override { inner_.join_lanes(); }
+  void precompile(const std::vector<CompileRequest>& requests) override { inner_.precompile(requests); }
+
+ private:
+  Backend& inner_;
+};
+
+}  // namespace lab::test
