@@ -298,9 +298,9 @@ TEST_CASE("convs write concat slices and detect-head anchor ranges through views
 
 TEST_CASE("the nn and top-k kernels compile for sm_90 without spills", "[nn]") {
   const RuntimeContext ctx = test::embedded_context();
-  for (const CompileRequest& request :
-       {nn_module_request(), conv2d_mma_module_request(),
-        CompileRequest{"detect/topk_postprocess.cu", {}, {"topk_anchor_keys", "topk_select"}}}) {
+  std::vector<CompileRequest> requests = nn_module_requests();
+  requests.push_back(CompileRequest{"detect/topk_postprocess.cu", {}, {"topk_anchor_keys", "topk_select"}});
+  for (const CompileRequest& request : requests) {
     const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
     REQUIRE(r.resources.size() == request.name_expressions.size());
     for (const ResourceUsage& u : r.resources) {

@@ -29,13 +29,6 @@ std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile) {
          std::to_string(channel_tile) + ">";
 }
 
-namespace {
-
-bool is_mma_kernel(const std::string& name_expression) {
-  return name_expression.rfind("conv2d_mma<", 0) == 0;
-}
-
-}  // namespace
 
 NnKernelNames all_nn_kernel_names() {
   NnKernelNames n{{kConv2dDirectKernel, kConv2dSplitkReduceKernel}, {}};
@@ -53,23 +46,31 @@ NnKernelNames all_nn_kernel_names() {
   return n;
 }
 
-CompileRequest nn_module_request(const NnKernelNames& names) {
-  return CompileRequest{kNnModuleSource, {}, names.nn};
+std::vector<CompileRequest> nn_module_requests(const NnKernelNames& names, size_t kernels_per_module) {
+  const std::pair<const char*, const std::vector<std::string>*> sources[] = {{kNnModuleSource, &names.nn},
+                                                                              {kConv2dMmaSource, &names.mma}};
+  std::vector<CompileRequest> requests;
+  for (const auto& [source, list] : sources) {
+    const size_t step = std::max<size_t>(1, std::min(kernels_per_module, list->size()));
+    for (size_t first = 0; first < list->size(); first += step) {
+      const auto begin = list->begin() + long(first), end = list->begin() + long(std::min(list->size(), first + step));
+      requests.push_back(CompileRequest{source, {}, {begin, end}});
+    }
+  }
+  return requests;
 }
 
-CompileRequest conv2d_mma_module_request(const NnKernelNames& names) {
-  return CompileRequest{kConv2dMmaSource, {}, names.mma};
-}
-
-NnKernels::NnKernels(Backend& backend, NnKernelNames names)
-    : backend_(backend), names_(std::move(names)), module_(backend.compile(nn_module_request(names_))) {}
+NnKernels::NnKernels(Backend& backend, const NnKernelNames& names, size_t kernels_per_module)
+    : backend_(backend), requests_(nn_module_requests(names, kernels_per_module)), modules_(requests_.size()) {}
 
 Kernel NnKernels::kernel(const std::string& name_expression) {
-  if (!is_mma_kernel(name_expression)) return module_->kernel(name_expression);
-  if (std::find(names_.mma.begin(), names_.mma.end(), name_expression) == names_.mma.end())
-    throw UsageError("kernel '" + name_expression + "' was not in the compile request");
-  if (!mma_module_) mma_module_ = backend_.compile(conv2d_mma_module_request(names_));
-  return mma_module_->kernel(name_expression);
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const std::vector<std::string>& names = requests_[i].name_expressions;
+    if (std::find(names.begin(), names.end(), name_expression) == names.end()) continue;
+    if (!modules_[i]) modules_[i] = backend_.compile(requests_[i]);
+    return modules_[i]->kernel(name_expression);
+  }
+  throw UsageError("kernel '" + name_expression + "' was not in the compile request");
 }
 
 LaunchConfig plane_launch(const char* op, int64_t elements, int channels, int batch) {

@@ -1,8 +1,11 @@
-// NnKernels: the nn kernels (conv2d, maxpool2d, upsample_nearest2x, copy_planes) compiled as ONE module per
-// backend (the forward has ~100 layers: compiling per layer would load the module ~100 times), and the
-// fp16 / bf16 tensor-core convs (conv2d_mma.cu) as a second module compiled on first use, so a float32
-// network never pays for it. Ops hold a reference to it and take their Kernel handles at construction.
+// NnKernels: the nn kernels (conv2d, maxpool2d, upsample_nearest2x, copy_planes) compiled once per backend
+// for all the ops that share it (the forward has ~100 layers: compiling per layer would load ~100 modules):
+// one module of nn_kernels.cu for runners, or, for a network, small modules of the instances it uses, compiled
+// side by side; the fp16 / bf16 tensor-core convs (conv2d_mma.cu) likewise, each module compiled on first
+// use, so a float32 network never pays for them. Ops hold a reference to it and take their Kernel handles at
+// construction.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,31 +39,34 @@ std::string conv2d_tf32_kernel(int k, int channel_tile);             // "conv2d_
 std::string conv2d_depthwise_kernel(int k);                          // "conv2d_depthwise<3>"
 std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile);  // "conv2d_mma<0, 3, 64>"
 
-// The name expressions the two modules are compiled with: every instance (runners, scenarios, `lab source`),
+// The name expressions the two sources are compiled with: every instance (runners, scenarios, `lab source`),
 // or only those a network uses (its convs' variants at their kernel sizes and channel tiles), so a network's
 // cold start compiles nothing it never launches.
 struct NnKernelNames {
   std::vector<std::string> nn;   // nn_kernels.cu
-  std::vector<std::string> mma;  // conv2d_mma.cu (empty: that module is never compiled)
+  std::vector<std::string> mma;  // conv2d_mma.cu (empty: that source is never compiled)
 };
 NnKernelNames all_nn_kernel_names();
 
-CompileRequest nn_module_request(const NnKernelNames& names = all_nn_kernel_names());
-CompileRequest conv2d_mma_module_request(const NnKernelNames& names = all_nn_kernel_names());
+// The modules of `names`: nn_kernels.cu's name expressions, then conv2d_mma.cu's, each source in modules of at
+// most `kernels_per_module` kernels. One module per source loads once; smaller modules compile side by side
+// (Backend::precompile), which is what a network's cold start wants: each conv instance is most of a compile.
+std::vector<CompileRequest> nn_module_requests(const NnKernelNames& names = all_nn_kernel_names(),
+                                               size_t kernels_per_module = SIZE_MAX);
 
 class NnKernels {
  public:
-  explicit NnKernels(Backend& backend, NnKernelNames names = all_nn_kernel_names());
+  explicit NnKernels(Backend& backend, const NnKernelNames& names = all_nn_kernel_names(),
+                     size_t kernels_per_module = SIZE_MAX);
   Backend& backend() const { return backend_; }
-  const Module& module() const { return *module_; }
-  // Throws UsageError when the name expression is not part of either module; compiles the conv2d_mma module
-  // the first time one of its kernels is asked for.
+  // Throws UsageError when the name expression is not part of any module; compiles a module the first time
+  // one of its kernels is asked for (so a float32 network never compiles conv2d_mma.cu).
   Kernel kernel(const std::string& name_expression);
 
  private:
   Backend& backend_;
-  NnKernelNames names_;
-  std::shared_ptr<Module> module_, mma_module_;
+  std::vector<CompileRequest> requests_;
+  std::vector<std::shared_ptr<Module>> modules_;  // requests_[i]'s, once compiled
 };
 
 // Grid over (ceil(elements / 256), channels, batch), block 256: the one-thread-per-element nn kernels.

@@ -12,37 +12,28 @@
 namespace lab {
 namespace {
 
-// f(spec, role) for every conv of a part of the model.
 template <class F>
 void for_each_conv(const BottleneckSpec& b, F&& f) {
-  f(b.cv1, ConvRole::Body), f(b.cv2, ConvRole::Body);
+  f(b.cv1), f(b.cv2);
 }
 
 template <class F>
 void for_each_conv(const PsaBlockSpec& p, F&& f) {
-  f(p.attn.qkv, ConvRole::Attention), f(p.attn.pe, ConvRole::Attention), f(p.attn.proj, ConvRole::Attention);
-  f(p.ffn0, ConvRole::Body), f(p.ffn1, ConvRole::Body);
-}
-
-template <class F>
-void for_each_conv(const std::vector<ConvSpec>& head_branch, F&& f) {
-  for (size_t i = 0; i < head_branch.size(); ++i)
-    f(head_branch[i], i + 1 == head_branch.size() ? ConvRole::HeadOutput : ConvRole::HeadHidden);
+  f(p.attn.qkv), f(p.attn.pe), f(p.attn.proj), f(p.ffn0), f(p.ffn1);
 }
 
 template <class F>
 void for_each_conv(const LayerSpec& layer, F&& f) {
   using K = LayerSpec::Kind;
-  constexpr ConvRole body = ConvRole::Body;
   switch (layer.kind) {
     case K::Conv:
-      f(layer.conv, body);
+      f(layer.conv);
       break;
     case K::C3k2:
-      f(layer.c3k2.cv1, body), f(layer.c3k2.cv2, body);
+      f(layer.c3k2.cv1), f(layer.c3k2.cv2);
       for (const C3k2BlockSpec& block : layer.c3k2.m) {
         if (block.kind == C3k2BlockSpec::Kind::C3k) {
-          f(block.c3k.cv1, body), f(block.c3k.cv2, body), f(block.c3k.cv3, body);
+          f(block.c3k.cv1), f(block.c3k.cv2), f(block.c3k.cv3);
           for (const BottleneckSpec& b : block.c3k.m) for_each_conv(b, f);
         } else {
           for_each_conv(block.bottleneck, f);
@@ -51,16 +42,16 @@ void for_each_conv(const LayerSpec& layer, F&& f) {
       }
       break;
     case K::Sppf:
-      f(layer.sppf.cv1, body), f(layer.sppf.cv2, body);
+      f(layer.sppf.cv1), f(layer.sppf.cv2);
       break;
     case K::C2Psa:
-      f(layer.c2psa.cv1, body), f(layer.c2psa.cv2, body);
+      f(layer.c2psa.cv1), f(layer.c2psa.cv2);
       for (const PsaBlockSpec& p : layer.c2psa.m) for_each_conv(p, f);
       break;
     case K::Detect:
       for (const DetectLevelSpec& level : layer.detect.levels) {
-        for_each_conv(level.box, f);
-        for_each_conv(level.cls, f);
+        for (const ConvSpec& c : level.box) f(c);
+        for (const ConvSpec& c : level.cls) f(c);
       }
       break;
     case K::Upsample:
@@ -76,8 +67,11 @@ Conv2dShape shape_of(const ConvSpec& spec) {
 // Each conv with the precision the policy gives its role.
 template <class F>
 void for_each_conv(const Yolo26Model& model, Precision network, F&& f) {
-  for (const LayerSpec& layer : model.layers)
-    for_each_conv(layer, [&](const ConvSpec& c, ConvRole role) { f(c, conv_precision(role, network)); });
+  for (const LayerSpec& layer : model.layers) {
+    const bool stem = layer.index == 0 && layer.kind == LayerSpec::Kind::Conv;
+    const ConvRole role = stem ? ConvRole::Stem : ConvRole::Body;
+    for_each_conv(layer, [&](const ConvSpec& c) { f(c, conv_precision(role, network)); });
+  }
 }
 
 }  // namespace
@@ -95,16 +89,16 @@ NnKernelNames NetworkOps::kernel_names(const Yolo26Model& model, Precision preci
 }
 
 std::vector<CompileRequest> NetworkOps::compile_requests(const Yolo26Model& model, Precision precision) {
-  const NnKernelNames names = kernel_names(model, precision);
-  std::vector<CompileRequest> requests{nn_module_request(names), detect_decode_compile_request(),
-                                       topk_compile_request()};
-  if (!names.mma.empty()) requests.push_back(conv2d_mma_module_request(names));
+  std::vector<CompileRequest> requests =
+      nn_module_requests(kernel_names(model, precision), kNetworkKernelsPerModule);
+  requests.push_back(detect_decode_compile_request());
+  requests.push_back(topk_compile_request());
   return requests;
 }
 
 NetworkOps::NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision)
     : backend_(backend),
-      kernels_(std::make_unique<NnKernels>(backend, kernel_names(model, precision))),
+      kernels_(std::make_unique<NnKernels>(backend, kernel_names(model, precision), kNetworkKernelsPerModule)),
       upsample_(std::make_unique<UpsampleNearest2xOp>(*kernels_)),
       copy_(std::make_unique<CopyPlanesOp>(*kernels_)) {
   for_each_conv(model, precision, [this](const ConvSpec& c, Precision p) {

@@ -17,6 +17,10 @@
 
 namespace lab {
 
+// One conv instance per nn module: each instance is most of its module's compile time (about 0.4 s of the
+// 2.4 s of a five-kernel module; docs/detect.md "Cold start"), so a cold start compiles them all side by side.
+inline constexpr size_t kNetworkKernelsPerModule = 1;
+
 class NetworkOps {
  public:
   NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision);

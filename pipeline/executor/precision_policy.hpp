@@ -1,7 +1,7 @@
-// The precision policy of the kernel network: which arithmetic each kind of layer uses at each network
+// The precision policy of the kernel network: which arithmetic each kind of conv uses at each network
 // precision (--precision). One table (precision_policy.cpp) with the reason for every row; docs/detect.md
-// quotes it with the measured errors. Everything not in the table (depthwise convs, pooling, the attention
-// core, decode, top-k) is float32 at every precision.
+// quotes it with the measured errors. Everything else (the depthwise convs, pooling, the attention core,
+// decode and top-k) is float32 at every precision: those kernels have no tensor-core variant.
 #pragma once
 #include "nn/precision.hpp"
 
@@ -9,10 +9,8 @@ namespace lab {
 
 // Where a convolution sits in YOLO26.
 enum class ConvRole {
-  Body,        // backbone and neck convs, the PSA blocks' feed-forward convs
-  Attention,   // a PSA block's qkv, positional (pe) and output (proj) convs
-  HeadHidden,  // the detect head's branch convs before the last
-  HeadOutput,  // the last conv of each box / class branch: the raw box distances and class logits
+  Stem,  // the first conv (layer 0): its input is the image itself
+  Body,  // every other conv: backbone, neck, the PSA blocks, the detect head's branches
 };
 
 // The precision a conv of `role` runs at in a network of precision `network`.
