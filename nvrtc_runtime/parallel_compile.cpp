@@ -50,8 +50,9 @@ void compile_in_parallel(const std::vector<CompileRequest>& requests,
       std::lock_guard lock(progress_mutex());
       ++done;
       if (verbose)  // the verbose lines stand in for the progress line
-        std::fprintf(stderr, "lab: compiled %s (%zu kernels, %s): %.0f ms\n", request.source_path.c_str(),
-                     request.name_expressions.size(), outcome.c_str(), ms);
+        std::fprintf(stderr, "lab: module %s (%zu kernel%s): %s, %.0f ms\n", request.source_path.c_str(),
+                     request.name_expressions.size(), request.name_expressions.size() == 1 ? "" : "s",
+                     outcome.c_str(), ms);
       else if (progress_hook())
         progress_hook()(done, requests.size(), request.source_path);
     }

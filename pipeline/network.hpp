@@ -45,8 +45,8 @@ class Network {
 };
 
 std::unique_ptr<Network> make_reference_network(const Yolo26Model& model);
-// `precision` Tf32 runs the dense convs on TF32 tensor cores (conv2d v4_tf32); Fp32 keeps every kernel
-// float32.
+// `precision`: the network's precision; each conv runs at the precision pipeline/executor/precision_policy.hpp
+// gives its role (Fp32 keeps every kernel float32).
 std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
                                              Precision precision = Precision::Fp32);
 

@@ -2,7 +2,8 @@
 // float32; Tf32 lets dense convs (groups = 1, K = 1, 3, 5) multiply on TF32 tensor cores (conv2d v4_tf32:
 // inputs rounded to 10 mantissa bits); Fp16 / Bf16 on fp16 / bf16 tensor cores (conv2d_mma v5_fp16 / v6_bf16:
 // inputs and weights rounded to 11 / 8 significant bits). All three accumulate in float and keep float32
-// activations between layers; depthwise convs, pooling, attention and the head's decode stay float32.
+// activations between layers; depthwise convs, pooling, attention and the head's decode stay float32. A network
+// picks each conv's precision from its own (pipeline/executor/precision_policy.hpp).
 #pragma once
 #include <optional>
 #include <string>
