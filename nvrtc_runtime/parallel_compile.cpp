@@ -4,11 +4,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "compile_log.hpp"
 
 namespace lab {
 namespace {
@@ -50,9 +51,9 @@ void compile_in_parallel(const std::vector<CompileRequest>& requests,
       std::lock_guard lock(progress_mutex());
       ++done;
       if (verbose)  // the verbose lines stand in for the progress line
-        std::fprintf(stderr, "lab: module %s (%zu kernel%s): %s, %.0f ms\n", request.source_path.c_str(),
-                     request.name_expressions.size(), request.name_expressions.size() == 1 ? "" : "s",
-                     outcome.c_str(), ms);
+        verbose_line("module " + request.source_path + " (" + std::to_string(request.name_expressions.size()) +
+                     (request.name_expressions.size() == 1 ? " kernel): " : " kernels): ") + outcome + ", " +
+                     std::to_string(int(ms + 0.5)) + " ms");
       else if (progress_hook())
         progress_hook()(done, requests.size(), request.source_path);
     }
