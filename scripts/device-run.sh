@@ -5,6 +5,8 @@
 # binary, every scenario on cuda and cpu, the benchmarks and PyTorch's SDPA on the same shapes. Logs go to $OUT.
 set -uo pipefail
 repo=$(pwd)
+# scripts/pack-device.sh sends .device/ gzipped (.device.tgz): unpack it once.
+[ -d .device ] || tar -xzf .device.tgz
 built_at=${BUILT_AT:-/work/main}
 mkdir -p "$(dirname "$built_at")"
 [ -e "$built_at" ] || ln -s "$repo" "$built_at"

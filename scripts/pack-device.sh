@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Packs what a GPU run needs into .device/ (ignored by git, carried by the device tool): the built binaries,
-# the shared libraries the GPU machine lacks, and the shared assets the tests read (never committed).
+# Packs what a GPU run needs into .device/ (ignored by git): the built binaries, the shared libraries the GPU
+# machine lacks, and the shared assets the tests read (never committed); then gzips it into .device.tgz, which the
+# device tool carries (the folder itself is past the 64 MiB carry limit) and device-run.sh unpacks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 out=$root/.device
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/shared/assets"
 cp "$build/lab/lab" "$build/tests/lab_tests" "$out/bin/"
-# The viewer binary (when built) for its --pipeline-child mode, which opens no window.
-[ -x "$build/viewer/lab-viewer" ] && cp "$build/viewer/lab-viewer" "$out/bin/"
+# The viewer binary (when built) for its --pipeline-child mode, which opens no window: only with PACK_VIEWER=1
+# (device-run.sh's VIEWER_CHILD step), since it and its X11/GL libraries push the folder past the 64 MiB carry limit.
+if [ -n "${PACK_VIEWER:-}" ] && [ -x "$build/viewer/lab-viewer" ]; then cp "$build/viewer/lab-viewer" "$out/bin/"; fi
 strip --strip-debug "$out/bin/"*  # debug info would not fit the 64 MiB carry limit
 # Every library outside glibc, libstdc++, libgcc and CUDA: the GPU machine (Ubuntu 24.04) lacks libzip, libstb and
 # may lack libcurl's dependency set; libraries built against Debian 12's older glibc run on its newer one.
@@ -27,3 +29,5 @@ cp "$assets"/goldens/bus640_golden_0.safetensors "$assets"/goldens/bus640_golden
 cp "$assets"/images/*.jpg "$out/shared/assets/images/"
 cp "$assets"/models/yolo26n.pt "$out/shared/assets/models/"
 du -sh "$out"
+tar -C "$root" -czf "$root/.device.tgz" .device
+ls -la "$root/.device.tgz"
