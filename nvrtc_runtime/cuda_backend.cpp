@@ -32,8 +32,16 @@ class CudaModule : public Module {
             "cudaLibraryGetKernel(" + result_.name_expressions[i] + ")");
       kernels_[result_.name_expressions[i]] = k;
       cudaFuncAttributes attr{};
-      if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k)) == cudaSuccess)
-        result_.resources[i].max_threads_per_block = attr.maxThreadsPerBlock;
+      if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k)) == cudaSuccess) {
+        // The loaded function's own figures fill what the ptxas report left out (on the H200 the report of
+        // psa.cu compiled for psa_pack_qkv alone had no resource lines), so occupancy never reads 0 registers.
+        ResourceUsage& usage = result_.resources[i];
+        usage.max_threads_per_block = attr.maxThreadsPerBlock;
+        if (!usage.registers) usage.registers = attr.numRegs;
+        if (!usage.static_shared_bytes) usage.static_shared_bytes = int(attr.sharedSizeBytes);
+        if (!usage.local_bytes) usage.local_bytes = int(attr.localSizeBytes);
+        if (!usage.constant_bytes) usage.constant_bytes = int(attr.constSizeBytes);
+      }
       cudaGetLastError();
     }
   }

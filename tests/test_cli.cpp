@@ -424,7 +424,7 @@ TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and 
   }
 }
 
-TEST_CASE("-v prints one line per compile: module, cache miss then hit, time and command", "[cli]") {
+TEST_CASE("lab -v prints one line per compile: module, cache miss then hit, time and command", "[cli]") {
   lab::test::ScratchDir dir("cli-verbose");
   const std::string cache = " --cache-dir " + quoted((dir.path / "c").string());
   const std::string source = lab::Registry::instance().get(kKernel).source_path();

@@ -74,6 +74,7 @@ TEST_CASE("static occupancy agrees with cudaOccupancyMaxActiveBlocksPerMultiproc
         REQUIRE(computed);
         INFO(request.name_expressions[i] << " at " << threads << " threads, " << usage.registers.value_or(0)
                                          << " registers, " << usage.static_shared_bytes.value_or(0) << " B shared");
+        CHECK(usage.registers.has_value());
         CHECK(computed->blocks_per_sm == runtime);
         ++compared;
       }
