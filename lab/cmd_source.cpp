@@ -10,6 +10,7 @@
 #include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "option_checks.hpp"
 #include "resource_table.hpp"
 #include "scenario_runner.hpp"
 #include "table.hpp"
@@ -23,6 +24,7 @@ struct SourceOptions {
   std::vector<std::string> params;
   std::string entry;
   bool cuda = false, ptx = false, sass = false, resources = false, json = false, interleave = false;
+  int block_threads = kOccupancyBlockThreads;
 };
 
 struct Specialised {
@@ -93,9 +95,9 @@ void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeCo
   std::cout << out.dump(2) << "\n";
 }
 
-void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json) {
+void show_resources(const Specialised& s, const RuntimeContext& ctx, bool json, int block_threads) {
   BackendSet backends(ctx);
-  ResourceReport report = compile_resources(backends, s.request, s.arch);
+  ResourceReport report = compile_resources(backends, s.request, s.arch, block_threads);
   report.label = s.runner->name() + " / " + s.variant;
   if (json) {
     std::cout << resources_json({report}).dump(2) << "\n";
@@ -135,6 +137,10 @@ void add_source_command(CLI::App& app, CliState& state) {
   auto* res = cmd->add_flag("--resources", o->resources,
                             "Registers, shared/local memory, spills, occupancy (the runtime's on a GPU, else "
                             "computed from the target's limits), compile time, cache hit");
+  cmd->add_option("--block-threads", o->block_threads,
+                  "With --resources: the block size occupancy is computed at (default 256)")
+      ->check(in_range(1, 1024))
+      ->needs(res);
   cuda->excludes(ptx, sass, res);
   ptx->excludes(sass, res);
   sass->excludes(res);
@@ -143,7 +149,7 @@ void add_source_command(CLI::App& app, CliState& state) {
   cmd->footer(
       "Examples:\n"
       "  lab source flash_attn2_fwd --ptx\n"
-      "  lab source conv2d --variant v2_tiled --resources\n"
+      "  lab source conv2d --variant v2_tiled --resources --block-threads 128\n"
       "  lab source detect_decode --sass --arch sm_90\n");
   cmd->callback([&state, o] {
     const RuntimeContext ctx = state.context();
@@ -153,7 +159,7 @@ void add_source_command(CLI::App& app, CliState& state) {
     if (o->ptx || o->sass)
       show_compiled(*o, s, ctx);
     else if (o->resources)
-      show_resources(s, ctx, o->json);
+      show_resources(s, ctx, o->json, o->block_threads);
     else
       show_cuda(s, ctx, o->json);
   });

@@ -20,7 +20,7 @@ nlohmann::json value(const std::optional<int>& v) {
 
 void add_static_occupancy(ResourceReport& report, const std::string& arch) {
   for (const ResourceUsage& u : report.result.resources) {
-    const std::optional<StaticOccupancy> o = occupancy_of(u, arch, kOccupancyBlockThreads);
+    const std::optional<StaticOccupancy> o = occupancy_of(u, arch, report.occupancy_block_threads);
     if (!o) return;
     report.static_occupancy.push_back(*o);
   }
@@ -57,18 +57,17 @@ std::optional<StaticOccupancy> occupancy_of(const ResourceUsage& usage, const st
                           block_threads, usage.max_threads_per_block.value_or(0));
 }
 
-ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
-                                 const std::string& arch) {
+ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request, const std::string& arch,
+                                 int block_threads) {
   ResourceReport report;
+  report.occupancy_block_threads = block_threads;
   const RuntimeContext& ctx = backends.context();
   if (cuda_device_present() && arch == default_cuda_arch()) {
     Backend* backend = &backends.get("cuda");
     std::shared_ptr<Module> module = backend->compile(request);
     report.result = module->result();
-    report.occupancy_block_threads = kOccupancyBlockThreads;
     for (const std::string& e : request.name_expressions)
-      report.occupancy.push_back(
-          backend->occupancy_blocks_per_sm(module->kernel(e), kOccupancyBlockThreads, 0));
+      report.occupancy.push_back(backend->occupancy_blocks_per_sm(module->kernel(e), block_threads, 0));
     add_static_occupancy(report, arch);
     return report;
   }
@@ -76,7 +75,6 @@ ResourceReport compile_resources(BackendSet& backends, const CompileRequest& req
   const auto started = std::chrono::steady_clock::now();
   report.result = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, arch, &note);
   log_compile(ctx.options, request, report.result, nvrtc_command_line(request, arch), started, note);
-  report.occupancy_block_threads = kOccupancyBlockThreads;
   add_static_occupancy(report, arch);
   return report;
 }

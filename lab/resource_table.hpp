@@ -21,18 +21,19 @@ struct ResourceReport {
   CompileResult result;
   int occupancy_block_threads = 0;  // the block size both occupancies are reported at
   std::vector<int> occupancy;       // the runtime's resident blocks per SM per name expression (GPU only)
-  // Per name expression at kOccupancyBlockThreads, from the target's limits; empty when the static table
+  // Per name expression at occupancy_block_threads, from the target's limits; empty when the static table
   // does not know the target architecture.
   std::vector<StaticOccupancy> static_occupancy;
 };
 
-// The block size occupancy is reported at (the runners' launch configs are not visible from outside).
+// The block size occupancy is reported at unless the caller names one (`lab source --resources
+// --block-threads N`): the runners' launch configs are not visible from outside.
 inline constexpr int kOccupancyBlockThreads = 256;
 
 // On a GPU whose architecture is `arch`: compiled and loaded by the cuda backend of `backends` (max threads
 // per block and occupancy filled in). Otherwise NVRTC alone, which needs no GPU. Throws CompileError.
-ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request,
-                                 const std::string& arch);
+ResourceReport compile_resources(BackendSet& backends, const CompileRequest& request, const std::string& arch,
+                                 int block_threads = kOccupancyBlockThreads);
 
 // The static occupancy of one kernel's resource use on `arch` at `block_threads`; nullopt for an architecture
 // the limits table does not know.

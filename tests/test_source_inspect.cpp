@@ -165,3 +165,22 @@ TEST_CASE("lab source --resources gives a static occupancy for the target archit
   REQUIRE(other.exit_code == 0);
   CHECK(nlohmann::json::parse(other.out)[0]["kernels"][0]["static_occupancy"]["blocks_per_sm"] == 6);
 }
+
+TEST_CASE("lab source --resources --block-threads computes the occupancy at that block size", "[cli][inspect]") {
+  const LabResult json = run_lab("source detect_decode --resources --arch sm_90 --block-threads 96 --json");
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(json.out)[0];
+  CHECK(report["occupancy_block_threads"] == 96);
+  const nlohmann::json kernel = report["kernels"][0];
+  // At most 32 registers: 3 warps a block, so 64 warps hold 21 blocks (63 warps), under the 32-block limit.
+  REQUIRE(kernel["registers"].get<int>() <= 32);
+  CHECK(kernel["static_occupancy"]["blocks_per_sm"] == 21);
+  CHECK(kernel["static_occupancy"]["active_warps"] == 63);
+  CHECK(kernel["static_occupancy"]["limited_by"] == "warps");
+  const LabResult alone = run_lab("source detect_decode --block-threads 96");
+  CHECK(alone.exit_code == 2);
+  CHECK(contains(alone.err, "--block-threads requires --resources"));
+  const LabResult zero = run_lab("source detect_decode --resources --block-threads 0");
+  CHECK(zero.exit_code == 2);
+  CHECK(contains(zero.err, "--block-threads: must be between 1 and 1024 (got 0)"));
+}
