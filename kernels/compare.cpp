@@ -1,5 +1,5 @@
 // Output-vs-reference metrics and verdicts; seeded random inputs.
-#include "compare.hpp"
+#include "kernels/compare.hpp"
 
 #include <cmath>
 #include <random>

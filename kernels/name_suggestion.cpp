@@ -1,5 +1,5 @@
 // Optimal-string-alignment distance over lower-cased names.
-#include "name_suggestion.hpp"
+#include "kernels/name_suggestion.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,12 +1,12 @@
 // Runner registry, parameter resolution and validation, typed parameter access.
-#include "runner.hpp"
+#include "kernels/runner.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-#include "errors.hpp"
-#include "name_suggestion.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "kernels/name_suggestion.hpp"
 
 namespace lab {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "compare.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/compare.hpp"
 
 namespace lab {
 

@@ -1,6 +1,6 @@
 // `lab bench pipeline`: builds the network on the backend, runs one forward (compile, plan, graph capture),
 // then times graph replays and, separately, every layer; prints a table or JSON.
-#include "bench_pipeline.hpp"
+#include "lab/bench_pipeline.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -12,10 +12,10 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/executor/kernel_network.hpp"
-#include "precision_option.hpp"
-#include "report.hpp"
-#include "size_options.hpp"
-#include "table.hpp"
+#include "lab/precision_option.hpp"
+#include "lab/report.hpp"
+#include "lab/size_options.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 namespace {

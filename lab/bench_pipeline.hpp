@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "cli_state.hpp"
+#include "lab/cli_state.hpp"
 
 namespace lab {
 

@@ -1,10 +1,10 @@
 // Global options and the runtime context built from them.
-#include "cli_state.hpp"
+#include "lab/cli_state.hpp"
 
 #include <cstdlib>
 
 #include "nvrtc_runtime/errors.hpp"
-#include "progress.hpp"
+#include "lab/progress.hpp"
 
 namespace lab {
 

@@ -8,14 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench_pipeline.hpp"
-#include "commands.hpp"
-#include "option_checks.hpp"
-#include "precision_option.hpp"
-#include "report.hpp"
-#include "scenario.hpp"
-#include "size_options.hpp"
-#include "table.hpp"
+#include "lab/bench_pipeline.hpp"
+#include "lab/commands.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/precision_option.hpp"
+#include "lab/report.hpp"
+#include "lab/scenario.hpp"
+#include "lab/size_options.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "table.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <set>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 
 namespace lab {

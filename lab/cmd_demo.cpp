@@ -4,15 +4,15 @@
 #include <iostream>
 #include <map>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
-#include "progress.hpp"
-#include "report.hpp"
+#include "lab/progress.hpp"
+#include "lab/report.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "resource_table.hpp"
-#include "scenario.hpp"
-#include "scenario_runner.hpp"
-#include "table.hpp"
+#include "lab/resource_table.hpp"
+#include "lab/scenario.hpp"
+#include "lab/scenario_runner.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
@@ -26,11 +26,11 @@
 #include "pipeline/detect/output_folder.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
-#include "option_checks.hpp"
-#include "precision_option.hpp"
-#include "progress.hpp"
-#include "size_options.hpp"
-#include "version.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/precision_option.hpp"
+#include "lab/progress.hpp"
+#include "lab/size_options.hpp"
+#include "lab/version.hpp"
 
 namespace lab {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
-#include "scenario.hpp"
-#include "table.hpp"
+#include "lab/commands.hpp"
+#include "lab/scenario.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

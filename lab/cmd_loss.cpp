@@ -9,14 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
-#include "option_checks.hpp"
-#include "size_options.hpp"
+#include "lab/commands.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/size_options.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/loss/head_file.hpp"
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/loss/yolo26_loss.hpp"
-#include "table.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 namespace {

@@ -3,11 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
-#include "option_checks.hpp"
-#include "report.hpp"
-#include "scenario_runner.hpp"
-#include "table.hpp"
+#include "lab/commands.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/report.hpp"
+#include "lab/scenario_runner.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
-#include "report.hpp"
-#include "scenario.hpp"
-#include "scenario_runner.hpp"
-#include "table.hpp"
+#include "lab/report.hpp"
+#include "lab/scenario.hpp"
+#include "lab/scenario_runner.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -5,15 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "lab/commands.hpp"
 #include "nvrtc_runtime/assembly_listing.hpp"
 #include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "option_checks.hpp"
-#include "resource_table.hpp"
-#include "scenario_runner.hpp"
-#include "table.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/resource_table.hpp"
+#include "lab/scenario_runner.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

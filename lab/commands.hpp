@@ -2,7 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "cli_state.hpp"
+#include "lab/cli_state.hpp"
 
 namespace lab {
 

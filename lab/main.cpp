@@ -2,9 +2,9 @@
 // 1 for compile errors (with diagnostics), runtime failures and failed checks.
 #include <iostream>
 
-#include "commands.hpp"
-#include "verb_check.hpp"
-#include "version.hpp"
+#include "lab/commands.hpp"
+#include "lab/verb_check.hpp"
+#include "lab/version.hpp"
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"

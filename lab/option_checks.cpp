@@ -1,5 +1,5 @@
 // Validators over the option's text, before CLI11 converts it (so a huge value cannot wrap around).
-#include "option_checks.hpp"
+#include "lab/option_checks.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // The --precision option: a known name, or a one-line usage error (exit 2).
-#include "precision_option.hpp"
+#include "lab/precision_option.hpp"
 
 #include "nvrtc_runtime/errors.hpp"
 

@@ -1,5 +1,5 @@
 // Progress line: carriage return + erase-line, truncated to a typical terminal width.
-#include "progress.hpp"
+#include "lab/progress.hpp"
 
 #include <cstdio>
 #include <unistd.h>

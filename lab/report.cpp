@@ -1,10 +1,10 @@
 // Check and summary tables, text and JSON.
-#include "report.hpp"
+#include "lab/report.hpp"
 
 #include <algorithm>
 
 #include "nvrtc_runtime/printable_text.hpp"
-#include "table.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/compare.hpp"
-#include "scenario_runner.hpp"
+#include "lab/scenario_runner.hpp"
 
 namespace lab {
 

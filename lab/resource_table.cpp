@@ -1,10 +1,10 @@
 // Resource reports: compile, query, tabulate.
-#include "resource_table.hpp"
+#include "lab/resource_table.hpp"
 
 
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/compile_log.hpp"
-#include "table.hpp"
+#include "lab/table.hpp"
 
 namespace lab {
 

@@ -12,7 +12,7 @@
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "nvrtc_runtime/static_occupancy.hpp"
-#include "scenario_runner.hpp"
+#include "lab/scenario_runner.hpp"
 
 namespace lab {
 

@@ -1,12 +1,12 @@
 // Scenario expansion and execution.
-#include "scenario_runner.hpp"
+#include "lab/scenario_runner.hpp"
 
 #include <algorithm>
 #include <new>
 #include <stdexcept>
 
 #include "nvrtc_runtime/errors.hpp"
-#include "progress.hpp"
+#include "lab/progress.hpp"
 
 namespace lab {
 

@@ -9,7 +9,7 @@
 
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "kernels/runner.hpp"
-#include "scenario.hpp"
+#include "lab/scenario.hpp"
 
 namespace lab {
 

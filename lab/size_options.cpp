@@ -1,10 +1,10 @@
 // --imgsz rounding and the per-forward pixel budget.
-#include "size_options.hpp"
+#include "lab/size_options.hpp"
 
 #include <iostream>
 #include <string>
 
-#include "option_checks.hpp"
+#include "lab/option_checks.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {

@@ -1,5 +1,5 @@
 // Table layout and number formatting.
-#include "table.hpp"
+#include "lab/table.hpp"
 
 #include <algorithm>
 #include <cctype>

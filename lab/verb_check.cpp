@@ -1,5 +1,5 @@
 // The typed verb against the registered subcommands.
-#include "verb_check.hpp"
+#include "lab/verb_check.hpp"
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 // Version text from the generated header (cmake/lab_version_script.cmake) and the runtime.
-#include "version.hpp"
+#include "lab/version.hpp"
 
 #include "lab_version_info.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"

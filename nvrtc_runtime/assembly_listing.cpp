@@ -1,5 +1,5 @@
 // Parsing PTX / nvdisasm listings into lines, entries and source locations; entry lookup; interleaving.
-#include "assembly_listing.hpp"
+#include "nvrtc_runtime/assembly_listing.hpp"
 
 #include <cxxabi.h>
 
@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compile_types.hpp"
+#include "nvrtc_runtime/compile_types.hpp"
 
 namespace lab {
 

@@ -1,11 +1,11 @@
 // The --verbose sink and the one-line compile record.
-#include "compile_log.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
 
 #include <cstdio>
 #include <mutex>
 
-#include "cuda_compiler.hpp"
-#include "runtime_context.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
 
 namespace lab {
 namespace {

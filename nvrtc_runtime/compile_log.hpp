@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "compile_types.hpp"
+#include "nvrtc_runtime/compile_types.hpp"
 
 namespace lab {
 

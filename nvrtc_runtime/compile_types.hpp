@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // CUDA backend: module load, launches, device memory and event timing, every call checked.
-#include "cuda_backend.hpp"
+#include "nvrtc_runtime/cuda_backend.hpp"
 
 #include <cuda_runtime.h>
 
@@ -7,9 +7,9 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda_compiler.hpp"
-#include "compile_log.hpp"
-#include "parallel_compile.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
+#include "nvrtc_runtime/parallel_compile.hpp"
 
 namespace lab {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "runtime_context.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // NVRTC compilation with caching, resource parsing and disassembly.
-#include "cuda_compiler.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
 
 #include <nvrtc.h>
 
@@ -14,10 +14,10 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
-#include "cpu/subprocess.hpp"
-#include "diagnostics.hpp"
-#include "errors.hpp"
-#include "sha256.hpp"
+#include "nvrtc_runtime/cpu/subprocess.hpp"
+#include "nvrtc_runtime/diagnostics.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/sha256.hpp"
 
 namespace lab {
 

@@ -3,9 +3,9 @@
 #pragma once
 #include <string>
 
-#include "compile_types.hpp"
-#include "disk_cache.hpp"
-#include "kernel_tree.hpp"
+#include "nvrtc_runtime/compile_types.hpp"
+#include "nvrtc_runtime/disk_cache.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // DeviceBuffer ownership: frees through the backend that allocated it.
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 

@@ -1,11 +1,11 @@
 // Compiler-log parsing and diagnostic formatting.
-#include "diagnostics.hpp"
+#include "nvrtc_runtime/diagnostics.hpp"
 
 #include <algorithm>
 #include <regex>
 #include <sstream>
 
-#include "kernel_tree.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
 
 namespace lab {
 namespace {

@@ -1,5 +1,5 @@
 // DiskCache: entry file = magic, named parts (name, length, bytes), then the SHA-256 of everything before it.
-#include "disk_cache.hpp"
+#include "nvrtc_runtime/disk_cache.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -11,8 +11,8 @@
 
 #include <unistd.h>
 
-#include "sha256.hpp"
-#include "stale_temporaries.hpp"
+#include "nvrtc_runtime/sha256.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
 
 namespace lab {
 

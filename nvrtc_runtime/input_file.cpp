@@ -1,5 +1,5 @@
 // Regular-file reads for inputs (see input_file.hpp).
-#include "input_file.hpp"
+#include "nvrtc_runtime/input_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "errors.hpp"
-#include "printable_text.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 
 namespace lab {
 namespace {

@@ -1,5 +1,5 @@
 // KernelTree: embedded or on-disk kernel sources and include scanning.
-#include "kernel_tree.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -1,6 +1,6 @@
 // The default LaunchGraph: keeps the recorded work and runs it again on each replay (the cpu backend, where
 // every launch runs to completion anyway).
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 namespace {

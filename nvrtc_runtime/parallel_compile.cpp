@@ -1,5 +1,5 @@
 // compile_in_parallel: a shared work index over the requests, one worker thread per hardware thread.
-#include "parallel_compile.hpp"
+#include "nvrtc_runtime/parallel_compile.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "compile_log.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
 
 namespace lab {
 namespace {

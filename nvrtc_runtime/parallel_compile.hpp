@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compile_types.hpp"
+#include "nvrtc_runtime/compile_types.hpp"
 
 namespace lab {
 

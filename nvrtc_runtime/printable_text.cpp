@@ -1,5 +1,5 @@
 // Escaping of untrusted text for messages (see printable_text.hpp).
-#include "printable_text.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
 
 #include <cstdint>
 #include <cstdio>

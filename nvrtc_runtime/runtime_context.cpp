@@ -1,10 +1,10 @@
 // Backend selection by name and device detection.
-#include "runtime_context.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
 
 #include <cuda_runtime.h>
 
-#include "cpu/cpu_backend.hpp"
-#include "cuda_backend.hpp"
+#include "nvrtc_runtime/cpu/cpu_backend.hpp"
+#include "nvrtc_runtime/cuda_backend.hpp"
 
 namespace lab {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "disk_cache.hpp"
-#include "kernel_tree.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "nvrtc_runtime/disk_cache.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // SHA-256 per FIPS 180-4: 64-byte blocks, big-endian length padding.
-#include "sha256.hpp"
+#include "nvrtc_runtime/sha256.hpp"
 
 #include <cstring>
 

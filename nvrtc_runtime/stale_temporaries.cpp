@@ -1,5 +1,5 @@
 // Stale temporaries: the writer's pid no longer exists here and the file or folder is old enough.
-#include "stale_temporaries.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
 
 #include <cerrno>
 #include <csignal>

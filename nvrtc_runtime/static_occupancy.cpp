@@ -1,5 +1,5 @@
 // The static occupancy calculator and its limits table.
-#include "static_occupancy.hpp"
+#include "nvrtc_runtime/static_occupancy.hpp"
 
 #include <algorithm>
 #include <array>

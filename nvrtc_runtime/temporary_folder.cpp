@@ -1,6 +1,6 @@
 // TemporaryFolder: mkdtemp (the pid in the name), remove_all at the end, stale ones of killed processes
 // removed.
-#include "temporary_folder.hpp"
+#include "nvrtc_runtime/temporary_folder.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -8,8 +8,8 @@
 
 #include <unistd.h>
 
-#include "errors.hpp"
-#include "stale_temporaries.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/stale_temporaries.hpp"
 
 namespace lab {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/precision.hpp"
+#include "kernels/nn/precision.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {

@@ -1,5 +1,5 @@
 // Implementation of the checkpoint test helpers (pickle assembler, libzip writer/reader, asset lookup).
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 
 #include <bit>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // and the compiles that missed the cache, so a test can check how often an op copies data to the device and
 // whether Backend::precompile covered every module compiled after it.
 #pragma once
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab::test {
 

@@ -1,5 +1,5 @@
 // Shared fuzz machinery (see fuzz_support.hpp).
-#include "fuzz_support.hpp"
+#include "tests/fuzz_support.hpp"
 
 #include <sys/resource.h>
 

@@ -1,13 +1,13 @@
 // Hand-built image files (see image_bytes_support.hpp).
-#include "image_bytes_support.hpp"
+#include "tests/image_bytes_support.hpp"
 
 #include <stdexcept>
 #include <vector>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "pipeline/image/image.hpp"
 #include "pipeline/image/jpeg_codec.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace lab::test {
 namespace {

@@ -1,5 +1,5 @@
 // Shared pieces of the network tests.
-#include "network_test_support.hpp"
+#include "tests/network_test_support.hpp"
 
 #include <cmath>
 #include <memory>

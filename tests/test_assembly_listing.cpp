@@ -3,8 +3,8 @@
 // template kernel calling an inlined header function, and an extern "C" kernel.
 #include <catch2/catch.hpp>
 
-#include "assembly_listing.hpp"
-#include "errors.hpp"
+#include "nvrtc_runtime/assembly_listing.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace {
 

@@ -13,11 +13,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/stale_temporaries.hpp"
 #include "pipeline/atomic_file.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using lab::test::contains;

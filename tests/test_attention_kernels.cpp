@@ -3,8 +3,8 @@
 // outputs failing their check, and parameter validation.
 #include <catch2/catch.hpp>
 
-#include "runner.hpp"
-#include "test_helpers.hpp"
+#include "kernels/runner.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "attention/attention_reference.hpp"
-#include "attention/psa_reference.hpp"
-#include "compare.hpp"
+#include "kernels/attention/attention_reference.hpp"
+#include "kernels/attention/psa_reference.hpp"
+#include "kernels/compare.hpp"
 
 using namespace lab;
 

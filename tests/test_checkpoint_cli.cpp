@@ -8,9 +8,9 @@
 
 #include <sys/wait.h>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "checkpoint_test_support.hpp"
-#include "fuzz_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
+#include "tests/fuzz_support.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

@@ -9,11 +9,11 @@
 
 #include <unistd.h>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/checkpoint/pickle_reader.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using lab::PickleDocument;

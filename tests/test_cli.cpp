@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/runner.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 
-#include "cuda_compiler.hpp"
-#include "diagnostics.hpp"
-#include "sha256.hpp"
-#include "test_helpers.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/diagnostics.hpp"
+#include "nvrtc_runtime/sha256.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 namespace fs = std::filesystem;

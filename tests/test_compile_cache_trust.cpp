@@ -13,7 +13,7 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/stale_temporaries.hpp"
 #include "nvrtc_runtime/temporary_folder.hpp"
-#include "test_emulator_support.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 namespace fs = std::filesystem;

@@ -19,7 +19,7 @@
 
 #include "pipeline/image/image.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

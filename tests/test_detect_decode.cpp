@@ -1,10 +1,10 @@
 // detect-decode: the anchor grid, the reference against hand-computed boxes, and the kernel on both backends.
 #include <catch2/catch.hpp>
 
-#include "detect/anchor_grid.hpp"
-#include "detect/detect_decode_reference.hpp"
-#include "runner.hpp"
-#include "test_helpers.hpp"
+#include "kernels/detect/anchor_grid.hpp"
+#include "kernels/detect/detect_decode_reference.hpp"
+#include "kernels/runner.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

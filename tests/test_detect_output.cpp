@@ -7,7 +7,7 @@
 #include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/image_inputs.hpp"
 #include "pipeline/detect/output_folder.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using namespace lab;

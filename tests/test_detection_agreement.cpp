@@ -15,10 +15,10 @@
 #include <map>
 #include <tuple>
 
-#include "network_test_support.hpp"
+#include "tests/network_test_support.hpp"
 #include "pipeline/detect/detector.hpp"
 #include "pipeline/image/image.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

@@ -3,7 +3,7 @@
 // file:line diagnostics.
 #include <catch2/catch.hpp>
 
-#include "test_emulator_support.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 using Catch::Matchers::Contains;

@@ -6,8 +6,8 @@
 
 #include <chrono>
 
-#include "errors.hpp"
-#include "test_emulator_support.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 using Catch::Matchers::Contains;

@@ -11,10 +11,10 @@
 #include <limits>
 #include <random>
 
-#include "compare.hpp"
-#include "cuda_compiler.hpp"
-#include "errors.hpp"
-#include "test_emulator_support.hpp"
+#include "kernels/compare.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 using Catch::Matchers::Contains;

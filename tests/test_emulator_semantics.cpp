@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "compare.hpp"
-#include "test_emulator_support.hpp"
+#include "kernels/compare.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 

@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "test_emulator_support.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 

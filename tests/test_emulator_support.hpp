@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "kernel_tree.hpp"
-#include "runtime_context.hpp"
-#include "test_helpers.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace lab::test {
 

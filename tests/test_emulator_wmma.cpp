@@ -8,8 +8,8 @@
 #include <cstring>
 #include <limits>
 
-#include "compare.hpp"
-#include "test_emulator_support.hpp"
+#include "kernels/compare.hpp"
+#include "tests/test_emulator_support.hpp"
 
 using namespace lab;
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using lab::test::contains;

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "common/half_type.hpp"
-#include "errors.hpp"
+#include "kernels/common/half_type.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 using namespace lab;
 

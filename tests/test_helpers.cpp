@@ -1,5 +1,5 @@
 // Test helpers: scratch directories and runtime contexts with private caches.
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 #include <cstdlib>
 #include <random>

@@ -7,7 +7,7 @@
 
 #include <sys/types.h>
 
-#include "runtime_context.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
 
 namespace lab::test {
 

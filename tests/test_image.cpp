@@ -13,7 +13,7 @@
 #include "pipeline/image/jpeg_codec.hpp"
 #include "pipeline/image/letterbox.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using namespace lab;

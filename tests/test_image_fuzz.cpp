@@ -4,8 +4,8 @@
 // LAB_FUZZ_SCALE=N runs N times as many (fuzz_support.hpp).
 #include <catch2/catch.hpp>
 
-#include "fuzz_support.hpp"
-#include "image_bytes_support.hpp"
+#include "tests/fuzz_support.hpp"
+#include "tests/image_bytes_support.hpp"
 #include "pipeline/image/image.hpp"
 
 using lab::test::fuzz::mutate;

@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_test_support.hpp"
-#include "fuzz_support.hpp"
-#include "image_bytes_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
+#include "tests/fuzz_support.hpp"
+#include "tests/image_bytes_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/image/image.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

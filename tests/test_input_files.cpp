@@ -12,16 +12,16 @@
 #include <functional>
 #include <future>
 
-#include "scenario.hpp"
+#include "lab/scenario.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/input_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/image/image.hpp"
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 #ifdef LAB_VIEWER_BINARY
-#include "script_parse.hpp"
+#include "viewer/script_parse.hpp"
 #endif
 
 namespace fs = std::filesystem;

@@ -10,14 +10,14 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "compare.hpp"
-#include "counting_backend.hpp"
-#include "network_test_support.hpp"
+#include "kernels/compare.hpp"
+#include "tests/counting_backend.hpp"
+#include "tests/network_test_support.hpp"
 #include "pipeline/executor/network_ops.hpp"
 #include "pipeline/network.hpp"
 #include "pipeline/safetensors.hpp"
-#include "runtime_context.hpp"
-#include "test_helpers.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "compare.hpp"
+#include "kernels/compare.hpp"
 #include "pipeline/loss/assigner.hpp"
 #include "pipeline/loss/loss_reference.hpp"
 #include "pipeline/loss/yolo26_loss.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 using namespace lab::loss;

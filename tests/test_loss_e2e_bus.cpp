@@ -15,7 +15,7 @@
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/loss/loss_reference.hpp"
 #include "pipeline/loss/yolo26_loss.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 using namespace lab::loss;

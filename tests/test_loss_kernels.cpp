@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "loss/loss_inputs.hpp"
-#include "loss/loss_ops.hpp"
-#include "loss/loss_reference.hpp"
-#include "runner.hpp"
-#include "test_helpers.hpp"
+#include "kernels/loss/loss_inputs.hpp"
+#include "kernels/loss/loss_ops.hpp"
+#include "kernels/loss/loss_reference.hpp"
+#include "kernels/runner.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "loss/loss_inputs.hpp"
-#include "loss/loss_reference.hpp"
+#include "kernels/loss/loss_inputs.hpp"
+#include "kernels/loss/loss_reference.hpp"
 
 using namespace lab;
 

@@ -7,7 +7,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/model/yolo26_model.hpp"
-#include "test_model_synthetic.hpp"
+#include "tests/test_model_synthetic.hpp"
 
 using namespace lab;
 using lab::test::synthetic_checkpoint;

@@ -19,7 +19,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/detect/model_locator.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 using namespace lab;

@@ -1,7 +1,7 @@
 // Synthetic checkpoint: walks yolo26.yaml with the spec's scaling rules and writes each module's tensors
 // under its Ultralytics state-dict name. BatchNorm statistics are random (not the identity) so folding is
 // exercised; weights are scaled by 1/sqrt(fan_in) to keep activations finite through the depth.
-#include "test_model_synthetic.hpp"
+#include "tests/test_model_synthetic.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "nn/conv2d_op.hpp"
-#include "nn/conv2d_reference.hpp"
-#include "nn/plane_ops.hpp"
+#include "kernels/nn/conv2d_op.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/nn/plane_ops.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "runner.hpp"
-#include "test_helpers.hpp"
+#include "kernels/runner.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <iterator>
 
-#include "detect/topk_postprocess_op.hpp"
-#include "detect/topk_postprocess_reference.hpp"
-#include "test_helpers.hpp"
+#include "kernels/detect/topk_postprocess_op.hpp"
+#include "kernels/detect/topk_postprocess_reference.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 

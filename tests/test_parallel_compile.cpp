@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "parallel_compile.hpp"
+#include "nvrtc_runtime/parallel_compile.hpp"
 
 using namespace lab;
 

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <functional>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compare.hpp"
+#include "kernels/compare.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/network.hpp"
-#include "test_model_synthetic.hpp"
+#include "tests/test_model_synthetic.hpp"
 
 using namespace lab;
 

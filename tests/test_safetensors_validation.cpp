@@ -7,11 +7,11 @@
 #include <cstring>
 #include <functional>
 
-#include "checkpoint_test_support.hpp"
+#include "tests/checkpoint_test_support.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/safetensors.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

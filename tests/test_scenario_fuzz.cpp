@@ -6,10 +6,10 @@
 
 #include <algorithm>
 
-#include "checkpoint_test_support.hpp"
-#include "fuzz_support.hpp"
-#include "scenario.hpp"
-#include "scenario_runner.hpp"
+#include "tests/checkpoint_test_support.hpp"
+#include "tests/fuzz_support.hpp"
+#include "lab/scenario.hpp"
+#include "lab/scenario_runner.hpp"
 
 namespace fs = std::filesystem;
 

@@ -2,7 +2,7 @@
 // alone with a one-line reason; the other cases still run and the summary table still prints.
 #include <catch2/catch.hpp>
 
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 TEST_CASE("a case that cannot allocate fails alone and the table still prints", "[scenario][limits]") {
   lab::test::ScratchDir dir("scenario-oom");

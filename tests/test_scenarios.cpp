@@ -6,10 +6,10 @@
 
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "report.hpp"
-#include "scenario.hpp"
-#include "scenario_runner.hpp"
-#include "test_helpers.hpp"
+#include "lab/report.hpp"
+#include "lab/scenario.hpp"
+#include "lab/scenario_runner.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace lab;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include "kernels/runner.hpp"
 #include "lab/resource_table.hpp"
 #include "lab/scenario_runner.hpp"
-#include "cuda_compiler.hpp"
-#include "static_occupancy.hpp"
-#include "test_helpers.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/static_occupancy.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace {
 

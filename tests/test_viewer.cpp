@@ -11,11 +11,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "cuda_compiler.hpp"
-#include "kernel_tree.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
 #include "kernels/runner.hpp"
 #include "lab/scenario_runner.hpp"
-#include "test_helpers.hpp"
+#include "tests/test_helpers.hpp"
 
 #ifndef LAB_VIEWER_BINARY
 

@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "errors.hpp"
-#include "script_parse.hpp"
-#include "test_helpers.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "viewer/script_parse.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 // Window, ImGui set-up, the main window with its panel tabs and status line, and the frame loop.
 #define GLFW_INCLUDE_NONE
-#include "app.hpp"
+#include "viewer/app.hpp"
 
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
@@ -12,12 +12,12 @@
 #include <memory>
 #include <optional>
 
-#include "fonts.hpp"
+#include "viewer/fonts.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "panels.hpp"
-#include "script.hpp"
-#include "ui_text.hpp"
-#include "viewer_actions.hpp"
+#include "viewer/panels.hpp"
+#include "viewer/script.hpp"
+#include "viewer/ui_text.hpp"
+#include "viewer/viewer_actions.hpp"
 
 namespace lab::viewer {
 

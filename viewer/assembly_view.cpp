@@ -1,5 +1,5 @@
 // Source | assembly panes with the line-information highlighting.
-#include "assembly_view.hpp"
+#include "viewer/assembly_view.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include <imgui.h>
 
-#include "ui_text.hpp"
+#include "viewer/ui_text.hpp"
 
 namespace lab::viewer {
 

@@ -1,5 +1,5 @@
 // Spawning, waiting with a timeout and describing the end of a child process of the viewer.
-#include "child_process.hpp"
+#include "viewer/child_process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

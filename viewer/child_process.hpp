@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "temporary_folder.hpp"  // the private folder for a child's result and log
+#include "nvrtc_runtime/temporary_folder.hpp"  // the private folder for a child's result and log
 
 namespace lab::viewer {
 

@@ -1,6 +1,6 @@
 // The code editor: a scrolling child holding the gutter and an InputTextMultiline as tall as the text, so the
 // gutter and the text scroll together and a line's position is known for highlighting and jumping.
-#include "code_editor.hpp"
+#include "viewer/code_editor.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,8 +8,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "fonts.hpp"
-#include "ui_text.hpp"
+#include "viewer/fonts.hpp"
+#include "viewer/ui_text.hpp"
 
 namespace lab::viewer {
 

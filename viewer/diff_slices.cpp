@@ -1,5 +1,5 @@
 // Slice layout, diff grids and cell-to-element mapping.
-#include "diff_slices.hpp"
+#include "viewer/diff_slices.hpp"
 
 #include <algorithm>
 #include <cmath>

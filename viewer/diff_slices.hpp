@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "heatmap.hpp"
+#include "viewer/heatmap.hpp"
 #include "kernels/compare.hpp"
 
 namespace lab::viewer {

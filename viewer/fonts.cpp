@@ -1,5 +1,5 @@
 // Font atlas set-up and the glyph coverage check the code editor reports.
-#include "fonts.hpp"
+#include "viewer/fonts.hpp"
 
 #include <filesystem>
 #include <iostream>

@@ -1,5 +1,5 @@
 // GlTexture: glTexImage2D of RGBA8 pixels (OpenGL 1.1 entry points, so no loader is needed).
-#include "gl_texture.hpp"
+#include "viewer/gl_texture.hpp"
 
 #include <GL/gl.h>
 

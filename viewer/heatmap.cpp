@@ -1,5 +1,5 @@
 // Colour map, grid pixels and the heatmap widget.
-#include "heatmap.hpp"
+#include "viewer/heatmap.hpp"
 
 #include <algorithm>
 #include <cmath>

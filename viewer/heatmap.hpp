@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gl_texture.hpp"
+#include "viewer/gl_texture.hpp"
 
 namespace lab::viewer {
 

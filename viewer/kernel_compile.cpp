@@ -1,5 +1,5 @@
 // Kernel compile for the viewer, built on the same calls as `lab source`.
-#include "kernel_compile.hpp"
+#include "viewer/kernel_compile.hpp"
 
 #include <sstream>
 

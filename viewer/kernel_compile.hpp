@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernel_workspace.hpp"
+#include "viewer/kernel_workspace.hpp"
 #include "nvrtc_runtime/assembly_listing.hpp"
 #include "nvrtc_runtime/static_occupancy.hpp"
 #include "kernels/runner.hpp"

@@ -1,5 +1,5 @@
 // The child-process kernel run: its arguments, its result file in both directions.
-#include "kernel_run.hpp"
+#include "viewer/kernel_run.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "viewer/child_process.hpp"
 #include "lab/cli_state.hpp"
 #include "lab/report.hpp"
 #include "lab/scenario_runner.hpp"

@@ -1,5 +1,5 @@
 // Kernel workspace selection, per-user copy of the embedded tree, and file read/write.
-#include "kernel_workspace.hpp"
+#include "viewer/kernel_workspace.hpp"
 
 #include <cstdlib>
 #include <fstream>

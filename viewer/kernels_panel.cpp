@@ -8,9 +8,9 @@
 #include <imgui.h>
 
 #include "lab/resource_table.hpp"
-#include "panels.hpp"
-#include "ui_text.hpp"
-#include "viewer_actions.hpp"
+#include "viewer/panels.hpp"
+#include "viewer/ui_text.hpp"
+#include "viewer/viewer_actions.hpp"
 
 namespace lab::viewer {
 

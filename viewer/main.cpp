@@ -5,9 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "app.hpp"
-#include "kernel_run.hpp"
-#include "pipeline_session.hpp"
+#include "viewer/app.hpp"
+#include "viewer/kernel_run.hpp"
+#include "viewer/pipeline_session.hpp"
 #include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 

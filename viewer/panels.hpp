@@ -1,6 +1,6 @@
 // The panels of the main window; each draws from and acts on the shared ViewerState.
 #pragma once
-#include "viewer_state.hpp"
+#include "viewer/viewer_state.hpp"
 
 namespace lab::viewer {
 

@@ -9,10 +9,10 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "panels.hpp"
+#include "viewer/panels.hpp"
 #include "pipeline/image/draw.hpp"
-#include "ui_text.hpp"
-#include "viewer_actions.hpp"
+#include "viewer/ui_text.hpp"
+#include "viewer/viewer_actions.hpp"
 
 namespace lab::viewer {
 

@@ -1,6 +1,6 @@
 // The pipeline run in a child process (request and result files in both directions) and the per-layer
 // comparison with the CPU reference.
-#include "pipeline_session.hpp"
+#include "viewer/pipeline_session.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
-#include "compare.hpp"
+#include "viewer/child_process.hpp"
+#include "kernels/compare.hpp"
 #include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"

@@ -8,10 +8,10 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "diff_slices.hpp"
-#include "panels.hpp"
-#include "ui_text.hpp"
-#include "viewer_actions.hpp"
+#include "viewer/diff_slices.hpp"
+#include "viewer/panels.hpp"
+#include "viewer/ui_text.hpp"
+#include "viewer/viewer_actions.hpp"
 
 namespace lab::viewer {
 

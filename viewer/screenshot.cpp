@@ -1,5 +1,5 @@
 // glReadPixels of the back buffer, rows flipped to top-first, written with stb_image_write.
-#include "screenshot.hpp"
+#include "viewer/screenshot.hpp"
 
 #include <GL/gl.h>
 #include <stb_image_write.h>

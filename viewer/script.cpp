@@ -1,5 +1,5 @@
 // Scripted mode: the one-action-per-idle-frame executor of parsed scripts (script_parse.hpp).
-#include "script.hpp"
+#include "viewer/script.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,9 +8,9 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/image/draw.hpp"
-#include "screenshot.hpp"
-#include "ui_text.hpp"
-#include "viewer_actions.hpp"
+#include "viewer/screenshot.hpp"
+#include "viewer/ui_text.hpp"
+#include "viewer/viewer_actions.hpp"
 
 namespace lab::viewer {
 

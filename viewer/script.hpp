@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "script_parse.hpp"
+#include "viewer/script_parse.hpp"
 
 namespace lab::viewer {
 

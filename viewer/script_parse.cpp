@@ -1,5 +1,5 @@
 // Script parsing: the verbs of scripted mode with their argument counts, checked before anything runs.
-#include "script_parse.hpp"
+#include "viewer/script_parse.hpp"
 
 #include <map>
 #include <sstream>

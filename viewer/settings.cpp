@@ -1,5 +1,5 @@
 // Settings JSON read and write.
-#include "settings.hpp"
+#include "viewer/settings.hpp"
 
 #include <cstdlib>
 #include <fstream>

@@ -1,5 +1,5 @@
 // Recorded text helpers.
-#include "ui_text.hpp"
+#include "viewer/ui_text.hpp"
 
 #include <imgui.h>
 

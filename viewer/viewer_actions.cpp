@@ -1,5 +1,5 @@
 // Viewer actions and background jobs (compile on a thread, runs in a child process waited on a thread).
-#include "viewer_actions.hpp"
+#include "viewer/viewer_actions.hpp"
 
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "viewer_state.hpp"
+#include "viewer/viewer_state.hpp"
 
 namespace lab::viewer {
 

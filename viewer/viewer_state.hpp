@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "assembly_view.hpp"
-#include "code_editor.hpp"
-#include "heatmap.hpp"
-#include "kernel_compile.hpp"
-#include "kernel_run.hpp"
-#include "kernel_workspace.hpp"
-#include "pipeline_session.hpp"
+#include "viewer/assembly_view.hpp"
+#include "viewer/code_editor.hpp"
+#include "viewer/heatmap.hpp"
+#include "viewer/kernel_compile.hpp"
+#include "viewer/kernel_run.hpp"
+#include "viewer/kernel_workspace.hpp"
+#include "viewer/pipeline_session.hpp"
 #include "lab/scenario.hpp"
-#include "settings.hpp"
+#include "viewer/settings.hpp"
 
 namespace lab::viewer {
 

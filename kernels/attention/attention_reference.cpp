@@ -1,7 +1,7 @@
 // Float64 attention references: one row of scores at a time, explicit max-subtracted softmax, then the
 // textbook gradient formulas dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = s dS K, dK = s
 // dS^T Q.
-#include "attention/attention_reference.hpp"
+#include "kernels/attention/attention_reference.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Common parameters, problem sizes, seeded inputs and output poisoning of the attention runners.
-#include "attention/attention_runner_support.hpp"
+#include "kernels/attention/attention_runner_support.hpp"
 
 #include <cmath>
 

@@ -5,9 +5,9 @@
 #include <initializer_list>
 #include <vector>
 
-#include "attention/attention_reference.hpp"
-#include "attention/flash_attn2_op.hpp"
-#include "runner.hpp"
+#include "kernels/attention/attention_reference.hpp"
+#include "kernels/attention/flash_attn2_op.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 

@@ -1,11 +1,11 @@
 // FlashAttn2HalfOp: tile shapes, name expressions, launch shapes and shared-memory sizes of the
 // flash_attn2_mma.cu kernels.
-#include "attention/flash_attn2_half_op.hpp"
+#include "kernels/attention/flash_attn2_half_op.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

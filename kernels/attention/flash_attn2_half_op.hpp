@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "attention/flash_attn2_op.hpp"
-#include "backend.hpp"
-#include "common/half_type.hpp"
+#include "kernels/attention/flash_attn2_op.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/common/half_type.hpp"
 
 namespace lab {
 

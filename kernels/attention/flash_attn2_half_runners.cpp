@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention/attention_runner_support.hpp"
-#include "attention/flash_attn2_half_op.hpp"
-#include "common/half_type.hpp"
+#include "kernels/attention/attention_runner_support.hpp"
+#include "kernels/attention/flash_attn2_half_op.hpp"
+#include "kernels/common/half_type.hpp"
 
 namespace lab {
 namespace {

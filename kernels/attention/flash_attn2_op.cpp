@@ -1,7 +1,7 @@
 // FlashAttn2Op: name expressions, launch shapes and shared-memory sizes of the flash_attn2.cu kernels.
-#include "attention/flash_attn2_op.hpp"
+#include "kernels/attention/flash_attn2_op.hpp"
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 

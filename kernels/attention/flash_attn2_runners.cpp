@@ -1,6 +1,6 @@
 // Runners flash_attn2_fwd, flash_attn2_bwd and attn_probs: seeded random Q, K, V (and dO), every variant of
 // flash_attn2.cu checked element by element against the float64 reference in attention_reference.cpp.
-#include "attention/attention_runner_support.hpp"
+#include "kernels/attention/attention_runner_support.hpp"
 
 namespace lab {
 namespace {

@@ -1,11 +1,11 @@
 // PsaOp: launch shapes of the psa.cu kernels and the composition of the PSA attention forward and backward.
-#include "attention/psa_op.hpp"
+#include "kernels/attention/psa_op.hpp"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/flash_attn2_op.hpp"
-#include "backend.hpp"
+#include "kernels/attention/flash_attn2_op.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 

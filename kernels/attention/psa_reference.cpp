@@ -1,6 +1,6 @@
 // Float64 PSA references, indexed the way the Ultralytics module views its tensors ([B, nh, channels, N]),
 // independently of the packed layouts the kernels use.
-#include "attention/psa_reference.hpp"
+#include "kernels/attention/psa_reference.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,10 +2,10 @@
 // psa_attention / psa_attention_bwd (the composed op, checked against the Ultralytics formula in float64).
 #include <cmath>
 
-#include "attention/attention_reference.hpp"
-#include "attention/psa_op.hpp"
-#include "attention/psa_reference.hpp"
-#include "runner.hpp"
+#include "kernels/attention/attention_reference.hpp"
+#include "kernels/attention/psa_op.hpp"
+#include "kernels/attention/psa_reference.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

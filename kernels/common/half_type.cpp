@@ -1,10 +1,10 @@
 // fp16 / bf16 on the host: names, template arguments, and conversions through cuda_fp16.h and cuda_bf16.h.
-#include "common/half_type.hpp"
+#include "kernels/common/half_type.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -1,9 +1,9 @@
 // Anchor-grid construction from the feature-map sizes and strides.
-#include "detect/anchor_grid.hpp"
+#include "kernels/detect/anchor_grid.hpp"
 
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

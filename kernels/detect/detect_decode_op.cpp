@@ -1,9 +1,9 @@
 // DetectDecodeOp: compile once, upload the anchor grid once, launch per call.
-#include "detect/detect_decode_op.hpp"
+#include "kernels/detect/detect_decode_op.hpp"
 
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

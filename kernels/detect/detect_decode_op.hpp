@@ -3,8 +3,8 @@
 #pragma once
 #include <memory>
 
-#include "backend.hpp"
-#include "detect/anchor_grid.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/detect/anchor_grid.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // Detect-decode reference: x1y1 = anchor - lt, x2y2 = anchor + rb, times stride; then centre and size.
-#include "detect/detect_decode_reference.hpp"
+#include "kernels/detect/detect_decode_reference.hpp"
 
 namespace lab {
 

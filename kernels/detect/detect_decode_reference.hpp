@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "detect/anchor_grid.hpp"
+#include "kernels/detect/anchor_grid.hpp"
 
 namespace lab {
 

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <limits>
 
-#include "detect/detect_decode_op.hpp"
-#include "detect/detect_decode_reference.hpp"
-#include "runner.hpp"
+#include "kernels/detect/detect_decode_op.hpp"
+#include "kernels/detect/detect_decode_reference.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

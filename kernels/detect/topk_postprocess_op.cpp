@@ -1,10 +1,10 @@
 // TopkPostprocessOp: compile once, size the scratch per batch, two launches per call.
-#include "detect/topk_postprocess_op.hpp"
+#include "kernels/detect/topk_postprocess_op.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <memory>
 
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 

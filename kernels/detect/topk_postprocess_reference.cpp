@@ -1,6 +1,6 @@
 // Two-stage top-k reference: stage 1 over anchors, stage 2 over the (rank, class) pairs, each a partial sort
 // by (key descending, index ascending).
-#include "detect/topk_postprocess_reference.hpp"
+#include "kernels/detect/topk_postprocess_reference.hpp"
 
 #include <algorithm>
 #include <cmath>

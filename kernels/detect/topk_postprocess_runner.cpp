@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "detect/topk_postprocess_op.hpp"
-#include "detect/topk_postprocess_reference.hpp"
-#include "runner.hpp"
+#include "kernels/detect/topk_postprocess_op.hpp"
+#include "kernels/detect/topk_postprocess_reference.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

@@ -1,9 +1,9 @@
 // Runners ciou_fwd and ciou_bwd: seeded box pairs of a BOX_MIX family through CiouOp, checked against the
 // float64 reference (loss_reference.hpp).
-#include "loss/loss_inputs.hpp"
-#include "loss/loss_ops.hpp"
-#include "loss/loss_reference.hpp"
-#include "runner.hpp"
+#include "kernels/loss/loss_inputs.hpp"
+#include "kernels/loss/loss_ops.hpp"
+#include "kernels/loss/loss_reference.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

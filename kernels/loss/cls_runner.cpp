@@ -1,9 +1,9 @@
 // Runners cls_fwd and cls_bwd: seeded logits and soft targets [C, N] through ClsBceOp, checked against the
 // float64 reference (loss_reference.hpp).
-#include "loss/loss_inputs.hpp"
-#include "loss/loss_ops.hpp"
-#include "loss/loss_reference.hpp"
-#include "runner.hpp"
+#include "kernels/loss/loss_inputs.hpp"
+#include "kernels/loss/loss_ops.hpp"
+#include "kernels/loss/loss_reference.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

@@ -1,13 +1,13 @@
 // Box families and classification inputs for the loss kernels; all randomness from compare.hpp's
 // random_uniform, so inputs are reproducible across platforms.
-#include "loss/loss_inputs.hpp"
+#include "kernels/loss/loss_inputs.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-#include "compare.hpp"
-#include "errors.hpp"
+#include "kernels/compare.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

@@ -1,8 +1,8 @@
 // CiouOp and ClsBceOp: argument checks, one compile per op, and the launch configurations of ciou.cu /
 // cls.cu.
-#include "loss/loss_ops.hpp"
+#include "kernels/loss/loss_ops.hpp"
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 

@@ -1,7 +1,7 @@
 // Float64 references of the loss kernels. CIoU: one formula template evaluated on doubles (forward) and on
 // dual numbers (forward-mode derivative, one pass per pred coordinate). BCE: from its definition
 // -(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), not from the kernel's rearranged form.
-#include "loss/loss_reference.hpp"
+#include "kernels/loss/loss_reference.hpp"
 
 #include <cmath>
 #include <numbers>

@@ -1,11 +1,11 @@
 // Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded to 16 bits and
 // padded for v5_fp16 and v6_bf16), launch shapes.
-#include "nn/conv2d_op.hpp"
+#include "kernels/nn/conv2d_op.hpp"
 
 #include <algorithm>
 #include <optional>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

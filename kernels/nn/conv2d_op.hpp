@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "nn/conv2d_shape.hpp"
-#include "nn/nn_kernels.hpp"
-#include "nn/plane_view.hpp"
-#include "nn/precision.hpp"
+#include "kernels/nn/conv2d_shape.hpp"
+#include "kernels/nn/nn_kernels.hpp"
+#include "kernels/nn/plane_view.hpp"
+#include "kernels/nn/precision.hpp"
 
 namespace lab {
 

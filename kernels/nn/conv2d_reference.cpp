@@ -1,5 +1,5 @@
 // Conv2d reference: a plain loop nest per output element, float64 sums.
-#include "nn/conv2d_reference.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
 
 #include <cmath>
 

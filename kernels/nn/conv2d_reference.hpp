@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "nn/conv2d_shape.hpp"
+#include "kernels/nn/conv2d_shape.hpp"
 
 namespace lab {
 

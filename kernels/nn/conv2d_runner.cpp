@@ -3,11 +3,11 @@
 // the float64 reference; the channels around the output window must stay untouched.
 #include <cmath>
 
-#include "errors.hpp"
-#include "nn/conv2d_op.hpp"
-#include "nn/conv2d_reference.hpp"
-#include "nn/sliced_buffer.hpp"
-#include "runner.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "kernels/nn/conv2d_op.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/nn/sliced_buffer.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

@@ -1,9 +1,9 @@
 // NnKernels: one compile of nn_kernels.cu with every name expression; the shared launch shape.
-#include "nn/nn_kernels.hpp"
+#include "kernels/nn/nn_kernels.hpp"
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

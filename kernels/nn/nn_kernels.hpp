@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "common/half_type.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/common/half_type.hpp"
 
 namespace lab {
 

@@ -1,9 +1,9 @@
 // MaxPool2dOp, UpsampleNearest2xOp, CopyPlanesOp: argument checks and one launch each.
-#include "nn/plane_ops.hpp"
+#include "kernels/nn/plane_ops.hpp"
 
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -1,8 +1,8 @@
 // The nn ops that move planes without weights: MaxPool2dOp (SPPF), UpsampleNearest2xOp (the neck's
 // Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place). Views as plane_view.hpp.
 #pragma once
-#include "nn/nn_kernels.hpp"
-#include "nn/plane_view.hpp"
+#include "kernels/nn/nn_kernels.hpp"
+#include "kernels/nn/plane_view.hpp"
 
 namespace lab {
 

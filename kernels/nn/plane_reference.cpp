@@ -1,5 +1,5 @@
 // Max-pool and upsample references: explicit loops over the padded window / the source pixel.
-#include "nn/plane_reference.hpp"
+#include "kernels/nn/plane_reference.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -2,11 +2,11 @@
 // channel windows of larger poisoned buffers (sliced_buffer.hpp); outputs are checked against the float64
 // references and the channels around the output window must stay untouched. These ops only move float32
 // values, so the results must be exact (tolerance 0).
-#include "errors.hpp"
-#include "nn/plane_ops.hpp"
-#include "nn/plane_reference.hpp"
-#include "nn/sliced_buffer.hpp"
-#include "runner.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "kernels/nn/plane_ops.hpp"
+#include "kernels/nn/plane_reference.hpp"
+#include "kernels/nn/sliced_buffer.hpp"
+#include "kernels/runner.hpp"
 
 namespace lab {
 namespace {

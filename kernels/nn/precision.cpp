@@ -1,5 +1,5 @@
 // Precision names.
-#include "nn/precision.hpp"
+#include "kernels/nn/precision.hpp"
 
 namespace lab {
 

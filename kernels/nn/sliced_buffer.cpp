@@ -1,5 +1,5 @@
 // SlicedBuffer: window upload/download through host copies of the whole buffer, poison checks by bit pattern.
-#include "nn/sliced_buffer.hpp"
+#include "kernels/nn/sliced_buffer.hpp"
 
 #include <cstring>
 

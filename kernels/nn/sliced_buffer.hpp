@@ -5,9 +5,9 @@
 #pragma once
 #include <vector>
 
-#include "backend.hpp"
-#include "compare.hpp"
-#include "nn/plane_view.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/compare.hpp"
+#include "kernels/nn/plane_view.hpp"
 
 namespace lab {
 

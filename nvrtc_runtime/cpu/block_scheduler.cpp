@@ -1,6 +1,6 @@
 // The fiber scheduler of one block: resumes fibers warp by warp, completes warp collectives in lockstep,
 // releases block barriers, and turns every way a block can get stuck into an error message.
-#include "block_scheduler.hpp"
+#include "nvrtc_runtime/cpu/block_scheduler.hpp"
 
 #include <algorithm>
 #include <cstdio>

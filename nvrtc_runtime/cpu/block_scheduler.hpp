@@ -15,8 +15,8 @@
 
 #include <boost/context/detail/fcontext.hpp>
 
-#include "device/lab_emu_abi.hpp"
-#include "fiber_stacks.hpp"
+#include "nvrtc_runtime/cpu/device/lab_emu_abi.hpp"
+#include "nvrtc_runtime/cpu/fiber_stacks.hpp"
 
 namespace lab::cpu {
 

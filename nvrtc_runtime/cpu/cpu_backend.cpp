@@ -1,5 +1,5 @@
 // The cpu backend: compile through the host compiler, host memory, launches on the worker pool.
-#include "cpu_backend.hpp"
+#include "nvrtc_runtime/cpu/cpu_backend.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -8,14 +8,14 @@
 #include <thread>
 #include <vector>
 
-#include "block_scheduler.hpp"
-#include "compile_log.hpp"
-#include "errors.hpp"
-#include "host_compiler.hpp"
-#include "parallel_compile.hpp"
-#include "host_memory.hpp"
-#include "kernel_module.hpp"
-#include "worker_pool.hpp"
+#include "nvrtc_runtime/cpu/block_scheduler.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/cpu/host_compiler.hpp"
+#include "nvrtc_runtime/parallel_compile.hpp"
+#include "nvrtc_runtime/cpu/host_memory.hpp"
+#include "nvrtc_runtime/cpu/kernel_module.hpp"
+#include "nvrtc_runtime/cpu/worker_pool.hpp"
 
 namespace lab {
 

@@ -1,5 +1,5 @@
 // SIGSEGV/SIGBUS and watchdog-stop handling: jump out of the faulting or stuck fiber to the armed worker.
-#include "fault_trap.hpp"
+#include "nvrtc_runtime/cpu/fault_trap.hpp"
 
 #include <signal.h>
 

@@ -1,5 +1,5 @@
 // Fiber stacks: mmap'ed regions of [guard page | stack] slots.
-#include "fiber_stacks.hpp"
+#include "nvrtc_runtime/cpu/fiber_stacks.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab::cpu {
 

@@ -1,5 +1,5 @@
 // The --check-bounds address-space reservation: next-fit allocation of [gap | data] records.
-#include "guard_arena.hpp"
+#include "nvrtc_runtime/cpu/guard_arena.hpp"
 
 #include <sys/mman.h>
 
@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab::cpu {
 

@@ -1,6 +1,6 @@
 // Host-compiler builds of kernel modules: wrapper generation, cache key, a private snapshot of the sources,
 // compile, diagnostics, the .so for dlopen.
-#include "host_compiler.hpp"
+#include "nvrtc_runtime/cpu/host_compiler.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -9,12 +9,12 @@
 #include <memory>
 #include <sstream>
 
-#include "cuda_compiler.hpp"
-#include "device/lab_emu_abi.hpp"
-#include "diagnostics.hpp"
-#include "errors.hpp"
-#include "sha256.hpp"
-#include "subprocess.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/cpu/device/lab_emu_abi.hpp"
+#include "nvrtc_runtime/diagnostics.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/sha256.hpp"
+#include "nvrtc_runtime/cpu/subprocess.hpp"
 
 namespace lab {
 std::map<std::string, std::string> embedded_emulator_files();  // generated at build time

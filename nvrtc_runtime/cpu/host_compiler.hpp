@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "compile_types.hpp"
-#include "disk_cache.hpp"
-#include "kernel_tree.hpp"
-#include "temporary_folder.hpp"
+#include "nvrtc_runtime/compile_types.hpp"
+#include "nvrtc_runtime/disk_cache.hpp"
+#include "nvrtc_runtime/kernel_tree.hpp"
+#include "nvrtc_runtime/temporary_folder.hpp"
 
 namespace lab::cpu {
 

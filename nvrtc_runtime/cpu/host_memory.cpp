@@ -1,6 +1,6 @@
 // Host allocations for the cpu backend; in checked mode guarded by a GuardArena, with canaries and fault
 // attribution to the nearest buffer.
-#include "host_memory.hpp"
+#include "nvrtc_runtime/cpu/host_memory.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab::cpu {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "guard_arena.hpp"
+#include "nvrtc_runtime/cpu/guard_arena.hpp"
 
 namespace lab::cpu {
 

@@ -1,10 +1,10 @@
 // dlopen of cpu-backend kernel modules and launch-argument checking.
-#include "kernel_module.hpp"
+#include "nvrtc_runtime/cpu/kernel_module.hpp"
 
 #include <dlfcn.h>
 
-#include "block_scheduler.hpp"
-#include "errors.hpp"
+#include "nvrtc_runtime/cpu/block_scheduler.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab::cpu {
 

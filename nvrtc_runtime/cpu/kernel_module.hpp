@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "backend.hpp"
-#include "device/lab_emu_abi.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "nvrtc_runtime/cpu/device/lab_emu_abi.hpp"
 
 namespace lab::cpu {
 

@@ -1,5 +1,5 @@
 // posix_spawnp with the output redirected to an unlinked temporary file.
-#include "subprocess.hpp"
+#include "nvrtc_runtime/cpu/subprocess.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 extern char** environ;
 

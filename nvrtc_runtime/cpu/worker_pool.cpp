@@ -1,6 +1,6 @@
 // Worker threads of the cpu backend: block distribution, per-worker shared memory, fault recovery, the
 // no-progress watchdog.
-#include "worker_pool.hpp"
+#include "nvrtc_runtime/cpu/worker_pool.hpp"
 
 #include <pthread.h>
 #include <time.h>
@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "block_scheduler.hpp"
-#include "errors.hpp"
-#include "fault_trap.hpp"
+#include "nvrtc_runtime/cpu/block_scheduler.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/cpu/fault_trap.hpp"
 
 namespace lab::cpu {
 

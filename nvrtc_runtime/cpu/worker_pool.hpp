@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/lab_emu_abi.hpp"
+#include "nvrtc_runtime/cpu/device/lab_emu_abi.hpp"
 
 namespace lab::cpu {
 

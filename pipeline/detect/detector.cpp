@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "backend.hpp"
+#include "nvrtc_runtime/backend.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {

@@ -1,7 +1,7 @@
 // Activation views and the arena's bump allocation.
 #include "pipeline/executor/activation.hpp"
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

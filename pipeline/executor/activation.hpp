@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "backend.hpp"
-#include "nn/plane_view.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/nn/plane_view.hpp"
 
 namespace lab {
 

@@ -8,7 +8,7 @@
 
 #include <numeric>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <tuple>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/shape_plan.hpp"
 #include "pipeline/network.hpp"
 

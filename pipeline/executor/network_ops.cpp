@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "detect/anchor_grid.hpp"
-#include "detect/topk_postprocess_op.hpp"
-#include "errors.hpp"
+#include "kernels/detect/anchor_grid.hpp"
+#include "kernels/detect/topk_postprocess_op.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/precision_policy.hpp"
 
 namespace lab {

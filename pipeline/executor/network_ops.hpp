@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "detect/detect_decode_op.hpp"
-#include "nn/conv2d_op.hpp"
-#include "nn/nn_kernels.hpp"
-#include "nn/plane_ops.hpp"
+#include "nvrtc_runtime/backend.hpp"
+#include "kernels/detect/detect_decode_op.hpp"
+#include "kernels/nn/conv2d_op.hpp"
+#include "kernels/nn/nn_kernels.hpp"
+#include "kernels/nn/plane_ops.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {

@@ -3,7 +3,7 @@
 // quotes it with the measured errors. Everything else (the depthwise convs, pooling, the attention core,
 // decode and top-k) is float32 at every precision: those kernels have no tensor-core variant.
 #pragma once
-#include "nn/precision.hpp"
+#include "kernels/nn/precision.hpp"
 
 namespace lab {
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "errors.hpp"
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/psa_op.hpp"
-#include "detect/topk_postprocess_op.hpp"
+#include "kernels/attention/psa_op.hpp"
+#include "kernels/detect/topk_postprocess_op.hpp"
 #include "pipeline/executor/activation.hpp"
 #include "pipeline/executor/network_ops.hpp"
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <utility>
 
-#include "detect/anchor_grid.hpp"
-#include "detect/detect_decode_reference.hpp"
-#include "detect/topk_postprocess_reference.hpp"
+#include "kernels/detect/anchor_grid.hpp"
+#include "kernels/detect/detect_decode_reference.hpp"
+#include "kernels/detect/topk_postprocess_reference.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/network.hpp"
 #include "pipeline/reference/ref_modules.hpp"
