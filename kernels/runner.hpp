@@ -3,6 +3,7 @@
 // against its own CPU reference. The CLI, scenarios, tests and the viewer all go through this.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,33 +12,9 @@
 
 #include "nvrtc_runtime/backend.hpp"
 #include "kernels/compare.hpp"
+#include "kernels/kernel_spec.hpp"
 
 namespace lab {
-
-// Parameter values by name, as text ("64", "0.125", "true"); `resolve_params` fills defaults and validates.
-using Params = std::map<std::string, std::string>;
-
-struct ParamSpec {
-  enum class Kind { Int, Float, Bool, Choice };
-  std::string name;
-  Kind kind = Kind::Int;
-  std::string default_value;
-  std::string help;
-  double min = -1e300, max = 1e300;  // Int / Float range, inclusive
-  bool power_of_two = false;         // Int only
-  std::vector<std::string> choices;  // Choice only (also allowed for Int: listed values)
-};
-
-// Typed read of a resolved parameter (throws UsageError if absent or malformed).
-int64_t param_int(const Params& p, const std::string& name);
-double param_float(const Params& p, const std::string& name);
-bool param_bool(const Params& p, const std::string& name);
-const std::string& param_str(const Params& p, const std::string& name);
-
-struct KernelVariant {
-  std::string name;
-  std::string description;
-};
 
 // Bytes moved (each input read once, each output written once) and floating-point operations of one launch.
 struct WorkCounts {
@@ -58,6 +35,31 @@ class Instance {
   virtual void poison() = 0;
 };
 
+// What most instances share: the backend, and outputs allocated through `output()`, poisoned (every byte
+// 0xff: NaN in float, half and bfloat16) at allocation and by each poison().
+class InstanceBase : public Instance {
+ public:
+  void poison() override;
+
+ protected:
+  explicit InstanceBase(Backend& backend) : backend_(backend) {}
+  DeviceBuffer output(size_t bytes);
+  template <class T>
+  DeviceBuffer output_array(size_t count) {
+    return output(count * sizeof(T));
+  }
+  // Waits for the launches, then downloads `count` elements.
+  template <class T>
+  std::vector<T> fetch(const DeviceBuffer& buffer, size_t count) {
+    backend_.synchronize();
+    return backend_.download_vector<T>(buffer, count);
+  }
+  Backend& backend_;
+
+ private:
+  std::vector<std::pair<void*, size_t>> outputs_;
+};
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -73,6 +75,45 @@ class Runner {
   virtual CompileRequest compile_request(const std::string& variant, const Params& params) const = 0;
   virtual std::unique_ptr<Instance> instantiate(Backend& backend, const std::string& variant,
                                                 const Params& params, uint64_t seed) const = 0;
+};
+
+// Makes a runner's instance: inputs seeded from `seed`, uploaded; outputs allocated and poisoned.
+using MakeInstance = std::function<std::unique_ptr<Instance>(Backend&, const std::string& variant,
+                                                             const Params& params, uint64_t seed)>;
+
+// The MakeInstance of an Instance class constructed from (backend, variant, params, seed).
+template <class I>
+MakeInstance make_instance() {
+  return [](Backend& backend, const std::string& variant, const Params& params, uint64_t seed) {
+    return std::unique_ptr<Instance>(std::make_unique<I>(backend, variant, params, seed));
+  };
+}
+
+// A runner made from a kernel spec: its metadata and compile come from the spec, its instances from `make`.
+class SpecRunner : public Runner {
+ public:
+  SpecRunner(const KernelSpec& spec, MakeInstance make) : spec_(spec), make_(std::move(make)) {}
+  std::string name() const override { return spec_.name; }
+  std::string family() const override { return spec_.family; }
+  std::string description() const override { return spec_.description; }
+  std::string source_path() const override { return spec_.source; }
+  std::vector<KernelVariant> variants() const override { return spec_.variants; }
+  std::vector<ParamSpec> params() const override { return spec_.params; }
+  void validate(const Params& p) const override {
+    if (spec_.validate) spec_.validate(p);
+  }
+  CompileRequest compile_request(const std::string& variant, const Params& params) const override {
+    return spec_.compile_request(variant, params);
+  }
+  std::unique_ptr<Instance> instantiate(Backend& backend, const std::string& variant, const Params& params,
+                                        uint64_t seed) const override {
+    check_variant_runs(spec_, variant, params);
+    return make_(backend, variant, params, seed);
+  }
+
+ private:
+  const KernelSpec& spec_;
+  MakeInstance make_;
 };
 
 // Fills defaults, rejects unknown names (listing the valid ones) and out-of-range values (stating the rule).
@@ -97,5 +138,11 @@ template <class R>
 struct RunnerRegistration {
   RunnerRegistration() { Registry::instance().add(std::make_unique<R>()); }
 };
+
+// Registers the runner of `spec` (a function-local static of its spec function, alive for the program).
+inline bool register_runner(const KernelSpec& spec, MakeInstance make) {
+  Registry::instance().add(std::make_unique<SpecRunner>(spec, std::move(make)));
+  return true;
+}
 
 }  // namespace lab

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nvrtc_runtime/compile_types.hpp"
+#include "nvrtc_runtime/kernel_args.hpp"
 
 namespace lab {
 
@@ -25,23 +26,12 @@ struct LaunchConfig {
   size_t dynamic_shared_bytes = 0;
 };
 
-// Pointers to the launch arguments plus their sizes (checked against the kernel's real parameter types
-// where the backend can see them).
-struct KernelArgs {
-  std::vector<void*> pointers;
-  std::vector<size_t> sizes;
-};
-
-template <class... A>
-KernelArgs kernel_args(A&... args) {
-  return KernelArgs{{static_cast<void*>(&args)...}, {sizeof(A)...}};
-}
-
 // An entry point of a compiled module; valid while its module lives.
 struct Kernel {
   std::string name_expression;
   void* handle = nullptr;  // cudaKernel_t or the emulator's entry
   const class Module* module = nullptr;
+  const EntrySignature* signature = nullptr;  // what every launch of it is checked against
 };
 
 class Module {

@@ -31,6 +31,7 @@ class CudaModule : public Module {
       check(cudaLibraryGetKernel(&k, library_, result_.lowered_names[i].c_str()),
             "cudaLibraryGetKernel(" + result_.name_expressions[i] + ")");
       kernels_[result_.name_expressions[i]] = k;
+      signatures_[result_.name_expressions[i]] = entry_signature_from_ptx(result_.ptx, result_.lowered_names[i]);
       cudaFuncAttributes attr{};
       if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k)) == cudaSuccess) {
         // The loaded function's own figures fill what the ptxas report left out (on the H200 the report of
@@ -52,13 +53,14 @@ class CudaModule : public Module {
   Kernel kernel(const std::string& name) const override {
     auto it = kernels_.find(name);
     if (it == kernels_.end()) throw UsageError("kernel '" + name + "' was not in the compile request");
-    return Kernel{name, reinterpret_cast<void*>(it->second), this};
+    return Kernel{name, reinterpret_cast<void*>(it->second), this, &signatures_.at(name)};
   }
 
  private:
   CompileResult result_;
   cudaLibrary_t library_ = nullptr;
   std::map<std::string, cudaKernel_t> kernels_;
+  std::map<std::string, EntrySignature> signatures_;
 };
 
 // A captured stream sequence, instantiated once and launched as one graph on the backend's stream.
@@ -150,6 +152,9 @@ class CudaBackend : public Backend {
   }
 
   void launch(const Kernel& kernel, const LaunchConfig& c, const KernelArgs& args) override {
+    if (!kernel.signature || dynamic_cast<const CudaModule*>(kernel.module) == nullptr)
+      throw UsageError("kernel '" + kernel.name_expression + "' does not come from a cuda-backend module");
+    check_launch_arguments(kernel.name_expression, *kernel.signature, args);
     const void* fn = kernel.handle;
     if (c.dynamic_shared_bytes > 48 * 1024) {
       check(

@@ -121,10 +121,10 @@ TEST_CASE("lab source --interleave puts each source line before the PTX its .loc
     }
   }
   CHECK(matched == expected.size());
-  // The stores of the four outputs come from lines 23 to 26 (`out[...] = ...`).
-  for (int line = 23; line <= 26; ++line) CHECK(contains(kernel_lines[size_t(line) - 1], "out["));
+  // The stores of the four outputs come from lines 26 to 29 (`out[...] = ...`).
+  for (int line = 26; line <= 29; ++line) CHECK(contains(kernel_lines[size_t(line) - 1], "out["));
   CHECK(std::count_if(expected.begin(), expected.end(), [](const auto& e) {
-          return e.first >= 23 && e.first <= 26 && contains(e.second, "st.global.f32");
+          return e.first >= 26 && e.first <= 29 && contains(e.second, "st.global.f32");
         }) == 4);
 }
 

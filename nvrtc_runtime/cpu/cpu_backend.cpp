@@ -38,14 +38,25 @@ std::string dim_text(const Dim3& d) {
   return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
 }
 
-// The pointer parameters of a launch, named "argument 0 (float*)", to name the buffer a fault missed.
+// The pointers a launch passes, to name the buffer a fault missed: pointer parameters as "argument 0
+// (float*)", and every pointer-aligned word of a parameter struct as "the word at byte 32 of argument 0
+// (lab::DetectDecodeParams)" (the field at that offset of the struct in its _params.cuh).
 std::vector<cpu::NamedPointer> pointer_arguments(const cpu::GridJob& job) {
   std::vector<cpu::NamedPointer> pointers;
   for (unsigned i = 0; i < job.kernel->param_count; ++i) {
     const std::string type = cpu::parameter_type(*job.kernel, i);
-    if (job.kernel->param_sizes[i] != sizeof(void*) || type.empty() || type.back() != '*') continue;
-    pointers.push_back({"argument " + std::to_string(i) + " (" + type + ")",
-                        *static_cast<const void* const*>(job.args[i])});
+    const std::string argument = "argument " + std::to_string(i) + " (" + type + ")";
+    const size_t size = job.kernel->param_sizes[i];
+    if (size == sizeof(void*) && !type.empty() && type.back() == '*') {
+      pointers.push_back({argument, *static_cast<const void* const*>(job.args[i])});
+    } else if (size > sizeof(void*)) {
+      const auto* bytes = static_cast<const char*>(job.args[i]);
+      for (size_t at = 0; at + sizeof(void*) <= size; at += sizeof(void*)) {
+        const void* word = nullptr;
+        std::memcpy(&word, bytes + at, sizeof(void*));
+        pointers.push_back({"the word at byte " + std::to_string(at) + " of " + argument, word});
+      }
+    }
   }
   return pointers;
 }
@@ -129,7 +140,7 @@ class CpuBackend : public Backend {
       throw RuntimeError(name + ": " + std::to_string(config.dynamic_shared_bytes) +
                          " bytes of dynamic shared memory exceed the limit of " +
                          std::to_string(kSharedPerBlockOptin));
-    cpu::check_launch_arguments(entry, args);
+    check_launch_arguments(kernel.name_expression, *kernel.signature, args);
     cpu::GridJob job;
     job.kernel = &entry;
     job.args = args.pointers.data();

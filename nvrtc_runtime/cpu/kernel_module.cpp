@@ -1,4 +1,4 @@
-// dlopen of cpu-backend kernel modules and launch-argument checking.
+// dlopen of cpu-backend kernel modules and the parameter types their entries report.
 #include "nvrtc_runtime/cpu/kernel_module.hpp"
 
 #include <dlfcn.h>
@@ -33,8 +33,13 @@ KernelModule::KernelModule(CompileResult result, const std::filesystem::path& sh
                                               shared_object)(&BlockScheduler::host_api());
     for (size_t i = 0; i < result_.name_expressions.size(); ++i) {
       using Entry = const lab_emu_kernel* (*)();
-      kernels_[result_.name_expressions[i]] =
-          symbol<Entry>(handle_, result_.lowered_names[i], shared_object)();
+      const lab_emu_kernel* entry = symbol<Entry>(handle_, result_.lowered_names[i], shared_object)();
+      kernels_[result_.name_expressions[i]] = entry;
+      EntrySignature& signature = signatures_[result_.name_expressions[i]];
+      for (unsigned p = 0; p < entry->param_count; ++p) {
+        signature.types.push_back(parameter_type(*entry, p));
+        signature.sizes.push_back(size_t(entry->param_sizes[p]));
+      }
     }
   } catch (...) {
     ::dlclose(handle_);
@@ -50,36 +55,12 @@ Kernel KernelModule::kernel(const std::string& name_expression) const {
   auto it = kernels_.find(name_expression);
   if (it == kernels_.end())
     throw UsageError("kernel '" + name_expression + "' was not in the compile request");
-  return Kernel{name_expression, const_cast<lab_emu_kernel*>(it->second), this};
+  return Kernel{name_expression, const_cast<lab_emu_kernel*>(it->second), this, &signatures_.at(name_expression)};
 }
 
 std::string parameter_type(const lab_emu_kernel& kernel, unsigned index) {
   // The module reports __PRETTY_FUNCTION__ of lab_emu::type_name<T>(): "... [with T = const float*]".
-  std::string pretty = kernel.param_types[index];
-  const size_t at = pretty.find("T = ");
-  if (at == std::string::npos) return pretty;
-  std::string type = pretty.substr(at + 4);
-  const size_t end = type.find_first_of(";]");
-  return end == std::string::npos ? type : type.substr(0, end);
-}
-
-void check_launch_arguments(const lab_emu_kernel& kernel, const KernelArgs& args) {
-  const std::string name = kernel.name_expression;
-  if (args.pointers.size() != kernel.param_count || args.sizes.size() != kernel.param_count) {
-    std::string params;
-    for (unsigned i = 0; i < kernel.param_count; ++i) params += (i ? ", " : "") + parameter_type(kernel, i);
-    throw RuntimeError("kernel " + name + " takes " + std::to_string(kernel.param_count) + " arguments (" +
-                       params + ") but the launch passes " + std::to_string(args.pointers.size()));
-  }
-  for (unsigned i = 0; i < kernel.param_count; ++i) {
-    if (args.sizes[i] != kernel.param_sizes[i])
-      throw RuntimeError("kernel " + name + ": argument " + std::to_string(i) + " has " +
-                         std::to_string(args.sizes[i]) + " bytes but parameter " + std::to_string(i) + " (" +
-                         parameter_type(kernel, i) + ") has " + std::to_string(kernel.param_sizes[i]));
-    if (!args.pointers[i])
-      throw RuntimeError("kernel " + name + ": argument " + std::to_string(i) +
-                         " is a null pointer to its value");
-  }
+  return pretty_function_type(kernel.param_types[index]);
 }
 
 }  // namespace lab::cpu

@@ -1,5 +1,5 @@
-// A loaded kernel module of the cpu backend (dlopen'ed shared object) and the launch-argument check against
-// the parameter types the module reports.
+// A loaded kernel module of the cpu backend (dlopen'ed shared object) and the parameter types its entries
+// report (the signatures every launch is checked against).
 #pragma once
 #include <filesystem>
 #include <map>
@@ -26,13 +26,10 @@ class KernelModule : public Module {
   CompileResult result_;
   void* handle_ = nullptr;
   std::map<std::string, const lab_emu_kernel*> kernels_;
+  std::map<std::string, EntrySignature> signatures_;
 };
 
 // The name of parameter `index` as the host compiler spells its type ("const float*").
 std::string parameter_type(const lab_emu_kernel& kernel, unsigned index);
-
-// Throws RuntimeError naming the kernel and the argument when the count or a size differs from the kernel's
-// real parameters (a runner bug that would otherwise read garbage).
-void check_launch_arguments(const lab_emu_kernel& kernel, const KernelArgs& args);
 
 }  // namespace lab::cpu

@@ -91,7 +91,7 @@ NnKernelNames NetworkOps::kernel_names(const Yolo26Model& model, Precision preci
 std::vector<CompileRequest> NetworkOps::compile_requests(const Yolo26Model& model, Precision precision) {
   std::vector<CompileRequest> requests =
       nn_module_requests(kernel_names(model, precision), kNetworkKernelsPerModule);
-  requests.push_back(detect_decode_compile_request());
+  requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
   requests.push_back(topk_compile_request());
   return requests;
 }
