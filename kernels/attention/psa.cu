@@ -18,7 +18,9 @@
 // (BH * 2), psa_qkv_grad (BH * 4). psa_extract_v is a plain channel gather: block 256, grid
 // ceil(B * c * N / 256). Nothing is saved: the backward needs only the forward's Flash Attention 2 outputs.
 // psa_attention_fused<KD> (end of file) is the composed forward's `fused` variant: everything in one launch.
+// Each kernel takes its parameter struct (psa_params.cuh) by value.
 #include "common/lab.cuh"
+#include "attention/psa_params.cuh"
 
 namespace psa {
 
@@ -45,8 +47,10 @@ __device__ __forceinline__ void load_row_major(const float* src, int n, int n0, 
 }  // namespace psa
 
 // qkv [B, nh*4*KD, H, W] -> packed [4, BH, N, KD]. Grid z = BH * 4 (bh-major, section-minor).
-extern "C" __global__ void psa_pack_qkv(const float* __restrict__ qkv, float* __restrict__ packed,
-                                        int batch_heads, int key_dim, int n) {
+__global__ void psa_pack_qkv(const lab::PsaSplitQkvParams p) {
+  const float* __restrict__ qkv = p.qkv;
+  float* __restrict__ packed = p.out;
+  const int batch_heads = p.batch_heads, key_dim = p.key_dim, n = p.n;
   __shared__ float tile[psa::kTile][psa::kTile + 1];
   const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
   const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
@@ -60,8 +64,10 @@ extern "C" __global__ void psa_pack_qkv(const float* __restrict__ qkv, float* __
 }
 
 // qkv [B, nh*4*KD, H, W] -> v_out [B, nh*2*KD, H, W]: the V_lo, V_hi channels of every head, in order.
-extern "C" __global__ void psa_extract_v(const float* __restrict__ qkv, float* __restrict__ v_out,
-                                         int batch_heads, int key_dim, int n) {
+__global__ void psa_extract_v(const lab::PsaSplitQkvParams p) {
+  const float* __restrict__ qkv = p.qkv;
+  float* __restrict__ v_out = p.out;
+  const int batch_heads = p.batch_heads, key_dim = p.key_dim, n = p.n;
   const size_t per_head = size_t(2) * key_dim * n;
   const size_t idx = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= per_head * batch_heads) return;
@@ -70,8 +76,11 @@ extern "C" __global__ void psa_extract_v(const float* __restrict__ qkv, float* _
 }
 
 // o_lo, o_hi [BH, N, KD] -> merged [B, nh*2*KD, H, W]. Grid z = BH * 2 (bh-major, half-minor).
-extern "C" __global__ void psa_merge_attn(const float* __restrict__ o_lo, const float* __restrict__ o_hi,
-                                          float* __restrict__ merged, int key_dim, int n) {
+__global__ void psa_merge_attn(const lab::PsaMergeParams p) {
+  const float* __restrict__ o_lo = p.o_lo;
+  const float* __restrict__ o_hi = p.o_hi;
+  float* __restrict__ merged = p.merged;
+  const int key_dim = p.key_dim, n = p.n;
   __shared__ float tile[psa::kTile][psa::kTile + 1];
   const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
   const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
@@ -84,8 +93,11 @@ extern "C" __global__ void psa_merge_attn(const float* __restrict__ o_lo, const 
 }
 
 // The merge backward: d_merged [B, nh*2*KD, H, W] -> do_lo, do_hi [BH, N, KD]. Grid z = BH * 2.
-extern "C" __global__ void psa_merge_attn_bwd(const float* __restrict__ d_merged, float* __restrict__ do_lo,
-                                              float* __restrict__ do_hi, int key_dim, int n) {
+__global__ void psa_merge_attn_bwd(const lab::PsaMergeBwdParams p) {
+  const float* __restrict__ d_merged = p.d_merged;
+  float* __restrict__ do_lo = p.do_lo;
+  float* __restrict__ do_hi = p.do_hi;
+  const int key_dim = p.key_dim, n = p.n;
   __shared__ float tile[psa::kTile][psa::kTile + 1];
   const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
   const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
@@ -99,8 +111,11 @@ extern "C" __global__ void psa_merge_attn_bwd(const float* __restrict__ d_merged
 
 // The pack / extract-V backward: grads [2, 3, BH, N, KD] (pass lo/hi x dQ, dK, dV) and d_v [B, nh*2*KD, H, W]
 // -> d_qkv [B, nh*4*KD, H, W]. Grid z = BH * 4 (bh-major, section-minor).
-extern "C" __global__ void psa_qkv_grad(const float* __restrict__ grads, const float* __restrict__ d_v,
-                                        float* __restrict__ d_qkv, int batch_heads, int key_dim, int n) {
+__global__ void psa_qkv_grad(const lab::PsaQkvGradParams p) {
+  const float* __restrict__ grads = p.grads;
+  const float* __restrict__ d_v = p.d_v;
+  float* __restrict__ d_qkv = p.d_qkv;
+  const int batch_heads = p.batch_heads, key_dim = p.key_dim, n = p.n;
   __shared__ float tile_a[psa::kTile][psa::kTile + 1];
   __shared__ float tile_b[psa::kTile][psa::kTile + 1];
   const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
@@ -153,9 +168,16 @@ constexpr float kMasked = -1.0e30f;  // score of a key beyond N: finite, so exp2
 //   other widths take the composed path.
 template <int KD>
 __global__ void __launch_bounds__(psa::kFusedThreads)
-    psa_attention_fused(const float* __restrict__ qkv, float* __restrict__ merged, float* __restrict__ v_out,
-                        float* __restrict__ packed, float* __restrict__ o_lo, float* __restrict__ o_hi,
-                        float* __restrict__ lse, int batch_heads, int n, float scale) {
+    psa_attention_fused(const lab::PsaFusedParams params) {
+  const float* __restrict__ qkv = params.qkv;
+  float* __restrict__ merged = params.merged;
+  float* __restrict__ v_out = params.v_out;
+  float* __restrict__ packed = params.packed;
+  float* __restrict__ o_lo = params.o_lo;
+  float* __restrict__ o_hi = params.o_hi;
+  float* __restrict__ lse = params.lse;
+  const int batch_heads = params.batch_heads, n = params.n;
+  const float scale = params.scale;
   constexpr int QB = psa::kFusedQueries, W = psa::kFusedWarps, VD = 2 * KD, kDimsPerLane = VD / 32;
   constexpr int kLd = 33;  // row stride of a warp's V tile
   static_assert(KD == 16 || KD == 32, "the fused PSA forward is instantiated for KEY_DIM 16 and 32");

@@ -2,9 +2,8 @@
 #include "kernels/attention/psa_op.hpp"
 
 #include <cmath>
-#include <string>
-#include <vector>
 
+#include "kernels/attention/psa_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -14,14 +13,6 @@ constexpr unsigned kTile = 32;
 
 unsigned ceil_div(size_t a, size_t b) {
   return unsigned((a + b - 1) / b);
-}
-
-LaunchConfig transpose_config(const PsaDims& d, int sections_per_head) {
-  LaunchConfig c;
-  c.grid = {ceil_div(size_t(d.n), kTile), ceil_div(size_t(d.key_dim), kTile),
-            unsigned(d.batch_heads() * sections_per_head)};
-  c.block = {kTile, 8, 1};
-  return c;
 }
 
 std::string fused_kernel_name(int key_dim) {
@@ -35,9 +26,8 @@ float softmax_scale(const PsaDims& d) {
 // The FA2 variant behind a PSA variant: `fused` runs its backward on the tiled FA2.
 std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
   if (variant != "fused") return variant;
-  if (!psa_fused_supported(dims.key_dim))
-    throw UsageError("variant fused of the PSA attention needs KEY_DIM 16 or 32 (got " +
-                     std::to_string(dims.key_dim) + ")");
+  if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
+    throw UsageError("variant fused of the PSA attention " + problem);
   return "tiled";
 }
 
@@ -45,96 +35,87 @@ Fa2Blocks fa2_blocks_of(const PsaDims& dims) {
   return choose_fa2_blocks(dims.batch_heads(), dims.n, dims.n, dims.key_dim);
 }
 
+CompileRequest fa2_request_of(const std::string& variant, const PsaDims& dims) {
+  return fa2_compile_request(fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims));
+}
+
 CompileRequest psa_module_request(bool fused, int key_dim) {
-  CompileRequest r{kPsaSource, {}, {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd",
-                                    "psa_qkv_grad"}};
+  CompileRequest r{kPsaSource,
+                   {},
+                   {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}};
   if (fused) r.name_expressions.push_back(fused_kernel_name(key_dim));
   return r;
 }
 
 }  // namespace
 
-bool psa_fused_supported(int key_dim) {
-  return key_dim == 16 || key_dim == 32;
+std::string psa_fused_problem(int key_dim) {
+  return key_dim == 16 || key_dim == 32 ? "" : "needs KEY_DIM 16 or 32 (got " + std::to_string(key_dim) + ")";
 }
 
-CompileRequest psa_fused_compile_request(int key_dim) {
-  return CompileRequest{kPsaSource, {}, {fused_kernel_name(key_dim)}};
+CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims) {
+  if (variant == "fused") return CompileRequest{kPsaSource, {}, {fused_kernel_name(dims.key_dim)}};
+  return fa2_request_of(variant, dims);
 }
 
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims) {
-  return {psa_module_request(variant == "fused", dims.key_dim),
-          fa2_compile_request(fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims))};
+  return {psa_module_request(variant == "fused", dims.key_dim), fa2_request_of(variant, dims)};
 }
 
 PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
     : backend_(backend),
       dims_(dims),
       fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims)),
-      fused_(variant == "fused") {
-  module_ = backend.compile(psa_module_request(fused_, dims.key_dim));
+      fused_(variant == "fused"),
+      module_(backend.compile(psa_module_request(fused_, dims.key_dim))),
+      pack_(module_->kernel("psa_pack_qkv")),
+      extract_(module_->kernel("psa_extract_v")),
+      merge_(module_->kernel("psa_merge_attn")),
+      merge_bwd_(module_->kernel("psa_merge_attn_bwd")),
+      qkv_grad_(module_->kernel("psa_qkv_grad")) {
   if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
-  pack_ = module_->kernel("psa_pack_qkv");
-  extract_ = module_->kernel("psa_extract_v");
-  merge_ = module_->kernel("psa_merge_attn");
-  merge_bwd_ = module_->kernel("psa_merge_attn_bwd");
-  qkv_grad_ = module_->kernel("psa_qkv_grad");
 }
 
 PsaWorkspace PsaOp::workspace() const {
   const size_t head = dims_.head_elems(), rows = size_t(dims_.batch_heads()) * dims_.n;
-  PsaWorkspace ws;
-  ws.packed = backend_.alloc_array<float>(4 * head);
-  ws.o_lo = backend_.alloc_array<float>(head);
-  ws.o_hi = backend_.alloc_array<float>(head);
-  ws.lse = backend_.alloc_array<float>(rows);
-  ws.do_lo = backend_.alloc_array<float>(head);
-  ws.do_hi = backend_.alloc_array<float>(head);
-  ws.delta = backend_.alloc_array<float>(rows);
-  ws.grads = backend_.alloc_array<float>(6 * head);
-  return ws;
+  auto floats = [this](size_t count) { return backend_.alloc_array<float>(count); };
+  // packed, o_lo, o_hi, lse, do_lo, do_hi, delta, grads
+  return {floats(4 * head), floats(head), floats(head), floats(rows),
+          floats(head),     floats(head), floats(rows), floats(6 * head)};
+}
+
+// Grid (ceil(N / 32), ceil(KD / 32), BH * sections_per_head), block (32, 8): psa.cu's tile transposes.
+LaunchConfig PsaOp::transpose_config(int sections_per_head) const {
+  return {{ceil_div(size_t(dims_.n), kTile), ceil_div(size_t(dims_.key_dim), kTile),
+           unsigned(dims_.batch_heads() * sections_per_head)},
+          {kTile, 8, 1}};
 }
 
 void PsaOp::pack_qkv(const float* qkv, float* packed) const {
-  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
-  backend_.launch(pack_, transpose_config(dims_, 4), kernel_args(qkv, packed, bh, kd, n));
+  const PsaSplitQkvParams p{qkv, packed, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(pack_, transpose_config(4), kernel_params(p));
 }
 
 void PsaOp::extract_v(const float* qkv, float* v_out) const {
-  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
-  LaunchConfig c;
-  c.block = {256, 1, 1};
-  c.grid = {ceil_div(2 * dims_.head_elems(), 256), 1, 1};
-  backend_.launch(extract_, c, kernel_args(qkv, v_out, bh, kd, n));
+  const PsaSplitQkvParams p{qkv, v_out, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(extract_, {{ceil_div(2 * dims_.head_elems(), 256), 1, 1}, {256, 1, 1}}, kernel_params(p));
 }
 
 void PsaOp::merge_attn(const float* o_lo, const float* o_hi, float* merged) const {
-  int kd = dims_.key_dim, n = dims_.n;
-  backend_.launch(merge_, transpose_config(dims_, 2), kernel_args(o_lo, o_hi, merged, kd, n));
-}
-
-void PsaOp::merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const {
-  int kd = dims_.key_dim, n = dims_.n;
-  backend_.launch(merge_bwd_, transpose_config(dims_, 2), kernel_args(d_merged, do_lo, do_hi, kd, n));
-}
-
-void PsaOp::qkv_grad(const float* grads, const float* d_v, float* d_qkv) const {
-  int bh = dims_.batch_heads(), kd = dims_.key_dim, n = dims_.n;
-  backend_.launch(qkv_grad_, transpose_config(dims_, 4), kernel_args(grads, d_v, d_qkv, bh, kd, n));
+  const PsaMergeParams p{o_lo, o_hi, merged, dims_.key_dim, dims_.n};
+  backend_.launch(merge_, transpose_config(2), kernel_params(p));
 }
 
 void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
   if (fused_) {
-    LaunchConfig c;  // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, the warps' V tiles
-    c.grid = {ceil_div(size_t(dims_.n), 8), unsigned(dims_.batch_heads()), 1};
-    c.block = {256, 1, 1};
-    c.dynamic_shared_bytes = size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float);
-    int bh = dims_.batch_heads(), n = dims_.n;
-    float scale = softmax_scale(dims_);
-    float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>(),
-          *lse = ws.lse.as<float>();
-    backend_.launch(fused_forward_, c,
-                    kernel_args(qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, scale));
+    // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, dynamic shared memory: the warps' V tiles.
+    float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>();
+    float* lse = ws.lse.as<float>();
+    const int bh = dims_.batch_heads(), n = dims_.n;
+    const PsaFusedParams p{qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, softmax_scale(dims_)};
+    const size_t shared_bytes = size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float);
+    backend_.launch(fused_forward_, {{ceil_div(size_t(n), 8), unsigned(bh), 1}, {256, 1, 1}, shared_bytes},
+                    kernel_params(p));
     return;
   }
   const size_t head = dims_.head_elems();
@@ -153,14 +134,17 @@ void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaW
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
   const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, softmax_scale(dims_)};
-  merge_attn_bwd(d_merged, ws.do_lo.as<float>(), ws.do_hi.as<float>());
+  const PsaMergeBwdParams merge_bwd{d_merged, ws.do_lo.as<float>(), ws.do_hi.as<float>(), dims_.key_dim,
+                                    dims_.n};
+  backend_.launch(merge_bwd_, transpose_config(2), kernel_params(merge_bwd));
   // grads [2 passes][dQ, dK, dV][BH, N, KD]
   float* g = ws.grads.as<float>();
   fa2_.backward(q, k, v_lo, ws.o_lo.as<const float>(), ws.do_lo.as<const float>(), ws.lse.as<const float>(),
                 ws.delta.as<float>(), g, g + head, g + 2 * head, p);
   fa2_.backward(q, k, v_hi, ws.o_hi.as<const float>(), ws.do_hi.as<const float>(), ws.lse.as<const float>(),
                 ws.delta.as<float>(), g + 3 * head, g + 4 * head, g + 5 * head, p);
-  qkv_grad(ws.grads.as<const float>(), d_v, d_qkv);
+  const PsaQkvGradParams qkv_grad{g, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(qkv_grad_, transpose_config(4), kernel_params(qkv_grad));
 }
 
 }  // namespace lab

@@ -2,7 +2,7 @@
 // passes (HEAD_DIM = KEY_DIM; V_lo then V_hi, sharing Q, K and one logsumexp buffer), forward and backward;
 // or, with the `fused` variant, the forward as one psa_attention_fused launch that leaves the same workspace
 // (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
-// attention.md). Layouts as in psa.cu.
+// attention.md). Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -36,15 +36,17 @@ struct PsaWorkspace {
   DeviceBuffer grads;         // [2, 3, BH, N, KD]
 };
 
-// Whether the fused forward exists for this key width (16 or 32; YOLO26 uses 32).
-bool psa_fused_supported(int key_dim);
+// Empty when the fused forward exists for this key width (16 or 32; YOLO26 uses 32), else the rule.
+std::string psa_fused_problem(int key_dim);
 // The largest map (H * W tokens) and the most query rows (batch * heads * tokens) the network runs through
 // the fused forward; larger problems take `tiled` (measured crossovers in docs/PERFORMANCE.md).
 inline constexpr int kPsaFusedMaxTokens = 1024;
 inline constexpr int64_t kPsaFusedMaxRows = 8192;
-// The fused forward kernel alone (what `lab source psa_attention --variant fused` shows).
-CompileRequest psa_fused_compile_request(int key_dim);
-// The modules a PsaOp of this variant and shape compiles: psa.cu's kernels, then its Flash Attention 2 module.
+// The attention kernels of a variant (what `lab source psa_attention` shows): the fused forward kernel alone
+// for `fused`, else the Flash Attention 2 module of the two passes.
+CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims);
+// The modules a PsaOp of this variant and shape compiles: psa.cu's kernels, then its Flash Attention 2
+// module.
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims);
 
 class PsaOp {
@@ -58,8 +60,6 @@ class PsaOp {
   void pack_qkv(const float* qkv, float* packed) const;
   void extract_v(const float* qkv, float* v_out) const;
   void merge_attn(const float* o_lo, const float* o_hi, float* merged) const;
-  void merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const;
-  void qkv_grad(const float* grads, const float* d_v, float* d_qkv) const;
 
   // qkv -> merged (v @ attn^T in NCHW) and v_out (the V channels), leaving O_lo, O_hi, L in `ws`.
   void forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const;
@@ -72,13 +72,13 @@ class PsaOp {
   const FlashAttn2Op& fa2() const { return fa2_; }
 
  private:
+  LaunchConfig transpose_config(int sections_per_head) const;
   Backend& backend_;
   PsaDims dims_;
   FlashAttn2Op fa2_;
+  bool fused_;
   std::shared_ptr<Module> module_;
-  bool fused_ = false;
-  Kernel fused_forward_;
-  Kernel pack_, extract_, merge_, merge_bwd_, qkv_grad_;
+  Kernel fused_forward_, pack_, extract_, merge_, merge_bwd_, qkv_grad_;
 };
 
 }  // namespace lab

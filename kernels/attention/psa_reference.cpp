@@ -62,7 +62,7 @@ std::vector<double> psa_pack_reference(const std::vector<double>& qkv, const Psa
 }
 
 std::vector<double> psa_extract_v_reference(const std::vector<double>& qkv, const PsaShape& s) {
-  std::vector<double> out(size_t(s.batch) * s.out_channels() * s.n());
+  std::vector<double> out(s.out_elems());
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.num_heads; ++h)
       for (int c = 0; c < 2 * s.key_dim; ++c)
@@ -74,7 +74,7 @@ std::vector<double> psa_extract_v_reference(const std::vector<double>& qkv, cons
 std::vector<double> psa_merge_reference(const std::vector<double>& o_lo, const std::vector<double>& o_hi,
                                         const PsaShape& s) {
   const int N = s.n(), KD = s.key_dim;
-  std::vector<double> out(size_t(s.batch) * s.out_channels() * N);
+  std::vector<double> out(s.out_elems());
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < s.num_heads; ++h)
       for (int n = 0; n < N; ++n)
@@ -89,7 +89,7 @@ std::vector<double> psa_merge_reference(const std::vector<double>& o_lo, const s
 PsaAttentionRef psa_attention_reference(const std::vector<double>& qkv, const PsaShape& s) {
   const int N = s.n(), KD = s.key_dim;
   PsaAttentionRef r;
-  r.x.assign(size_t(s.batch) * s.out_channels() * N, 0.0);
+  r.x.assign(s.out_elems(), 0.0);
   r.v = psa_extract_v_reference(qkv, s);
   r.lse.resize(size_t(s.batch_heads()) * N);
   std::vector<double> attn;

@@ -5,6 +5,7 @@
 //   attn = softmax((q * scale)^T @ k, dim=-1);  x = (v @ attn^T).view(B, C, H, W);  v_out = v.reshape(B, C,
 //   H, W)
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace lab {
@@ -20,6 +21,9 @@ struct PsaShape {
   int batch_heads() const { return batch * num_heads; }
   int qkv_channels() const { return num_heads * 4 * key_dim; }
   int out_channels() const { return num_heads * 2 * key_dim; }
+  size_t qkv_elems() const { return size_t(batch) * qkv_channels() * n(); }    // [B, nh*4*KD, H, W]
+  size_t out_elems() const { return size_t(batch) * out_channels() * n(); }    // [B, nh*2*KD, H, W]
+  size_t head_elems() const { return size_t(batch_heads()) * n() * key_dim; }  // [BH, N, KD]
   double softmax_scale() const;
 };
 

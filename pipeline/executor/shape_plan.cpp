@@ -22,7 +22,7 @@ PsaDims psa_dims(const AttentionSpec& a, int batch, int tokens) {
 // large maps or batches each of its CTAs reading every key of its head costs more than the launches it
 // saves (batch 32: 215 vs 176 us; 80x80: level). docs/PERFORMANCE.md.
 std::string psa_variant(const PsaDims& dims) {
-  const bool fused = psa_fused_supported(dims.key_dim) && dims.n <= kPsaFusedMaxTokens &&
+  const bool fused = psa_fused_problem(dims.key_dim).empty() && dims.n <= kPsaFusedMaxTokens &&
                      int64_t(dims.batch_heads()) * dims.n <= kPsaFusedMaxRows;
   return fused ? "fused" : "tiled";
 }

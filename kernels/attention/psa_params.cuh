@@ -1,0 +1,59 @@
+// Parameters of the psa.cu kernels, shared by the kernels and PsaOp that launches them: plain data, passed by
+// value. Layouts as in psa.cu (BH = B * NUM_HEADS, N = H * W, KD = KEY_DIM).
+#pragma once
+
+namespace lab {
+
+// psa_pack_qkv (out = packed [4, BH, N, KD]) and psa_extract_v (out = v_out [B, nh*2*KD, H, W]).
+struct PsaSplitQkvParams {
+  const float* qkv;  // [B, nh*4*KD, H, W]
+  float* out;
+  int batch_heads;
+  int key_dim;
+  int n;
+};
+
+// psa_merge_attn: o_lo, o_hi [BH, N, KD] -> merged [B, nh*2*KD, H, W].
+struct PsaMergeParams {
+  const float* o_lo;
+  const float* o_hi;
+  float* merged;
+  int key_dim;
+  int n;
+};
+
+// psa_merge_attn_bwd: d_merged [B, nh*2*KD, H, W] -> do_lo, do_hi [BH, N, KD].
+struct PsaMergeBwdParams {
+  const float* d_merged;
+  float* do_lo;
+  float* do_hi;
+  int key_dim;
+  int n;
+};
+
+// psa_qkv_grad: grads [2, 3, BH, N, KD] and d_v [B, nh*2*KD, H, W] -> d_qkv [B, nh*4*KD, H, W].
+struct PsaQkvGradParams {
+  const float* grads;
+  const float* d_v;
+  float* d_qkv;
+  int batch_heads;
+  int key_dim;
+  int n;
+};
+
+// psa_attention_fused<KD>: qkv -> merged, v_out, and the workspace the composed path leaves (packed, o_lo,
+// o_hi, lse [BH, N]).
+struct PsaFusedParams {
+  const float* qkv;
+  float* merged;
+  float* v_out;
+  float* packed;
+  float* o_lo;
+  float* o_hi;
+  float* lse;
+  int batch_heads;
+  int n;
+  float scale;  // softmax scale
+};
+
+}  // namespace lab
