@@ -110,4 +110,8 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
                     Catch::Contains("cannot split a 64 x 32 dQ tile"));
   const Runner& psa = Registry::instance().get("psa_attention");
   CHECK_THROWS_WITH(resolve_params(psa, {{"KEY_DIM", "24"}}), Catch::Contains("power of two"));
+  // The fused forward exists for KEY_DIM 16 and 32 only: the variant states its rule before anything compiles.
+  auto cpu = make_backend("cpu", test::embedded_context());
+  CHECK_THROWS_WITH(psa.instantiate(*cpu, "fused", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
+                    "variant fused of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
 }
