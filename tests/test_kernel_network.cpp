@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "kernels/common/half_type.hpp"
 #include "kernels/compare.hpp"
 #include "tests/counting_backend.hpp"
 #include "tests/network_test_support.hpp"

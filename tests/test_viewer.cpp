@@ -238,7 +238,7 @@ TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the la
     return;
   }
   lab::test::ScratchDir dir("viewer-pipeline-edits");
-  // Line 21 of nn/upsample_nearest2x.cu is the kernel's last line; line 22 of nn/maxpool2d.cu follows the
+  // Line 26 of nn/upsample_nearest2x.cu is the kernel's last line; line 26 of nn/maxpool2d.cu follows the
   // plane pointer. Each save re-runs the pipeline (and the comparison, once asked for) in a child process.
   const std::string script = run_pipeline_on(scene) +
                              "expect_text stop sign 0.\n"
@@ -247,12 +247,12 @@ TEST_CASE("viewer: live edits reach the pipeline: a wrong kernel shows in the la
                              "compare_layers\n"
                              "expect_text every tensor within rel L2 1.0e-03 of the reference\n"
                              "open_file nn/upsample_nearest2x.cu\n"
-                             "insert_text 21 if (y < h_in) out[b * out_bs + c * out_cs + p] += 0.5f;\n"
+                             "insert_text 26 if (y < h_in) out[b * out_bs + c * out_cs + p] += 0.5f;\n"
                              "save\n"
                              "select_panel Pipeline\n"
                              "expect_text first layer off the reference: layer11 (rel L2\n"
                              "open_file nn/maxpool2d.cu\n"
-                             "insert_text 22 if (p == 0) src = (const float*)16;\n"
+                             "insert_text 26 if (p == 0) src = (const float*)16;\n"
                              "save\n"
                              "select_panel Pipeline\n"
                              "expect_text pipeline failed\n"

@@ -1,10 +1,13 @@
-// Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded to 16 bits and
-// padded for v5_fp16 and v6_bf16), launch shapes.
+// The conv2d spec, and Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded
+// to 16 bits and padded for v5_fp16 and v6_bf16), launch shapes and parameters.
 #include "kernels/nn/conv2d_op.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
+#include "kernels/common/half_type.hpp"
+#include "kernels/nn/nn_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -16,6 +19,8 @@ constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // as in conv2d.cu
 constexpr int kMaxGridYZ = 65535;
 constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of v2 and v4 (nn::kTiledChunk)
 constexpr int kMmaChunk = 32;    // of v5 and v6 (nn::kMmaChunk)
+constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_depthwise",
+                                         "v4_tf32",   "v5_fp16",  "v6_bf16"};  // in ConvVariant order
 
 std::string shape_text(const Conv2dShape& s) {
   return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
@@ -78,31 +83,80 @@ std::vector<uint16_t> pad_half_weights(const std::vector<float>& w, int c_out, i
 
 }  // namespace
 
+const KernelSpec& conv2d_spec() {
+  using K = ParamSpec::Kind;
+  const auto variant = [](ConvVariant v, const char* description) {
+    return KernelVariant{conv_variant_name(v), description,
+                         [v](const Params& p) { return conv_variant_problem(v, conv2d_shape(p)); }};
+  };
+  static const KernelSpec spec{
+      .name = "conv2d",
+      .family = "nn",
+      .description =
+          "Conv2d + bias (+ SiLU) (+ residual) on [B,C,H,W] channel views, fp32 (v4-v6: tensor cores)",
+      .source = "nn/conv2d.cu",
+      .variants =
+          {{"auto", "the variant Conv2dOp picks: v3 for depthwise, v2 for groups = 1, else v1 (K 1/3/5)"},
+           variant(ConvVariant::Direct, "one thread per output element, any K / stride / groups"),
+           variant(ConvVariant::Tiled,
+                   "groups = 1: implicit GEMM, 16-row chunks staged in shared memory, 4x4 per thread"),
+           variant(ConvVariant::Depthwise, "groups = C_IN = C_OUT: 32x8 output tile from a shared input patch"),
+           variant(ConvVariant::Tf32,
+                   "groups = 1: v2's implicit GEMM on TF32 tensor cores (wmma m16n16k8), rel_l2 ~2e-4"),
+           variant(ConvVariant::Fp16,
+                   "groups = 1: implicit GEMM on fp16 tensor cores (mma.sync m16n8k16, float accumulate), "
+                   "32-row chunks, cp.async weights, im2col prefetched in registers"),
+           variant(ConvVariant::Bf16, "groups = 1: v5 with bf16 operands (7 mantissa bits)")},
+      .params = {{"B", K::Int, "1", "batch size", 1, 65535},
+                 {"C_IN", K::Int, "32", "input channels", 1, 4096},
+                 {"C_OUT", K::Int, "64", "output channels", 1, 4096},
+                 {"H", K::Int, "20", "input height", 1, 4096},
+                 {"W", K::Int, "20", "input width", 1, 4096},
+                 {"K", K::Int, "3", "kernel size (padding K/2)", 1, 15},
+                 {"STRIDE", K::Int, "1", "stride", 1, 8},
+                 {"GROUPS", K::Int, "1", "groups (must divide C_IN and C_OUT)", 1, 4096},
+                 {"SILU", K::Bool, "true", "SiLU activation (else identity)"},
+                 {"RESIDUAL", K::Bool, "false", "add a residual tensor after the activation"}},
+      .validate =
+          [](const Params& p) {
+            const Conv2dShape s = conv2d_shape(p);
+            if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0)
+              throw UsageError("parameter GROUPS=" + p.at("GROUPS") + " of conv2d is invalid: must divide C_IN=" +
+                               p.at("C_IN") + " and C_OUT=" + p.at("C_OUT"));
+            for (const char* k : {"H", "W"})
+              if (s.out_size(int(param_int(p, k))) < 1)
+                throw UsageError(std::string("parameter ") + k + "=" + p.at(k) +
+                                 " of conv2d is invalid: the output would be empty at K=" + p.at("K"));
+          },
+      .compile = [](const std::string& variant, const Params& p) {
+        check_variant_runs(conv2d_spec(), variant, p);
+        const Conv2dShape s = conv2d_shape(p);
+        const ConvVariant v = parse_conv_variant(variant).value_or(choose_conv_variant(s));
+        return CompileRequest{mma_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
+      }};
+  return spec;
+}
+
+Conv2dShape conv2d_shape(const Params& p) {
+  return {int(param_int(p, "C_IN")),   int(param_int(p, "C_OUT")),  int(param_int(p, "K")),
+          int(param_int(p, "STRIDE")), int(param_int(p, "GROUPS")), param_bool(p, "SILU")};
+}
+
+std::optional<ConvVariant> parse_conv_variant(const std::string& name) {
+  for (int v = 0; v < int(std::size(kVariantNames)); ++v)
+    if (name == kVariantNames[v]) return ConvVariant(v);
+  return std::nullopt;
+}
+
 std::string conv_variant_name(ConvVariant v) {
-  switch (v) {
-    case ConvVariant::Direct:
-      return "v1_direct";
-    case ConvVariant::Tiled:
-      return "v2_tiled";
-    case ConvVariant::Depthwise:
-      return "v3_depthwise";
-    case ConvVariant::Tf32:
-      return "v4_tf32";
-    case ConvVariant::Fp16:
-      return "v5_fp16";
-    case ConvVariant::Bf16:
-      return "v6_bf16";
-  }
-  return "v1_direct";
+  return kVariantNames[int(v)];
 }
 
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision) {
   if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
-  ConvVariant dense = ConvVariant::Tiled;
-  if (precision == Precision::Tf32) dense = ConvVariant::Tf32;
-  if (precision == Precision::Fp16) dense = ConvVariant::Fp16;
-  if (precision == Precision::Bf16) dense = ConvVariant::Bf16;
-  if (conv_variant_problem(dense, s).empty()) return dense;
+  constexpr ConvVariant kDense[] = {ConvVariant::Tiled, ConvVariant::Tf32, ConvVariant::Fp16,
+                                    ConvVariant::Bf16};  // in Precision order
+  if (conv_variant_problem(kDense[int(precision)], s).empty()) return kDense[int(precision)];
   return ConvVariant::Direct;
 }
 
@@ -125,21 +179,26 @@ int conv_tiled_channel_tile(int c_out) {
   return c_out <= 16 ? 16 : c_out <= 32 ? 32 : 64;
 }
 
-std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
+std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile) {
+  const std::string k = std::to_string(kernel), tile = std::to_string(channel_tile);
   switch (v) {
     case ConvVariant::Tiled:
-      return conv2d_tiled_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
+      return "conv2d_tiled<" + k + ", " + tile + ">";
     case ConvVariant::Tf32:
-      return conv2d_tf32_kernel(s.kernel, conv_tiled_channel_tile(s.c_out));
+      return "conv2d_tf32<" + k + ", " + tile + ">";
     case ConvVariant::Fp16:
     case ConvVariant::Bf16:
-      return conv2d_mma_kernel(*mma_type(v), s.kernel, conv_tiled_channel_tile(s.c_out));
+      return "conv2d_mma<" + half_type_template_arg(*mma_type(v)) + ", " + k + ", " + tile + ">";
     case ConvVariant::Depthwise:
-      return conv2d_depthwise_kernel(s.kernel);
+      return "conv2d_depthwise<" + k + ">";
     case ConvVariant::Direct:
       break;
   }
   return kConv2dDirectKernel;
+}
+
+std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
+  return conv_instance_name(v, s.kernel, conv_tiled_channel_tile(s.c_out));
 }
 
 Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vector<float>& weight,
@@ -186,62 +245,49 @@ size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
 void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
                    float* splitk_workspace) const {
   const Conv2dShape& s = shape_;
-  int h_out = s.out_size(h_in), w_out = s.out_size(w_in);
+  const int h_out = s.out_size(h_in), w_out = s.out_size(w_in), c_out = s.c_out, silu = s.silu ? 1 : 0;
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
     throw UsageError("conv2d " + shape_text(s) + ": bad input size batch " + std::to_string(batch) + " x " +
                      std::to_string(h_in) + "x" + std::to_string(w_in));
   if (!in.data || !out.data) throw UsageError("conv2d " + shape_text(s) + ": null input or output view");
   if (batch > kMaxGridYZ) throw UsageError("conv2d: batch " + std::to_string(batch) + " exceeds 65535");
-  const float *in_p = in.data, *w_p = weight_.as<const float>(), *b_p = bias_.as<const float>();
-  const float* res_p = residual.data;
-  long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
-            res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride;
-  float* out_p = out.data;
-  int c_in = s.c_in, c_out = s.c_out, silu = s.silu ? 1 : 0, stride = s.stride;
+  const PlaneIn in_view = kernel_view(in);
+  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out)};
+  const Conv2dSizes sizes{s.c_in, c_out, h_in, w_in, h_out, w_out};
+  const float* w = weight_.as<const float>();
   Backend& backend = kernels_.backend();
   LaunchConfig cfg;
   cfg.block = {kThreads, 1, 1};
   const long long plane_out = (long long)h_out * w_out;
   switch (variant_) {
-    case ConvVariant::Direct: {
-      cfg = plane_launch("conv2d", plane_out, c_out, batch);
-      int kernel = s.kernel, groups = s.groups;
-      backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                                 c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups, silu));
+    case ConvVariant::Direct:
+      backend.launch(kernel_, plane_launch("conv2d", plane_out, c_out, batch),
+                     kernel_params(Conv2dDirectParams{in_view, w, epi, sizes, s.kernel, s.stride, s.groups, silu}));
       return;
-    }
     case ConvVariant::Tiled:
     case ConvVariant::Tf32:
     case ConvVariant::Fp16:
     case ConvVariant::Bf16: {
       const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm, chunk = reduction_chunk(variant_);
       int splits = splitk_workspace ? splitk_splits(batch, h_in, w_in) : 1;
-      const int chunks = (c_in * s.kernel * s.kernel + chunk - 1) / chunk;
+      const int chunks = (s.c_in * s.kernel * s.kernel + chunk - 1) / chunk;
       if (batch * splits > kMaxGridYZ) splits = 1;
-      int split_rows = (chunks + splits - 1) / splits * chunk;
+      const int split_rows = (chunks + splits - 1) / splits * chunk;
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
-      if (mma_type(variant_)) {
-        const uint16_t* wh = weight_.as<const uint16_t>();
-        int red_pad = weight_row_pad_;
-        backend.launch(
-            kernel_, cfg,
-            kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                        c_in, c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
-      } else {
-        backend.launch(
-            kernel_, cfg,
-            kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, c_in,
-                        c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
-      }
-      if (!partial) return;
-      const float* partial_in = partial;
-      int plane = int(plane_out);
-      backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
-                     kernel_args(partial_in, splits, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, batch,
-                                 c_out, plane, silu));
+      if (mma_type(variant_))
+        backend.launch(kernel_, cfg,
+                       kernel_params(Conv2dMmaParams{in_view, weight_.as<const uint16_t>(), weight_row_pad_, epi,
+                                                     sizes, s.stride, silu, batch, split_rows, partial}));
+      else
+        backend.launch(kernel_, cfg,
+                       kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch, split_rows,
+                                                      partial}));
+      if (partial)
+        backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
+                       kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out, int(plane_out),
+                                                              silu}));
       return;
     }
     case ConvVariant::Depthwise: {
@@ -249,11 +295,10 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       const int tiles_x = (w_out + kDepthwiseTileX - 1) / kDepthwiseTileX;
       const int tiles_y = (h_out + kDepthwiseTileY - 1) / kDepthwiseTileY;
       cfg.grid = {unsigned(tiles_x * tiles_y), unsigned(c_out), unsigned(batch)};
-      cfg.dynamic_shared_bytes = size_t((kDepthwiseTileY - 1) * stride + s.kernel) *
-                                 size_t((kDepthwiseTileX - 1) * stride + s.kernel) * sizeof(float);
+      cfg.dynamic_shared_bytes = size_t((kDepthwiseTileY - 1) * s.stride + s.kernel) *
+                                 size_t((kDepthwiseTileX - 1) * s.stride + s.kernel) * sizeof(float);
       backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                                 h_in, w_in, h_out, w_out, stride, silu));
+                     kernel_params(Conv2dDepthwiseParams{in_view, w, epi, h_in, w_in, h_out, w_out, s.stride, silu}));
       return;
     }
   }

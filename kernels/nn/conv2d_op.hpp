@@ -4,12 +4,13 @@
 // c_in == c_out), v4_tf32 (groups == 1, TF32 tensor cores), v5_fp16 / v6_bf16 (groups == 1, fp16 / bf16
 // tensor cores); all but v1 exist for kernel sizes 1, 3, 5. The op picks v3 for depthwise shapes, for dense
 // ones the variant of the precision (v2 for Precision::Fp32, the default; v4, v5, v6 for Tf32, Fp16, Bf16),
-// and v1 otherwise; the runner can force one.
+// and v1 otherwise; the runner can force one. conv2d_spec() describes them all: the runner is made from it.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_spec.hpp"
 #include "kernels/nn/conv2d_shape.hpp"
 #include "kernels/nn/nn_kernels.hpp"
 #include "kernels/nn/plane_view.hpp"
@@ -19,9 +20,14 @@ namespace lab {
 
 enum class ConvVariant { Direct, Tiled, Depthwise, Tf32, Fp16, Bf16 };
 
-inline constexpr ConvVariant kConvVariants[] = {ConvVariant::Direct,    ConvVariant::Tiled,
-                                                ConvVariant::Depthwise, ConvVariant::Tf32,
-                                                ConvVariant::Fp16,      ConvVariant::Bf16};
+// The conv2d spec: variant "auto" (the op's fp32 choice), then v1_direct .. v6_bf16 in ConvVariant order,
+// each with the rule of the shapes it runs; parameters B, C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU,
+// RESIDUAL; `compile` names the one instance a variant runs at the parameters' shape.
+const KernelSpec& conv2d_spec();
+// The shape of resolved conv2d parameters.
+Conv2dShape conv2d_shape(const Params& p);
+// The variant a spec variant name forces; nullopt for "auto".
+std::optional<ConvVariant> parse_conv_variant(const std::string& name);
 // "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32", "v5_fp16", "v6_bf16"
 std::string conv_variant_name(ConvVariant v);
 // The variant the op picks for a shape at a precision.
@@ -31,7 +37,9 @@ std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);
 // Output channels per CTA of the implicit-GEMM variants (v2, v4, v5, v6): the smallest of 16, 32, 64 that
 // covers c_out (64 above).
 int conv_tiled_channel_tile(int c_out);
-// The kernel name expression of a variant at a shape.
+// The kernel name expression of a variant at a kernel size and channel tile (conv2d_tiled<3, 64>,
+// conv2d_mma<0, 3, 64>, conv2d_depthwise<3>, conv2d_direct), and at a shape.
+std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile);
 std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s);
 
 class Conv2dOp {

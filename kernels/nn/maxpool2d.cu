@@ -9,10 +9,14 @@
 #define LAB_NN_MAXPOOL2D_CU
 #include "common/lab.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/nn_params.cuh"
 
-extern "C" __global__ void __launch_bounds__(nn::kThreads)
-    maxpool2d(const float* __restrict__ in, long long in_bs, long long in_cs, float* __restrict__ out,
-              long long out_bs, long long out_cs, int h, int w, int kernel) {
+__global__ void __launch_bounds__(nn::kThreads) maxpool2d(const lab::MaxPool2dParams params) {
+  const float* __restrict__ in = params.in.data;
+  float* __restrict__ out = params.out.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const long long out_bs = params.out.batch_stride, out_cs = params.out.channel_stride;
+  const int h = params.h, w = params.w, kernel = params.kernel;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= h * w) return;
   const int c = blockIdx.y, b = blockIdx.z;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/nn/conv2d_op.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -12,37 +13,17 @@ bool is_specialised_kernel_size(int k) {
          std::end(kSpecialisedKernelSizes);
 }
 
-std::string conv2d_tiled_kernel(int k, int channel_tile) {
-  return "conv2d_tiled<" + std::to_string(k) + ", " + std::to_string(channel_tile) + ">";
-}
-
-std::string conv2d_tf32_kernel(int k, int channel_tile) {
-  return "conv2d_tf32<" + std::to_string(k) + ", " + std::to_string(channel_tile) + ">";
-}
-
-std::string conv2d_depthwise_kernel(int k) {
-  return "conv2d_depthwise<" + std::to_string(k) + ">";
-}
-
-std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile) {
-  return "conv2d_mma<" + half_type_template_arg(t) + ", " + std::to_string(k) + ", " +
-         std::to_string(channel_tile) + ">";
-}
-
-
 NnKernelNames all_nn_kernel_names() {
   NnKernelNames n{{kConv2dDirectKernel, kConv2dSplitkReduceKernel}, {}};
   for (int k : kSpecialisedKernelSizes) {
-    for (int tile : kTiledChannelTiles) {
-      n.nn.push_back(conv2d_tiled_kernel(k, tile));
-      n.nn.push_back(conv2d_tf32_kernel(k, tile));
-    }
-    n.nn.push_back(conv2d_depthwise_kernel(k));
+    for (int tile : kTiledChannelTiles)
+      for (ConvVariant v : {ConvVariant::Tiled, ConvVariant::Tf32}) n.nn.push_back(conv_instance_name(v, k, tile));
+    n.nn.push_back(conv_instance_name(ConvVariant::Depthwise, k, 0));
   }
   for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel}) n.nn.push_back(k);
-  for (HalfType t : {HalfType::f16, HalfType::bf16})
+  for (ConvVariant v : {ConvVariant::Fp16, ConvVariant::Bf16})
     for (int k : kSpecialisedKernelSizes)
-      for (int tile : kTiledChannelTiles) n.mma.push_back(conv2d_mma_kernel(t, k, tile));
+      for (int tile : kTiledChannelTiles) n.mma.push_back(conv_instance_name(v, k, tile));
   return n;
 }
 

@@ -11,16 +11,11 @@
 #include <vector>
 
 #include "nvrtc_runtime/backend.hpp"
-#include "kernels/common/half_type.hpp"
 
 namespace lab {
 
 inline constexpr const char* kNnModuleSource = "nn/nn_kernels.cu";
-inline constexpr const char* kConv2dSource = "nn/conv2d.cu";
 inline constexpr const char* kConv2dMmaSource = "nn/conv2d_mma.cu";
-inline constexpr const char* kMaxPool2dSource = "nn/maxpool2d.cu";
-inline constexpr const char* kUpsampleSource = "nn/upsample_nearest2x.cu";
-inline constexpr const char* kCopyPlanesSource = "nn/copy_planes.cu";
 
 inline constexpr const char* kConv2dDirectKernel = "conv2d_direct";
 inline constexpr const char* kConv2dSplitkReduceKernel = "conv2d_splitk_reduce";
@@ -28,16 +23,11 @@ inline constexpr const char* kMaxPool2dKernel = "maxpool2d";
 inline constexpr const char* kUpsampleKernel = "upsample_nearest2x";
 inline constexpr const char* kCopyPlanesKernel = "copy_planes";
 
-// Kernel sizes and channel tiles the templates are instantiated for (conv2d_tiled and conv2d_tf32 share the
-// channel tiles).
+// Kernel sizes and channel tiles the conv templates are instantiated for (conv2d_tiled, conv2d_tf32 and
+// conv2d_mma share the channel tiles; conv2d_op.hpp names the instances).
 inline constexpr int kSpecialisedKernelSizes[] = {1, 3, 5};
 inline constexpr int kTiledChannelTiles[] = {16, 32, 64};
-
 bool is_specialised_kernel_size(int k);
-std::string conv2d_tiled_kernel(int k, int channel_tile);            // "conv2d_tiled<3, 64>"
-std::string conv2d_tf32_kernel(int k, int channel_tile);             // "conv2d_tf32<3, 64>"
-std::string conv2d_depthwise_kernel(int k);                          // "conv2d_depthwise<3>"
-std::string conv2d_mma_kernel(HalfType t, int k, int channel_tile);  // "conv2d_mma<0, 3, 64>"
 
 // The name expressions the two sources are compiled with: every instance (runners, scenarios, `lab source`),
 // or only those a network uses (its convs' variants at their kernel sizes and channel tiles), so a network's

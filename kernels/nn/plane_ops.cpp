@@ -1,13 +1,27 @@
-// MaxPool2dOp, UpsampleNearest2xOp, CopyPlanesOp: argument checks and one launch each.
+// The specs of the weightless nn kernels, and MaxPool2dOp, UpsampleNearest2xOp, CopyPlanesOp: argument checks
+// and one launch each.
 #include "kernels/nn/plane_ops.hpp"
 
 #include <string>
 
+#include "kernels/nn/nn_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 
 namespace {
+
+// One variant, parameters B, C, H, W (+ `extra`), entry `kernel`.
+KernelSpec plane_spec(const char* name, const char* description, const char* kernel, const char* variant,
+                      const char* h_help, std::vector<ParamSpec> extra = {}) {
+  using K = ParamSpec::Kind;
+  std::vector<ParamSpec> params = {{"B", K::Int, "1", "batch size", 1, 65535},
+                                   {"C", K::Int, "64", "channels", 1, 65535},
+                                   {"H", K::Int, "20", h_help, 1, 8192},
+                                   {"W", K::Int, "20", "input width", 1, 8192}};
+  params.insert(params.end(), extra.begin(), extra.end());
+  return {name, "nn", description, std::string("nn/") + kernel + ".cu", {{"v1_direct", variant}}, params, {kernel}};
+}
 
 void check_views(const char* op, int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) {
   if (batch < 1 || channels < 1 || plane < 1)
@@ -19,6 +33,35 @@ void check_views(const char* op, int batch, int channels, int64_t plane, ConstPl
 }
 
 }  // namespace
+
+const KernelSpec& maxpool2d_spec() {
+  static const KernelSpec spec = [] {
+    KernelSpec s = plane_spec("maxpool2d",
+                              "max_pool2d K (odd), stride 1, padding K/2 with -inf (SPPF) on [B,C,H,W] channel views",
+                              kMaxPool2dKernel, "one thread per output element, K x K window through the cache",
+                              "height", {{"K", ParamSpec::Kind::Int, "5", "window size (odd)", 1, 31}});
+    s.validate = [](const Params& p) {
+      if (param_int(p, "K") % 2 == 0)
+        throw UsageError("parameter K=" + p.at("K") + " of maxpool2d is invalid: must be odd (padding K/2)");
+    };
+    return s;
+  }();
+  return spec;
+}
+
+const KernelSpec& upsample_nearest2x_spec() {
+  static const KernelSpec spec = plane_spec(
+      "upsample_nearest2x", "nearest x2 upsampling [B,C,H,W] -> [B,C,2H,2W] into a channel view (the neck's Upsample)",
+      kUpsampleKernel, "one thread per output element, coalesced stores", "input height");
+  return spec;
+}
+
+const KernelSpec& copy_planes_spec() {
+  static const KernelSpec spec = plane_spec(
+      "copy_planes", "channel-slice copy between [B,C,H,W] views (a Concat input that cannot be written in place)",
+      kCopyPlanesKernel, "one thread per element", "height");
+  return spec;
+}
 
 MaxPool2dOp::MaxPool2dOp(NnKernels& kernels, int channels, int kernel)
     : kernels_(kernels),
@@ -33,13 +76,9 @@ MaxPool2dOp::MaxPool2dOp(NnKernels& kernels, int channels, int kernel)
 void MaxPool2dOp::run(int batch, int h, int w, ConstPlaneView in, PlaneView out) const {
   if (h < 1 || w < 1) throw UsageError("maxpool2d: bad plane " + std::to_string(h) + "x" + std::to_string(w));
   check_views("maxpool2d", batch, channels_, int64_t(h) * w, in, out);
-  const float* in_p = in.data;
-  float* out_p = out.data;
-  long long in_bs = in.batch_stride, in_cs = in.channel_stride, out_bs = out.batch_stride,
-            out_cs = out.channel_stride;
-  int k = kernel_size_;
-  kernels_.backend().launch(kernel_, plane_launch("maxpool2d", int64_t(h) * w, channels_, batch),
-                            kernel_args(in_p, in_bs, in_cs, out_p, out_bs, out_cs, h, w, k));
+  kernels_.backend().launch(
+      kernel_, plane_launch("maxpool2d", int64_t(h) * w, channels_, batch),
+      kernel_params(MaxPool2dParams{kernel_view(in), kernel_view(out), h, w, kernel_size_}));
 }
 
 UpsampleNearest2xOp::UpsampleNearest2xOp(NnKernels& kernels)
@@ -50,27 +89,17 @@ void UpsampleNearest2xOp::run(int batch, int channels, int h_in, int w_in, Const
   if (h_in < 1 || w_in < 1)
     throw UsageError("upsample_nearest2x: bad plane " + std::to_string(h_in) + "x" + std::to_string(w_in));
   check_views("upsample_nearest2x", batch, channels, int64_t(4) * h_in * w_in, in, out);
-  const float* in_p = in.data;
-  float* out_p = out.data;
-  long long in_bs = in.batch_stride, in_cs = in.channel_stride, out_bs = out.batch_stride,
-            out_cs = out.channel_stride;
-  kernels_.backend().launch(kernel_,
-                            plane_launch("upsample_nearest2x", int64_t(4) * h_in * w_in, channels, batch),
-                            kernel_args(in_p, in_bs, in_cs, out_p, out_bs, out_cs, h_in, w_in));
+  kernels_.backend().launch(
+      kernel_, plane_launch("upsample_nearest2x", int64_t(4) * h_in * w_in, channels, batch),
+      kernel_params(UpsampleNearest2xParams{kernel_view(in), kernel_view(out), h_in, w_in}));
 }
 
-CopyPlanesOp::CopyPlanesOp(NnKernels& kernels)
-    : kernels_(kernels), kernel_(kernels.kernel(kCopyPlanesKernel)) {}
+CopyPlanesOp::CopyPlanesOp(NnKernels& kernels) : kernels_(kernels), kernel_(kernels.kernel(kCopyPlanesKernel)) {}
 
 void CopyPlanesOp::run(int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) const {
   check_views("copy_planes", batch, channels, plane, in, out);
-  const float* in_p = in.data;
-  float* out_p = out.data;
-  long long in_bs = in.batch_stride, in_cs = in.channel_stride, out_bs = out.batch_stride,
-            out_cs = out.channel_stride;
-  int n = int(plane);
   kernels_.backend().launch(kernel_, plane_launch("copy_planes", plane, channels, batch),
-                            kernel_args(in_p, in_bs, in_cs, out_p, out_bs, out_cs, n));
+                            kernel_params(CopyPlanesParams{kernel_view(in), kernel_view(out), int(plane)}));
 }
 
 }  // namespace lab

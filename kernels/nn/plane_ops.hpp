@@ -1,10 +1,16 @@
 // The nn ops that move planes without weights: MaxPool2dOp (SPPF), UpsampleNearest2xOp (the neck's
-// Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place). Views as plane_view.hpp.
+// Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place), and the kernel specs their
+// runners are made from. Views as plane_view.hpp.
 #pragma once
+#include "kernels/kernel_spec.hpp"
 #include "kernels/nn/nn_kernels.hpp"
 #include "kernels/nn/plane_view.hpp"
 
 namespace lab {
+
+const KernelSpec& maxpool2d_spec();           // B, C, H, W, K (odd)
+const KernelSpec& upsample_nearest2x_spec();  // B, C, H, W (the input plane)
+const KernelSpec& copy_planes_spec();         // B, C, H, W
 
 // max_pool2d(kernel, stride 1, padding kernel/2, -inf padding) over `channels` planes; kernel odd.
 class MaxPool2dOp {

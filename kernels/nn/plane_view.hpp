@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/nn/nn_params.cuh"
+
 namespace lab {
 
 struct PlaneView {
@@ -40,5 +42,9 @@ inline PlaneView dense_view(float* data, int channels, int64_t plane) {
 inline ConstPlaneView dense_view(const float* data, int channels, int64_t plane) {
   return {data, int64_t(channels) * plane, plane};
 }
+
+// The view as a kernel parameter (nn_params.cuh).
+inline PlaneIn kernel_view(ConstPlaneView v) { return {v.data, v.batch_stride, v.channel_stride}; }
+inline PlaneOut kernel_view(PlaneView v) { return {v.data, v.batch_stride, v.channel_stride}; }
 
 }  // namespace lab

@@ -4,17 +4,8 @@
 namespace lab {
 
 std::string precision_name(Precision p) {
-  switch (p) {
-    case Precision::Tf32:
-      return "tf32";
-    case Precision::Fp16:
-      return "fp16";
-    case Precision::Bf16:
-      return "bf16";
-    case Precision::Fp32:
-      break;
-  }
-  return "fp32";
+  constexpr const char* kNames[] = {"fp32", "tf32", "fp16", "bf16"};  // in Precision order
+  return kNames[int(p)];
 }
 
 std::optional<Precision> parse_precision(const std::string& name) {

@@ -8,10 +8,15 @@
 #define LAB_NN_UPSAMPLE_NEAREST2X_CU
 #include "common/lab.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/nn_params.cuh"
 
-extern "C" __global__ void __launch_bounds__(nn::kThreads)
-    upsample_nearest2x(const float* __restrict__ in, long long in_bs, long long in_cs,
-                       float* __restrict__ out, long long out_bs, long long out_cs, int h_in, int w_in) {
+__global__ void __launch_bounds__(nn::kThreads)
+    upsample_nearest2x(const lab::UpsampleNearest2xParams params) {
+  const float* __restrict__ in = params.in.data;
+  float* __restrict__ out = params.out.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const long long out_bs = params.out.batch_stride, out_cs = params.out.channel_stride;
+  const int h_in = params.h_in, w_in = params.w_in;
   const int w_out = 2 * w_in;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= 2 * h_in * w_out) return;
