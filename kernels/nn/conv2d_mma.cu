@@ -23,7 +23,6 @@
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "nn/nn_common.cuh"
-#include "nn/nn_params.cuh"
 
 namespace nn {
 
@@ -103,20 +102,11 @@ __host__ __device__ constexpr int mma_ctas_per_sm(int tm) {
 
 template <int DT, int K, int TM>
 __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
-    conv2d_mma(const lab::Conv2dMmaParams params) {
-  const float* __restrict__ in = params.in.data;
-  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
-  const uint16_t* __restrict__ wh = params.wh;
-  const int red_pad = params.red_pad;
-  const float* __restrict__ bias = params.epi.bias;
-  const float* residual = params.epi.residual.data;
-  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
-  float* out = params.epi.out.data;
-  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
-  const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
-  const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
-  const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
-  float* partial = params.partial;
+    conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
+               const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
+               const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
+               long long out_cs, int c_in, int c_out, int h_in, int w_in, int h_out, int w_out, int stride,
+               int silu, int batch, int split_rows, float* partial) {
   constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
   constexpr int kWarpCols = 8 / (TM / 16);                    // warps along pixels
   constexpr int kRowsPerThread = kChunk * TN / nn::kThreads;  // im2col rows a thread stages per chunk
