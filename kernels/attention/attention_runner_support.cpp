@@ -1,4 +1,4 @@
-// Common parameters, problem sizes, seeded inputs and output poisoning of the attention runners.
+// Common parameters, problem sizes and seeded inputs of the attention runners.
 #include "kernels/attention/attention_runner_support.hpp"
 
 #include <cmath>
@@ -23,16 +23,6 @@ AttentionSize::AttentionSize(const Params& p) {
   shape.scale = double(float(scale != 0 ? scale : 1.0 / std::sqrt(double(shape.head_dim))));
 }
 
-std::vector<size_t> AttentionSize::q_dims() const {
-  return {size_t(shape.batch_heads), size_t(shape.n_q), size_t(shape.head_dim)};
-}
-std::vector<size_t> AttentionSize::k_dims() const {
-  return {size_t(shape.batch_heads), size_t(shape.n_k), size_t(shape.head_dim)};
-}
-std::vector<size_t> AttentionSize::row_dims() const {
-  return {size_t(shape.batch_heads), size_t(shape.n_q)};
-}
-
 AttentionInputs random_attention_inputs(const AttentionSize& size, uint64_t seed, bool with_d_o) {
   constexpr float kQkRange = 2.0f;
   AttentionInputs in;
@@ -41,10 +31,6 @@ AttentionInputs random_attention_inputs(const AttentionSize& size, uint64_t seed
   in.v = random_uniform(size.k_elems(), -1.f, 1.f, derive_seed(seed, "v"));
   if (with_d_o) in.d_o = random_uniform(size.q_elems(), -1.f, 1.f, derive_seed(seed, "dO"));
   return in;
-}
-
-void poison_all(Backend& b, std::initializer_list<const DeviceBuffer*> buffers) {
-  for (auto* buf : buffers) b.fill_bytes(buf->get(), 0xff, buf->bytes());
 }
 
 }  // namespace lab

@@ -1,7 +1,7 @@
 // flash_attn2: Flash Attention 2 in float32 — forward, the backward preprocess D = rowsum(dO * O), dQ
 // backward, dK/dV backward, and the attention-probabilities op for visualisation. Non-causal.
 //
-// Layouts (row-major, contiguous, every pointer 16-byte aligned):
+// Layouts (parameters: flash_attn2_params.cuh; row-major, contiguous, every pointer 16-byte aligned):
 //   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      (BH = BATCH * N_HEADS)
 //   K, V, dK, dV   [BH, N_CTX_K, HEAD_DIM]
 //   L, D           [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log (saved by the forward),
@@ -34,6 +34,7 @@
 // dQ = scale dS K, dK = scale dS^T Q. Everything runs in the log2 domain internally (exp2f of pre-scaled
 // scores).
 #include "common/lab.cuh"
+#include "attention/flash_attn2_params.cuh"
 
 namespace fa2 {
 
@@ -249,9 +250,15 @@ __host__ __device__ constexpr int fa2_tiled_dkdv_smem_floats(int head_dim, int b
 // Forward. O[i] = sum_j softmax_j(scale q_i . k_j) v_j; L[i] = logsumexp_j(scale q_i . k_j).
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_fwd_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
-                                            const float* __restrict__ v, float* __restrict__ o,
-                                            float* __restrict__ lse, int n_q, int n_k, float scale) {
+__global__ void flash_attn2_fwd_row_per_cta(const lab::FlashAttn2FwdParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  float* __restrict__ o = params.o;
+  float* __restrict__ lse = params.lse;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float q_s[D];
   __shared__ float p_s[fa2::kThreads];
@@ -285,9 +292,15 @@ __global__ void flash_attn2_fwd_row_per_cta(const float* __restrict__ q, const f
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_fwd_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                      const float* __restrict__ v, float* __restrict__ o,
-                                      float* __restrict__ lse, int n_q, int n_k, float scale) {
+__global__ void flash_attn2_fwd_tiled(const lab::FlashAttn2FwdParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  float* __restrict__ o = params.o;
+  float* __restrict__ lse = params.lse;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM, BN = fa2::block_n(D), RPT = BLOCK_M / fa2::kRowGroups;
   constexpr int CPT = BN / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BN);
@@ -369,9 +382,11 @@ __global__ void flash_attn2_fwd_tiled(const float* __restrict__ q, const float* 
 // Backward preprocess. delta[r] = sum_d dO[r][d] * O[r][d] over the BH * N_CTX_Q rows.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_row_per_cta(const float* __restrict__ o,
-                                                       const float* __restrict__ d_o,
-                                                       float* __restrict__ delta, int rows) {
+__global__ void flash_attn2_bwd_preprocess_row_per_cta(const lab::FlashAttn2PreprocessParams params) {
+  const float* __restrict__ o = params.o;
+  const float* __restrict__ d_o = params.d_o;
+  float* __restrict__ delta = params.delta;
+  const int rows = params.rows;
   const int row = blockIdx.x, lane = threadIdx.x;  // block: 32 threads
   if (row >= rows) return;
   float s = 0.f;
@@ -382,8 +397,11 @@ __global__ void flash_attn2_bwd_preprocess_row_per_cta(const float* __restrict__
 }
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_tiled(const float* __restrict__ o, const float* __restrict__ d_o,
-                                                 float* __restrict__ delta, int rows) {
+__global__ void flash_attn2_bwd_preprocess_tiled(const lab::FlashAttn2PreprocessParams params) {
+  const float* __restrict__ o = params.o;
+  const float* __restrict__ d_o = params.d_o;
+  float* __restrict__ delta = params.delta;
+  const int rows = params.rows;
   constexpr int kLanesPerRow = HEAD_DIM / 4, kRowsPerBlock = fa2::kThreads / kLanesPerRow;
   const int lane = threadIdx.x % kLanesPerRow;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kLanesPerRow;
@@ -402,10 +420,17 @@ __global__ void flash_attn2_bwd_preprocess_tiled(const float* __restrict__ o, co
 // dQ backward: dQ[i] = scale sum_j P_ij (dP_ij - D_i) k_j, looping over keys.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_dq_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
-                                               const float* __restrict__ v, const float* __restrict__ d_o,
-                                               const float* __restrict__ lse, const float* __restrict__ delta,
-                                               float* __restrict__ dq, int n_q, int n_k, float scale) {
+__global__ void flash_attn2_bwd_dq_row_per_cta(const lab::FlashAttn2DqParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  const float* __restrict__ d_o = params.d_o;
+  const float* __restrict__ lse = params.lse;
+  const float* __restrict__ delta = params.delta;
+  float* __restrict__ dq = params.dq;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float q_s[D];
   __shared__ __align__(16) float do_s[D];
@@ -437,10 +462,17 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const float* __restrict__ q, cons
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_bwd_dq_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                         const float* __restrict__ v, const float* __restrict__ d_o,
-                                         const float* __restrict__ lse, const float* __restrict__ delta,
-                                         float* __restrict__ dq, int n_q, int n_k, float scale) {
+__global__ void flash_attn2_bwd_dq_tiled(const lab::FlashAttn2DqParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  const float* __restrict__ d_o = params.d_o;
+  const float* __restrict__ lse = params.lse;
+  const float* __restrict__ delta = params.delta;
+  float* __restrict__ dq = params.dq;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM, BN = fa2::block_n(D), RPT = BLOCK_M / fa2::kRowGroups;
   constexpr int CPT = BN / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BN);
@@ -512,11 +544,18 @@ __global__ void flash_attn2_bwd_dq_tiled(const float* __restrict__ q, const floa
 // dK/dV backward: dV[j] = sum_i P_ij dO_i, dK[j] = scale sum_i P_ij (dP_ij - D_i) q_i, looping over queries.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_dkdv_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
-                                                 const float* __restrict__ v, const float* __restrict__ d_o,
-                                                 const float* __restrict__ lse,
-                                                 const float* __restrict__ delta, float* __restrict__ dk,
-                                                 float* __restrict__ dv, int n_q, int n_k, float scale) {
+__global__ void flash_attn2_bwd_dkdv_row_per_cta(const lab::FlashAttn2DkdvParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  const float* __restrict__ d_o = params.d_o;
+  const float* __restrict__ lse = params.lse;
+  const float* __restrict__ delta = params.delta;
+  float* __restrict__ dk = params.dk;
+  float* __restrict__ dv = params.dv;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float k_s[D];
   __shared__ __align__(16) float v_s[D];
@@ -554,11 +593,18 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const float* __restrict__ q, co
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_bwd_dkdv_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                           const float* __restrict__ v, const float* __restrict__ d_o,
-                                           const float* __restrict__ lse, const float* __restrict__ delta,
-                                           float* __restrict__ dk, float* __restrict__ dv, int n_q, int n_k,
-                                           float scale) {
+__global__ void flash_attn2_bwd_dkdv_tiled(const lab::FlashAttn2DkdvParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ v = params.v;
+  const float* __restrict__ d_o = params.d_o;
+  const float* __restrict__ lse = params.lse;
+  const float* __restrict__ delta = params.delta;
+  float* __restrict__ dk = params.dk;
+  float* __restrict__ dv = params.dv;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   constexpr int D = HEAD_DIM, BQ = fa2::block_n(D), RPT = BLOCK_M / fa2::kRowGroups;
   constexpr int CPT = BQ / fa2::kColLanes, DPT = D / 16;
   constexpr int TS = fa2::tile_stride(D), PS = fa2::prob_stride(BQ);
@@ -642,10 +688,17 @@ __global__ void flash_attn2_bwd_dkdv_tiled(const float* __restrict__ q, const fl
 // Attention probabilities of head `bh` for R chosen query rows: P[r, j] = exp(scale q_rows[r] . k_j - L).
 
 template <int HEAD_DIM>
-__global__ void attn_probs_row_per_cta(const float* __restrict__ q, const float* __restrict__ k,
-                                       const float* __restrict__ lse, const int* __restrict__ rows,
-                                       int n_rows, int bh, int n_q, int n_k, float scale,
-                                       float* __restrict__ probs) {
+__global__ void attn_probs_row_per_cta(const lab::AttnProbsParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ lse = params.lse;
+  const int* __restrict__ rows = params.rows;
+  const int n_rows = params.n_rows;
+  const int bh = params.bh;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
+  float* __restrict__ probs = params.probs;
   constexpr int D = HEAD_DIM;
   __shared__ __align__(16) float q_s[D];
   const int r = blockIdx.x, tid = threadIdx.x;
@@ -660,9 +713,17 @@ __global__ void attn_probs_row_per_cta(const float* __restrict__ q, const float*
 }
 
 template <int HEAD_DIM>
-__global__ void attn_probs_tiled(const float* __restrict__ q, const float* __restrict__ k,
-                                 const float* __restrict__ lse, const int* __restrict__ rows, int n_rows,
-                                 int bh, int n_q, int n_k, float scale, float* __restrict__ probs) {
+__global__ void attn_probs_tiled(const lab::AttnProbsParams params) {
+  const float* __restrict__ q = params.q;
+  const float* __restrict__ k = params.k;
+  const float* __restrict__ lse = params.lse;
+  const int* __restrict__ rows = params.rows;
+  const int n_rows = params.n_rows;
+  const int bh = params.bh;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
+  float* __restrict__ probs = params.probs;
   constexpr int D = HEAD_DIM, BN = 64, BR = 16, RPT = BR / fa2::kRowGroups, CPT = BN / fa2::kColLanes;
   constexpr int TS = fa2::tile_stride(D);
   __shared__ __align__(16) float q_s[BR * TS];

@@ -1,10 +1,11 @@
-// FlashAttn2HalfOp: tile shapes, name expressions, launch shapes and shared-memory sizes of the
+// FlashAttn2HalfOp: tile shapes, name expressions, launch shapes, shared-memory sizes and parameters of the
 // flash_attn2_mma.cu kernels.
 #include "kernels/attention/flash_attn2_half_op.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
+#include "kernels/attention/flash_attn2_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -18,37 +19,20 @@ unsigned ceil_div(int a, int b) {
   return unsigned((a + b - 1) / b);
 }
 
-struct Names {
-  std::string fwd, preprocess, dq, dkdv;  // dq: the dQ kernel, or with fused_dq the accumulator's conversion
-};
-
-// "kernel<args>" from its comma-separated template arguments.
-std::string expr(const char* kernel, const std::initializer_list<std::string>& args) {
-  std::string e = std::string(kernel) + "<";
-  for (const std::string& a : args) e += (e.back() == '<' ? "" : ", ") + a;
-  return e + ">";
+// "kernel<DT, args..., last>" (`last` when given: the dK/dV kernel's FUSED_DQ).
+std::string expr(const char* kernel, const std::string& dt, std::initializer_list<int> args,
+                 const char* last = nullptr) {
+  std::string e = std::string(kernel) + "<" + dt;
+  for (int a : args) e += ", " + std::to_string(a);
+  return e + (last ? std::string(", ") + last : "") + ">";
 }
-
-Names names(HalfType type, int d, const Fa2MmaConfig& c) {
-  const std::string dt = half_type_template_arg(type);
-  const std::string hd = std::to_string(d);
-  auto n = [](int v) { return std::to_string(v); };
-  return {expr("flash_attn2_fwd_mma", {dt, hd, n(c.fwd.warps), n(c.fwd.mt), n(c.fwd.step)}),
-          expr("flash_attn2_bwd_preprocess_mma", {dt, hd}),
-          c.fused_dq ? expr("flash_attn2_bwd_dq_convert_mma", {dt})
-                     : expr("flash_attn2_bwd_dq_mma", {dt, hd, n(c.dq.warps), n(c.dq.mt), n(c.dq.step)}),
-          expr("flash_attn2_bwd_dkdv_mma",
-               {dt, hd, n(c.dkdv.warps), n(c.dkdv.step), c.fused_dq ? "true" : "false"})};
-}
-
-}  // namespace
 
 // Picked by bench/fa2_half_sweep.sh on an H200 (BH 64, N 1024, f16; docs/PERFORMANCE.md). Two m-tiles per
 // warp in the forward double the products per K / V fragment read (4x2x64: +9 % at HEAD_DIM 64, +14 % at 128
 // over 4x1x64; at 128 that is 255 registers, without spills). dK/dV holds two HEAD_DIM-wide accumulators per
 // warp: at HEAD_DIM 128 its query tile shrinks to 32 so the score and dP tiles still fit in registers; at 64,
 // eight warps sharing each Q / dO tile were 10 % faster than four.
-Fa2MmaConfig default_fa2_mma_config(int head_dim) {
+Fa2MmaConfig default_config(int head_dim) {
   if (head_dim != 32 && head_dim != 64 && head_dim != 128)
     throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
                      " is not supported (32, 64, 128)");
@@ -56,7 +40,8 @@ Fa2MmaConfig default_fa2_mma_config(int head_dim) {
   return {{4, 2, 64}, {4, 1, 64}, {head_dim == 64 ? 8 : 4, 1, 64}};
 }
 
-Fa2MmaTiles parse_fa2_mma_tiles(const std::string& text, const std::string& what, bool dkdv) {
+// "WARPSxMTxSTEP", or UsageError naming `what`.
+Fa2MmaTiles parse_tiles(const std::string& text, const std::string& what, bool dkdv) {
   Fa2MmaTiles t;
   char x1 = 0, x2 = 0;
   int used = 0;
@@ -81,32 +66,51 @@ void check_fused_dq(const Fa2MmaConfig& c, int head_dim) {
         " dQ tile over its warps (WARPS must be a multiple of STEP / 16, each slice 16k columns)");
 }
 
-CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config) {
-  if (config.fused_dq) check_fused_dq(config, head_dim);
-  const Names n = names(type, head_dim, config);
-  return {kFlashAttn2MmaSource, {}, {n.fwd, n.preprocess, n.dq, n.dkdv}};
+}  // namespace
+
+Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p) {
+  Fa2MmaConfig c = default_config(int(param_int(p, "HEAD_DIM")));
+  c.fused_dq = variant == "mma_fused_dq";
+  const struct {
+    const char* name;
+    Fa2MmaTiles* tiles;
+  } overrides[] = {{"FWD_TILE", &c.fwd}, {"DQ_TILE", &c.dq}, {"DKDV_TILE", &c.dkdv}};
+  for (const auto& o : overrides)
+    if (param_str(p, o.name) != "auto")
+      *o.tiles = parse_tiles(param_str(p, o.name), std::string("parameter ") + o.name, o.tiles == &c.dkdv);
+  return c;
+}
+
+CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& c) {
+  if (c.fused_dq) check_fused_dq(c, head_dim);
+  const std::string dt = half_type_template_arg(type);
+  // dq: the dQ kernel, or with fused_dq the accumulator's conversion.
+  return {kFlashAttn2MmaSource,
+          {},
+          {expr("flash_attn2_fwd_mma", dt, {head_dim, c.fwd.warps, c.fwd.mt, c.fwd.step}),
+           expr("flash_attn2_bwd_preprocess_mma", dt, {head_dim}),
+           c.fused_dq ? expr("flash_attn2_bwd_dq_convert_mma", dt, {})
+                      : expr("flash_attn2_bwd_dq_mma", dt, {head_dim, c.dq.warps, c.dq.mt, c.dq.step}),
+           expr("flash_attn2_bwd_dkdv_mma", dt, {head_dim, c.dkdv.warps, c.dkdv.step},
+                c.fused_dq ? "true" : "false")}};
 }
 
 FlashAttn2HalfOp::FlashAttn2HalfOp(Backend& backend, HalfType type, int head_dim, const Fa2MmaConfig& config)
-    : backend_(backend), type_(type), head_dim_(head_dim), config_(config) {
-  module_ = backend.compile(fa2_half_compile_request(type_, head_dim_, config_));
-  const Names n = names(type_, head_dim_, config_);
-  fwd_ = module_->kernel(n.fwd);
-  preprocess_ = module_->kernel(n.preprocess);
-  dq_ = module_->kernel(n.dq);
-  dkdv_ = module_->kernel(n.dkdv);
+    : backend_(backend), head_dim_(head_dim), config_(config) {
+  const CompileRequest request = fa2_half_compile_request(type, head_dim, config);
+  module_ = backend.compile(request);
+  const std::vector<std::string>& entry = request.name_expressions;
+  fwd_ = module_->kernel(entry[0]), preprocess_ = module_->kernel(entry[1]);
+  dq_ = module_->kernel(entry[2]), dkdv_ = module_->kernel(entry[3]);
 }
 
 void FlashAttn2HalfOp::forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
                                float* lse, const AttentionProblem& p) const {
   const Fa2MmaTiles& t = config_.fwd;
-  int n_q = p.n_q, n_k = p.n_k;
-  float scale = p.scale;
-  LaunchConfig cfg;
-  cfg.block = {unsigned(32 * t.warps), 1, 1};
-  cfg.grid = {ceil_div(n_q, t.block()), unsigned(p.batch_heads), 1};
-  cfg.dynamic_shared_bytes = tile_bytes(t.block() + 4 * t.step, head_dim_);
-  backend_.launch(fwd_, cfg, kernel_args(q, k, v, o, lse, n_q, n_k, scale));
+  const LaunchConfig cfg{{ceil_div(p.n_q, t.block()), unsigned(p.batch_heads), 1},
+                         {unsigned(32 * t.warps), 1, 1},
+                         tile_bytes(t.block() + 4 * t.step, head_dim_)};
+  backend_.launch(fwd_, cfg, kernel_params(FlashAttn2HalfFwdParams{q, k, v, o, lse, p.n_q, p.n_k, p.scale}));
 }
 
 size_t FlashAttn2HalfOp::backward_scratch_floats(const AttentionProblem& p) const {
@@ -119,40 +123,34 @@ void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint
                                 uint16_t* dk, uint16_t* dv, const AttentionProblem& p) const {
   float* delta = scratch;
   const Fa2MmaConfig& c = config_;
-  int n_q = p.n_q, n_k = p.n_k, rows = p.batch_heads * p.n_q;
-  float scale = p.scale;
-  LaunchConfig pre;
-  pre.block = {128, 1, 1};
-  pre.grid = {ceil_div(rows, 128 / (head_dim_ / 8)), 1, 1};
-  backend_.launch(preprocess_, pre, kernel_args(o, d_o, delta, rows));
+  const int rows = p.batch_heads * p.n_q;
+  backend_.launch(preprocess_, {{ceil_div(rows, 128 / (head_dim_ / 8)), 1, 1}, {128, 1, 1}},
+                  kernel_params(FlashAttn2HalfPreprocessParams{o, d_o, delta, rows}));
 
-  const float* delta_in = delta;
   float* dq_acc = c.fused_dq ? scratch + rows : nullptr;
   if (!c.fused_dq) {
-    LaunchConfig cq;
-    cq.block = {unsigned(32 * c.dq.warps), 1, 1};
-    cq.grid = {ceil_div(n_q, c.dq.block()), unsigned(p.batch_heads), 1};
-    cq.dynamic_shared_bytes = tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_);
-    backend_.launch(dq_, cq, kernel_args(q, k, v, d_o, lse, delta_in, dq, n_q, n_k, scale));
+    const LaunchConfig cq{{ceil_div(p.n_q, c.dq.block()), unsigned(p.batch_heads), 1},
+                          {unsigned(32 * c.dq.warps), 1, 1},
+                          tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_)};
+    backend_.launch(
+        dq_, cq, kernel_params(FlashAttn2HalfDqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
   } else {
     backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(rows) * head_dim_);
   }
 
-  LaunchConfig ckv;
-  ckv.block = {unsigned(32 * c.dkdv.warps), 1, 1};
-  ckv.grid = {ceil_div(n_k, c.dkdv.block()), unsigned(p.batch_heads), 1};
-  ckv.dynamic_shared_bytes =
-      tile_bytes(2 * c.dkdv.block() + 4 * c.dkdv.step, head_dim_) + 4 * sizeof(float) * c.dkdv.step;
+  LaunchConfig ckv{
+      {ceil_div(p.n_k, c.dkdv.block()), unsigned(p.batch_heads), 1},
+      {unsigned(32 * c.dkdv.warps), 1, 1},
+      tile_bytes(2 * c.dkdv.block() + 4 * c.dkdv.step, head_dim_) + 4 * sizeof(float) * c.dkdv.step};
   if (c.fused_dq) ckv.dynamic_shared_bytes += size_t(c.dkdv.block()) * (c.dkdv.step + 8) * 2;  // dS^T tile
-  backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, dq_acc, n_q, n_k, scale));
+  backend_.launch(dkdv_, ckv,
+                  kernel_params(FlashAttn2HalfDkdvParams{q, k, v, d_o, lse, delta, dk, dv, dq_acc, p.n_q,
+                                                         p.n_k, p.scale}));
 
   if (c.fused_dq) {
-    int count = rows * head_dim_;
-    const float* acc_in = dq_acc;
-    LaunchConfig conv;
-    conv.block = {256, 1, 1};
-    conv.grid = {std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1};
-    backend_.launch(dq_, conv, kernel_args(acc_in, dq, count, scale));
+    const int count = rows * head_dim_;
+    backend_.launch(dq_, {{std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1}, {256, 1, 1}},
+                    kernel_params(FlashAttn2HalfDqConvertParams{dq_acc, dq, count, p.scale}));
   }
 }
 

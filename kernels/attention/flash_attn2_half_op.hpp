@@ -8,8 +8,9 @@
 #include <string>
 
 #include "kernels/attention/flash_attn2_op.hpp"
-#include "nvrtc_runtime/backend.hpp"
 #include "kernels/common/half_type.hpp"
+#include "kernels/kernel_spec.hpp"
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 
@@ -30,11 +31,11 @@ struct Fa2MmaConfig {
   // kernel (dq unused then); needs backward_scratch_floats() of scratch.
   bool fused_dq = false;
 };
-// The measured default for a head dimension (32, 64 or 128; anything else throws UsageError).
-Fa2MmaConfig default_fa2_mma_config(int head_dim);
-// "WARPSxMTxSTEP" (warps 2, 4 or 8; mt 1 or 2, 1 for dK/dV; step 32, 64 or 128); throws UsageError naming
-// `what` for anything else.
-Fa2MmaTiles parse_fa2_mma_tiles(const std::string& text, const std::string& what, bool dkdv);
+// The configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) at resolved HEAD_DIM
+// (32, 64 or 128), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part replaced by
+// its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for dK/dV; STEP 32,
+// 64 or 128); anything else throws UsageError naming the parameter.
+Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p);
 
 // Every kernel of flash_attn2_mma.cu for one element type, head dimension and tile configuration.
 CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config);
@@ -51,12 +52,9 @@ class FlashAttn2HalfOp {
   void backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
                 const uint16_t* d_o, const float* lse, float* scratch, uint16_t* dq, uint16_t* dk,
                 uint16_t* dv, const AttentionProblem& p) const;
-  HalfType type() const { return type_; }
-  const Module& module() const { return *module_; }
 
  private:
   Backend& backend_;
-  HalfType type_;
   int head_dim_;
   Fa2MmaConfig config_;
   std::shared_ptr<Module> module_;

@@ -2,7 +2,8 @@
 // D = rowsum(dO * O), dQ backward and dK/dV backward. Non-causal. Products run as mma.sync m16n8k16 with
 // float accumulation; softmax statistics, L and D stay float32.
 //
-// Layouts (row-major, contiguous, 16-bit elements as uint16_t, every row 16-byte aligned):
+// Layouts (parameters: flash_attn2_params.cuh; row-major, contiguous, 16-bit elements as uint16_t, every row
+// 16-byte aligned):
 //   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      K, V, dK, dV   [BH, N_CTX_K, HEAD_DIM]
 //   L, D (float)   [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log, D = rowsum(dO * O)
 // DT is LAB_F16 or LAB_BF16 (common/lab_mma.cuh); HEAD_DIM is 32, 64 or 128; N_CTX_Q and N_CTX_K are
@@ -22,6 +23,7 @@
 // end; every sum is float32.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "attention/flash_attn2_params.cuh"
 
 namespace fa2h {
 
@@ -168,8 +170,15 @@ __device__ __forceinline__ float group4_sum(float v) {
 // lane a partial sum over its columns, reduced across the group once at the end).
 template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_fwd_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
-                        int n_q, int n_k, float scale) {
+    flash_attn2_fwd_mma(const lab::FlashAttn2HalfFwdParams params) {
+  const uint16_t* q = params.q;
+  const uint16_t* k = params.k;
+  const uint16_t* v = params.v;
+  uint16_t* o = params.o;
+  float* lse = params.lse;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   using namespace fa2h;
   constexpr int kThreads = WARPS * 32, kBlock = 16 * MT * WARPS, kS = stride(HEAD_DIM);
   LAB_DYNAMIC_SHARED(uint16_t, smem);
@@ -261,8 +270,11 @@ __global__ void __launch_bounds__(WARPS * 32)
 // Backward preprocess: D[row] = sum_d dO[row, d] * O[row, d] in float. HEAD_DIM / 8 lanes per row, each
 // reading 8 elements (16 bytes) of both; 128 threads, grid ceil(rows / (128 / (HEAD_DIM / 8))).
 template <int DT, int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_mma(const uint16_t* o, const uint16_t* d_o, float* delta,
-                                               int rows) {
+__global__ void flash_attn2_bwd_preprocess_mma(const lab::FlashAttn2HalfPreprocessParams params) {
+  const uint16_t* o = params.o;
+  const uint16_t* d_o = params.d_o;
+  float* delta = params.delta;
+  const int rows = params.rows;
   constexpr int kLanes = HEAD_DIM / 8, kRowsPerCta = 128 / kLanes;
   const int lane = threadIdx.x % kLanes;
   const int row = blockIdx.x * kRowsPerCta + threadIdx.x / kLanes;
@@ -289,9 +301,17 @@ __global__ void flash_attn2_bwd_preprocess_mma(const uint16_t* o, const uint16_t
 // dQ += dS . K (K transposed), every K / V fragment shared by the MT m-tiles.
 template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_bwd_dq_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
-                           const float* lse, const float* delta, uint16_t* dq, int n_q, int n_k,
-                           float scale) {
+    flash_attn2_bwd_dq_mma(const lab::FlashAttn2HalfDqParams params) {
+  const uint16_t* q = params.q;
+  const uint16_t* k = params.k;
+  const uint16_t* v = params.v;
+  const uint16_t* d_o = params.d_o;
+  const float* lse = params.lse;
+  const float* delta = params.delta;
+  uint16_t* dq = params.dq;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   using namespace fa2h;
   constexpr int kThreads = WARPS * 32, kBlock = 16 * MT * WARPS, kS = stride(HEAD_DIM);
   LAB_DYNAMIC_SHARED(uint16_t, smem);
@@ -363,9 +383,19 @@ __global__ void __launch_bounds__(WARPS * 32)
 // N_CTX_K / (16 WARPS) float atomics per dQ element. Extra shared memory: 16 WARPS * (BM + 8) * 2 bytes.
 template <int DT, int HEAD_DIM, int WARPS, int BM, bool FUSED_DQ>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_bwd_dkdv_mma(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
-                             const float* lse, const float* delta, uint16_t* dk, uint16_t* dv, float* dq_acc,
-                             int n_q, int n_k, float scale) {
+    flash_attn2_bwd_dkdv_mma(const lab::FlashAttn2HalfDkdvParams params) {
+  const uint16_t* q = params.q;
+  const uint16_t* k = params.k;
+  const uint16_t* v = params.v;
+  const uint16_t* d_o = params.d_o;
+  const float* lse = params.lse;
+  const float* delta = params.delta;
+  uint16_t* dk = params.dk;
+  uint16_t* dv = params.dv;
+  float* dq_acc = params.dq_acc;
+  const int n_q = params.n_q;
+  const int n_k = params.n_k;
+  const float scale = params.scale;
   using namespace fa2h;
   constexpr int kThreads = WARPS * 32, kBlock = 16 * WARPS, kS = stride(HEAD_DIM);
   // FUSED_DQ: the dS^T tile's row stride, the query m-tiles and the dQ columns of each warp.
@@ -470,7 +500,11 @@ __global__ void __launch_bounds__(WARPS * 32)
 // The fused variant's last step: dq = DT(scale * dq_acc), two elements per thread, grid-stride over count
 // (even) elements.
 template <int DT>
-__global__ void flash_attn2_bwd_dq_convert_mma(const float* dq_acc, uint16_t* dq, int count, float scale) {
+__global__ void flash_attn2_bwd_dq_convert_mma(const lab::FlashAttn2HalfDqConvertParams params) {
+  const float* dq_acc = params.dq_acc;
+  uint16_t* dq = params.dq;
+  const int count = params.count;
+  const float scale = params.scale;
   for (int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x); i < count; i += 2 * gridDim.x * blockDim.x)
     *reinterpret_cast<uint32_t*>(dq + i) = lab_pack2<DT>(dq_acc[i] * scale, dq_acc[i + 1] * scale);
 }

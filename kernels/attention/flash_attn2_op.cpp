@@ -1,6 +1,8 @@
-// FlashAttn2Op: name expressions, launch shapes and shared-memory sizes of the flash_attn2.cu kernels.
+// FlashAttn2Op: name expressions, launch shapes, shared-memory sizes and parameters of the flash_attn2.cu
+// kernels.
 #include "kernels/attention/flash_attn2_op.hpp"
 
+#include "kernels/attention/flash_attn2_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -29,28 +31,6 @@ unsigned ceil_div(int a, int b) {
   return unsigned((a + b - 1) / b);
 }
 
-std::string expr(const std::string& kernel, const std::string& variant, int d, int block = 0) {
-  std::string e = kernel + "_" + variant + "<" + std::to_string(d);
-  if (block) e += ", " + std::to_string(block);
-  return e + ">";
-}
-
-struct Names {
-  std::string fwd, preprocess, dq, dkdv, probs;
-};
-
-Names names(const std::string& variant, int d, const Fa2Blocks& b) {
-  if (variant == "tiled")
-    return {expr("flash_attn2_fwd", variant, d, b.fwd), expr("flash_attn2_bwd_preprocess", variant, d),
-            expr("flash_attn2_bwd_dq", variant, d, b.dq), expr("flash_attn2_bwd_dkdv", variant, d, b.dkdv),
-            expr("attn_probs", variant, d)};
-  if (variant == "row_per_cta")
-    return {expr("flash_attn2_fwd", variant, d), expr("flash_attn2_bwd_preprocess", variant, d),
-            expr("flash_attn2_bwd_dq", variant, d), expr("flash_attn2_bwd_dkdv", variant, d),
-            expr("attn_probs", variant, d)};
-  throw UsageError("unknown flash attention variant '" + variant + "' (valid: tiled, row_per_cta)");
-}
-
 int pick(int batch_heads, int rows, int largest) {
   constexpr int kTargetCtas = 2 * 132;
   for (int m = largest; m > 16; m /= 2)
@@ -66,76 +46,72 @@ Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim) {
 }
 
 CompileRequest fa2_compile_request(const std::string& variant, int head_dim, const Fa2Blocks& blocks) {
-  const Names n = names(variant, head_dim, blocks);
-  return {kFlashAttn2Source, {}, {n.fwd, n.preprocess, n.dq, n.dkdv, n.probs}};
+  if (variant != "tiled" && variant != "row_per_cta")
+    throw UsageError("unknown flash attention variant '" + variant + "' (valid: tiled, row_per_cta)");
+  // "kernel_variant<HEAD_DIM>", with BLOCK_M after it where the tiled kernel takes one.
+  auto expr = [&](const char* kernel, int block) {
+    const std::string m = variant == "tiled" && block ? ", " + std::to_string(block) : "";
+    return std::string(kernel) + "_" + variant + "<" + std::to_string(head_dim) + m + ">";
+  };
+  return {kFlashAttn2Source,
+          {},
+          {expr("flash_attn2_fwd", blocks.fwd), expr("flash_attn2_bwd_preprocess", 0),
+           expr("flash_attn2_bwd_dq", blocks.dq), expr("flash_attn2_bwd_dkdv", blocks.dkdv),
+           expr("attn_probs", 0)}};
 }
 
 FlashAttn2Op::FlashAttn2Op(Backend& backend, std::string variant, int head_dim, Fa2Blocks blocks)
-    : backend_(backend), variant_(std::move(variant)), head_dim_(head_dim), blocks_(blocks) {
-  module_ = backend.compile(fa2_compile_request(variant_, head_dim_, blocks_));
-  const Names n = names(variant_, head_dim_, blocks_);
-  fwd_ = module_->kernel(n.fwd);
-  preprocess_ = module_->kernel(n.preprocess);
-  dq_ = module_->kernel(n.dq);
-  dkdv_ = module_->kernel(n.dkdv);
-  probs_ = module_->kernel(n.probs);
+    : backend_(backend), tiled_(variant == "tiled"), head_dim_(head_dim), blocks_(blocks) {
+  const CompileRequest request = fa2_compile_request(variant, head_dim, blocks);
+  module_ = backend.compile(request);
+  const std::vector<std::string>& entry = request.name_expressions;
+  fwd_ = module_->kernel(entry[0]), preprocess_ = module_->kernel(entry[1]), dq_ = module_->kernel(entry[2]);
+  dkdv_ = module_->kernel(entry[3]), probs_ = module_->kernel(entry[4]);
 }
 
 void FlashAttn2Op::forward(const float* q, const float* k, const float* v, float* o, float* lse,
                            const AttentionProblem& p) const {
-  int n_q = p.n_q, n_k = p.n_k;
-  float scale = p.scale;
-  LaunchConfig cfg;
-  cfg.block = {kThreads, 1, 1};
-  if (tiled()) {
-    cfg.grid = {ceil_div(n_q, blocks_.fwd), unsigned(p.batch_heads), 1};
-    cfg.dynamic_shared_bytes = fwd_smem(head_dim_, blocks_.fwd);
-  } else {
-    cfg.grid = {unsigned(n_q), unsigned(p.batch_heads), 1};
-  }
-  backend_.launch(fwd_, cfg, kernel_args(q, k, v, o, lse, n_q, n_k, scale));
+  const LaunchConfig cfg =
+      tiled_ ? LaunchConfig{{ceil_div(p.n_q, blocks_.fwd), unsigned(p.batch_heads), 1},
+                            {kThreads, 1, 1},
+                            fwd_smem(head_dim_, blocks_.fwd)}
+             : LaunchConfig{{unsigned(p.n_q), unsigned(p.batch_heads), 1}, {kThreads, 1, 1}};
+  backend_.launch(fwd_, cfg, kernel_params(FlashAttn2FwdParams{q, k, v, o, lse, p.n_q, p.n_k, p.scale}));
 }
 
 void FlashAttn2Op::backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                             const float* lse, float* delta, float* dq, float* dk, float* dv,
                             const AttentionProblem& p) const {
-  int n_q = p.n_q, n_k = p.n_k, rows = p.batch_heads * p.n_q;
-  float scale = p.scale;
-  LaunchConfig pre;
-  if (tiled()) {
-    const int rows_per_block = int(kThreads) / (head_dim_ / 4);
-    pre.grid = {ceil_div(rows, rows_per_block), 1, 1};
-    pre.block = {kThreads, 1, 1};
-  } else {
-    pre.grid = {unsigned(rows), 1, 1};
-    pre.block = {32, 1, 1};
-  }
-  backend_.launch(preprocess_, pre, kernel_args(o, d_o, delta, rows));
+  const int rows = p.batch_heads * p.n_q;
+  const LaunchConfig pre =
+      tiled_ ? LaunchConfig{{ceil_div(rows, int(kThreads) / (head_dim_ / 4)), 1, 1}, {kThreads, 1, 1}}
+             : LaunchConfig{{unsigned(rows), 1, 1}, {32, 1, 1}};
+  backend_.launch(preprocess_, pre, kernel_params(FlashAttn2PreprocessParams{o, d_o, delta, rows}));
 
-  const float* delta_in = delta;
   LaunchConfig cq, ckv;
   cq.block = ckv.block = {kThreads, 1, 1};
-  if (tiled()) {
-    cq.grid = {ceil_div(n_q, blocks_.dq), unsigned(p.batch_heads), 1};
+  if (tiled_) {
+    cq.grid = {ceil_div(p.n_q, blocks_.dq), unsigned(p.batch_heads), 1};
     cq.dynamic_shared_bytes = dq_smem(head_dim_, blocks_.dq);
-    ckv.grid = {ceil_div(n_k, blocks_.dkdv), unsigned(p.batch_heads), 1};
+    ckv.grid = {ceil_div(p.n_k, blocks_.dkdv), unsigned(p.batch_heads), 1};
     ckv.dynamic_shared_bytes = dkdv_smem(head_dim_, blocks_.dkdv);
   } else {
-    cq.grid = {unsigned(n_q), unsigned(p.batch_heads), 1};
-    ckv.grid = {unsigned(n_k), unsigned(p.batch_heads), 1};
+    cq.grid = {unsigned(p.n_q), unsigned(p.batch_heads), 1};
+    ckv.grid = {unsigned(p.n_k), unsigned(p.batch_heads), 1};
   }
-  backend_.launch(dq_, cq, kernel_args(q, k, v, d_o, lse, delta_in, dq, n_q, n_k, scale));
-  backend_.launch(dkdv_, ckv, kernel_args(q, k, v, d_o, lse, delta_in, dk, dv, n_q, n_k, scale));
+  backend_.launch(dq_, cq,
+                  kernel_params(FlashAttn2DqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
+  backend_.launch(
+      dkdv_, ckv,
+      kernel_params(FlashAttn2DkdvParams{q, k, v, d_o, lse, delta, dk, dv, p.n_q, p.n_k, p.scale}));
 }
 
 void FlashAttn2Op::probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows,
                          int head, const AttentionProblem& p, float* out) const {
-  int n_q = p.n_q, n_k = p.n_k;
-  float scale = p.scale;
-  LaunchConfig cfg;
-  cfg.block = {kThreads, 1, 1};
-  cfg.grid = tiled() ? Dim3{ceil_div(n_k, 64), ceil_div(n_rows, 16), 1} : Dim3{unsigned(n_rows), 1, 1};
-  backend_.launch(probs_, cfg, kernel_args(q, k, lse, rows, n_rows, head, n_q, n_k, scale, out));
+  const Dim3 grid =
+      tiled_ ? Dim3{ceil_div(p.n_k, 64), ceil_div(n_rows, 16), 1} : Dim3{unsigned(n_rows), 1, 1};
+  backend_.launch(probs_, {grid, {kThreads, 1, 1}},
+                  kernel_params(AttnProbsParams{q, k, lse, rows, n_rows, head, p.n_q, p.n_k, p.scale, out}));
 }
 
 }  // namespace lab

@@ -1,9 +1,8 @@
-// FlashAttn2Op: the Flash Attention 2 kernels of one variant and HEAD_DIM, compiled once and launched on raw
-// device pointers (PSA runs them on slices of a packed buffer). Layouts as in flash_attn2.cu.
+// FlashAttn2Op: the Flash Attention 2 kernels (flash_attn2.cu) of one variant and HEAD_DIM, compiled once and
+// launched on raw device pointers (PSA runs them on slices of a packed buffer). Layouts as in flash_attn2.cu.
 #pragma once
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "nvrtc_runtime/backend.hpp"
 
@@ -22,7 +21,8 @@ struct Fa2Blocks {
 // gives two CTAs per SM, else 16; dK/dV stays at 32 or less from HEAD_DIM 64 on (two accumulators in
 // registers).
 Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim);
-// Every kernel of a variant at these blocks, as name expressions ("flash_attn2_fwd_tiled<64, 64>", ...).
+// Every kernel of a variant at these blocks, as name expressions ("flash_attn2_fwd_tiled<64, 64>", ...):
+// forward, backward preprocess, dQ, dK/dV, probs.
 CompileRequest fa2_compile_request(const std::string& variant, int head_dim, const Fa2Blocks& blocks);
 
 struct AttentionProblem {
@@ -38,6 +38,8 @@ class FlashAttn2Op {
   // O and L from Q, K, V.
   void forward(const float* q, const float* k, const float* v, float* o, float* lse,
                const AttentionProblem& p) const;
+  // Floats of scratch the backward needs: D (BH * Nq).
+  size_t backward_scratch_floats(const AttentionProblem& p) const { return size_t(p.batch_heads) * p.n_q; }
   // delta = rowsum(dO * O) (scratch of BH * Nq floats, left holding D), then dQ, then dK and dV.
   void backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                 const float* lse, float* delta, float* dq, float* dk, float* dv,
@@ -45,13 +47,10 @@ class FlashAttn2Op {
   // probs [n_rows, Nk] of head `head` for the query rows `rows` (device int array).
   void probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows, int head,
              const AttentionProblem& p, float* out) const;
-  const std::string& variant() const { return variant_; }
-  const Module& module() const { return *module_; }
 
  private:
-  bool tiled() const { return variant_ == "tiled"; }
   Backend& backend_;
-  std::string variant_;
+  bool tiled_;
   int head_dim_;
   Fa2Blocks blocks_;
   std::shared_ptr<Module> module_;
