@@ -40,11 +40,11 @@ TEST_CASE("lab source --entry prints one entry point, found by its demangled nam
   REQUIRE(module.exit_code == 0);
   REQUIRE(count_of(module.out, ".entry ") == 5);
   // Each entry is headed by its demangled name.
-  CHECK(contains(module.out, "// void flash_attn2_fwd_tiled<64, 16>(float const*, float const*, float const*, "
-                             "float*, float*, int, int, float)\n.weak .entry _Z21flash_attn2_fwd_tiled"));
+  CHECK(contains(module.out, "// void flash_attn2_fwd_tiled<64, 16>(lab::FlashAttn2FwdParams)\n"
+                             ".weak .entry _Z21flash_attn2_fwd_tiled"));
 
   for (const std::string& name : {std::string("flash_attn2_fwd_tiled"), std::string("'flash_attn2_fwd_tiled<64, 16>'"),
-                                   std::string("_Z21flash_attn2_fwd_tiledILi64ELi16EEvPKfS1_S1_PfS2_iif")}) {
+                                   std::string("_Z21flash_attn2_fwd_tiledILi64ELi16EEvN3lab19FlashAttn2FwdParamsE")}) {
     const LabResult one = run_lab("source " + kAttention + " --ptx --arch sm_90 --entry " + name);
     REQUIRE(one.exit_code == 0);
     CHECK(count_of(one.out, ".entry ") == 1);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kernels/attention/flash_attn2_params.cuh"
+#include "kernels/attention/flash_attn2_mma_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {

@@ -33,8 +33,8 @@ struct Fa2MmaConfig {
 };
 // The configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) at resolved HEAD_DIM
 // (32, 64 or 128), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part replaced by
-// its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for dK/dV; STEP 32,
-// 64 or 128); anything else throws UsageError naming the parameter.
+// its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for dK/dV;
+// STEP 32, 64 or 128); anything else throws UsageError naming the parameter.
 Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p);
 
 // Every kernel of flash_attn2_mma.cu for one element type, head dimension and tile configuration.

@@ -2,8 +2,8 @@
 // D = rowsum(dO * O), dQ backward and dK/dV backward. Non-causal. Products run as mma.sync m16n8k16 with
 // float accumulation; softmax statistics, L and D stay float32.
 //
-// Layouts (parameters: flash_attn2_params.cuh; row-major, contiguous, 16-bit elements as uint16_t, every row
-// 16-byte aligned):
+// Layouts (parameters: flash_attn2_mma_params.cuh; row-major, contiguous, 16-bit elements as uint16_t,
+// every row 16-byte aligned):
 //   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      K, V, dK, dV   [BH, N_CTX_K, HEAD_DIM]
 //   L, D (float)   [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log, D = rowsum(dO * O)
 // DT is LAB_F16 or LAB_BF16 (common/lab_mma.cuh); HEAD_DIM is 32, 64 or 128; N_CTX_Q and N_CTX_K are
@@ -23,7 +23,7 @@
 // end; every sum is float32.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
-#include "attention/flash_attn2_params.cuh"
+#include "attention/flash_attn2_mma_params.cuh"
 
 namespace fa2h {
 

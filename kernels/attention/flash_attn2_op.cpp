@@ -31,6 +31,13 @@ unsigned ceil_div(int a, int b) {
   return unsigned((a + b - 1) / b);
 }
 
+// 128 threads over `rows` rows of every head: a CTA per block of `block` rows with `smem` bytes of shared
+// memory (tiled), or per row (row_per_cta).
+LaunchConfig over_rows(bool tiled, int rows, int batch_heads, int block, size_t smem) {
+  if (!tiled) return {{unsigned(rows), unsigned(batch_heads), 1}, {kThreads, 1, 1}};
+  return {{ceil_div(rows, block), unsigned(batch_heads), 1}, {kThreads, 1, 1}, smem};
+}
+
 int pick(int batch_heads, int rows, int largest) {
   constexpr int kTargetCtas = 2 * 132;
   for (int m = largest; m > 16; m /= 2)
@@ -71,12 +78,9 @@ FlashAttn2Op::FlashAttn2Op(Backend& backend, std::string variant, int head_dim, 
 
 void FlashAttn2Op::forward(const float* q, const float* k, const float* v, float* o, float* lse,
                            const AttentionProblem& p) const {
-  const LaunchConfig cfg =
-      tiled_ ? LaunchConfig{{ceil_div(p.n_q, blocks_.fwd), unsigned(p.batch_heads), 1},
-                            {kThreads, 1, 1},
-                            fwd_smem(head_dim_, blocks_.fwd)}
-             : LaunchConfig{{unsigned(p.n_q), unsigned(p.batch_heads), 1}, {kThreads, 1, 1}};
-  backend_.launch(fwd_, cfg, kernel_params(FlashAttn2FwdParams{q, k, v, o, lse, p.n_q, p.n_k, p.scale}));
+  backend_.launch(fwd_,
+                  over_rows(tiled_, p.n_q, p.batch_heads, blocks_.fwd, fwd_smem(head_dim_, blocks_.fwd)),
+                  kernel_params(FlashAttn2FwdParams{q, k, v, o, lse, p.n_q, p.n_k, p.scale}));
 }
 
 void FlashAttn2Op::backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
@@ -87,22 +91,10 @@ void FlashAttn2Op::backward(const float* q, const float* k, const float* v, cons
       tiled_ ? LaunchConfig{{ceil_div(rows, int(kThreads) / (head_dim_ / 4)), 1, 1}, {kThreads, 1, 1}}
              : LaunchConfig{{unsigned(rows), 1, 1}, {32, 1, 1}};
   backend_.launch(preprocess_, pre, kernel_params(FlashAttn2PreprocessParams{o, d_o, delta, rows}));
-
-  LaunchConfig cq, ckv;
-  cq.block = ckv.block = {kThreads, 1, 1};
-  if (tiled_) {
-    cq.grid = {ceil_div(p.n_q, blocks_.dq), unsigned(p.batch_heads), 1};
-    cq.dynamic_shared_bytes = dq_smem(head_dim_, blocks_.dq);
-    ckv.grid = {ceil_div(p.n_k, blocks_.dkdv), unsigned(p.batch_heads), 1};
-    ckv.dynamic_shared_bytes = dkdv_smem(head_dim_, blocks_.dkdv);
-  } else {
-    cq.grid = {unsigned(p.n_q), unsigned(p.batch_heads), 1};
-    ckv.grid = {unsigned(p.n_k), unsigned(p.batch_heads), 1};
-  }
-  backend_.launch(dq_, cq,
+  backend_.launch(dq_, over_rows(tiled_, p.n_q, p.batch_heads, blocks_.dq, dq_smem(head_dim_, blocks_.dq)),
                   kernel_params(FlashAttn2DqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
   backend_.launch(
-      dkdv_, ckv,
+      dkdv_, over_rows(tiled_, p.n_k, p.batch_heads, blocks_.dkdv, dkdv_smem(head_dim_, blocks_.dkdv)),
       kernel_params(FlashAttn2DkdvParams{q, k, v, d_o, lse, delta, dk, dv, p.n_q, p.n_k, p.scale}));
 }
 
