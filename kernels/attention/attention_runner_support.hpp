@@ -2,11 +2,9 @@
 // parameters, the resolved problem and its sizes, the seeded inputs, and the forward and backward instances,
 // written once for any precision.
 //
-// A precision (Float32 in flash_attn2_runners.cpp, Half16 in flash_attn2_half_runners.cpp) is constructed
-// from (variant, resolved params) and names its op (`Op`, made by `make_op(backend, head_dim)`), the element
-// type of Q, K, V, O and the gradients (`Element`), how floats become elements and back (`encode`, `decode`),
-// the tolerance of an element-typed output (`tolerance(float32 default, reference)`) and whether the backward
-// takes dQ from the dK/dV kernel (`fused_dq()`).
+// A precision (Float32, flash_attn2_runners.cpp; Half16, flash_attn2_half_runners.cpp), made from (variant,
+// resolved params), gives the op (`Op`, `make_op(backend, head_dim)`), the element type (`Element`) and its
+// `encode` / `decode` from and to float, an output's `tolerance(float32 default, reference)` and `fused_dq()`.
 #pragma once
 #include <cstdint>
 #include <string>
