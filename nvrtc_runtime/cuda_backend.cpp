@@ -9,7 +9,7 @@
 
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/compile_log.hpp"
-#include "nvrtc_runtime/parallel_compile.hpp"
+#include "nvrtc_runtime/module_compiler.hpp"
 
 namespace lab {
 namespace {
@@ -117,21 +117,9 @@ class CudaBackend : public Backend {
   DeviceInfo device() const override { return info_; }
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
-    std::string note;
-    const auto started = std::chrono::steady_clock::now();
-    CompileResult result = compile_with_nvrtc(*context_.tree, *context_.cache, request, info_.arch, &note);
-    log_compile(context_.options, request, result, nvrtc_command_line(request, info_.arch), started, note);
-    return std::make_shared<CudaModule>(std::move(result));
+    return std::make_shared<CudaModule>(modules_.compile(request));
   }
-
-  void precompile(const std::vector<CompileRequest>& requests) override {
-    compile_in_parallel(
-        requests,
-        [this](const CompileRequest& r) {
-          return compile_with_nvrtc(*context_.tree, *context_.cache, r, info_.arch);
-        },
-        context_.options.verbose);
-  }
+  void precompile(const std::vector<CompileRequest>& requests) override { modules_.precompile(requests); }
 
   DeviceBuffer alloc(size_t bytes) override {
     void* p = nullptr;
@@ -239,6 +227,12 @@ class CudaBackend : public Backend {
 
   RuntimeContext context_;
   DeviceInfo info_;
+  ModuleCompiler modules_{
+      context_.options,
+      [this](const CompileRequest& r, std::string* note) {
+        return compile_with_nvrtc(*context_.tree, *context_.cache, r, info_.arch, note);
+      },
+      [this](const CompileRequest& r) { return nvrtc_command_line(r, info_.arch); }};
   struct Lane {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;

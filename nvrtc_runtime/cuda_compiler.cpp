@@ -1,23 +1,20 @@
-// NVRTC compilation with caching, resource parsing and disassembly.
+// NVRTC compilation (its step of cached_compile), resource parsing and disassembly.
 #include "nvrtc_runtime/cuda_compiler.hpp"
 
 #include <nvrtc.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <regex>
 #include <sstream>
 
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include "nvrtc_runtime/cached_compile.hpp"
 #include "nvrtc_runtime/cpu/subprocess.hpp"
-#include "nvrtc_runtime/diagnostics.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "nvrtc_runtime/sha256.hpp"
 
 namespace lab {
 
@@ -127,79 +124,34 @@ void parse_ptxas_resources(const std::string& log, CompileResult& result) {
   }
 }
 
-CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
-                                 const CompileRequest& request, const std::string& arch, std::string* note) {
-  const std::string source = tree.read(request.source_path);
-  std::vector<std::string> header_names = tree.includes_of(request.source_path);
-  std::vector<std::string> header_texts;
-  for (auto& h : header_names) header_texts.push_back(tree.read(h));
-  std::vector<std::string> options = nvrtc_options(request, arch);
+namespace {
 
-  Sha256 key_hash;
-  key_hash.field("cuda").field(nvrtc_version()).field(arch).field(request.source_path).field(source);
-  for (size_t i = 0; i < header_names.size(); ++i) key_hash.field(header_names[i]).field(header_texts[i]);
-  for (auto& o : options) key_hash.field(o);
-  for (auto& e : request.name_expressions) key_hash.field(e);
-  const std::string key = key_hash.hex();
-
-  CompileResult result;
-  result.backend = "cuda";
-  result.target = arch;
-  result.name_expressions = request.name_expressions;
-  result.cache_key = key;
-
-  if (auto entry = cache.load(key, note)) {
-    auto& p = entry->parts;
-    result.binary.assign(p["cubin"].begin(), p["cubin"].end());
-    result.ptx = p["ptx"];
-    result.log = p["log"];
-    result.lowered_names = split_lines(p["lowered"]);
-    result.compile_ms = std::atof(p["compile_ms"].c_str());
-    result.cache_hit = true;
-    if (result.lowered_names.size() == request.name_expressions.size() && !result.binary.empty()) {
-      result.diagnostics = parse_compiler_log(result.log);
-      parse_ptxas_resources(result.log, result);
-      return result;
-    }
-    if (note) *note = "cache entry " + key + " is incomplete: recompiling";
-    result = CompileResult{};
-    result.backend = "cuda";
-    result.target = arch;
-    result.name_expressions = request.name_expressions;
-    result.cache_key = key;
+// NVRTC on a snapshot (the source, then its headers as in-memory files); false when it rejects the source.
+bool run_nvrtc(const std::vector<std::string>& options, const SourceSnapshot& sources, CompileResult& result) {
+  std::vector<const char*> header_texts, header_names, option_list;
+  for (size_t i = 1; i < sources.size(); ++i) {
+    header_texts.push_back(sources[i].text.c_str());
+    header_names.push_back(sources[i].path.c_str());
   }
-
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<const char*> hdr_src, hdr_name, opt;
-  for (size_t i = 0; i < header_names.size(); ++i) {
-    hdr_src.push_back(header_texts[i].c_str());
-    hdr_name.push_back(header_names[i].c_str());
-  }
-  for (auto& o : options) opt.push_back(o.c_str());
+  for (auto& o : options) option_list.push_back(o.c_str());
   nvrtcProgram prog;
-  check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), request.source_path.c_str(), int(hdr_src.size()),
-                                 hdr_src.data(), hdr_name.data()),
+  check_nvrtc(nvrtcCreateProgram(&prog, sources.front().text.c_str(), sources.front().path.c_str(),
+                                 int(header_texts.size()), header_texts.data(), header_names.data()),
               "program creation");
   struct Destroy {
     nvrtcProgram* p;
     ~Destroy() { nvrtcDestroyProgram(p); }
   } destroy{&prog};
-  for (auto& e : request.name_expressions)
+  for (auto& e : result.name_expressions)
     check_nvrtc(nvrtcAddNameExpression(prog, e.c_str()), "name expression");
-  nvrtcResult compiled = nvrtcCompileProgram(prog, int(opt.size()), opt.data());
+  nvrtcResult compiled = nvrtcCompileProgram(prog, int(option_list.size()), option_list.data());
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
   result.log.resize(log_size);
   if (log_size) nvrtcGetProgramLog(prog, result.log.data());
   while (!result.log.empty() && result.log.back() == '\0') result.log.pop_back();
-  result.diagnostics = parse_compiler_log(result.log);
-  if (compiled != NVRTC_SUCCESS) {
-    std::string formatted = format_diagnostics(result.diagnostics, &tree);
-    if (formatted.empty()) formatted = result.log;
-    throw CompileError("compiling " + request.source_path + " failed:\n" + formatted, result.diagnostics,
-                       result.log);
-  }
-  for (auto& e : request.name_expressions) {
+  if (compiled != NVRTC_SUCCESS) return false;
+  for (auto& e : result.name_expressions) {
     const char* lowered = nullptr;
     check_nvrtc(nvrtcGetLoweredName(prog, e.c_str(), &lowered), ("lowered name of " + e).c_str());
     result.lowered_names.push_back(lowered);
@@ -212,19 +164,39 @@ CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
   check_nvrtc(nvrtcGetCUBINSize(prog, &cubin_size), "CUBIN size");
   result.binary.resize(cubin_size);
   check_nvrtc(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(result.binary.data())), "CUBIN");
-  result.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   parse_ptxas_resources(result.log, result);
+  return true;
+}
 
-  CacheEntry entry;
-  entry.parts["cubin"] = std::string(result.binary.begin(), result.binary.end());
-  entry.parts["ptx"] = result.ptx;
-  entry.parts["log"] = result.log;
-  entry.parts["lowered"] = join_lines(result.lowered_names);
-  entry.parts["compile_ms"] = std::to_string(result.compile_ms);
-  entry.parts["summary"] = "cuda " + arch + " " + request.source_path;
-  cache.store(key, entry, note);
-  return result;
+}  // namespace
+
+CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
+                                 const CompileRequest& request, const std::string& arch, std::string* note) {
+  const std::vector<std::string> options = nvrtc_options(request, arch);
+  CompileStep step;
+  step.backend = "cuda";
+  step.target = arch;
+  step.key_inputs = {nvrtc_version()};
+  step.key_inputs.insert(step.key_inputs.end(), options.begin(), options.end());
+  step.compile = [&options](const SourceSnapshot& sources, CompileResult& result) {
+    return run_nvrtc(options, sources, result);
+  };
+  step.store = [](const CompileResult& result, CacheEntry& entry) {
+    entry.parts["cubin"] = std::string(result.binary.begin(), result.binary.end());
+    entry.parts["ptx"] = result.ptx;
+    entry.parts["lowered"] = join_lines(result.lowered_names);
+  };
+  step.load = [](CacheEntry& entry, CompileResult& result) -> std::string {
+    auto& parts = entry.parts;
+    result.binary.assign(parts["cubin"].begin(), parts["cubin"].end());
+    result.ptx = parts["ptx"];
+    result.lowered_names = split_lines(parts["lowered"]);
+    if (result.lowered_names.size() != result.name_expressions.size() || result.binary.empty())
+      return "is incomplete";
+    parse_ptxas_resources(result.log, result);
+    return "";
+  };
+  return cached_compile(tree, cache, request, step, note);
 }
 
 std::string disassemble_sass(const CompileResult& result) {

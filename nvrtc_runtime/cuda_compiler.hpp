@@ -1,5 +1,5 @@
 // NVRTC compilation (works with no GPU and no driver): options, in-memory project headers, name expressions,
-// the content-addressed cache, ptxas resource report, and SASS through nvdisasm.
+// cached through cached_compile.hpp, ptxas resource report, and SASS through nvdisasm.
 #pragma once
 #include <string>
 

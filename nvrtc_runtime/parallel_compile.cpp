@@ -3,13 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <exception>
 #include <mutex>
-#include <string>
 #include <thread>
-
-#include "nvrtc_runtime/compile_log.hpp"
 
 namespace lab {
 namespace {
@@ -38,24 +34,14 @@ void compile_in_parallel(const std::vector<CompileRequest>& requests,
   size_t done = 0;
   auto work = [&] {
     for (size_t i = next++; i < requests.size(); i = next++) {
-      const CompileRequest& request = requests[i];
-      const auto t0 = std::chrono::steady_clock::now();
-      std::string outcome;
       try {
-        outcome = compile_one(request).cache_hit ? "cache hit" : "cache miss";
+        compile_one(requests[i]);
       } catch (...) {
         errors[i] = std::current_exception();
-        outcome = "failed";
       }
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(progress_mutex());
       ++done;
-      if (verbose)  // the verbose lines stand in for the progress line
-        verbose_line("module " + request.source_path + " (" + std::to_string(request.name_expressions.size()) +
-                     (request.name_expressions.size() == 1 ? " kernel): " : " kernels): ") + outcome + ", " +
-                     std::to_string(int(ms + 0.5)) + " ms");
-      else if (progress_hook())
-        progress_hook()(done, requests.size(), request.source_path);
+      if (!verbose && progress_hook()) progress_hook()(done, requests.size(), requests[i].source_path);
     }
   };
   const size_t threads = std::min<size_t>(requests.size(), std::max(1u, std::thread::hardware_concurrency()));

@@ -15,9 +15,9 @@ using CompileProgress = std::function<void(size_t done, size_t total, const std:
 // Process-wide (the `lab` command installs a progress line on a terminal); empty = silent.
 void set_compile_progress(CompileProgress progress);
 
-// Runs `compile_one` for every request, at most one thread per hardware thread. With `verbose` one stderr
-// line per module (source, kernels, cache hit or miss, wall time), else the progress hook per module. Rethrows the first failure (in request
-// order) after every compile has finished.
+// Runs `compile_one` for every request, at most one thread per hardware thread, and tells the progress hook
+// after each, unless `verbose` (then each compile writes its own --verbose line, which stands in for the
+// progress line). Rethrows the first failure (in request order) after every compile has finished.
 void compile_in_parallel(const std::vector<CompileRequest>& requests,
                          const std::function<CompileResult(const CompileRequest&)>& compile_one, bool verbose);
 

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "nvrtc_runtime/cpu/block_scheduler.hpp"
-#include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/cpu/host_compiler.hpp"
-#include "nvrtc_runtime/parallel_compile.hpp"
+#include "nvrtc_runtime/module_compiler.hpp"
 #include "nvrtc_runtime/cpu/host_memory.hpp"
 #include "nvrtc_runtime/cpu/kernel_module.hpp"
 #include "nvrtc_runtime/cpu/worker_pool.hpp"
+#include "nvrtc_runtime/temporary_folder.hpp"
 
 namespace lab {
 
@@ -85,29 +85,13 @@ class CpuBackend : public Backend {
   }
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
-    std::string note;
-    const auto started = std::chrono::steady_clock::now();
-    cpu::HostBuild build =
-        cpu::build_kernel_module(*context_.tree, *context_.cache, request, compiler_, &note);
-    if (context_.options.verbose) {
-      // The folders the compile really uses are content-addressed copies inside the cache.
-      std::string command;
-      for (const std::string& part : compiler_.command()) command += part + " ";
-      for (const std::string& flag : cpu::host_compile_flags(request, "<kernel tree>", "<emulator headers>"))
-        command += flag + " ";
-      log_compile(context_.options, request, build.result, command + "lab_emu_wrapper.cpp", started, note);
-    }
-    return std::make_shared<cpu::KernelModule>(std::move(build.result), build.shared_object);
+    CompileResult result = modules_.compile(request);
+    const TemporaryFolder folder("lab-cpu-build");  // removed once loaded: dlopen keeps its mapping
+    const std::filesystem::path shared_object = cpu::write_shared_object(result, folder.path());
+    return std::make_shared<cpu::KernelModule>(std::move(result), shared_object);
   }
 
-  void precompile(const std::vector<CompileRequest>& requests) override {
-    compile_in_parallel(
-        requests,
-        [this](const CompileRequest& r) {
-          return cpu::build_kernel_module(*context_.tree, *context_.cache, r, compiler_).result;
-        },
-        context_.options.verbose);
-  }
+  void precompile(const std::vector<CompileRequest>& requests) override { modules_.precompile(requests); }
 
   DeviceBuffer alloc(size_t bytes) override { return DeviceBuffer(this, memory_.allocate(bytes), bytes); }
 
@@ -166,6 +150,12 @@ class CpuBackend : public Backend {
  private:
   RuntimeContext context_;
   cpu::HostCompiler compiler_;
+  ModuleCompiler modules_{
+      context_.options,
+      [this](const CompileRequest& r, std::string* note) {
+        return cpu::build_kernel_module(*context_.tree, *context_.cache, r, compiler_, note);
+      },
+      [this](const CompileRequest& r) { return cpu::host_compile_command_line(compiler_, r); }};
   cpu::HostMemory memory_;
   cpu::WorkerPool pool_;
   std::mutex launch_mutex_;

@@ -1,20 +1,18 @@
-// Host-compiler builds of kernel modules: wrapper generation, cache key, a private snapshot of the sources,
-// compile, diagnostics, the .so for dlopen.
+// Host-compiler builds of kernel modules: wrapper generation, the host compiler's step of cached_compile (a
+// private folder holding the snapshot of the sources), the .so for dlopen.
 #include "nvrtc_runtime/cpu/host_compiler.hpp"
 
-#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <sstream>
 
+#include "nvrtc_runtime/cached_compile.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/cpu/device/lab_emu_abi.hpp"
-#include "nvrtc_runtime/diagnostics.hpp"
-#include "nvrtc_runtime/errors.hpp"
-#include "nvrtc_runtime/sha256.hpp"
 #include "nvrtc_runtime/cpu/subprocess.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/temporary_folder.hpp"
 
 namespace lab {
 std::map<std::string, std::string> embedded_emulator_files();  // generated at build time
@@ -47,14 +45,6 @@ void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) throw RuntimeError("cannot write " + path.string());
-}
-
-// The kernel source and every project header it includes, read once: these exact bytes are hashed into the
-// cache key and written into the build's private folder, so what is compiled is what the key names.
-std::map<std::string, std::string> snapshot_sources(const KernelTree& tree, const std::string& source_path) {
-  std::map<std::string, std::string> files{{source_path, tree.read(source_path)}};
-  for (const std::string& header : tree.includes_of(source_path)) files[header] = tree.read(header);
-  return files;
 }
 
 std::string cuda_include_dir() {
@@ -113,89 +103,87 @@ std::vector<std::string> host_compile_flags(const CompileRequest& request, const
   return flags;
 }
 
-HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
-                              const HostCompiler& compiler, std::string* note) {
-  const std::map<std::string, std::string> sources = snapshot_sources(tree, request.source_path);
+std::string host_compile_command_line(const HostCompiler& compiler, const CompileRequest& request) {
+  std::string line;
+  for (const std::string& part : compiler.command()) line += part + " ";
+  for (const std::string& flag : host_compile_flags(request, "<kernel tree>", "<emulator headers>"))
+    line += flag + " ";
+  return line + "lab_emu_wrapper.cpp";
+}
+
+namespace {
+
+// The host compiler's step of a cached compile: the snapshot, the emulator headers and the wrapper written into
+// a private folder, compiled there into a shared object; false when the compiler rejects the source.
+bool compile_in_private_folder(const HostCompiler& compiler, const CompileRequest& request,
+                               const std::string& wrapper, const std::map<std::string, std::string>& emulator_files,
+                               const SourceSnapshot& sources, CompileResult& result) {
+  const TemporaryFolder folder("lab-cpu-build");
+  const fs::path tree_root = folder.path() / "tree", emulator_dir = folder.path() / "emulator";
+  for (const SourceFile& file : sources) write_file(tree_root / file.path, file.text);
+  for (const auto& [name, text] : emulator_files) write_file(emulator_dir / name, text);
+  const fs::path wrapper_path = folder.path() / "lab_emu_wrapper.cpp";
+  write_file(wrapper_path, wrapper);
+
+  const fs::path shared_object = folder.path() / "kernel.so";
+  std::vector<std::string> argv = compiler.command();
+  const std::vector<std::string> flags = host_compile_flags(request, tree_root, emulator_dir);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-o", shared_object.string(), wrapper_path.string()});
+  const ProcessResult r = run_process(argv);
+  // Paths in the log: the kernel tree's files become tree-relative, the rest of the folder goes.
+  result.log = r.output;
+  for (const std::string& prefix : {tree_root.string() + "/", folder.path().string() + "/"})
+    for (size_t at; (at = result.log.find(prefix)) != std::string::npos;) result.log.erase(at, prefix.size());
+  if (r.exit_code != 0) return false;
+  const std::string so = read_file(shared_object);
+  result.binary.assign(so.begin(), so.end());
+  return true;
+}
+
+}  // namespace
+
+CompileResult build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
+                                  const HostCompiler& compiler, std::string* note) {
   const std::map<std::string, std::string> emulator_files = embedded_emulator_files();
   const std::string wrapper = wrapper_source(request);
-
+  CompileStep step;
+  step.backend = "cpu";
+  step.target = compiler.version_line();
+  step.failing_for = " for the cpu backend";
   // The key names content, never a folder: the flags with the private folder's "tree" and "emulator" paths.
-  Sha256 key_hash;
-  key_hash.field("cpu").field(std::to_string(LAB_EMU_ABI_VERSION)).field(compiler.version());
-  for (const auto& c : compiler.command()) key_hash.field(c);
-  for (const auto& f : host_compile_flags(request, "tree", "emulator")) key_hash.field(f);
-  key_hash.field(wrapper);
-  for (const auto& [name, text] : sources) key_hash.field(name).field(text);
-  for (const auto& [name, text] : emulator_files) key_hash.field(name).field(text);
-  const std::string key = key_hash.hex();
-
-  HostBuild build;
-  CompileResult& result = build.result;
-  result.backend = "cpu";
-  result.target = compiler.version_line();
-  result.name_expressions = request.name_expressions;
-  result.cache_key = key;
+  std::vector<std::string>& key = step.key_inputs;
+  key = {std::to_string(LAB_EMU_ABI_VERSION), compiler.version()};
+  key.insert(key.end(), compiler.command().begin(), compiler.command().end());
+  for (const std::string& flag : host_compile_flags(request, "tree", "emulator")) key.push_back(flag);
+  key.push_back(wrapper);
+  for (const auto& [name, text] : emulator_files) key.insert(key.end(), {name, text});
+  step.compile = [&](const SourceSnapshot& sources, CompileResult& result) {
+    return compile_in_private_folder(compiler, request, wrapper, emulator_files, sources, result);
+  };
+  step.store = [](const CompileResult& result, CacheEntry& entry) {
+    entry.parts["so"] = std::string(result.binary.begin(), result.binary.end());
+  };
+  step.load = [](CacheEntry& entry, CompileResult& result) -> std::string {
+    const std::string& so = entry.parts["so"];
+    if (so.empty()) return "has no shared object";
+    result.binary.assign(so.begin(), so.end());
+    return "";
+  };
+  CompileResult result = cached_compile(tree, cache, request, step, note);
   for (size_t i = 0; i < request.name_expressions.size(); ++i) {
     result.lowered_names.push_back("lab_emu_kernel_" + std::to_string(i));
     ResourceUsage usage;  // the host compiler reports no registers or spills
     usage.kernel = request.name_expressions[i];
     result.resources.push_back(usage);
   }
-  build.folder = std::make_unique<TemporaryFolder>("lab-cpu-build");
-  const fs::path& folder = build.folder->path();
-  build.shared_object = folder / "kernel.so";
+  return result;
+}
 
-  if (auto entry = cache.load(key, note)) {
-    std::string& so = entry->parts["so"];
-    if (!so.empty()) {
-      result.binary.assign(so.begin(), so.end());
-      result.log = entry->parts["log"];
-      result.diagnostics = parse_compiler_log(result.log);
-      result.compile_ms = std::atof(entry->parts["compile_ms"].c_str());
-      result.cache_hit = true;
-      write_file(build.shared_object, so);
-      return build;
-    }
-    if (note) *note = "cache entry " + key + " has no shared object: recompiling";
-  }
-
-  const fs::path tree_root = folder / "tree";
-  for (const auto& [name, text] : sources) write_file(tree_root / name, text);
-  for (const auto& [name, text] : emulator_files) write_file(folder / "emulator" / name, text);
-  const fs::path wrapper_path = folder / "lab_emu_wrapper.cpp";
-  write_file(wrapper_path, wrapper);
-
-  std::vector<std::string> argv = compiler.command();
-  const std::vector<std::string> flags = host_compile_flags(request, tree_root, folder / "emulator");
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", build.shared_object.string(), wrapper_path.string()});
-  const auto t0 = std::chrono::steady_clock::now();
-  ProcessResult r = run_process(argv);
-  result.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-
-  // Paths in the log: the kernel tree's files become tree-relative, the rest of the folder goes.
-  std::string log = r.output;
-  for (const std::string& prefix : {tree_root.string() + "/", folder.string() + "/"})
-    for (size_t at; (at = log.find(prefix)) != std::string::npos;) log.erase(at, prefix.size());
-  result.log = log;
-  result.diagnostics = parse_compiler_log(result.log);
-  if (r.exit_code != 0) {
-    std::string formatted = format_diagnostics(result.diagnostics, &tree);
-    if (formatted.empty()) formatted = result.log;
-    throw CompileError("compiling " + request.source_path + " for the cpu backend failed:\n" + formatted,
-                       result.diagnostics, result.log);
-  }
-  const std::string so = read_file(build.shared_object);
-  result.binary.assign(so.begin(), so.end());
-
-  CacheEntry entry;
-  entry.parts["so"] = so;
-  entry.parts["log"] = result.log;
-  entry.parts["compile_ms"] = std::to_string(result.compile_ms);
-  entry.parts["summary"] = "cpu " + result.target + " " + request.source_path;
-  cache.store(key, entry, note);
-  return build;
+fs::path write_shared_object(const CompileResult& result, const fs::path& folder) {
+  const fs::path path = folder / "kernel.so";
+  write_file(path, std::string(result.binary.begin(), result.binary.end()));
+  return path;
 }
 
 }  // namespace lab::cpu

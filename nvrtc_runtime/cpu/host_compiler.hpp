@@ -2,14 +2,12 @@
 // host C++ compiler into a shared object, cached in the same content-addressed cache as NVRTC output.
 #pragma once
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/disk_cache.hpp"
 #include "nvrtc_runtime/kernel_tree.hpp"
-#include "nvrtc_runtime/temporary_folder.hpp"
 
 namespace lab::cpu {
 
@@ -35,18 +33,19 @@ std::vector<std::string> host_compile_flags(const CompileRequest& request,
                                             const std::filesystem::path& tree_root,
                                             const std::filesystem::path& emulator_dir);
 
-struct HostBuild {
-  CompileResult result;                     // binary = the shared object's bytes
-  std::unique_ptr<TemporaryFolder> folder;  // this build's private folder, removed with the HostBuild
-  std::filesystem::path shared_object;  // the same bytes in `folder`, for dlopen (which keeps its mapping)
-};
+// The host compile of `request` as a --verbose line shows it (the private folder's copies named by what they
+// hold).
+std::string host_compile_command_line(const HostCompiler& compiler, const CompileRequest& request);
 
-// Compiles (or loads from `cache`) the module of `request` in a private folder: the exact bytes of the source
-// and its headers that the cache key hashes are written there and compiled, so neither an edit of the cache's
-// files nor a concurrent `lab cache clear` reaches the compile. An unwritable cache only costs the caching
-// (see DiskCache::store). Throws CompileError (diagnostics with tree-relative paths) when the host compiler
-// rejects the source. `note` receives cache notes for --verbose.
-HostBuild build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
-                              const HostCompiler& compiler, std::string* note = nullptr);
+// Compiles (or loads from `cache`, through cached_compile) the module of `request`: binary = the shared object's
+// bytes. The compile runs in a private folder holding the exact bytes of the source and its headers that the
+// cache key hashes, so neither an edit of the cache's files nor a concurrent `lab cache clear` reaches it. An
+// unwritable cache only costs the caching (see DiskCache::store). Throws CompileError (diagnostics with
+// tree-relative paths) when the host compiler rejects the source. `note` receives cache notes for --verbose.
+CompileResult build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
+                                  const HostCompiler& compiler, std::string* note = nullptr);
+
+// Writes the shared object of `result` into `folder` for dlopen (which keeps its mapping once the file goes).
+std::filesystem::path write_shared_object(const CompileResult& result, const std::filesystem::path& folder);
 
 }  // namespace lab::cpu
