@@ -24,16 +24,13 @@ CompileResult ModuleCompiler::logged(const CompileRequest& request, bool precomp
   std::string note;
   const auto started = std::chrono::steady_clock::now();
   CompileResult result = compile_(request, &note);
-  bool loads_precompiled = false;
+  bool repeat = false;  // a cache hit of a module whose line precompile() wrote
   {
     std::lock_guard lock(mutex_);
-    if (precompiling)
-      precompiled_.insert(result.cache_key);
-    else
-      loads_precompiled = result.cache_hit && precompiled_.erase(result.cache_key) > 0;
+    repeat = result.cache_hit && precompiled_.count(result.cache_key) > 0;
+    if (precompiling) precompiled_.insert(result.cache_key);
   }
-  if (options_.verbose && !loads_precompiled)
-    log_compile(options_, request, result, command_line_(request), started, note);
+  if (options_.verbose && !repeat) log_compile(options_, request, result, command_line_(request), started, note);
   return result;
 }
 

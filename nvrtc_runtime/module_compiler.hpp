@@ -1,7 +1,7 @@
 // What both backends' compile() and precompile() share: one module's cached compile with its --verbose line,
 // and many side by side (compile_in_parallel). A backend supplies only its compile and the command it shows.
-// A module that precompile() compiled has its line then: compile() loading it from the cache afterwards is no
-// compile the user sees, and writes no second line.
+// A module that precompile() compiled has its line then: loading it from the cache afterwards (compile(), or
+// precompile() again) is no compile the user sees, and writes no second line.
 #pragma once
 #include <functional>
 #include <mutex>
@@ -35,7 +35,7 @@ class ModuleCompiler {
   Compile compile_;
   CommandLine command_line_;
   std::mutex mutex_;
-  std::set<std::string> precompiled_;  // cache keys precompile() stored and compile() has not loaded yet
+  std::set<std::string> precompiled_;  // cache keys of the modules precompile() wrote a line for
 };
 
 }  // namespace lab
