@@ -1,9 +1,9 @@
 // topk_postprocess: the end-to-end post-process of YOLO26 (no NMS): per image, the K = min(max_det, A) best
 // anchors by their best class, then the K best (anchor, class) pairs among those K * nc, sorted by score.
 //
-// Layouts: boxes [B, 4, A] rows cx, cy, w, h in pixels (detect_decode's output); logits [B, nc, A]; out
-// [B, K, 6] rows x1, y1, x2, y2, score = sigmoid(logit) (float32), class (as float). Scratch: anchor_keys
-// [B, A] and pair_keys [B, K * nc] (uint32).
+// Layouts (TopkAnchorKeysParams, TopkSelectParams): boxes [B, 4, A] rows cx, cy, w, h in pixels
+// (detect_decode's output); logits [B, nc, A]; out [B, K, 6] rows x1, y1, x2, y2, score = sigmoid(logit)
+// (float32), class (as float). Scratch: anchor_keys [B, A] and pair_keys [B, K * nc] (uint32).
 // Order: the ranking key of a logit is its IEEE bits mapped to an order-preserving uint32 (sigmoid is
 // monotone, so this is the score order; it stays exact on every backend whatever the last bit of expf).
 // Stage 1 ranks anchors by the max key over classes, ties to the lower anchor index; stage 2 ranks the pairs
@@ -19,6 +19,7 @@
 //                     slots (<= 1024) descending. Stage 2 first writes its K * nc keys to pair_keys. Grid
 //                     (B).
 #include "common/lab.cuh"
+#include "detect/topk_postprocess_params.cuh"
 
 namespace topk {
 
@@ -115,9 +116,10 @@ __device__ void select_sorted(const unsigned* keys, int n, int k, unsigned* hist
 
 }  // namespace topk
 
-extern "C" __global__ void __launch_bounds__(256)
-    topk_anchor_keys(const float* __restrict__ logits, int anchors, int classes,
-                     unsigned* __restrict__ keys) {
+__global__ void __launch_bounds__(256) topk_anchor_keys(const lab::TopkAnchorKeysParams p) {
+  const float* __restrict__ logits = p.logits;
+  unsigned* __restrict__ keys = p.keys;
+  const int anchors = p.anchors, classes = p.classes;
   const int a = blockIdx.x * blockDim.x + threadIdx.x;
   if (a >= anchors) return;
   const float* column = logits + (size_t)blockIdx.y * classes * anchors + a;
@@ -126,10 +128,13 @@ extern "C" __global__ void __launch_bounds__(256)
   keys[(size_t)blockIdx.y * anchors + a] = best;
 }
 
-extern "C" __global__ void __launch_bounds__(topk::kThreads)
-    topk_select(const float* __restrict__ boxes, const float* __restrict__ logits,
-                const unsigned* __restrict__ anchor_keys, unsigned* pair_keys, int anchors, int classes,
-                int k, float* __restrict__ out) {
+__global__ void __launch_bounds__(topk::kThreads) topk_select(const lab::TopkSelectParams p) {
+  const float* __restrict__ boxes = p.boxes;
+  const float* __restrict__ logits = p.logits;
+  const unsigned* __restrict__ anchor_keys = p.anchor_keys;
+  unsigned* pair_keys = p.pair_keys;
+  float* __restrict__ out = p.out;
+  const int anchors = p.anchors, classes = p.classes, k = p.k;
   __shared__ unsigned hist[256];
   __shared__ unsigned long long slots[topk::kSlots];
   __shared__ unsigned best_anchor[topk::kSlots];

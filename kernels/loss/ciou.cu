@@ -1,7 +1,8 @@
 // ciou: the CIoU box loss of YOLO26 (Ultralytics bbox_iou(..., CIoU=True), eps = 1e-7), forward and backward.
 //
-// Layout: pred, target [4, N] row-major, rows cx, cy, w, h (centre form, any unit); loss, iou, v, alpha [N];
-// dy [N] (upstream gradient of each anchor's loss); d_pred [4, N] in the same XYWH rows as pred.
+// Layout (CiouForwardParams, CiouBackwardParams): pred, target [4, N] row-major, rows cx, cy, w, h (centre
+// form, any unit); loss, iou, v, alpha [N]; dy [N] (upstream gradient of each anchor's loss); d_pred [4, N] in
+// the same XYWH rows as pred.
 // Each box is converted to corners (x1 = cx - w/2, x2 = cx + w/2, ...), then, per anchor:
 //   w1 = x2 - x1, h1 = y2 - y1 + eps (same for the target; evaluated as w1 = w, h1 = h + eps, equal in real
 //   arithmetic and free of the float32 rounding of the corners, which would cost ~1e-3 relative in v on
@@ -29,6 +30,7 @@
 // Variants: ciou_forward<BLOCK_N>; ciou_backward<BLOCK_N, FULL_ALPHA_GRAD> (constant or differentiated
 // alpha).
 #include "common/lab.cuh"
+#include "loss/ciou_params.cuh"
 
 #define LAB_CIOU_EPS 1e-7f
 #define LAB_FOUR_OVER_PI_SQUARED 0.405284734569351f
@@ -56,9 +58,14 @@ __device__ __forceinline__ float ciou_min_share(float a, float b) {
 }
 
 template <int BLOCK_N>
-__global__ void ciou_forward(const float* __restrict__ pred, const float* __restrict__ target, int n,
-                             float* __restrict__ loss, float* __restrict__ iou_out, float* __restrict__ v_out,
-                             float* __restrict__ alpha_out) {
+__global__ void ciou_forward(const lab::CiouForwardParams params) {
+  const float* __restrict__ pred = params.pred;
+  const float* __restrict__ target = params.target;
+  float* __restrict__ loss = params.loss;
+  float* __restrict__ iou_out = params.iou;
+  float* __restrict__ v_out = params.v;
+  float* __restrict__ alpha_out = params.alpha;
+  const int n = params.n;
   const int i = blockIdx.x * BLOCK_N + threadIdx.x;
   if (i >= n) return;
   const CiouCorners p = ciou_corners(pred, n, i);
@@ -87,10 +94,15 @@ __global__ void ciou_forward(const float* __restrict__ pred, const float* __rest
 }
 
 template <int BLOCK_N, bool FULL_ALPHA_GRAD>
-__global__ void ciou_backward(const float* __restrict__ pred, const float* __restrict__ target,
-                              const float* __restrict__ iou_saved, const float* __restrict__ v_saved,
-                              const float* __restrict__ alpha_saved, const float* __restrict__ dy, int n,
-                              float* __restrict__ d_pred) {
+__global__ void ciou_backward(const lab::CiouBackwardParams params) {
+  const float* __restrict__ pred = params.pred;
+  const float* __restrict__ target = params.target;
+  const float* __restrict__ iou_saved = params.iou;
+  const float* __restrict__ v_saved = params.v;
+  const float* __restrict__ alpha_saved = params.alpha;
+  const float* __restrict__ dy = params.dy;
+  float* __restrict__ d_pred = params.d_pred;
+  const int n = params.n;
   const int i = blockIdx.x * BLOCK_N + threadIdx.x;
   if (i >= n) return;
   const CiouCorners p = ciou_corners(pred, n, i);

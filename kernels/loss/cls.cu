@@ -1,8 +1,8 @@
 // cls: the classification loss of YOLO26, binary cross-entropy with logits against soft targets, summed over
 // classes per anchor (the loss divides the total by the target-score sum afterwards), forward and backward.
 //
-// Layout: logits, targets [C, N] row-major (class-major: row c holds class c of every anchor); loss [N];
-// dy [N] (upstream gradient of each anchor's loss); d_logits [C, N].
+// Layout (ClsForwardParams, ClsBackwardParams): logits, targets [C, N] row-major (class-major: row c holds
+// class c of every anchor); loss [N]; dy [N] (upstream gradient of each anchor's loss); d_logits [C, N].
 //   loss[n] = sum_c max(x, 0) - x * t + log1p(exp(-|x|))      (x = logits[c, n], t = targets[c, n])
 //   d_logits[c, n] = dy[n] * (sigmoid(x) - t)
 // Both forms are stable for any |x|: exp only ever sees -|x|.
@@ -14,10 +14,14 @@
 // from the logits. Variants: the single thread-per-anchor form above (memory bound: 8 bytes read per
 // element).
 #include "common/lab.cuh"
+#include "loss/cls_params.cuh"
 
 template <int BLOCK_N>
-__global__ void cls_forward(const float* __restrict__ logits, const float* __restrict__ targets, int c, int n,
-                            float* __restrict__ loss) {
+__global__ void cls_forward(const lab::ClsForwardParams p) {
+  const float* __restrict__ logits = p.logits;
+  const float* __restrict__ targets = p.targets;
+  float* __restrict__ loss = p.loss;
+  const int c = p.c, n = p.n;
   const int i = blockIdx.x * BLOCK_N + threadIdx.x;
   if (i >= n) return;
   float sum = 0.0f;
@@ -30,8 +34,12 @@ __global__ void cls_forward(const float* __restrict__ logits, const float* __res
 }
 
 template <int BLOCK_N>
-__global__ void cls_backward(const float* __restrict__ logits, const float* __restrict__ targets,
-                             const float* __restrict__ dy, int c, int n, float* __restrict__ d_logits) {
+__global__ void cls_backward(const lab::ClsBackwardParams p) {
+  const float* __restrict__ logits = p.logits;
+  const float* __restrict__ targets = p.targets;
+  const float* __restrict__ dy = p.dy;
+  float* __restrict__ d_logits = p.d_logits;
+  const int c = p.c, n = p.n;
   const int i = blockIdx.x * BLOCK_N + threadIdx.x;
   if (i >= n || int(blockIdx.y) >= c) return;
   const size_t at = size_t(blockIdx.y) * n + i;

@@ -1,9 +1,11 @@
 // Seeded random inputs of the loss kernels: box pairs from a named family (BOX_MIX) and classification
-// logits with soft targets. Shared by the runners and the tests.
+// logits with soft targets, and the upstream gradient. Shared by the runners and the tests.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 
@@ -29,5 +31,14 @@ ClsInputs make_cls_inputs(int c, int n, uint64_t seed);
 
 // Upstream gradient of each anchor's loss: positive weights in [0.25, 2) like the loss's score weights.
 std::vector<float> make_loss_weights(int n, uint64_t seed);
+
+// The upstream gradient dy [N] of a backward runner: make_loss_weights on the host, for the reference, and on
+// the device.
+struct UpstreamGradient {
+  UpstreamGradient(Backend& backend, int n, uint64_t seed)
+      : host(make_loss_weights(n, seed)), device(backend.upload_vector(host)) {}
+  std::vector<float> host;
+  DeviceBuffer device;
+};
 
 }  // namespace lab

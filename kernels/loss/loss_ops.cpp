@@ -1,16 +1,59 @@
-// CiouOp and ClsBceOp: argument checks, one compile per op, and the launch configurations of ciou.cu /
-// cls.cu.
+// The specs of ciou_fwd, ciou_bwd, cls_fwd and cls_bwd, and their ops: argument checks, one compile per op,
+// and the launch configurations of ciou.cu / cls.cu.
 #include "kernels/loss/loss_ops.hpp"
 
+#include "kernels/loss/ciou_params.cuh"
+#include "kernels/loss/cls_params.cuh"
+#include "kernels/loss/loss_inputs.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 namespace {
 
-void check_block_n(const char* op, int block_n) {
-  if (block_n < 32 || block_n > 1024 || (block_n & (block_n - 1)) != 0)
-    throw UsageError(std::string(op) + ": block_n=" + std::to_string(block_n) +
-                     " is invalid: must be a power of two in [32, 1024]");
+using K = ParamSpec::Kind;
+
+ParamSpec block_n_param() {
+  return {"BLOCK_N", K::Int, "128", "anchors per CTA (threads per block)", 32, 1024, true};
+}
+
+// One module holds a spec's forward and backward kernels at BLOCK_N (ciou_bwd's variant picks the alpha
+// rule).
+CompileRequest ciou_compile(const std::string& variant, const Params& p) {
+  const std::string block_n = std::to_string(param_int(p, "BLOCK_N"));
+  return {"loss/ciou.cu",
+          {},
+          {"ciou_forward<" + block_n + ">",
+           "ciou_backward<" + block_n + (variant == "full_alpha" ? ", true>" : ", false>")}};
+}
+
+CompileRequest cls_compile(const std::string&, const Params& p) {
+  const std::string block_n = std::to_string(param_int(p, "BLOCK_N"));
+  return {"loss/cls.cu", {}, {"cls_forward<" + block_n + ">", "cls_backward<" + block_n + ">"}};
+}
+
+std::vector<ParamSpec> ciou_params() {
+  ParamSpec mix{"BOX_MIX", K::Choice, "random",
+                "box family: random pairs, or degenerate ones (see docs/kernels/loss.md)"};
+  mix.choices = kBoxMixes;
+  return {{"N", K::Int, "1000", "anchors (box pairs)", 1, 1 << 28}, block_n_param(), mix};
+}
+
+std::vector<ParamSpec> cls_params() {
+  return {{"N", K::Int, "1000", "anchors", 1, 1 << 26},
+          {"C", K::Int, "80", "classes", 1, 65535},
+          block_n_param()};
+}
+
+// A runner's spec over one of the two kernel pairs (ciou.cu or cls.cu: source, parameters, compile).
+KernelSpec loss_spec(const char* name, const char* description, std::vector<KernelVariant> variants,
+                     bool ciou) {
+  return {.name = name,
+          .family = "loss",
+          .description = description,
+          .source = ciou ? "loss/ciou.cu" : "loss/cls.cu",
+          .variants = std::move(variants),
+          .params = ciou ? ciou_params() : cls_params(),
+          .compile = ciou ? ciou_compile : cls_compile};
 }
 
 void check_count(const char* op, const char* what, int value, int max) {
@@ -19,17 +62,22 @@ void check_count(const char* op, const char* what, int value, int max) {
                      std::to_string(max) + "]");
 }
 
-void check_floats(const char* op, const char* buffer, const DeviceBuffer& b, size_t count) {
-  if (b.bytes() < count * sizeof(float))
-    throw RuntimeError(std::string(op) + ": buffer '" + buffer + "' holds " + std::to_string(b.bytes()) +
-                       " bytes, fewer than the " + std::to_string(count) + " floats it needs");
+struct NamedBuffer {
+  const char* name;
+  const DeviceBuffer& buffer;
+};
+
+// RuntimeError naming the first buffer that holds fewer than `count` floats.
+void check_floats(const char* op, size_t count, std::initializer_list<NamedBuffer> buffers) {
+  for (const NamedBuffer& b : buffers)
+    if (b.buffer.bytes() < count * sizeof(float))
+      throw RuntimeError(std::string(op) + ": buffer '" + b.name + "' holds " +
+                         std::to_string(b.buffer.bytes()) + " bytes, fewer than the " +
+                         std::to_string(count) + " floats it needs");
 }
 
 LaunchConfig tiles(int n, int block_n, unsigned grid_y = 1) {
-  LaunchConfig cfg;
-  cfg.grid = {unsigned((n + block_n - 1) / block_n), grid_y, 1};
-  cfg.block = {unsigned(block_n), 1, 1};
-  return cfg;
+  return {{unsigned((n + block_n - 1) / block_n), grid_y, 1}, {unsigned(block_n), 1, 1}};
 }
 
 constexpr int kMaxAnchors = 1 << 30;  // 4 * N floats must index with 32-bit ints in ciou.cu
@@ -37,46 +85,66 @@ constexpr int kMaxClasses = 65535;    // gridDim.y limit of cls_backward
 
 }  // namespace
 
-std::string ciou_forward_name(int block_n) {
-  return "ciou_forward<" + std::to_string(block_n) + ">";
-}
-std::string ciou_backward_name(int block_n, bool full_alpha_grad) {
-  return "ciou_backward<" + std::to_string(block_n) + ", " + (full_alpha_grad ? "true" : "false") + ">";
-}
-CompileRequest ciou_compile_request(int block_n, bool full_alpha_grad) {
-  return {kCiouSource, {}, {ciou_forward_name(block_n), ciou_backward_name(block_n, full_alpha_grad)}};
-}
-std::string cls_forward_name(int block_n) {
-  return "cls_forward<" + std::to_string(block_n) + ">";
-}
-std::string cls_backward_name(int block_n) {
-  return "cls_backward<" + std::to_string(block_n) + ">";
-}
-CompileRequest cls_compile_request(int block_n) {
-  return {kClsSource, {}, {cls_forward_name(block_n), cls_backward_name(block_n)}};
+const KernelSpec& ciou_fwd_spec() {
+  static const KernelSpec spec =
+      loss_spec("ciou_fwd", "CIoU loss: pred, target [4,N] XYWH -> loss = 1 - CIoU [N] + saved iou, v, alpha",
+                {{"v1", "one CTA per BLOCK_N anchors, one thread per anchor"}}, true);
+  return spec;
 }
 
-CiouOp::CiouOp(Backend& backend, bool full_alpha_grad, int block_n) : backend_(backend), block_n_(block_n) {
-  check_block_n("CiouOp", block_n);
-  module_ = backend.compile(ciou_compile_request(block_n, full_alpha_grad));
-  forward_ = module_->kernel(ciou_forward_name(block_n));
-  backward_ = module_->kernel(ciou_backward_name(block_n, full_alpha_grad));
+const KernelSpec& ciou_bwd_spec() {
+  static const KernelSpec spec =
+      loss_spec("ciou_bwd", "CIoU backward: boxes + saved iou, v, alpha + dy [N] -> d_pred [4,N] (XYWH)",
+                {{"const_alpha", "alpha treated as a constant (FULL_ALPHA_GRAD=false, as Ultralytics)"},
+                 {"full_alpha", "full derivative through alpha (FULL_ALPHA_GRAD=true)"}},
+                true);
+  return spec;
 }
+
+const KernelSpec& cls_fwd_spec() {
+  static const KernelSpec spec = loss_spec(
+      "cls_fwd", "classification BCE with logits: logits, soft targets [C,N] -> per-anchor loss [N]",
+      {{"v1", "one thread per anchor walking its C classes (coalesced rows)"}}, false);
+  return spec;
+}
+
+const KernelSpec& cls_bwd_spec() {
+  static const KernelSpec spec =
+      loss_spec("cls_bwd", "classification BCE backward: d_logits [C,N] = dy[n] * (sigmoid(x) - t)",
+                {{"v1", "one thread per element, grid (N tiles, C)"}}, false);
+  return spec;
+}
+
+LossOpModule::LossOpModule(Backend& backend, const char* op, const KernelSpec& spec,
+                           const std::string& variant, int block_n)
+    : backend_(backend), block_n_(block_n) {
+  if (block_n < 32 || block_n > 1024 || (block_n & (block_n - 1)) != 0)
+    throw UsageError(std::string(op) + ": block_n=" + std::to_string(block_n) +
+                     " is invalid: must be a power of two in [32, 1024]");
+  const CompileRequest request = spec.compile_request(variant, {{"BLOCK_N", std::to_string(block_n)}});
+  module_ = backend.compile(request);
+  forward_ = module_->kernel(request.name_expressions[0]);
+  backward_ = module_->kernel(request.name_expressions[1]);
+}
+
+CiouOp::CiouOp(Backend& backend, bool full_alpha_grad, int block_n)
+    : LossOpModule(backend, "CiouOp", ciou_bwd_spec(), full_alpha_grad ? "full_alpha" : "const_alpha",
+                   block_n) {}
 
 void CiouOp::forward_into(const DeviceBuffer& pred, const DeviceBuffer& target, int n,
                           const CiouSaved& out) const {
   check_count("ciou_forward", "n", n, kMaxAnchors / 4);
-  check_floats("ciou_forward", "pred", pred, 4 * size_t(n));
-  check_floats("ciou_forward", "target", target, 4 * size_t(n));
-  check_floats("ciou_forward", "loss", out.loss, n);
-  check_floats("ciou_forward", "iou", out.iou, n);
-  check_floats("ciou_forward", "v", out.v, n);
-  check_floats("ciou_forward", "alpha", out.alpha, n);
+  check_floats("ciou_forward", 4 * size_t(n), {{"pred", pred}, {"target", target}});
+  check_floats("ciou_forward", n, {{"loss", out.loss}, {"iou", out.iou}, {"v", out.v}, {"alpha", out.alpha}});
   if (n == 0) return;
-  const float *p = pred.as<const float>(), *t = target.as<const float>();
-  float *loss = out.loss.as<float>(), *iou = out.iou.as<float>();
-  float *v = out.v.as<float>(), *alpha = out.alpha.as<float>();
-  backend_.launch(forward_, tiles(n, block_n_), kernel_args(p, t, n, loss, iou, v, alpha));
+  const CiouForwardParams p{pred.as<const float>(),
+                            target.as<const float>(),
+                            out.loss.as<float>(),
+                            out.iou.as<float>(),
+                            out.v.as<float>(),
+                            out.alpha.as<float>(),
+                            n};
+  backend_.launch(forward_, tiles(n, block_n_), kernel_params(p));
 }
 
 CiouSaved CiouOp::forward(const DeviceBuffer& pred, const DeviceBuffer& target, int n) const {
@@ -90,19 +158,19 @@ CiouSaved CiouOp::forward(const DeviceBuffer& pred, const DeviceBuffer& target, 
 void CiouOp::backward_into(const DeviceBuffer& pred, const DeviceBuffer& target, const CiouSaved& saved,
                            const DeviceBuffer& dy, int n, const DeviceBuffer& d_pred) const {
   check_count("ciou_backward", "n", n, kMaxAnchors / 4);
-  check_floats("ciou_backward", "pred", pred, 4 * size_t(n));
-  check_floats("ciou_backward", "target", target, 4 * size_t(n));
-  check_floats("ciou_backward", "iou", saved.iou, n);
-  check_floats("ciou_backward", "v", saved.v, n);
-  check_floats("ciou_backward", "alpha", saved.alpha, n);
-  check_floats("ciou_backward", "dy", dy, n);
-  check_floats("ciou_backward", "d_pred", d_pred, 4 * size_t(n));
+  check_floats("ciou_backward", 4 * size_t(n), {{"pred", pred}, {"target", target}});
+  check_floats("ciou_backward", n, {{"iou", saved.iou}, {"v", saved.v}, {"alpha", saved.alpha}, {"dy", dy}});
+  check_floats("ciou_backward", 4 * size_t(n), {{"d_pred", d_pred}});
   if (n == 0) return;
-  const float *p = pred.as<const float>(), *t = target.as<const float>();
-  const float *iou = saved.iou.as<const float>(), *v = saved.v.as<const float>();
-  const float *alpha = saved.alpha.as<const float>(), *g = dy.as<const float>();
-  float* out = d_pred.as<float>();
-  backend_.launch(backward_, tiles(n, block_n_), kernel_args(p, t, iou, v, alpha, g, n, out));
+  const CiouBackwardParams p{pred.as<const float>(),
+                             target.as<const float>(),
+                             saved.iou.as<const float>(),
+                             saved.v.as<const float>(),
+                             saved.alpha.as<const float>(),
+                             dy.as<const float>(),
+                             d_pred.as<float>(),
+                             n};
+  backend_.launch(backward_, tiles(n, block_n_), kernel_params(p));
 }
 
 DeviceBuffer CiouOp::backward(const DeviceBuffer& pred, const DeviceBuffer& target, const CiouSaved& saved,
@@ -113,24 +181,18 @@ DeviceBuffer CiouOp::backward(const DeviceBuffer& pred, const DeviceBuffer& targ
   return d_pred;
 }
 
-ClsBceOp::ClsBceOp(Backend& backend, int block_n) : backend_(backend), block_n_(block_n) {
-  check_block_n("ClsBceOp", block_n);
-  module_ = backend.compile(cls_compile_request(block_n));
-  forward_ = module_->kernel(cls_forward_name(block_n));
-  backward_ = module_->kernel(cls_backward_name(block_n));
-}
+ClsBceOp::ClsBceOp(Backend& backend, int block_n)
+    : LossOpModule(backend, "ClsBceOp", cls_fwd_spec(), "v1", block_n) {}
 
 void ClsBceOp::forward_into(const DeviceBuffer& logits, const DeviceBuffer& targets, int c, int n,
                             const DeviceBuffer& loss) const {
   check_count("cls_forward", "c", c, kMaxClasses);
   check_count("cls_forward", "n", n, kMaxAnchors);
-  check_floats("cls_forward", "logits", logits, size_t(c) * n);
-  check_floats("cls_forward", "targets", targets, size_t(c) * n);
-  check_floats("cls_forward", "loss", loss, n);
+  check_floats("cls_forward", size_t(c) * n, {{"logits", logits}, {"targets", targets}});
+  check_floats("cls_forward", n, {{"loss", loss}});
   if (n == 0) return;
-  const float *x = logits.as<const float>(), *t = targets.as<const float>();
-  float* out = loss.as<float>();
-  backend_.launch(forward_, tiles(n, block_n_), kernel_args(x, t, c, n, out));
+  const ClsForwardParams p{logits.as<const float>(), targets.as<const float>(), loss.as<float>(), c, n};
+  backend_.launch(forward_, tiles(n, block_n_), kernel_params(p));
 }
 
 DeviceBuffer ClsBceOp::forward(const DeviceBuffer& logits, const DeviceBuffer& targets, int c, int n) const {
@@ -144,14 +206,13 @@ void ClsBceOp::backward_into(const DeviceBuffer& logits, const DeviceBuffer& tar
                              int c, int n, const DeviceBuffer& d_logits) const {
   check_count("cls_backward", "c", c, kMaxClasses);
   check_count("cls_backward", "n", n, kMaxAnchors);
-  check_floats("cls_backward", "logits", logits, size_t(c) * n);
-  check_floats("cls_backward", "targets", targets, size_t(c) * n);
-  check_floats("cls_backward", "dy", dy, n);
-  check_floats("cls_backward", "d_logits", d_logits, size_t(c) * n);
+  check_floats("cls_backward", size_t(c) * n, {{"logits", logits}, {"targets", targets}});
+  check_floats("cls_backward", n, {{"dy", dy}});
+  check_floats("cls_backward", size_t(c) * n, {{"d_logits", d_logits}});
   if (n == 0 || c == 0) return;
-  const float *x = logits.as<const float>(), *t = targets.as<const float>(), *g = dy.as<const float>();
-  float* out = d_logits.as<float>();
-  backend_.launch(backward_, tiles(n, block_n_, unsigned(c)), kernel_args(x, t, g, c, n, out));
+  const ClsBackwardParams p{
+      logits.as<const float>(), targets.as<const float>(), dy.as<const float>(), d_logits.as<float>(), c, n};
+  backend_.launch(backward_, tiles(n, block_n_, unsigned(c)), kernel_params(p));
 }
 
 DeviceBuffer ClsBceOp::backward(const DeviceBuffer& logits, const DeviceBuffer& targets,

@@ -92,7 +92,7 @@ std::vector<CompileRequest> NetworkOps::compile_requests(const Yolo26Model& mode
   std::vector<CompileRequest> requests =
       nn_module_requests(kernel_names(model, precision), kNetworkKernelsPerModule);
   requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
-  requests.push_back(topk_compile_request());
+  requests.push_back(topk_postprocess_spec().compile_request("v1_radix_bitonic", {}));
   return requests;
 }
 
