@@ -2,6 +2,9 @@
 // and the launch configurations of ciou.cu / cls.cu.
 #include "kernels/loss/loss_ops.hpp"
 
+#include <initializer_list>
+#include <string>
+
 #include "kernels/loss/ciou_params.cuh"
 #include "kernels/loss/cls_params.cuh"
 #include "kernels/loss/loss_inputs.hpp"
@@ -76,6 +79,14 @@ void check_floats(const char* op, size_t count, std::initializer_list<NamedBuffe
                          std::to_string(count) + " floats it needs");
 }
 
+// A buffer as the kernel reads it, and as it writes it.
+const float* in(const DeviceBuffer& b) {
+  return b.as<const float>();
+}
+float* out(const DeviceBuffer& b) {
+  return b.as<float>();
+}
+
 LaunchConfig tiles(int n, int block_n, unsigned grid_y = 1) {
   return {{unsigned((n + block_n - 1) / block_n), grid_y, 1}, {unsigned(block_n), 1, 1}};
 }
@@ -132,27 +143,23 @@ CiouOp::CiouOp(Backend& backend, bool full_alpha_grad, int block_n)
                    block_n) {}
 
 void CiouOp::forward_into(const DeviceBuffer& pred, const DeviceBuffer& target, int n,
-                          const CiouSaved& out) const {
+                          const CiouSaved& saved) const {
   check_count("ciou_forward", "n", n, kMaxAnchors / 4);
   check_floats("ciou_forward", 4 * size_t(n), {{"pred", pred}, {"target", target}});
-  check_floats("ciou_forward", n, {{"loss", out.loss}, {"iou", out.iou}, {"v", out.v}, {"alpha", out.alpha}});
+  check_floats("ciou_forward", n,
+               {{"loss", saved.loss}, {"iou", saved.iou}, {"v", saved.v}, {"alpha", saved.alpha}});
   if (n == 0) return;
-  const CiouForwardParams p{pred.as<const float>(),
-                            target.as<const float>(),
-                            out.loss.as<float>(),
-                            out.iou.as<float>(),
-                            out.v.as<float>(),
-                            out.alpha.as<float>(),
-                            n};
+  const CiouForwardParams p{in(pred),         in(target), out(saved.loss), out(saved.iou), out(saved.v),
+                            out(saved.alpha), n};
   backend_.launch(forward_, tiles(n, block_n_), kernel_params(p));
 }
 
 CiouSaved CiouOp::forward(const DeviceBuffer& pred, const DeviceBuffer& target, int n) const {
   check_count("ciou_forward", "n", n, kMaxAnchors / 4);
-  CiouSaved out{backend_.alloc_array<float>(n), backend_.alloc_array<float>(n),
-                backend_.alloc_array<float>(n), backend_.alloc_array<float>(n)};
-  forward_into(pred, target, n, out);
-  return out;
+  CiouSaved saved{backend_.alloc_array<float>(n), backend_.alloc_array<float>(n),
+                  backend_.alloc_array<float>(n), backend_.alloc_array<float>(n)};
+  forward_into(pred, target, n, saved);
+  return saved;
 }
 
 void CiouOp::backward_into(const DeviceBuffer& pred, const DeviceBuffer& target, const CiouSaved& saved,
@@ -162,14 +169,8 @@ void CiouOp::backward_into(const DeviceBuffer& pred, const DeviceBuffer& target,
   check_floats("ciou_backward", n, {{"iou", saved.iou}, {"v", saved.v}, {"alpha", saved.alpha}, {"dy", dy}});
   check_floats("ciou_backward", 4 * size_t(n), {{"d_pred", d_pred}});
   if (n == 0) return;
-  const CiouBackwardParams p{pred.as<const float>(),
-                             target.as<const float>(),
-                             saved.iou.as<const float>(),
-                             saved.v.as<const float>(),
-                             saved.alpha.as<const float>(),
-                             dy.as<const float>(),
-                             d_pred.as<float>(),
-                             n};
+  const CiouBackwardParams p{in(pred),        in(target), in(saved.iou), in(saved.v),
+                             in(saved.alpha), in(dy),     out(d_pred),   n};
   backend_.launch(backward_, tiles(n, block_n_), kernel_params(p));
 }
 
@@ -191,7 +192,7 @@ void ClsBceOp::forward_into(const DeviceBuffer& logits, const DeviceBuffer& targ
   check_floats("cls_forward", size_t(c) * n, {{"logits", logits}, {"targets", targets}});
   check_floats("cls_forward", n, {{"loss", loss}});
   if (n == 0) return;
-  const ClsForwardParams p{logits.as<const float>(), targets.as<const float>(), loss.as<float>(), c, n};
+  const ClsForwardParams p{in(logits), in(targets), out(loss), c, n};
   backend_.launch(forward_, tiles(n, block_n_), kernel_params(p));
 }
 
@@ -210,8 +211,7 @@ void ClsBceOp::backward_into(const DeviceBuffer& logits, const DeviceBuffer& tar
   check_floats("cls_backward", n, {{"dy", dy}});
   check_floats("cls_backward", size_t(c) * n, {{"d_logits", d_logits}});
   if (n == 0 || c == 0) return;
-  const ClsBackwardParams p{
-      logits.as<const float>(), targets.as<const float>(), dy.as<const float>(), d_logits.as<float>(), c, n};
+  const ClsBackwardParams p{in(logits), in(targets), in(dy), out(d_logits), c, n};
   backend_.launch(backward_, tiles(n, block_n_, unsigned(c)), kernel_params(p));
 }
 
