@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "kernels/name_suggestion.hpp"
@@ -11,9 +12,9 @@
 namespace lab {
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
+std::string join(const std::vector<std::string>& v, const std::string& separator = ", ") {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? separator : "") + v[i];
   return s;
 }
 
@@ -72,9 +73,49 @@ void validate_value(const KernelSpec& spec, const ParamSpec& p, const std::strin
       break;
   }
   if (d < p.min || d > p.max) fail("must be " + describe_range(p));
+  if (p.multiple_of > 0 && int64_t(d) % p.multiple_of != 0)
+    fail("must be a multiple of " + std::to_string(p.multiple_of));
+}
+
+std::string number_text(double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6f", v);
+  std::string s = text;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
 }
 
 }  // namespace
+
+const char* param_kind_name(ParamSpec::Kind kind) {
+  switch (kind) {
+    case ParamSpec::Kind::Int:
+      return "int";
+    case ParamSpec::Kind::Float:
+      return "float";
+    case ParamSpec::Kind::Bool:
+      return "bool";
+    case ParamSpec::Kind::Choice:
+      return "choice";
+  }
+  return "?";
+}
+
+std::string param_rule(const ParamSpec& p) {
+  std::string rule = param_kind_name(p.kind);
+  if (!p.choices.empty()) return rule + ", one of " + join(p.choices, "|");
+  const bool has_min = p.min > -1e300, has_max = p.max < 1e300;
+  if (has_min && has_max)
+    rule += " in [" + number_text(p.min) + ", " + number_text(p.max) + "]";
+  else if (has_min)
+    rule += " >= " + number_text(p.min);
+  else if (has_max)
+    rule += " <= " + number_text(p.max);
+  if (p.power_of_two) rule += ", power of two";
+  if (p.multiple_of > 0) rule += ", multiple of " + std::to_string(p.multiple_of);
+  return rule;
+}
 
 Params resolve_params(const KernelSpec& spec, const Params& given) {
   std::vector<std::string> names;
@@ -107,7 +148,8 @@ void check_variant_runs(const KernelSpec& spec, const std::string& variant, cons
   for (const KernelVariant& v : spec.variants)
     if (v.name == variant && v.problem)
       if (const std::string problem = v.problem(params); !problem.empty())
-        throw UsageError("variant " + variant + " of " + spec.name + " cannot run these parameters: " + problem);
+        throw UsageError("variant " + variant + " of " + spec.name +
+                         " cannot run these parameters: " + problem);
 }
 
 CompileRequest KernelSpec::compile_request(const std::string& variant, const Params& params) const {

@@ -1,7 +1,7 @@
 // A kernel family described once, as data: its source, entry points, variants with the rule for which
-// parameters each can run, parameters with ranges and defaults, and how to compile a variant. The pipeline's op
-// compiles from it and the registered runner (runner.hpp) is made from it; `lab list`, `lab source`, scenarios
-// and the viewer read it.
+// parameters each can run, parameters with ranges and defaults, and how to compile a variant. The pipeline's
+// op compiles from it and the registered runner (runner.hpp) is made from it; `lab list`, `lab source`,
+// scenarios and the viewer read it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,7 +25,13 @@ struct ParamSpec {
   double min = -1e300, max = 1e300;  // Int / Float range, inclusive
   bool power_of_two = false;         // Int only
   std::vector<std::string> choices;  // Choice only (also allowed for Int: listed values)
+  int64_t multiple_of = 0;           // Int only: when set, values must be multiples of it
 };
+
+// "int", "float", "bool", "choice".
+const char* param_kind_name(ParamSpec::Kind kind);
+// "int in [1, 1024], power of two" or "choice, one of a|b": the rule `lab list` and the viewer show.
+std::string param_rule(const ParamSpec& p);
 
 // Typed read of a resolved parameter (throws UsageError if absent or malformed).
 int64_t param_int(const Params& p, const std::string& name);
@@ -41,10 +47,10 @@ struct KernelVariant {
 };
 
 struct KernelSpec {
-  std::string name;         // "detect_decode"
-  std::string family;       // "detect", "attention", "loss", "nn"
-  std::string description;  // one line
-  std::string source;       // tree-relative .cu
+  std::string name;                     // "detect_decode"
+  std::string family;                   // "detect", "attention", "loss", "nn"
+  std::string description;              // one line
+  std::string source;                   // tree-relative .cu
   std::vector<KernelVariant> variants;  // first = default
   std::vector<ParamSpec> params;
   // The entry points every variant exports, when `compile` is not given.

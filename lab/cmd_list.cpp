@@ -12,42 +12,6 @@ namespace lab {
 
 namespace {
 
-const char* kind_name(ParamSpec::Kind kind) {
-  switch (kind) {
-    case ParamSpec::Kind::Int:
-      return "int";
-    case ParamSpec::Kind::Float:
-      return "float";
-    case ParamSpec::Kind::Bool:
-      return "bool";
-    case ParamSpec::Kind::Choice:
-      return "choice";
-  }
-  return "?";
-}
-
-std::string number_text(double v) {
-  std::string s = format_fixed(v, 6);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
-
-// "int in [1, 1024], power of two" or "one of a|b".
-std::string rule_of(const ParamSpec& p) {
-  std::string rule = kind_name(p.kind);
-  if (!p.choices.empty()) return rule + ", one of " + join(p.choices, "|");
-  const bool has_min = p.min > -1e300, has_max = p.max < 1e300;
-  if (has_min && has_max)
-    rule += " in [" + number_text(p.min) + ", " + number_text(p.max) + "]";
-  else if (has_min)
-    rule += " >= " + number_text(p.min);
-  else if (has_max)
-    rule += " <= " + number_text(p.max);
-  if (p.power_of_two) rule += ", power of two";
-  return rule;
-}
-
 std::map<std::string, std::vector<std::string>> scenario_files_by_kernel(const CliState& state) {
   std::vector<std::string> errors;
   std::map<std::string, std::vector<std::string>> by_kernel;
@@ -64,10 +28,10 @@ nlohmann::json runner_json(const Runner& r, const std::vector<std::string>& scen
     variants.push_back({{"name", vs[i].name}, {"description", vs[i].description}, {"default", i == 0}});
   for (const ParamSpec& p : r.params())
     params.push_back({{"name", p.name},
-                      {"kind", kind_name(p.kind)},
+                      {"kind", param_kind_name(p.kind)},
                       {"default", p.default_value},
                       {"help", p.help},
-                      {"rule", rule_of(p)}});
+                      {"rule", param_rule(p)}});
   return {{"name", r.name()},          {"family", r.family()}, {"description", r.description()},
           {"source", r.source_path()}, {"variants", variants}, {"params", params},
           {"scenarios", scenarios}};
@@ -80,7 +44,7 @@ void print_runner(std::ostream& os, const Runner& r, const std::vector<std::stri
   for (size_t i = 0; i < vs.size(); ++i)
     os << "    " << vs[i].name << (i == 0 ? " *" : "") << "  " << vs[i].description << "\n";
   Table params({"param", "default", "rule", "meaning"});
-  for (const ParamSpec& p : r.params()) params.add({p.name, p.default_value, rule_of(p), p.help});
+  for (const ParamSpec& p : r.params()) params.add({p.name, p.default_value, param_rule(p), p.help});
   os << "  params:\n";
   params.print(os, "    ");
   os << "  scenarios: " << (scenarios.empty() ? "(none)" : join(scenarios, ", ")) << "\n";

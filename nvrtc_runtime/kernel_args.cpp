@@ -84,7 +84,8 @@ EntrySignature entry_signature_from_ptx(const std::string& ptx, const std::strin
   if (at == std::string::npos) throw RuntimeError("the PTX has no entry " + lowered_name);
   const size_t end = ptx.find(')', at);
   const std::string decl = ptx.substr(at, end - at);
-  static const std::regex param(R"(\.param\s+(?:\.align\s+\d+\s+)?\.([bsuf]\d+)(?:\s+\.ptr)?(?:\s+\.\w+)*(?:\s+\.align\s+\d+)?\s+\S+?_param_\d+(?:\[(\d+)\])?)");
+  static const std::regex param(
+      R"(\.param\s+(?:\.align\s+\d+\s+)?\.([bsuf]\d+)(?:\s+\.ptr)?(?:\s+\.\w+)*(?:\s+\.align\s+\d+)?\s+\S+?_param_\d+(?:\[(\d+)\])?)");
   EntrySignature sig;
   for (auto it = std::sregex_iterator(decl.begin(), decl.end(), param); it != std::sregex_iterator(); ++it) {
     const size_t element = ptx_scalar_bytes((*it)[1]);
@@ -101,8 +102,8 @@ void check_launch_arguments(const std::string& kernel, const EntrySignature& ent
   if (!args.struct_type.empty()) {
     const std::string takes = count == 1 ? describe(entry.types[0], entry.sizes[0])
                                          : std::to_string(count) + " positional arguments";
-    const bool same_type = count == 1 && (entry.types[0].empty() ||
-                                          plain_type(entry.types[0]) == plain_type(args.struct_type));
+    const bool same_type =
+        count == 1 && (entry.types[0].empty() || plain_type(entry.types[0]) == plain_type(args.struct_type));
     if (!same_type || entry.sizes[0] != args.sizes[0])
       throw RuntimeError(name + " takes " + takes + " but the launch passes " +
                          describe(args.struct_type, args.sizes[0]));
@@ -110,7 +111,8 @@ void check_launch_arguments(const std::string& kernel, const EntrySignature& ent
   if (args.pointers.size() != count || args.sizes.size() != count) {
     std::string types;
     for (size_t i = 0; i < count; ++i)
-      types += (i ? ", " : "") + (entry.types[i].empty() ? std::to_string(entry.sizes[i]) + " bytes" : entry.types[i]);
+      types += (i ? ", " : "") +
+               (entry.types[i].empty() ? std::to_string(entry.sizes[i]) + " bytes" : entry.types[i]);
     throw RuntimeError(name + " takes " + std::to_string(count) + " arguments (" + types +
                        ") but the launch passes " + std::to_string(args.pointers.size()));
   }

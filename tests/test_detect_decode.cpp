@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/detect/anchor_grid.hpp"
-#include "kernels/detect/detect_decode_reference.hpp"
+#include "kernels/detect/detect_decode.hpp"
 #include "kernels/runner.hpp"
 #include "tests/test_helpers.hpp"
 

@@ -49,10 +49,7 @@ void draw_param(ViewerState& s, const ParamSpec& p) {
     ImGui::InputText(p.name.c_str(), &value);
   }
   if (ImGui::IsItemHovered()) {
-    std::string rule = p.help + "\ndefault " + p.default_value;
-    if (p.min > -1e300 || p.max < 1e300)
-      rule += ", range [" + std::to_string(p.min) + ", " + std::to_string(p.max) + "]";
-    if (p.power_of_two) rule += ", a power of two";
+    const std::string rule = p.help + "\ndefault " + p.default_value + ", " + param_rule(p);
     ImGui::SetTooltip("%s", rule.c_str());
   }
   ImGui::PopID();

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nvrtc_runtime/backend.hpp"
-#include "kernels/detect/detect_decode_op.hpp"
+#include "kernels/detect/detect_decode.hpp"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/nn_kernels.hpp"
 #include "kernels/nn/plane_ops.hpp"

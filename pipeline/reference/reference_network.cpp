@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "kernels/detect/anchor_grid.hpp"
-#include "kernels/detect/detect_decode_reference.hpp"
+#include "kernels/detect/detect_decode.hpp"
 #include "kernels/detect/topk_postprocess_reference.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/network.hpp"
