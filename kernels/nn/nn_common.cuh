@@ -1,8 +1,7 @@
 // Device helpers shared by the nn kernels: the fused conv epilogue (bias, SiLU, residual) and the grid
 // conventions. Activations are [B, C, H, W] with contiguous H*W planes addressed by a batch stride and a
-// channel stride in elements (kernels/nn/plane_view.hpp); the conv kernels take them as (pointer,
-// batch_stride, channel_stride) triples of arguments, the plane kernels as views in their parameter structs
-// (nn_params.cuh).
+// channel stride in elements (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) triples of
+// arguments in the conv kernels, views in their parameter structs in the plane kernels (nn_params.cuh).
 #pragma once
 #include "common/lab.cuh"
 
