@@ -5,8 +5,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "kernels/detect/topk_postprocess_op.hpp"
-#include "kernels/detect/topk_postprocess_reference.hpp"
+#include "kernels/detect/topk_postprocess.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "kernels/detect/anchor_grid.hpp"
-#include "kernels/detect/topk_postprocess_op.hpp"
+#include "kernels/detect/topk_postprocess.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/precision_policy.hpp"
 

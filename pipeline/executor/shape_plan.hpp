@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/attention/psa_op.hpp"
-#include "kernels/detect/topk_postprocess_op.hpp"
+#include "kernels/detect/topk_postprocess.hpp"
 #include "pipeline/executor/activation.hpp"
 #include "pipeline/executor/network_ops.hpp"
 

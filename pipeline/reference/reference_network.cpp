@@ -9,7 +9,7 @@
 
 #include "kernels/detect/anchor_grid.hpp"
 #include "kernels/detect/detect_decode.hpp"
-#include "kernels/detect/topk_postprocess_reference.hpp"
+#include "kernels/detect/topk_postprocess.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/network.hpp"
 #include "pipeline/reference/ref_modules.hpp"
