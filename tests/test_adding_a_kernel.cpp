@@ -1,7 +1,7 @@
 // docs/adding-a-kernel.md's example, letterbox_nchw, works as the doc says and the doc cannot drift from it:
 // the runner passes against its reference and its scenario on cpu, the kernel reproduces the pipeline's own
-// CPU pre-processing, a wrong struct and a broken rule fail with the lines the doc shows, every excerpt the doc
-// marks as quoted is verbatim in its file, and the family is the three pieces the doc promises.
+// CPU pre-processing, a wrong struct and a broken rule fail with the lines the doc shows, every excerpt the
+// doc marks as quoted is verbatim in its file, and the family is the three pieces the doc promises.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -31,7 +31,9 @@ const std::vector<std::string> kExampleFiles = {
     "kernels/image/letterbox_nchw.cu", "kernels/image/letterbox_nchw_params.cuh",
     "kernels/image/letterbox_nchw_runner.cpp", "scenarios/letterbox_nchw.toml"};
 
-const Runner& example() { return Registry::instance().get("letterbox_nchw"); }
+const Runner& example() {
+  return Registry::instance().get("letterbox_nchw");
+}
 
 // The fenced blocks of `markdown` that follow a `<!-- verbatim: PATH -->` line, as (PATH, text) pairs.
 std::vector<std::pair<std::string, std::string>> quoted_blocks(const std::string& markdown) {
@@ -59,8 +61,9 @@ std::vector<std::pair<std::string, std::string>> quoted_blocks(const std::string
 
 TEST_CASE("the adding-a-kernel example passes against its reference and its scenario on cpu", "[docs]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  const Params params = resolve_params(example(), {{"B", "2"}, {"SRC_H", "45"}, {"DST_W", "100"}, {"SRC_W", "77"},
-                                                   {"DST_H", "64"}, {"BLOCK", "64"}});
+  const Params params = resolve_params(
+      example(),
+      {{"B", "2"}, {"SRC_H", "45"}, {"DST_W", "100"}, {"SRC_W", "77"}, {"DST_H", "64"}, {"BLOCK", "64"}});
   for (const KernelVariant& variant : example().variants()) {
     INFO(variant.name);
     auto instance = example().instantiate(*backend, variant.name, params, 7);
@@ -77,7 +80,8 @@ TEST_CASE("the adding-a-kernel example passes against its reference and its scen
   }
 
   BackendSet backends(test::embedded_context());
-  const ScenarioPlan plan = plan_scenario(load_scenario(kSource / "scenarios" / "letterbox_nchw.toml"), "cpu");
+  const ScenarioPlan plan =
+      plan_scenario(load_scenario(kSource / "scenarios" / "letterbox_nchw.toml"), "cpu");
   CHECK(plan.runs.size() == 8);  // 4 cases on cpu x 2 seeds (the batch-32 case is cuda only)
   for (const PlannedRun& run : plan.runs) {
     const RunResult r = execute_run(run, backends);
@@ -103,7 +107,8 @@ TEST_CASE("the example kernel reproduces the pipeline's letterbox padding and NC
   auto module = backend->compile(example().compile_request("v1_pixel", params));
   DeviceBuffer in = backend->upload_vector(image.rgb);
   DeviceBuffer out = backend->alloc(expected.size() * sizeof(float));
-  const LetterboxNchwParams p{in.as<const unsigned char>(), out.as<float>(), 427, 640, 448, 640, g.top, g.left, 114};
+  const LetterboxNchwParams p{
+      in.as<const unsigned char>(), out.as<float>(), 427, 640, 448, 640, g.top, g.left, 114};
   backend->launch(module->kernel("letterbox_nchw_v1_pixel"), {{448 * 640 / 256, 1, 1}, {256, 1, 1}},
                   kernel_params(p));
   backend->synchronize();
@@ -120,7 +125,8 @@ TEST_CASE("the example's wrong struct and broken rule fail with the lines the do
       "kernel letterbox_nchw_v1_pixel takes lab::LetterboxNchwParams (48 bytes) but the launch passes "
       "DetectDecodeParams (48 bytes)";
   CHECK_THROWS_WITH(
-      backend->launch(module->kernel("letterbox_nchw_v1_pixel"), {}, kernel_params(DetectDecodeParams{})), wrong);
+      backend->launch(module->kernel("letterbox_nchw_v1_pixel"), {}, kernel_params(DetectDecodeParams{})),
+      wrong);
   CHECK(test::contains(doc, wrong));
   const std::string rule =
       "parameter SRC_H=700 of letterbox_nchw is invalid: must be at most DST_H=640 (the image fits inside)";
@@ -148,7 +154,8 @@ TEST_CASE("the example family is three new pieces and nothing else names it", "[
   std::set<std::string> family;
   for (const auto& entry : fs::directory_iterator(kSource / "kernels" / "image"))
     family.insert(fs::relative(entry.path(), kSource).generic_string());
-  CHECK(family == std::set<std::string>{"kernels/image/letterbox_nchw.cu", "kernels/image/letterbox_nchw_params.cuh",
+  CHECK(family == std::set<std::string>{"kernels/image/letterbox_nchw.cu",
+                                        "kernels/image/letterbox_nchw_params.cuh",
                                         "kernels/image/letterbox_nchw_runner.cpp"});
   CHECK(fs::is_regular_file(kSource / "scenarios" / "letterbox_nchw.toml"));
   // No registration list, CMake file or other code had to learn the name.

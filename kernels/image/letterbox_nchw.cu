@@ -1,12 +1,13 @@
-// letterbox_nchw: the device half of the detector's pre-processing. Resized RGB8 images -> the padded network
-// input, planar float RGB / 255 (pipeline/image/letterbox.cpp: letterbox() after its resize, then append_nchw()).
+// letterbox_nchw: the device half of the detector's pre-processing. Resized RGB8 images -> the padded
+// network input, planar float RGB / 255 (pipeline/image/letterbox.cpp: letterbox() after its resize, then
+// append_nchw()).
 //
 // Layout (LetterboxNchwParams): image [B, src_h, src_w, 3] bytes (HWC, row-major contiguous); out
 // [B, 3, dst_h, dst_w] floats (NCHW). The image lands at (top, left); every other pixel is `pad`:
 //   out[b, c, y, x] = image[b, y - top, x - left, c] / 255  inside,  pad / 255  outside.
-// Grid: (ceil(dst_h * dst_w / blockDim.x), B); block: any multiple of 32. One thread per output pixel: it reads
-// its pixel's three bytes and writes one float to each plane, so each plane's stores are coalesced. Uploading
-// bytes instead of floats moves a quarter of the data over PCIe. Saves nothing (inference only).
+// Grid: (ceil(dst_h * dst_w / blockDim.x), B); block: any multiple of 32. One thread per output pixel: it
+// reads its pixel's three bytes and writes one float to each plane, so each plane's stores are coalesced.
+// Uploading bytes instead of floats moves a quarter of the data over PCIe. Saves nothing (inference only).
 // Variants: letterbox_nchw_v1_pixel (the only one; it is memory bound at ~15 bytes per pixel).
 #include "common/lab.cuh"
 #include "image/letterbox_nchw_params.cuh"

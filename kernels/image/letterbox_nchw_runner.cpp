@@ -2,6 +2,7 @@
 // float64 reference.
 #include <algorithm>
 
+#include "kernels/compiled_kernel.hpp"
 #include "kernels/image/letterbox_nchw_params.cuh"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/errors.hpp"
@@ -29,13 +30,14 @@ const KernelSpec& letterbox_nchw_spec() {
         for (const auto& [src, dst] : {std::pair{"SRC_H", "DST_H"}, std::pair{"SRC_W", "DST_W"}})
           if (param_int(p, src) > param_int(p, dst))
             throw UsageError(std::string("parameter ") + src + "=" + p.at(src) + " of letterbox_nchw is " +
-                             "invalid: must be at most " + dst + "=" + p.at(dst) + " (the image fits inside)");
+                             "invalid: must be at most " + dst + "=" + p.at(dst) +
+                             " (the image fits inside)");
       }};
   return spec;
 }
 
-// The geometry of a problem (pointers unset): the image centred as Ultralytics centres it, round(pad / 2 - 0.1)
-// pixels of padding before it, which is floor(pad / 2).
+// The geometry of a problem (pointers unset): the image centred as Ultralytics centres it, with
+// round(pad / 2 - 0.1) = floor(pad / 2) pixels of padding before it.
 LetterboxNchwParams letterbox_of(const Params& p) {
   LetterboxNchwParams g{};
   g.src_h = int(param_int(p, "SRC_H")), g.src_w = int(param_int(p, "SRC_W"));
@@ -46,8 +48,8 @@ LetterboxNchwParams letterbox_of(const Params& p) {
 }
 
 // Float64 reference, written output first: each element of [B, 3, dst_h, dst_w] looks up its source byte.
-std::vector<double> letterbox_nchw_reference(const std::vector<unsigned char>& image, const LetterboxNchwParams& g,
-                                             int batch) {
+std::vector<double> letterbox_nchw_reference(const std::vector<unsigned char>& image,
+                                             const LetterboxNchwParams& g, int batch) {
   auto byte_at = [&](int b, int c, int y, int x) -> double {
     if (y < 0 || y >= g.src_h || x < 0 || x >= g.src_w) return g.pad;
     return image[((size_t(b) * size_t(g.src_h) + size_t(y)) * size_t(g.src_w) + size_t(x)) * 3 + size_t(c)];
@@ -80,19 +82,20 @@ class LetterboxNchwInstance : public InstanceBase {
                                  derive_seed(seed, "image"))),
         image_(backend.upload_vector(image_host_)),
         out_(output_array<float>(output_count())),
-        module_(backend.compile(letterbox_nchw_spec().compile_request(variant, p))),
-        kernel_(module_->kernel("letterbox_nchw_v1_pixel")) {}
+        kernel_(backend, letterbox_nchw_spec(), variant, "letterbox_nchw_v1_pixel", p) {}
   void launch() override {
     LetterboxNchwParams p = geometry_;
     p.image = image_.as<const unsigned char>(), p.out = out_.as<float>();
-    const unsigned blocks = unsigned((size_t(p.dst_h) * size_t(p.dst_w) + size_t(block_) - 1) / size_t(block_));
-    backend_.launch(kernel_, {{blocks, unsigned(batch_), 1}, {unsigned(block_), 1, 1}}, kernel_params(p));
+    const unsigned blocks =
+        unsigned((size_t(p.dst_h) * size_t(p.dst_w) + size_t(block_) - 1) / size_t(block_));
+    kernel_.launch({{blocks, unsigned(batch_), 1}, {unsigned(block_), 1, 1}}, p);
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     // float32 v / 255 is the exact quotient rounded once: at most 6e-8 off for values <= 1. 1e-6 stays far
     // below 1 / 255 = 3.9e-3, the least error of a wrong pixel, channel or padding value.
     return {make_check("input", {size_t(batch_), 3, size_t(geometry_.dst_h), size_t(geometry_.dst_w)},
-                       fetch<float>(out_, output_count()), letterbox_nchw_reference(image_host_, geometry_, batch_),
+                       fetch<float>(out_, output_count()),
+                       letterbox_nchw_reference(image_host_, geometry_, batch_),
                        tol.value_or(Tolerance{1e-6, 1e-6}))};
   }
   WorkCounts work() const override {
@@ -101,14 +104,15 @@ class LetterboxNchwInstance : public InstanceBase {
   }
 
  private:
-  size_t output_count() const { return size_t(batch_) * 3 * size_t(geometry_.dst_h) * size_t(geometry_.dst_w); }
+  size_t output_count() const {
+    return size_t(batch_) * 3 * size_t(geometry_.dst_h) * size_t(geometry_.dst_w);
+  }
 
   int batch_, block_;
   LetterboxNchwParams geometry_;
   std::vector<unsigned char> image_host_;
   DeviceBuffer image_, out_;
-  std::shared_ptr<Module> module_;
-  Kernel kernel_;
+  CompiledKernel kernel_;
 };
 
 const bool registered = register_runner(letterbox_nchw_spec(), make_instance<LetterboxNchwInstance>());
