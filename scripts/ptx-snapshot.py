@@ -4,12 +4,14 @@ snapshots: the check that a host-side refactor left the device code alone.
 
   scripts/ptx-snapshot.py dump LAB OUTDIR     # `lab source R --ptx` for every runner, variant and the
                                               # parameter values that select other instances
-  scripts/ptx-snapshot.py compare OLD NEW     # per entry: identical, identical but for how parameters are
-                                              # passed (ld.param of a struct instead of scalars), or changed
+  scripts/ptx-snapshot.py compare OLD NEW     # per entry: identical, identical but for the parameter loads
+                                              # (ld.param of a struct instead of scalars), the same operations
+                                              # in another order, or changed (with the operation counts)
 
 Entries are matched by their demangled name without the parameter list, so a kernel that moved from extern "C"
 scalars to one parameter struct still pairs with its old self. Exit 1 when an entry changed or went missing.
 """
+import collections
 import json
 import re
 import subprocess
@@ -79,20 +81,45 @@ def demangled_base(mangled):
     return text
 
 
-def without_parameter_passing(body, mangled):
-    """The entry's instructions with parameter declarations and loads removed and names made neutral."""
+def renumbered(lines):
+    """Registers renamed by order of first use (%r12 -> %r<1>), so a shifted numbering compares equal."""
+    names = {}
+
+    def rename(m):
+        return names.setdefault(m.group(0), f"%{m.group(1)}<{len(names)}>")
+
+    return [re.sub(r"%([a-z]+)\d+", rename, line) for line in lines]
+
+
+def source_free(body, mangled):
+    """The entry's lines without source positions (.loc moves when a kernel's source lines move)."""
     body = body.replace(mangled, "ENTRY")
-    keep = []
-    for line in body.splitlines():
-        s = line.strip()
-        if s.startswith(".param") or s.startswith("ld.param") or s.startswith("cvta.to.global"):
+    return [s.strip() for s in body.splitlines() if not s.strip().startswith((".loc", ".file"))]
+
+
+def instructions(body, mangled):
+    return renumbered(source_free(body, mangled))
+
+
+def without_parameter_passing(body, mangled):
+    """The instructions with parameter declarations and loads removed (and register declarations, whose
+    counts move with the loads), registers numbered after the removal."""
+    skip = (".param", "ld.param", "cvta.to.global", ".reg", ")")
+    return renumbered([s for s in source_free(body, mangled) if not s.startswith(skip) and ".entry " not in s])
+
+
+def operations(body, mangled):
+    """The entry's operations in order, without parameter loads, conversions and moves (which move with how
+    the parameters arrive)."""
+    ops = []
+    for line in source_free(body, mangled):
+        words = line.split()
+        if not words or line.startswith((".", "//", "{", "}", ")", "$")):
             continue
-        if ".entry " in s or s.startswith(")"):
-            continue
-        if s.startswith(".reg"):  # register counts move with the parameter loads
-            continue
-        keep.append(s)
-    return keep
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        if not op.startswith(("ld.param", "cvt", "mov")):
+            ops.append(op.rstrip(";"))
+    return ops
 
 
 def load(folder):
@@ -105,24 +132,32 @@ def load(folder):
 
 def compare(old_dir, new_dir):
     old, new = load(old_dir), load(new_dir)
-    same = passing = 0
+    counts = {"identical": 0, "parameters": 0, "reordered": 0}
     changed, missing = [], []
     for base, (name, body) in sorted(old.items()):
         if base not in new:
             missing.append(base)
             continue
         nname, nbody = new[base]
-        if body.replace(name, "ENTRY") == nbody.replace(nname, "ENTRY"):
-            same += 1
+        before, after = operations(body, name), operations(nbody, nname)
+        if instructions(body, name) == instructions(nbody, nname):
+            counts["identical"] += 1
         elif without_parameter_passing(body, name) == without_parameter_passing(nbody, nname):
-            passing += 1
+            counts["parameters"] += 1
+        elif sorted(before) == sorted(after):
+            counts["reordered"] += 1
         else:
-            changed.append(base)
+            gone = collections.Counter(before) - collections.Counter(after)
+            came = collections.Counter(after) - collections.Counter(before)
+            changed.append(f"{base}: {len(before)} -> {len(after)} operations; "
+                           f"fewer {dict(gone)}, more {dict(came)}")
     added = sorted(set(new) - set(old))
-    print(f"{len(old)} entries before, {len(new)} after: {same} identical, {passing} identical but for "
-          f"parameter passing, {len(changed)} changed, {len(missing)} missing, {len(added)} new")
-    for b in changed:
-        print(f"  changed: {b}")
+    print(f"{len(old)} entries before, {len(new)} after: {counts['identical']} identical (but for source lines "
+          f"and register numbers), {counts['parameters']} identical but for parameter loads, "
+          f"{counts['reordered']} the same operations in another order, {len(changed)} changed, "
+          f"{len(missing)} missing, {len(added)} new")
+    for line in changed:
+        print(f"  changed: {line}")
     for b in missing:
         print(f"  missing: {b}")
     for b in added:
