@@ -30,7 +30,11 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
   [ "${TESTS:-}" != none ] && step lab_tests "${TESTS:-[gpu]~[scenario]}"
   [ "${SCENARIOS:-}" != none ] && step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda
   if [ "${BENCH_KERNELS:-}" != none ]; then
-    for k in ${BENCH_KERNELS:-detect_decode}; do step lab bench "$k" --all-variants --iters 50; done
+    for k in ${BENCH_KERNELS:-detect_decode}; do
+      step lab bench "$k" --all-variants --iters 50
+      # A/B: the same benchmark with the binary BASELINE_LAB names (packed into .device/bin by pack-device.sh).
+      [ -n "${BASELINE_LAB:-}" ] && step "$repo/.device/bin/$(basename "$BASELINE_LAB")" bench "$k" --all-variants --iters 50
+    done
   fi
   [ -n "${SDPA:-}" ] && step python3 bench/sdpa_compare.py
   if [ -n "${PIPELINE:-}" ]; then
