@@ -97,8 +97,13 @@ void degenerate_pair(int i, const float* u, Box& pred, Box& target) {
 
 }  // namespace
 
+const std::vector<std::string>& box_mixes() {
+  static const std::vector<std::string> mixes = {"random", "degenerate"};
+  return mixes;
+}
+
 BoxPairs make_box_pairs(int n, const std::string& box_mix, uint64_t seed) {
-  if (std::find(kBoxMixes.begin(), kBoxMixes.end(), box_mix) == kBoxMixes.end())
+  if (std::find(box_mixes().begin(), box_mixes().end(), box_mix) == box_mixes().end())
     throw UsageError("unknown BOX_MIX '" + box_mix + "' (valid: random, degenerate)");
   const bool degenerate = box_mix == "degenerate";
   const std::vector<float> u =

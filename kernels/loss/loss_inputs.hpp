@@ -16,7 +16,8 @@ namespace lab {
 // (sometimes sharing an edge), very thin preds (aspect 1:1024 to 1:16384) and zero-area (point or line)
 // targets; every value is a dyadic fraction (a multiple of 2^-10 or finer) small enough that the corner
 // conversion is exact in float32, so ties are ties in both the kernel and the reference.
-inline const std::vector<std::string> kBoxMixes = {"random", "degenerate"};
+// A function-local static, so that specs built during static initialisation can read it.
+const std::vector<std::string>& box_mixes();
 
 struct BoxPairs {
   std::vector<float> pred, target;  // each [4, N], rows cx, cy, w, h

@@ -37,7 +37,7 @@ CompileRequest cls_compile(const std::string&, const Params& p) {
 std::vector<ParamSpec> ciou_params() {
   ParamSpec mix{"BOX_MIX", K::Choice, "random",
                 "box family: random pairs, or degenerate ones (see docs/kernels/loss.md)"};
-  mix.choices = kBoxMixes;
+  mix.choices = box_mixes();
   return {{"N", K::Int, "1000", "anchors (box pairs)", 1, 1 << 28}, block_n_param(), mix};
 }
 
