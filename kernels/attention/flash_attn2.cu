@@ -250,7 +250,7 @@ __host__ __device__ constexpr int fa2_tiled_dkdv_smem_floats(int head_dim, int b
 // Forward. O[i] = sum_j softmax_j(scale q_i . k_j) v_j; L[i] = logsumexp_j(scale q_i . k_j).
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_fwd_row_per_cta(const lab::FlashAttn2FwdParams params) {
+__global__ void flash_attn2_fwd_row_per_cta(const __grid_constant__ lab::FlashAttn2FwdParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -292,7 +292,7 @@ __global__ void flash_attn2_fwd_row_per_cta(const lab::FlashAttn2FwdParams param
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_fwd_tiled(const lab::FlashAttn2FwdParams params) {
+__global__ void flash_attn2_fwd_tiled(const __grid_constant__ lab::FlashAttn2FwdParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -382,7 +382,8 @@ __global__ void flash_attn2_fwd_tiled(const lab::FlashAttn2FwdParams params) {
 // Backward preprocess. delta[r] = sum_d dO[r][d] * O[r][d] over the BH * N_CTX_Q rows.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_row_per_cta(const lab::FlashAttn2PreprocessParams params) {
+__global__ void flash_attn2_bwd_preprocess_row_per_cta(
+    const __grid_constant__ lab::FlashAttn2PreprocessParams params) {
   const float* __restrict__ o = params.o;
   const float* __restrict__ d_o = params.d_o;
   float* __restrict__ delta = params.delta;
@@ -397,7 +398,8 @@ __global__ void flash_attn2_bwd_preprocess_row_per_cta(const lab::FlashAttn2Prep
 }
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_tiled(const lab::FlashAttn2PreprocessParams params) {
+__global__ void flash_attn2_bwd_preprocess_tiled(
+    const __grid_constant__ lab::FlashAttn2PreprocessParams params) {
   const float* __restrict__ o = params.o;
   const float* __restrict__ d_o = params.d_o;
   float* __restrict__ delta = params.delta;
@@ -420,7 +422,7 @@ __global__ void flash_attn2_bwd_preprocess_tiled(const lab::FlashAttn2Preprocess
 // dQ backward: dQ[i] = scale sum_j P_ij (dP_ij - D_i) k_j, looping over keys.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_dq_row_per_cta(const lab::FlashAttn2DqParams params) {
+__global__ void flash_attn2_bwd_dq_row_per_cta(const __grid_constant__ lab::FlashAttn2DqParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -462,7 +464,7 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const lab::FlashAttn2DqParams par
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_bwd_dq_tiled(const lab::FlashAttn2DqParams params) {
+__global__ void flash_attn2_bwd_dq_tiled(const __grid_constant__ lab::FlashAttn2DqParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -544,7 +546,7 @@ __global__ void flash_attn2_bwd_dq_tiled(const lab::FlashAttn2DqParams params) {
 // dK/dV backward: dV[j] = sum_i P_ij dO_i, dK[j] = scale sum_i P_ij (dP_ij - D_i) q_i, looping over queries.
 
 template <int HEAD_DIM>
-__global__ void flash_attn2_bwd_dkdv_row_per_cta(const lab::FlashAttn2DkdvParams params) {
+__global__ void flash_attn2_bwd_dkdv_row_per_cta(const __grid_constant__ lab::FlashAttn2DkdvParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -593,7 +595,7 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const lab::FlashAttn2DkdvParams
 }
 
 template <int HEAD_DIM, int BLOCK_M>
-__global__ void flash_attn2_bwd_dkdv_tiled(const lab::FlashAttn2DkdvParams params) {
+__global__ void flash_attn2_bwd_dkdv_tiled(const __grid_constant__ lab::FlashAttn2DkdvParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ v = params.v;
@@ -688,7 +690,7 @@ __global__ void flash_attn2_bwd_dkdv_tiled(const lab::FlashAttn2DkdvParams param
 // Attention probabilities of head `bh` for R chosen query rows: P[r, j] = exp(scale q_rows[r] . k_j - L).
 
 template <int HEAD_DIM>
-__global__ void attn_probs_row_per_cta(const lab::AttnProbsParams params) {
+__global__ void attn_probs_row_per_cta(const __grid_constant__ lab::AttnProbsParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ lse = params.lse;
@@ -713,7 +715,7 @@ __global__ void attn_probs_row_per_cta(const lab::AttnProbsParams params) {
 }
 
 template <int HEAD_DIM>
-__global__ void attn_probs_tiled(const lab::AttnProbsParams params) {
+__global__ void attn_probs_tiled(const __grid_constant__ lab::AttnProbsParams params) {
   const float* __restrict__ q = params.q;
   const float* __restrict__ k = params.k;
   const float* __restrict__ lse = params.lse;

@@ -170,7 +170,7 @@ __device__ __forceinline__ float group4_sum(float v) {
 // lane a partial sum over its columns, reduced across the group once at the end).
 template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_fwd_mma(const lab::FlashAttn2HalfFwdParams params) {
+    flash_attn2_fwd_mma(const __grid_constant__ lab::FlashAttn2HalfFwdParams params) {
   const uint16_t* q = params.q;
   const uint16_t* k = params.k;
   const uint16_t* v = params.v;
@@ -270,7 +270,8 @@ __global__ void __launch_bounds__(WARPS * 32)
 // Backward preprocess: D[row] = sum_d dO[row, d] * O[row, d] in float. HEAD_DIM / 8 lanes per row, each
 // reading 8 elements (16 bytes) of both; 128 threads, grid ceil(rows / (128 / (HEAD_DIM / 8))).
 template <int DT, int HEAD_DIM>
-__global__ void flash_attn2_bwd_preprocess_mma(const lab::FlashAttn2HalfPreprocessParams params) {
+__global__ void flash_attn2_bwd_preprocess_mma(
+    const __grid_constant__ lab::FlashAttn2HalfPreprocessParams params) {
   const uint16_t* o = params.o;
   const uint16_t* d_o = params.d_o;
   float* delta = params.delta;
@@ -301,7 +302,7 @@ __global__ void flash_attn2_bwd_preprocess_mma(const lab::FlashAttn2HalfPreproce
 // dQ += dS . K (K transposed), every K / V fragment shared by the MT m-tiles.
 template <int DT, int HEAD_DIM, int WARPS, int MT, int BN>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_bwd_dq_mma(const lab::FlashAttn2HalfDqParams params) {
+    flash_attn2_bwd_dq_mma(const __grid_constant__ lab::FlashAttn2HalfDqParams params) {
   const uint16_t* q = params.q;
   const uint16_t* k = params.k;
   const uint16_t* v = params.v;
@@ -383,7 +384,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 // N_CTX_K / (16 WARPS) float atomics per dQ element. Extra shared memory: 16 WARPS * (BM + 8) * 2 bytes.
 template <int DT, int HEAD_DIM, int WARPS, int BM, bool FUSED_DQ>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_attn2_bwd_dkdv_mma(const lab::FlashAttn2HalfDkdvParams params) {
+    flash_attn2_bwd_dkdv_mma(const __grid_constant__ lab::FlashAttn2HalfDkdvParams params) {
   const uint16_t* q = params.q;
   const uint16_t* k = params.k;
   const uint16_t* v = params.v;
@@ -500,7 +501,8 @@ __global__ void __launch_bounds__(WARPS * 32)
 // The fused variant's last step: dq = DT(scale * dq_acc), two elements per thread, grid-stride over count
 // (even) elements.
 template <int DT>
-__global__ void flash_attn2_bwd_dq_convert_mma(const lab::FlashAttn2HalfDqConvertParams params) {
+__global__ void flash_attn2_bwd_dq_convert_mma(
+    const __grid_constant__ lab::FlashAttn2HalfDqConvertParams params) {
   const float* dq_acc = params.dq_acc;
   uint16_t* dq = params.dq;
   const int count = params.count;

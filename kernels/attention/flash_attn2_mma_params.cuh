@@ -1,6 +1,8 @@
 // Parameters of the fp16 / bf16 Flash Attention 2 kernels (flash_attn2_mma.cu), shared by the kernels and the
 // host that launches them: plain data, passed by value. Q, K, V, O and the gradients are 16-bit patterns
 // (uint16_t), L and D float32; layouts as in flash_attn2_mma.cu.
+// The kernels take them `const __grid_constant__`: read in place from the parameter space, which kept the
+// registers and spills of the scalar-parameter kernels (without it some tiled instances spilled).
 #pragma once
 #if !defined(__CUDACC_RTC__)
 #include <cstdint>  // NVRTC has none: common/lab_mma.cuh, included first, defines uint16_t there

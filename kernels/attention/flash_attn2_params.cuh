@@ -1,5 +1,7 @@
 // Parameters of the float32 Flash Attention 2 kernels (flash_attn2.cu), shared by the kernels and the host
 // that launches them: plain data, passed by value. Layouts as in flash_attn2.cu.
+// The kernels take them `const __grid_constant__`: read in place from the parameter space, which kept the
+// registers and spills of the scalar-parameter kernels (without it some tiled instances spilled).
 #pragma once
 
 namespace lab {
