@@ -99,7 +99,8 @@ const KernelSpec& conv2d_spec() {
            variant(ConvVariant::Direct, "one thread per output element, any K / stride / groups"),
            variant(ConvVariant::Tiled,
                    "groups = 1: implicit GEMM, 16-row chunks staged in shared memory, 4x4 per thread"),
-           variant(ConvVariant::Depthwise, "groups = C_IN = C_OUT: 32x8 output tile from a shared input patch"),
+           variant(ConvVariant::Depthwise,
+                   "groups = C_IN = C_OUT: 32x8 output tile from a shared input patch"),
            variant(ConvVariant::Tf32,
                    "groups = 1: v2's implicit GEMM on TF32 tensor cores (wmma m16n16k8), rel_l2 ~2e-4"),
            variant(ConvVariant::Fp16,
@@ -120,19 +121,22 @@ const KernelSpec& conv2d_spec() {
           [](const Params& p) {
             const Conv2dShape s = conv2d_shape(p);
             if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0)
-              throw UsageError("parameter GROUPS=" + p.at("GROUPS") + " of conv2d is invalid: must divide C_IN=" +
-                               p.at("C_IN") + " and C_OUT=" + p.at("C_OUT"));
+              throw UsageError("parameter GROUPS=" + p.at("GROUPS") +
+                               " of conv2d is invalid: must divide C_IN=" + p.at("C_IN") +
+                               " and C_OUT=" + p.at("C_OUT"));
             for (const char* k : {"H", "W"})
               if (s.out_size(int(param_int(p, k))) < 1)
                 throw UsageError(std::string("parameter ") + k + "=" + p.at(k) +
                                  " of conv2d is invalid: the output would be empty at K=" + p.at("K"));
           },
-      .compile = [](const std::string& variant, const Params& p) {
-        check_variant_runs(conv2d_spec(), variant, p);
-        const Conv2dShape s = conv2d_shape(p);
-        const ConvVariant v = parse_conv_variant(variant).value_or(choose_conv_variant(s));
-        return CompileRequest{mma_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
-      }};
+      .compile =
+          [](const std::string& variant, const Params& p) {
+            check_variant_runs(conv2d_spec(), variant, p);
+            const Conv2dShape s = conv2d_shape(p);
+            const ConvVariant v = parse_conv_variant(variant).value_or(choose_conv_variant(s));
+            return CompileRequest{
+                mma_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
+          }};
   return spec;
 }
 

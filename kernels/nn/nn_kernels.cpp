@@ -17,7 +17,8 @@ NnKernelNames all_nn_kernel_names() {
   NnKernelNames n{{kConv2dDirectKernel, kConv2dSplitkReduceKernel}, {}};
   for (int k : kSpecialisedKernelSizes) {
     for (int tile : kTiledChannelTiles)
-      for (ConvVariant v : {ConvVariant::Tiled, ConvVariant::Tf32}) n.nn.push_back(conv_instance_name(v, k, tile));
+      for (ConvVariant v : {ConvVariant::Tiled, ConvVariant::Tf32})
+        n.nn.push_back(conv_instance_name(v, k, tile));
     n.nn.push_back(conv_instance_name(ConvVariant::Depthwise, k, 0));
   }
   for (const char* k : {kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel}) n.nn.push_back(k);
@@ -29,12 +30,13 @@ NnKernelNames all_nn_kernel_names() {
 
 std::vector<CompileRequest> nn_module_requests(const NnKernelNames& names, size_t kernels_per_module) {
   const std::pair<const char*, const std::vector<std::string>*> sources[] = {{kNnModuleSource, &names.nn},
-                                                                              {kConv2dMmaSource, &names.mma}};
+                                                                             {kConv2dMmaSource, &names.mma}};
   std::vector<CompileRequest> requests;
   for (const auto& [source, list] : sources) {
     const size_t step = std::max<size_t>(1, std::min(kernels_per_module, list->size()));
     for (size_t first = 0; first < list->size(); first += step) {
-      const auto begin = list->begin() + long(first), end = list->begin() + long(std::min(list->size(), first + step));
+      const auto begin = list->begin() + long(first),
+                 end = list->begin() + long(std::min(list->size(), first + step));
       requests.push_back(CompileRequest{source, {}, {begin, end}});
     }
   }
@@ -42,7 +44,9 @@ std::vector<CompileRequest> nn_module_requests(const NnKernelNames& names, size_
 }
 
 NnKernels::NnKernels(Backend& backend, const NnKernelNames& names, size_t kernels_per_module)
-    : backend_(backend), requests_(nn_module_requests(names, kernels_per_module)), modules_(requests_.size()) {}
+    : backend_(backend),
+      requests_(nn_module_requests(names, kernels_per_module)),
+      modules_(requests_.size()) {}
 
 Kernel NnKernels::kernel(const std::string& name_expression) {
   for (size_t i = 0; i < requests_.size(); ++i) {

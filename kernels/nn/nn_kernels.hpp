@@ -1,9 +1,9 @@
 // NnKernels: the nn kernels (conv2d, maxpool2d, upsample_nearest2x, copy_planes) compiled once per backend
 // for all the ops that share it (the forward has ~100 layers: compiling per layer would load ~100 modules):
-// one module of nn_kernels.cu for runners, or, for a network, small modules of the instances it uses, compiled
-// side by side; the fp16 / bf16 tensor-core convs (conv2d_mma.cu) likewise, each module compiled on first
-// use, so a float32 network never pays for them. Ops hold a reference to it and take their Kernel handles at
-// construction.
+// one module of nn_kernels.cu for runners, or, for a network, small modules of the instances it uses,
+// compiled side by side; the fp16 / bf16 tensor-core convs (conv2d_mma.cu) likewise, each module compiled on
+// first use, so a float32 network never pays for them. Ops hold a reference to it and take their Kernel
+// handles at construction.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,9 +38,10 @@ struct NnKernelNames {
 };
 NnKernelNames all_nn_kernel_names();
 
-// The modules of `names`: nn_kernels.cu's name expressions, then conv2d_mma.cu's, each source in modules of at
-// most `kernels_per_module` kernels. One module per source loads once; smaller modules compile side by side
-// (Backend::precompile), which is what a network's cold start wants: each conv instance is most of a compile.
+// The modules of `names`: nn_kernels.cu's name expressions, then conv2d_mma.cu's, each source in modules of
+// at most `kernels_per_module` kernels. One module per source loads once; smaller modules compile side by
+// side (Backend::precompile), which is what a network's cold start wants: each conv instance is most of a
+// compile.
 std::vector<CompileRequest> nn_module_requests(const NnKernelNames& names = all_nn_kernel_names(),
                                                size_t kernels_per_module = SIZE_MAX);
 

@@ -20,7 +20,13 @@ KernelSpec plane_spec(const char* name, const char* description, const char* ker
                                    {"H", K::Int, "20", h_help, 1, 8192},
                                    {"W", K::Int, "20", "input width", 1, 8192}};
   params.insert(params.end(), extra.begin(), extra.end());
-  return {name, "nn", description, std::string("nn/") + kernel + ".cu", {{"v1_direct", variant}}, params, {kernel}};
+  return {.name = name,
+          .family = "nn",
+          .description = description,
+          .source = std::string("nn/") + kernel + ".cu",
+          .variants = {{"v1_direct", variant}},
+          .params = params,
+          .entries = {kernel}};
 }
 
 void check_views(const char* op, int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) {
@@ -36,10 +42,10 @@ void check_views(const char* op, int batch, int channels, int64_t plane, ConstPl
 
 const KernelSpec& maxpool2d_spec() {
   static const KernelSpec spec = [] {
-    KernelSpec s = plane_spec("maxpool2d",
-                              "max_pool2d K (odd), stride 1, padding K/2 with -inf (SPPF) on [B,C,H,W] channel views",
-                              kMaxPool2dKernel, "one thread per output element, K x K window through the cache",
-                              "height", {{"K", ParamSpec::Kind::Int, "5", "window size (odd)", 1, 31}});
+    KernelSpec s = plane_spec(
+        "maxpool2d", "max_pool2d K (odd), stride 1, padding K/2 with -inf (SPPF) on [B,C,H,W] channel views",
+        kMaxPool2dKernel, "one thread per output element, K x K window through the cache", "height",
+        {{"K", ParamSpec::Kind::Int, "5", "window size (odd)", 1, 31}});
     s.validate = [](const Params& p) {
       if (param_int(p, "K") % 2 == 0)
         throw UsageError("parameter K=" + p.at("K") + " of maxpool2d is invalid: must be odd (padding K/2)");
@@ -50,15 +56,17 @@ const KernelSpec& maxpool2d_spec() {
 }
 
 const KernelSpec& upsample_nearest2x_spec() {
-  static const KernelSpec spec = plane_spec(
-      "upsample_nearest2x", "nearest x2 upsampling [B,C,H,W] -> [B,C,2H,2W] into a channel view (the neck's Upsample)",
-      kUpsampleKernel, "one thread per output element, coalesced stores", "input height");
+  static const KernelSpec spec =
+      plane_spec("upsample_nearest2x",
+                 "nearest x2 upsampling [B,C,H,W] -> [B,C,2H,2W] into a channel view (the neck's Upsample)",
+                 kUpsampleKernel, "one thread per output element, coalesced stores", "input height");
   return spec;
 }
 
 const KernelSpec& copy_planes_spec() {
   static const KernelSpec spec = plane_spec(
-      "copy_planes", "channel-slice copy between [B,C,H,W] views (a Concat input that cannot be written in place)",
+      "copy_planes",
+      "channel-slice copy between [B,C,H,W] views (a Concat input that cannot be written in place)",
       kCopyPlanesKernel, "one thread per element", "height");
   return spec;
 }
@@ -94,7 +102,8 @@ void UpsampleNearest2xOp::run(int batch, int channels, int h_in, int w_in, Const
       kernel_params(UpsampleNearest2xParams{kernel_view(in), kernel_view(out), h_in, w_in}));
 }
 
-CopyPlanesOp::CopyPlanesOp(NnKernels& kernels) : kernels_(kernels), kernel_(kernels.kernel(kCopyPlanesKernel)) {}
+CopyPlanesOp::CopyPlanesOp(NnKernels& kernels)
+    : kernels_(kernels), kernel_(kernels.kernel(kCopyPlanesKernel)) {}
 
 void CopyPlanesOp::run(int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) const {
   check_views("copy_planes", batch, channels, plane, in, out);

@@ -1,6 +1,6 @@
 // The nn ops that move planes without weights: MaxPool2dOp (SPPF), UpsampleNearest2xOp (the neck's
-// Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place), and the kernel specs their
-// runners are made from. Views as plane_view.hpp.
+// Upsample) and CopyPlanesOp (a Concat input whose producer cannot write in place), and the kernel specs
+// their runners are made from. Views as plane_view.hpp.
 #pragma once
 #include "kernels/kernel_spec.hpp"
 #include "kernels/nn/nn_kernels.hpp"

@@ -17,9 +17,12 @@ struct PlaneSizes {
 // What is each op's own: its output plane, launch, reference and operations per output element.
 struct MaxPoolCase {
   MaxPool2dOp op;
-  MaxPoolCase(NnKernels& k, const PlaneSizes& n, const Params& p) : op(k, n.channels, int(param_int(p, "K"))) {}
+  MaxPoolCase(NnKernels& k, const PlaneSizes& n, const Params& p)
+      : op(k, n.channels, int(param_int(p, "K"))) {}
   static int64_t out_plane(const PlaneSizes& n) { return int64_t(n.h) * n.w; }
-  void run(const PlaneSizes& n, ConstPlaneView in, PlaneView out) const { op.run(n.batch, n.h, n.w, in, out); }
+  void run(const PlaneSizes& n, ConstPlaneView in, PlaneView out) const {
+    op.run(n.batch, n.h, n.w, in, out);
+  }
   std::vector<double> reference(const std::vector<float>& in, const PlaneSizes& n) const {
     return maxpool2d_reference(in, n.batch, n.channels, n.h, n.w, op.kernel_size());
   }
@@ -86,9 +89,10 @@ class PlaneInstance : public InstanceBase {
   std::vector<float> in_host_;
 };
 
-const bool registered = register_runner(maxpool2d_spec(), make_instance<PlaneInstance<MaxPoolCase>>()) &&
-                        register_runner(upsample_nearest2x_spec(), make_instance<PlaneInstance<UpsampleCase>>()) &&
-                        register_runner(copy_planes_spec(), make_instance<PlaneInstance<CopyPlanesCase>>());
+const bool registered =
+    register_runner(maxpool2d_spec(), make_instance<PlaneInstance<MaxPoolCase>>()) &&
+    register_runner(upsample_nearest2x_spec(), make_instance<PlaneInstance<UpsampleCase>>()) &&
+    register_runner(copy_planes_spec(), make_instance<PlaneInstance<CopyPlanesCase>>());
 
 }  // namespace
 }  // namespace lab

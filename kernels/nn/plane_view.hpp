@@ -44,7 +44,11 @@ inline ConstPlaneView dense_view(const float* data, int channels, int64_t plane)
 }
 
 // The view as a kernel parameter (nn_params.cuh).
-inline PlaneIn kernel_view(ConstPlaneView v) { return {v.data, v.batch_stride, v.channel_stride}; }
-inline PlaneOut kernel_view(PlaneView v) { return {v.data, v.batch_stride, v.channel_stride}; }
+inline PlaneIn kernel_view(ConstPlaneView v) {
+  return {v.data, v.batch_stride, v.channel_stride};
+}
+inline PlaneOut kernel_view(PlaneView v) {
+  return {v.data, v.batch_stride, v.channel_stride};
+}
 
 }  // namespace lab
