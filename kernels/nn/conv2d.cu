@@ -39,12 +39,20 @@
 #include "common/lab_wmma.cuh"
 #include "nn/conv2d_stage.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/nn_params.cuh"
 
-extern "C" __global__ void __launch_bounds__(nn::kThreads)
-    conv2d_direct(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ w,
-                  const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
-                  float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
-                  int h_out, int w_out, int kernel, int stride, int groups, int silu) {
+__global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dDirectParams params) {
+  const float* __restrict__ in = params.in.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const float* __restrict__ w = params.w;
+  const float* __restrict__ bias = params.epi.bias;
+  const float* residual = params.epi.residual.data;
+  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
+  float* out = params.epi.out.data;
+  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
+  const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
+  const int kernel = params.kernel, stride = params.stride, groups = params.groups, silu = params.silu;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= h_out * w_out) return;
   const int co = blockIdx.y, b = blockIdx.z;
@@ -70,11 +78,19 @@ extern "C" __global__ void __launch_bounds__(nn::kThreads)
 }
 
 template <int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads)
-    conv2d_tiled(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
-                 const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
-                 float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
-                 int h_out, int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
+__global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGemmParams params) {
+  const float* __restrict__ in = params.in.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const float* __restrict__ wt = params.wt;
+  const float* __restrict__ bias = params.epi.bias;
+  const float* residual = params.epi.residual.data;
+  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
+  float* out = params.epi.out.data;
+  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
+  const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
+  const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
+  float* partial = params.partial;
   constexpr int kChunk = nn::kTiledChunk;
   constexpr int TN = 4096 / TM;          // output pixels per CTA
   constexpr int kPixelThreads = TN / 4;  // threads along pixels (4 pixels each)
@@ -134,10 +150,16 @@ __global__ void __launch_bounds__(nn::kThreads)
 
 // The split-K epilogue of conv2d_tiled: out = act(sum over splits of partial + bias) (+ residual), the splits
 // added in index order. Block 256, grid (ceil(Ho*Wo / 256), C_out, B).
-extern "C" __global__ void __launch_bounds__(nn::kThreads)
-    conv2d_splitk_reduce(const float* __restrict__ partial, int splits, const float* __restrict__ bias,
-                         const float* residual, long long res_bs, long long res_cs, float* out,
-                         long long out_bs, long long out_cs, int batch, int c_out, int plane_out, int silu) {
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_splitk_reduce(const lab::Conv2dSplitkReduceParams params) {
+  const float* __restrict__ partial = params.partial;
+  const int splits = params.splits;
+  const float* __restrict__ bias = params.epi.bias;
+  const float* residual = params.epi.residual.data;
+  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
+  float* out = params.epi.out.data;
+  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  const int batch = params.batch, c_out = params.c_out, plane_out = params.plane_out, silu = params.silu;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= plane_out) return;
   const int co = blockIdx.y, b = blockIdx.z;
@@ -153,11 +175,17 @@ constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 8;  // output tile of one 
 }  // namespace nn
 
 template <int K>
-__global__ void __launch_bounds__(nn::kThreads)
-    conv2d_depthwise(const float* __restrict__ in, long long in_bs, long long in_cs,
-                     const float* __restrict__ w, const float* __restrict__ bias, const float* residual,
-                     long long res_bs, long long res_cs, float* out, long long out_bs, long long out_cs,
-                     int h_in, int w_in, int h_out, int w_out, int stride, int silu) {
+__global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv2dDepthwiseParams params) {
+  const float* __restrict__ in = params.in.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const float* __restrict__ w = params.w;
+  const float* __restrict__ bias = params.epi.bias;
+  const float* residual = params.epi.residual.data;
+  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
+  float* out = params.epi.out.data;
+  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  const int h_in = params.h_in, w_in = params.w_in, h_out = params.h_out, w_out = params.w_out;
+  const int stride = params.stride, silu = params.silu;
   constexpr int TX = nn::kDepthwiseTileX, TY = nn::kDepthwiseTileY;
   LAB_DYNAMIC_SHARED(float, patch);
   const int c = blockIdx.y, b = blockIdx.z;
@@ -195,11 +223,19 @@ struct StageAsTf32 {
 }  // namespace nn
 
 template <int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads)
-    conv2d_tf32(const float* __restrict__ in, long long in_bs, long long in_cs, const float* __restrict__ wt,
-                const float* __restrict__ bias, const float* residual, long long res_bs, long long res_cs,
-                float* out, long long out_bs, long long out_cs, int c_in, int c_out, int h_in, int w_in,
-                int h_out, int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
+__global__ void __launch_bounds__(nn::kThreads) conv2d_tf32(const lab::Conv2dGemmParams params) {
+  const float* __restrict__ in = params.in.data;
+  const long long in_bs = params.in.batch_stride, in_cs = params.in.channel_stride;
+  const float* __restrict__ wt = params.wt;
+  const float* __restrict__ bias = params.epi.bias;
+  const float* residual = params.epi.residual.data;
+  const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
+  float* out = params.epi.out.data;
+  const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
+  const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
+  const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
+  float* partial = params.partial;
   namespace wmma = nvcuda::wmma;
   constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM;        // output pixels per CTA
   constexpr int kWarpRows = TM / 16, kWarpCols = 8 / kWarpRows;  // 8 warps over channels x pixels

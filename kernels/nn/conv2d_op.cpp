@@ -1,5 +1,5 @@
 // The conv2d spec, and Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded
-// to 16 bits and padded for v5_fp16 and v6_bf16), launch shapes.
+// to 16 bits and padded for v5_fp16 and v6_bf16), launch shapes and parameters.
 #include "kernels/nn/conv2d_op.hpp"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kernels/common/half_type.hpp"
+#include "kernels/nn/nn_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
@@ -248,62 +249,58 @@ size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
 void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
                    float* splitk_workspace) const {
   const Conv2dShape& s = shape_;
-  int h_out = s.out_size(h_in), w_out = s.out_size(w_in);
+  int h_out = s.out_size(h_in), w_out = s.out_size(w_in), c_out = s.c_out, silu = s.silu ? 1 : 0;
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
     throw UsageError("conv2d " + shape_text(s) + ": bad input size batch " + std::to_string(batch) + " x " +
                      std::to_string(h_in) + "x" + std::to_string(w_in));
   if (!in.data || !out.data) throw UsageError("conv2d " + shape_text(s) + ": null input or output view");
   if (batch > kMaxGridYZ) throw UsageError("conv2d: batch " + std::to_string(batch) + " exceeds 65535");
-  const float *in_p = in.data, *w_p = weight_.as<const float>(), *b_p = bias_.as<const float>();
-  const float* res_p = residual.data;
-  long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
-            res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride;
-  float* out_p = out.data;
-  int c_in = s.c_in, c_out = s.c_out, silu = s.silu ? 1 : 0, stride = s.stride;
+  const PlaneIn in_view = kernel_view(in);
+  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out)};
+  const Conv2dSizes sizes{s.c_in, c_out, h_in, w_in, h_out, w_out};
+  const float* w = weight_.as<const float>();
   Backend& backend = kernels_.backend();
   LaunchConfig cfg;
   cfg.block = {kThreads, 1, 1};
   const long long plane_out = (long long)h_out * w_out;
   switch (variant_) {
-    case ConvVariant::Direct: {
-      cfg = plane_launch("conv2d", plane_out, c_out, batch);
-      int kernel = s.kernel, groups = s.groups;
-      backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                                 c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups, silu));
+    case ConvVariant::Direct:
+      backend.launch(
+          kernel_, plane_launch("conv2d", plane_out, c_out, batch),
+          kernel_params(Conv2dDirectParams{in_view, w, epi, sizes, s.kernel, s.stride, s.groups, silu}));
       return;
-    }
     case ConvVariant::Tiled:
     case ConvVariant::Tf32:
     case ConvVariant::Fp16:
     case ConvVariant::Bf16: {
       const int tm = conv_tiled_channel_tile(c_out), tn = 4096 / tm, chunk = reduction_chunk(variant_);
       int splits = splitk_workspace ? splitk_splits(batch, h_in, w_in) : 1;
-      const int chunks = (c_in * s.kernel * s.kernel + chunk - 1) / chunk;
+      const int chunks = (s.c_in * s.kernel * s.kernel + chunk - 1) / chunk;
       if (batch * splits > kMaxGridYZ) splits = 1;
       int split_rows = (chunks + splits - 1) / splits * chunk;
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
-      if (mma_type(variant_)) {
+      if (mma_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
+        const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data;
         const uint16_t* wh = weight_.as<const uint16_t>();
-        int red_pad = weight_row_pad_;
+        long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
+                  res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride;
+        int red_pad = weight_row_pad_, c_in = s.c_in, stride = s.stride;
+        float* out_p = out.data;
         backend.launch(
             kernel_, cfg,
             kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
                         c_in, c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
       } else {
-        backend.launch(
-            kernel_, cfg,
-            kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, c_in,
-                        c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+        backend.launch(kernel_, cfg,
+                       kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,
+                                                      split_rows, partial}));
       }
-      if (!partial) return;
-      const float* partial_in = partial;
-      int plane = int(plane_out);
-      backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
-                     kernel_args(partial_in, splits, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs, batch,
-                                 c_out, plane, silu));
+      if (partial)
+        backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
+                       kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,
+                                                              int(plane_out), silu}));
       return;
     }
     case ConvVariant::Depthwise: {
@@ -311,11 +308,11 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       const int tiles_x = (w_out + kDepthwiseTileX - 1) / kDepthwiseTileX;
       const int tiles_y = (h_out + kDepthwiseTileY - 1) / kDepthwiseTileY;
       cfg.grid = {unsigned(tiles_x * tiles_y), unsigned(c_out), unsigned(batch)};
-      cfg.dynamic_shared_bytes = size_t((kDepthwiseTileY - 1) * stride + s.kernel) *
-                                 size_t((kDepthwiseTileX - 1) * stride + s.kernel) * sizeof(float);
-      backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, w_p, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                                 h_in, w_in, h_out, w_out, stride, silu));
+      cfg.dynamic_shared_bytes = size_t((kDepthwiseTileY - 1) * s.stride + s.kernel) *
+                                 size_t((kDepthwiseTileX - 1) * s.stride + s.kernel) * sizeof(float);
+      backend.launch(
+          kernel_, cfg,
+          kernel_params(Conv2dDepthwiseParams{in_view, w, epi, h_in, w_in, h_out, w_out, s.stride, silu}));
       return;
     }
   }

@@ -1,7 +1,7 @@
 // Device helpers shared by the nn kernels: the fused conv epilogue (bias, SiLU, residual) and the grid
 // conventions. Activations are [B, C, H, W] with contiguous H*W planes addressed by a batch stride and a
-// channel stride in elements (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) triples of
-// arguments in the conv kernels, views in their parameter structs in the plane kernels (nn_params.cuh).
+// channel stride in elements (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) views in the
+// kernels' parameter structs (nn_params.cuh), triples of scalar arguments in conv2d_mma.
 #pragma once
 #include "common/lab.cuh"
 

@@ -1,6 +1,7 @@
-// Parameters of the weightless nn kernels (maxpool2d.cu, upsample_nearest2x.cu, copy_planes.cu), shared by
-// the kernels and the ops that launch them (plane_ops.hpp): plain data, passed by value, each struct exactly
-// what its kernel reads (the kernels' files give the layouts).
+// Parameters of the kernels of conv2d.cu, maxpool2d.cu, upsample_nearest2x.cu and copy_planes.cu, shared by
+// the kernels and the ops that launch them (conv2d_op.hpp, plane_ops.hpp): plain data, passed by value, each
+// struct exactly what its kernel reads (the kernels' files give the layouts). conv2d_mma.cu keeps its scalar
+// parameters: as a struct, its PTX lost the read-only loads of the input and two instances spilled.
 // A tensor is a view: element (b, c, p) at data[b * batch_stride + c * channel_stride + p] (plane_view.hpp).
 #pragma once
 
@@ -32,6 +33,53 @@ struct CopyPlanesParams {
   PlaneIn in;
   PlaneOut out;
   int plane;  // elements per channel plane
+};
+
+// The fused epilogue every conv kernel ends with: out = act(acc + bias[c]) (+ residual when residual.data).
+struct Conv2dEpilogue {
+  const float* bias;  // [C_out]
+  PlaneIn residual;
+  PlaneOut out;
+};
+
+struct Conv2dSizes {
+  int c_in, c_out, h_in, w_in, h_out, w_out;
+};
+
+// conv2d_direct (v1): any kernel size, stride and groups.
+struct Conv2dDirectParams {
+  PlaneIn in;
+  const float* w;  // [C_out, C_in/groups, K, K]
+  Conv2dEpilogue epi;
+  Conv2dSizes size;
+  int kernel, stride, groups, silu;
+};
+
+// conv2d_tiled<K, TM> (v2) and conv2d_tf32<K, TM> (v4): the implicit GEMM on float weights.
+struct Conv2dGemmParams {
+  PlaneIn in;
+  const float* wt;  // [C_in*K*K, C_out]: transposed on the host
+  Conv2dEpilogue epi;
+  Conv2dSizes size;
+  int stride, silu, batch;
+  int split_rows;  // reduction rows per split (grid z = batch * splits)
+  float* partial;  // null: no split-K; else [splits, B, C_out, Ho*Wo]
+};
+
+// conv2d_depthwise<K> (v3): groups = C_in = C_out.
+struct Conv2dDepthwiseParams {
+  PlaneIn in;
+  const float* w;  // [C, 1, K, K]
+  Conv2dEpilogue epi;
+  int h_in, w_in, h_out, w_out, stride, silu;
+};
+
+// conv2d_splitk_reduce: the epilogue of a split-K implicit GEMM.
+struct Conv2dSplitkReduceParams {
+  const float* partial;  // [splits, B, C_out, plane_out]
+  int splits;
+  Conv2dEpilogue epi;
+  int batch, c_out, plane_out, silu;
 };
 
 }  // namespace lab
