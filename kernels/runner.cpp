@@ -1,4 +1,4 @@
-// Runner registry, instances' poisoned outputs, and the runner view of parameter resolution.
+// Runner registry and instances' poisoned outputs.
 #include "kernels/runner.hpp"
 
 #include <algorithm>
@@ -7,16 +7,6 @@
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
-namespace {
-
-// The spec of an old-style runner, read through its overrides.
-KernelSpec spec_of(const Runner& r) {
-  KernelSpec s{r.name(), r.family(), r.description(), r.source_path(), r.variants(), r.params()};
-  s.validate = [&r](const Params& p) { r.validate(p); };
-  return s;
-}
-
-}  // namespace
 
 void InstanceBase::poison() {
   for (auto [ptr, bytes] : outputs_) backend_.fill_bytes(ptr, 0xff, bytes);
@@ -27,14 +17,6 @@ DeviceBuffer InstanceBase::output(size_t bytes) {
   backend_.fill_bytes(b.get(), 0xff, bytes);
   outputs_.emplace_back(b.get(), bytes);
   return b;
-}
-
-Params resolve_params(const Runner& runner, const Params& given) {
-  return resolve_params(spec_of(runner), given);
-}
-
-std::string resolve_variant(const Runner& runner, const std::string& variant) {
-  return resolve_variant(spec_of(runner), variant);
 }
 
 Registry& Registry::instance() {

@@ -60,23 +60,6 @@ class InstanceBase : public Instance {
   std::vector<std::pair<void*, size_t>> outputs_;
 };
 
-class Runner {
- public:
-  virtual ~Runner() = default;
-  virtual std::string name() const = 0;                     // "detect_decode"
-  virtual std::string family() const = 0;                   // "detect", "attention", "loss", "nn"
-  virtual std::string description() const = 0;              // one line
-  virtual std::string source_path() const = 0;              // tree-relative .cu
-  virtual std::vector<KernelVariant> variants() const = 0;  // first = default
-  virtual std::vector<ParamSpec> params() const = 0;
-  // Extra cross-parameter validation after per-parameter checks (throws UsageError with the rule).
-  virtual void validate(const Params& /*resolved*/) const {}
-  // Defines and name expressions for a variant at these (resolved) parameters.
-  virtual CompileRequest compile_request(const std::string& variant, const Params& params) const = 0;
-  virtual std::unique_ptr<Instance> instantiate(Backend& backend, const std::string& variant,
-                                                const Params& params, uint64_t seed) const = 0;
-};
-
 // Makes a runner's instance: inputs seeded from `seed`, uploaded; outputs allocated and poisoned.
 using MakeInstance = std::function<std::unique_ptr<Instance>(Backend&, const std::string& variant,
                                                              const Params& params, uint64_t seed)>;
@@ -89,39 +72,42 @@ MakeInstance make_instance() {
   };
 }
 
-// A runner made from a kernel spec: its metadata and compile come from the spec, its instances from `make`.
-class SpecRunner : public Runner {
+// A kernel spec (its metadata, rules and compile) with the function that makes its instances: everything a
+// runner has of its own is the instance (inputs, reference, check).
+class Runner {
  public:
-  SpecRunner(const KernelSpec& spec, MakeInstance make) : spec_(spec), make_(std::move(make)) {}
-  std::string name() const override { return spec_.name; }
-  std::string family() const override { return spec_.family; }
-  std::string description() const override { return spec_.description; }
-  std::string source_path() const override { return spec_.source; }
-  std::vector<KernelVariant> variants() const override { return spec_.variants; }
-  std::vector<ParamSpec> params() const override { return spec_.params; }
-  void validate(const Params& p) const override {
-    if (spec_.validate) spec_.validate(p);
-  }
-  CompileRequest compile_request(const std::string& variant, const Params& params) const override {
+  Runner(const KernelSpec& spec, MakeInstance make) : spec_(spec), make_(std::move(make)) {}
+  const KernelSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  const std::string& family() const { return spec_.family; }
+  const std::string& description() const { return spec_.description; }
+  const std::string& source_path() const { return spec_.source; }
+  const std::vector<KernelVariant>& variants() const { return spec_.variants; }  // first = default
+  const std::vector<ParamSpec>& params() const { return spec_.params; }
+  // Defines and name expressions for a variant at these (resolved) parameters.
+  CompileRequest compile_request(const std::string& variant, const Params& params) const {
     return spec_.compile_request(variant, params);
   }
+  // Throws UsageError when the variant cannot run `params` (its rule), before anything is made.
   std::unique_ptr<Instance> instantiate(Backend& backend, const std::string& variant, const Params& params,
-                                        uint64_t seed) const override {
+                                        uint64_t seed) const {
     check_variant_runs(spec_, variant, params);
     return make_(backend, variant, params, seed);
   }
 
  private:
-  const KernelSpec& spec_;
+  const KernelSpec& spec_;  // a function-local static of its spec function, alive for the program
   MakeInstance make_;
 };
 
-// Fills defaults, rejects unknown names (listing the valid ones) and out-of-range values (stating the rule).
-Params resolve_params(const Runner& runner, const Params& given);
-// The variant name, or the default when empty; throws UsageError listing valid variants.
-std::string resolve_variant(const Runner& runner, const std::string& variant);
+inline Params resolve_params(const Runner& runner, const Params& given) {
+  return resolve_params(runner.spec(), given);
+}
+inline std::string resolve_variant(const Runner& runner, const std::string& variant) {
+  return resolve_variant(runner.spec(), variant);
+}
 
-// The registry of every runner; runners register themselves with a static `RunnerRegistration`.
+// The registry of every runner; runners register themselves with `register_runner` at static initialisation.
 class Registry {
  public:
   static Registry& instance();
@@ -134,14 +120,9 @@ class Registry {
   std::vector<std::unique_ptr<Runner>> runners_;
 };
 
-template <class R>
-struct RunnerRegistration {
-  RunnerRegistration() { Registry::instance().add(std::make_unique<R>()); }
-};
-
 // Registers the runner of `spec` (a function-local static of its spec function, alive for the program).
 inline bool register_runner(const KernelSpec& spec, MakeInstance make) {
-  Registry::instance().add(std::make_unique<SpecRunner>(spec, std::move(make)));
+  Registry::instance().add(std::make_unique<Runner>(spec, std::move(make)));
   return true;
 }
 

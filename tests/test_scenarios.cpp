@@ -25,31 +25,25 @@ std::string parse_error(const std::string& text) {
   return "(parsed without error)";
 }
 
-// A runner that is never registered: only its parameter table matters.
-class FakeAttentionRunner : public Runner {
- public:
-  std::string name() const override { return "fake_attention"; }
-  std::string family() const override { return "test"; }
-  std::string description() const override { return "parameter rules only"; }
-  std::string source_path() const override { return "none.cu"; }
-  std::vector<KernelVariant> variants() const override { return {{"v1", ""}, {"v2", ""}}; }
-  std::vector<ParamSpec> params() const override {
-    using K = ParamSpec::Kind;
-    return {{"HEAD_DIM", K::Int, "64", "head dimension", 1, 256, true},
-            {"SCALE", K::Float, "0.125", "softmax scale", 0, 10},
-            {"CAUSAL", K::Bool, "false", "causal mask"},
-            {"LAYOUT", K::Choice, "bhnd", "layout", -1e300, 1e300, false, {"bhnd", "bnhd"}}};
-  }
-  CompileRequest compile_request(const std::string&, const Params&) const override { return {}; }
-  std::unique_ptr<Instance> instantiate(Backend&, const std::string&, const Params&,
-                                        uint64_t) const override {
-    return nullptr;
-  }
-};
+// A spec that is never registered: only its parameter table matters.
+const KernelSpec& fake_attention_spec() {
+  using K = ParamSpec::Kind;
+  static const KernelSpec spec{
+      .name = "fake_attention",
+      .family = "test",
+      .description = "parameter rules only",
+      .source = "none.cu",
+      .variants = {{"v1", ""}, {"v2", ""}},
+      .params = {{"HEAD_DIM", K::Int, "64", "head dimension", 1, 256, true},
+                 {"SCALE", K::Float, "0.125", "softmax scale", 0, 10},
+                 {"CAUSAL", K::Bool, "false", "causal mask"},
+                 {"LAYOUT", K::Choice, "bhnd", "layout", -1e300, 1e300, false, {"bhnd", "bnhd"}}}};
+  return spec;
+}
 
 std::string resolve_error(const Params& given) {
   try {
-    resolve_params(FakeAttentionRunner{}, given);
+    resolve_params(fake_attention_spec(), given);
   } catch (const UsageError& e) {
     return e.what();
   }
@@ -194,7 +188,7 @@ backends = ["cuda"]
 }
 
 TEST_CASE("parameter rules: power of two, range, type, choices, unknown names", "[scenario]") {
-  const Params defaults = resolve_params(FakeAttentionRunner{}, {});
+  const Params defaults = resolve_params(fake_attention_spec(), {});
   CHECK(defaults.at("HEAD_DIM") == "64");
   CHECK(defaults.at("LAYOUT") == "bhnd");
   CHECK(resolve_error({{"HEAD_DIM", "48"}}).find("HEAD_DIM=48") != std::string::npos);
@@ -204,7 +198,8 @@ TEST_CASE("parameter rules: power of two, range, type, choices, unknown names", 
   CHECK(resolve_error({{"SCALE", "11"}}).find("[0, 10]") != std::string::npos);
   CHECK(resolve_error({{"CAUSAL", "maybe"}}).find("true or false") != std::string::npos);
   CHECK(resolve_error({{"LAYOUT", "nchw"}}).find("bhnd, bnhd") != std::string::npos);
-  CHECK(resolve_error({{"HEADDIM", "64"}}) == "unknown parameter 'HEADDIM' for fake_attention (did you mean 'HEAD_DIM'?)");
+  CHECK(resolve_error({{"HEADDIM", "64"}}) ==
+        "unknown parameter 'HEADDIM' for fake_attention (did you mean 'HEAD_DIM'?)");
   CHECK(resolve_error({{"WIDTH", "64"}}) ==
         "unknown parameter 'WIDTH' for fake_attention (valid: HEAD_DIM, SCALE, CAUSAL, LAYOUT)");
   CHECK(resolve_error({{"HEAD_DIM", "128"}, {"CAUSAL", "true"}}) == "(resolved without error)");
