@@ -44,9 +44,10 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
   const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
   const std::unique_ptr<Backend> backend = make_backend(backend_name, state.context());
-  const bool on_cuda = backend->name() == "cuda";
-  const int iters = o.iters > 0 ? o.iters : (on_cuda ? 100 : 2);
-  const int warmup = o.warmup >= 0 ? o.warmup : (on_cuda ? 10 : 0);
+  const bool device_timing = backend->has_device_timing();
+  const bool graph_replay = backend->can_capture_graphs();
+  const int iters = o.iters > 0 ? o.iters : (device_timing ? 100 : 2);
+  const int warmup = o.warmup >= 0 ? o.warmup : (device_timing ? 10 : 0);
   const std::string device = backend->device().name;
   const int layer_passes = std::max(1, iters / 5);
 
@@ -58,7 +59,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
               << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
               << "\n"
               << std::flush;
-  std::cerr << "lab: first forward (compile, plan" << (on_cuda ? ", graph capture" : "") << "), then "
+  std::cerr << "lab: first forward (compile, plan" << (graph_replay ? ", graph capture" : "") << "), then "
             << warmup + iters << " replays and " << layer_passes << " timed layer by layer\n";
 
   KernelNetwork network(model, *backend, precision);
@@ -109,7 +110,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
     return;
   }
   std::cout << "activation arena: " << format_sig(double(network.arena_bytes()) / (1 << 20), 4) << " MiB\n\n"
-            << "whole forward, one " << (on_cuda ? "CUDA graph replay" : "replay") << " (" << iters
+            << "whole forward, one " << (graph_replay ? "CUDA graph replay" : "replay") << " (" << iters
             << " timed after " << warmup << " warm-up): median " << format_ms(graph.median) << ", min "
             << format_ms(graph.min) << ", p90 " << format_ms(graph.p90) << ", " << format_sig(images_per_s, 4)
             << " images/s\n\n";

@@ -1,31 +1,7 @@
-// Global options and the runtime context built from them.
+// The global options of the `lab` command.
 #include "lab/cli_state.hpp"
 
-#include <cstdlib>
-
-#include "nvrtc_runtime/errors.hpp"
-#include "lab/progress.hpp"
-
 namespace lab {
-
-RuntimeContext CliState::context() const {
-  RuntimeContext ctx;
-  ctx.tree = KernelTree::select(kernels_dir);
-  ctx.cache =
-      std::make_shared<DiskCache>(cache_dir.empty() ? DiskCache::from_environment() : DiskCache(cache_dir));
-  ctx.options.arch = arch;
-  ctx.options.verbose = verbose;
-  ctx.options.check_bounds = check_bounds;
-  ctx.options.timeout_seconds = timeout;
-  show_compile_progress();
-  return ctx;
-}
-
-std::filesystem::path CliState::scenarios_directory() const {
-  if (!scenarios_dir.empty()) return scenarios_dir;
-  if (const char* env = std::getenv("LAB_SCENARIOS_DIR"); env && *env) return env;
-  return LAB_DEFAULT_SCENARIOS_DIR;
-}
 
 void add_global_options(CLI::App& app, CliState& state) {
   app.add_option("--kernels-dir", state.kernels_dir,
@@ -44,16 +20,6 @@ void add_global_options(CLI::App& app, CliState& state) {
                  "exiting or reaching a barrier (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-}
-
-Params parse_param_args(const std::vector<std::string>& args) {
-  Params params;
-  for (const std::string& arg : args) {
-    const size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError("--param expects NAME=VALUE, got '" + arg + "'");
-    params[arg.substr(0, eq)] = arg.substr(eq + 1);
-  }
-  return params;
 }
 
 }  // namespace lab

@@ -12,8 +12,9 @@
 #include "lab/commands.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/precision_option.hpp"
+#include "harness/report_json.hpp"
 #include "lab/report.hpp"
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 #include "lab/size_options.hpp"
 #include "lab/table.hpp"
 
@@ -169,9 +170,9 @@ void bench(const BenchOptions& o, CliState& state) {
   std::vector<std::string> notes;
   const std::vector<BenchCase> cases = bench_cases(o, state, backend_name, notes);
   const std::unique_ptr<Backend> backend = make_backend(backend_name, state.context());
-  const bool on_cuda = backend->name() == "cuda";
-  const int iters = o.iters > 0 ? o.iters : (on_cuda ? 100 : 3);
-  const int warmup = o.warmup >= 0 ? o.warmup : (on_cuda ? 10 : 1);
+  const bool device_timing = backend->has_device_timing();
+  const int iters = o.iters > 0 ? o.iters : (device_timing ? 100 : 3);
+  const int warmup = o.warmup >= 0 ? o.warmup : (device_timing ? 10 : 1);
   const std::string device = backend->device().name;
   const bool h200 = device.find("H200") != std::string::npos;
 
@@ -199,7 +200,7 @@ void bench(const BenchOptions& o, CliState& state) {
   }
   for (const std::string& n : notes) std::cout << "note: " << n << "\n";
   std::cout << "bench " << runner.name() << " on " << backend_name << " (" << device << "): " << iters
-            << " timed launches after " << warmup << " warm-up, " << (on_cuda ? "CUDA events" : "wall clock")
+            << " timed launches after " << warmup << " warm-up, " << (device_timing ? "CUDA events" : "wall clock")
             << ", per launch\n";
   if (!h200)
     std::cout << "ceilings (H200: 4.2 TB/s copy, 60 TFLOP/s fp32) not shown: the device is not an H200\n";

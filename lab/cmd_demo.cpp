@@ -6,12 +6,12 @@
 
 #include "lab/commands.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
-#include "lab/progress.hpp"
+#include "harness/progress.hpp"
 #include "lab/report.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "lab/resource_table.hpp"
-#include "lab/scenario.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario.hpp"
+#include "harness/scenario_runner.hpp"
 #include "lab/table.hpp"
 
 namespace lab {

@@ -28,7 +28,7 @@
 #include "pipeline/image/image.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/precision_option.hpp"
-#include "lab/progress.hpp"
+#include "harness/progress.hpp"
 #include "lab/size_options.hpp"
 #include "lab/version.hpp"
 

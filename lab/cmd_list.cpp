@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/commands.hpp"
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 #include "lab/table.hpp"
 
 namespace lab {

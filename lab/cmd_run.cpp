@@ -5,8 +5,9 @@
 
 #include "lab/commands.hpp"
 #include "lab/option_checks.hpp"
+#include "harness/report_json.hpp"
 #include "lab/report.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario_runner.hpp"
 #include "lab/table.hpp"
 
 namespace lab {
@@ -27,29 +28,17 @@ std::string params_text(const Params& params) {
 }
 
 void run_kernel(const RunOptions& o, CliState& state) {
-  PlannedRun run;
-  run.runner = &Registry::instance().get(o.kernel);
-  run.variant = resolve_variant(*run.runner, o.variant);
-  run.params = resolve_params(*run.runner, parse_param_args(o.params));
-  run.backend = o.backend.empty() ? default_backend_name() : o.backend;
-  run.seed = o.seed;
-  run.case_name = "command line";
+  const Params params = parse_param_args(o.params);
+  const PlannedRun run = plan_single_run(o.kernel, o.variant, params,
+                                         o.backend.empty() ? default_backend_name() : o.backend, o.seed,
+                                         "command line");
   const std::unique_ptr<Backend> backend_owner = make_backend(run.backend, state.context());
   Backend& backend = *backend_owner;
   const RunResult result = run_once(run, backend);
   if (!result.pass) state.exit_code = 1;
 
   if (o.json) {
-    nlohmann::json out = {{"kernel", run.runner->name()},
-                          {"variant", run.variant},
-                          {"backend", run.backend},
-                          {"device", backend.device().name},
-                          {"params", params_json(run.params)},
-                          {"seed", run.seed},
-                          {"time_ms", result.time_ms},
-                          {"pass", result.pass},
-                          {"outputs", checks_json(result.checks)}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << kernel_report_json(kernel_report(result, backend.device().name)).dump(2) << "\n";
     return;
   }
   std::cout << run.runner->name() << " / " << run.variant << " on " << run.backend << " ("
@@ -57,7 +46,7 @@ void run_kernel(const RunOptions& o, CliState& state) {
             << "\n\n";
   print_checks(std::cout, result.checks);
   std::cout << "\ntime: " << format_ms(result.time_ms) << " (one launch"
-            << (run.backend == "cuda" ? ", after a warm-up launch" : "") << ")\n"
+            << (backend.has_device_timing() ? ", after a warm-up launch" : "") << ")\n"
             << (result.pass ? "PASS" : "FAIL (seed " + std::to_string(run.seed) + ")") << "\n";
 }
 

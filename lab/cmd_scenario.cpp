@@ -6,9 +6,10 @@
 
 #include "lab/commands.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
+#include "harness/report_json.hpp"
 #include "lab/report.hpp"
-#include "lab/scenario.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario.hpp"
+#include "harness/scenario_runner.hpp"
 #include "lab/table.hpp"
 
 namespace lab {

@@ -12,7 +12,7 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/resource_table.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario_runner.hpp"
 #include "lab/table.hpp"
 
 namespace lab {

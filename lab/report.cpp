@@ -1,4 +1,4 @@
-// Check and summary tables, text and JSON.
+// Check and summary tables as text.
 #include "lab/report.hpp"
 
 #include <algorithm>
@@ -25,32 +25,6 @@ void print_checks(std::ostream& os, const std::vector<OutputCheck>& checks) {
          format_sci(c.tolerance.rel_l2) + ", " + format_sci(c.tolerance.max_abs), c.pass ? "PASS" : "FAIL"});
   }
   table.print(os);
-}
-
-nlohmann::json checks_json(const std::vector<OutputCheck>& checks) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const OutputCheck& c : checks) {
-    const Metrics& m = c.metrics;
-    out.push_back({{"output", c.output},
-                   {"shape", c.shape},
-                   {"max_abs", m.max_abs},
-                   {"max_rel", m.max_rel},
-                   {"rel_l2", m.rel_l2},
-                   {"worst_index", m.worst_index},
-                   {"worst_out", m.worst_out},
-                   {"worst_ref", m.worst_ref},
-                   {"count", m.count},
-                   {"non_finite", m.non_finite},
-                   {"tolerance", {{"rel_l2", c.tolerance.rel_l2}, {"max_abs", c.tolerance.max_abs}}},
-                   {"pass", c.pass}});
-  }
-  return out;
-}
-
-nlohmann::json params_json(const Params& params) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [k, v] : params) out[k] = v;
-  return out;
 }
 
 size_t count_failed(const std::vector<RunResult>& results) {
@@ -81,28 +55,6 @@ void print_summary(std::ostream& os, const std::vector<RunResult>& results) {
   }
   const size_t failed = count_failed(results);
   os << "\n" << results.size() - failed << " passed, " << failed << " failed\n";
-}
-
-nlohmann::json summary_json(const std::vector<RunResult>& results) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const RunResult& r : results) {
-    nlohmann::json row = {{"scenario", r.run.scenario_path},
-                          {"line", r.run.case_line},
-                          {"kernel", r.run.runner->name()},
-                          {"case", r.run.case_name},
-                          {"variant", r.run.variant},
-                          {"backend", r.run.backend},
-                          {"seed", r.run.seed},
-                          {"params", params_json(r.run.params)},
-                          {"pass", r.pass},
-                          {"outputs", checks_json(r.checks)}};
-    if (r.error.empty())
-      row["time_ms"] = r.time_ms;
-    else
-      row["error"] = r.error;
-    out.push_back(row);
-  }
-  return out;
 }
 
 }  // namespace lab

@@ -84,8 +84,17 @@ class LaunchGraph {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;  // "cuda" or "cpu"
+  virtual std::string name() const = 0;  // "cuda" or "cpu": for display and the user's choice
   virtual DeviceInfo device() const = 0;
+
+  // Capabilities, for callers that adapt to the backend (never compare names for this).
+  // time_ms measures device time with events around asynchronous launches, so untimed warm-up launches and
+  // many timed repetitions are cheap (cuda); false: each launch runs to completion on the host and the wall
+  // clock times it (cpu).
+  virtual bool has_device_timing() const = 0;
+  // capture() records the launches as one graph replayed as a single launch (cuda); false: a replay runs the
+  // recorded work again (cpu).
+  virtual bool can_capture_graphs() const = 0;
 
   // Compiles (or loads from the cache) a source of the kernel tree. Throws CompileError on failure.
   virtual std::shared_ptr<Module> compile(const CompileRequest& request) = 0;

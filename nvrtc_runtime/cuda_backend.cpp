@@ -171,6 +171,9 @@ class CudaBackend : public Backend {
     return ms;
   }
 
+  bool has_device_timing() const override { return true; }
+  bool can_capture_graphs() const override { return true; }
+
   std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     try {

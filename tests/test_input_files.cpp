@@ -12,7 +12,7 @@
 #include <functional>
 #include <future>
 
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/input_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"

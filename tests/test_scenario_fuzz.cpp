@@ -8,8 +8,8 @@
 
 #include "tests/checkpoint_test_support.hpp"
 #include "tests/fuzz_support.hpp"
-#include "lab/scenario.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario.hpp"
+#include "harness/scenario_runner.hpp"
 
 namespace fs = std::filesystem;
 

@@ -7,8 +7,8 @@
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "lab/report.hpp"
-#include "lab/scenario.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario.hpp"
+#include "harness/scenario_runner.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/runner.hpp"
-#include "lab/resource_table.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/resources.hpp"
+#include "harness/scenario_runner.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/static_occupancy.hpp"
 #include "tests/test_helpers.hpp"

@@ -14,7 +14,7 @@
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/kernel_tree.hpp"
 #include "kernels/runner.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario_runner.hpp"
 #include "tests/test_helpers.hpp"
 
 #ifndef LAB_VIEWER_BINARY

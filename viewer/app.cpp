@@ -12,8 +12,9 @@
 #include <memory>
 #include <optional>
 
-#include "viewer/fonts.hpp"
+#include "harness/context.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "viewer/fonts.hpp"
 #include "viewer/panels.hpp"
 #include "viewer/script.hpp"
 #include "viewer/ui_text.hpp"
@@ -22,8 +23,6 @@
 namespace lab::viewer {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 void glfw_error(int code, const char* text) {
   std::cerr << "lab-viewer: GLFW error " << code << ": " << text << "\n";
@@ -38,10 +37,7 @@ void init_state(ViewerState& s, const ViewerOptions& o) {
   s.run.backend = s.settings.backend;
   if (std::find(s.backends.begin(), s.backends.end(), s.run.backend) == s.backends.end())
     s.run.backend = s.backends.front();
-  if (const char* env = std::getenv("LAB_SCENARIOS_DIR"); env && *env)
-    s.scenarios_dir = env;
-  else
-    s.scenarios_dir = fs::path(LAB_SOURCE_DIR) / "scenarios";
+  s.scenarios_dir = ContextOptions{}.scenarios_directory();
   s.scenarios = load_scenario_dir(s.scenarios_dir, s.scenario_errors);
   s.pipeline.executor = s.run.backend;
   s.pipeline.confidence = s.settings.confidence;

@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "lab/resource_table.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/resources.hpp"
+#include "harness/scenario_runner.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 
 namespace lab::viewer {

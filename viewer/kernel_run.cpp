@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "viewer/child_process.hpp"
-#include "lab/cli_state.hpp"
-#include "lab/report.hpp"
-#include "lab/scenario_runner.hpp"
+#include "harness/context.hpp"
+#include "harness/report_json.hpp"
+#include "harness/scenario_runner.hpp"
 #include "pipeline/safetensors.hpp"
+#include "viewer/child_process.hpp"
 
 namespace lab::viewer {
 
@@ -72,30 +72,14 @@ std::vector<std::string> child_argv(const RunRequest& r, const std::string& resu
   return argv;
 }
 
-std::vector<OutputCheck> checks_from(const json& outputs, const SafetensorsFile& file) {
-  std::vector<OutputCheck> checks;
-  for (const json& o : outputs) {
-    OutputCheck c;
-    c.output = o.at("output").get<std::string>();
-    c.shape = o.at("shape").get<std::vector<size_t>>();
-    c.metrics.max_abs = o.at("max_abs").get<double>();
-    c.metrics.max_rel = o.at("max_rel").get<double>();
-    c.metrics.rel_l2 = o.at("rel_l2").get<double>();
-    c.metrics.worst_index = o.at("worst_index").get<size_t>();
-    c.metrics.worst_out = o.at("worst_out").get<double>();
-    c.metrics.worst_ref = o.at("worst_ref").get<double>();
-    c.metrics.count = o.at("count").get<size_t>();
-    c.metrics.non_finite = o.at("non_finite").get<size_t>();
-    c.tolerance.rel_l2 = o.at("tolerance").at("rel_l2").get<double>();
-    c.tolerance.max_abs = o.at("tolerance").at("max_abs").get<double>();
-    c.pass = o.at("pass").get<bool>();
+// The output and reference arrays the result file holds for the heatmaps (not for outputs above
+// kMaxHeatmapElements).
+void attach_arrays(std::vector<OutputCheck>& checks, const SafetensorsFile& file) {
+  for (OutputCheck& c : checks)
     if (file.contains(c.output + ".out") && file.contains(c.output + ".ref")) {
       c.out = file.floats(c.output + ".out");
       c.ref = file.floats(c.output + ".ref");
     }
-    checks.push_back(std::move(c));
-  }
-  return checks;
 }
 
 }  // namespace
@@ -103,24 +87,16 @@ std::vector<OutputCheck> checks_from(const json& outputs, const SafetensorsFile&
 int run_child_main(const RunRequest& request, const std::string& result_file) {
   json summary = {{"kernel", request.kernel}};
   try {
-    CliState state;
-    state.kernels_dir = request.kernels_dir;
-    state.cache_dir = request.cache_dir;
-    PlannedRun run;
-    run.runner = &Registry::instance().get(request.kernel);
-    run.variant = resolve_variant(*run.runner, request.variant);
-    run.params = resolve_params(*run.runner, request.params);
-    run.backend = request.backend;
-    run.seed = request.seed;
-    run.case_name = "viewer";
+    ContextOptions options;
+    options.kernels_dir = request.kernels_dir;
+    options.cache_dir = request.cache_dir;
+    PlannedRun run = plan_single_run(request.kernel, request.variant, request.params, request.backend,
+                                     request.seed, "viewer");
     run.tolerance = request.tolerance;
-    const std::unique_ptr<Backend> backend = make_backend(run.backend, state.context());
+    const std::unique_ptr<Backend> backend = make_backend(run.backend, options.context());
     const RunResult result = run_once(run, *backend);
+    summary = kernel_report_json(kernel_report(result, backend->device().name));
     summary["ran"] = true;
-    summary["pass"] = result.pass;
-    summary["time_ms"] = result.time_ms;
-    summary["device"] = backend->device().name;
-    summary["outputs"] = checks_json(result.checks);
     write_result(result_file, summary, result.checks);
     return 0;
   } catch (const CompileError& e) {
@@ -149,10 +125,12 @@ RunOutcome run_in_child(const RunRequest& request) {
     const json summary = json::parse(file.metadata().at("result"));
     outcome.ran = summary.value("ran", false);
     if (outcome.ran) {
-      outcome.pass = summary.at("pass").get<bool>();
-      outcome.time_ms = summary.at("time_ms").get<double>();
-      outcome.device = summary.at("device").get<std::string>();
-      outcome.checks = checks_from(summary.at("outputs"), file);
+      KernelReport report = kernel_report_from_json(summary);
+      outcome.pass = report.pass;
+      outcome.time_ms = report.time_ms;
+      outcome.device = report.device;
+      outcome.checks = std::move(report.checks);
+      attach_arrays(outcome.checks, file);
     } else {
       outcome.failure = who + ": " + summary.value("failure", std::string("failed"));
       if (summary.contains("diagnostics"))

@@ -7,7 +7,7 @@
 
 #include <imgui.h>
 
-#include "lab/resource_table.hpp"
+#include "harness/resources.hpp"
 #include "viewer/panels.hpp"
 #include "viewer/ui_text.hpp"
 #include "viewer/viewer_actions.hpp"

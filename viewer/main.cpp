@@ -5,10 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "harness/param_args.hpp"
 #include "viewer/app.hpp"
 #include "viewer/kernel_run.hpp"
 #include "viewer/pipeline_session.hpp"
-#include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace {

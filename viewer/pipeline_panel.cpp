@@ -10,6 +10,7 @@
 #include <imgui_stdlib.h>
 
 #include "viewer/panels.hpp"
+#include "pipeline/detect/detector.hpp"
 #include "pipeline/image/draw.hpp"
 #include "viewer/ui_text.hpp"
 #include "viewer/viewer_actions.hpp"
@@ -52,9 +53,7 @@ void draw_controls(ViewerState& s) {
   }
   ImGui::SetNextItemWidth(150);
   if (ImGui::BeginCombo("executor", p.executor.c_str())) {
-    std::vector<std::string> executors = s.backends;
-    executors.push_back("reference");
-    for (const std::string& e : executors)
+    for (const std::string& e : available_executors())
       if (ImGui::Selectable(e.c_str(), e == p.executor)) p.executor = e;
     ImGui::EndCombo();
   }
@@ -94,7 +93,7 @@ void draw_controls(ViewerState& s) {
     ImGui::EndTable();
   }
   if (ImGui::CollapsingHeader("error against the CPU reference", ImGuiTreeNodeFlags_DefaultOpen)) {
-    ImGui::BeginDisabled(p.compare_job.valid() || r.executor == "reference");
+    ImGui::BeginDisabled(p.compare_job.valid() || !runs_our_kernels(r.executor));
     if (ImGui::Button(p.compare_job.valid() ? "Comparing ..." : "Compare every layer")) {
       guarded(s, start_reference_comparison);
     }

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "viewer/child_process.hpp"
+#include "harness/context.hpp"
 #include "kernels/compare.hpp"
-#include "lab/cli_state.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/detections_output.hpp"
@@ -111,16 +111,16 @@ const NamedTensor& PipelineRun::tensor(const std::string& name) const {
 
 int pipeline_child_main(const PipelineRequest& request, const std::string& result_dir) {
   try {
-    CliState state;
-    state.kernels_dir = request.kernels_dir;
-    state.cache_dir = request.cache_dir;
-    state.check_bounds = true;  // cpu emulator: a wild access fails the launch naming the kernel
+    ContextOptions context_options;
+    context_options.kernels_dir = request.kernels_dir;
+    context_options.cache_dir = request.cache_dir;
+    context_options.check_bounds = true;  // cpu emulator: a wild access fails the launch naming the kernel
     const ModelLocation location = locate_model(default_model_search(""));
     DetectorOptions options;
     options.imgsz = kImageSize;
     options.conf = 0;  // every row with a positive score: the panel filters by confidence itself
     Detector detector(Yolo26Model::from_checkpoint(load_checkpoint(location.path)), request.executor,
-                      state.context(), options);
+                      context_options.context(), options);
     const Image image = decode_image(request.image_path);
     detector.network().set_layer_timing(true);
     const auto start = std::chrono::steady_clock::now();

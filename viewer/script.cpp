@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/detect/detector.hpp"
 #include "pipeline/image/draw.hpp"
 #include "viewer/screenshot.hpp"
 #include "viewer/ui_text.hpp"
@@ -170,7 +171,8 @@ void ScriptRunner::execute(ViewerState& s, const ScriptAction& a) {
   } else if (v == "open_image") {
     open_image(s, arg(0));
   } else if (v == "set_executor") {
-    if (arg(0) != "reference" && std::find(s.backends.begin(), s.backends.end(), arg(0)) == s.backends.end())
+    const std::vector<std::string> executors = available_executors();
+    if (std::find(executors.begin(), executors.end(), arg(0)) == executors.end())
       throw UsageError("executor '" + arg(0) + "' is not available here");
     s.pipeline.executor = arg(0);
   } else if (v == "run_pipeline") {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/detect/detector.hpp"
 
 namespace lab::viewer {
 
@@ -111,7 +112,7 @@ void save_file(ViewerState& s) {
   start_compile(s);
   // Live editing reaches the pipeline: the next run builds its kernels from the saved tree.
   if (s.pipeline.rerun_on_save && (s.pipeline.run || !s.pipeline.failure.empty()) &&
-      s.pipeline.executor != "reference")
+      runs_our_kernels(s.pipeline.executor))
     s.pipeline.rerun_requested = true;
 }
 
@@ -255,7 +256,7 @@ void poll_jobs(ViewerState& s, double now) {
       if (!s.pipeline.query)
         s.pipeline.query =
             std::pair<int, int>(s.pipeline.run->image.width / 2, s.pipeline.run->image.height / 2);
-      if (s.pipeline.compare_after_run && s.pipeline.executor != "reference") start_reference_comparison(s);
+      if (s.pipeline.compare_after_run && runs_our_kernels(s.pipeline.executor)) start_reference_comparison(s);
     }
   }
   if (s.pipeline.rerun_requested && !s.pipeline.job.valid()) start_pipeline(s);

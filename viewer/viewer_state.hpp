@@ -14,7 +14,7 @@
 #include "viewer/kernel_run.hpp"
 #include "viewer/kernel_workspace.hpp"
 #include "viewer/pipeline_session.hpp"
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 #include "viewer/settings.hpp"
 
 namespace lab::viewer {

@@ -145,6 +145,9 @@ class CpuBackend : public Backend {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  bool has_device_timing() const override { return false; }
+  bool can_capture_graphs() const override { return false; }
+
   void release(void* ptr) noexcept override { memory_.release(ptr); }
 
  private:

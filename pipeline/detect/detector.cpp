@@ -12,6 +12,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kReferenceExecutor = "reference";
+
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
@@ -24,20 +26,30 @@ Yolo26Model with_max_det(Yolo26Model model, int max_det) {
 
 }  // namespace
 
+std::vector<std::string> available_executors() {
+  std::vector<std::string> executors = available_backends();
+  executors.push_back(kReferenceExecutor);
+  return executors;
+}
+
+bool runs_our_kernels(const std::string& executor) {
+  return executor != kReferenceExecutor;
+}
+
 Detector::Detector(Yolo26Model model, const std::string& executor, const RuntimeContext& context,
                    const DetectorOptions& options)
     : model_(with_max_det(std::move(model), options.max_det)), options_(options) {
   if (options_.imgsz <= 0 || options_.imgsz % 32 != 0)
     throw UsageError("--imgsz " + std::to_string(options_.imgsz) + ": must be a positive multiple of 32");
   if (options_.max_det <= 0) throw UsageError("--max-det must be positive");
-  if (executor == "reference") {
+  if (runs_our_kernels(executor)) {
+    backend_ = make_backend(executor, context);
+    network_ = make_kernel_network(model_, *backend_, options_.precision);
+  } else {
     if (options_.precision != Precision::Fp32)
       throw UsageError("--precision " + precision_name(options_.precision) +
                        " needs a kernel backend (cuda or cpu): the reference forward accumulates in float64");
     network_ = make_reference_network(model_);
-  } else {
-    backend_ = make_backend(executor, context);
-    network_ = make_kernel_network(model_, *backend_, options_.precision);
   }
 }
 

@@ -36,6 +36,12 @@ struct PreparedImage {
 };
 PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options);
 
+// The executors a forward runs on, by the user's word: our kernels on each backend available here (its name),
+// then the CPU reference ("reference").
+std::vector<std::string> available_executors();
+// Whether `executor` runs our run-time-compiled kernels (a backend's name) rather than the CPU reference.
+bool runs_our_kernels(const std::string& executor);
+
 class Detector {
  public:
   // `executor`: "reference", "cuda" or "cpu" (the last two run our kernels on that backend).

@@ -1,6 +1,6 @@
 // Scenario TOML parsing with toml++ (header-only here, the one file that parses TOML).
 #define TOML_HEADER_ONLY 1
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 
 #include <algorithm>
 #include <charconv>

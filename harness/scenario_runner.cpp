@@ -1,12 +1,12 @@
 // Scenario expansion and execution.
-#include "lab/scenario_runner.hpp"
+#include "harness/scenario_runner.hpp"
 
 #include <algorithm>
 #include <new>
 #include <stdexcept>
 
 #include "nvrtc_runtime/errors.hpp"
-#include "lab/progress.hpp"
+#include "harness/progress.hpp"
 
 namespace lab {
 
@@ -27,6 +27,18 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 }
 
 }  // namespace
+
+PlannedRun plan_single_run(const std::string& kernel, const std::string& variant, const Params& params,
+                           const std::string& backend, uint64_t seed, const std::string& case_name) {
+  PlannedRun run;
+  run.runner = &Registry::instance().get(kernel);
+  run.variant = resolve_variant(*run.runner, variant);
+  run.params = resolve_params(*run.runner, params);
+  run.backend = backend;
+  run.seed = seed;
+  run.case_name = case_name;
+  return run;
+}
 
 ScenarioPlan plan_scenario(const Scenario& scenario, const std::string& only_backend) {
   const Runner* runner = nullptr;
@@ -94,7 +106,7 @@ RunResult run_once(const PlannedRun& run, Backend& backend) {
   RunResult result;
   result.run = run;
   std::unique_ptr<Instance> instance = run.runner->instantiate(backend, run.variant, run.params, run.seed);
-  if (backend.name() == "cuda") {
+  if (backend.has_device_timing()) {
     instance->launch();
     backend.synchronize();
     instance->poison();

@@ -1,5 +1,5 @@
 // Progress line: carriage return + erase-line, truncated to a typical terminal width.
-#include "lab/progress.hpp"
+#include "harness/progress.hpp"
 
 #include <cstdio>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "kernels/runner.hpp"
-#include "lab/scenario.hpp"
+#include "harness/scenario.hpp"
 
 namespace lab {
 
@@ -38,6 +38,11 @@ struct PlannedRun {
   bool bench = false;
 };
 
+// One run named by the user (`lab run`, the viewer's Run panel): the runner by name, its variant ("" = the
+// first) and `params` resolved against it. Throws UsageError.
+PlannedRun plan_single_run(const std::string& kernel, const std::string& variant, const Params& params,
+                           const std::string& backend, uint64_t seed, const std::string& case_name);
+
 struct ScenarioPlan {
   std::vector<PlannedRun> runs;
   std::vector<std::string> skipped;  // one line per (file, backend) that is not available here
@@ -59,8 +64,8 @@ struct RunResult {
   double worst_max_abs() const;
 };
 
-// Instantiates, launches once (after an untimed warm-up launch on cuda), times and checks. Throws
-// CompileError and RuntimeError.
+// Instantiates, launches once (after an untimed warm-up launch on a backend with device timing), times and
+// checks. Throws CompileError and RuntimeError.
 RunResult run_once(const PlannedRun& run, Backend& backend);
 // run_once on the run's backend, with compile errors, runtime failures and allocations that fail (host
 // memory) turned into a failed result that carries the message.
