@@ -53,9 +53,14 @@ size_t ptx_scalar_bytes(const std::string& type) {
   return size_t(bits / 8);
 }
 
-// A type as both compilers may spell it: no top-level const, spaces or namespace qualifiers (GCC's
-// __PRETTY_FUNCTION__ leaves out the namespace it is written in).
-std::string plain_type(std::string t) {
+std::string describe(std::string_view type, size_t bytes) {
+  return (type.empty() ? std::string("a parameter") : std::string(type)) + " (" + std::to_string(bytes) +
+         " bytes)";
+}
+
+}  // namespace
+
+std::string type_key(std::string t) {
   static const std::regex qualifier(R"(\b\w+::)");
   t = std::regex_replace(t, qualifier, "");
   for (const std::string cv : {"const ", " const"})
@@ -65,11 +70,11 @@ std::string plain_type(std::string t) {
   return t;
 }
 
-std::string describe(const std::string& type, size_t bytes) {
-  return (type.empty() ? std::string("a parameter") : type) + " (" + std::to_string(bytes) + " bytes)";
+void EntrySignature::add(const std::string& type, size_t size) {
+  types.push_back(type);
+  type_keys.push_back(type_key(type));
+  sizes.push_back(size);
 }
-
-}  // namespace
 
 std::string pretty_function_type(const std::string& pretty) {
   const size_t at = pretty.find("T = ");
@@ -86,43 +91,45 @@ EntrySignature entry_signature_from_ptx(const std::string& ptx, const std::strin
   const std::string decl = ptx.substr(at, end - at);
   static const std::regex param(
       R"(\.param\s+(?:\.align\s+\d+\s+)?\.([bsuf]\d+)(?:\s+\.ptr)?(?:\s+\.\w+)*(?:\s+\.align\s+\d+)?\s+\S+?_param_\d+(?:\[(\d+)\])?)");
-  EntrySignature sig;
+  std::vector<size_t> sizes;
   for (auto it = std::sregex_iterator(decl.begin(), decl.end(), param); it != std::sregex_iterator(); ++it) {
     const size_t element = ptx_scalar_bytes((*it)[1]);
-    sig.sizes.push_back((*it)[2].matched ? element * std::stoul((*it)[2]) : element);
+    sizes.push_back((*it)[2].matched ? element * std::stoul((*it)[2]) : element);
   }
-  sig.types = demangled_parameter_types(lowered_name);
-  if (sig.types.size() != sig.sizes.size()) sig.types.assign(sig.sizes.size(), "");
+  std::vector<std::string> types = demangled_parameter_types(lowered_name);
+  if (types.size() != sizes.size()) types.assign(sizes.size(), "");
+  EntrySignature sig;
+  for (size_t i = 0; i < sizes.size(); ++i) sig.add(types[i], sizes[i]);
   return sig;
 }
 
 void check_launch_arguments(const std::string& kernel, const EntrySignature& entry, const KernelArgs& args) {
-  const std::string name = "kernel " + kernel;
+  const auto name = [&] { return "kernel " + kernel; };  // built only when a check fails
   const size_t count = entry.sizes.size();
   if (!args.struct_type.empty()) {
-    const std::string takes = count == 1 ? describe(entry.types[0], entry.sizes[0])
-                                         : std::to_string(count) + " positional arguments";
-    const bool same_type =
-        count == 1 && (entry.types[0].empty() || plain_type(entry.types[0]) == plain_type(args.struct_type));
-    if (!same_type || entry.sizes[0] != args.sizes[0])
-      throw RuntimeError(name + " takes " + takes + " but the launch passes " +
+    const bool same_type = count == 1 && (entry.types[0].empty() || entry.type_keys[0] == args.struct_type);
+    if (!same_type || entry.sizes[0] != args.sizes[0]) {
+      const std::string takes = count == 1 ? describe(entry.types[0], entry.sizes[0])
+                                           : std::to_string(count) + " positional arguments";
+      throw RuntimeError(name() + " takes " + takes + " but the launch passes " +
                          describe(args.struct_type, args.sizes[0]));
+    }
   }
   if (args.pointers.size() != count || args.sizes.size() != count) {
     std::string types;
     for (size_t i = 0; i < count; ++i)
       types += (i ? ", " : "") +
                (entry.types[i].empty() ? std::to_string(entry.sizes[i]) + " bytes" : entry.types[i]);
-    throw RuntimeError(name + " takes " + std::to_string(count) + " arguments (" + types +
+    throw RuntimeError(name() + " takes " + std::to_string(count) + " arguments (" + types +
                        ") but the launch passes " + std::to_string(args.pointers.size()));
   }
   for (size_t i = 0; i < count; ++i) {
     if (args.sizes[i] != entry.sizes[i])
-      throw RuntimeError(name + ": argument " + std::to_string(i) + " has " + std::to_string(args.sizes[i]) +
-                         " bytes but parameter " + std::to_string(i) + " (" + entry.types[i] + ") has " +
-                         std::to_string(entry.sizes[i]));
+      throw RuntimeError(name() + ": argument " + std::to_string(i) + " has " +
+                         std::to_string(args.sizes[i]) + " bytes but parameter " + std::to_string(i) + " (" +
+                         entry.types[i] + ") has " + std::to_string(entry.sizes[i]));
     if (!args.pointers[i])
-      throw RuntimeError(name + ": argument " + std::to_string(i) + " is a null pointer to its value");
+      throw RuntimeError(name() + ": argument " + std::to_string(i) + " is a null pointer to its value");
   }
 }
 

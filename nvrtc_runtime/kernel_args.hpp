@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -12,22 +13,29 @@ namespace lab {
 struct KernelArgs {
   std::vector<void*> pointers;
   std::vector<size_t> sizes;
-  std::string struct_type;  // kernel_params: the parameter struct's type, e.g. "lab::DetectDecodeParams"
+  std::string_view
+      struct_type;  // kernel_params: the struct's type_key (host_type_name), e.g. "DetectDecodeParams"
 };
 
 // The parameters of an entry point; a type is "" where the backend cannot know it (an extern "C" entry on
 // cuda, whose PTX name carries no types).
 struct EntrySignature {
-  std::vector<std::string> types;
+  std::vector<std::string> types;  // as the backend spells them ("const float*", "lab::DetectDecodeParams")
+  std::vector<std::string> type_keys;  // type_key() of each, computed once at module load
   std::vector<size_t> sizes;
+  void add(const std::string& type, size_t size);
 };
 
 // "X" from a __PRETTY_FUNCTION__ of a `template <class T>` function ("... [with T = X]" or "... [T = X]").
 std::string pretty_function_type(const std::string& pretty);
+// A type as every compiler here may spell it: no top-level const, spaces or namespace qualifiers (GCC's
+// __PRETTY_FUNCTION__ leaves out the namespace it is written in), so two spellings compare equal.
+std::string type_key(std::string type);
 
+// The type_key of T, computed once: launches compare it without any parsing.
 template <class T>
 const std::string& host_type_name() {
-  static const std::string name = pretty_function_type(__PRETTY_FUNCTION__);
+  static const std::string name = type_key(pretty_function_type(__PRETTY_FUNCTION__));
   return name;
 }
 

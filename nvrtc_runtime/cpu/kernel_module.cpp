@@ -36,10 +36,8 @@ KernelModule::KernelModule(CompileResult result, const std::filesystem::path& sh
       const lab_emu_kernel* entry = symbol<Entry>(handle_, result_.lowered_names[i], shared_object)();
       kernels_[result_.name_expressions[i]] = entry;
       EntrySignature& signature = signatures_[result_.name_expressions[i]];
-      for (unsigned p = 0; p < entry->param_count; ++p) {
-        signature.types.push_back(parameter_type(*entry, p));
-        signature.sizes.push_back(size_t(entry->param_sizes[p]));
-      }
+      for (unsigned p = 0; p < entry->param_count; ++p)
+        signature.add(parameter_type(*entry, p), size_t(entry->param_sizes[p]));
     }
   } catch (...) {
     ::dlclose(handle_);
@@ -55,7 +53,8 @@ Kernel KernelModule::kernel(const std::string& name_expression) const {
   auto it = kernels_.find(name_expression);
   if (it == kernels_.end())
     throw UsageError("kernel '" + name_expression + "' was not in the compile request");
-  return Kernel{name_expression, const_cast<lab_emu_kernel*>(it->second), this, &signatures_.at(name_expression)};
+  return Kernel{name_expression, const_cast<lab_emu_kernel*>(it->second), this,
+                &signatures_.at(name_expression)};
 }
 
 std::string parameter_type(const lab_emu_kernel& kernel, unsigned index) {
