@@ -20,12 +20,14 @@ namespace {
   throw UsageError(printable_path(path) + ": cannot read " + what + " (" + reason + ")");
 }
 
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder, not a file";
-  if (S_ISFIFO(mode)) return "a FIFO, not a regular file";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device, not a regular file";
-  if (S_ISSOCK(mode)) return "a socket, not a regular file";
-  return "not a regular file";
+std::filesystem::file_type type_of(mode_t mode) {
+  using T = std::filesystem::file_type;
+  if (S_ISDIR(mode)) return T::directory;
+  if (S_ISFIFO(mode)) return T::fifo;
+  if (S_ISCHR(mode)) return T::character;
+  if (S_ISBLK(mode)) return T::block;
+  if (S_ISSOCK(mode)) return T::socket;
+  return T::unknown;
 }
 
 std::string errno_reason(int error) {
@@ -43,7 +45,7 @@ class InputFile {
     if (fd_ < 0) refuse(path_, what_, errno_reason(errno));
     struct stat info {};
     if (::fstat(fd_, &info) != 0) fail(errno_reason(errno));
-    if (!S_ISREG(info.st_mode)) fail(kind_of(info.st_mode));
+    if (!S_ISREG(info.st_mode)) fail(not_a_file(type_of(info.st_mode)));
     size_ = static_cast<size_t>(info.st_size);
   }
   ~InputFile() { ::close(fd_); }
@@ -79,6 +81,25 @@ class InputFile {
 };
 
 }  // namespace
+
+std::string not_a_file(std::filesystem::file_type type, const std::string& expected) {
+  using T = std::filesystem::file_type;
+  switch (type) {
+    case T::directory:
+      return "a folder, not " + expected;
+    case T::fifo:
+      return "a FIFO, not " + expected;
+    case T::character:
+    case T::block:
+      return "a device, not " + expected;
+    case T::socket:
+      return "a socket, not " + expected;
+    case T::symlink:
+      return "a symbolic link, not " + expected;
+    default:
+      return "not " + expected;
+  }
+}
 
 std::string read_input_file(const std::filesystem::path& path, const std::string& what) {
   return InputFile(path, what).read(std::string::npos);

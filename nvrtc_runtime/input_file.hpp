@@ -16,4 +16,9 @@ std::string read_input_file(const std::filesystem::path& path, const std::string
 // The same for at most the first `max_bytes` bytes (fewer when the file is shorter).
 std::string read_input_prefix(const std::filesystem::path& path, size_t max_bytes, const std::string& what);
 
+// Why a path of this type is not the file expected, in the words every message here uses: "a FIFO, not a
+// regular file", "a folder, not a checkpoint file" (also a device, a socket, a symbolic link), or "not a
+// regular file" for a type with no name. The one namer of the input reader, output writer and model lookup.
+std::string not_a_file(std::filesystem::file_type type, const std::string& expected = "a regular file");
+
 }  // namespace lab

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
 #include "nvrtc_runtime/stale_temporaries.hpp"
 
 namespace lab {
@@ -24,21 +25,6 @@ struct Destination {
   fs::path path;
   bool write_through = false;
 };
-
-std::string kind_of(fs::file_type type) {
-  switch (type) {
-    case fs::file_type::directory:
-      return "a directory";
-    case fs::file_type::fifo:
-      return "a FIFO";
-    case fs::file_type::socket:
-      return "a socket";
-    case fs::file_type::block:
-      return "a block device";
-    default:
-      return "not a regular file";
-  }
-}
 
 Destination destination_of(const fs::path& path) {
   std::error_code ec;
@@ -54,8 +40,7 @@ Destination destination_of(const fs::path& path) {
   const fs::file_status target = fs::status(resolved, ec);
   if (fs::is_regular_file(target)) return {resolved};
   if (fs::is_character_file(target)) return {resolved, true};
-  throw UsageError(path.string() + ": is " + kind_of(target.type()) +
-                   ", not a regular file; refusing to replace it");
+  throw UsageError(path.string() + ": is " + not_a_file(target.type()) + "; refusing to replace it");
 }
 
 // fsync of a file or folder by path (a second descriptor flushes the same inode).

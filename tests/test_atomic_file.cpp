@@ -60,7 +60,7 @@ TEST_CASE("an output path that is a FIFO, a directory or a dangling link is refu
 
   const fs::path folder = dir.path / "folder";
   fs::create_directory(folder);
-  CHECK(refusal(folder) == folder.string() + ": is a directory, not a regular file; refusing to replace it");
+  CHECK(refusal(folder) == folder.string() + ": is a folder, not a regular file; refusing to replace it");
   CHECK(fs::is_directory(folder));
 
   const fs::path to_fifo = dir.path / "to-pipe";

@@ -365,10 +365,10 @@ TEST_CASE("lab detect: empty, directory, FIFO and symlink-loop paths and oversiz
   expect(quoted(image.string()) + " --model ''", "lab: --model: must not be empty\n");
   fs::create_directories(dir.path / "models.d");
   expect(quoted(image.string()) + " --model " + quoted((dir.path / "models.d").string()),
-         "lab: --model " + (dir.path / "models.d").string() + ": is a directory, not a checkpoint file\n");
+         "lab: --model " + (dir.path / "models.d").string() + ": is a folder, not a checkpoint file\n");
   REQUIRE(::mkfifo((dir.path / "model.fifo").c_str(), 0600) == 0);
   expect(quoted(image.string()) + " --model " + quoted((dir.path / "model.fifo").string()),
-         "lab: --model " + (dir.path / "model.fifo").string() + ": is not a regular file\n");
+         "lab: --model " + (dir.path / "model.fifo").string() + ": is a FIFO, not a checkpoint file\n");
   fs::create_symlink(dir.path / "loop.jpg", dir.path / "loop.jpg");
   expect(quoted((dir.path / "loop.jpg").string()),
          "lab: " + (dir.path / "loop.jpg").string() + ": Too many levels of symbolic links\n");

@@ -83,7 +83,7 @@ TEST_CASE("a device or a folder as an input file is refused with its kind", "[in
   CHECK_THROWS_WITH(lab::decode_image("/dev/null"),
                     "/dev/null: cannot read image (a device, not a regular file)");
   CHECK_THROWS_WITH(lab::load_checkpoint(dir.path),
-                    dir.path.string() + ": cannot read checkpoint (a folder, not a file)");
+                    dir.path.string() + ": cannot read checkpoint (a folder, not a regular file)");
   fs::create_symlink("loop", dir.path / "loop");
   CHECK_THROWS_WITH(lab::read_input_file(dir.path / "loop", "labels file"),
                     (dir.path / "loop").string() + ": cannot read labels file (a symlink loop)");

@@ -8,6 +8,7 @@
 #include <curl/curl.h>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/input_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 
 namespace lab {
@@ -25,16 +26,15 @@ bool is_file(const std::filesystem::path& path) {
   return !path.empty() && std::filesystem::is_regular_file(path, ec);
 }
 
-// "" for a regular file, else why `path` is not one: "no such file", "is a directory", "is not a regular
-// file", or the system's reason (a symlink loop).
+// "" for a regular file, else why `path` is not one: "no such file", "is a folder, not a checkpoint file"
+// (a FIFO, a device, ...: not_a_file), or the system's reason (a symlink loop).
 std::string why_not_a_file(const std::filesystem::path& path) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
   if (status.type() == std::filesystem::file_type::not_found) return "no such file";
   if (ec) return ec.message();
-  if (status.type() == std::filesystem::file_type::directory) return "is a directory, not a checkpoint file";
-  if (status.type() != std::filesystem::file_type::regular) return "is not a regular file";
-  return "";
+  if (status.type() == std::filesystem::file_type::regular) return "";
+  return "is " + not_a_file(status.type(), "a checkpoint file");
 }
 
 std::filesystem::path user_cache_file() {
