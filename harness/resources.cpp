@@ -1,10 +1,7 @@
 // Resource reports: compile and query; static occupancy.
 #include "harness/resources.hpp"
 
-#include <chrono>
-
 #include "nvrtc_runtime/cuda_compiler.hpp"
-#include "nvrtc_runtime/compile_log.hpp"
 
 namespace lab {
 
@@ -54,10 +51,7 @@ ResourceReport compile_resources(BackendSet& backends, const CompileRequest& req
     add_static_occupancy(report, arch);
     return report;
   }
-  std::string note;
-  const auto started = std::chrono::steady_clock::now();
-  report.result = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, arch, &note);
-  log_compile(ctx.options, request, report.result, nvrtc_command_line(request, arch), started, note);
+  report.result = nvrtc_module_compiler(ctx, arch).compile(request);
   add_static_occupancy(report, arch);
   return report;
 }

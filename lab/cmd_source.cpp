@@ -7,7 +7,6 @@
 
 #include "lab/commands.hpp"
 #include "nvrtc_runtime/assembly_listing.hpp"
-#include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "lab/option_checks.hpp"
@@ -73,10 +72,7 @@ void show_cuda(const Specialised& s, const RuntimeContext& ctx, bool json) {
 }
 
 void show_compiled(const SourceOptions& o, const Specialised& s, const RuntimeContext& ctx) {
-  std::string note;
-  const auto started = std::chrono::steady_clock::now();
-  const CompileResult result = compile_with_nvrtc(*ctx.tree, *ctx.cache, s.request, s.arch, &note);
-  log_compile(ctx.options, s.request, result, nvrtc_command_line(s.request, s.arch), started, note);
+  const CompileResult result = nvrtc_module_compiler(ctx, s.arch).compile(s.request);
   AssemblyListing listing = o.ptx ? parse_ptx(result.ptx) : parse_sass(disassemble_sass(result));
   use_tree_paths(listing, ctx.tree->list());
   if (!o.entry.empty()) listing = entry_listing(listing, find_entry(listing, o.entry));

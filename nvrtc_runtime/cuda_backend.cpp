@@ -31,11 +31,13 @@ class CudaModule : public Module {
       check(cudaLibraryGetKernel(&k, library_, result_.lowered_names[i].c_str()),
             "cudaLibraryGetKernel(" + result_.name_expressions[i] + ")");
       kernels_[result_.name_expressions[i]] = k;
-      signatures_[result_.name_expressions[i]] = entry_signature_from_ptx(result_.ptx, result_.lowered_names[i]);
+      signatures_[result_.name_expressions[i]] =
+          entry_signature_from_ptx(result_.ptx, result_.lowered_names[i]);
       cudaFuncAttributes attr{};
       if (cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k)) == cudaSuccess) {
         // The loaded function's own figures fill what the ptxas report left out (on the H200 the report of
-        // psa.cu compiled for psa_pack_qkv alone had no resource lines), so occupancy never reads 0 registers.
+        // psa.cu compiled for psa_pack_qkv alone had no resource lines), so occupancy never reads 0
+        // registers.
         ResourceUsage& usage = result_.resources[i];
         usage.max_threads_per_block = attr.maxThreadsPerBlock;
         if (!usage.registers) usage.registers = attr.numRegs;
@@ -82,21 +84,30 @@ class CudaLaunchGraph : public LaunchGraph {
 // Everything runs on one non-blocking stream of its own (stream capture cannot record the legacy default
 // stream); copies are asynchronous on that stream followed by a stream synchronisation.
 // The constructor makes the backend's device (RuntimeOptions::device) current on the constructing thread;
+// Makes the options' device current on this thread; its name, compile target (the options' arch, else its
+// own) and limits.
+DeviceInfo select_device(const RuntimeOptions& options) {
+  const int ordinal = options.device;
+  check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+  DeviceInfo info;
+  info.name = prop.name;
+  info.arch =
+      options.arch.empty() ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) : options.arch;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+  return info;
+}
+
 // CUDA's current device is per thread, so one backend is driven from that thread (lab detect --devices
 // gives each GPU a worker thread with its own backend).
 class CudaBackend : public Backend {
  public:
-  explicit CudaBackend(RuntimeContext context) : context_(std::move(context)) {
-    const int ordinal = context_.options.device;
-    check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
-    cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
-    info_.name = prop.name;
-    info_.arch = context_.options.arch.empty()
-                     ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)
-                     : context_.options.arch;
-    info_.multiprocessors = prop.multiProcessorCount;
-    info_.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+  explicit CudaBackend(RuntimeContext context)
+      : context_(std::move(context)),
+        info_(select_device(context_.options)),
+        modules_(nvrtc_module_compiler(context_, info_.arch)) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     current_ = stream_;
     check(cudaEventCreate(&start_), "cudaEventCreate");
@@ -230,12 +241,7 @@ class CudaBackend : public Backend {
 
   RuntimeContext context_;
   DeviceInfo info_;
-  ModuleCompiler modules_{
-      context_.options,
-      [this](const CompileRequest& r, std::string* note) {
-        return compile_with_nvrtc(*context_.tree, *context_.cache, r, info_.arch, note);
-      },
-      [this](const CompileRequest& r) { return nvrtc_command_line(r, info_.arch); }};
+  ModuleCompiler modules_;
   struct Lane {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "nvrtc_runtime/cached_compile.hpp"
+#include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/cpu/subprocess.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
@@ -127,7 +128,8 @@ void parse_ptxas_resources(const std::string& log, CompileResult& result) {
 namespace {
 
 // NVRTC on a snapshot (the source, then its headers as in-memory files); false when it rejects the source.
-bool run_nvrtc(const std::vector<std::string>& options, const SourceSnapshot& sources, CompileResult& result) {
+bool run_nvrtc(const std::vector<std::string>& options, const SourceSnapshot& sources,
+               CompileResult& result) {
   std::vector<const char*> header_texts, header_names, option_list;
   for (size_t i = 1; i < sources.size(); ++i) {
     header_texts.push_back(sources[i].text.c_str());
@@ -215,6 +217,15 @@ std::string disassemble_sass(const CompileResult& result) {
   fs::remove(tmp);
   if (run.exit_code != 0) throw RuntimeError("nvdisasm failed: " + run.output);
   return run.output;
+}
+
+ModuleCompiler nvrtc_module_compiler(const RuntimeContext& context, const std::string& arch) {
+  return ModuleCompiler(
+      context.options,
+      [context, arch](const CompileRequest& r, std::string* note) {
+        return compile_with_nvrtc(*context.tree, *context.cache, r, arch, note);
+      },
+      [arch](const CompileRequest& r) { return nvrtc_command_line(r, arch); });
 }
 
 }  // namespace lab

@@ -6,6 +6,7 @@
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/disk_cache.hpp"
 #include "nvrtc_runtime/kernel_tree.hpp"
+#include "nvrtc_runtime/module_compiler.hpp"
 
 namespace lab {
 
@@ -24,6 +25,10 @@ std::vector<std::string> nvrtc_options(const CompileRequest& request, const std:
 CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
                                  const CompileRequest& request, const std::string& arch,
                                  std::string* note = nullptr);
+
+// The NVRTC module compiler for `arch` over a context's tree and cache: what the cuda backend compiles with,
+// and what `lab source` and resource reports use with no device (the same cache, the same --verbose line).
+ModuleCompiler nvrtc_module_compiler(const RuntimeContext& context, const std::string& arch);
 
 // SASS of a compiled cubin via nvdisasm (on PATH or in cuda_home()/bin); throws RuntimeError saying that SASS
 // needs nvdisasm when it is not installed.
