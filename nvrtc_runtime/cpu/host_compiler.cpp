@@ -16,6 +16,7 @@
 
 namespace lab {
 std::map<std::string, std::string> embedded_emulator_files();  // generated at build time
+std::map<std::string, std::string> embedded_kernel_files();    // generated at build time
 }
 
 namespace lab::cpu {
@@ -141,11 +142,19 @@ bool compile_in_private_folder(const HostCompiler& compiler, const CompileReques
   return true;
 }
 
+// The emulator headers, plus the swizzle patterns its models share with kernels: kernels/common/lab_swizzle.cuh
+// of the built-in tree, one definition for both sides (its include guard makes the tree's copy the same).
+std::map<std::string, std::string> emulator_headers() {
+  std::map<std::string, std::string> files = embedded_emulator_files();
+  files["lab_swizzle.cuh"] = embedded_kernel_files().at("common/lab_swizzle.cuh");
+  return files;
+}
+
 }  // namespace
 
 CompileResult build_kernel_module(const KernelTree& tree, const DiskCache& cache, const CompileRequest& request,
                                   const HostCompiler& compiler, std::string* note) {
-  const std::map<std::string, std::string> emulator_files = embedded_emulator_files();
+  const std::map<std::string, std::string> emulator_files = emulator_headers();
   const std::string wrapper = wrapper_source(request);
   CompileStep step;
   step.backend = "cpu";
