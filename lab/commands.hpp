@@ -16,5 +16,6 @@ void add_demo_command(CLI::App& app, CliState& state);
 void add_loss_command(CLI::App& app, CliState& state);
 void add_convert_command(CLI::App& app, CliState& state);
 void add_detect_command(CLI::App& app, CliState& state);
+void add_data_command(CLI::App& app, CliState& state);
 
 }  // namespace lab

@@ -28,6 +28,7 @@ std::vector<YoloLabel> read_yolo_labels(const std::filesystem::path& path) {
     if (!(fields >> first) || first[0] == '#') continue;
     const std::string at = printable_path(path) + ":" + std::to_string(number) + ": ";
     YoloLabel label;
+    label.line = number;
     size_t used = 0;
     try {
       label.cls = std::stoi(first, &used);

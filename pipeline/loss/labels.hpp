@@ -12,6 +12,7 @@ namespace lab::loss {
 struct YoloLabel {
   int cls = 0;
   double cx = 0, cy = 0, w = 0, h = 0;  // normalised to the original image
+  int line = 0;                         // of the label file it was read from (0: not from a file)
 };
 
 // Blank lines and lines starting with '#' are skipped. Throws UsageError "FILE:LINE: ..." for a malformed
