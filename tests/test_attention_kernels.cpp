@@ -52,6 +52,23 @@ TEST_CASE("fp16 and bf16 flash attention kernels match the reference on the cpu 
   }
 }
 
+TEST_CASE("flash attention kernels at HEAD_DIM 256 match the reference on the cpu backend", "[attention]") {
+  // Small: the emulator runs a 256-wide tile slowly. Nk = 17 leaves a partial key tile in every variant.
+  const Params p{{"BH", "2"}, {"N_CTX_Q", "20"}, {"N_CTX_K", "17"}, {"HEAD_DIM", "256"}};
+  for (const char* runner :
+       {"flash_attn2_fwd", "flash_attn2_bwd", "flash_attn2_bwd_dq", "flash_attn2_bwd_dkdv"})
+    run_all_variants("cpu", runner, p);
+  run_all_variants("cpu", "attn_probs",
+                   {{"BH", "1"}, {"N_CTX_Q", "9"}, {"N_CTX_K", "20"}, {"HEAD_DIM", "256"}});
+  for (const char* dtype : {"f16", "bf16"}) {
+    Params half = p;
+    half["DTYPE"] = dtype;
+    for (const char* runner : {"flash_attn2_fwd_half", "flash_attn2_bwd_half", "flash_attn2_bwd_dq_half",
+                               "flash_attn2_bwd_dkdv_half"})
+      run_all_variants("cpu", runner, half);
+  }
+}
+
 TEST_CASE("fp16 and bf16 attention outputs never written fail their check as NaN", "[attention]") {
   auto backend = make_backend("cpu", test::embedded_context());
   for (const char* runner : {"flash_attn2_fwd_half", "flash_attn2_bwd_half"})
@@ -74,12 +91,14 @@ TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
 
 TEST_CASE("attention kernels match the reference on the cuda backend", "[attention][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  for (const char* d : {"16", "32", "64", "128"}) {
+  for (const char* d : {"16", "32", "64", "128", "256"}) {
     Params p{{"BH", "3"}, {"N_CTX_Q", "300"}, {"N_CTX_K", "211"}, {"HEAD_DIM", d}};
     run_all_variants("cuda", "flash_attn2_fwd", p);
     run_all_variants("cuda", "flash_attn2_bwd", p);
   }
-  for (const char* d : {"32", "64", "128"})
+  run_all_variants("cuda", "attn_probs",
+                   {{"BH", "2"}, {"N_CTX_Q", "300"}, {"N_CTX_K", "211"}, {"HEAD_DIM", "256"}});
+  for (const char* d : {"32", "64", "128", "256"})
     for (const char* dtype : {"f16", "bf16"}) {
       Params p{{"BH", "3"}, {"N_CTX_Q", "300"}, {"N_CTX_K", "211"}, {"HEAD_DIM", d}, {"DTYPE", dtype}};
       run_all_variants("cuda", "flash_attn2_fwd_half", p);
@@ -93,13 +112,13 @@ TEST_CASE("attention kernels match the reference on the cuda backend", "[attenti
 TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   const Runner& fwd = Registry::instance().get("flash_attn2_fwd");
   CHECK_THROWS_WITH(resolve_params(fwd, {{"HEAD_DIM", "48"}}), Catch::Contains("power of two"));
-  CHECK_THROWS_WITH(resolve_params(fwd, {{"HEAD_DIM", "256"}}), Catch::Contains("[16, 128]"));
-  CHECK_THROWS_WITH(resolve_params(fwd, {{"HEAD_DIM", "8"}}), Catch::Contains("[16, 128]"));
+  CHECK_THROWS_WITH(resolve_params(fwd, {{"HEAD_DIM", "512"}}), Catch::Contains("[16, 256]"));
+  CHECK_THROWS_WITH(resolve_params(fwd, {{"HEAD_DIM", "8"}}), Catch::Contains("[16, 256]"));
   CHECK_THROWS_WITH(resolve_params(fwd, {{"BLOCK_M", "128"}}), Catch::Contains("auto, 16, 32, 64"));
   const Runner& probs = Registry::instance().get("attn_probs");
   CHECK_THROWS_WITH(resolve_params(probs, {{"HEAD", "2"}}), Catch::Contains("must be < BH"));
   const Runner& half = Registry::instance().get("flash_attn2_bwd_half");
-  CHECK_THROWS_WITH(resolve_params(half, {{"HEAD_DIM", "16"}}), Catch::Contains("one of 32, 64, 128"));
+  CHECK_THROWS_WITH(resolve_params(half, {{"HEAD_DIM", "16"}}), Catch::Contains("one of 32, 64, 128, 256"));
   CHECK_THROWS_WITH(resolve_params(half, {{"DTYPE", "fp16"}}), Catch::Contains("one of f16, bf16"));
   // Tile shapes: dK/dV takes one m-tile per warp; the fused dQ needs the warps to split the dQ tile.
   CHECK_THROWS_WITH(half.compile_request("mma", resolve_params(half, {{"DKDV_TILE", "4x2x64"}})),
@@ -110,8 +129,10 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
                     Catch::Contains("cannot split a 64 x 32 dQ tile"));
   const Runner& psa = Registry::instance().get("psa_attention");
   CHECK_THROWS_WITH(resolve_params(psa, {{"KEY_DIM", "24"}}), Catch::Contains("power of two"));
-  // The fused forward exists for KEY_DIM 16 and 32 only: the variant states its rule before anything compiles.
+  // The fused forward exists for KEY_DIM 16 and 32 only: the variant states its rule before anything
+  // compiles.
   auto cpu = make_backend("cpu", test::embedded_context());
-  CHECK_THROWS_WITH(psa.instantiate(*cpu, "fused", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
-                    "variant fused of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(
+      psa.instantiate(*cpu, "fused", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
+      "variant fused of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
 }

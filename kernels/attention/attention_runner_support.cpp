@@ -14,6 +14,14 @@ std::vector<ParamSpec> attention_param_specs(const ParamSpec& head_dim) {
           {"SCALE", K::Float, "0", "softmax scale; 0 means 1/sqrt(HEAD_DIM)", 0, 1e6}};
 }
 
+ParamSpec forward_outputs_param() {
+  ParamSpec ol{
+      "OL", ParamSpec::Kind::Choice, "kernel",
+      "O and L fed to the backward: the forward kernel's (kernel) or the float64 reference's (reference)"};
+  ol.choices = {"kernel", "reference"};
+  return ol;
+}
+
 AttentionSize::AttentionSize(const Params& p) {
   shape.batch_heads = int(param_int(p, "BH"));
   shape.n_q = int(param_int(p, "N_CTX_Q"));

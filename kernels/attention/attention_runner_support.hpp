@@ -4,7 +4,8 @@
 //
 // A precision (Float32, flash_attn2_runners.cpp; Half16, flash_attn2_half_runners.cpp), made from (variant,
 // resolved params), gives the op (`Op`, `make_op(backend, head_dim)`), the element type (`Element`) and its
-// `encode` / `decode` from and to float, an output's `tolerance(float32 default, reference)` and `fused_dq()`.
+// `encode` / `decode` from and to float, an output's `tolerance(float32 default, reference)` and
+// `fused_dq()`.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -116,49 +117,88 @@ class AttentionForwardInstance : public InstanceBase {
   AttentionForwardRef ref_;
 };
 
-// dQ, dK and dV from seeded Q, K, V and dO. O (in the element type) and L (float) come from the float64
-// reference forward, so the backward is checked on its own.
+// The OL parameter of the backward runners: where the O and L they feed the backward come from, `kernel`
+// (the default: the variant's own forward kernel, so a forward bug fails the gradients' check too) or
+// `reference` (the float64 forward rounded to the element type: the backward checked alone).
+ParamSpec forward_outputs_param();
+
+// What the backward instances share: seeded Q, K, V and dO, O and L as OL says, and the check of dQ, dK and
+// dV against the float64 reference gradients of the inputs (whatever O and L the kernels were fed).
 template <class Precision>
-class AttentionBackwardInstance : public InstanceBase {
+class AttentionGradientsBase : public InstanceBase {
+ protected:
   using E = typename Precision::Element;
 
- public:
-  AttentionBackwardInstance(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
+  AttentionGradientsBase(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
       : InstanceBase(b), s_(b, variant, p) {
     const AttentionSize& z = s_.size;
     const AttentionInputs in = random_attention_inputs(z, seed, true);
     q_ = s_.upload(b, in.q), k_ = s_.upload(b, in.k), v_ = s_.upload(b, in.v), d_o_ = s_.upload(b, in.d_o);
-    const auto fwd = attention_forward_reference(q_.values(), k_.values(), v_.values(), z.shape);
-    o_ = s_.upload(b, to_float(fwd.o));
-    lse_ = b.upload_vector(to_float(fwd.lse));
-    scratch_ = output_array<float>(s_.op.backward_scratch_floats(z.problem()));
-    dq_ = output_array<E>(z.q_elems()), dk_ = output_array<E>(z.k_elems()),
-    dv_ = output_array<E>(z.k_elems());
+    if (param_str(p, "OL") == "kernel") {
+      o_ = b.alloc_array<E>(z.q_elems()), lse_ = b.alloc_array<float>(z.rows());
+      s_.op.forward(q_.ptr(), k_.ptr(), v_.ptr(), o_.as<E>(), lse_.as<float>(), z.problem());
+    } else {
+      const auto fwd = attention_forward_reference(q_.values(), k_.values(), v_.values(), z.shape);
+      o_ = b.upload_vector(s_.precision.encode(to_float(fwd.o)));
+      lse_ = b.upload_vector(to_float(fwd.lse));
+    }
   }
-  void launch() override {
-    s_.op.backward(q_.ptr(), k_.ptr(), v_.ptr(), o_.ptr(), d_o_.ptr(), lse_.as<const float>(),
-                   scratch_.as<float>(), dq_.as<E>(), dk_.as<E>(), dv_.as<E>(), s_.size.problem());
-  }
-  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+  const E* o() const { return o_.as<const E>(); }
+  const float* lse() const { return lse_.as<const float>(); }
+  // Gradients sum Nq (dK, dV) or Nk (dQ) float32 terms of both signs: relative error a few 1e-7 per term
+  // growth, still far under 1e-5; max_abs scaled to their magnitude (up to ~10 at N = 4096).
+  // `name` against the reference gradient `which` (dQ [BH, Nq, D]; dK, dV [BH, Nk, D]).
+  OutputCheck grad_check(const char* name, const DeviceBuffer& buf,
+                         std::vector<double> AttentionGradsRef::*which, const std::optional<Tolerance>& tol) {
     const AttentionSize& z = s_.size;
     if (ref_.dq.empty())
       ref_ = attention_backward_reference(q_.values(), k_.values(), v_.values(), d_o_.values(), z.shape);
-    // Gradients sum Nq (dK, dV) or Nk (dQ) float32 terms of both signs: relative error a few 1e-7 per term
-    // growth, still far under 1e-5; max_abs scaled to their magnitude (up to ~10 at N = 4096).
-    const bool keep = keep_for_viewer(z.q_elems() + z.k_elems());
-    auto grad = [&](const char* name, std::vector<size_t> dims, const DeviceBuffer& buf, size_t count,
-                    const std::vector<double>& ref) {
-      return make_check(name, std::move(dims), s_.precision.decode(fetch<E>(buf, count)), ref,
-                        tol.value_or(s_.precision.tolerance(Tolerance{1e-5, 1e-3}, ref)), keep);
-    };
-    return {grad("dQ", z.q_dims(), dq_, z.q_elems(), ref_.dq),
-            grad("dK", z.k_dims(), dk_, z.k_elems(), ref_.dk),
-            grad("dV", z.k_dims(), dv_, z.k_elems(), ref_.dv)};
+    const bool queries = which == &AttentionGradsRef::dq;
+    const std::vector<double>& ref = ref_.*which;
+    return make_check(name, queries ? z.q_dims() : z.k_dims(),
+                      s_.precision.decode(this->template fetch<E>(buf, ref.size())), ref,
+                      tol.value_or(s_.precision.tolerance(Tolerance{1e-5, 1e-3}, ref)),
+                      keep_for_viewer(z.q_elems() + z.k_elems()));
+  }
+
+  AttentionSetup<Precision> s_;
+  AttentionTensor<E> q_, k_, v_, d_o_;
+
+ private:
+  DeviceBuffer o_, lse_;
+  AttentionGradsRef ref_;
+};
+
+// dQ, dK and dV from seeded Q, K, V and dO: the whole backward (preprocess, dQ, dK/dV, or the fused dQ) in
+// one launch, fed O and L as OL says.
+template <class Precision>
+class AttentionBackwardInstance : public AttentionGradientsBase<Precision> {
+  using Base = AttentionGradientsBase<Precision>;
+  using E = typename Base::E;
+  using Base::s_, Base::q_, Base::k_, Base::v_, Base::d_o_;
+
+ public:
+  AttentionBackwardInstance(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
+      : Base(b, variant, p, seed) {
+    const AttentionSize& z = s_.size;
+    scratch_ = this->template output_array<float>(s_.op.backward_scratch_floats(z.problem()));
+    dq_ = this->template output_array<E>(z.q_elems()), dk_ = this->template output_array<E>(z.k_elems()),
+    dv_ = this->template output_array<E>(z.k_elems());
+  }
+  void launch() override {
+    s_.op.backward(q_.ptr(), k_.ptr(), v_.ptr(), this->o(), d_o_.ptr(), this->lse(), scratch_.as<float>(),
+                   dq_.as<E>(), dk_.as<E>(), dv_.as<E>(), s_.size.problem());
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    return {this->grad_check("dQ", dq_, &AttentionGradsRef::dq, tol),
+            this->grad_check("dK", dk_, &AttentionGradsRef::dk, tol),
+            this->grad_check("dV", dv_, &AttentionGradsRef::dv, tol)};
   }
   WorkCounts work() const override {
     // Q, K, V, O, dO read by the preprocess and the dK/dV kernel (and again by a separate dQ kernel), dQ, dK,
     // dV written; float L and D (D written once, read by each kernel); a fused dQ writes its float
-    // accumulator once (zeroing) and reads it once (conversion).
+    // accumulator once (zeroing) and reads it once (conversion). FLOPs: the five products of the FA2
+    // backward (S, dP, dV, dK, dQ; a separate dQ kernel's recomputed S and dP not counted).
     const AttentionSize& z = s_.size;
     const double q = double(z.q_elems()), k = double(z.k_elems()), rows = double(z.rows());
     const double passes = s_.precision.fused_dq() ? 1 : 2, acc = s_.precision.fused_dq() ? 8.0 * q : 0.0;
@@ -167,10 +207,57 @@ class AttentionBackwardInstance : public InstanceBase {
   }
 
  private:
-  AttentionSetup<Precision> s_;
-  AttentionTensor<E> q_, k_, v_, d_o_, o_;
-  DeviceBuffer lse_, scratch_, dq_, dk_, dv_;
-  AttentionGradsRef ref_;
+  DeviceBuffer scratch_, dq_, dk_, dv_;
+};
+
+// One backward kernel alone, dQ or dK/dV: the set-up runs the forward (OL) and the preprocess (D), so a
+// launch (and a benchmark) is that kernel only.
+enum class GradientKernel { dq, dkdv };
+
+template <class Precision, GradientKernel KERNEL>
+class AttentionGradientKernelInstance : public AttentionGradientsBase<Precision> {
+  using Base = AttentionGradientsBase<Precision>;
+  using E = typename Base::E;
+  using Base::s_, Base::q_, Base::k_, Base::v_, Base::d_o_;
+  static constexpr bool kDq = KERNEL == GradientKernel::dq;
+
+ public:
+  AttentionGradientKernelInstance(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
+      : Base(b, variant, p, seed) {
+    const AttentionSize& z = s_.size;
+    delta_ = b.alloc_array<float>(z.rows());
+    s_.op.backward_preprocess(this->o(), d_o_.ptr(), delta_.as<float>(), z.problem());
+    if (kDq)
+      dq_ = this->template output_array<E>(z.q_elems());
+    else
+      dk_ = this->template output_array<E>(z.k_elems()), dv_ = this->template output_array<E>(z.k_elems());
+  }
+  void launch() override {
+    const float* delta = delta_.as<const float>();
+    if (kDq)
+      s_.op.backward_dq(q_.ptr(), k_.ptr(), v_.ptr(), d_o_.ptr(), this->lse(), delta, dq_.as<E>(),
+                        s_.size.problem());
+    else
+      s_.op.backward_dkdv(q_.ptr(), k_.ptr(), v_.ptr(), d_o_.ptr(), this->lse(), delta, dk_.as<E>(),
+                          dv_.as<E>(), s_.size.problem());
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    if (kDq) return {this->grad_check("dQ", dq_, &AttentionGradsRef::dq, tol)};
+    return {this->grad_check("dK", dk_, &AttentionGradsRef::dk, tol),
+            this->grad_check("dV", dv_, &AttentionGradsRef::dv, tol)};
+  }
+  WorkCounts work() const override {
+    // Reads Q, dO, K, V, L and D once, writes dQ (or dK and dV). FLOPs: the kernel's own products, each
+    // 2 Nq Nk D: dQ recomputes S = Q K^T and dP = dO V^T, then dQ = dS K (3 products, 1.5x the forward's
+    // 4 Nq Nk D); dK/dV computes S^T, dP^T, dV = P^T dO and dK = dS^T Q (4 products, 2x the forward).
+    const AttentionSize& z = s_.size;
+    const double q = double(z.q_elems()), k = double(z.k_elems()), written = kDq ? q : 2 * k;
+    return {double(sizeof(E)) * (2 * q + 2 * k + written) + 8.0 * z.rows(),
+            (kDq ? 1.5 : 2.0) * z.forward_flops()};
+  }
+
+ private:
+  DeviceBuffer delta_, dq_, dk_, dv_;
 };
 
 }  // namespace lab

@@ -7,29 +7,28 @@
 //   L, D           [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log (saved by the forward),
 //                                  D = rowsum(dO * O) (the preprocess)
 //   P (probs op)   [R, N_CTX_K]    P[r, j] = exp(scale * q_rows[r] . k_j - L_rows[r]) for one head `bh`
-// HEAD_DIM is a template parameter (16, 32, 64 or 128); N_CTX_Q and N_CTX_K are arbitrary (tiles are masked
-// at their edges). The N_CTX_Q x N_CTX_K matrix is never materialised.
+// HEAD_DIM is a template parameter (16, 32, 64, 128 or 256); N_CTX_Q and N_CTX_K are arbitrary (tiles are
+// masked at their edges). The N_CTX_Q x N_CTX_K matrix is never materialised.
 //
 // Variants (every one is checked against the same float64 reference):
 //   row_per_cta — the seed's design, the baseline. Forward and dQ: one CTA of 128 threads per (query row,
-//   bh),
-//     grid (N_CTX_Q, BH): each thread scores one key of a 128-key tile (a block-wide max/sum does the online
-//     softmax), then threads over HEAD_DIM accumulate P.V (or dS.K). dK/dV: one CTA per (key row, bh), the
-//     same with the roles of queries and keys swapped. Preprocess: one warp per row, grid (BH * N_CTX_Q).
-//     Probs: one CTA per selected row.
+//     bh), grid (N_CTX_Q, BH): each thread scores one key of a 128-key tile (a block-wide max/sum does the
+//     online softmax), then threads over HEAD_DIM accumulate P.V (or dS.K), one column each (two at 256).
+//     dK/dV: one CTA per (key row, bh), the same with the roles of queries and keys swapped. Preprocess: one
+//     warp per row, grid (BH * N_CTX_Q). Probs: one CTA per selected row.
 //   tiled — the FA2 work partitioning, the default. 128 threads = 8 row groups (ty) x 16 column lanes (tx);
 //     a CTA owns BLOCK_M rows (queries for the forward and dQ, keys for dK/dV), thread (ty, tx) rows
 //     ty + 8i (i < BLOCK_M / 8), so the 16 lanes sharing a row are one half-warp and the row statistics
-//     reduce with 4 shuffles. Per tile of BLOCK_N keys (queries for dK/dV; 64, or 32 at HEAD_DIM 128): the
-//     tile is staged global -> registers -> shared memory (the next tile's loads are issued before this
-//     tile's math, hiding their latency), scores are a register-blocked (BLOCK_M/8) x (BLOCK_N/16) micro-tile
-//     per thread read as float4 rows of padded shared tiles (stride HEAD_DIM + 4: conflict-free), the
-//     probabilities go through a per-warp shared tile, and the output accumulator, HEAD_DIM/16 columns x
+//     reduce with 4 shuffles. Per tile of BLOCK_N keys (queries for dK/dV; 64, 32 at HEAD_DIM 128, 16 at
+//     256): the tile is staged global -> registers -> shared memory (the next tile's loads are issued before
+//     this tile's math, hiding their latency), scores are a register-blocked (BLOCK_M/8) x (BLOCK_N/16)
+//     micro-tile per thread read as float4 rows of padded shared tiles (stride HEAD_DIM + 4: conflict-free),
+//     the probabilities go through a per-warp shared tile, and the output accumulator, HEAD_DIM/16 columns x
 //     BLOCK_M/8 rows per thread, stays in registers. Grid (ceil(rows / BLOCK_M), BH), block 128, dynamic
 //     shared memory fa2_tiled_*_smem_floats() * 4 bytes (may exceed 48 KiB). BLOCK_M is a template parameter
 //     (16, 32, 64): small problems (yolo26n: BH = 2, N = 400) take 16 to fill more SMs. Preprocess:
-//     HEAD_DIM/4 lanes per row (float4), 128 threads. Probs: CTA per (64 keys, 16 selected rows), grid
-//     (ceil(N_CTX_K/64), ceil(R/16)).
+//     HEAD_DIM/4 lanes per row (float4; 32 lanes of two float4s at 256), 128 threads. Probs: CTA per (64
+//     keys, 16 at HEAD_DIM 256; 16 selected rows), grid (ceil(N_CTX_K / keys), ceil(R/16)).
 // Backward math (S = scale Q K^T, P = exp(S - L)): dV = P^T dO, dP = dO V^T, dS = P * (dP - D),
 // dQ = scale dS K, dK = scale dS^T Q. Everything runs in the log2 domain internally (exp2f of pre-scaled
 // scores).
@@ -46,7 +45,16 @@ constexpr int kRowGroups = 8;        // tiled: ty in [0, 8)
 constexpr int kColLanes = 16;        // tiled: tx in [0, 16)
 
 __host__ __device__ constexpr int block_n(int head_dim) {
-  return head_dim == 128 ? 32 : 64;
+  return head_dim >= 256 ? 16 : head_dim == 128 ? 32 : 64;
+}
+// Keys per CTA of the tiled probs op: 16 at HEAD_DIM 256 keeps its static tiles under 48 KiB.
+__host__ __device__ constexpr int probs_block_n(int head_dim) {
+  return head_dim >= 256 ? 16 : 64;
+}
+// row_per_cta: the columns of a HEAD_DIM row a thread owns, tid + 128 c for c < row_cols(HEAD_DIM) (one up to
+// HEAD_DIM 128, two at 256).
+__host__ __device__ constexpr int row_cols(int head_dim) {
+  return (head_dim + kThreads - 1) / kThreads;
 }
 __host__ __device__ constexpr int tile_stride(int head_dim) {
   return head_dim + 4;
@@ -259,17 +267,23 @@ __global__ void flash_attn2_fwd_row_per_cta(const __grid_constant__ lab::FlashAt
   const int n_q = params.n_q;
   const int n_k = params.n_k;
   const float scale = params.scale;
-  constexpr int D = HEAD_DIM;
+  constexpr int D = HEAD_DIM, CPT = fa2::row_cols(D);
   __shared__ __align__(16) float q_s[D];
   __shared__ float p_s[fa2::kThreads];
   __shared__ float scratch[4];
   const int tid = threadIdx.x, row = blockIdx.x, bh = blockIdx.y;
   const float* k_bh = k + size_t(bh) * n_k * D;
   const float* v_bh = v + size_t(bh) * n_k * D;
-  if (tid < D) q_s[tid] = q[(size_t(bh) * n_q + row) * D + tid];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) q_s[d] = q[(size_t(bh) * n_q + row) * D + d];
+  }
   __syncthreads();
   const float c = scale * fa2::kLog2e;
-  float m = fa2::kMasked, l = 0.f, acc = 0.f;
+  float m = fa2::kMasked, l = 0.f, acc[CPT];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) acc[cc] = 0.f;
   for (int j0 = 0; j0 < n_k; j0 += fa2::kThreads) {
     const int j = j0 + tid;
     const float s = j < n_k ? fa2::row_dot<D>(q_s, k_bh + size_t(j) * D) * c : fa2::kMasked;
@@ -279,15 +293,23 @@ __global__ void flash_attn2_fwd_row_per_cta(const __grid_constant__ lab::FlashAt
     const float alpha = exp2f(m - m_new);
     l = l * alpha + fa2::block_sum(p, scratch);  // its barriers also publish p_s
     m = m_new;
-    if (tid < D) {
-      const int count = n_k - j0 < fa2::kThreads ? n_k - j0 : fa2::kThreads;
-      float pv = 0.f;
-      for (int jj = 0; jj < count; ++jj) pv += p_s[jj] * v_bh[size_t(j0 + jj) * D + tid];
-      acc = acc * alpha + pv;
+#pragma unroll
+    for (int cc = 0; cc < CPT; ++cc) {
+      const int d = tid + fa2::kThreads * cc;
+      if (d < D) {
+        const int count = n_k - j0 < fa2::kThreads ? n_k - j0 : fa2::kThreads;
+        float pv = 0.f;
+        for (int jj = 0; jj < count; ++jj) pv += p_s[jj] * v_bh[size_t(j0 + jj) * D + d];
+        acc[cc] = acc[cc] * alpha + pv;
+      }
     }
     __syncthreads();  // p_s is rewritten by the next tile
   }
-  if (tid < D) o[(size_t(bh) * n_q + row) * D + tid] = acc / l;
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) o[(size_t(bh) * n_q + row) * D + d] = acc[cc] / l;
+  }
   if (tid == 0) lse[size_t(bh) * n_q + row] = m * fa2::kLn2 + logf(l);
 }
 
@@ -404,14 +426,21 @@ __global__ void flash_attn2_bwd_preprocess_tiled(
   const float* __restrict__ d_o = params.d_o;
   float* __restrict__ delta = params.delta;
   const int rows = params.rows;
-  constexpr int kLanesPerRow = HEAD_DIM / 4, kRowsPerBlock = fa2::kThreads / kLanesPerRow;
+  // A row's float4s over at most a warp: HEAD_DIM / 4 lanes of one each, or 32 lanes of HEAD_DIM / 128.
+  constexpr int kLanesPerRow = HEAD_DIM / 4 < 32 ? HEAD_DIM / 4 : 32;
+  constexpr int kVecsPerLane = HEAD_DIM / 4 / kLanesPerRow, kRowsPerBlock = fa2::kThreads / kLanesPerRow;
   const int lane = threadIdx.x % kLanesPerRow;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kLanesPerRow;
   float s = 0.f;
   if (row < rows) {
-    const float4 a = *reinterpret_cast<const float4*>(o + size_t(row) * HEAD_DIM + 4 * lane);
-    const float4 b = *reinterpret_cast<const float4*>(d_o + size_t(row) * HEAD_DIM + 4 * lane);
-    s = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+#pragma unroll
+    for (int i = 0; i < kVecsPerLane; ++i) {
+      const int col = 4 * (lane + kLanesPerRow * i);
+      const float4 a = *reinterpret_cast<const float4*>(o + size_t(row) * HEAD_DIM + col);
+      const float4 b = *reinterpret_cast<const float4*>(d_o + size_t(row) * HEAD_DIM + col);
+      const float part = a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+      s = i == 0 ? part : s + part;
+    }
   }
   for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1)
     s += __shfl_xor_sync(LAB_FULL_MASK, s, offset);
@@ -433,7 +462,7 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const __grid_constant__ lab::Flas
   const int n_q = params.n_q;
   const int n_k = params.n_k;
   const float scale = params.scale;
-  constexpr int D = HEAD_DIM;
+  constexpr int D = HEAD_DIM, CPT = fa2::row_cols(D);
   __shared__ __align__(16) float q_s[D];
   __shared__ __align__(16) float do_s[D];
   __shared__ float ds_s[fa2::kThreads];
@@ -441,10 +470,16 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const __grid_constant__ lab::Flas
   const size_t qrow = size_t(bh) * n_q + row;
   const float* k_bh = k + size_t(bh) * n_k * D;
   const float* v_bh = v + size_t(bh) * n_k * D;
-  if (tid < D) q_s[tid] = q[qrow * D + tid], do_s[tid] = d_o[qrow * D + tid];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) q_s[d] = q[qrow * D + d], do_s[d] = d_o[qrow * D + d];
+  }
   __syncthreads();
   const float c = scale * fa2::kLog2e, l2 = lse[qrow] * fa2::kLog2e, dr = delta[qrow];
-  float acc = 0.f;
+  float acc[CPT];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) acc[cc] = 0.f;
   for (int j0 = 0; j0 < n_k; j0 += fa2::kThreads) {
     const int j = j0 + tid;
     float ds = 0.f;
@@ -454,13 +489,21 @@ __global__ void flash_attn2_bwd_dq_row_per_cta(const __grid_constant__ lab::Flas
     }
     ds_s[tid] = ds;
     __syncthreads();
-    if (tid < D) {
-      const int count = n_k - j0 < fa2::kThreads ? n_k - j0 : fa2::kThreads;
-      for (int jj = 0; jj < count; ++jj) acc += ds_s[jj] * k_bh[size_t(j0 + jj) * D + tid];
+#pragma unroll
+    for (int cc = 0; cc < CPT; ++cc) {
+      const int d = tid + fa2::kThreads * cc;
+      if (d < D) {
+        const int count = n_k - j0 < fa2::kThreads ? n_k - j0 : fa2::kThreads;
+        for (int jj = 0; jj < count; ++jj) acc[cc] += ds_s[jj] * k_bh[size_t(j0 + jj) * D + d];
+      }
     }
     __syncthreads();
   }
-  if (tid < D) dq[qrow * D + tid] = acc * scale;
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) dq[qrow * D + d] = acc[cc] * scale;
+  }
 }
 
 template <int HEAD_DIM, int BLOCK_M>
@@ -558,7 +601,7 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const __grid_constant__ lab::Fl
   const int n_q = params.n_q;
   const int n_k = params.n_k;
   const float scale = params.scale;
-  constexpr int D = HEAD_DIM;
+  constexpr int D = HEAD_DIM, CPT = fa2::row_cols(D);
   __shared__ __align__(16) float k_s[D];
   __shared__ __align__(16) float v_s[D];
   __shared__ float p_s[fa2::kThreads];
@@ -567,10 +610,16 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const __grid_constant__ lab::Fl
   const size_t krow = size_t(bh) * n_k + key;
   const float* q_bh = q + size_t(bh) * n_q * D;
   const float* do_bh = d_o + size_t(bh) * n_q * D;
-  if (tid < D) k_s[tid] = k[krow * D + tid], v_s[tid] = v[krow * D + tid];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) k_s[d] = k[krow * D + d], v_s[d] = v[krow * D + d];
+  }
   __syncthreads();
   const float c = scale * fa2::kLog2e;
-  float acc_k = 0.f, acc_v = 0.f;
+  float acc_k[CPT], acc_v[CPT];
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) acc_k[cc] = 0.f, acc_v[cc] = 0.f;
   for (int i0 = 0; i0 < n_q; i0 += fa2::kThreads) {
     const int i = i0 + tid;
     float p = 0.f, ds = 0.f;
@@ -582,16 +631,24 @@ __global__ void flash_attn2_bwd_dkdv_row_per_cta(const __grid_constant__ lab::Fl
     p_s[tid] = p;
     ds_s[tid] = ds;
     __syncthreads();
-    if (tid < D) {
-      const int count = n_q - i0 < fa2::kThreads ? n_q - i0 : fa2::kThreads;
-      for (int ii = 0; ii < count; ++ii) {
-        acc_v += p_s[ii] * do_bh[size_t(i0 + ii) * D + tid];
-        acc_k += ds_s[ii] * q_bh[size_t(i0 + ii) * D + tid];
+#pragma unroll
+    for (int cc = 0; cc < CPT; ++cc) {
+      const int d = tid + fa2::kThreads * cc;
+      if (d < D) {
+        const int count = n_q - i0 < fa2::kThreads ? n_q - i0 : fa2::kThreads;
+        for (int ii = 0; ii < count; ++ii) {
+          acc_v[cc] += p_s[ii] * do_bh[size_t(i0 + ii) * D + d];
+          acc_k[cc] += ds_s[ii] * q_bh[size_t(i0 + ii) * D + d];
+        }
       }
     }
     __syncthreads();
   }
-  if (tid < D) dk[krow * D + tid] = acc_k * scale, dv[krow * D + tid] = acc_v;
+#pragma unroll
+  for (int cc = 0; cc < CPT; ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) dk[krow * D + d] = acc_k[cc] * scale, dv[krow * D + d] = acc_v[cc];
+  }
 }
 
 template <int HEAD_DIM, int BLOCK_M>
@@ -706,7 +763,11 @@ __global__ void attn_probs_row_per_cta(const __grid_constant__ lab::AttnProbsPar
   const int r = blockIdx.x, tid = threadIdx.x;
   if (r >= n_rows) return;
   const size_t qrow = size_t(bh) * n_q + rows[r];
-  if (tid < D) q_s[tid] = q[qrow * D + tid];
+#pragma unroll
+  for (int cc = 0; cc < fa2::row_cols(D); ++cc) {
+    const int d = tid + fa2::kThreads * cc;
+    if (d < D) q_s[d] = q[qrow * D + d];
+  }
   __syncthreads();
   const float c = scale * fa2::kLog2e, l2 = lse[qrow] * fa2::kLog2e;
   const float* k_bh = k + size_t(bh) * n_k * D;
@@ -726,7 +787,8 @@ __global__ void attn_probs_tiled(const __grid_constant__ lab::AttnProbsParams pa
   const int n_k = params.n_k;
   const float scale = params.scale;
   float* __restrict__ probs = params.probs;
-  constexpr int D = HEAD_DIM, BN = 64, BR = 16, RPT = BR / fa2::kRowGroups, CPT = BN / fa2::kColLanes;
+  constexpr int D = HEAD_DIM, BN = fa2::probs_block_n(D), BR = 16, RPT = BR / fa2::kRowGroups;
+  constexpr int CPT = BN / fa2::kColLanes;
   constexpr int TS = fa2::tile_stride(D);
   __shared__ __align__(16) float q_s[BR * TS];
   __shared__ __align__(16) float k_s[BN * TS];

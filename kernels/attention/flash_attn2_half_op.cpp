@@ -31,11 +31,14 @@ std::string expr(const char* kernel, const std::string& dt, std::initializer_lis
 // warp in the forward double the products per K / V fragment read (4x2x64: +9 % at HEAD_DIM 64, +14 % at 128
 // over 4x1x64; at 128 that is 255 registers, without spills). dK/dV holds two HEAD_DIM-wide accumulators per
 // warp: at HEAD_DIM 128 its query tile shrinks to 32 so the score and dP tiles still fit in registers; at 64,
-// eight warps sharing each Q / dO tile were 10 % faster than four.
+// eight warps sharing each Q / dO tile were 10 % faster than four. HEAD_DIM 256 (not swept; ptxas, sm_90):
+// one m-tile per warp, the forward at 239 registers and dQ at 241 without spills; dK/dV's two 16 x 256 float
+// accumulators alone take 256 registers per thread, so it spills at any tile (736 bytes of stack at 4x1x32).
 Fa2MmaConfig default_config(int head_dim) {
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128)
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256)
     throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
-                     " is not supported (32, 64, 128)");
+                     " is not supported (32, 64, 128, 256)");
+  if (head_dim == 256) return {{4, 1, 64}, {4, 1, 32}, {4, 1, 32}};
   if (head_dim == 128) return {{4, 2, 64}, {4, 1, 64}, {4, 1, 32}};
   return {{4, 2, 64}, {4, 1, 64}, {head_dim == 64 ? 8 : 4, 1, 64}};
 }
@@ -122,36 +125,54 @@ void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint
                                 const uint16_t* d_o, const float* lse, float* scratch, uint16_t* dq,
                                 uint16_t* dk, uint16_t* dv, const AttentionProblem& p) const {
   float* delta = scratch;
-  const Fa2MmaConfig& c = config_;
+  backward_preprocess(o, d_o, delta, p);
+  if (!config_.fused_dq) {
+    backward_dq(q, k, v, d_o, lse, delta, dq, p);
+    backward_dkdv(q, k, v, d_o, lse, delta, dk, dv, p);
+    return;
+  }
+  const int rows = p.batch_heads * p.n_q, count = rows * head_dim_;
+  float* dq_acc = scratch + rows;
+  backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(count));
+  launch_dkdv({q, k, v, d_o, lse, delta, dk, dv, dq_acc, p.n_q, p.n_k, p.scale}, p);
+  backend_.launch(dq_, {{std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1}, {256, 1, 1}},
+                  kernel_params(FlashAttn2HalfDqConvertParams{dq_acc, dq, count, p.scale}));
+}
+
+void FlashAttn2HalfOp::backward_preprocess(const uint16_t* o, const uint16_t* d_o, float* delta,
+                                           const AttentionProblem& p) const {
   const int rows = p.batch_heads * p.n_q;
   backend_.launch(preprocess_, {{ceil_div(rows, 128 / (head_dim_ / 8)), 1, 1}, {128, 1, 1}},
                   kernel_params(FlashAttn2HalfPreprocessParams{o, d_o, delta, rows}));
+}
 
-  float* dq_acc = c.fused_dq ? scratch + rows : nullptr;
-  if (!c.fused_dq) {
-    const LaunchConfig cq{{ceil_div(p.n_q, c.dq.block()), unsigned(p.batch_heads), 1},
-                          {unsigned(32 * c.dq.warps), 1, 1},
-                          tile_bytes(2 * c.dq.block() + 4 * c.dq.step, head_dim_)};
-    backend_.launch(
-        dq_, cq, kernel_params(FlashAttn2HalfDqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
-  } else {
-    backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(rows) * head_dim_);
-  }
+void FlashAttn2HalfOp::backward_dq(const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                   const uint16_t* d_o, const float* lse, const float* delta, uint16_t* dq,
+                                   const AttentionProblem& p) const {
+  if (config_.fused_dq) throw UsageError("the fused-dQ backward has no dQ kernel of its own");
+  const Fa2MmaTiles& t = config_.dq;
+  const LaunchConfig cfg{{ceil_div(p.n_q, t.block()), unsigned(p.batch_heads), 1},
+                         {unsigned(32 * t.warps), 1, 1},
+                         tile_bytes(2 * t.block() + 4 * t.step, head_dim_)};
+  backend_.launch(dq_, cfg,
+                  kernel_params(FlashAttn2HalfDqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
+}
 
-  LaunchConfig ckv{
-      {ceil_div(p.n_k, c.dkdv.block()), unsigned(p.batch_heads), 1},
-      {unsigned(32 * c.dkdv.warps), 1, 1},
-      tile_bytes(2 * c.dkdv.block() + 4 * c.dkdv.step, head_dim_) + 4 * sizeof(float) * c.dkdv.step};
-  if (c.fused_dq) ckv.dynamic_shared_bytes += size_t(c.dkdv.block()) * (c.dkdv.step + 8) * 2;  // dS^T tile
-  backend_.launch(dkdv_, ckv,
-                  kernel_params(FlashAttn2HalfDkdvParams{q, k, v, d_o, lse, delta, dk, dv, dq_acc, p.n_q,
-                                                         p.n_k, p.scale}));
+void FlashAttn2HalfOp::backward_dkdv(const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                     const uint16_t* d_o, const float* lse, const float* delta, uint16_t* dk,
+                                     uint16_t* dv, const AttentionProblem& p) const {
+  if (config_.fused_dq) throw UsageError("the fused-dQ dK/dV kernel needs the backward's dQ accumulator");
+  launch_dkdv({q, k, v, d_o, lse, delta, dk, dv, nullptr, p.n_q, p.n_k, p.scale}, p);
+}
 
-  if (c.fused_dq) {
-    const int count = rows * head_dim_;
-    backend_.launch(dq_, {{std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1}, {256, 1, 1}},
-                    kernel_params(FlashAttn2HalfDqConvertParams{dq_acc, dq, count, p.scale}));
-  }
+// The dK/dV kernel's shape; with fused_dq its dS^T tile too.
+void FlashAttn2HalfOp::launch_dkdv(const FlashAttn2HalfDkdvParams& params, const AttentionProblem& p) const {
+  const Fa2MmaTiles& t = config_.dkdv;
+  LaunchConfig cfg{{ceil_div(p.n_k, t.block()), unsigned(p.batch_heads), 1},
+                   {unsigned(32 * t.warps), 1, 1},
+                   tile_bytes(2 * t.block() + 4 * t.step, head_dim_) + 4 * sizeof(float) * t.step};
+  if (config_.fused_dq) cfg.dynamic_shared_bytes += size_t(t.block()) * (t.step + 8) * 2;  // dS^T tile
+  backend_.launch(dkdv_, cfg, kernel_params(params));
 }
 
 }  // namespace lab

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/attention/flash_attn2_mma_params.cuh"
 #include "kernels/attention/flash_attn2_op.hpp"
 #include "kernels/common/half_type.hpp"
 #include "kernels/kernel_spec.hpp"
@@ -32,9 +33,9 @@ struct Fa2MmaConfig {
   bool fused_dq = false;
 };
 // The configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) at resolved HEAD_DIM
-// (32, 64 or 128), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part replaced by
-// its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for dK/dV;
-// STEP 32, 64 or 128); anything else throws UsageError naming the parameter.
+// (32, 64, 128 or 256), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part
+// replaced by its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for
+// dK/dV; STEP 32, 64 or 128); anything else throws UsageError naming the parameter.
 Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p);
 
 // Every kernel of flash_attn2_mma.cu for one element type, head dimension and tile configuration.
@@ -52,6 +53,15 @@ class FlashAttn2HalfOp {
   void backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,
                 const uint16_t* d_o, const float* lse, float* scratch, uint16_t* dq, uint16_t* dk,
                 uint16_t* dv, const AttentionProblem& p) const;
+  // The backward's kernels each alone, as the split variant runs them (not with fused_dq): delta =
+  // rowsum(dO * O) (BH * Nq floats); dQ from L and D; dK and dV from L and D.
+  void backward_preprocess(const uint16_t* o, const uint16_t* d_o, float* delta,
+                           const AttentionProblem& p) const;
+  void backward_dq(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
+                   const float* lse, const float* delta, uint16_t* dq, const AttentionProblem& p) const;
+  void backward_dkdv(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* d_o,
+                     const float* lse, const float* delta, uint16_t* dk, uint16_t* dv,
+                     const AttentionProblem& p) const;
 
  private:
   Backend& backend_;
@@ -59,6 +69,8 @@ class FlashAttn2HalfOp {
   Fa2MmaConfig config_;
   std::shared_ptr<Module> module_;
   Kernel fwd_, preprocess_, dq_, dkdv_;
+
+  void launch_dkdv(const FlashAttn2HalfDkdvParams& params, const AttentionProblem& p) const;
 };
 
 }  // namespace lab

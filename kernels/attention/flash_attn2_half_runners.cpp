@@ -1,6 +1,7 @@
-// Runners flash_attn2_fwd_half and flash_attn2_bwd_half: seeded random Q, K, V (and dO) rounded to fp16 or
-// bf16, the tensor-core kernels of flash_attn2_mma.cu checked against the float64 reference on the rounded
-// inputs, with tolerances in units of the element type's rounding.
+// Runners flash_attn2_fwd_half, flash_attn2_bwd_half, flash_attn2_bwd_dq_half and flash_attn2_bwd_dkdv_half:
+// seeded random Q, K, V (and dO) rounded to fp16 or bf16, the tensor-core kernels of flash_attn2_mma.cu
+// checked against the float64 reference on the rounded inputs, with tolerances in units of the element type's
+// rounding.
 #include <algorithm>
 #include <cmath>
 
@@ -13,8 +14,8 @@ namespace {
 
 std::vector<ParamSpec> half_param_specs() {
   using K = ParamSpec::Kind;
-  ParamSpec head_dim{"HEAD_DIM", K::Int, "64", "head dimension: 32, 64 or 128"};
-  head_dim.choices = {"32", "64", "128"};
+  ParamSpec head_dim{"HEAD_DIM", K::Int, "64", "head dimension: 32, 64, 128 or 256"};
+  head_dim.choices = {"32", "64", "128", "256"};
   auto specs = attention_param_specs(head_dim);
   ParamSpec dtype{"DTYPE", K::Choice, "f16", "16-bit element type of Q, K, V, O and the gradients"};
   dtype.choices = {"f16", "bf16"};
@@ -83,16 +84,36 @@ KernelSpec half_spec(const char* name, const char* description, std::vector<Kern
 const KernelVariant kMma{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
 const KernelSpec forward_spec =
     half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores", {kMma});
-const KernelSpec backward_spec = half_spec(
+// A backward runner: half_spec with OL.
+KernelSpec half_backward_spec(const char* name, const char* description,
+                              std::vector<KernelVariant> variants) {
+  KernelSpec spec = half_spec(name, description, std::move(variants));
+  spec.params.push_back(forward_outputs_param());
+  return spec;
+}
+
+const KernelSpec backward_spec = half_backward_spec(
     "flash_attn2_bwd_half",
     "Flash Attention 2 backward in fp16/bf16 on tensor cores: D = rowsum(dO*O), dQ, dK/dV",
     {kMma,
      {"mma_fused_dq",
       "mma, with dQ from the dK/dV kernel (dS . K added with float atomics): 5 products per tile pair "
       "instead of 7"}});
+const KernelSpec dq_spec = half_backward_spec(
+    "flash_attn2_bwd_dq_half",
+    "Flash Attention 2 backward in fp16/bf16, the dQ kernel alone (forward and D = rowsum(dO*O) in set-up)",
+    {kMma});
+const KernelSpec dkdv_spec = half_backward_spec("flash_attn2_bwd_dkdv_half",
+                                                "Flash Attention 2 backward in fp16/bf16, the dK/dV kernel "
+                                                "alone (forward and D = rowsum(dO*O) in set-up)",
+                                                {kMma});
 
-const bool registered = register_runner(forward_spec, make_instance<AttentionForwardInstance<Half16>>()) &&
-                        register_runner(backward_spec, make_instance<AttentionBackwardInstance<Half16>>());
+const bool registered =
+    register_runner(forward_spec, make_instance<AttentionForwardInstance<Half16>>()) &&
+    register_runner(backward_spec, make_instance<AttentionBackwardInstance<Half16>>()) &&
+    register_runner(dq_spec, make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dq>>()) &&
+    register_runner(dkdv_spec,
+                    make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dkdv>>());
 
 }  // namespace
 }  // namespace lab

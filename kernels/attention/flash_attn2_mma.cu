@@ -6,7 +6,7 @@
 // every row 16-byte aligned):
 //   Q, dO, O, dQ   [BH, N_CTX_Q, HEAD_DIM]      K, V, dK, dV   [BH, N_CTX_K, HEAD_DIM]
 //   L, D (float)   [BH, N_CTX_Q]   L = logsumexp_j(scale * q_i . k_j) in natural log, D = rowsum(dO * O)
-// DT is LAB_F16 or LAB_BF16 (common/lab_mma.cuh); HEAD_DIM is 32, 64 or 128; N_CTX_Q and N_CTX_K are
+// DT is LAB_F16 or LAB_BF16 (common/lab_mma.cuh); HEAD_DIM is 32, 64, 128 or 256; N_CTX_Q and N_CTX_K are
 // arbitrary (tiles are zero-filled past the end and their scores masked).
 //
 // Work partitioning (WARPS warps per CTA, each warp owns 16 rows of the CTA's block, so BLOCK = 16 * WARPS):

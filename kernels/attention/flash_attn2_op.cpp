@@ -2,6 +2,8 @@
 // kernels.
 #include "kernels/attention/flash_attn2_op.hpp"
 
+#include <algorithm>
+
 #include "kernels/attention/flash_attn2_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 
@@ -10,9 +12,12 @@ namespace {
 
 constexpr unsigned kThreads = 128;  // every kernel of flash_attn2.cu
 
-// Host copies of the shared-memory formulas at the end of flash_attn2.cu's helpers.
+// Host copies of the tile sizes and shared-memory formulas of flash_attn2.cu.
 int block_n(int d) {
-  return d == 128 ? 32 : 64;
+  return d >= 256 ? 16 : d == 128 ? 32 : 64;
+}
+int probs_block_n(int d) {
+  return d >= 256 ? 16 : 64;
 }
 size_t fwd_smem(int d, int m) {
   const int bn = block_n(d);
@@ -48,8 +53,10 @@ int pick(int batch_heads, int rows, int largest) {
 }  // namespace
 
 Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim) {
-  return {pick(batch_heads, n_q, 64), pick(batch_heads, n_q, 64),
-          pick(batch_heads, n_k, head_dim >= 64 ? 32 : 64)};
+  const int rows_largest = head_dim >= 256 ? 32 : 64;
+  const int keys_largest = head_dim >= 256 ? 16 : head_dim >= 64 ? 32 : 64;
+  return {pick(batch_heads, n_q, rows_largest), pick(batch_heads, n_q, rows_largest),
+          pick(batch_heads, n_k, keys_largest)};
 }
 
 CompileRequest fa2_compile_request(const std::string& variant, int head_dim, const Fa2Blocks& blocks) {
@@ -86,13 +93,31 @@ void FlashAttn2Op::forward(const float* q, const float* k, const float* v, float
 void FlashAttn2Op::backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                             const float* lse, float* delta, float* dq, float* dk, float* dv,
                             const AttentionProblem& p) const {
+  backward_preprocess(o, d_o, delta, p);
+  backward_dq(q, k, v, d_o, lse, delta, dq, p);
+  backward_dkdv(q, k, v, d_o, lse, delta, dk, dv, p);
+}
+
+void FlashAttn2Op::backward_preprocess(const float* o, const float* d_o, float* delta,
+                                       const AttentionProblem& p) const {
   const int rows = p.batch_heads * p.n_q;
   const LaunchConfig pre =
-      tiled_ ? LaunchConfig{{ceil_div(rows, int(kThreads) / (head_dim_ / 4)), 1, 1}, {kThreads, 1, 1}}
+      tiled_ ? LaunchConfig{{ceil_div(rows, int(kThreads) / std::min(head_dim_ / 4, 32)), 1, 1},
+                            {kThreads, 1, 1}}
              : LaunchConfig{{unsigned(rows), 1, 1}, {32, 1, 1}};
   backend_.launch(preprocess_, pre, kernel_params(FlashAttn2PreprocessParams{o, d_o, delta, rows}));
+}
+
+void FlashAttn2Op::backward_dq(const float* q, const float* k, const float* v, const float* d_o,
+                               const float* lse, const float* delta, float* dq,
+                               const AttentionProblem& p) const {
   backend_.launch(dq_, over_rows(tiled_, p.n_q, p.batch_heads, blocks_.dq, dq_smem(head_dim_, blocks_.dq)),
                   kernel_params(FlashAttn2DqParams{q, k, v, d_o, lse, delta, dq, p.n_q, p.n_k, p.scale}));
+}
+
+void FlashAttn2Op::backward_dkdv(const float* q, const float* k, const float* v, const float* d_o,
+                                 const float* lse, const float* delta, float* dk, float* dv,
+                                 const AttentionProblem& p) const {
   backend_.launch(
       dkdv_, over_rows(tiled_, p.n_k, p.batch_heads, blocks_.dkdv, dkdv_smem(head_dim_, blocks_.dkdv)),
       kernel_params(FlashAttn2DkdvParams{q, k, v, d_o, lse, delta, dk, dv, p.n_q, p.n_k, p.scale}));
@@ -100,8 +125,8 @@ void FlashAttn2Op::backward(const float* q, const float* k, const float* v, cons
 
 void FlashAttn2Op::probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows,
                          int head, const AttentionProblem& p, float* out) const {
-  const Dim3 grid =
-      tiled_ ? Dim3{ceil_div(p.n_k, 64), ceil_div(n_rows, 16), 1} : Dim3{unsigned(n_rows), 1, 1};
+  const Dim3 grid = tiled_ ? Dim3{ceil_div(p.n_k, probs_block_n(head_dim_)), ceil_div(n_rows, 16), 1}
+                           : Dim3{unsigned(n_rows), 1, 1};
   backend_.launch(probs_, {grid, {kThreads, 1, 1}},
                   kernel_params(AttnProbsParams{q, k, lse, rows, n_rows, head, p.n_q, p.n_k, p.scale, out}));
 }

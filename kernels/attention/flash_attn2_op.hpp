@@ -19,7 +19,8 @@ struct Fa2Blocks {
 
 // Picks BLOCK_M so that a problem yields enough CTAs for an H200 (132 SMs): the largest block that still
 // gives two CTAs per SM, else 16; dK/dV stays at 32 or less from HEAD_DIM 64 on (two accumulators in
-// registers).
+// registers). At HEAD_DIM 256 the forward and dQ stay at 32 and dK/dV at 16, the largest blocks ptxas fits in
+// 255 registers without spilling (sm_90: forward 255 and dQ 254 at 32, dK/dV 213 at 16; BLOCK_M 64 spills).
 Fa2Blocks choose_fa2_blocks(int batch_heads, int n_q, int n_k, int head_dim);
 // Every kernel of a variant at these blocks, as name expressions ("flash_attn2_fwd_tiled<64, 64>", ...):
 // forward, backward preprocess, dQ, dK/dV, probs.
@@ -44,6 +45,13 @@ class FlashAttn2Op {
   void backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
                 const float* lse, float* delta, float* dq, float* dk, float* dv,
                 const AttentionProblem& p) const;
+  // The backward's three kernels, each alone: delta = rowsum(dO * O) (BH * Nq floats); dQ from L and D;
+  // dK and dV from L and D.
+  void backward_preprocess(const float* o, const float* d_o, float* delta, const AttentionProblem& p) const;
+  void backward_dq(const float* q, const float* k, const float* v, const float* d_o, const float* lse,
+                   const float* delta, float* dq, const AttentionProblem& p) const;
+  void backward_dkdv(const float* q, const float* k, const float* v, const float* d_o, const float* lse,
+                     const float* delta, float* dk, float* dv, const AttentionProblem& p) const;
   // probs [n_rows, Nk] of head `head` for the query rows `rows` (device int array).
   void probs(const float* q, const float* k, const float* lse, const int* rows, int n_rows, int head,
              const AttentionProblem& p, float* out) const;

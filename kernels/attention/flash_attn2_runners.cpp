@@ -1,5 +1,6 @@
-// Runners flash_attn2_fwd, flash_attn2_bwd and attn_probs: seeded random Q, K, V (and dO), every variant of
-// flash_attn2.cu checked element by element against the float64 reference in attention_reference.cpp.
+// Runners flash_attn2_fwd, flash_attn2_bwd, flash_attn2_bwd_dq, flash_attn2_bwd_dkdv and attn_probs: seeded
+// random Q, K, V (and dO), every variant of flash_attn2.cu checked element by element against the float64
+// reference in attention_reference.cpp.
 #include "kernels/attention/attention_runner_support.hpp"
 
 namespace lab {
@@ -81,7 +82,7 @@ KernelSpec fa2_spec(const char* name, const char* description) {
       .variants = {{"tiled", "FA2 partitioning: CTA per block of rows, K/V tiles through shared memory"},
                    {"row_per_cta", "the seed's design: one CTA per (batch_head, row)"}},
       .params = attention_param_specs(
-          {"HEAD_DIM", K::Int, "64", "head dimension: a power of two in [16, 128]", 16, 128, true}),
+          {"HEAD_DIM", K::Int, "64", "head dimension: a power of two in [16, 256]", 16, 256, true}),
       .compile = [](const std::string& variant, const Params& p) {
         return fa2_compile_request(variant, int(param_int(p, "HEAD_DIM")), fa2_blocks(p));
       }};
@@ -95,8 +96,21 @@ KernelSpec fa2_spec(const char* name, const char* description) {
 
 const KernelSpec forward_spec = fa2_spec(
     "flash_attn2_fwd", "Flash Attention 2 forward: Q,K,V [BH,N,D] -> O [BH,Nq,D], logsumexp L [BH,Nq]");
-const KernelSpec backward_spec = fa2_spec(
+// A backward runner: fa2_spec with OL.
+KernelSpec fa2_backward_spec(const char* name, const char* description) {
+  KernelSpec spec = fa2_spec(name, description);
+  spec.params.push_back(forward_outputs_param());
+  return spec;
+}
+
+const KernelSpec backward_spec = fa2_backward_spec(
     "flash_attn2_bwd", "Flash Attention 2 backward: preprocess D = rowsum(dO*O), dQ kernel, dK/dV kernel");
+const KernelSpec dq_spec = fa2_backward_spec(
+    "flash_attn2_bwd_dq",
+    "Flash Attention 2 backward, the dQ kernel alone (forward and D = rowsum(dO*O) in set-up)");
+const KernelSpec dkdv_spec = fa2_backward_spec(
+    "flash_attn2_bwd_dkdv",
+    "Flash Attention 2 backward, the dK/dV kernel alone (forward and D = rowsum(dO*O) in set-up)");
 
 const KernelSpec probs_spec = [] {
   using K = ParamSpec::Kind;
@@ -115,9 +129,13 @@ const KernelSpec probs_spec = [] {
   return spec;
 }();
 
-const bool registered = register_runner(forward_spec, make_instance<AttentionForwardInstance<Float32>>()) &&
-                        register_runner(backward_spec, make_instance<AttentionBackwardInstance<Float32>>()) &&
-                        register_runner(probs_spec, make_instance<ProbsInstance>());
+const bool registered =
+    register_runner(forward_spec, make_instance<AttentionForwardInstance<Float32>>()) &&
+    register_runner(backward_spec, make_instance<AttentionBackwardInstance<Float32>>()) &&
+    register_runner(dq_spec, make_instance<AttentionGradientKernelInstance<Float32, GradientKernel::dq>>()) &&
+    register_runner(dkdv_spec,
+                    make_instance<AttentionGradientKernelInstance<Float32, GradientKernel::dkdv>>()) &&
+    register_runner(probs_spec, make_instance<ProbsInstance>());
 
 }  // namespace
 }  // namespace lab
