@@ -20,7 +20,7 @@ from pathlib import Path
 
 # Values of parameters that pick other template instances or defines (the rest only change the launch).
 SWEEPS = {
-    "HEAD_DIM": ["16", "32", "64", "128"],
+    "HEAD_DIM": ["16", "32", "64", "128", "256"],
     "DTYPE": ["f16", "bf16"],
     "BLOCK_M": ["16", "32", "64"],
     "FWD_TILE": None,  # None: every choice
