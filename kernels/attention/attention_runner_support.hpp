@@ -1,6 +1,7 @@
 // Pieces shared by the attention runners (flash_attn2_runners.cpp, flash_attn2_half_runners.cpp): the common
-// parameters, the resolved problem and its sizes, the seeded inputs, and the forward and backward instances,
-// written once for any precision.
+// parameters, the resolved problem and its sizes, the seeded inputs, and the forward and backward instances
+// (the whole backward, or its dQ or dK/dV kernel alone; O and L from the forward kernel or the reference, as
+// OL says), written once for any precision.
 //
 // A precision (Float32, flash_attn2_runners.cpp; Half16, flash_attn2_half_runners.cpp), made from (variant,
 // resolved params), gives the op (`Op`, `make_op(backend, head_dim)`), the element type (`Element`) and its
