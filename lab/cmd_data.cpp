@@ -14,27 +14,33 @@
 namespace lab {
 
 void add_data_command(CLI::App& app, CliState&) {
-  auto* cmd = app.add_subcommand("data", "Datasets for training and validation: `synth` writes a synthetic one");
+  auto* cmd =
+      app.add_subcommand("data", "Datasets for training and validation: `synth` writes a synthetic one");
   cmd->require_subcommand(1);
   auto o = std::make_shared<dataset::SynthOptions>();
   o->threads = int(std::max(1u, std::thread::hardware_concurrency()));
   auto* synth = cmd->add_subcommand(
-      "synth", "Write a YOLO-format dataset of coloured shapes on textured backgrounds (one class per shape)");
+      "synth",
+      "Write a YOLO-format dataset of coloured shapes on textured backgrounds (one class per shape)");
   synth->add_option("out", o->out, "New (or empty) folder: images/{train,val}, labels/{train,val}, data.yaml")
       ->required()
       ->check(not_empty());
-  synth->add_option("--classes", o->classes,
-                    "Classes, one shape each: circle, square, triangle, star, hexagon, cross, diamond, ring")
+  synth
+      ->add_option("--classes", o->classes,
+                   "Classes, one shape each: circle, square, triangle, star, hexagon, cross, diamond, ring")
       ->check(in_range(1, int(dataset::shape_names().size())))
       ->capture_default_str();
-  synth->add_option("--train", o->train, "Training images")->check(in_range(0, 1000000))->capture_default_str();
+  synth->add_option("--train", o->train, "Training images")
+      ->check(in_range(0, 1000000))
+      ->capture_default_str();
   synth->add_option("--val", o->val, "Validation images")->check(in_range(0, 1000000))->capture_default_str();
   synth->add_option("--imgsz", o->imgsz, "Side of the square images in pixels")
       ->check(in_range(kMinImgsz, kMaxImgsz))
       ->capture_default_str();
   synth->add_option("--seed", o->seed, "Random seed (the same seed writes the same dataset)")
       ->capture_default_str();
-  synth->add_option("--threads", o->threads, "Drawing threads (default: one per core)")->check(in_range(1, 256));
+  synth->add_option("--threads", o->threads, "Drawing threads (default: one per core)")
+      ->check(in_range(1, 256));
   const char* const examples =
       "Examples:\n"
       "  lab data synth shapes --classes 3 --train 2000 --val 200 --imgsz 640 --seed 1\n"
@@ -47,8 +53,8 @@ void add_data_command(CLI::App& app, CliState&) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[64];
     std::snprintf(line, sizeof line, " in %.2fs", seconds);
-    std::cout << "wrote " << o->train << " train + " << o->val << " val images (" << o->imgsz << "x" << o->imgsz
-              << ", " << o->classes << " classes) to " << o->out.string() << line << "\n"
+    std::cout << "wrote " << o->train << " train + " << o->val << " val images (" << o->imgsz << "x"
+              << o->imgsz << ", " << o->classes << " classes) to " << o->out.string() << line << "\n"
               << "dataset YAML: " << (o->out / "data.yaml").string() << "\n";
   });
 }

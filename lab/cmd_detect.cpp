@@ -26,6 +26,7 @@
 #include "pipeline/detect/output_folder.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
+#include "lab/network_options.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/precision_option.hpp"
 #include "harness/progress.hpp"
@@ -47,22 +48,6 @@ struct DetectOptions {
 };
 
 const char* const kDefaultProject = "runs/detect";
-
-// auto: cuda with a GPU; without one the CPU reference, or the cpu backend for a reduced precision (the
-// reference forward only accumulates in float64).
-std::string resolve_backend(const std::string& requested, Precision precision, std::string& note) {
-  if (requested != "auto") return requested;
-  if (cuda_device_present()) {
-    note = " (auto: a CUDA device is present)";
-    return "cuda";
-  }
-  if (precision != Precision::Fp32) {
-    note = " (auto: no CUDA device, and --precision " + precision_name(precision) + " needs our kernels)";
-    return "cpu";
-  }
-  note = " (auto: no CUDA device, so the CPU reference)";
-  return "reference";
-}
 
 fs::path annotated_path(const fs::path& out_dir, const fs::path& file) {
   const std::string ext = file.extension().string();
@@ -154,7 +139,7 @@ void run_detect(DetectOptions o, CliState& state) {
   }
 
   std::string backend_note;
-  const std::string executor = resolve_backend(o.backend, precision, backend_note);
+  const std::string executor = resolve_executor(o.backend, precision, backend_note);
   const ModelLocation model = locate_model(default_model_search(o.model));
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
@@ -245,13 +230,7 @@ void run_detect(DetectOptions o, CliState& state) {
   if (!o.json.empty()) {
     const DetectRunInfo run{lab_version(), model.path.string(), executor, precision_name(precision),
                             o.imgsz,       o.conf,              !o.square, o.classes};
-    const std::string document = detections_json(run, results).dump(2) + "\n";
-    if (json_to_stdout) {
-      std::cout << document << std::flush;
-    } else {
-      write_file_atomically(o.json, document);
-      human << "JSON written to " << o.json << "\n";
-    }
+    write_json_output(o.json, detections_json(run, results).dump(2) + "\n", human);
   }
   if (failed > 0) {
     std::cerr << "lab: " << failed << " of " << files.size() << " images could not be read\n";
@@ -267,10 +246,7 @@ void add_detect_command(CLI::App& app, CliState& state) {
                                  "assets); write annotated images, optional YOLO labels and JSON");
   auto o = std::make_shared<DetectOptions>();
   cmd->add_option("inputs", o->inputs, "Image files or folders (jpg, jpeg, png, bmp)");
-  cmd->add_option("--model", o->model,
-                  "Checkpoint (.pt or .safetensors); default: $LAB_MODEL, the shared assets, the user cache, "
-                  "else a download of the official yolo26n.pt")
-      ->check(not_empty());
+  add_model_option(cmd, o->model);
   cmd->add_option("--imgsz", o->imgsz, "Network input size (rounded up to a multiple of 32)")
       ->check(imgsz_range())
       ->capture_default_str();
@@ -281,11 +257,7 @@ void add_detect_command(CLI::App& app, CliState& state) {
   cmd->add_option("--batch", o->batch, "Images per forward (consecutive images of one letterboxed shape)")
       ->check(batch_range())
       ->capture_default_str();
-  cmd->add_option("--backend", o->backend,
-                  "auto (cuda when a GPU is present, else reference), cuda or cpu (our kernels), reference "
-                  "(the plain C++ forward)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu", "reference"}))
-      ->capture_default_str();
+  add_executor_option(cmd, o->backend);
   cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
   cmd->add_option("--devices", o->devices,
                   "GPUs that share a folder's batches: comma-separated ordinals or 'all' (cuda); with cpu or "

@@ -71,7 +71,8 @@ void write_file_atomically(const fs::path& path,
     }
     return;
   }
-  const fs::path folder = destination.path.parent_path();
+  // "out.json" has no parent: its folder is the working one (an empty path cannot be opened to fsync).
+  const fs::path folder = destination.path.has_parent_path() ? destination.path.parent_path() : fs::path(".");
   // Temporaries named as below, left by killed writers.
   remove_stale_temporaries(folder, R"(\..+\.tmp-([0-9]+)-[0-9]+)", fs::file_type::regular);
   std::random_device entropy;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the lab needs, only those missing, and nvdisasm (for `lab source --sass`), which
-# Debian does not package: from NVIDIA's nvidia-cuda-nvdisasm wheel on PyPI, linked into the toolkit's bin/.
+# Debian does not package: from NVIDIA's nvidia-cuda-nvdisasm wheel on PyPI, linked into the toolkit's bin/;
+# and, for the tests only, pycocotools from PyPI into a folder of its own.
 # Idempotent; root or sudo.
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libcli11-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
@@ -28,4 +29,12 @@ if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then
   "${sudo[@]}" python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
     --target "$nvdisasm_dir" "nvidia-cuda-nvdisasm>=13.2,<14"
   "${sudo[@]}" ln -sf "$nvdisasm_dir/nvidia/cu13/bin/nvdisasm" /usr/local/cuda/bin/nvdisasm
+fi
+# Test-only: pycocotools (and the numpy it needs), which Debian does not package, from PyPI into a folder of
+# its own; tests/test_metrics_coco.cpp runs tests/coco_eval.py with PYTHONPATH set to it.
+pycocotools_dir=/opt/lab-pycocotools
+if ! PYTHONPATH="$pycocotools_dir" python3 -c "import pycocotools.cocoeval" >/dev/null 2>&1; then
+  echo "install-deps: installing pycocotools (PyPI, test-only) into $pycocotools_dir"
+  "${sudo[@]}" python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
+    --target "$pycocotools_dir" "pycocotools==2.0.11"
 fi

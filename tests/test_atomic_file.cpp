@@ -183,3 +183,18 @@ TEST_CASE("stale temporaries of killed writers are removed on the next write, a 
   CHECK(fs::exists(not_ours));
   CHECK(lab::test::read_text(dir.path / "result.json") == "{}");
 }
+
+TEST_CASE("a relative output path without a folder is written in the working folder", "[atomic]") {
+  lab::test::ScratchDir dir("atomic-relative");
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir.path);
+  std::string outcome = "(written)";
+  try {
+    lab::write_file_atomically("plain.json", std::string("{}\n"));
+  } catch (const lab::UsageError& e) {
+    outcome = e.what();
+  }
+  fs::current_path(previous);
+  CHECK(outcome == "(written)");
+  CHECK(lab::test::read_text(dir.path / "plain.json") == "{}\n");
+}

@@ -64,7 +64,8 @@ TEST_CASE("data YAML: names as a list or a mapping, nc, relative paths, split li
   CHECK(b.root == dir.path);  // no path: the YAML's folder
   CHECK(b.names == std::vector<std::string>{"person", "bike", "car"});
   CHECK(b.train.empty());
-  CHECK(error_of([&] { split_sources(b, "train"); }) == (dir.path / "b.yaml").string() + ": no 'train' split");
+  CHECK(error_of([&] { split_sources(b, "train"); }) ==
+        (dir.path / "b.yaml").string() + ": no 'train' split");
 
   write_file(dir.path / "c.yaml", "val: v\nnc: 2\n");
   CHECK(read_data_yaml(dir.path / "c.yaml").names == std::vector<std::string>{"class0", "class1"});
@@ -82,17 +83,20 @@ TEST_CASE("data YAML: malformed files are one-line errors naming the file and li
   CHECK(error_for("val: v\nnc: 3\nnames: [a, b]\n") == file + ":2: 'nc' is 3 but 'names' has 2 classes");
   CHECK(error_for("val: v\nnames:\n  0: a\n  5: b\n") ==
         file + ":4: class id '5' of 'names' must be an integer from 0 to 1");
-  CHECK(error_for("val: v\nnames: 7\n") == file + ":2: 'names' must be a list or a mapping of class id to name");
+  CHECK(error_for("val: v\nnames: 7\n") ==
+        file + ":2: 'names' must be a list or a mapping of class id to name");
   CHECK(error_for("val: [v, [w]]\nnames: [a]\n") == file + ":1: 'val' must be a non-empty string");
   CHECK(error_for("- a\n- b\n") == file + ": expected a mapping with path, train, val, names");
-  CHECK(error_of([&] { read_data_yaml(dir.path / "absent.yaml"); })
-            .rfind((dir.path / "absent.yaml").string() + ": cannot read dataset YAML", 0) == 0);
+  CHECK(error_of([&] {
+          read_data_yaml(dir.path / "absent.yaml");
+        }).rfind((dir.path / "absent.yaml").string() + ": cannot read dataset YAML", 0) == 0);
 }
 
 TEST_CASE("label files are found the Ultralytics way", "[dataset]") {
   CHECK(label_path_for("/d/images/val/x.jpg") == fs::path("/d/labels/val/x.txt"));
   CHECK(label_path_for("/d/images/a/images/b.PNG") == fs::path("/d/images/a/labels/b.txt"));  // the last one
   CHECK(label_path_for("/d/pics/x.jpg") == fs::path("/d/pics/x.txt"));
+  CHECK(label_path_for("images/val/x.jpg") == fs::path("labels/val/x.txt"));
 }
 
 TEST_CASE("a split: good labels, backgrounds, duplicates, and corrupt labels skipped with file:line",
@@ -133,19 +137,22 @@ TEST_CASE("a split: good labels, backgrounds, duplicates, and corrupt labels ski
 
   const fs::path labels = dir.path / "labels" / "val";
   REQUIRE(r.warnings.size() == 6);
-  CHECK(r.warnings[0] == (labels / "d_fields.txt").string() +
-                             ":2: expected 'class cx cy w h' (5 numbers), got '1 0.5 0.5 0.2' (corrupt: image skipped)");
-  CHECK(r.warnings[1] ==
-        (labels / "e_range.txt").string() + ":1: coordinates must be normalised to [0, 1] (corrupt: image skipped)");
-  CHECK(r.warnings[2] == (labels / "f_class.txt").string() +
-                             ":3: class 3 is beyond the dataset's 3 classes (0 to 2) (corrupt: image skipped)");
+  CHECK(r.warnings[0] ==
+        (labels / "d_fields.txt").string() +
+            ":2: expected 'class cx cy w h' (5 numbers), got '1 0.5 0.5 0.2' (corrupt: image skipped)");
+  CHECK(r.warnings[1] == (labels / "e_range.txt").string() +
+                             ":1: coordinates must be normalised to [0, 1] (corrupt: image skipped)");
+  CHECK(r.warnings[2] ==
+        (labels / "f_class.txt").string() +
+            ":3: class 3 is beyond the dataset's 3 classes (0 to 2) (corrupt: image skipped)");
   CHECK(r.warnings[3] == (labels / "g_negative.txt").string() +
                              ":1: class '-1' is not an integer >= 0 (corrupt: image skipped)");
   CHECK(r.warnings[4] == (labels / "h_duplicate.txt").string() + ": 1 duplicate label lines removed");
   CHECK(contains(r.warnings[5], "i_text.txt:1: expected 'class cx cy w h'"));
 }
 
-TEST_CASE("a split: an image that does not decode moves from its label count to the corrupt ones", "[dataset]") {
+TEST_CASE("a split: an image that does not decode moves from its label count to the corrupt ones",
+          "[dataset]") {
   ScratchDir dir("split-undecodable");
   const fs::path yaml = make_root(dir.path);
   add_sample(dir.path, "a", "0 0.5 0.5 0.2 0.2\n");
@@ -163,7 +170,8 @@ TEST_CASE("a split: list files, and missing folders or no images are errors nami
   const fs::path yaml = make_root(dir.path);
   add_sample(dir.path, "a", "1 0.5 0.5 0.2 0.2\n");
   add_sample(dir.path, "b", "2 0.5 0.5 0.2 0.2\n");
-  write_file(dir.path / "val.txt", "./images/val/b.jpg\n" + (dir.path / "images" / "val" / "a.jpg").string() + "\n");
+  write_file(dir.path / "val.txt",
+             "./images/val/b.jpg\n" + (dir.path / "images" / "val" / "a.jpg").string() + "\n");
   write_file(dir.path / "list.yaml", "val: val.txt\nnames: [a, b, c]\n");
   const Split listed = read_split(read_data_yaml(dir.path / "list.yaml"), "val");
   REQUIRE(listed.samples.size() == 2);
@@ -237,7 +245,8 @@ TEST_CASE("lab data synth: refuses a non-empty folder and leaves nothing on fail
   options.out = dir.path / "taken";
   write_file(dir.path / "taken" / "keep.txt", "mine");
   CHECK(error_of([&] { write_synth_dataset(options); }) ==
-        (dir.path / "taken").string() + ": already exists (the dataset is written only to a new or empty folder)");
+        (dir.path / "taken").string() +
+            ": already exists (the dataset is written only to a new or empty folder)");
   CHECK(read_text(dir.path / "taken" / "keep.txt") == "mine");
   options.out = dir.path / "absent" / "ds";
   CHECK(error_of([&] { write_synth_dataset(options); }) ==
@@ -257,17 +266,19 @@ TEST_CASE("lab data synth: refuses a non-empty folder and leaves nothing on fail
   CHECK(fs::exists(dir.path / "empty" / "labels" / "train" / "000001.txt"));
 }
 
-TEST_CASE("lab data synth: the command writes the dataset; bad options are one line, exit 2", "[dataset][cli]") {
+TEST_CASE("lab data synth: the command writes the dataset; bad options are one line, exit 2",
+          "[dataset][cli]") {
   ScratchDir dir("synth-cli");
   const std::string out = (dir.path / "tiny").string();
-  const lab::test::LabResult made =
-      lab::test::run_lab("data synth " + lab::test::quoted(out) + " --classes 2 --train 2 --val 1 --imgsz 64");
+  const lab::test::LabResult made = lab::test::run_lab("data synth " + lab::test::quoted(out) +
+                                                       " --classes 2 --train 2 --val 1 --imgsz 64");
   CHECK(made.exit_code == 0);
   CHECK(contains(made.out, "wrote 2 train + 1 val images (64x64, 2 classes) to " + out + " in "));
   CHECK(fs::exists(dir.path / "tiny" / "images" / "val" / "000000.jpg"));
   const lab::test::LabResult again = lab::test::run_lab("data synth " + lab::test::quoted(out));
   CHECK(again.exit_code == 2);
-  CHECK(again.err == "lab: " + out + ": already exists (the dataset is written only to a new or empty folder)\n");
+  CHECK(again.err ==
+        "lab: " + out + ": already exists (the dataset is written only to a new or empty folder)\n");
   const lab::test::LabResult classes = lab::test::run_lab("data synth x --classes 0");
   CHECK(classes.exit_code == 2);
   CHECK(contains(classes.err, "--classes"));

@@ -69,7 +69,8 @@ std::vector<std::string> class_names(const fs::path& yaml, const YAML::Node& nod
       } catch (const YAML::Exception&) {
       }
       if (id < 0 || id >= static_cast<long long>(node.size()))
-        throw UsageError(where(yaml, entry.first) + "class id '" + printable(entry.first.Scalar(), kMaxQuoted) +
+        throw UsageError(where(yaml, entry.first) + "class id '" +
+                         printable(entry.first.Scalar(), kMaxQuoted) +
                          "' of 'names' must be an integer from 0 to " + std::to_string(node.size() - 1));
       by_id[id] = scalar_text(yaml, entry.second, "names");
     }
@@ -94,13 +95,14 @@ DataConfig read_data_yaml(const fs::path& yaml) {
     throw UsageError(printable_path(yaml) + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML (" +
                      printable(e.msg, kMaxQuoted) + ")");
   }
-  if (!doc.IsMap()) throw UsageError(printable_path(yaml) + ": expected a mapping with path, train, val, names");
+  if (!doc.IsMap())
+    throw UsageError(printable_path(yaml) + ": expected a mapping with path, train, val, names");
   try {
     DataConfig config;
     config.yaml = yaml;
     const fs::path folder = yaml.has_parent_path() ? yaml.parent_path() : fs::path(".");
     config.root = doc["path"] ? folder / scalar_text(yaml, doc["path"], "path") : folder;
-    config.root = config.root.lexically_normal();
+    config.root = fs::absolute(config.root).lexically_normal();  // as Ultralytics resolves it
     config.train = split_paths(yaml, doc["train"], "train", config.root);
     config.val = split_paths(yaml, doc["val"], "val", config.root);
     const YAML::Node names = doc["names"], nc = doc["nc"];

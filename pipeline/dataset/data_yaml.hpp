@@ -1,7 +1,8 @@
 // The Ultralytics dataset YAML (`path`, `train`, `val`, `names`, optional `nc`), read with yaml-cpp:
 // `path` is the dataset root (relative: to the YAML file's folder; absent: that folder), `train` / `val` a
 // folder, an image-list file or a list of them, relative to the root; `names` a list, or a mapping whose keys
-// are 0..n-1; `nc`, when given, must equal the number of names (alone it names the classes class0, class1 ...).
+// are 0..n-1; `nc`, when given, must equal the number of names (alone it names the classes class0, class1
+// ...).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -10,8 +11,8 @@
 namespace lab::dataset {
 
 struct DataConfig {
-  std::filesystem::path yaml;  // the file read
-  std::filesystem::path root;  // `path`, resolved
+  std::filesystem::path yaml;                     // the file read
+  std::filesystem::path root;                     // `path`, resolved
   std::vector<std::filesystem::path> train, val;  // resolved against root; empty when the key is absent
   std::vector<std::string> names;
 };

@@ -37,7 +37,8 @@ class BoxCover {
     std::vector<long> hidden(boxes_.size(), 0);
     for (int y = box.y; y < box.y + box.h; ++y)
       for (int x = box.x; x < box.x + box.w; ++x)
-        if (const int owner = top_[size_t(y) * size_t(size_) + size_t(x)]; owner >= 0) ++hidden[size_t(owner)];
+        if (const int owner = top_[size_t(y) * size_t(size_) + size_t(x)]; owner >= 0)
+          ++hidden[size_t(owner)];
     for (size_t k = 0; k < boxes_.size(); ++k)
       if (double(visible_[k] - hidden[k]) < (1 - kMaxHiddenShare) * boxes_[k].w * boxes_[k].h) return false;
     return true;
@@ -74,7 +75,8 @@ void check_options(const SynthOptions& o) {
                      " (one shape per class)");
   if (o.train < 0 || o.val < 0 || o.train + o.val == 0)
     throw UsageError("--train and --val: image counts >= 0, not both 0");
-  if (o.imgsz < 32 || o.imgsz > 4096) throw UsageError("--imgsz " + std::to_string(o.imgsz) + ": from 32 to 4096");
+  if (o.imgsz < 32 || o.imgsz > 4096)
+    throw UsageError("--imgsz " + std::to_string(o.imgsz) + ": from 32 to 4096");
 }
 
 // The folder name without a trailing separator ("out/" -> "out").
@@ -89,8 +91,9 @@ void check_target(const fs::path& target) {
   const fs::file_status status = fs::symlink_status(target, ec);
   if (status.type() == fs::file_type::not_found) return;
   if (!fs::is_directory(status) || !fs::is_empty(target, ec))
-    throw UsageError(printable_path(target) + ": already exists (the dataset is written only to a new or empty "
-                                              "folder)");
+    throw UsageError(printable_path(target) +
+                     ": already exists (the dataset is written only to a new or empty "
+                     "folder)");
 }
 
 std::string data_yaml(const SynthOptions& o, const fs::path& target) {
@@ -99,7 +102,8 @@ std::string data_yaml(const SynthOptions& o, const fs::path& target) {
                      std::to_string(o.imgsz) + " --seed " + std::to_string(o.seed) + "\n";
   text += "path: " + fs::absolute(target).lexically_normal().string() + "\n";
   text += "train: images/train\nval: images/val\nnames:\n";
-  for (int c = 0; c < o.classes; ++c) text += "  " + std::to_string(c) + ": " + shape_names()[size_t(c)] + "\n";
+  for (int c = 0; c < o.classes; ++c)
+    text += "  " + std::to_string(c) + ": " + shape_names()[size_t(c)] + "\n";
   return text;
 }
 
@@ -159,8 +163,8 @@ SynthImage synth_image(const SynthOptions& options, int split, int index) {
       if (!cover.allows(box)) continue;
       draw_shape(made.image, cls, box, colour);
       cover.add(box);
-      made.labels.push_back({cls, (box.x + box.w / 2.0) / s, (box.y + box.h / 2.0) / s, double(box.w) / s,
-                             double(box.h) / s});
+      made.labels.push_back(
+          {cls, (box.x + box.w / 2.0) / s, (box.y + box.h / 2.0) / s, double(box.w) / s, double(box.h) / s});
       break;
     }
   }
@@ -183,8 +187,8 @@ void write_synth_dataset(const SynthOptions& options) {
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(parent, ec))
-    throw UsageError(printable_path(target) + ": cannot create the dataset (folder '" + printable_path(parent) +
-                     "' does not exist)");
+    throw UsageError(printable_path(target) + ": cannot create the dataset (folder '" +
+                     printable_path(parent) + "' does not exist)");
   check_target(target);
   remove_stale_temporaries(parent, R"(\..+\.synth-([0-9]+)-[0-9]+)", fs::file_type::directory);
   std::random_device entropy;

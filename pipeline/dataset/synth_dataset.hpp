@@ -16,9 +16,9 @@ namespace lab::dataset {
 
 struct SynthOptions {
   std::filesystem::path out;
-  int classes = 3;          // 1..shape_names().size()
+  int classes = 3;           // 1..shape_names().size()
   int train = 64, val = 16;  // images per split (val may be 0 only if train is not)
-  int imgsz = 640;          // square images of imgsz x imgsz pixels
+  int imgsz = 640;           // square images of imgsz x imgsz pixels
   uint64_t seed = 0;
   int threads = 1;
 };

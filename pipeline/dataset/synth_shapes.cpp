@@ -45,14 +45,22 @@ bool inside_shape(int shape, double u, double v) {
   static const std::vector<Point> hexagon = {{0.25, 0}, {0.75, 0}, {1, 0.5}, {0.75, 1}, {0.25, 1}, {0, 0.5}};
   const double x = 2 * u - 1, y = 2 * v - 1, r2 = x * x + y * y;
   switch (shape) {
-    case 0: return r2 <= 1;                                             // circle
-    case 1: return true;                                                // square
-    case 2: return std::abs(x) <= v;                                    // triangle, apex up
-    case 3: return inside_polygon(star, u, v);                          // star
-    case 4: return inside_polygon(hexagon, u, v);                       // hexagon
-    case 5: return std::abs(x) <= 1.0 / 3 || std::abs(y) <= 1.0 / 3;    // cross
-    case 6: return std::abs(x) + std::abs(y) <= 1;                      // diamond
-    default: return r2 <= 1 && r2 >= 0.55 * 0.55;                      // ring
+    case 0:
+      return r2 <= 1;  // circle
+    case 1:
+      return true;  // square
+    case 2:
+      return std::abs(x) <= v;  // triangle, apex up
+    case 3:
+      return inside_polygon(star, u, v);  // star
+    case 4:
+      return inside_polygon(hexagon, u, v);  // hexagon
+    case 5:
+      return std::abs(x) <= 1.0 / 3 || std::abs(y) <= 1.0 / 3;  // cross
+    case 6:
+      return std::abs(x) + std::abs(y) <= 1;  // diamond
+    default:
+      return r2 <= 1 && r2 >= 0.55 * 0.55;  // ring
   }
 }
 
@@ -60,7 +68,9 @@ uint8_t blend(uint8_t under, uint8_t over, double alpha) {
   return uint8_t(std::lround(under + (over - under) * alpha));
 }
 
-uint8_t clamp_byte(double v) { return uint8_t(std::clamp(std::lround(v), 0L, 255L)); }
+uint8_t clamp_byte(double v) {
+  return uint8_t(std::clamp(std::lround(v), 0L, 255L));
+}
 
 }  // namespace
 
@@ -93,7 +103,9 @@ uint64_t SynthRandom::next() {
   return z ^ (z >> 31);
 }
 
-double SynthRandom::uniform() { return double(next() >> 11) * 0x1.0p-53; }
+double SynthRandom::uniform() {
+  return double(next() >> 11) * 0x1.0p-53;
+}
 
 int SynthRandom::integer(int low, int high) {
   return low + int(next() % uint64_t(high - low + 1));
@@ -120,7 +132,8 @@ void draw_background(Image& image, SynthRandom& random) {
       if (texture == 2) mix = std::fmod(along - origin, period) < period / 2 ? 0 : 1;
       uint8_t* p = image.pixel(x, y);
       for (int c = 0; c < 3; ++c)
-        p[c] = clamp_byte(a[size_t(c)] + (b[size_t(c)] - a[size_t(c)]) * mix + (random.uniform() - 0.5) * noise);
+        p[c] =
+            clamp_byte(a[size_t(c)] + (b[size_t(c)] - a[size_t(c)]) * mix + (random.uniform() - 0.5) * noise);
     }
 }
 

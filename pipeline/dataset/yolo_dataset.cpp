@@ -38,7 +38,9 @@ void read_list_file(const fs::path& list, std::vector<fs::path>& images) {
   }
 }
 
-bool in_unit_range(double v) { return v >= 0 && v <= 1; }
+bool in_unit_range(double v) {
+  return v >= 0 && v <= 1;
+}
 
 // The problem of a label read from a file, or empty.
 std::string label_problem(const loss::YoloLabel& l, size_t class_count) {
@@ -92,10 +94,11 @@ bool read_labels(Sample& sample, size_t class_count, SplitReport& report) {
 }  // namespace
 
 fs::path label_path_for(const fs::path& image) {
-  std::string text = image.string();
+  std::string text = "/" + image.string();  // so that a relative "images/x.jpg" has its "/images/" too
   const std::string images = "/images/";
   if (const size_t at = text.rfind(images); at != std::string::npos)
     text.replace(at, images.size(), "/labels/");
+  text.erase(0, 1);
   return fs::path(text).replace_extension(".txt");
 }
 
@@ -113,7 +116,9 @@ void SplitReport::note_corrupt(const std::string& reason) {
 }
 
 void SplitReport::note_undecodable(const Sample& sample, const std::string& reason) {
-  --(sample.label_file == LabelFile::boxes ? labelled : sample.label_file == LabelFile::empty ? empty : missing);
+  --(sample.label_file == LabelFile::boxes   ? labelled
+     : sample.label_file == LabelFile::empty ? empty
+                                             : missing);
   note_corrupt(reason);
 }
 
@@ -128,9 +133,9 @@ std::vector<fs::path> split_images(const std::vector<fs::path>& sources) {
     else if (fs::exists(status))
       read_list_file(source, images);
     else
-      throw UsageError(printable_path(source) + ": " + (ec && ec != std::errc::no_such_file_or_directory
-                                                            ? ec.message()
-                                                            : "no such folder or image list"));
+      throw UsageError(
+          printable_path(source) + ": " +
+          (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "no such folder or image list"));
     names += (names.empty() ? "" : ", ") + printable_path(source);
   }
   if (images.empty()) throw UsageError("no images (jpg, jpeg, png, bmp) in " + names);

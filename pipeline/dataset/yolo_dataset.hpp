@@ -2,7 +2,8 @@
 // "./x" relative to the list's folder, as Ultralytics reads them), each paired with its label file the
 // Ultralytics way (the last "/images/" of the path becomes "/labels/", the extension ".txt"), and the labels
 // checked. What is wrong with the data decides what happens (docs/training-data.md):
-// - errors (UsageError, one line naming the file): a missing split folder or list file, a split without images;
+// - errors (UsageError, one line naming the file): a missing split folder or list file, a split without
+// images;
 // - skipped and counted as corrupt, with a warning naming the file and line: a label line without 5 fields or
 //   with a field that is not a number, a class id that is not an integer, is negative or is beyond `names`,
 //   coordinates outside [0, 1]; an image that does not decode (found by whoever decodes it: note_corrupt);
@@ -30,12 +31,12 @@ struct Sample {
 };
 
 struct SplitReport {
-  size_t images = 0;      // image files found
-  size_t labelled = 0;    // with a label file holding at least one box
-  size_t missing = 0;     // no label file (background)
-  size_t empty = 0;       // an empty label file (background)
-  size_t corrupt = 0;     // skipped
-  size_t duplicates = 0;  // label lines removed as duplicates
+  size_t images = 0;                  // image files found
+  size_t labelled = 0;                // with a label file holding at least one box
+  size_t missing = 0;                 // no label file (background)
+  size_t empty = 0;                   // an empty label file (background)
+  size_t corrupt = 0;                 // skipped
+  size_t duplicates = 0;              // label lines removed as duplicates
   std::vector<std::string> warnings;  // one line per skipped image or removed duplicate, in file order
 
   // "8 images, 6 labelled, 1 background (1 no label file, 0 empty label files), 1 corrupt skipped"

@@ -1,0 +1,157 @@
+// `lab val` end to end: a tiny synthetic dataset on the cpu backend (our kernels) with a corrupt image and a
+// corrupt label file among good ones, and bus.jpg with its five labels on the reference forward. The JSON's
+// metrics are recomputed from its own predictions and the dataset's labels by the metric code, and (bus) by
+// pycocotools and the numpy transcription of Ultralytics' formulas (tests/reference_metrics.py).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/dataset/synth_dataset.hpp"
+#include "pipeline/dataset/yolo_dataset.hpp"
+#include "pipeline/val/validator.hpp"
+#include "tests/reference_metrics_support.hpp"
+#include "tests/test_helpers.hpp"
+
+using namespace lab;
+using lab::test::contains;
+using lab::test::quoted;
+using lab::test::ScratchDir;
+using lab::test::write_file;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModel = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+
+// The images of a `lab val --json` document with their detections, paired with the dataset's labels.
+std::vector<metrics::ImageEval> evals_of(const nlohmann::json& document, const dataset::Split& split) {
+  std::vector<metrics::ImageEval> evals;
+  for (const nlohmann::json& image : document.at("images")) {
+    const fs::path file = fs::path(image.at("file").get<std::string>()).lexically_normal();
+    const auto sample =
+        std::find_if(split.samples.begin(), split.samples.end(),
+                     [&](const dataset::Sample& s) { return s.image.lexically_normal() == file; });
+    REQUIRE(sample != split.samples.end());
+    metrics::ImageEval eval;
+    for (const nlohmann::json& d : image.at("detections")) {
+      const auto xyxy = d.at("xyxy").get<std::vector<double>>();
+      eval.predictions.push_back(
+          {{xyxy[0], xyxy[1], xyxy[2], xyxy[3]}, d.at("score").get<double>(), d.at("class").get<int>()});
+    }
+    eval.truths =
+        val::truths_in_pixels(sample->labels, image.at("width").get<int>(), image.at("height").get<int>());
+    evals.push_back(std::move(eval));
+  }
+  return evals;
+}
+
+void check_metrics_match(const nlohmann::json& document, const metrics::DetectionMetrics& m,
+                         const metrics::CocoSummary& coco, double margin) {
+  const nlohmann::json& overall = document.at("metrics");
+  CHECK(overall.at("precision").get<double>() == Approx(m.precision).margin(margin));
+  CHECK(overall.at("recall").get<double>() == Approx(m.recall).margin(margin));
+  CHECK(overall.at("map50").get<double>() == Approx(m.map50).margin(margin));
+  CHECK(overall.at("map50_95").get<double>() == Approx(m.map50_95).margin(margin));
+  CHECK(document.at("coco").at("map50_95").get<double>() == Approx(coco.map50_95).margin(margin));
+  CHECK(document.at("coco").at("map50").get<double>() == Approx(coco.map50).margin(margin));
+  REQUIRE(document.at("classes").size() == m.classes.size());
+  for (size_t c = 0; c < m.classes.size(); ++c) {
+    const nlohmann::json& row = document.at("classes")[c];
+    CHECK(row.at("class").get<int>() == m.classes[c].cls);
+    CHECK(row.at("precision").get<double>() == Approx(m.classes[c].precision).margin(margin));
+    CHECK(row.at("recall").get<double>() == Approx(m.classes[c].recall).margin(margin));
+    CHECK(row.at("map50").get<double>() == Approx(m.classes[c].map50).margin(margin));
+    CHECK(row.at("map50_95").get<double>() == Approx(m.classes[c].map50_95).margin(margin));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lab val on a synthetic dataset, cpu backend: table, JSON rows per class, corrupt files counted",
+          "[val][cli]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: " << kModel.string() << " is absent");
+    return;
+  }
+  ScratchDir dir("val-synth");
+  dataset::SynthOptions options;
+  options.out = dir.path / "shapes";
+  options.classes = 3, options.train = 0, options.val = 8, options.imgsz = 128, options.seed = 5;
+  dataset::write_synth_dataset(options);
+  write_file(dir.path / "shapes/images/val/broken.jpg", "\xff\xd8\xff not really a JPEG");
+  write_file(dir.path / "shapes/labels/val/broken.txt", "0 0.5 0.5 0.1 0.1\n");
+  write_file(dir.path / "shapes/labels/val/000007.txt", "0 0.5 0.5 0.1\n");  // now a corrupt label file
+
+  const fs::path json = dir.path / "val.json";
+  const lab::test::LabResult r = lab::test::run_lab(
+      "val " + quoted((dir.path / "shapes/data.yaml").string()) + " --model " + quoted(kModel.string()) +
+      " --backend cpu --imgsz 64 --batch 8 --json " + quoted(json.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out,
+                 "val: 9 images, 7 labelled, 0 background (0 no label file, 0 empty label files), "
+                 "2 corrupt skipped\n"));
+  CHECK(contains(r.out,
+                 "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95)\n"
+                 "                   all          7 "));
+  CHECK(contains(r.err, "000007.txt:1: expected 'class cx cy w h' (5 numbers)"));
+  CHECK(contains(r.err, "broken.jpg: cannot read image"));
+  CHECK(contains(r.err, "lab: warning: the model has 80 classes, the dataset 3"));
+
+  const nlohmann::json document = nlohmann::json::parse(lab::test::read_text(json));
+  CHECK(document.at("backend") == "cpu");
+  CHECK(document.at("dataset").at("corrupt") == 2);
+  CHECK(document.at("images").size() == 7);
+  const dataset::Split split =
+      dataset::read_split(dataset::read_data_yaml(dir.path / "shapes/data.yaml"), "val");
+  const std::vector<metrics::ImageEval> evals = evals_of(document, split);
+  size_t instances = 0, predictions = 0;
+  for (const metrics::ImageEval& e : evals) instances += e.truths.size(), predictions += e.predictions.size();
+  CHECK(document.at("metrics").at("instances") == instances);
+  CHECK(predictions > 0);  // conf 0.001 keeps the network's low scores
+  for (const nlohmann::json& row : document.at("classes")) {
+    CHECK(contains(r.out, row.at("name").get<std::string>() + "          "));
+    CHECK(row.at("instances").get<size_t>() > 0);
+  }
+  check_metrics_match(document, metrics::ultralytics_metrics(evals), metrics::coco_map(evals), 1e-12);
+}
+
+TEST_CASE("lab val on bus.jpg and its labels: the numbers of pycocotools and Ultralytics' formulas",
+          "[val][cli]") {
+  const fs::path bus = fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg";
+  if (!fs::exists(kModel) || !fs::exists(bus)) {
+    WARN("skipped: the shared assets are absent");
+    return;
+  }
+  ScratchDir dir("val-bus");
+  fs::create_directories(dir.path / "images" / "val");
+  fs::copy_file(bus, dir.path / "images" / "val" / "bus.jpg");
+  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "images" / "zidane.jpg",
+                dir.path / "images" / "val" / "zidane.jpg");
+  fs::create_directories(dir.path / "labels" / "val");
+  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "goldens" / "bus_labels.txt",
+                dir.path / "labels" / "val" / "bus.txt");
+  write_file(dir.path / "data.yaml", "val: images/val\nnc: 80\n");
+
+  const fs::path json = dir.path / "val.json";
+  const lab::test::LabResult r = lab::test::run_lab(
+      "val " + quoted((dir.path / "data.yaml").string()) + " --model " + quoted(kModel.string()) +
+      " --backend reference --imgsz 320 --json " + quoted(json.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out,
+                 "val: 2 images, 1 labelled, 1 background (1 no label file, 0 empty label files), "
+                 "0 corrupt skipped\n"));
+  const nlohmann::json document = nlohmann::json::parse(lab::test::read_text(json));
+  const dataset::Split split = dataset::read_split(dataset::read_data_yaml(dir.path / "data.yaml"), "val");
+  const std::vector<metrics::ImageEval> evals = evals_of(document, split);
+  const lab::test::ReferenceMetrics reference = lab::test::reference_metrics(evals, dir.path);
+  INFO("COCO " << reference.coco.map50_95 << ", Ultralytics " << reference.ultralytics.map50_95);
+  CHECK(reference.coco.map50 > 0.5);  // the persons and the bus are found
+  REQUIRE(document.at("classes").size() == 2);
+  CHECK(document.at("classes")[0].at("name") == "class0");
+  CHECK(document.at("classes")[1].at("instances") == 1);
+  check_metrics_match(document, reference.ultralytics, reference.coco, 1e-9);
+}
