@@ -67,6 +67,46 @@ void check_metrics_match(const nlohmann::json& document, const metrics::Detectio
   }
 }
 
+// bus.jpg with its five labels and zidane.jpg without a label file: `lab val` on `backend`, its JSON numbers
+// against pycocotools and the numpy transcription of Ultralytics' formulas on the JSON's own predictions.
+void check_bus_val(const std::string& backend) {
+  const fs::path bus = fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg";
+  if (!fs::exists(kModel) || !fs::exists(bus)) {
+    WARN("skipped: the shared assets are absent");
+    return;
+  }
+  ScratchDir dir("val-bus");
+  fs::create_directories(dir.path / "images" / "val");
+  fs::copy_file(bus, dir.path / "images" / "val" / "bus.jpg");
+  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "images" / "zidane.jpg",
+                dir.path / "images" / "val" / "zidane.jpg");
+  fs::create_directories(dir.path / "labels" / "val");
+  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "goldens" / "bus_labels.txt",
+                dir.path / "labels" / "val" / "bus.txt");
+  write_file(dir.path / "data.yaml", "val: images/val\nnc: 80\n");
+
+  const fs::path json = dir.path / "val.json";
+  const lab::test::LabResult r = lab::test::run_lab("val " + quoted((dir.path / "data.yaml").string()) +
+                                                    " --model " + quoted(kModel.string()) + " --backend " +
+                                                    backend + " --imgsz 320 --json " + quoted(json.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out,
+                 "val: 2 images, 1 labelled, 1 background (1 no label file, 0 empty label files), "
+                 "0 corrupt skipped\n"));
+  const nlohmann::json document = nlohmann::json::parse(lab::test::read_text(json));
+  CHECK(document.at("backend") == backend);
+  const dataset::Split split = dataset::read_split(dataset::read_data_yaml(dir.path / "data.yaml"), "val");
+  const std::vector<metrics::ImageEval> evals = evals_of(document, split);
+  const lab::test::ReferenceMetrics reference = lab::test::reference_metrics(evals, dir.path);
+  INFO("COCO " << reference.coco.map50_95 << ", Ultralytics " << reference.ultralytics.map50_95);
+  CHECK(reference.coco.map50 > 0.5);  // the persons and the bus are found
+  REQUIRE(document.at("classes").size() == 2);
+  CHECK(document.at("classes")[0].at("name") == "class0");
+  CHECK(document.at("classes")[1].at("instances") == 1);
+  check_metrics_match(document, reference.ultralytics, reference.coco, 1e-9);
+}
+
 }  // namespace
 
 TEST_CASE("lab val on a synthetic dataset, cpu backend: table, JSON rows per class, corrupt files counted",
@@ -120,38 +160,41 @@ TEST_CASE("lab val on a synthetic dataset, cpu backend: table, JSON rows per cla
 
 TEST_CASE("lab val on bus.jpg and its labels: the numbers of pycocotools and Ultralytics' formulas",
           "[val][cli]") {
-  const fs::path bus = fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg";
-  if (!fs::exists(kModel) || !fs::exists(bus)) {
-    WARN("skipped: the shared assets are absent");
-    return;
-  }
-  ScratchDir dir("val-bus");
-  fs::create_directories(dir.path / "images" / "val");
-  fs::copy_file(bus, dir.path / "images" / "val" / "bus.jpg");
-  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "images" / "zidane.jpg",
-                dir.path / "images" / "val" / "zidane.jpg");
-  fs::create_directories(dir.path / "labels" / "val");
-  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "goldens" / "bus_labels.txt",
-                dir.path / "labels" / "val" / "bus.txt");
-  write_file(dir.path / "data.yaml", "val: images/val\nnc: 80\n");
+  check_bus_val("reference");
+}
 
-  const fs::path json = dir.path / "val.json";
-  const lab::test::LabResult r = lab::test::run_lab(
-      "val " + quoted((dir.path / "data.yaml").string()) + " --model " + quoted(kModel.string()) +
-      " --backend reference --imgsz 320 --json " + quoted(json.string()));
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(contains(r.out,
-                 "val: 2 images, 1 labelled, 1 background (1 no label file, 0 empty label files), "
-                 "0 corrupt skipped\n"));
-  const nlohmann::json document = nlohmann::json::parse(lab::test::read_text(json));
-  const dataset::Split split = dataset::read_split(dataset::read_data_yaml(dir.path / "data.yaml"), "val");
-  const std::vector<metrics::ImageEval> evals = evals_of(document, split);
-  const lab::test::ReferenceMetrics reference = lab::test::reference_metrics(evals, dir.path);
-  INFO("COCO " << reference.coco.map50_95 << ", Ultralytics " << reference.ultralytics.map50_95);
-  CHECK(reference.coco.map50 > 0.5);  // the persons and the bus are found
-  REQUIRE(document.at("classes").size() == 2);
-  CHECK(document.at("classes")[0].at("name") == "class0");
-  CHECK(document.at("classes")[1].at("instances") == 1);
-  check_metrics_match(document, reference.ultralytics, reference.coco, 1e-9);
+TEST_CASE("lab val --backend cuda on bus.jpg: the numbers of pycocotools and Ultralytics' formulas",
+          "[val][cli][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_bus_val("cuda");
+}
+
+TEST_CASE("lab val: a missing YAML or split, or a split of corrupt images only, is one line, exit 2, no JSON",
+          "[val][cli]") {
+  ScratchDir dir("val-bad");
+  const fs::path json = dir.path / "out.json";
+  const auto val = [&](const fs::path& yaml) {
+    return lab::test::run_lab("val " + quoted(yaml.string()) + " --model " + quoted(kModel.string()) +
+                              " --backend reference --imgsz 64 --json " + quoted(json.string()));
+  };
+  const lab::test::LabResult missing = val(dir.path / "absent.yaml");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err ==
+        "lab: " + (dir.path / "absent.yaml").string() + ": cannot read dataset YAML (no such file)\n");
+  write_file(dir.path / "train_only.yaml", "train: images/train\nnames: [a]\n");
+  const lab::test::LabResult no_val = val(dir.path / "train_only.yaml");
+  CHECK(no_val.exit_code == 2);
+  CHECK(no_val.err == "lab: " + (dir.path / "train_only.yaml").string() + ": no 'val' split\n");
+  fs::create_directories(dir.path / "images" / "val");
+  fs::create_directories(dir.path / "labels" / "val");
+  write_file(dir.path / "images" / "val" / "a.jpg", "not an image");
+  write_file(dir.path / "labels" / "val" / "a.txt", "4 0.5 0.5 0.1 0.1\n");
+  write_file(dir.path / "data.yaml", "val: images/val\nnames: [a]\n");
+  const lab::test::LabResult corrupt = val(dir.path / "data.yaml");
+  CHECK(corrupt.exit_code == 2);
+  CHECK(contains(corrupt.err,
+                 "a.txt:1: class 4 is beyond the dataset's 1 classes (0 to 0) (corrupt: image skipped)\n"));
+  CHECK(contains(corrupt.err, "lab: " + (dir.path / "data.yaml").string() +
+                                  ": no usable image in split 'val' (1 images, "));
+  CHECK_FALSE(fs::exists(json));
 }
