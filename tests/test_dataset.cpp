@@ -12,6 +12,7 @@
 #include "pipeline/dataset/synth_dataset.hpp"
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/image/image.hpp"
+#include "tests/fuzz_support.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -283,4 +284,56 @@ TEST_CASE("lab data synth: the command writes the dataset; bad options are one l
   CHECK(classes.exit_code == 2);
   CHECK(contains(classes.err, "--classes"));
   CHECK(!fs::exists("x"));
+}
+
+TEST_CASE("mutated data YAMLs and label files are a clean read, a skip or a one-line error",
+          "[dataset][fuzz]") {
+  namespace fuzz = lab::test::fuzz;
+  ScratchDir dir("dataset-fuzz");
+  const fs::path yaml = make_root(dir.path);
+  const std::string good_yaml = read_text(yaml);
+  const std::string good_labels = "0 0.5 0.5 0.2 0.2\n2 0.1 0.9 0.05 0.1\n1 0.3 0.3 0.4 0.4\n";
+  // Tokens that parsers trip on, spliced in beside the byte mutations.
+  const std::vector<std::string> tokens = {
+      "nan", "inf", "-inf",  "1e999", "-0", "0x10", "1.5", "\t", "\r\n", "99999999999999999999",
+      ": [", "{",   "&a *a", "- ",    "#",  "\xff"};
+  fuzz::Rng rng(20);
+  const double rss_before = fuzz::peak_rss_mib();
+  fuzz::Outcomes yaml_outcomes, label_outcomes;
+  int corrupt_label_files = 0;
+  const int cases = fuzz::scaled_count(150);
+  for (int i = 0; i < cases; ++i) {
+    std::string labels = good_labels, text = good_yaml;
+    for (std::string* target : {&labels, &text}) {
+      if (fuzz::pick(rng, 0, 2) == 0)
+        target->insert(fuzz::pick(rng, 0, target->size() + 1), tokens[fuzz::pick(rng, 0, tokens.size())]);
+      else
+        fuzz::mutate(*target, 0, target->size(), rng);
+    }
+    write_file(dir.path / "labels" / "val" / "a.txt", labels);
+    write_file(dir.path / "images" / "val" / "a.jpg", "x");
+    write_file(yaml, good_yaml);
+    fuzz::expect_clean(
+        [&] {
+          const Split split = read_split(read_data_yaml(yaml), "val");
+          CHECK(split.report.labelled + split.report.empty + split.report.missing + split.report.corrupt ==
+                split.report.images);
+          corrupt_label_files += int(split.report.corrupt);
+        },
+        (dir.path / "labels").string(), "label file " + std::to_string(i), label_outcomes);
+    write_file(yaml, text);
+    fuzz::expect_clean([&] { read_data_yaml(yaml); }, yaml.string(), "data YAML " + std::to_string(i),
+                       yaml_outcomes);
+  }
+  INFO("dataset fuzz: " << cases << " label files (" << corrupt_label_files
+                        << " splits with a skipped image), " << yaml_outcomes.loaded << " YAMLs read, "
+                        << yaml_outcomes.rejected << " rejected with one line; slowest "
+                        << std::max(label_outcomes.slowest_s, yaml_outcomes.slowest_s) << " s");
+  // Every kind of outcome occurs, so the mutations reach the checks.
+  CHECK(label_outcomes.loaded == cases);  // a bad label file skips its image, never fails the split
+  CHECK(corrupt_label_files > 0);
+  CHECK(corrupt_label_files < cases);
+  CHECK(yaml_outcomes.loaded > 0);
+  CHECK(yaml_outcomes.rejected > 0);
+  CHECK(fuzz::peak_rss_mib() - rss_before < 1024);
 }

@@ -18,10 +18,13 @@ namespace {
 constexpr size_t kMaxQuoted = 80;
 constexpr size_t kMaxClasses = 100000;
 
-// "<file>:<line>: " for a node from the file (yaml-cpp counts lines from 0), "<file>: " otherwise.
-std::string where(const fs::path& yaml, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
+// "<file>:<line>: " at a position yaml-cpp knows (it counts lines from 0), "<file>: " otherwise.
+std::string at_mark(const fs::path& yaml, const YAML::Mark& mark) {
   return printable_path(yaml) + (mark.is_null() ? "" : ":" + std::to_string(mark.line + 1)) + ": ";
+}
+
+std::string where(const fs::path& yaml, const YAML::Node& node) {
+  return at_mark(yaml, node.Mark());
 }
 
 std::string scalar_text(const fs::path& yaml, const YAML::Node& node, const std::string& key) {
@@ -91,9 +94,8 @@ DataConfig read_data_yaml(const fs::path& yaml) {
   YAML::Node doc;
   try {
     doc = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw UsageError(printable_path(yaml) + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML (" +
-                     printable(e.msg, kMaxQuoted) + ")");
+  } catch (const YAML::Exception& e) {
+    throw UsageError(at_mark(yaml, e.mark) + "not valid YAML (" + printable(e.msg, kMaxQuoted) + ")");
   }
   if (!doc.IsMap())
     throw UsageError(printable_path(yaml) + ": expected a mapping with path, train, val, names");
@@ -118,8 +120,7 @@ DataConfig read_data_yaml(const fs::path& yaml) {
     }
     return config;
   } catch (const YAML::Exception& e) {
-    throw UsageError(printable_path(yaml) + ":" + std::to_string(e.mark.line + 1) + ": " +
-                     printable(e.msg, kMaxQuoted));
+    throw UsageError(at_mark(yaml, e.mark) + printable(e.msg, kMaxQuoted));
   }
 }
 
