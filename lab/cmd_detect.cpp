@@ -6,7 +6,6 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <memory>
 #include <optional>
@@ -72,36 +71,6 @@ void save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image,
   }
   draw_annotations(image, boxes);
   write_image(image, annotated_path(out_dir, r.file));
-}
-
-// --devices: "all" or comma-separated GPU ordinals for cuda (one forward worker per GPU); for cpu and
-// reference each entry is one more forward worker on the host.
-std::vector<int> parse_devices(const std::string& text, const std::string& executor) {
-  if (text == "all") {
-    if (executor != "cuda") return {0};
-    std::vector<int> all{0};  // without a GPU the Detector reports that no device is available
-    for (int i = 1; i < cuda_device_count(); ++i) all.push_back(i);
-    return all;
-  }
-  const UsageError malformed("--devices " + text + ": expected 'all' or GPU ordinals like 0,1");
-  if (text.empty() || text.back() == ',') throw malformed;
-  std::vector<int> devices;
-  std::stringstream list(text);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    size_t used = 0;
-    int ordinal = -1;
-    try {
-      ordinal = std::stoi(item, &used);
-    } catch (const std::exception&) {
-    }
-    if (item.empty() || used != item.size() || ordinal < 0) throw malformed;
-    if (std::find(devices.begin(), devices.end(), ordinal) != devices.end())
-      throw UsageError("--devices " + text + ": device " + item + " is named twice");
-    devices.push_back(ordinal);
-  }
-  if (devices.empty()) throw malformed;
-  return devices;
 }
 
 // The output folder: --out as given, else runs/detect/NAME, numbered unless --exist-ok.
@@ -259,10 +228,7 @@ void add_detect_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   add_executor_option(cmd, o->backend);
   cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
-  cmd->add_option("--devices", o->devices,
-                  "GPUs that share a folder's batches: comma-separated ordinals or 'all' (cuda); with cpu or "
-                  "reference each entry adds a forward worker")
-      ->capture_default_str();
+  add_devices_option(cmd, o->devices);
   auto* name = cmd->add_option("--name", o->name,
                                "Output folder runs/detect/NAME, numbered NAME2, NAME3, ... when it exists")
                    ->check(not_empty())

@@ -23,7 +23,7 @@ namespace lab {
 namespace {
 
 struct ValOptions {
-  std::string data, model, backend = "auto", precision = "fp32", json, split = "val";
+  std::string data, model, backend = "auto", precision = "fp32", json, split = "val", devices = "0";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.001f;
 };
@@ -44,6 +44,7 @@ void run_val(ValOptions o, const CliState& state) {
 
   std::string backend_note;
   const std::string executor = resolve_executor(o.backend, precision, backend_note);
+  const std::vector<int> devices = parse_devices(o.devices, executor);
   const ModelLocation model = locate_model(default_model_search(o.model));
   const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
   if (network_model.class_names.size() != config.names.size())
@@ -52,18 +53,22 @@ void run_val(ValOptions o, const CliState& state) {
               << ": predicted class ids are compared with the labels' as they are\n";
   human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
         << backend_note << ", imgsz " << o.imgsz << " rect"
-        << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision)) << "\n";
+        << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
+        << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
 
   DetectStreamOptions stream;
   stream.detector.imgsz = o.imgsz, stream.detector.rect = true, stream.detector.conf = o.conf;
   stream.detector.max_det = o.max_det, stream.detector.precision = precision;
   stream.batch = o.batch;
+  stream.forward_workers = int(devices.size());
   stream.decode_threads = int(std::max(1u, std::max(2u, std::thread::hardware_concurrency()) / 2));
   const RuntimeContext context = state.context();
   Progress progress(split.samples.size() > 1);
   val::ValHooks hooks;
-  hooks.make_detector = [&](int) {
-    return std::make_unique<Detector>(network_model, executor, context, stream.detector);
+  hooks.make_detector = [&](int worker) {
+    RuntimeContext device_context = context;
+    device_context.options.device = devices[size_t(worker)];
+    return std::make_unique<Detector>(network_model, executor, device_context, stream.detector);
   };
   hooks.warn = [&](const std::string& line) {
     progress.finish();
@@ -110,6 +115,7 @@ void add_val_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   add_executor_option(cmd, o->backend);
   cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
+  add_devices_option(cmd, o->devices);
   cmd->add_option("--json", o->json,
                   "Write the metrics and every image's detections to this JSON file ('-': stdout)")
       ->check(not_empty());

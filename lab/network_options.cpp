@@ -1,9 +1,12 @@
 // The options and the JSON output `lab detect` and `lab val` share.
 #include "lab/network_options.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "lab/option_checks.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "pipeline/atomic_file.hpp"
 
@@ -22,6 +25,41 @@ void add_executor_option(CLI::App* cmd, std::string& value) {
                   "(the plain C++ forward)")
       ->check(CLI::IsMember({"auto", "cuda", "cpu", "reference"}))
       ->capture_default_str();
+}
+
+void add_devices_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--devices", value,
+                  "GPUs that share the batches: comma-separated ordinals or 'all' (cuda); with cpu or "
+                  "reference each entry adds a forward worker")
+      ->capture_default_str();
+}
+
+std::vector<int> parse_devices(const std::string& text, const std::string& executor) {
+  if (text == "all") {
+    if (executor != "cuda") return {0};
+    std::vector<int> all{0};  // without a GPU the Detector reports that no device is available
+    for (int i = 1; i < cuda_device_count(); ++i) all.push_back(i);
+    return all;
+  }
+  const UsageError malformed("--devices " + text + ": expected 'all' or GPU ordinals like 0,1");
+  if (text.empty() || text.back() == ',') throw malformed;
+  std::vector<int> devices;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t used = 0;
+    int ordinal = -1;
+    try {
+      ordinal = std::stoi(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (item.empty() || used != item.size() || ordinal < 0) throw malformed;
+    if (std::find(devices.begin(), devices.end(), ordinal) != devices.end())
+      throw UsageError("--devices " + text + ": device " + item + " is named twice");
+    devices.push_back(ordinal);
+  }
+  if (devices.empty()) throw malformed;
+  return devices;
 }
 
 std::string resolve_executor(const std::string& requested, Precision precision, std::string& note) {

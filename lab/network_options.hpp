@@ -1,9 +1,10 @@
-// What `lab detect` and `lab val` share around the network: the --model and --backend options, what
-// --backend auto resolves to on this machine, and the --json output (a file written atomically, or stdout
-// with '-').
+// What `lab detect` and `lab val` share around the network: the --model, --backend and --devices options,
+// what --backend auto resolves to on this machine, and the --json output (a file written atomically, or
+// stdout with '-').
 #pragma once
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,14 @@ void add_model_option(CLI::App* cmd, std::string& value);
 
 // Adds --backend to `cmd`, stored in `value` (default auto).
 void add_executor_option(CLI::App* cmd, std::string& value);
+
+// Adds --devices (default "0") to `cmd`.
+void add_devices_option(CLI::App* cmd, std::string& value);
+
+// --devices: "all" or comma-separated GPU ordinals for cuda (one forward worker per GPU); for cpu and
+// reference each entry is one more forward worker on the host. UsageError "--devices ...: ..." when
+// malformed.
+std::vector<int> parse_devices(const std::string& text, const std::string& executor);
 
 // auto: cuda with a GPU; without one the CPU reference, or the cpu backend for a reduced precision (the
 // reference forward only accumulates in float64). `note` says why, for the header line.

@@ -67,23 +67,28 @@ void check_metrics_match(const nlohmann::json& document, const metrics::Detectio
   }
 }
 
+bool bus_assets_present() {
+  if (fs::exists(kModel) && fs::exists(fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg")) return true;
+  WARN("skipped: the shared assets are absent");
+  return false;
+}
+
+// bus.jpg with its five labels, zidane.jpg without a label file, `nc: 80`.
+void make_bus_dataset(const fs::path& root) {
+  fs::create_directories(root / "images" / "val");
+  fs::create_directories(root / "labels" / "val");
+  for (const char* image : {"bus.jpg", "zidane.jpg"})
+    fs::copy_file(fs::path(LAB_ASSETS_DIR) / "images" / image, root / "images" / "val" / image);
+  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "goldens" / "bus_labels.txt", root / "labels" / "val" / "bus.txt");
+  write_file(root / "data.yaml", "val: images/val\nnc: 80\n");
+}
+
 // bus.jpg with its five labels and zidane.jpg without a label file: `lab val` on `backend`, its JSON numbers
 // against pycocotools and the numpy transcription of Ultralytics' formulas on the JSON's own predictions.
 void check_bus_val(const std::string& backend) {
-  const fs::path bus = fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg";
-  if (!fs::exists(kModel) || !fs::exists(bus)) {
-    WARN("skipped: the shared assets are absent");
-    return;
-  }
+  if (!bus_assets_present()) return;
   ScratchDir dir("val-bus");
-  fs::create_directories(dir.path / "images" / "val");
-  fs::copy_file(bus, dir.path / "images" / "val" / "bus.jpg");
-  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "images" / "zidane.jpg",
-                dir.path / "images" / "val" / "zidane.jpg");
-  fs::create_directories(dir.path / "labels" / "val");
-  fs::copy_file(fs::path(LAB_ASSETS_DIR) / "goldens" / "bus_labels.txt",
-                dir.path / "labels" / "val" / "bus.txt");
-  write_file(dir.path / "data.yaml", "val: images/val\nnc: 80\n");
+  make_bus_dataset(dir.path);
 
   const fs::path json = dir.path / "val.json";
   const lab::test::LabResult r = lab::test::run_lab("val " + quoted((dir.path / "data.yaml").string()) +
@@ -197,4 +202,27 @@ TEST_CASE("lab val: a missing YAML or split, or a split of corrupt images only, 
   CHECK(contains(corrupt.err, "lab: " + (dir.path / "data.yaml").string() +
                                   ": no usable image in split 'val' (1 images, "));
   CHECK_FALSE(fs::exists(json));
+}
+
+TEST_CASE("lab val --devices 0,1 on the reference forward: two forward workers, the numbers of one",
+          "[val][cli]") {
+  if (!bus_assets_present()) return;
+  ScratchDir dir("val-workers");
+  make_bus_dataset(dir.path);
+  std::vector<nlohmann::json> documents;
+  for (const std::string devices : {"0", "0,1"}) {
+    const fs::path json = dir.path / ("val" + devices + ".json");
+    const lab::test::LabResult r = lab::test::run_lab(
+        "val " + quoted((dir.path / "data.yaml").string()) + " --model " + quoted(kModel.string()) +
+        " --backend reference --imgsz 160 --devices " + devices + " --json " + quoted(json.string()));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(contains(r.out, "2 forward workers") == (devices == "0,1"));
+    documents.push_back(nlohmann::json::parse(lab::test::read_text(json)));
+  }
+  CHECK(documents[0].at("metrics") == documents[1].at("metrics"));
+  CHECK(documents[0].at("classes") == documents[1].at("classes"));
+  CHECK(documents[0].at("coco") == documents[1].at("coco"));
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(documents[0].at("images")[i].at("detections") == documents[1].at("images")[i].at("detections"));
 }

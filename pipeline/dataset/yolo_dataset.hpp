@@ -3,10 +3,10 @@
 // Ultralytics way (the last "/images/" of the path becomes "/labels/", the extension ".txt"), and the labels
 // checked. What is wrong with the data decides what happens (docs/training-data.md):
 // - errors (UsageError, one line naming the file): a missing split folder or list file, a split without
-// images;
+//   images;
 // - skipped and counted as corrupt, with a warning naming the file and line: a label line without 5 fields or
 //   with a field that is not a number, a class id that is not an integer, is negative or is beyond `names`,
-//   coordinates outside [0, 1]; an image that does not decode (found by whoever decodes it: note_corrupt);
+//   coordinates outside [0, 1]; an image that does not decode (found by whoever decodes it: note_undecodable);
 // - kept and counted: a missing label file or an empty one (a background image); duplicate label lines are
 //   removed and counted.
 #pragma once
