@@ -1,14 +1,13 @@
-// `lab val` end to end: a tiny synthetic dataset on the cpu backend (our kernels) with a corrupt image and a
-// corrupt label file among good ones, and bus.jpg with its five labels on the reference forward. The JSON's
-// metrics are recomputed from its own predictions and the dataset's labels by the metric code, and (bus) by
-// pycocotools and the numpy transcription of Ultralytics' formulas (tests/reference_metrics.py).
+// `lab val` end to end: a tiny `lab data synth` dataset on the cpu backend (our kernels) with a corrupt image
+// and a corrupt label file among good ones, and bus.jpg with its five labels on the reference forward. The
+// JSON's metrics are recomputed from its own predictions and the dataset's labels by the metric code, and
+// (bus) by pycocotools and the numpy transcription of Ultralytics' formulas (tests/reference_metrics.py).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/dataset/synth_dataset.hpp"
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/val/validator.hpp"
 #include "tests/reference_metrics_support.hpp"
@@ -115,10 +114,9 @@ TEST_CASE("lab val on a synthetic dataset, cpu backend: table, JSON rows per cla
     return;
   }
   ScratchDir dir("val-synth");
-  dataset::SynthOptions options;
-  options.out = dir.path / "shapes";
-  options.classes = 3, options.train = 0, options.val = 8, options.imgsz = 128, options.seed = 5;
-  dataset::write_synth_dataset(options);
+  REQUIRE(lab::test::run_lab("data synth " + quoted((dir.path / "shapes").string()) +
+                             " --classes 3 --train 0 --val 8 --imgsz 128 --seed 5")
+              .exit_code == 0);
   write_file(dir.path / "shapes/images/val/broken.jpg", "\xff\xd8\xff not really a JPEG");
   write_file(dir.path / "shapes/labels/val/broken.txt", "0 0.5 0.5 0.1 0.1\n");
   write_file(dir.path / "shapes/labels/val/000007.txt", "0 0.5 0.5 0.1\n");  // now a corrupt label file
