@@ -23,6 +23,7 @@
 #include "pipeline/detect/image_inputs.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/detect/output_folder.hpp"
+#include "pipeline/detect/stage_profile.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
 #include "lab/network_options.hpp"
@@ -58,19 +59,44 @@ fs::path label_path(const fs::path& out_dir, const ImageDetections& r) {
   return out_dir / "labels" / (fs::path(r.file).stem().string() + ".txt");
 }
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Draws the detections on the image and writes it (unless --nosave) and its label file (--save-txt); called
-// from the save workers.
-void save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r) {
+// from the host workers. Each step's time goes to `profile`.
+void save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r,
+                  StageProfile& profile) {
+  auto start = std::chrono::steady_clock::now();
   if (o.save_txt) write_file_atomically(label_path(out_dir, r), yolo_label_text(r));
-  if (o.nosave) return;
-  std::vector<BoxAnnotation> boxes;
-  for (const Detection& d : r.detections) {
-    char score[16];
-    std::snprintf(score, sizeof score, "%.2f", d.score);
-    boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
+  double write_ms = ms_since(start);
+  if (!o.nosave) {
+    start = std::chrono::steady_clock::now();
+    std::vector<BoxAnnotation> boxes;
+    for (const Detection& d : r.detections) {
+      char score[16];
+      std::snprintf(score, sizeof score, "%.2f", d.score);
+      boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
+    }
+    draw_annotations(image, boxes);
+    profile.add(Stage::Draw, ms_since(start));
+    start = std::chrono::steady_clock::now();
+    const fs::path path = annotated_path(out_dir, r.file);
+    const std::vector<uint8_t> encoded = encode_image(image, path);
+    profile.add(Stage::Encode, ms_since(start));
+    start = std::chrono::steady_clock::now();
+    write_file_atomically(path, std::string(encoded.begin(), encoded.end()));
+    write_ms += ms_since(start);
   }
-  draw_annotations(image, boxes);
-  write_image(image, annotated_path(out_dir, r.file));
+  profile.add(Stage::Write, write_ms);
+}
+
+// The batch shapes the forwards over `files` will run at, from the image headers (batching.hpp), for the
+// Detectors to build before the clock starts.
+std::vector<BatchShape> planned_shapes(const std::vector<fs::path>& files, const DetectOptions& o) {
+  std::vector<std::optional<ImageSize>> sizes;
+  for (const fs::path& file : files) sizes.push_back(image_file_size(file));
+  return batch_shapes(sizes, o.imgsz, !o.square, o.batch);
 }
 
 // The output folder: --out as given, else runs/detect/NAME, numbered unless --exist-ok.
@@ -132,12 +158,17 @@ void run_detect(DetectOptions o, CliState& state) {
   Progress progress(any_folder && files.size() > 1);
   size_t failed = 0;
   std::mutex dump_mutex;
-  const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+  const int cores = int(std::max(2u, std::thread::hardware_concurrency()));
+  StageProfile profile;
   DetectStreamOptions stream;
   stream.detector = options;
   stream.batch = o.batch;
   stream.forward_workers = int(devices.size());
-  stream.decode_threads = stream.save_threads = int(std::max(1u, cores / 2));
+  // The forward workers mostly wait for their device; every other core decodes and saves.
+  stream.host_threads = std::max(1, cores - stream.forward_workers);
+  stream.profile = &profile;
+  // Our kernels build one plan per batch shape: all of them before the clock starts.
+  if (runs_our_kernels(executor)) stream.prepare = planned_shapes(files, o);
   DetectStreamHooks hooks;
   hooks.make_detector = [&](int worker) {
     RuntimeContext device_context = context;
@@ -160,7 +191,7 @@ void run_detect(DetectOptions o, CliState& state) {
       dump_network_tensors(detector.network(), names, o.dump);
     };
   hooks.save = [&](Image& image, const ImageDetections& r) {
-    save_outputs(o, out_dir, image, r);
+    save_outputs(o, out_dir, image, r, profile);
     std::lock_guard lock(labels_mutex);
     labels_written.insert(label_path(out_dir, r).filename().string());
   };
@@ -189,9 +220,10 @@ void run_detect(DetectOptions o, CliState& state) {
     std::snprintf(
         line, sizeof line,
         "Throughput: %zu images in %.2fs, %.1f images/s (decode, forward, save overlapped; after %.2fs "
-        "of set-up)",
-        results.size(), seconds, double(results.size()) / seconds, setup_s);
+        "of set-up: model, %zu forward plans built ahead)",
+        results.size(), seconds, double(results.size()) / seconds, setup_s, stream.prepare.size());
     human << line << "\n";
+    if (state.verbose) human << profile.report(results.size(), stream.host_threads, stream.forward_workers);
   }
   human << "Results saved to " << out_dir.string() << (o.nosave ? " (--nosave: no annotated images)" : "");
   if (o.save_txt) human << ", " << results.size() << " label files in " << (out_dir / "labels").string();

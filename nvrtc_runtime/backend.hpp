@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nvrtc_runtime/compile_types.hpp"
+#include "nvrtc_runtime/host_buffer.hpp"
 #include "nvrtc_runtime/kernel_args.hpp"
 
 namespace lab {
@@ -108,6 +109,14 @@ class Backend {
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void fill_bytes(void* device_dst, uint8_t value, size_t bytes) = 0;
+  // Host memory to stage transfers in (host_buffer.hpp): page-locked where copies are DMA (cuda); the default
+  // is ordinary memory.
+  virtual HostBuffer alloc_host(size_t bytes) { return HostBuffer::pageable(bytes); }
+  // upload() that may return before the copy is done (cuda, from alloc_host memory): the copy is ordered
+  // before the launches and transfers that follow, and `host_src` must stay unchanged until synchronize().
+  virtual void upload_async(void* device_dst, const void* host_src, size_t bytes) {
+    upload(device_dst, host_src, bytes);
+  }
 
   // Enqueue a launch; errors name the kernel. The cpu backend runs it to completion before returning.
   virtual void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) = 0;

@@ -146,6 +146,17 @@ class CudaBackend : public Backend {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy device->host");
     synchronize();
   }
+  HostBuffer alloc_host(size_t bytes) override {
+    if (bytes == 0) return {};
+    void* p = nullptr;
+    // Portable: page-locked for every device's context, as --devices workers share the staging slots.
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+          "cudaHostAlloc(" + std::to_string(bytes) + " bytes)");
+    return HostBuffer(p, bytes, [](void* ptr) noexcept { cudaFreeHost(ptr); });
+  }
+  void upload_async(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync host->device");
+  }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
     check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last());
   }

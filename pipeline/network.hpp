@@ -31,6 +31,14 @@ class Network {
   virtual ~Network() = default;
   virtual std::string executor_name() const = 0;  // "reference", "cuda", "cpu"
   virtual void forward(const float* input, int batch, int height, int width) = 0;
+  // The same forward over images that lie apart, each [3, H, W] at its own address (staging slots): the
+  // kernel executor uploads each one into the batch input without assembling the batch on the host; the
+  // default assembles it and calls forward(). Returns the milliseconds the input took to reach the network
+  // (the uploads, or the assembly); the rest of the call is the forward.
+  virtual double forward_images(const std::vector<const float*>& images, int height, int width);
+  // Builds what a forward of this shape needs (the kernel executor: its modules, arena and captured graph) so
+  // that the forward itself only runs; the default has nothing to build.
+  virtual void prepare(int /*batch*/, int /*height*/, int /*width*/) {}
   // [batch * max_det * 6] of the last forward.
   virtual std::vector<float> detections() = 0;
   // Names available after a forward: "input", "layer00".."layer22", "head.boxes" [B,4,A] (raw l,t,r,b in grid

@@ -1,6 +1,7 @@
-// CountingBackend: a Backend that forwards everything to another one and counts the host-to-device uploads
-// and the compiles that missed the cache, so a test can check how often an op copies data to the device and
-// whether Backend::precompile covered every module compiled after it.
+// CountingBackend: a Backend that forwards everything to another one and counts the host-to-device uploads,
+// the compiles that missed the cache and the graph captures, so a test can check how often an op copies data
+// to the device, whether Backend::precompile covered every module compiled after it, and when plans are
+// captured.
 #pragma once
 #include "nvrtc_runtime/backend.hpp"
 
@@ -11,6 +12,7 @@ class CountingBackend : public Backend {
   explicit CountingBackend(Backend& inner) : inner_(inner) {}
   size_t uploads = 0;
   size_t compile_misses = 0;  // compile() calls that were not cache hits
+  size_t captures = 0;
 
   std::string name() const override { return inner_.name(); }
   DeviceInfo device() const override { return inner_.device(); }
@@ -26,6 +28,11 @@ class CountingBackend : public Backend {
     ++uploads;
     inner_.upload(dst, src, bytes);
   }
+  void upload_async(void* dst, const void* src, size_t bytes) override {
+    ++uploads;
+    inner_.upload_async(dst, src, bytes);
+  }
+  HostBuffer alloc_host(size_t bytes) override { return inner_.alloc_host(bytes); }
   void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override { inner_.fill_bytes(dst, value, bytes); }
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
@@ -35,6 +42,7 @@ class CountingBackend : public Backend {
   double time_ms(const std::function<void()>& work) override { return inner_.time_ms(work); }
   void release(void* ptr) noexcept override { inner_.release(ptr); }
   std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
+    ++captures;
     return inner_.capture(work);
   }
   void fork_lanes(int count) override { inner_.fork_lanes(count); }

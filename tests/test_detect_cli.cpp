@@ -398,3 +398,49 @@ TEST_CASE("without a GPU, lab detect --precision fp16 runs on the cpu backend", 
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, "backend cpu (auto: no CUDA device, and --precision fp16 needs our kernels)"));
 }
+
+TEST_CASE("lab detect on a folder with our kernels: batch 2 through the staging slots gives batch 1's detections "
+          "and files; --verbose prints the stage profile",
+          "[detect]") {
+  if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
+    WARN("skipped: shared assets not found at " << kAssets);
+    return;
+  }
+  lab::test::ScratchDir dir("detect-staging");
+  const fs::path images = dir.path / "images";
+  fs::create_directories(images);
+  // Two bus images (one rect shape) and zidane (another): at batch 2 one batch of two and one of one.
+  fs::copy_file(kAssets / "images" / "bus.jpg", images / "a_bus.jpg");
+  fs::copy_file(kAssets / "images" / "bus.jpg", images / "b_bus.jpg");
+  fs::copy_file(kAssets / "images" / "zidane.jpg", images / "c_zidane.jpg");
+  const auto detect = [&](const std::string& name, const std::string& flags) {
+    const LabResult r = run_detect(quoted(images.string()) + " --backend cpu --imgsz 128 --conf 0.1 " + flags +
+                                   " --out " + quoted((dir.path / name).string()) + " --json " +
+                                   quoted((dir.path / (name + ".json")).string()));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    // Both runs form two batch shapes (128x96 for the bus, 96x128 for zidane), built before the clock.
+    CHECK(contains(r.out, "Throughput: 3 images in "));
+    CHECK(contains(r.out, "of set-up: model, 2 forward plans built ahead)"));
+    return std::make_pair(r, nlohmann::json::parse(read_text(dir.path / (name + ".json"))));
+  };
+  const auto [one, one_json] = detect("one", "--batch 1");
+  const auto [two, two_json] = detect("two", "--batch 2 --verbose");
+  REQUIRE(one_json["images"].size() == 3);
+  REQUIRE(two_json["images"].size() == 3);
+  size_t detections = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const nlohmann::json& a = one_json["images"][i];
+    const nlohmann::json& b = two_json["images"][i];
+    CHECK(b["file"] == a["file"]);
+    CHECK(b["detections"] == a["detections"]);
+    detections += a["detections"].size();
+    const std::string file = fs::path(a["file"].get<std::string>()).filename().string();
+    CHECK(read_text(dir.path / "two" / file) == read_text(dir.path / "one" / file));
+  }
+  CHECK(detections > 0);
+  CHECK_FALSE(contains(one.out, "Stages ("));
+  for (const char* stage : {"decode ", "letterbox ", "draw ", "encode ", "write ", "upload ", "forward ", "top-k "})
+    CHECK(contains(two.out, stage));
+  CHECK(contains(two.out, "critical: "));
+}

@@ -99,6 +99,19 @@ TEST_CASE("batches take consecutive images of one letterboxed shape up to --batc
   CHECK(joins_batch(a, 3, b, 4));  // square mode always batches
 }
 
+TEST_CASE("the batch shapes planned from image sizes are those the batching rule forms", "[detect]") {
+  const ImageSize tall{810, 1080}, wide{1280, 720};
+  // 3 tall, an unreadable file (no break), 2 tall, 1 wide, then 2 tall: at batch 2, tall batches of 2, 2, 1
+  // and 2, and a wide batch of 1.
+  const std::vector<std::optional<ImageSize>> sizes = {tall, tall, tall,  std::nullopt, tall,
+                                                       tall, wide, tall, tall};
+  CHECK(batch_shapes(sizes, 640, true, 2) ==
+        std::vector<BatchShape>{{1, 384, 640}, {1, 640, 480}, {2, 640, 480}});
+  CHECK(batch_shapes(sizes, 640, true, 1) == std::vector<BatchShape>{{1, 384, 640}, {1, 640, 480}});
+  CHECK(batch_shapes(sizes, 640, false, 32) == std::vector<BatchShape>{{8, 640, 640}});  // square: one batch
+  CHECK(batch_shapes({std::nullopt}, 640, true, 4).empty());
+}
+
 TEST_CASE("image arguments expand folders to their sorted image files", "[detect]") {
   test::ScratchDir dir("detect-inputs");
   for (const char* name : {"b.png", "a.JPG", "c.bmp", "notes.txt", "d.jpeg"})

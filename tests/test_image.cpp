@@ -106,6 +106,46 @@ TEST_CASE("letterboxed bus.jpg reproduces the Ultralytics golden input byte for 
   }
   INFO("max " << max_diff << "/255, " << different << " of " << ours.size() << " values differ");
   CHECK(different == 0);
+  // The one-pass letterbox into a staging buffer, as lab detect's host workers run it.
+  std::vector<float> direct(gold.size());
+  letterbox_nchw(bus, g, direct.data());
+  CHECK(direct == ours);
+}
+
+TEST_CASE("the one-pass letterbox writes what letterbox then append_nchw do, padding included", "[image]") {
+  // Random pixels; down- and upscaling, rect and square, odd sizes and a single pixel.
+  uint32_t state = 12345;
+  for (const auto [w, h] : {std::pair{810, 1080}, {1280, 720}, {33, 17}, {1, 1}, {3, 200}, {640, 640}})
+    for (const int imgsz : {64, 320, 640})
+      for (const bool rect : {true, false}) {
+        INFO(w << "x" << h << " imgsz " << imgsz << (rect ? " rect" : " square"));
+        Image image(w, h);
+        for (uint8_t& v : image.rgb) v = uint8_t((state = state * 1664525u + 1013904223u) >> 24);
+        const LetterboxGeometry g = letterbox_geometry(w, h, imgsz, rect);
+        std::vector<float> expected;
+        append_nchw(letterbox(image, g), expected);
+        std::vector<float> direct(expected.size(), -1.0f);
+        letterbox_nchw(image, g, direct.data());
+        CHECK(direct == expected);
+      }
+}
+
+TEST_CASE("image_file_size reads the size from the header of a JPEG or PNG, and nothing from a bad file",
+          "[image]") {
+  test::ScratchDir dir("image-size");
+  write_image(Image(37, 21, 50), dir.path / "a.jpg");
+  write_image(Image(5, 9, 50), dir.path / "b.png");
+  test::write_file(dir.path / "c.jpg", "not a jpeg");
+  const std::optional<ImageSize> jpeg = image_file_size(dir.path / "a.jpg");
+  REQUIRE(jpeg);
+  CHECK(jpeg->width == 37);
+  CHECK(jpeg->height == 21);
+  const std::optional<ImageSize> png = image_file_size(dir.path / "b.png");
+  REQUIRE(png);
+  CHECK(png->width == 5);
+  CHECK(png->height == 9);
+  CHECK_FALSE(image_file_size(dir.path / "c.jpg"));
+  CHECK_FALSE(image_file_size(dir.path / "absent.png"));
 }
 
 TEST_CASE("boxes map back to the source image and are clipped", "[image]") {

@@ -158,16 +158,33 @@ TEST_CASE("kernel network on the GPU matches the reference forward at 640x640 at
   compare_with_reference(*model, *backend, input, 3, 320, 224);
 }
 
-TEST_CASE("kernel network uploads the decode's anchor grid once per image size, not once per batch plan",
-          "[network]") {
+namespace {
+
+// yolo26n on the cpu backend behind a CountingBackend; null (with a warning) without the shared model.
+struct CountedCpuNetwork {
+  std::unique_ptr<Backend> cpu = make_backend("cpu", test::embedded_context());
+  test::CountingBackend backend{*cpu};
+  std::unique_ptr<Network> network;
+};
+std::unique_ptr<CountedCpuNetwork> counted_cpu_network() {
   const Yolo26Model* model = test::shared_yolo26n();
   if (!model) {
     WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
+    return nullptr;
   }
-  auto cpu = make_backend("cpu", test::embedded_context());
-  test::CountingBackend backend(*cpu);
-  auto network = make_kernel_network(*model, backend);
+  auto counted = std::make_unique<CountedCpuNetwork>();
+  counted->network = make_kernel_network(*model, counted->backend);
+  return counted;
+}
+
+}  // namespace
+
+TEST_CASE("kernel network uploads the decode's anchor grid once per image size, not once per batch plan",
+          "[network]") {
+  const auto counted = counted_cpu_network();
+  if (!counted) return;
+  test::CountingBackend& backend = counted->backend;
+  Network* network = counted->network.get();
   auto uploads_of_forward = [&](int batch, int height, int width) {
     const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 5);
     const size_t before = backend.uploads;
@@ -182,6 +199,31 @@ TEST_CASE("kernel network uploads the decode's anchor grid once per image size, 
   CHECK(uploads_of_forward(2, 64, 64) == 1);  // a new plan (batch 2) at the same size: no new grid
   CHECK(uploads_of_forward(1, 64, 64) == 1);
   CHECK(uploads_of_forward(2, 64, 96) == 1);
+}
+
+TEST_CASE("a kernel network's forward over separate images equals its forward over the batch, and prepare "
+          "builds the plan before it",
+          "[network]") {
+  const auto counted = counted_cpu_network();
+  if (!counted) return;
+  test::CountingBackend& backend = counted->backend;
+  Network* network = counted->network.get();
+  network->prepare(2, 64, 96);
+  CHECK(backend.captures == 1);  // the plan's graph, before any forward
+  const auto batch = random_uniform(size_t(2) * 3 * 64 * 96, 0.0f, 1.0f, 11);
+  // The two images apart, as staging slots hold them.
+  const size_t per_image = size_t(3) * 64 * 96;
+  HostBuffer slots = backend.alloc_host(2 * per_image * sizeof(float) + 64);
+  float* second = slots.as<float>() + per_image + 16;
+  std::copy_n(batch.data(), per_image, slots.as<float>());
+  std::copy_n(batch.data() + per_image, per_image, second);
+  const size_t uploads = backend.uploads;
+  network->forward_images({slots.as<float>(), second}, 64, 96);
+  CHECK(backend.uploads - uploads == 2);  // each image straight into the batch input
+  CHECK(backend.captures == 1);           // the prepared plan ran
+  const std::vector<float> separate = network->detections();
+  network->forward(batch.data(), 2, 64, 96);
+  CHECK(network->detections() == separate);
 }
 
 TEST_CASE("a kernel network names only the nn kernel instances its convs use", "[network]") {

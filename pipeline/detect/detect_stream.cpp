@@ -1,7 +1,11 @@
-// The three-stage detect stream: one mutex and condition variable guard the per-file slots, the batch queue
-// and the save queue; every wait also wakes on a failure, so no stage can hang after another one threw.
+// The detect stream: one mutex and condition variable guard the per-file slots, the free staging slots, the
+// batch queue and the save queue; every wait also wakes on a failure, so no stage can hang after another one
+// threw. Host workers claim files in file order together with a staging slot, so the slots always hold the
+// earliest undone files, whose batches can always complete: at most batch - 1 of them wait in an open batch.
 #include "pipeline/detect/detect_stream.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -20,9 +24,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Staging: a slot holds one letterboxed image; enough slots for two batches per forward worker and one
+// image per host worker, within kStagingBytes (never fewer than one batch).
+constexpr size_t kStagingBytes = size_t(2) << 30;
+
+size_t staging_slots(const DetectStreamOptions& o) {
+  const size_t slot_bytes = max_input_floats(o.detector) * sizeof(float);
+  const size_t wanted = size_t(2 * o.batch * o.forward_workers + o.host_threads);
+  return std::max(size_t(o.batch), std::min(wanted, kStagingBytes / slot_bytes));
+}
+
 struct Slot {
   std::optional<Image> image;             // decoded, waiting for its batch (then drawn on by a save worker)
-  std::optional<PreparedImage> prepared;  // its letterboxed network input
+  std::optional<PreparedImage> prepared;  // its letterboxed network input, in `staging`
+  float* staging = nullptr;
   std::string decode_error;               // the file could not be decoded
   bool decoded = false;
   std::optional<ImageDetections> result;  // set once the annotated image is written
@@ -45,7 +62,7 @@ class Stream {
         options_(o),
         hooks_(h),
         slots_(files.size()),
-        window_(size_t(std::max(8, 4 * o.batch * o.forward_workers + 2 * o.decode_threads))) {}
+        window_(size_t(std::max(8, 4 * o.batch * o.forward_workers + 2 * o.host_threads))) {}
 
   std::vector<ImageDetections> run() {
     std::vector<std::thread> threads;
@@ -58,10 +75,8 @@ class Stream {
       start = !stopping_;
     }
     if (start && hooks_.started) guarded(hooks_.started);
-    for (int i = 0; i < options_.decode_threads; ++i)
-      threads.emplace_back([this] { guarded([this] { decode_loop(); }); });
-    for (int i = 0; i < options_.save_threads; ++i)
-      threads.emplace_back([this] { guarded([this] { save_loop(); }); });
+    for (int i = 0; i < options_.host_threads; ++i)
+      threads.emplace_back([this] { guarded([this] { host_loop(); }); });
     guarded([this] { feed_and_report(); });
     {
       std::lock_guard lock(mutex_);
@@ -85,45 +100,87 @@ class Stream {
     }
   }
 
-  // Decode workers: take the next file once it is within the window ahead of the reported output.
-  void decode_loop() {
+  // Host workers: save a finished image if one waits, else decode the next file once it is within the
+  // window ahead of the reported output and a staging slot is free.
+  void host_loop() {
     for (;;) {
-      size_t index;
+      std::optional<SaveTask> task;
+      size_t index = 0;
+      float* staging = nullptr;
       {
         std::unique_lock lock(mutex_);
-        if (stopping_ || next_decode_ >= files_.size()) return;
-        index = next_decode_++;
-        changed_.wait(lock, [&] { return stopping_ || index < reported_ + window_; });
-        if (stopping_) return;
+        changed_.wait(lock, [&] { return stopping_ || !saves_.empty() || can_decode(); });
+        if (stopping_ && (saves_.empty() || failure_)) return;
+        if (!saves_.empty()) {
+          task.emplace(std::move(saves_.front()));
+          saves_.pop_front();
+        } else {
+          index = next_decode_++;
+          staging = free_staging_.back();
+          free_staging_.pop_back();
+        }
       }
-      std::optional<Image> image;
-      std::optional<PreparedImage> prepared;
-      std::string error;
-      // A file that cannot be decoded or letterboxed (or whose pixels do not fit in memory) is skipped with
-      // its reason; the stream goes on with the others.
-      try {
-        image = decode_image(files_[index]);
-        prepared = prepare_image(*image, files_[index].string(), options_.detector);
-      } catch (const UsageError& e) {
-        error = e.what();
-      } catch (const std::bad_alloc&) {
-        error = printable_path(files_[index]) + ": cannot read image (out of memory)";
+      if (task) {
+        hooks_.save(task->image, task->result);
+        std::lock_guard lock(mutex_);
+        slots_[task->index].result = std::move(task->result);
+        changed_.notify_all();
+      } else {
+        decode(index, staging);
       }
-      if (!error.empty()) image.reset();
-      std::lock_guard lock(mutex_);
-      slots_[index].image = std::move(image);
-      slots_[index].prepared = std::move(prepared);
-      slots_[index].decode_error = std::move(error);
-      slots_[index].decoded = true;
-      changed_.notify_all();
     }
   }
 
-  // Forward workers: one Detector each, made on this thread.
+  bool can_decode() const {
+    return next_decode_ < files_.size() && next_decode_ < reported_ + window_ && !free_staging_.empty();
+  }
+
+  // Decodes file `index` and letterboxes it into `staging`. A file that cannot be decoded or letterboxed (or
+  // whose pixels do not fit in memory) is skipped with its reason; the stream goes on with the others.
+  void decode(size_t index, float* staging) {
+    std::optional<Image> image;
+    std::optional<PreparedImage> prepared;
+    std::string error;
+    double decode_ms = 0;
+    try {
+      const auto start = Clock::now();
+      image = decode_image(files_[index]);
+      decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      prepared = prepare_image(*image, files_[index].string(), options_.detector, staging);
+    } catch (const UsageError& e) {
+      error = e.what();
+    } catch (const std::bad_alloc&) {
+      error = printable_path(files_[index]) + ": cannot read image (out of memory)";
+    }
+    if (options_.profile && error.empty()) {
+      options_.profile->add(Stage::Decode, decode_ms);
+      options_.profile->add(Stage::Letterbox, prepared->preprocess_ms);
+    }
+    if (!error.empty()) image.reset(), prepared.reset();
+    std::lock_guard lock(mutex_);
+    if (prepared)
+      slots_[index].staging = staging;
+    else
+      free_staging_.push_back(staging);
+    slots_[index].image = std::move(image);
+    slots_[index].prepared = std::move(prepared);
+    slots_[index].decode_error = std::move(error);
+    slots_[index].decoded = true;
+    changed_.notify_all();
+  }
+
+  // Forward workers: one Detector each, made on this thread; the first also allocates the staging slots.
   void forward_loop(int worker) {
     const std::unique_ptr<Detector> detector = hooks_.make_detector(worker);
+    detector->prepare(options_.prepare);
+    const size_t slots = worker == 0 ? staging_slots(options_) : 0, floats = max_input_floats(options_.detector);
+    HostBuffer staging = detector->alloc_staging(slots * floats * sizeof(float));
     {
       std::lock_guard lock(mutex_);
+      if (worker == 0) {
+        staging_ = std::move(staging);
+        for (size_t k = slots; k-- > 0;) free_staging_.push_back(staging_.as<float>() + k * floats);
+      }
       ++detectors_;
       changed_.notify_all();
     }
@@ -131,6 +188,7 @@ class Stream {
       Batch batch;
       std::vector<Image> images;
       std::vector<PreparedImage> prepared;
+      std::vector<float*> staging;
       {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [&] { return stopping_ || !batches_.empty() || batches_closed_; });
@@ -140,8 +198,10 @@ class Stream {
         for (size_t i : batch.indices) {
           images.push_back(std::move(*slots_[i].image));
           prepared.push_back(std::move(*slots_[i].prepared));
+          staging.push_back(slots_[i].staging);
           slots_[i].image.reset();
           slots_[i].prepared.reset();
+          slots_[i].staging = nullptr;
         }
       }
       std::vector<const PreparedImage*> pointers;
@@ -151,29 +211,17 @@ class Stream {
         names.push_back(p.file);
       }
       std::vector<ImageDetections> results = detector->detect(pointers);
-      prepared.clear();  // the network input is no longer needed while the images are saved
+      if (options_.profile)
+        for (const ImageDetections& r : results) {
+          options_.profile->add(Stage::Upload, r.times.upload_ms);
+          options_.profile->add(Stage::Forward, r.times.inference_ms - r.times.upload_ms);
+          options_.profile->add(Stage::TopK, r.times.postprocess_ms);
+        }
       if (hooks_.after_forward) hooks_.after_forward(*detector, names);
       std::lock_guard lock(mutex_);
+      free_staging_.insert(free_staging_.end(), staging.begin(), staging.end());  // uploaded: refill them
       for (size_t k = 0; k < images.size(); ++k)
         saves_.push_back({batch.indices[k], std::move(images[k]), std::move(results[k])});
-      changed_.notify_all();
-    }
-  }
-
-  void save_loop() {
-    for (;;) {
-      std::optional<SaveTask> task;
-      {
-        std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || !saves_.empty(); });
-        if (stopping_ && saves_.empty()) return;
-        if (stopping_ && failure_) return;
-        task.emplace(std::move(saves_.front()));
-        saves_.pop_front();
-      }
-      hooks_.save(task->image, task->result);
-      std::lock_guard lock(mutex_);
-      slots_[task->index].result = std::move(task->result);
       changed_.notify_all();
     }
   }
@@ -253,6 +301,9 @@ class Stream {
   std::vector<Slot> slots_;
   const size_t window_;  // decoded or in-flight images ahead of the reported output
 
+  HostBuffer staging_;                // the slots, allocated by forward worker 0's Detector
+  std::vector<float*> free_staging_;  // slots no file holds
+
   std::mutex mutex_;
   std::condition_variable changed_;
   size_t next_decode_ = 0, reported_ = 0;
@@ -270,8 +321,7 @@ class Stream {
 std::vector<ImageDetections> run_detect_stream(const std::vector<fs::path>& files,
                                                const DetectStreamOptions& options,
                                                const DetectStreamHooks& hooks) {
-  if (options.batch < 1 || options.forward_workers < 1 || options.decode_threads < 1 ||
-      options.save_threads < 1)
+  if (options.batch < 1 || options.forward_workers < 1 || options.host_threads < 1)
     throw UsageError("detect stream: batch and worker counts must be at least 1");
   return Stream(files, options, hooks).run();
 }

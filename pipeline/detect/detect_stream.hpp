@@ -1,9 +1,10 @@
-// `lab detect` over many images as a stream with three overlapping stages: decode workers (decode and
-// letterbox, in file order, a bounded window ahead of the output), forward workers (one Detector each, e.g.
-// one per GPU with
-// --devices, fed batches of consecutive same-shape images) and save workers (draw, encode and write the
-// annotated image). Results, summary lines and skipped files are reported in file order on the calling
-// thread, so the output does not depend on the number of workers.
+// `lab detect` over many images as a stream: host workers (decode and letterbox, in file order, a bounded
+// window ahead of the output, each image straight into a staging slot; and draw, encode and write of finished
+// images, which they take first), and forward workers (one Detector each, e.g. one per GPU with --devices,
+// fed batches of consecutive same-shape images, uploaded from the slots). Staging slots are page-locked
+// memory on cuda, enough for two batches per forward worker plus one per host worker, so a batch fills while
+// the one before it is uploaded and run. Results, summary lines and skipped files are reported in file order
+// on the calling thread, so the output does not depend on the number of workers.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -13,15 +14,18 @@
 
 #include "pipeline/detect/detection.hpp"
 #include "pipeline/detect/detector.hpp"
+#include "pipeline/detect/stage_profile.hpp"
 #include "pipeline/image/image.hpp"
 
 namespace lab {
 
 struct DetectStreamOptions {
-  DetectorOptions detector;  // the letterbox of the pre-processing, done by the decode workers
+  DetectorOptions detector;  // the letterbox of the pre-processing, done by the host workers
   int batch = 1;             // images per forward (see batching.hpp)
   int forward_workers = 1;   // Detectors, each driven by its own thread
-  int decode_threads = 1, save_threads = 1;
+  int host_threads = 1;      // decode + letterbox, and save (the hook)
+  std::vector<BatchShape> prepare;  // built by every Detector before the stream starts (Detector::prepare)
+  StageProfile* profile = nullptr;  // gets decode, letterbox, upload, forward and top-k times when set
 };
 
 struct DetectStreamHooks {
@@ -32,7 +36,7 @@ struct DetectStreamHooks {
   std::function<void()> started;
   // After each forward, on the forward worker's thread (e.g. --dump of the network's tensors).
   std::function<void(Detector&, const std::vector<std::string>& files)> after_forward;
-  // Draws and writes one annotated image; called concurrently from the save workers.
+  // Draws and writes one annotated image; called concurrently from the host workers.
   std::function<void(Image&, const ImageDetections&)> save;
   // In file order, on the calling thread: a finished image, or a file that could not be decoded.
   std::function<void(const ImageDetections&)> finished;
@@ -41,9 +45,10 @@ struct DetectStreamHooks {
   std::function<void(size_t index, size_t total, const std::string& file)> progress;
 };
 
-// Makes the Detectors first (a bad option or a missing device fails before anything is read or written),
-// then runs every file through the stages and returns the results in file order (skipped files left out).
-// A failure in any stage other than decoding stops the stream and is rethrown here, after every thread ended.
+// Makes the Detectors first and has them build options.prepare (a bad option or a missing device fails
+// before anything is read or written), then runs every file through the stages and returns the results in
+// file order (skipped files left out). A failure in any stage other than decoding stops the stream and is
+// rethrown here, after every thread ended.
 std::vector<ImageDetections> run_detect_stream(const std::vector<std::filesystem::path>& files,
                                                const DetectStreamOptions& options,
                                                const DetectStreamHooks& hooks);

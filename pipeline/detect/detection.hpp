@@ -17,6 +17,7 @@ struct Detection {
 
 struct StageTimes {
   double preprocess_ms = 0, inference_ms = 0, postprocess_ms = 0;
+  double upload_ms = 0;  // the part of inference_ms that took the input to the network
 };
 
 struct ImageDetections {

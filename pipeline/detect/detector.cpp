@@ -62,24 +62,40 @@ std::string Detector::executor_name() const {
   return network_->executor_name();
 }
 
-PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options) {
+size_t max_input_floats(const DetectorOptions& options) {
+  return size_t(3) * size_t(options.imgsz) * size_t(options.imgsz);
+}
+
+PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options,
+                            float* nchw) {
   const auto start = Clock::now();
   PreparedImage p;
   p.file = file;
   p.width = image.width;
   p.height = image.height;
   p.geometry = letterbox_geometry(image.width, image.height, options.imgsz, options.rect);
-  append_nchw(letterbox(image, p.geometry), p.nchw);
+  letterbox_nchw(image, p.geometry, nchw);
+  p.nchw = nchw;
   p.preprocess_ms = ms_since(start);
   return p;
+}
+
+void Detector::prepare(const std::vector<BatchShape>& shapes) {
+  for (const BatchShape& s : shapes) network_->prepare(s.batch, s.height, s.width);
+}
+
+HostBuffer Detector::alloc_staging(size_t bytes) {
+  return backend_ ? backend_->alloc_host(bytes) : HostBuffer::pageable(bytes);
 }
 
 std::vector<ImageDetections> Detector::detect(const std::vector<const Image*>& images,
                                               const std::vector<std::string>& files) {
   if (images.empty() || images.size() != files.size()) throw UsageError("detect: no images in the batch");
+  const size_t per_image = max_input_floats(options_);
+  std::vector<float> inputs(per_image * images.size());
   std::vector<PreparedImage> prepared;
   for (size_t i = 0; i < images.size(); ++i)
-    prepared.push_back(prepare_image(*images[i], files[i], options_));
+    prepared.push_back(prepare_image(*images[i], files[i], options_, inputs.data() + i * per_image));
   std::vector<const PreparedImage*> pointers;
   for (const PreparedImage& p : prepared) pointers.push_back(&p);
   return detect(pointers);
@@ -89,8 +105,7 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
   if (images.empty()) throw UsageError("detect: no images in the batch");
   const int batch = int(images.size());
   std::vector<ImageDetections> results(images.size());
-  std::vector<float> input;
-  input.reserve(images[0]->nchw.size() * images.size());
+  std::vector<const float*> inputs;
   for (size_t i = 0; i < images.size(); ++i) {
     const PreparedImage& p = *images[i];
     ImageDetections& r = results[i];
@@ -101,12 +116,12 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
     r.geometry = p.geometry;
     if (r.geometry.width != results[0].geometry.width || r.geometry.height != results[0].geometry.height)
       throw UsageError("detect: " + p.file + " has another letterboxed shape than " + results[0].file);
-    input.insert(input.end(), p.nchw.begin(), p.nchw.end());
+    inputs.push_back(p.nchw);
     r.times.preprocess_ms = p.preprocess_ms;
   }
 
   const auto forward_start = Clock::now();
-  network_->forward(input.data(), batch, results[0].geometry.height, results[0].geometry.width);
+  const double upload_ms = network_->forward_images(inputs, results[0].geometry.height, results[0].geometry.width);
   const std::vector<float> rows = network_->detections();
   const double forward_ms = ms_since(forward_start);
 
@@ -116,6 +131,7 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
     const auto start = Clock::now();
     ImageDetections& r = results[i];
     r.times.inference_ms = forward_ms / batch;
+    r.times.upload_ms = upload_ms / batch;
     for (size_t k = 0; k < row_count; ++k) {
       const float* row = rows.data() + i * per_image + k * 6;
       if (!(row[4] > options_.conf)) continue;

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "nvrtc_runtime/host_buffer.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
+#include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/detection.hpp"
 #include "pipeline/image/image.hpp"
 #include "pipeline/model/yolo26_model.hpp"
@@ -31,10 +33,14 @@ struct PreparedImage {
   std::string file;
   int width = 0, height = 0;  // the source image
   LetterboxGeometry geometry;
-  std::vector<float> nchw;  // [3, geometry.height, geometry.width], RGB / 255
+  const float* nchw = nullptr;  // [3, geometry.height, geometry.width], RGB / 255, in the caller's memory
   double preprocess_ms = 0;
 };
-PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options);
+// The floats one letterboxed image of these options needs at most (3 x imgsz x imgsz).
+size_t max_input_floats(const DetectorOptions& options);
+// Letterboxes `image` into `nchw` (room for max_input_floats(options)), e.g. a staging slot.
+PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options,
+                            float* nchw);
 
 // The executors a forward runs on, by the user's word: our kernels on each backend available here (its name),
 // then the CPU reference ("reference").
@@ -56,10 +62,15 @@ class Detector {
   std::string executor_name() const;
   Network& network() { return *network_; }  // the last forward's tensors, for --dump and the viewer
 
+  // Builds the network's plan (arena, captured graph) of each shape before the first forward needs it.
+  void prepare(const std::vector<BatchShape>& shapes);
+  // Host memory to stage network inputs in: page-locked on cuda, so their uploads are DMA.
+  HostBuffer alloc_staging(size_t bytes);
+
   // One forward over images whose letterboxed shapes are equal (UsageError otherwise); `files` names them.
   std::vector<ImageDetections> detect(const std::vector<const Image*>& images,
                                       const std::vector<std::string>& files);
-  // The same over images prepared with this Detector's options.
+  // The same over images prepared with this Detector's options (each uploaded from where it lies).
   std::vector<ImageDetections> detect(const std::vector<const PreparedImage*>& images);
 
  private:

@@ -6,6 +6,7 @@
 // layer instead and times each layer with the backend's timer.
 #include "pipeline/executor/kernel_network.hpp"
 
+#include <chrono>
 #include <numeric>
 
 #include "nvrtc_runtime/errors.hpp"
@@ -16,6 +17,29 @@ void KernelNetwork::forward(const float* input, int batch, int height, int width
   ShapePlan& plan = plan_for(batch, height, width);
   const Activation& in = plan.tensors.at("input");
   backend_.upload(in.data, input, size_t(batch) * 3 * height * width * sizeof(float));
+  run(plan);
+}
+
+double KernelNetwork::forward_images(const std::vector<const float*>& images, int height, int width) {
+  ShapePlan& plan = plan_for(int(images.size()), height, width);
+  const auto start = std::chrono::steady_clock::now();
+  float* in = plan.tensors.at("input").data;
+  const size_t per_image = size_t(3) * size_t(height) * size_t(width);
+  for (size_t i = 0; i < images.size(); ++i)
+    backend_.upload_async(in + i * per_image, images[i], per_image * sizeof(float));
+  backend_.synchronize();  // the images' memory may be refilled from here on
+  const double upload_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  run(plan);
+  return upload_ms;
+}
+
+void KernelNetwork::prepare(int batch, int height, int width) {
+  ShapePlan& plan = plan_for(batch, height, width);
+  if (!layer_timing_) graph_of(plan);
+}
+
+void KernelNetwork::run(ShapePlan& plan) {
   times_.clear();
   if (layer_timing_)
     run_timed(plan);

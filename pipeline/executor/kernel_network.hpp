@@ -22,6 +22,8 @@ class KernelNetwork : public Network {
   std::string executor_name() const override { return backend_.name(); }
 
   void forward(const float* input, int batch, int height, int width) override;
+  double forward_images(const std::vector<const float*>& images, int height, int width) override;
+  void prepare(int batch, int height, int width) override;
   std::vector<float> detections() override;
   std::vector<std::string> tensor_names() const override;
   NamedTensor tensor(const std::string& name) override;
@@ -39,6 +41,7 @@ class KernelNetwork : public Network {
     return *last_;
   }
   ShapePlan& plan_for(int batch, int height, int width);
+  void run(ShapePlan& plan);  // the forward of an uploaded input
   void run_timed(ShapePlan& plan);
   LaunchGraph& graph_of(ShapePlan& plan);
   std::vector<float> download(const Activation& a);

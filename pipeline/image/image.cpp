@@ -64,12 +64,29 @@ Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& f
   return image;
 }
 
+std::optional<ImageSize> image_file_size(const std::filesystem::path& path) {
+  std::string text;
+  try {
+    text = read_input_file(path, "image");
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+  const std::vector<uint8_t> bytes(text.begin(), text.end());
+  int w = 0, h = 0, channels = 0;
+  const bool known = looks_like_jpeg(bytes) ? jpeg_size(bytes, &w, &h)
+                                            : bytes.size() <= size_t(INT32_MAX) &&
+                                                  stbi_info_from_memory(bytes.data(), int(bytes.size()), &w, &h,
+                                                                        &channels);
+  if (!known || !image_size_problem(w, h).empty()) return std::nullopt;
+  return ImageSize{w, h};
+}
+
 Image decode_image(const std::filesystem::path& path) {
   const std::string bytes = read_input_file(path, "image");
   return decode_image_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), path.string());
 }
 
-void write_image(const Image& image, const std::filesystem::path& path) {
+std::vector<uint8_t> encode_image(const Image& image, const std::filesystem::path& path) {
   const std::string ext = lower_extension(path);
   std::vector<uint8_t> encoded;
   if (ext == ".jpg" || ext == ".jpeg") {
@@ -81,6 +98,11 @@ void write_image(const Image& image, const std::filesystem::path& path) {
   } else {
     throw UsageError(path.string() + ": unsupported image extension (use .jpg, .jpeg or .png)");
   }
+  return encoded;
+}
+
+void write_image(const Image& image, const std::filesystem::path& path) {
+  const std::vector<uint8_t> encoded = encode_image(image, path);
   write_file_atomically(path, std::string(encoded.begin(), encoded.end()));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,17 @@ Image decode_image(const std::filesystem::path& path);
 // Same for bytes in memory; `name` is used in the error message.
 Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name);
 
-// Writes `.jpg`/`.jpeg` (quality 95) or `.png`; any other extension is a UsageError. The file appears
-// complete or not at all.
+struct ImageSize {
+  int width = 0, height = 0;
+};
+// The size a file's header declares, read without decoding the pixels; nullopt when the file or its header
+// cannot be read or the size is refused (decoding it then says why).
+std::optional<ImageSize> image_file_size(const std::filesystem::path& path);
+
+// Encodes for the extension of `path`: `.jpg`/`.jpeg` (quality 95) or `.png`; any other extension is a
+// UsageError.
+std::vector<uint8_t> encode_image(const Image& image, const std::filesystem::path& path);
+// Writes encode_image(image, path) to `path`; the file appears complete or not at all.
 void write_image(const Image& image, const std::filesystem::path& path);
 
 }  // namespace lab

@@ -40,8 +40,8 @@ void install_errors(ErrorManager& errors, jpeg_common_struct* cinfo) {
 }
 
 // Returns false with `errors.message` set when libjpeg fails, or with it empty when the declared size is
-// refused (image_size_problem).
-bool read_rgb(const std::vector<uint8_t>& bytes, Image* image, ErrorManager& errors) {
+// refused (image_size_problem). Without `pixels`, stops after the header: only the size is set.
+bool read_rgb(const std::vector<uint8_t>& bytes, Image* image, ErrorManager& errors, bool pixels) {
   jpeg_decompress_struct cinfo;
   install_errors(errors, reinterpret_cast<jpeg_common_struct*>(&cinfo));
   if (setjmp(errors.jump)) {
@@ -54,9 +54,9 @@ bool read_rgb(const std::vector<uint8_t>& bytes, Image* image, ErrorManager& err
   // The declared size, checked before anything is allocated; decode_jpeg words the refusal.
   image->width = static_cast<int>(cinfo.image_width);
   image->height = static_cast<int>(cinfo.image_height);
-  if (!image_size_problem(image->width, image->height).empty()) {
+  if (!pixels || !image_size_problem(image->width, image->height).empty()) {
     jpeg_destroy_decompress(&cinfo);
-    return false;
+    return !pixels;
   }
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
@@ -108,12 +108,20 @@ bool looks_like_jpeg(const std::vector<uint8_t>& bytes) {
 Image decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& name) {
   Image image;
   ErrorManager errors;
-  if (!read_rgb(bytes, &image, errors))
+  if (!read_rgb(bytes, &image, errors, true))
     throw UsageError(
         name + ": cannot read image (" +
         (errors.message[0] ? std::string(errors.message) : image_size_problem(image.width, image.height)) +
         ")");
   return image;
+}
+
+bool jpeg_size(const std::vector<uint8_t>& bytes, int* width, int* height) {
+  Image header;
+  ErrorManager errors;
+  if (!read_rgb(bytes, &header, errors, false)) return false;
+  *width = header.width, *height = header.height;
+  return true;
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality, const std::string& name) {

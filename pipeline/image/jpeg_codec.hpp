@@ -16,6 +16,8 @@ bool looks_like_jpeg(const std::vector<uint8_t>& bytes);
 // UsageError "<name>: cannot read image (<libjpeg's message>)" for corrupt or truncated data (libjpeg's
 // warnings, such as a premature end of data, count as errors: no partial image is returned).
 Image decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& name);
+// The width and height the JPEG header declares, without decoding; false when the header cannot be read.
+bool jpeg_size(const std::vector<uint8_t>& bytes, int* width, int* height);
 // Baseline JPEG at `quality` (1..100), 4:2:0 as cv2.imwrite writes. RuntimeError naming `name` on failure.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality, const std::string& name);
 

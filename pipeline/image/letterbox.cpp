@@ -2,6 +2,7 @@
 #include "pipeline/image/letterbox.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -57,11 +58,87 @@ std::vector<AxisTap> axis_taps(int source_size, int target_size, bool clamp_posi
 }
 
 // OpenCV's vectorised vertical pass (VResizeLinearVec_32s8u), which produces every pixel of rows wider than
-// one SIMD register: ((b0 * (S0 >> 4)) >> 16) + ((b1 * (S1 >> 4)) >> 16), then a rounding shift by 2.
-uint8_t vertical_blend(int32_t s0, int32_t s1, int16_t b0, int16_t b1) {
-  const int32_t h0 = (int32_t(int16_t(std::clamp(s0 >> 4, -32768, 32767))) * b0) >> 16;
-  const int32_t h1 = (int32_t(int16_t(std::clamp(s1 >> 4, -32768, 32767))) * b1) >> 16;
-  return uint8_t(std::clamp((h0 + h1 + 2) >> 2, 0, 255));
+// one SIMD register: ((b0 * (S0 >> 4)) >> 16) + ((b1 * (S1 >> 4)) >> 16), then a rounding shift by 2 and a
+// saturation to a byte. OpenCV also saturates S >> 4 to int16; a horizontal sum of bytes with two weights in
+// [0, 2048] summing to at most 2049 is at most 255 x 2049 >> 4 = 32655, so that saturation never acts and
+// is left out (the loop below then compiles to vector code).
+uint8_t vertical_blend(int32_t s0, int32_t s1, int32_t b0, int32_t b1) {
+  const int32_t h0 = ((s0 >> 4) * b0) >> 16;
+  const int32_t h1 = ((s1 >> 4) * b1) >> 16;
+  const int32_t v = (h0 + h1 + 2) >> 2;
+  return uint8_t(v > 255 ? 255 : v);
+}
+
+// vertical_blend over a row, in blocks of 16 that the compiler turns into vector code.
+void vertical_row(const int32_t* __restrict r0, const int32_t* __restrict r1, int32_t b0, int32_t b1,
+                  uint8_t* __restrict out, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    for (size_t k = i; k < i + 16; ++k) out[k] = vertical_blend(r0[k], r1[k], b0, b1);
+  for (; i < count; ++i) out[i] = vertical_blend(r0[i], r1[i], b0, b1);
+}
+
+// Horizontal taps of the output columns as byte offsets into a source row.
+struct ColumnTap {
+  int offset0 = 0, offset1 = 0;
+  int32_t weight0 = 0, weight1 = 0;
+};
+
+// OpenCV's two-pass resize, one output row at a time: `emit(y, row)` receives output row y (width x 3
+// bytes). Output rows read source rows in increasing order, so the horizontal sums of the last two source rows
+// are all that is kept, and each source row is filtered once.
+template <class Emit>
+void resize_rows(const Image& source, int width, int height, Emit&& emit) {
+  if (source.width == width && source.height == height) {
+    for (int y = 0; y < height; ++y) emit(y, source.pixel(0, y));
+    return;
+  }
+  std::vector<ColumnTap> columns;
+  for (const AxisTap& t : axis_taps(source.width, width, true))
+    columns.push_back({t.index0 * 3, t.index1 * 3, t.weight0, t.weight1});
+  const std::vector<AxisTap> ys = axis_taps(source.height, height, false);
+  const size_t row_values = size_t(width) * 3;
+  std::vector<int32_t> sums(row_values * 2);
+  int32_t* rows[2] = {sums.data(), sums.data() + row_values};
+  int cached[2] = {-1, -1};  // the source row each buffer holds
+  // The buffer of source row sy, filtered on a miss into the buffer of the older row (never the row the
+  // same output row fetched first: rows only advance, so the other buffer holds an earlier one).
+  const auto horizontal = [&](int sy) -> const int32_t* {
+    for (int k = 0; k < 2; ++k)
+      if (cached[k] == sy) return rows[k];
+    const int k = cached[0] < cached[1] ? 0 : 1;
+    const uint8_t* in = source.pixel(0, sy);
+    const ColumnTap* tap = columns.data();
+    int32_t* __restrict out = rows[k];
+    for (int x = 0; x < width; ++x, ++tap, out += 3) {
+      const uint8_t* p0 = in + tap->offset0;
+      const uint8_t* p1 = in + tap->offset1;
+      const int32_t r = p0[0] * tap->weight0 + p1[0] * tap->weight1;
+      const int32_t g = p0[1] * tap->weight0 + p1[1] * tap->weight1;
+      const int32_t b = p0[2] * tap->weight0 + p1[2] * tap->weight1;
+      out[0] = r, out[1] = g, out[2] = b;
+    }
+    cached[k] = sy;
+    return rows[k];
+  };
+  std::vector<uint8_t> line(row_values);
+  for (int y = 0; y < height; ++y) {
+    const AxisTap& t = ys[size_t(y)];
+    const int32_t* r0 = horizontal(t.index0);
+    const int32_t* r1 = horizontal(t.index1);
+    vertical_row(r0, r1, t.weight0, t.weight1, line.data(), row_values);
+    emit(y, line.data());
+  }
+}
+
+// value / 255 for every byte value: the network's input scale.
+const std::array<float, 256>& byte_to_unit() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[size_t(v)] = float(v) / 255.0f;
+    return t;
+  }();
+  return table;
 }
 
 }  // namespace
@@ -87,50 +164,55 @@ LetterboxGeometry letterbox_geometry(int width, int height, int imgsz, bool rect
 
 Image resize_bilinear(const Image& source, int width, int height) {
   if (source.width == width && source.height == height) return source;
-  const std::vector<AxisTap> xs = axis_taps(source.width, width, true);
-  const std::vector<AxisTap> ys = axis_taps(source.height, height, false);
-
-  // Horizontal pass into int rows (value * 2048), cached per source row.
-  std::vector<int32_t> rows(size_t(source.height) * size_t(width) * 3);
-  std::vector<bool> done(size_t(source.height), false);
-  auto horizontal = [&](int sy) -> const int32_t* {
-    int32_t* row = rows.data() + size_t(sy) * size_t(width) * 3;
-    if (done[size_t(sy)]) return row;
-    for (int x = 0; x < width; ++x) {
-      const AxisTap& t = xs[size_t(x)];
-      const uint8_t* p0 = source.pixel(t.index0, sy);
-      const uint8_t* p1 = source.pixel(t.index1, sy);
-      for (int c = 0; c < 3; ++c) row[x * 3 + c] = p0[c] * t.weight0 + p1[c] * t.weight1;
-    }
-    done[size_t(sy)] = true;
-    return row;
-  };
-
   Image out(width, height);
-  for (int y = 0; y < height; ++y) {
-    const AxisTap& t = ys[size_t(y)];
-    const int32_t* r0 = horizontal(t.index0);
-    const int32_t* r1 = horizontal(t.index1);
-    uint8_t* dst = out.pixel(0, y);
-    for (int i = 0; i < width * 3; ++i) dst[i] = vertical_blend(r0[i], r1[i], t.weight0, t.weight1);
-  }
+  resize_rows(source, width, height,
+              [&](int y, const uint8_t* row) { std::copy_n(row, size_t(width) * 3, out.pixel(0, y)); });
   return out;
 }
 
 Image letterbox(const Image& source, const LetterboxGeometry& g) {
-  const Image resized = resize_bilinear(source, g.resized_width, g.resized_height);
   Image out(g.width, g.height, kPadValue);
-  for (int y = 0; y < resized.height; ++y)
-    std::copy_n(resized.pixel(0, y), size_t(resized.width) * 3, out.pixel(g.left, g.top + y));
+  resize_rows(source, g.resized_width, g.resized_height, [&](int y, const uint8_t* row) {
+    std::copy_n(row, size_t(g.resized_width) * 3, out.pixel(g.left, g.top + y));
+  });
   return out;
+}
+
+void letterbox_nchw(const Image& source, const LetterboxGeometry& g, float* out) {
+  const size_t plane = size_t(g.width) * size_t(g.height);
+  const std::array<float, 256>& unit = byte_to_unit();
+  const float pad = unit[kPadValue];
+  const size_t right = size_t(g.left) + size_t(g.resized_width);
+  for (size_t c = 0; c < 3; ++c) {
+    float* p = out + c * plane;
+    std::fill_n(p, size_t(g.top) * g.width, pad);
+    for (int y = g.top; y < g.top + g.resized_height; ++y) {
+      float* line = p + size_t(y) * g.width;
+      std::fill_n(line, size_t(g.left), pad);
+      std::fill(line + right, line + g.width, pad);
+    }
+    std::fill(p + size_t(g.top + g.resized_height) * g.width, p + plane, pad);
+  }
+  resize_rows(source, g.resized_width, g.resized_height, [&](int y, const uint8_t* row) {
+    const size_t offset = size_t(g.top + y) * g.width + size_t(g.left);
+    float* r = out + offset;
+    float* gr = out + plane + offset;
+    float* b = out + 2 * plane + offset;
+    for (int x = 0; x < g.resized_width; ++x) {
+      r[x] = unit[row[3 * x]];
+      gr[x] = unit[row[3 * x + 1]];
+      b[x] = unit[row[3 * x + 2]];
+    }
+  });
 }
 
 void append_nchw(const Image& image, std::vector<float>& out) {
   const size_t plane = size_t(image.width) * size_t(image.height);
   const size_t base = out.size();
   out.resize(base + plane * 3);
+  const std::array<float, 256>& unit = byte_to_unit();
   for (size_t i = 0; i < plane; ++i)
-    for (size_t c = 0; c < 3; ++c) out[base + c * plane + i] = float(image.rgb[i * 3 + c]) / 255.0f;
+    for (size_t c = 0; c < 3; ++c) out[base + c * plane + i] = unit[image.rgb[i * 3 + c]];
 }
 
 Box scale_box_to_source(const Box& box, const LetterboxGeometry& g) {

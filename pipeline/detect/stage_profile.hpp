@@ -1,0 +1,31 @@
+// Where the time of `lab detect` over many images goes (printed with --verbose): the busy time of each stage
+// summed over the threads that run it, per image, grouped by the threads the stages share (the host workers:
+// decode, letterbox, draw, encode, write; the forward workers: upload, forward, top-k). A group of T threads
+// that is busy S ms per image can sustain at most T x 1000 / S images/s; the group with the lowest such rate
+// is the critical one, and its largest stage is what to make faster.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <mutex>
+#include <string>
+
+namespace lab {
+
+enum class Stage { Decode, Letterbox, Draw, Encode, Write, Upload, Forward, TopK };
+constexpr size_t kStageCount = 8;
+
+class StageProfile {
+ public:
+  // Thread-safe.
+  void add(Stage stage, double ms);
+  // The report over `images` images: the host workers' group (`host_threads`) and the forward workers'
+  // (`forward_threads`), each with its stages in ms per image and the rate it could sustain, then the
+  // critical group and stage.
+  std::string report(size_t images, int host_threads, int forward_threads) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::array<double, kStageCount> total_ms_{};
+};
+
+}  // namespace lab
