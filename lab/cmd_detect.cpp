@@ -167,6 +167,7 @@ void run_detect(DetectOptions o, CliState& state) {
   // The forward workers mostly wait for their device; every other core decodes and saves.
   stream.host_threads = std::max(1, cores - stream.forward_workers);
   stream.profile = &profile;
+  const auto start = std::chrono::steady_clock::now();
   // Our kernels build one plan per batch shape: all of them before the clock starts.
   if (runs_our_kernels(executor)) stream.prepare = planned_shapes(files, o);
   DetectStreamHooks hooks;
@@ -175,7 +176,6 @@ void run_detect(DetectOptions o, CliState& state) {
     device_context.options.device = devices[size_t(worker)];
     return std::make_unique<Detector>(network_model, executor, device_context, options);
   };
-  const auto start = std::chrono::steady_clock::now();
   auto streaming = start;  // when every Detector exists
   hooks.started = [&] {
     streaming = std::chrono::steady_clock::now();
@@ -220,7 +220,7 @@ void run_detect(DetectOptions o, CliState& state) {
     std::snprintf(
         line, sizeof line,
         "Throughput: %zu images in %.2fs, %.1f images/s (decode, forward, save overlapped; after %.2fs "
-        "of set-up: model, %zu forward plans built ahead)",
+        "of set-up: detectors and %zu forward plans built ahead)",
         results.size(), seconds, double(results.size()) / seconds, setup_s, stream.prepare.size());
     human << line << "\n";
     if (state.verbose) human << profile.report(results.size(), stream.host_threads, stream.forward_workers);

@@ -421,7 +421,7 @@ TEST_CASE("lab detect on a folder with our kernels: batch 2 through the staging 
     REQUIRE(r.exit_code == 0);
     // Both runs form two batch shapes (128x96 for the bus, 96x128 for zidane), built before the clock.
     CHECK(contains(r.out, "Throughput: 3 images in "));
-    CHECK(contains(r.out, "of set-up: model, 2 forward plans built ahead)"));
+    CHECK(contains(r.out, "of set-up: detectors and 2 forward plans built ahead)"));
     return std::make_pair(r, nlohmann::json::parse(read_text(dir.path / (name + ".json"))));
   };
   const auto [one, one_json] = detect("one", "--batch 1");

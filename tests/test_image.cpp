@@ -136,6 +136,15 @@ TEST_CASE("image_file_size reads the size from the header of a JPEG or PNG, and 
   write_image(Image(37, 21, 50), dir.path / "a.jpg");
   write_image(Image(5, 9, 50), dir.path / "b.png");
   test::write_file(dir.path / "c.jpg", "not a jpeg");
+  Image noise(1200, 900);
+  uint32_t state = 7;
+  for (uint8_t& v : noise.rgb) v = uint8_t((state = state * 1664525u + 1013904223u) >> 24);
+  write_image(noise, dir.path / "large.jpg");  // megabytes: only the start is read
+  REQUIRE(fs::file_size(dir.path / "large.jpg") > 1024 * 1024);
+  const std::optional<ImageSize> large = image_file_size(dir.path / "large.jpg");
+  REQUIRE(large);
+  CHECK(large->width == 1200);
+  CHECK(large->height == 900);
   const std::optional<ImageSize> jpeg = image_file_size(dir.path / "a.jpg");
   REQUIRE(jpeg);
   CHECK(jpeg->width == 37);

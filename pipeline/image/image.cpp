@@ -64,13 +64,10 @@ Image decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& f
   return image;
 }
 
-std::optional<ImageSize> image_file_size(const std::filesystem::path& path) {
-  std::string text;
-  try {
-    text = read_input_file(path, "image");
-  } catch (const UsageError&) {
-    return std::nullopt;
-  }
+namespace {
+
+// The size the header at the start of `bytes` declares, if it can be read from them.
+std::optional<ImageSize> header_size(const std::string& text) {
   const std::vector<uint8_t> bytes(text.begin(), text.end());
   int w = 0, h = 0, channels = 0;
   const bool known = looks_like_jpeg(bytes) ? jpeg_size(bytes, &w, &h)
@@ -79,6 +76,21 @@ std::optional<ImageSize> image_file_size(const std::filesystem::path& path) {
                                                                         &channels);
   if (!known || !image_size_problem(w, h).empty()) return std::nullopt;
   return ImageSize{w, h};
+}
+
+}  // namespace
+
+std::optional<ImageSize> image_file_size(const std::filesystem::path& path) {
+  // The headers lie in the first bytes (a JPEG's up to its scan, after any metadata): read those, and the
+  // whole file only when they do not hold them.
+  constexpr size_t kHeaderBytes = 256 * 1024;
+  try {
+    const std::string prefix = read_input_prefix(path, kHeaderBytes, "image");
+    if (std::optional<ImageSize> size = header_size(prefix); size || prefix.size() < kHeaderBytes) return size;
+    return header_size(read_input_file(path, "image"));
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
 }
 
 Image decode_image(const std::filesystem::path& path) {
