@@ -61,7 +61,9 @@ void run_val(ValOptions o, const CliState& state) {
   stream.detector.max_det = o.max_det, stream.detector.precision = precision;
   stream.batch = o.batch;
   stream.forward_workers = int(devices.size());
-  stream.decode_threads = int(std::max(1u, std::max(2u, std::thread::hardware_concurrency()) / 2));
+  // The forward workers mostly wait for their device; every other core decodes (val saves nothing).
+  stream.host_threads =
+      std::max(1, int(std::max(2u, std::thread::hardware_concurrency())) - stream.forward_workers);
   const RuntimeContext context = state.context();
   Progress progress(split.samples.size() > 1);
   val::ValHooks hooks;
