@@ -13,7 +13,6 @@
 
 #include "lab/commands.hpp"
 #include "nvrtc_runtime/errors.hpp"
-#include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/batching.hpp"
 #include "pipeline/detect/detect_stream.hpp"
@@ -63,32 +62,29 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Draws the detections on the image and writes it (unless --nosave) and its label file (--save-txt); called
-// from the host workers. Each step's time goes to `profile`.
-void save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image, const ImageDetections& r,
-                  StageProfile& profile) {
+// Draws the detections on the image and encodes it (unless --nosave), and makes its label file
+// (--save-txt): the files for the stream's writer threads. Called from the host workers; the draw and encode
+// times go to `profile`.
+std::vector<FileWrite> save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image,
+                                    const ImageDetections& r, StageProfile& profile) {
+  std::vector<FileWrite> files;
+  if (o.save_txt) files.push_back({label_path(out_dir, r), yolo_label_text(r)});
+  if (o.nosave) return files;
   auto start = std::chrono::steady_clock::now();
-  if (o.save_txt) write_file_atomically(label_path(out_dir, r), yolo_label_text(r));
-  double write_ms = ms_since(start);
-  if (!o.nosave) {
-    start = std::chrono::steady_clock::now();
-    std::vector<BoxAnnotation> boxes;
-    for (const Detection& d : r.detections) {
-      char score[16];
-      std::snprintf(score, sizeof score, "%.2f", d.score);
-      boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
-    }
-    draw_annotations(image, boxes);
-    profile.add(Stage::Draw, ms_since(start));
-    start = std::chrono::steady_clock::now();
-    const fs::path path = annotated_path(out_dir, r.file);
-    const std::vector<uint8_t> encoded = encode_image(image, path);
-    profile.add(Stage::Encode, ms_since(start));
-    start = std::chrono::steady_clock::now();
-    write_file_atomically(path, std::string(encoded.begin(), encoded.end()));
-    write_ms += ms_since(start);
+  std::vector<BoxAnnotation> boxes;
+  for (const Detection& d : r.detections) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.2f", d.score);
+    boxes.push_back({d.x1, d.y1, d.x2, d.y2, d.class_id, d.name + " " + score});
   }
-  profile.add(Stage::Write, write_ms);
+  draw_annotations(image, boxes);
+  profile.add(Stage::Draw, ms_since(start));
+  start = std::chrono::steady_clock::now();
+  const fs::path path = annotated_path(out_dir, r.file);
+  const std::vector<uint8_t> encoded = encode_image(image, path);
+  files.push_back({path, std::string(encoded.begin(), encoded.end())});
+  profile.add(Stage::Encode, ms_since(start));
+  return files;
 }
 
 // The batch shapes the forwards over `files` will run at, from the image headers (batching.hpp), for the
@@ -164,8 +160,10 @@ void run_detect(DetectOptions o, CliState& state) {
   stream.detector = options;
   stream.batch = o.batch;
   stream.forward_workers = int(devices.size());
-  // The forward workers mostly wait for their device; every other core decodes and saves.
+  // The forward workers mostly wait for their device; every other core decodes and saves. Writers mostly
+  // wait for the disk (each atomic write fsyncs twice), and the disk serves many of them at once.
   stream.host_threads = std::max(1, cores - stream.forward_workers);
+  stream.writer_threads = 2 * cores;
   stream.profile = &profile;
   const auto start = std::chrono::steady_clock::now();
   // Our kernels build one plan per batch shape: all of them before the clock starts.
@@ -191,9 +189,10 @@ void run_detect(DetectOptions o, CliState& state) {
       dump_network_tensors(detector.network(), names, o.dump);
     };
   hooks.save = [&](Image& image, const ImageDetections& r) {
-    save_outputs(o, out_dir, image, r, profile);
+    std::vector<FileWrite> files = save_outputs(o, out_dir, image, r, profile);
     std::lock_guard lock(labels_mutex);
     labels_written.insert(label_path(out_dir, r).filename().string());
+    return files;
   };
   hooks.finished = [&](const ImageDetections& r) {
     progress.finish();
@@ -223,7 +222,7 @@ void run_detect(DetectOptions o, CliState& state) {
         "of set-up: detectors and %zu forward plans built ahead)",
         results.size(), seconds, double(results.size()) / seconds, setup_s, stream.prepare.size());
     human << line << "\n";
-    if (state.verbose) human << profile.report(results.size(), stream.host_threads, stream.forward_workers);
+    if (state.verbose) human << profile.report(results.size(), stream.host_threads, stream.forward_workers, stream.writer_threads);
   }
   human << "Results saved to " << out_dir.string() << (o.nosave ? " (--nosave: no annotated images)" : "");
   if (o.save_txt) human << ", " << results.size() << " label files in " << (out_dir / "labels").string();

@@ -1,5 +1,5 @@
 // The detect stream: one mutex and condition variable guard the per-file slots, the free staging slots, the
-// batch queue and the save queue; every wait also wakes on a failure, so no stage can hang after another one
+// batch, save and write queues; every wait also wakes on a failure, so no stage can hang after another one
 // threw. Host workers claim files in file order together with a staging slot, so the slots always hold the
 // earliest undone files, whose batches can always complete: at most batch - 1 of them wait in an open batch.
 #include "pipeline/detect/detect_stream.hpp"
@@ -16,6 +16,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
+#include "pipeline/atomic_file.hpp"
 #include "pipeline/detect/batching.hpp"
 
 namespace lab {
@@ -55,6 +56,12 @@ struct SaveTask {
   ImageDetections result;
 };
 
+struct WriteTask {
+  size_t index;
+  std::vector<FileWrite> files;
+  ImageDetections result;
+};
+
 class Stream {
  public:
   Stream(const std::vector<fs::path>& files, const DetectStreamOptions& o, const DetectStreamHooks& h)
@@ -77,6 +84,8 @@ class Stream {
     if (start && hooks_.started) guarded(hooks_.started);
     for (int i = 0; i < options_.host_threads; ++i)
       threads.emplace_back([this] { guarded([this] { host_loop(); }); });
+    for (int i = 0; i < options_.writer_threads; ++i)
+      threads.emplace_back([this] { guarded([this] { writer_loop(); }); });
     guarded([this] { feed_and_report(); });
     {
       std::lock_guard lock(mutex_);
@@ -121,13 +130,37 @@ class Stream {
         }
       }
       if (task) {
-        hooks_.save(task->image, task->result);
+        std::vector<FileWrite> files = hooks_.save(task->image, task->result);
         std::lock_guard lock(mutex_);
-        slots_[task->index].result = std::move(task->result);
+        if (files.empty())
+          slots_[task->index].result = std::move(task->result);
+        else
+          writes_.push_back({task->index, std::move(files), std::move(task->result)});
         changed_.notify_all();
       } else {
         decode(index, staging);
       }
+    }
+  }
+
+  // Writer threads: write a saved image's files; then the image is finished.
+  void writer_loop() {
+    for (;;) {
+      std::optional<WriteTask> task;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !writes_.empty(); });
+        if (stopping_ && (writes_.empty() || failure_)) return;
+        task.emplace(std::move(writes_.front()));
+        writes_.pop_front();
+      }
+      const auto start = Clock::now();
+      for (const FileWrite& file : task->files) write_file_atomically(file.path, file.content);
+      if (options_.profile)
+        options_.profile->add(Stage::Write, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      std::lock_guard lock(mutex_);
+      slots_[task->index].result = std::move(task->result);
+      changed_.notify_all();
     }
   }
 
@@ -311,6 +344,7 @@ class Stream {
   std::deque<Batch> batches_;
   bool batches_closed_ = false;
   std::deque<SaveTask> saves_;
+  std::deque<WriteTask> writes_;
   bool stopping_ = false;
   std::exception_ptr failure_;
   std::vector<ImageDetections> results_;

@@ -1,10 +1,11 @@
 // `lab detect` over many images as a stream: host workers (decode and letterbox, in file order, a bounded
-// window ahead of the output, each image straight into a staging slot; and draw, encode and write of finished
-// images, which they take first), and forward workers (one Detector each, e.g. one per GPU with --devices,
-// fed batches of consecutive same-shape images, uploaded from the slots). Staging slots are page-locked
-// memory on cuda, enough for two batches per forward worker plus one per host worker, so a batch fills while
-// the one before it is uploaded and run. Results, summary lines and skipped files are reported in file order
-// on the calling thread, so the output does not depend on the number of workers.
+// window ahead of the output, each image straight into a staging slot; and draw and encode of finished
+// images, which they take first), forward workers (one Detector each, e.g. one per GPU with --devices, fed
+// batches of consecutive same-shape images, uploaded from the slots) and writer threads (the atomic writes of
+// the encoded files, so that no host worker waits on the disk). Staging slots are page-locked memory on cuda,
+// enough for two batches per forward worker plus one per host worker, so a batch fills while the one before
+// it is uploaded and run. Results, summary lines and skipped files are reported in file order on the calling
+// thread, so the output does not depend on the number of workers.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -24,8 +25,15 @@ struct DetectStreamOptions {
   int batch = 1;             // images per forward (see batching.hpp)
   int forward_workers = 1;   // Detectors, each driven by its own thread
   int host_threads = 1;      // decode + letterbox, and save (the hook)
+  int writer_threads = 1;    // write what the saves return
   std::vector<BatchShape> prepare;  // built by every Detector before the stream starts (Detector::prepare)
-  StageProfile* profile = nullptr;  // gets decode, letterbox, upload, forward and top-k times when set
+  StageProfile* profile = nullptr;  // gets decode, letterbox, upload, forward, top-k and write times when set
+};
+
+// A file a save leaves to the writer threads, written atomically (pipeline/atomic_file.hpp).
+struct FileWrite {
+  std::filesystem::path path;
+  std::string content;
 };
 
 struct DetectStreamHooks {
@@ -36,8 +44,9 @@ struct DetectStreamHooks {
   std::function<void()> started;
   // After each forward, on the forward worker's thread (e.g. --dump of the network's tensors).
   std::function<void(Detector&, const std::vector<std::string>& files)> after_forward;
-  // Draws and writes one annotated image; called concurrently from the host workers.
-  std::function<void(Image&, const ImageDetections&)> save;
+  // Draws and encodes one annotated image, called concurrently from the host workers; returns the files to
+  // write (the image, a label file), which the writer threads write before the image counts as finished.
+  std::function<std::vector<FileWrite>(Image&, const ImageDetections&)> save;
   // In file order, on the calling thread: a finished image, or a file that could not be decoded.
   std::function<void(const ImageDetections&)> finished;
   std::function<void(const std::string& file, const std::string& error)> skipped;

@@ -28,7 +28,7 @@ struct DetectorOptions {
 };
 
 // A letterboxed image ready for a forward. Pre-processing is independent of the network, so it runs on any
-// thread (the decode workers of detect_stream) while another batch is in the forward.
+// thread (the host workers of detect_stream) while another batch is in the forward.
 struct PreparedImage {
   std::string file;
   int width = 0, height = 0;  // the source image

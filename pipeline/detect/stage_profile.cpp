@@ -26,16 +26,16 @@ void StageProfile::add(Stage stage, double ms) {
   total_ms_[size_t(stage)] += ms;
 }
 
-std::string StageProfile::report(size_t images, int host_threads, int forward_threads) const {
+std::string StageProfile::report(size_t images, int host_threads, int forward_threads, int writer_threads) const {
   std::array<double, kStageCount> totals;
   {
     std::lock_guard lock(mutex_);
     totals = total_ms_;
   }
   const double n = images > 0 ? double(images) : 1.0;
-  const Group groups[] = {
-      {"host workers", host_threads, {Stage::Decode, Stage::Letterbox, Stage::Draw, Stage::Encode, Stage::Write}},
-      {"forward workers", forward_threads, {Stage::Upload, Stage::Forward, Stage::TopK}}};
+  const Group groups[] = {{"host workers", host_threads, {Stage::Decode, Stage::Letterbox, Stage::Draw, Stage::Encode}},
+                          {"forward workers", forward_threads, {Stage::Upload, Stage::Forward, Stage::TopK}},
+                          {"writer threads", writer_threads, {Stage::Write}}};
   std::string text = "Stages (busy ms per image, summed over each group's threads):\n";
   const Group* critical = nullptr;
   Stage critical_stage = Stage::Decode;

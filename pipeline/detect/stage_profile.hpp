@@ -1,8 +1,8 @@
 // Where the time of `lab detect` over many images goes (printed with --verbose): the busy time of each stage
 // summed over the threads that run it, per image, grouped by the threads the stages share (the host workers:
-// decode, letterbox, draw, encode, write; the forward workers: upload, forward, top-k). A group of T threads
-// that is busy S ms per image can sustain at most T x 1000 / S images/s; the group with the lowest such rate
-// is the critical one, and its largest stage is what to make faster.
+// decode, letterbox, draw, encode; the forward workers: upload, forward, top-k; the writer threads: write).
+// A group of T threads that is busy S ms per image can sustain at most T x 1000 / S images/s; the group with
+// the lowest such rate is the critical one, and its largest stage is what to make faster.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -18,10 +18,9 @@ class StageProfile {
  public:
   // Thread-safe.
   void add(Stage stage, double ms);
-  // The report over `images` images: the host workers' group (`host_threads`) and the forward workers'
-  // (`forward_threads`), each with its stages in ms per image and the rate it could sustain, then the
-  // critical group and stage.
-  std::string report(size_t images, int host_threads, int forward_threads) const;
+  // The report over `images` images: each group (its thread count given) with its stages in ms per image
+  // and the rate it could sustain, then the critical group and stage.
+  std::string report(size_t images, int host_threads, int forward_threads, int writer_threads) const;
 
  private:
   mutable std::mutex mutex_;

@@ -35,7 +35,7 @@ ValResult validate(const dataset::Split& split, const DetectStreamOptions& strea
   }
   DetectStreamHooks detect;
   detect.make_detector = hooks.make_detector;
-  detect.save = [](Image&, const ImageDetections&) {};
+  detect.save = [](Image&, const ImageDetections&) { return std::vector<FileWrite>{}; };
   detect.progress = hooks.progress;
   detect.finished = [&](const ImageDetections& image) {
     const dataset::Sample& sample = *by_file.at(image.file);
