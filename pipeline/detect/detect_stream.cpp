@@ -1,7 +1,9 @@
 // The detect stream: one mutex and condition variable guard the per-file slots, the free staging slots, the
-// batch, save and write queues; every wait also wakes on a failure, so no stage can hang after another one
-// threw. Host workers claim files in file order together with a staging slot, so the slots always hold the
-// earliest undone files, whose batches can always complete: at most batch - 1 of them wait in an open batch.
+// batch, save and write queues (the writer threads wait on a condition variable of their own, so that the
+// many of them are not woken by every other event); every wait also wakes on a failure, so no stage can hang
+// after another one threw. Host workers claim files in file order together with a staging slot, so the slots
+// always hold the earliest undone files, whose batches can always complete: at most batch - 1 of them wait in
+// an open batch.
 #include "pipeline/detect/detect_stream.hpp"
 
 #include <algorithm>
@@ -27,13 +29,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Staging: a slot holds one letterboxed image; enough slots for two batches per forward worker and one
-// image per host worker, within kStagingBytes (never fewer than one batch).
+// Staging: a slot holds one letterboxed image; enough slots for three batches per forward worker (one in the
+// forward, one complete and waiting, one filling) and one image per host worker, within kStagingBytes (never
+// fewer than one batch).
 constexpr size_t kStagingBytes = size_t(2) << 30;
 
 size_t staging_slots(const DetectStreamOptions& o) {
   const size_t slot_bytes = max_input_floats(o.detector) * sizeof(float);
-  const size_t wanted = size_t(2 * o.batch * o.forward_workers + o.host_threads);
+  const size_t wanted = size_t(3 * o.batch * o.forward_workers + o.host_threads);
   return std::max(size_t(o.batch), std::min(wanted, kStagingBytes / slot_bytes));
 }
 
@@ -92,6 +95,7 @@ class Stream {
       stopping_ = true;
     }
     changed_.notify_all();
+    writable_.notify_all();
     for (std::thread& t : threads) t.join();
     if (failure_) std::rethrow_exception(failure_);
     return std::move(results_);
@@ -106,6 +110,7 @@ class Stream {
       if (!failure_) failure_ = std::current_exception();
       stopping_ = true;
       changed_.notify_all();
+      writable_.notify_all();
     }
   }
 
@@ -132,11 +137,13 @@ class Stream {
       if (task) {
         std::vector<FileWrite> files = hooks_.save(task->image, task->result);
         std::lock_guard lock(mutex_);
-        if (files.empty())
+        if (files.empty()) {
           slots_[task->index].result = std::move(task->result);
-        else
+          changed_.notify_all();
+        } else {
           writes_.push_back({task->index, std::move(files), std::move(task->result)});
-        changed_.notify_all();
+          writable_.notify_one();
+        }
       } else {
         decode(index, staging);
       }
@@ -149,7 +156,7 @@ class Stream {
       std::optional<WriteTask> task;
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || !writes_.empty(); });
+        writable_.wait(lock, [&] { return stopping_ || !writes_.empty(); });
         if (stopping_ && (writes_.empty() || failure_)) return;
         task.emplace(std::move(writes_.front()));
         writes_.pop_front();
@@ -339,6 +346,7 @@ class Stream {
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  std::condition_variable writable_;  // writes_ grew, or stopping: only the writer threads wait on it
   size_t next_decode_ = 0, reported_ = 0;
   int detectors_ = 0;  // forward workers whose Detector exists
   std::deque<Batch> batches_;

@@ -3,8 +3,8 @@
 // images, which they take first), forward workers (one Detector each, e.g. one per GPU with --devices, fed
 // batches of consecutive same-shape images, uploaded from the slots) and writer threads (the atomic writes of
 // the encoded files, so that no host worker waits on the disk). Staging slots are page-locked memory on cuda,
-// enough for two batches per forward worker plus one per host worker, so a batch fills while the one before
-// it is uploaded and run. Results, summary lines and skipped files are reported in file order on the calling
+// enough for three batches per forward worker plus one per host worker, so a batch fills while the one
+// before it waits and the one before that is uploaded and run. Results, summary lines and skipped files are reported in file order on the calling
 // thread, so the output does not depend on the number of workers.
 #pragma once
 #include <filesystem>
