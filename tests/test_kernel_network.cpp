@@ -160,28 +160,56 @@ TEST_CASE("kernel network on the GPU matches the reference forward at 640x640 at
 
 namespace {
 
-// yolo26n on the cpu backend behind a CountingBackend; null (with a warning) without the shared model.
-struct CountedCpuNetwork {
-  std::unique_ptr<Backend> cpu = make_backend("cpu", test::embedded_context());
-  test::CountingBackend backend{*cpu};
+// yolo26n on a backend ("cpu", "cuda") behind a CountingBackend; null (with a warning) without the shared
+// model.
+struct CountedNetwork {
+  explicit CountedNetwork(const std::string& backend_name)
+      : inner(make_backend(backend_name, test::embedded_context())), backend(*inner) {}
+  std::unique_ptr<Backend> inner;
+  test::CountingBackend backend;
   std::unique_ptr<Network> network;
 };
-std::unique_ptr<CountedCpuNetwork> counted_cpu_network() {
+std::unique_ptr<CountedNetwork> counted_network(const std::string& backend_name) {
   const Yolo26Model* model = test::shared_yolo26n();
   if (!model) {
     WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
     return nullptr;
   }
-  auto counted = std::make_unique<CountedCpuNetwork>();
+  auto counted = std::make_unique<CountedNetwork>(backend_name);
   counted->network = make_kernel_network(*model, counted->backend);
   return counted;
+}
+
+// prepare() captures the plan before any forward, and a forward over two images apart in the backend's
+// staging memory (page-locked on cuda) uploads each once and gives the rows of the forward over the batch.
+void check_forward_images(const std::string& backend_name) {
+  const auto counted = counted_network(backend_name);
+  if (!counted) return;
+  test::CountingBackend& backend = counted->backend;
+  Network* network = counted->network.get();
+  network->prepare(2, 64, 96);
+  CHECK(backend.captures == 1);  // the plan's graph, before any forward
+  const auto batch = random_uniform(size_t(2) * 3 * 64 * 96, 0.0f, 1.0f, 11);
+  // The two images apart, as staging slots hold them.
+  const size_t per_image = size_t(3) * 64 * 96;
+  HostBuffer slots = backend.alloc_host(2 * per_image * sizeof(float) + 64);
+  float* second = slots.as<float>() + per_image + 16;
+  std::copy_n(batch.data(), per_image, slots.as<float>());
+  std::copy_n(batch.data() + per_image, per_image, second);
+  const size_t uploads = backend.uploads;
+  network->forward_images({slots.as<float>(), second}, 64, 96);
+  CHECK(backend.uploads - uploads == 2);  // each image straight into the batch input
+  CHECK(backend.captures == 1);           // the prepared plan ran
+  const std::vector<float> separate = network->detections();
+  network->forward(batch.data(), 2, 64, 96);
+  CHECK(network->detections() == separate);
 }
 
 }  // namespace
 
 TEST_CASE("kernel network uploads the decode's anchor grid once per image size, not once per batch plan",
           "[network]") {
-  const auto counted = counted_cpu_network();
+  const auto counted = counted_network("cpu");
   if (!counted) return;
   test::CountingBackend& backend = counted->backend;
   Network* network = counted->network.get();
@@ -204,26 +232,14 @@ TEST_CASE("kernel network uploads the decode's anchor grid once per image size, 
 TEST_CASE("a kernel network's forward over separate images equals its forward over the batch, and prepare "
           "builds the plan before it",
           "[network]") {
-  const auto counted = counted_cpu_network();
-  if (!counted) return;
-  test::CountingBackend& backend = counted->backend;
-  Network* network = counted->network.get();
-  network->prepare(2, 64, 96);
-  CHECK(backend.captures == 1);  // the plan's graph, before any forward
-  const auto batch = random_uniform(size_t(2) * 3 * 64 * 96, 0.0f, 1.0f, 11);
-  // The two images apart, as staging slots hold them.
-  const size_t per_image = size_t(3) * 64 * 96;
-  HostBuffer slots = backend.alloc_host(2 * per_image * sizeof(float) + 64);
-  float* second = slots.as<float>() + per_image + 16;
-  std::copy_n(batch.data(), per_image, slots.as<float>());
-  std::copy_n(batch.data() + per_image, per_image, second);
-  const size_t uploads = backend.uploads;
-  network->forward_images({slots.as<float>(), second}, 64, 96);
-  CHECK(backend.uploads - uploads == 2);  // each image straight into the batch input
-  CHECK(backend.captures == 1);           // the prepared plan ran
-  const std::vector<float> separate = network->detections();
-  network->forward(batch.data(), 2, 64, 96);
-  CHECK(network->detections() == separate);
+  check_forward_images("cpu");
+}
+
+TEST_CASE("on the GPU, a forward over page-locked staging slots equals the forward over the batch, and prepare "
+          "captures the plan before it",
+          "[network][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_forward_images("cuda");
 }
 
 TEST_CASE("a kernel network names only the nn kernel instances its convs use", "[network]") {
