@@ -1,0 +1,61 @@
+// clip_grad_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm) over a list of float32 gradients, in
+// three launches (deterministic: no atomics, every sum in a fixed order).
+//   clip_grad_norm_partials  grid = the table's total blocks, block = kOptimThreads: each thread sums the
+//                            squares of its strided elements in float64, the block reduces them in shared
+//                            memory by a fixed tree and writes partials[block].
+//   clip_grad_norm_finish    one block: the partials summed the same way, total = sqrt(sum), scale =
+//                            max_norm / (total + 1e-6) clamped to 1; writes total (float) and scale.
+//   clip_grad_norm_apply     grid as pass 1: grad = grad_in * scale (a multiplication by 1 when not clipped,
+//                            as torch does).
+// float64 partials: the squares of ~3 million gradients summed in float32 lose ~1e-4 relative in the order
+// the blocks fall; in float64 the norm is exact to float32 rounding whatever the order, and the sum costs
+// nothing in a pass bound by reading the gradients.
+#include "optim/optim_common.cuh"
+
+// Sums v over the block's threads in shared memory (fixed tree: the same result on every run); thread 0
+// gets the total.
+__device__ __forceinline__ double optim_block_sum(double v) {
+  __shared__ double sums[lab::kOptimThreads];
+  sums[threadIdx.x] = v;
+  __syncthreads();
+  for (int width = lab::kOptimThreads / 2; width > 0; width /= 2) {
+    if (int(threadIdx.x) < width) sums[threadIdx.x] += sums[threadIdx.x + width];
+    __syncthreads();
+  }
+  return sums[0];
+}
+
+__global__ void clip_grad_norm_partials(const lab::ClipPartialsParams p) {
+  const int block = int(blockIdx.x);
+  const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
+  long long begin, end;
+  optim_block_range(t, block, begin, end);
+  double sum = 0.0;
+  for (long long i = begin + threadIdx.x; i < end; i += lab::kOptimThreads) {
+    const double g = t.grad_in[i];
+    sum += g * g;
+  }
+  const double total = optim_block_sum(sum);
+  if (threadIdx.x == 0) p.partials[block] = total;
+}
+
+__global__ void clip_grad_norm_finish(const lab::ClipFinishParams p) {
+  double sum = 0.0;
+  for (int i = int(threadIdx.x); i < p.n_partials; i += lab::kOptimThreads) sum += p.partials[i];
+  const double total = optim_block_sum(sum);
+  if (threadIdx.x == 0) {
+    const double norm = sqrt(total);
+    const double coef = double(p.max_norm) / (norm + 1e-6);
+    *p.total_norm = float(norm);
+    *p.scale = coef < 1.0 ? float(coef) : 1.0f;
+  }
+}
+
+__global__ void clip_grad_norm_apply(const lab::ClipApplyParams p) {
+  const int block = int(blockIdx.x);
+  const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
+  long long begin, end;
+  optim_block_range(t, block, begin, end);
+  const float scale = *p.scale;
+  for (long long i = begin + threadIdx.x; i < end; i += lab::kOptimThreads) t.grad[i] = t.grad_in[i] * scale;
+}
