@@ -3,6 +3,7 @@
 #include "kernels/optim/optim_op.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 #include "nvrtc_runtime/errors.hpp"
 
@@ -46,7 +47,7 @@ OptimTensor in_place_tensor(float* param, float* grad, float* state0, float* sta
   return {grad, grad, param, param, state0, state0, state1, state1, param16, count, group, 0};
 }
 
-SgdStepParams sgd_step_params(const SgdSettings& s, int step, HalfType half) {
+SgdStepParams step_params(const SgdSettings& s, int step, HalfType half) {
   SgdStepParams p{};
   for (int g = 0; g < kOptimGroups; ++g) {
     p.lr[g] = float(s.lr[size_t(g)]);
@@ -58,7 +59,7 @@ SgdStepParams sgd_step_params(const SgdSettings& s, int step, HalfType half) {
   return p;
 }
 
-AdamwStepParams adamw_step_params(const AdamwSettings& s, int step, HalfType half) {
+AdamwStepParams step_params(const AdamwSettings& s, int step, HalfType half) {
   AdamwStepParams p{};
   const double bias1 = 1.0 - std::pow(s.beta1, step), bias2 = 1.0 - std::pow(s.beta2, step);
   for (int g = 0; g < kOptimGroups; ++g) {
@@ -91,20 +92,20 @@ void ClipGradNormOp::run(const OptimTensorList& list, float max_norm, float* tot
   if (apply) apply_.launch(list_launch(list), ClipApplyParams{list.device_table(), list.size(), scale});
 }
 
-SgdOp::SgdOp(Backend& backend) : kernel_(backend, sgd_step_spec(), "v1_nesterov", "sgd_step_nesterov") {}
+template <class Settings>
+OptimStepOp<Settings>::OptimStepOp(Backend& backend)
+    : kernel_(std::is_same_v<Settings, SgdSettings>
+                  ? CompiledKernel(backend, sgd_step_spec(), "v1_nesterov", "sgd_step_nesterov")
+                  : CompiledKernel(backend, adamw_step_spec(), "v1", "adamw_step")) {}
 
-void SgdOp::step(const OptimTensorList& list, const SgdSettings& s, int step, HalfType half) {
-  SgdStepParams p = sgd_step_params(s, step, half);
+template <class Settings>
+void OptimStepOp<Settings>::step(const OptimTensorList& list, const Settings& s, int step, HalfType half) {
+  auto p = step_params(s, step, half);
   p.tensors = list.device_table(), p.n_tensors = list.size();
   kernel_.launch(list_launch(list), p);
 }
 
-AdamwOp::AdamwOp(Backend& backend) : kernel_(backend, adamw_step_spec(), "v1", "adamw_step") {}
-
-void AdamwOp::step(const OptimTensorList& list, const AdamwSettings& s, int step, HalfType half) {
-  AdamwStepParams p = adamw_step_params(s, step, half);
-  p.tensors = list.device_table(), p.n_tensors = list.size();
-  kernel_.launch(list_launch(list), p);
-}
+template class OptimStepOp<SgdSettings>;
+template class OptimStepOp<AdamwSettings>;
 
 }  // namespace lab

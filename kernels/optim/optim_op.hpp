@@ -51,8 +51,8 @@ struct AdamwSettings {
 };
 
 // The launch structs of step `step` (1-based), tensors unset: the host-side float64 parts of torch's step.
-SgdStepParams sgd_step_params(const SgdSettings& s, int step, HalfType half);
-AdamwStepParams adamw_step_params(const AdamwSettings& s, int step, HalfType half);
+SgdStepParams step_params(const SgdSettings& s, int step, HalfType half);
+AdamwStepParams step_params(const AdamwSettings& s, int step, HalfType half);
 
 // clip_grad_norm_(max_norm): total_norm[0] and scale[0] (device floats) and, when `apply`, grad = grad_in *
 // scale for every tensor.
@@ -67,22 +67,18 @@ class ClipGradNormOp {
   int partials_capacity_ = 0;
 };
 
-class SgdOp {
+// One optimizer step over the list, of the kind its settings name: SgdOp (sgd_step_nesterov) or AdamwOp
+// (adamw_step). `step` counts from 1; `half` is the type of the tensors' param16 copies.
+template <class Settings>
+class OptimStepOp {
  public:
-  explicit SgdOp(Backend& backend);
-  void step(const OptimTensorList& list, const SgdSettings& s, int step, HalfType half = HalfType::f16);
+  explicit OptimStepOp(Backend& backend);
+  void step(const OptimTensorList& list, const Settings& s, int step, HalfType half = HalfType::f16);
 
  private:
   CompiledKernel kernel_;
 };
-
-class AdamwOp {
- public:
-  explicit AdamwOp(Backend& backend);
-  void step(const OptimTensorList& list, const AdamwSettings& s, int step, HalfType half = HalfType::f16);
-
- private:
-  CompiledKernel kernel_;
-};
+using SgdOp = OptimStepOp<SgdSettings>;
+using AdamwOp = OptimStepOp<AdamwSettings>;
 
 }  // namespace lab

@@ -40,33 +40,75 @@ std::vector<double> concatenated(const std::vector<std::vector<double>>& tensors
   return out;
 }
 
-// What both step runners share: the problem, the outputs (weights, one or two state buffers, the 16-bit
-// copy), one tensor table per step, and the checks of weights, update and copy.
+// What distinguishes the two step runners: their settings from the parameters, the reference step of one
+// tensor, the names of their state buffers, and the flops of one element's update.
+void read_settings(const Params& p, SgdSettings& s) {
+  s.lr = {param_float(p, "LR"), param_float(p, "LR"), param_float(p, "BIAS_LR")};
+  s.momentum = param_float(p, "MOMENTUM");
+  s.weight_decay = param_float(p, "WD");
+}
+void read_settings(const Params& p, AdamwSettings& s) {
+  s.lr = {param_float(p, "LR"), param_float(p, "LR"), param_float(p, "BIAS_LR")};
+  s.beta1 = param_float(p, "BETA1");
+  s.beta2 = param_float(p, "BETA2");
+  s.eps = param_float(p, "EPS");
+  s.weight_decay = param_float(p, "WD");
+}
+void reference_step(const SgdSettings& s, int group, std::vector<double>& param, std::vector<double>& buf,
+                    std::vector<double>&, const std::vector<double>& grad, int step) {
+  sgd_nesterov_reference_step(param, buf, grad, s.lr[size_t(group)], s.momentum,
+                              group == 0 ? s.weight_decay : 0.0, step);
+}
+void reference_step(const AdamwSettings& s, int group, std::vector<double>& param, std::vector<double>& m,
+                    std::vector<double>& v, const std::vector<double>& grad, int step) {
+  adamw_reference_step(param, m, v, grad, s.lr[size_t(group)], s.beta1, s.beta2, s.eps,
+                       group == 0 ? s.weight_decay : 0.0, step);
+}
+std::vector<const char*> state_names(const SgdSettings&) {
+  return {"momentum_buffer"};
+}
+std::vector<const char*> state_names(const AdamwSettings&) {
+  return {"exp_avg", "exp_avg_sq"};
+}
+double flops_per_element(const SgdSettings&) {
+  return 7;
+}
+double flops_per_element(const AdamwSettings&) {
+  return 14;
+}
+
+// A step runner: the problem, the outputs (weights, one or two state buffers, the 16-bit copy), one tensor
+// table per step; checks of weights, update, states and copy against STEPS reference steps.
+template <class Settings>
 class StepInstance : public InstanceBase {
- protected:
-  StepInstance(Backend& backend, const Params& p, uint64_t seed, bool two_states)
+ public:
+  StepInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
       : InstanceBase(backend),
         steps_(int(param_int(p, "STEPS"))),
         half_(half_of(p)),
         problem_(backend, int(param_int(p, "TENSORS")), int(param_int(p, "SIZE")), steps_, seed),
         param_(output_array<float>(problem_.total)),
         state0_(output_array<float>(problem_.total)),
-        state1_(two_states ? output_array<float>(problem_.total) : DeviceBuffer{}),
-        param16_(half_ ? output_array<uint16_t>(problem_.total) : DeviceBuffer{}) {
+        state1_(state_names(settings_).size() > 1 ? output_array<float>(problem_.total) : DeviceBuffer{}),
+        param16_(half_ ? output_array<uint16_t>(problem_.total) : DeviceBuffer{}),
+        op_(backend) {
+    read_settings(p, settings_);
     for (int s = 0; s < steps_; ++s) lists_.emplace_back(backend, tensors_of_step(s));
   }
-
-  // The reference run: per step, each tensor through `step_tensor(tensor, param, s0, s1, grad, step)`.
-  template <class StepTensor>
-  std::vector<OutputCheck> check_steps(const std::optional<Tolerance>& tol, StepTensor step_tensor,
-                                       const std::vector<const char*>& state_names) {
+  void launch() override {
+    for (int s = 0; s < steps_; ++s)
+      op_.step(lists_[size_t(s)], settings_, s + 1, half_.value_or(HalfType::f16));
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    const std::vector<const char*> names = state_names(settings_);
     const size_t n = problem_.tensors_count();
     std::vector<std::vector<double>> param(n), s0(n), s1(n);
     const std::vector<double> initial(problem_.initial_param.begin(), problem_.initial_param.end());
     for (size_t i = 0; i < n; ++i) param[i] = problem_.slice(initial, i);
     for (int s = 0; s < steps_; ++s) {
       const auto grads = problem_.step_gradients(s);
-      for (size_t i = 0; i < n; ++i) step_tensor(i, param[i], s0[i], s1[i], grads[i], s + 1);
+      for (size_t i = 0; i < n; ++i)
+        reference_step(settings_, problem_.groups[i], param[i], s0[i], s1[i], grads[i], s + 1);
     }
     const std::vector<double> ref = concatenated(param);
     const std::vector<float> out = fetch<float>(param_, problem_.total);
@@ -80,11 +122,11 @@ class StepInstance : public InstanceBase {
     std::vector<OutputCheck> checks{
         make_check("param", shape, out, ref, tol.value_or(kWeightTolerance)),
         make_check("update", shape, update_out, update_ref, tol.value_or(kUpdateTolerance))};
-    checks.push_back(make_check(state_names[0], shape, fetch<float>(state0_, problem_.total),
-                                concatenated(s0), tol.value_or(kStateTolerance)));
-    if (state_names.size() > 1)
-      checks.push_back(make_check(state_names[1], shape, fetch<float>(state1_, problem_.total),
-                                  concatenated(s1), tol.value_or(kStateTolerance)));
+    checks.push_back(make_check(names[0], shape, fetch<float>(state0_, problem_.total), concatenated(s0),
+                                tol.value_or(kStateTolerance)));
+    if (names.size() > 1)
+      checks.push_back(make_check(names[1], shape, fetch<float>(state1_, problem_.total), concatenated(s1),
+                                  tol.value_or(kStateTolerance)));
     if (half_)
       checks.push_back(
           make_check("param16", shape, half_bits_to_float(fetch<uint16_t>(param16_, problem_.total), *half_),
@@ -93,19 +135,22 @@ class StepInstance : public InstanceBase {
   }
 
   // Per step: read the gradient, weights and states, write weights, states and the optional copy.
-  WorkCounts step_work(int states, double flops_per_element) const {
+  WorkCounts work() const override {
+    const int states = int(state_names(settings_).size());
     const double n = double(problem_.total);
     const double bytes = n * (4.0 * (2 + 2 * states + 1) + (half_ ? 2.0 : 0.0));
-    return {steps_ * bytes, steps_ * n * flops_per_element};
+    return {steps_ * bytes, steps_ * n * flops_per_element(settings_)};
   }
 
+ private:
+  Settings settings_;  // first: the constructor asks it for the state buffers
   int steps_;
   std::optional<HalfType> half_;
   OptimProblem problem_;
   DeviceBuffer param_, state0_, state1_, param16_;
   std::vector<OptimTensorList> lists_;
+  OptimStepOp<Settings> op_;
 
- private:
   std::vector<OptimTensor> tensors_of_step(int s) {
     std::vector<OptimTensor> out;
     for (size_t i = 0; i < problem_.tensors_count(); ++i) {
@@ -130,66 +175,6 @@ class StepInstance : public InstanceBase {
     }
     return out;
   }
-};
-
-class SgdStepInstance : public StepInstance {
- public:
-  SgdStepInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
-      : StepInstance(backend, p, seed, false), op_(backend) {
-    const double lr = param_float(p, "LR");
-    settings_.lr = {lr, lr, param_float(p, "BIAS_LR")};
-    settings_.momentum = param_float(p, "MOMENTUM");
-    settings_.weight_decay = param_float(p, "WD");
-  }
-  void launch() override {
-    for (int s = 0; s < steps_; ++s)
-      op_.step(lists_[size_t(s)], settings_, s + 1, half_.value_or(HalfType::f16));
-  }
-  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
-    auto step_tensor = [&](size_t i, std::vector<double>& param, std::vector<double>& buf,
-                           std::vector<double>&, const std::vector<double>& grad, int step) {
-      const int g = problem_.groups[i];
-      sgd_nesterov_reference_step(param, buf, grad, settings_.lr[size_t(g)], settings_.momentum,
-                                  g == 0 ? settings_.weight_decay : 0.0, step);
-    };
-    return check_steps(tol, step_tensor, {"momentum_buffer"});
-  }
-  WorkCounts work() const override { return step_work(1, 7); }
-
- private:
-  SgdOp op_;
-  SgdSettings settings_;
-};
-
-class AdamwStepInstance : public StepInstance {
- public:
-  AdamwStepInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
-      : StepInstance(backend, p, seed, true), op_(backend) {
-    const double lr = param_float(p, "LR");
-    settings_.lr = {lr, lr, param_float(p, "BIAS_LR")};
-    settings_.beta1 = param_float(p, "BETA1");
-    settings_.beta2 = param_float(p, "BETA2");
-    settings_.eps = param_float(p, "EPS");
-    settings_.weight_decay = param_float(p, "WD");
-  }
-  void launch() override {
-    for (int s = 0; s < steps_; ++s)
-      op_.step(lists_[size_t(s)], settings_, s + 1, half_.value_or(HalfType::f16));
-  }
-  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
-    auto step_tensor = [&](size_t i, std::vector<double>& param, std::vector<double>& m,
-                           std::vector<double>& v, const std::vector<double>& grad, int step) {
-      const int g = problem_.groups[i];
-      adamw_reference_step(param, m, v, grad, settings_.lr[size_t(g)], settings_.beta1, settings_.beta2,
-                           settings_.eps, g == 0 ? settings_.weight_decay : 0.0, step);
-    };
-    return check_steps(tol, step_tensor, {"exp_avg", "exp_avg_sq"});
-  }
-  WorkCounts work() const override { return step_work(2, 14); }
-
- private:
-  AdamwOp op_;
-  AdamwSettings settings_;
 };
 
 class ClipGradNormInstance : public InstanceBase {
@@ -259,8 +244,9 @@ class ClipGradNormInstance : public InstanceBase {
 };
 
 const bool clip_registered = register_runner(clip_grad_norm_spec(), make_instance<ClipGradNormInstance>());
-const bool sgd_registered = register_runner(sgd_step_spec(), make_instance<SgdStepInstance>());
-const bool adamw_registered = register_runner(adamw_step_spec(), make_instance<AdamwStepInstance>());
+const bool sgd_registered = register_runner(sgd_step_spec(), make_instance<StepInstance<SgdSettings>>());
+const bool adamw_registered =
+    register_runner(adamw_step_spec(), make_instance<StepInstance<AdamwSettings>>());
 
 }  // namespace
 }  // namespace lab
