@@ -118,18 +118,7 @@ const KernelSpec& conv2d_spec() {
                  {"GROUPS", K::Int, "1", "groups (must divide C_IN and C_OUT)", 1, 4096},
                  {"SILU", K::Bool, "true", "SiLU activation (else identity)"},
                  {"RESIDUAL", K::Bool, "false", "add a residual tensor after the activation"}},
-      .validate =
-          [](const Params& p) {
-            const Conv2dShape s = conv2d_shape(p);
-            if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0)
-              throw UsageError("parameter GROUPS=" + p.at("GROUPS") +
-                               " of conv2d is invalid: must divide C_IN=" + p.at("C_IN") +
-                               " and C_OUT=" + p.at("C_OUT"));
-            for (const char* k : {"H", "W"})
-              if (s.out_size(int(param_int(p, k))) < 1)
-                throw UsageError(std::string("parameter ") + k + "=" + p.at(k) +
-                                 " of conv2d is invalid: the output would be empty at K=" + p.at("K"));
-          },
+      .validate = [](const Params& p) { check_conv2d_params("conv2d", p); },
       .compile =
           [](const std::string& variant, const Params& p) {
             check_variant_runs(conv2d_spec(), variant, p);
@@ -139,6 +128,17 @@ const KernelSpec& conv2d_spec() {
                 mma_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
           }};
   return spec;
+}
+
+void check_conv2d_params(const std::string& kernel, const Params& p) {
+  const Conv2dShape s = conv2d_shape(p);
+  if (s.c_in % s.groups != 0 || s.c_out % s.groups != 0)
+    throw UsageError("parameter GROUPS=" + p.at("GROUPS") + " of " + kernel + " is invalid: must divide C_IN=" +
+                     p.at("C_IN") + " and C_OUT=" + p.at("C_OUT"));
+  for (const char* k : {"H", "W"})
+    if (s.out_size(int(param_int(p, k))) < 1)
+      throw UsageError(std::string("parameter ") + k + "=" + p.at(k) + " of " + kernel +
+                       " is invalid: the output would be empty at K=" + p.at("K"));
 }
 
 Conv2dShape conv2d_shape(const Params& p) {

@@ -26,6 +26,9 @@ enum class ConvVariant { Direct, Tiled, Depthwise, Tf32, Fp16, Bf16 };
 const KernelSpec& conv2d_spec();
 // The shape of resolved conv2d parameters.
 Conv2dShape conv2d_shape(const Params& p);
+// The cross-parameter rules of conv2d's shape parameters (GROUPS divides both channel counts, a non-empty
+// output), as a UsageError naming `kernel` (conv2d, conv2d_dgrad, conv2d_wgrad).
+void check_conv2d_params(const std::string& kernel, const Params& p);
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<ConvVariant> parse_conv_variant(const std::string& name);
 // "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32", "v5_fp16", "v6_bf16"

@@ -1,0 +1,271 @@
+// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW (conv2d_backward_params.cuh).
+//
+// With z = conv(x) + bias and y = silu(z) (or y = z), given dy:
+//   dz[b, co, p]         = dy * silu'(z),  silu'(z) = s (1 + z (1 - s)), s = sigmoid(z)
+//   dx[b, ci, iy, ix]    = sum_{co in ci's group, ky, kx : iy + K/2 - ky = oy*S, ix + K/2 - kx = ox*S}
+//                          dz[b, co, oy, ox] * w[co, ci, ky, kx]
+//   dw[co, ci, ky, kx]   = sum_{b, oy, ox} dz[b, co, oy, ox] * x[b, ci, oy*S - K/2 + ky, ox*S - K/2 + kx]
+//   db[co]               = sum_{b, oy, ox} dz[b, co, oy, ox]
+// Kernels:
+//   conv2d_silu_backward       dz from dy and the forward's z, one thread per element (block 256). Both GEMMs
+//                              read dz, so it is written once rather than recomputed in two prologues.
+//   conv2d_dgrad_direct        v1: one thread per dx element, any K / stride / groups (depthwise included:
+//                              its reduction is K*K taps). Grid (ceil(H*W / 256), C_in, B).
+//   conv2d_dgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dx[ci, pixel] = sum_r w'[r, ci] * g[r, pixel]
+//                              over r = (co, ky, kx), w' = the weights rearranged to [C_out*K*K, C_in] on the
+//                              host, g the gathered dz (zero where the tap misses the stride grid or the
+//                              output). A CTA owns TM input channels x TN = 4096/TM input pixels, 16-row
+//                              chunks in shared memory, 4 x 4 accumulators per thread (conv2d_tiled's scheme).
+//                              Grid (ceil(H*W / TN), ceil(C_in / TM), B). At stride 2, 3 of 4 gathered taps
+//                              are zero (kept: one kernel for both strides).
+//   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
+//                              then a shared-memory tree sum (deterministic). Any K / stride / groups; the
+//                              depthwise weight gradient of yolo26n is this one.
+//   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
+//                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
+//                              TN = 4096/TM rows r, 16-item chunks of q in shared memory, 4 x 4 per thread.
+//                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
+//                              each split writes partial [split, C_out, R] and conv2d_wgrad_reduce adds the
+//                              splits in index order. Split-K with a fixed-order reduction rather than float
+//                              atomics: the gradients are bit-identical run to run (a resumed or repeated
+//                              training step reproduces), at the cost of a workspace and one extra pass.
+//                              Grid (ceil(R / TN), ceil(C_out / TM), splits).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
+//   conv2d_bias_grad           one CTA per output channel: 256 threads stride over (b, pixel), tree sum.
+#ifndef LAB_NN_CONV2D_BACKWARD_CU
+#define LAB_NN_CONV2D_BACKWARD_CU
+#include "common/lab.cuh"
+#include "nn/conv2d_backward_params.cuh"
+#include "nn/conv2d_stage.cuh"
+#include "nn/nn_common.cuh"
+
+namespace nn {
+
+// The sum of one value per thread of the CTA (kThreads threads), in a fixed tree order; every thread gets it.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[kThreads];
+  partial[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  const float sum = partial[0];
+  __syncthreads();
+  return sum;
+}
+
+// acc[i][j] += a[rr][ty*4 + i] * b[rr][tx*4 + j] over one staged chunk: the 4 x 4 register tile of the
+// implicit GEMMs (a: TM columns, b: TN columns, both 16-byte aligned rows).
+template <int TM, int TN>
+__device__ __forceinline__ void fma_chunk_4x4(float (&acc)[4][4], const float (*a)[TM], const float (*b)[TN],
+                                              int ty, int tx) {
+#pragma unroll
+  for (int rr = 0; rr < kTiledChunk; ++rr) {
+    const float4 av4 = *reinterpret_cast<const float4*>(&a[rr][ty * 4]);
+    const float4 bv4 = *reinterpret_cast<const float4*>(&b[rr][tx * 4]);
+    const float av[4] = {av4.x, av4.y, av4.z, av4.w}, bv[4] = {bv4.x, bv4.y, bv4.z, bv4.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+  }
+}
+
+// The dz column (one input pixel) a thread of conv2d_dgrad_tiled gathers: column threadIdx.x % TN of the
+// CTA's pixels, rows threadIdx.x / TN, + kThreads / TN, ... of each chunk.
+template <int K, int TN>
+struct DgradColumn {
+  static_assert(TN <= kThreads && kThreads % TN == 0, "a thread gathers one fixed pixel column");
+  int col, ty0, tx0;  // ty0 = iy + K/2: the output row tap ky reaches is (ty0 - ky) / stride
+  bool valid;
+
+  __device__ __forceinline__ DgradColumn(int px0, int plane_in, int w_in) {
+    col = threadIdx.x % TN;
+    const int px = px0 + col;
+    valid = px < plane_in;
+    ty0 = (valid ? px / w_in : 0) + K / 2;
+    tx0 = (valid ? px % w_in : 0) + K / 2;
+  }
+
+  // g_s[rr][col] = dz[co, oy, ox] of row r0 + rr = (co, ky, kx), 0 where the tap misses the output.
+  __device__ __forceinline__ void stage(float (*g_s)[TN], const float* __restrict__ dz_b, int r0, int r_end,
+                                        int stride, int h_out, int w_out) const {
+#pragma unroll
+    for (int rr = threadIdx.x / TN; rr < kTiledChunk; rr += kThreads / TN) {
+      const int r = r0 + rr;
+      float v = 0.0f;
+      if (valid && r < r_end) {
+        const int co = r / (K * K), kk = r % (K * K);
+        const int ty = ty0 - kk / K, tx = tx0 - kk % K;
+        if (ty >= 0 && tx >= 0 && ty % stride == 0 && tx % stride == 0) {
+          const int oy = ty / stride, ox = tx / stride;
+          if (oy < h_out && ox < w_out) v = dz_b[(long long)co * h_out * w_out + oy * w_out + ox];
+        }
+      }
+      g_s[rr][col] = v;
+    }
+  }
+};
+
+}  // namespace nn
+
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_silu_backward(const lab::Conv2dSiluBackwardParams params) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= params.count) return;
+  const float z = params.z[i], s = 1.0f / (1.0f + expf(-z));
+  params.grad_z[i] = params.grad_out[i] * (s * (1.0f + z * (1.0f - s)));
+}
+
+__global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_direct(const lab::Conv2dDgradParams params) {
+  const lab::Conv2dBackwardSizes n = params.size;
+  const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= plane_in) return;
+  const int ci = blockIdx.y, b = blockIdx.z, k = n.kernel, stride = n.stride;
+  const int in_per_group = n.c_in / n.groups, out_per_group = n.c_out / n.groups;
+  const int group = ci / in_per_group, ci_in_group = ci % in_per_group;
+  const int ty0 = p / n.w_in + k / 2, tx0 = p % n.w_in + k / 2;
+  float acc = 0.0f;
+  for (int j = 0; j < out_per_group; ++j) {
+    const int co = group * out_per_group + j;
+    const float* dz = params.grad_z + ((long long)b * n.c_out + co) * plane_out;
+    const float* wk = params.w + ((long long)co * in_per_group + ci_in_group) * k * k;
+    for (int ky = 0; ky < k; ++ky) {
+      const int ty = ty0 - ky;
+      if (ty < 0 || ty % stride != 0 || ty / stride >= n.h_out) continue;
+      for (int kx = 0; kx < k; ++kx) {
+        const int tx = tx0 - kx;
+        if (tx < 0 || tx % stride != 0 || tx / stride >= n.w_out) continue;
+        acc = fmaf(dz[(ty / stride) * n.w_out + tx / stride], wk[ky * k + kx], acc);
+      }
+    }
+  }
+  params.grad_in[((long long)b * n.c_in + ci) * plane_in + p] = acc;
+}
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_tiled(const lab::Conv2dDgradParams params) {
+  const lab::Conv2dBackwardSizes n = params.size;
+  constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM, kPixelThreads = TN / 4;
+  __shared__ __align__(16) float w_s[kChunk][TM];
+  __shared__ __align__(16) float g_s[kChunk][TN];
+  const int b = blockIdx.z, ci0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
+  const int plane_in = n.h_in * n.w_in, reduction = n.c_out * K * K;
+  const float* dz_b = params.grad_z + (long long)b * n.c_out * n.h_out * n.w_out;
+  const nn::DgradColumn<K, TN> column(px0, plane_in, n.w_in);
+  const int ty = threadIdx.x / kPixelThreads, tx = threadIdx.x % kPixelThreads;
+  float acc[4][4] = {};
+  for (int r0 = 0; r0 < reduction; r0 += kChunk) {
+    nn::stage_weight_chunk<TM, TM>(&w_s[0][0], params.w, r0, reduction, ci0, n.c_in, nn::StageAsIs{});
+    column.stage(g_s, dz_b, r0, reduction, n.stride, n.h_out, n.w_out);
+    __syncthreads();
+    nn::fma_chunk_4x4<TM, TN>(acc, w_s, g_s, ty, tx);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int ci = ci0 + ty * 4 + i;
+    if (ci >= n.c_in) continue;
+    float* row = params.grad_in + ((long long)b * n.c_in + ci) * plane_in;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (const int p = px0 + tx * 4 + j; p < plane_in) row[p] = acc[i][j];
+  }
+}
+
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::Conv2dWgradParams params) {
+  const lab::Conv2dBackwardSizes n = params.size;
+  const int k = n.kernel, in_per_group = n.c_in / n.groups, out_per_group = n.c_out / n.groups;
+  const long long e = blockIdx.x;  // the weight element (co, ci in group, ky, kx)
+  const int co = int(e / (in_per_group * k * k)), rest = int(e % (in_per_group * k * k));
+  const int ci = (co / out_per_group) * in_per_group + rest / (k * k), ky = rest % (k * k) / k, kx = rest % k;
+  const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
+  const long long items = (long long)n.batch * plane_out;
+  float acc = 0.0f;
+  for (long long q = threadIdx.x; q < items; q += nn::kThreads) {
+    const int b = int(q / plane_out), p = int(q % plane_out);
+    const int iy = (p / n.w_out) * n.stride - k / 2 + ky, ix = (p % n.w_out) * n.stride - k / 2 + kx;
+    if (iy < 0 || iy >= n.h_in || ix < 0 || ix >= n.w_in) continue;
+    acc = fmaf(params.grad_z[((long long)b * n.c_out + co) * plane_out + p],
+               params.in[((long long)b * n.c_in + ci) * plane_in + iy * n.w_in + ix], acc);
+  }
+  acc = nn::block_sum(acc);
+  if (threadIdx.x == 0) params.grad_w[e] = acc;
+}
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Conv2dWgradParams params) {
+  const lab::Conv2dBackwardSizes n = params.size;
+  constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM, kRowThreads = TN / 4;
+  __shared__ __align__(16) float g_s[kChunk][TM];  // dz[q][co]
+  __shared__ __align__(16) float x_s[kChunk][TN];  // im2col[q][r]
+  const int co0 = blockIdx.y * TM, rc0 = blockIdx.x * TN, split = blockIdx.z;
+  const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out, rows = n.c_in * K * K;
+  const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
+  const long long q_end = min(items, q_begin + params.split_items);
+  const int ty = threadIdx.x / kRowThreads, tx = threadIdx.x % kRowThreads;
+  float acc[4][4] = {};
+  for (long long q0 = q_begin; q0 < q_end; q0 += kChunk) {
+    // Consecutive threads take consecutive q (pixels of one plane): coalesced reads of dz and x.
+#pragma unroll
+    for (int i = threadIdx.x; i < kChunk * TM; i += nn::kThreads) {
+      const int qq = i % kChunk, cc = i / kChunk, co = co0 + cc;
+      const long long q = q0 + qq;
+      float v = 0.0f;
+      if (q < q_end && co < n.c_out) {
+        const int b = int(q / plane_out), p = int(q % plane_out);
+        v = params.grad_z[((long long)b * n.c_out + co) * plane_out + p];
+      }
+      g_s[qq][cc] = v;
+    }
+#pragma unroll
+    for (int i = threadIdx.x; i < kChunk * TN; i += nn::kThreads) {
+      const int qq = i % kChunk, rr = i / kChunk, r = rc0 + rr;
+      const long long q = q0 + qq;
+      float v = 0.0f;
+      if (q < q_end && r < rows) {
+        const int b = int(q / plane_out), p = int(q % plane_out), ci = r / (K * K), kk = r % (K * K);
+        const int iy = (p / n.w_out) * n.stride - K / 2 + kk / K, ix = (p % n.w_out) * n.stride - K / 2 + kk % K;
+        if (iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in)
+          v = params.in[((long long)b * n.c_in + ci) * plane_in + iy * n.w_in + ix];
+      }
+      x_s[qq][rr] = v;
+    }
+    __syncthreads();
+    nn::fma_chunk_4x4<TM, TN>(acc, g_s, x_s, ty, tx);
+    __syncthreads();
+  }
+  float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int co = co0 + ty * 4 + i;
+    if (co >= n.c_out) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (const int r = rc0 + tx * 4 + j; r < rows) out[(long long)co * rows + r] = acc[i][j];
+  }
+}
+
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= params.count) return;
+  float sum = 0.0f;
+  for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
+  params.grad_w[i] = sum;
+}
+
+__global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
+  const int c = blockIdx.x;
+  const long long items = (long long)params.batch * params.plane;
+  float acc = 0.0f;
+  for (long long q = threadIdx.x; q < items; q += nn::kThreads) {
+    const int b = int(q / params.plane), p = int(q % params.plane);
+    acc += params.grad_z[((long long)b * params.c_out + c) * params.plane + p];
+  }
+  acc = nn::block_sum(acc);
+  if (threadIdx.x == 0) params.grad_bias[c] = acc;
+}
+
+#endif  // LAB_NN_CONV2D_BACKWARD_CU

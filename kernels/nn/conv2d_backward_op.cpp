@@ -1,0 +1,262 @@
+// The conv2d_dgrad / conv2d_wgrad specs, and Conv2dBackwardOp: variant choice, the weight rearrangement of
+// v2's input gradient, the weight gradient's split-K, launch shapes and parameters.
+#include "kernels/nn/conv2d_backward_op.hpp"
+
+#include <algorithm>
+
+#include "kernels/nn/conv2d_backward_params.cuh"
+#include "kernels/nn/conv2d_op.hpp"
+#include "kernels/nn/nn_kernels.hpp"
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+
+namespace {
+
+constexpr const char* kSource = "nn/conv2d_backward.cu";
+constexpr const char* kSiluBackwardKernel = "conv2d_silu_backward";
+constexpr const char* kWgradReduceKernel = "conv2d_wgrad_reduce";
+constexpr const char* kBiasGradKernel = "conv2d_bias_grad";
+constexpr int kThreads = 256;
+constexpr int kChunk = 16;  // reduction items per shared-memory step of the v2 kernels (nn::kTiledChunk)
+constexpr int kMaxGridYZ = 65535;
+
+std::vector<ParamSpec> backward_params() {
+  std::vector<ParamSpec> params = conv2d_spec().params;
+  std::erase_if(params, [](const ParamSpec& p) { return p.name == "RESIDUAL"; });
+  return params;
+}
+
+std::vector<KernelVariant> backward_variants(const char* tiled_description) {
+  const auto variant = [](ConvBackwardVariant v, const char* name, const char* description) {
+    return KernelVariant{name, description, [v](const Params& p) {
+                           return conv_backward_variant_problem(v, conv2d_shape(p));
+                         }};
+  };
+  return {{"auto", "v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
+          variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
+          variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description)};
+}
+
+ConvBackwardVariant resolved(const std::string& variant, const Params& p) {
+  return parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(conv2d_shape(p)));
+}
+
+// [c_out, c_in, k, k] -> [c_out*k*k, c_in]: v2's input gradient stages reduction rows (co, ky, kx) with
+// coalesced loads over c_in.
+std::vector<float> rearrange_for_input_grad(const std::vector<float>& w, const Conv2dShape& s) {
+  const size_t taps = size_t(s.kernel) * s.kernel, c_in = size_t(s.c_in);
+  std::vector<float> out(w.size());
+  for (size_t co = 0; co < size_t(s.c_out); ++co)
+    for (size_t ci = 0; ci < c_in; ++ci)
+      for (size_t t = 0; t < taps; ++t) out[(co * taps + t) * c_in + ci] = w[(co * c_in + ci) * taps + t];
+  return out;
+}
+
+// "conv2d_dgrad_tiled<3, 64>" from the template's name up to "<".
+std::string tiled_instance_name(const char* template_open, int kernel, int channel_tile) {
+  return template_open + std::to_string(kernel) + ", " + std::to_string(channel_tile) + ">";
+}
+
+unsigned blocks_of(long long elements) {
+  return unsigned((elements + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+const KernelSpec& conv2d_dgrad_spec() {
+  static const KernelSpec spec{
+      .name = "conv2d_dgrad",
+      .family = "nn",
+      .description = "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
+      .source = kSource,
+      .variants = backward_variants(
+          "groups = 1: implicit GEMM over (c_out, ky, kx), 16-row chunks in shared memory, 4x4 per thread"),
+      .params = backward_params(),
+      .validate = [](const Params& p) { check_conv2d_params("conv2d_dgrad", p); },
+      .compile =
+          [](const std::string& variant, const Params& p) {
+            check_variant_runs(conv2d_dgrad_spec(), variant, p);
+            return CompileRequest{
+                kSource, {}, {kSiluBackwardKernel, conv_dgrad_kernel_name(resolved(variant, p), conv2d_shape(p))}};
+          }};
+  return spec;
+}
+
+const KernelSpec& conv2d_wgrad_spec() {
+  static const KernelSpec spec{
+      .name = "conv2d_wgrad",
+      .family = "nn",
+      .description = "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
+      .source = kSource,
+      .variants = backward_variants("groups = 1: implicit GEMM over (b, pixel), split-K with an ordered "
+                                    "reduction, 16-item chunks in shared memory, 4x4 per thread"),
+      .params = backward_params(),
+      .validate = [](const Params& p) { check_conv2d_params("conv2d_wgrad", p); },
+      .compile =
+          [](const std::string& variant, const Params& p) {
+            check_variant_runs(conv2d_wgrad_spec(), variant, p);
+            return CompileRequest{kSource,
+                                  {},
+                                  {kSiluBackwardKernel,
+                                   conv_wgrad_kernel_name(resolved(variant, p), conv2d_shape(p)),
+                                   kWgradReduceKernel, kBiasGradKernel}};
+          }};
+  return spec;
+}
+
+std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name) {
+  if (name == "v1_direct") return ConvBackwardVariant::Direct;
+  if (name == "v2_tiled") return ConvBackwardVariant::Tiled;
+  return std::nullopt;
+}
+
+std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s) {
+  if (v == ConvBackwardVariant::Direct) return {};
+  if (s.groups != 1) return "v2_tiled needs groups = 1 (got " + std::to_string(s.groups) + ")";
+  if (!is_specialised_kernel_size(s.kernel))
+    return "v2_tiled is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) + ")";
+  return {};
+}
+
+ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s) {
+  return conv_backward_variant_problem(ConvBackwardVariant::Tiled, s).empty() ? ConvBackwardVariant::Tiled
+                                                                             : ConvBackwardVariant::Direct;
+}
+
+// v2 tiles the input gradient's channels by c_in and the weight gradient's by c_out (the GEMMs' M).
+std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
+  if (v == ConvBackwardVariant::Direct) return "conv2d_dgrad_direct";
+  return tiled_instance_name("conv2d_dgrad_tiled<", s.kernel, conv_tiled_channel_tile(s.c_in));
+}
+
+std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
+  if (v == ConvBackwardVariant::Direct) return "conv2d_wgrad_direct";
+  return tiled_instance_name("conv2d_wgrad_tiled<", s.kernel, conv_tiled_channel_tile(s.c_out));
+}
+
+CompileRequest conv2d_backward_module_request() {
+  CompileRequest request{kSource,
+                         {},
+                         {kSiluBackwardKernel, conv_dgrad_kernel_name(ConvBackwardVariant::Direct, {}),
+                          conv_wgrad_kernel_name(ConvBackwardVariant::Direct, {}), kWgradReduceKernel,
+                          kBiasGradKernel}};
+  for (int k : kSpecialisedKernelSizes)
+    for (int tile : kTiledChannelTiles)
+      for (const char* gemm : {"conv2d_dgrad_tiled<", "conv2d_wgrad_tiled<"})
+        request.name_expressions.push_back(tiled_instance_name(gemm, k, tile));
+  return request;
+}
+
+Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, const std::vector<float>& weight,
+                                   std::optional<ConvBackwardVariant> input_grad,
+                                   std::optional<ConvBackwardVariant> weight_grad)
+    : backend_(backend), shape_(shape), input_grad_(input_grad), weight_grad_(weight_grad) {
+  const Conv2dShape& s = shape;
+  const std::string text = "conv2d backward " + std::to_string(s.c_in) + "->" + std::to_string(s.c_out) +
+                           " k" + std::to_string(s.kernel) + " s" + std::to_string(s.stride) + " g" +
+                           std::to_string(s.groups);
+  if (s.c_in < 1 || s.c_out < 1 || s.kernel < 1 || s.stride < 1 || s.groups < 1 || s.c_in % s.groups != 0 ||
+      s.c_out % s.groups != 0)
+    throw UsageError(text + ": channels, kernel, stride and groups must be positive and groups must divide "
+                            "both channel counts");
+  if ((long long)weight.size() != s.weight_count())
+    throw UsageError(text + ": got " + std::to_string(weight.size()) + " weights, expected " +
+                     std::to_string(s.weight_count()));
+  for (const auto& v : {input_grad, weight_grad})
+    if (v)
+      if (std::string problem = conv_backward_variant_problem(*v, s); !problem.empty())
+        throw UsageError(text + ": " + problem);
+  module_ = backend.compile(conv2d_backward_module_request());
+  silu_backward_ = module_->kernel(kSiluBackwardKernel);
+  if (input_grad) input_grad_kernel_ = module_->kernel(conv_dgrad_kernel_name(*input_grad, s));
+  if (weight_grad) {
+    weight_grad_kernel_ = module_->kernel(conv_wgrad_kernel_name(*weight_grad, s));
+    weight_grad_reduce_ = module_->kernel(kWgradReduceKernel);
+    bias_grad_ = module_->kernel(kBiasGradKernel);
+  }
+  if (input_grad)
+    weight_ = backend.upload_vector(input_grad == ConvBackwardVariant::Tiled ? rearrange_for_input_grad(weight, s)
+                                                                             : weight);
+}
+
+void Conv2dBackwardOp::silu_backward(long long count, const float* grad_out, const float* z,
+                                     float* grad_z) const {
+  if (count < 1) return;
+  backend_.launch(silu_backward_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dSiluBackwardParams{grad_out, z, grad_z, count}));
+}
+
+void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
+  if (!input_grad_) throw UsageError("conv2d backward: this op was built without the input gradient");
+  const Conv2dShape& s = shape_;
+  const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, s.out_size(h), s.out_size(w), s.kernel, s.stride,
+                              s.groups};
+  const Conv2dDgradParams params{grad_z, weight_.as<const float>(), grad_in, n};
+  const long long plane_in = (long long)h * w;
+  if (*input_grad_ == ConvBackwardVariant::Direct) {
+    backend_.launch(input_grad_kernel_,
+                    plane_launch("conv2d_dgrad", plane_in, s.c_in, batch), kernel_params(params));
+    return;
+  }
+  if (batch > kMaxGridYZ) throw UsageError("conv2d_dgrad: batch " + std::to_string(batch) + " exceeds 65535");
+  const int tm = conv_tiled_channel_tile(s.c_in), tn = 4096 / tm;
+  const LaunchConfig cfg{{unsigned((plane_in + tn - 1) / tn), unsigned((s.c_in + tm - 1) / tm), unsigned(batch)},
+                         {kThreads, 1, 1}};
+  backend_.launch(input_grad_kernel_, cfg, kernel_params(params));
+}
+
+// Splits so that tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at least
+// 512 items (32 chunks); the direct variant never splits.
+int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
+  if (weight_grad_ != ConvBackwardVariant::Tiled) return 1;
+  const long long kTargetCtas = 264, kMinChunksPerSplit = 32;
+  const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
+  const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;
+  const long long tiles = (rows + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm);
+  const long long chunks = ((long long)batch * shape_.out_size(h) * shape_.out_size(w) + kChunk - 1) / kChunk;
+  const long long splits =
+      std::min({(kTargetCtas + tiles - 1) / tiles, chunks / kMinChunksPerSplit, (long long)kMaxGridYZ});
+  if (splits <= 1) return 1;
+  const long long chunks_per_split = (chunks + splits - 1) / splits;
+  return int((chunks + chunks_per_split - 1) / chunks_per_split);
+}
+
+size_t Conv2dBackwardOp::weight_grad_workspace_floats(int batch, int h, int w) const {
+  const int splits = weight_grad_splits(batch, h, w);
+  return splits == 1 ? 0 : size_t(splits) * size_t(shape_.weight_count());
+}
+
+void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, const float* grad_z,
+                                   float* grad_w, float* grad_bias, float* workspace) const {
+  if (!weight_grad_) throw UsageError("conv2d backward: this op was built without the weight gradient");
+  const Conv2dShape& s = shape_;
+  const int h_out = s.out_size(h), w_out = s.out_size(w);
+  const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, h_out, w_out, s.kernel, s.stride, s.groups};
+  const long long count = s.weight_count(), items = (long long)batch * h_out * w_out;
+  if (*weight_grad_ == ConvBackwardVariant::Direct) {
+    backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
+                    kernel_params(Conv2dWgradParams{in, grad_z, grad_w, nullptr, 0, n}));
+  } else {
+    const int splits = weight_grad_splits(batch, h, w);
+    if (splits > 1 && !workspace)
+      throw UsageError("conv2d_wgrad: the split reduction needs a workspace of " +
+                       std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
+    const long long chunks = (items + kChunk - 1) / kChunk;
+    const int split_items = int((chunks + splits - 1) / splits * kChunk);
+    float* partial = splits > 1 ? workspace : nullptr;
+    const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
+    const long long rows = (long long)s.c_in * s.kernel * s.kernel;
+    const LaunchConfig cfg{
+        {unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm), unsigned(splits)}, {kThreads, 1, 1}};
+    backend_.launch(weight_grad_kernel_, cfg,
+                    kernel_params(Conv2dWgradParams{in, grad_z, grad_w, partial, split_items, n}));
+    if (partial)
+      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
+                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
+  }
+  backend_.launch(bias_grad_, {{unsigned(s.c_out), 1, 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, batch, s.c_out, h_out * w_out}));
+}
+
+}  // namespace lab

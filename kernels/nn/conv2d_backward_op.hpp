@@ -1,0 +1,70 @@
+// Conv2dBackwardOp: the backward of one Conv2d layer (conv2d_backward.cu) on dense NCHW float32 tensors: SiLU
+// backward (dz from dy and the forward's pre-activation z), the input gradient dx and the weight and bias
+// gradients dW, db. Variants per gradient: v1_direct (any kernel size, stride, groups) and v2_tiled
+// (groups == 1, kernel sizes 1, 3, 5: implicit GEMMs); the op picks v2 where it runs, else v1. The specs of
+// the runners conv2d_dgrad and conv2d_wgrad live here too.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_spec.hpp"
+#include "kernels/nn/conv2d_shape.hpp"
+#include "nvrtc_runtime/backend.hpp"
+
+namespace lab {
+
+enum class ConvBackwardVariant { Direct, Tiled };
+
+// The runners' specs: variants "auto", v1_direct, v2_tiled; parameters B, C_IN, C_OUT, H, W, K, STRIDE,
+// GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
+const KernelSpec& conv2d_dgrad_spec();
+const KernelSpec& conv2d_wgrad_spec();
+// The variant a spec variant name forces; nullopt for "auto".
+std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name);
+// Empty when `v` can run `s`, else the rule it breaks (one line).
+std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s);
+// v2_tiled where it runs, else v1_direct.
+ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s);
+// The kernel name expressions of each gradient at a shape: conv2d_dgrad_tiled<3, 64>, conv2d_wgrad_direct, ...
+std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
+std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
+
+// Every kernel of conv2d_backward.cu (the v2 instances at kernel sizes 1, 3, 5 and channel tiles 16, 32, 64):
+// the one module every Conv2dBackwardOp of a backend shares (compiled once, then a cache hit).
+CompileRequest conv2d_backward_module_request();
+
+class Conv2dBackwardOp {
+ public:
+  // weight [c_out, c_in/groups, k, k]. A gradient given no variant is not built and its method throws.
+  // Throws UsageError on a bad shape, weight size or a variant that cannot run the shape.
+  Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, const std::vector<float>& weight,
+                   std::optional<ConvBackwardVariant> input_grad,
+                   std::optional<ConvBackwardVariant> weight_grad);
+
+  // grad_z = grad_out * silu'(z) over `count` elements (the layer's output [B, c_out, ho, wo]).
+  void silu_backward(long long count, const float* grad_out, const float* z, float* grad_z) const;
+  // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo].
+  void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
+  // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; `workspace`
+  // holds weight_grad_workspace_floats() floats (null allowed when that is 0).
+  void weight_grad(int batch, int h, int w, const float* in, const float* grad_z, float* grad_w,
+                   float* grad_bias, float* workspace) const;
+  // Splits of v2's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats of
+  // partial sums they need (0 when 1).
+  int weight_grad_splits(int batch, int h, int w) const;
+  size_t weight_grad_workspace_floats(int batch, int h, int w) const;
+
+  const Conv2dShape& shape() const { return shape_; }
+
+ private:
+  Backend& backend_;
+  Conv2dShape shape_;
+  std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
+  std::shared_ptr<Module> module_;
+  Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
+  DeviceBuffer weight_;  // v1: as given; v2: [c_out*k*k, c_in]
+};
+
+}  // namespace lab

@@ -1,0 +1,53 @@
+// Parameters of the Conv2d backward kernels (conv2d_backward.cu), shared by the kernels and
+// Conv2dBackwardOp: plain data, passed by value. Tensors are dense NCHW: x [B, C_in, H, W], dz and dy
+// [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward).
+#pragma once
+
+namespace lab {
+
+struct Conv2dBackwardSizes {
+  int batch, c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups;
+};
+
+// conv2d_silu_backward: dz = dy * silu'(z) elementwise over `count` elements.
+struct Conv2dSiluBackwardParams {
+  const float* grad_out;  // dy: the gradient of the layer's output
+  const float* z;         // the forward's pre-activation conv(x) + bias
+  float* grad_z;          // dz
+  long long count;
+};
+
+// conv2d_dgrad_direct (v1) and conv2d_dgrad_tiled<K, TM> (v2): dx from dz and the weights.
+struct Conv2dDgradParams {
+  const float* grad_z;  // dz [B, C_out, Ho, Wo]
+  const float* w;       // v1: [C_out, C_in/groups, K, K]; v2: [C_out*K*K, C_in] (rearranged on the host)
+  float* grad_in;       // dx [B, C_in, H, W]
+  Conv2dBackwardSizes size;
+};
+
+// conv2d_wgrad_direct (v1) and conv2d_wgrad_tiled<K, TM> (v2): dW from x and dz.
+struct Conv2dWgradParams {
+  const float* in;      // x [B, C_in, H, W]
+  const float* grad_z;  // dz [B, C_out, Ho, Wo]
+  float* grad_w;        // dW [C_out, C_in/groups, K, K]
+  float* partial;       // v2 split-K: null, or [splits, C_out, C_in*K*K] (then grad_w is not written)
+  int split_items;      // v2: reduction items (b, output pixel) per split, a multiple of 16
+  Conv2dBackwardSizes size;
+};
+
+// conv2d_wgrad_reduce: grad_w = the splits of partial added in index order.
+struct Conv2dWgradReduceParams {
+  const float* partial;  // [splits, count]
+  float* grad_w;         // [count]
+  int splits;
+  long long count;
+};
+
+// conv2d_bias_grad: db[c] = sum over b and pixels of dz[b, c, :].
+struct Conv2dBiasGradParams {
+  const float* grad_z;  // dz [B, C_out, plane]
+  float* grad_bias;     // [C_out]
+  int batch, c_out, plane;
+};
+
+}  // namespace lab

@@ -1,0 +1,135 @@
+// Runners conv2d_dgrad and conv2d_wgrad: seeded x, weights (scaled by 1/sqrt(fan-in) as conv2d's runner),
+// bias and dy; the forward's pre-activation z is made on the host (float64 reference, rounded to float32, as
+// the forward would have stored it). A launch is the backward the network runs: SiLU backward into dz (when
+// SILU), then the input gradient (dgrad) or the weight and bias gradients (wgrad). Checked against the
+// float64 reference backward (conv2d_backward_reference.hpp).
+#include <cmath>
+
+#include "kernels/nn/conv2d_backward_op.hpp"
+#include "kernels/nn/conv2d_backward_reference.hpp"
+#include "kernels/nn/conv2d_op.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/runner.hpp"
+
+namespace lab {
+namespace {
+
+// The weight and bias gradients sum B*Ho*Wo float32 products (204,800 at batch 32, 640x640): their values
+// grow like sqrt(B*Ho*Wo) and float32 rounding of such sums stays near 1e-7 of the largest gradient
+// (split-K keeps each partial sum short). max_abs scales with that largest value (2e-6 of it, at least
+// conv2d's 1e-4); rel_l2 stays at the default 1e-5, which a dropped chunk, tap or split fails by orders.
+Tolerance scaled_tolerance(const std::vector<double>& ref) {
+  double largest = 0;
+  for (double v : ref) largest = std::max(largest, std::abs(v));
+  return {Tolerance{}.rel_l2, std::max(Tolerance{}.max_abs, 2e-6 * largest)};
+}
+
+// What both runners share: the problem, its host tensors and the op's SiLU backward into dz.
+class Conv2dBackwardInstance : public InstanceBase {
+ protected:
+  Conv2dBackwardInstance(Backend& backend, const Params& p, uint64_t seed)
+      : InstanceBase(backend),
+        shape_(conv2d_shape(p)),
+        batch_(int(param_int(p, "B"))),
+        h_(int(param_int(p, "H"))),
+        w_(int(param_int(p, "W"))),
+        ho_(shape_.out_size(h_)),
+        wo_(shape_.out_size(w_)) {
+    const int fan_in = shape_.c_in / shape_.groups * shape_.kernel * shape_.kernel;
+    const float wscale = 1.0f / std::sqrt(float(fan_in));
+    in_host_ = random_uniform(in_count(), -1.0f, 1.0f, derive_seed(seed, "in"));
+    weight_ = random_uniform(size_t(shape_.weight_count()), -wscale, wscale, derive_seed(seed, "weight"));
+    bias_ = random_uniform(size_t(shape_.c_out), -0.5f, 0.5f, derive_seed(seed, "bias"));
+    grad_out_host_ = random_uniform(out_count(), -1.0f, 1.0f, derive_seed(seed, "grad_out"));
+    grad_out_ = backend.upload_vector(grad_out_host_);
+    if (shape_.silu) {
+      Conv2dShape linear = shape_;
+      linear.silu = false;
+      const std::vector<double> z = conv2d_reference(linear, batch_, h_, w_, in_host_, weight_, bias_, {});
+      z_ = backend.upload_vector(std::vector<float>(z.begin(), z.end()));
+      grad_z_ = backend.alloc_array<float>(out_count());
+    }
+  }
+  // dz on the device: the SiLU backward's output, or dy itself without SiLU.
+  const float* grad_z(const Conv2dBackwardOp& op) const {
+    if (!shape_.silu) return grad_out_.as<const float>();
+    op.silu_backward((long long)out_count(), grad_out_.as<const float>(), z_.as<const float>(),
+                     grad_z_.as<float>());
+    return grad_z_.as<const float>();
+  }
+  Conv2dGradients reference() const {
+    return conv2d_backward_reference(shape_, batch_, h_, w_, in_host_, weight_, bias_, grad_out_host_);
+  }
+  WorkCounts work_of(double bytes_written) const {
+    const double products =
+        double(out_count()) * (shape_.c_in / shape_.groups) * shape_.kernel * shape_.kernel;
+    const double read = 4.0 * (double(out_count()) * (shape_.silu ? 2 : 1) + weight_.size() + in_host_.size());
+    return {read + bytes_written, 2.0 * products};
+  }
+  size_t in_count() const { return size_t(batch_) * shape_.c_in * h_ * w_; }
+  size_t out_count() const { return size_t(batch_) * shape_.c_out * ho_ * wo_; }
+
+  Conv2dShape shape_;
+  int batch_, h_, w_, ho_, wo_;
+  std::vector<float> in_host_, weight_, bias_, grad_out_host_;
+  DeviceBuffer grad_out_, z_, grad_z_;
+};
+
+class Conv2dDgradInstance : public Conv2dBackwardInstance {
+ public:
+  Conv2dDgradInstance(Backend& backend, const std::string& variant, const Params& p, uint64_t seed)
+      : Conv2dBackwardInstance(backend, p, seed),
+        op_(backend, shape_, weight_,
+            parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(shape_)), std::nullopt),
+        grad_in_(output_array<float>(in_count())) {}
+  void launch() override { op_.input_grad(batch_, h_, w_, grad_z(op_), grad_in_.as<float>()); }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    const std::vector<double> ref = reference().grad_in;
+    return {make_check("grad_in", {size_t(batch_), size_t(shape_.c_in), size_t(h_), size_t(w_)},
+                       fetch<float>(grad_in_, in_count()), ref, tol.value_or(Tolerance{}))};
+  }
+  WorkCounts work() const override { return work_of(4.0 * double(in_count())); }
+
+ private:
+  Conv2dBackwardOp op_;
+  DeviceBuffer grad_in_;
+};
+
+class Conv2dWgradInstance : public Conv2dBackwardInstance {
+ public:
+  Conv2dWgradInstance(Backend& backend, const std::string& variant, const Params& p, uint64_t seed)
+      : Conv2dBackwardInstance(backend, p, seed),
+        op_(backend, shape_, weight_, std::nullopt,
+            parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(shape_))),
+        in_(backend.upload_vector(in_host_)),
+        grad_weight_(output_array<float>(weight_.size())),
+        grad_bias_(output_array<float>(bias_.size())) {
+    if (size_t floats = op_.weight_grad_workspace_floats(batch_, h_, w_))
+      workspace_ = backend.alloc_array<float>(floats);
+  }
+  void launch() override {
+    op_.weight_grad(batch_, h_, w_, in_.as<const float>(), grad_z(op_), grad_weight_.as<float>(),
+                    grad_bias_.as<float>(), workspace_.as<float>());
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    const Conv2dGradients ref = reference();
+    const Conv2dShape& s = shape_;
+    return {make_check("grad_weight",
+                       {size_t(s.c_out), size_t(s.c_in / s.groups), size_t(s.kernel), size_t(s.kernel)},
+                       fetch<float>(grad_weight_, weight_.size()), ref.grad_weight,
+                       tol.value_or(scaled_tolerance(ref.grad_weight))),
+            make_check("grad_bias", {size_t(s.c_out)}, fetch<float>(grad_bias_, bias_.size()), ref.grad_bias,
+                       tol.value_or(scaled_tolerance(ref.grad_bias)))};
+  }
+  WorkCounts work() const override { return work_of(4.0 * double(weight_.size() + bias_.size())); }
+
+ private:
+  Conv2dBackwardOp op_;
+  DeviceBuffer in_, grad_weight_, grad_bias_, workspace_;
+};
+
+const bool registered_dgrad = register_runner(conv2d_dgrad_spec(), make_instance<Conv2dDgradInstance>());
+const bool registered_wgrad = register_runner(conv2d_wgrad_spec(), make_instance<Conv2dWgradInstance>());
+
+}  // namespace
+}  // namespace lab

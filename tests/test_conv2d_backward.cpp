@@ -1,0 +1,219 @@
+// Conv2d backward: the float64 reference backward proven by central finite differences of the float64
+// forward reference (conv2d_reference) on tiny shapes; then the dgrad / wgrad runners (silu backward, input
+// gradient, weight and bias gradient kernels) against that reference on the cpu backend over yolo26n's conv
+// shapes, twice per instance with the outputs re-poisoned, and on cuda in the [gpu] twin.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "kernels/compare.hpp"
+#include "kernels/nn/conv2d_backward_op.hpp"
+#include "kernels/nn/conv2d_backward_reference.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/runner.hpp"
+#include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "tests/test_helpers.hpp"
+
+using namespace lab;
+
+namespace {
+
+struct Problem {
+  Conv2dShape shape;
+  int batch, h, w;
+};
+
+// sum over outputs of grad_out * forward: its gradient is what conv2d_backward_reference computes.
+double weighted_loss(const Problem& p, const std::vector<float>& in, const std::vector<float>& weight,
+                     const std::vector<float>& bias, const std::vector<float>& grad_out) {
+  const std::vector<double> out = conv2d_reference(p.shape, p.batch, p.h, p.w, in, weight, bias, {});
+  double loss = 0;
+  for (size_t i = 0; i < out.size(); ++i) loss += out[i] * grad_out[i];
+  return loss;
+}
+
+// Central differences of weighted_loss over every element of `values` (one of the three inputs, perturbed in
+// place by +-h as float32; the step is the difference of the two floats actually used).
+std::vector<double> finite_differences(std::vector<float>& values, const std::function<double()>& loss) {
+  constexpr float h = 1.0f / 512;
+  std::vector<double> grad(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float original = values[i], plus = original + h, minus = original - h;
+    values[i] = plus;
+    const double loss_plus = loss();
+    values[i] = minus;
+    const double loss_minus = loss();
+    values[i] = original;
+    grad[i] = (loss_plus - loss_minus) / (double(plus) - double(minus));
+  }
+  return grad;
+}
+
+// The central difference's error is h^2 / 6 * f''' (~1e-6 here: O(1) values, third derivatives of SiLU
+// below 0.5); a wrong tap, a missing silu' factor or a dropped group is off by O(0.1).
+void expect_matches_differences(const std::vector<double>& analytic, const std::vector<double>& numeric,
+                                const char* what) {
+  REQUIRE(analytic.size() == numeric.size());
+  for (size_t i = 0; i < analytic.size(); ++i) {
+    INFO(what << "[" << i << "] analytic " << analytic[i] << " numeric " << numeric[i]);
+    CHECK(std::abs(analytic[i] - numeric[i]) <= 2e-5 * (1.0 + std::abs(numeric[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the conv2d backward reference matches finite differences of the forward reference",
+          "[conv2d_bwd]") {
+  const Problem problems[] = {
+      {{4, 6, 3, 1, 1, true}, 2, 5, 4},    // k3 s1 with SiLU, batch 2
+      {{3, 4, 3, 2, 1, true}, 1, 7, 5},    // k3 s2 at odd sizes (the stem / downsample)
+      {{4, 4, 3, 2, 4, true}, 1, 6, 7},    // depthwise k3 s2
+      {{6, 4, 1, 1, 2, false}, 1, 3, 4},   // k1, two groups, no SiLU
+      {{2, 3, 5, 1, 1, true}, 1, 4, 6},    // k5 wider than the input
+  };
+  for (const Problem& p : problems) {
+    const Conv2dShape& s = p.shape;
+    INFO("c_in " << s.c_in << " c_out " << s.c_out << " k" << s.kernel << " s" << s.stride << " g" << s.groups
+                 << " silu " << s.silu << " at " << p.h << "x" << p.w);
+    std::vector<float> in = random_uniform(size_t(p.batch) * s.c_in * p.h * p.w, -1.0f, 1.0f, 1);
+    std::vector<float> weight = random_uniform(size_t(s.weight_count()), -0.7f, 0.7f, 2);
+    std::vector<float> bias = random_uniform(size_t(s.c_out), -0.5f, 0.5f, 3);
+    const std::vector<float> grad_out =
+        random_uniform(size_t(p.batch) * s.c_out * s.out_size(p.h) * s.out_size(p.w), -1.0f, 1.0f, 4);
+    const auto loss = [&] { return weighted_loss(p, in, weight, bias, grad_out); };
+    const Conv2dGradients g = conv2d_backward_reference(s, p.batch, p.h, p.w, in, weight, bias, grad_out);
+    expect_matches_differences(g.grad_in, finite_differences(in, loss), "grad_in");
+    expect_matches_differences(g.grad_weight, finite_differences(weight, loss), "grad_weight");
+    expect_matches_differences(g.grad_bias, finite_differences(bias, loss), "grad_bias");
+  }
+}
+
+namespace {
+
+using Case = std::pair<std::string, Params>;  // variant, parameters
+
+// yolo26n's conv classes at small sizes: 1x1 (C3k2 cv1/cv2, attention qkv/proj without SiLU), 3x3 s1
+// (Bottleneck), 3x3 s2 (stem and downsamples, odd sizes), depthwise 3x3 (the detect head's DWConv, s1 and
+// s2), a grouped conv and a 7x7 s3 for v1's generality; each with "auto" where it picks differently.
+const std::vector<Case>& backward_cases() {
+  static const std::vector<Case> cases = {
+      {"v2_tiled", {{"B", "2"}, {"C_IN", "24"}, {"C_OUT", "40"}, {"H", "13"}, {"W", "11"}, {"K", "1"}}},
+      {"v2_tiled", {{"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "10"}, {"K", "3"}}},
+      {"v2_tiled", {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "20"}, {"W", "17"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v2_tiled", {{"C_IN", "32"}, {"C_OUT", "72"}, {"H", "15"}, {"W", "9"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v2_tiled", {{"C_IN", "70"}, {"C_OUT", "36"}, {"H", "7"}, {"W", "5"}, {"K", "1"}, {"SILU", "false"}}},
+      {"v2_tiled", {{"C_IN", "6"}, {"C_OUT", "5"}, {"H", "8"}, {"W", "7"}, {"K", "5"}}},
+      // Enough (b, pixel) items for the weight gradient's split-K (checked to split below).
+      {"v2_tiled", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
+      {"v1_direct", {{"C_IN", "16"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "11"}, {"K", "3"}}},
+      {"auto", {{"C_IN", "48"}, {"C_OUT", "48"}, {"GROUPS", "48"}, {"H", "11"}, {"W", "13"}, {"K", "3"}}},
+      {"v1_direct",
+       {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "9"}, {"W", "6"}, {"K", "3"},
+        {"STRIDE", "2"}}},
+      {"v1_direct", {{"C_IN", "12"}, {"C_OUT", "9"}, {"GROUPS", "3"}, {"H", "7"}, {"W", "8"}, {"K", "3"}}},
+      {"v1_direct", {{"C_IN", "6"}, {"C_OUT", "4"}, {"H", "11"}, {"W", "9"}, {"K", "7"}, {"STRIDE", "3"}}},
+  };
+  return cases;
+}
+
+// Two launches per instance, the outputs re-poisoned before each: every element must be written again.
+void run_backward_runner(Backend& backend, const std::string& kernel, const std::string& variant,
+                         const Params& given) {
+  const Runner& r = Registry::instance().get(kernel);
+  const Params p = resolve_params(r, given);
+  auto inst = r.instantiate(backend, resolve_variant(r, variant), p, 5);
+  for (int round = 0; round < 2; ++round) {
+    inst->poison();
+    inst->launch();
+    for (const OutputCheck& c : inst->check(std::nullopt)) {
+      INFO(backend.name() << " " << kernel << "/" << variant << " C_IN " << p.at("C_IN") << " C_OUT "
+                          << p.at("C_OUT") << " K " << p.at("K") << " S " << p.at("STRIDE") << " G "
+                          << p.at("GROUPS") << " " << c.output << " rel_l2=" << c.metrics.rel_l2
+                          << " max_abs=" << c.metrics.max_abs << " non-finite=" << c.metrics.non_finite);
+      CHECK(c.pass);
+    }
+  }
+}
+
+void run_backward_runners(const std::string& backend_name, const std::string& kernel) {
+  auto backend = make_backend(backend_name, test::embedded_context());
+  for (const auto& [variant, p] : backward_cases()) run_backward_runner(*backend, kernel, variant, p);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_dgrad matches the reference backward on the cpu backend", "[conv2d_bwd]") {
+  run_backward_runners("cpu", "conv2d_dgrad");
+}
+
+TEST_CASE("conv2d_wgrad matches the reference backward on the cpu backend", "[conv2d_bwd]") {
+  run_backward_runners("cpu", "conv2d_wgrad");
+}
+
+TEST_CASE("conv2d_dgrad matches the reference backward on the cuda backend", "[conv2d_bwd][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  run_backward_runners("cuda", "conv2d_dgrad");
+}
+
+TEST_CASE("conv2d_wgrad matches the reference backward on the cuda backend", "[conv2d_bwd][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  run_backward_runners("cuda", "conv2d_wgrad");
+}
+
+TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels and splits long weight reductions",
+          "[conv2d_bwd]") {
+  CHECK(choose_conv_backward_variant({16, 32, 3, 2, 1, true}) == ConvBackwardVariant::Tiled);
+  CHECK(choose_conv_backward_variant({48, 48, 3, 1, 48, true}) == ConvBackwardVariant::Direct);
+  CHECK(choose_conv_backward_variant({6, 4, 7, 3, 1, true}) == ConvBackwardVariant::Direct);
+  CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
+        "conv2d_dgrad_tiled<3, 16>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 72, 1, 1, 1, true}) ==
+        "conv2d_wgrad_tiled<1, 64>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Direct, {8, 8, 3, 1, 8, true}) == "conv2d_wgrad_direct");
+
+  auto backend = make_backend("cpu", test::embedded_context());
+  const Conv2dShape split_shape{8, 16, 3, 1, 1, true};  // the split-K case of backward_cases()
+  const Conv2dBackwardOp split(*backend, split_shape, std::vector<float>(size_t(split_shape.weight_count())),
+                               std::nullopt, ConvBackwardVariant::Tiled);
+  CHECK(split.weight_grad_splits(2, 32, 30) > 1);
+  CHECK(split.weight_grad_workspace_floats(2, 32, 30) ==
+        size_t(split.weight_grad_splits(2, 32, 30)) * size_t(split_shape.weight_count()));
+  CHECK(split.weight_grad_splits(1, 4, 4) == 1);
+  CHECK(split.weight_grad_workspace_floats(1, 4, 4) == 0);
+  CHECK_THROWS_WITH(split.input_grad(1, 4, 4, nullptr, nullptr),
+                    Catch::Contains("built without the input gradient"));
+}
+
+TEST_CASE("conv2d backward rules are enforced with the rule in the message", "[conv2d_bwd]") {
+  for (const char* kernel : {"conv2d_dgrad", "conv2d_wgrad"}) {
+    const Runner& r = Registry::instance().get(kernel);
+    CHECK_THROWS_WITH(resolve_params(r, {{"C_IN", "12"}, {"GROUPS", "5"}}),
+                      Catch::Contains(std::string("GROUPS=5 of ") + kernel + " is invalid"));
+    CHECK_THROWS_WITH(resolve_params(r, {{"RESIDUAL", "true"}}), Catch::Contains("RESIDUAL"));
+    auto backend = make_backend("cpu", test::embedded_context());
+    const Params grouped = resolve_params(r, {{"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}});
+    CHECK_THROWS_WITH(r.instantiate(*backend, "v2_tiled", grouped, 1), Catch::Contains("needs groups = 1"));
+    const Params k7 = resolve_params(r, {{"K", "7"}});
+    CHECK_THROWS_WITH(r.instantiate(*backend, "v2_tiled", k7, 1), Catch::Contains("kernel sizes 1, 3, 5"));
+  }
+  auto backend = make_backend("cpu", test::embedded_context());
+  CHECK_THROWS_WITH(Conv2dBackwardOp(*backend, {4, 4, 3, 1, 1, true}, std::vector<float>(5), 
+                                     ConvBackwardVariant::Direct, std::nullopt),
+                    Catch::Contains("got 5 weights, expected 144"));
+}
+
+TEST_CASE("the conv2d backward kernels compile for sm_90 without spills", "[conv2d_bwd]") {
+  const RuntimeContext ctx = test::embedded_context();
+  const CompileRequest request = conv2d_backward_module_request();
+  const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
+  REQUIRE(r.resources.size() == request.name_expressions.size());
+  for (const ResourceUsage& u : r.resources) {
+    INFO(u.kernel << ": " << u.registers.value_or(-1) << " registers, spill stores "
+                  << u.spill_stores.value_or(-1) << ", loads " << u.spill_loads.value_or(-1));
+    CHECK(u.registers.value_or(0) > 0);
+    CHECK(u.spill_stores.value_or(1) == 0);
+    CHECK(u.spill_loads.value_or(1) == 0);
+  }
+}
