@@ -9,6 +9,7 @@
 
 #include "harness/scenario.hpp"
 #include "harness/scenario_runner.hpp"
+#include "kernels/optim/muon_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 #include "kernels/optim/optim_problem.hpp"
 #include "kernels/optim/optim_reference.hpp"
@@ -23,10 +24,12 @@ namespace {
 const std::filesystem::path kScenarios = std::filesystem::path(LAB_SOURCE_DIR) / "scenarios";
 
 // The family's scenario files (odd sizes from 1 to 3001 + 97 i elements, all three groups, up to five steps,
-// both 16-bit copies, clipping engaged and not) through the harness, on one backend.
+// both 16-bit copies, clipping engaged and not; Muon's Newton-Schulz on wide, tall, square and ragged
+// matrices) through the harness, on one backend.
 void check_scenarios(const std::string& backend) {
   BackendSet backends(test::embedded_context());
-  for (const char* file : {"optim_sgd_step.toml", "optim_adamw_step.toml", "optim_clip_grad_norm.toml"}) {
+  for (const char* file : {"optim_sgd_step.toml", "optim_adamw_step.toml", "optim_clip_grad_norm.toml",
+                           "optim_muon_orthogonalize.toml"}) {
     const ScenarioPlan plan = plan_scenario(load_scenario(kScenarios / file), backend);
     CHECK(plan.runs.size() >= 6);
     for (const PlannedRun& run : plan.runs) {
@@ -195,4 +198,16 @@ TEST_CASE("the optimizer's tensor table refuses an empty list, an empty tensor a
                     "optimizer: a tensor of the list has no elements");
   CHECK_THROWS_WITH(OptimTensorList(*backend, {in_place_tensor(&x, &x, &x, &x, nullptr, 1, 3)}),
                     "optimizer: parameter group 3 is not 0, 1 or 2");
+}
+
+TEST_CASE("Muon's update scale follows the gradient's last two dimensions; an empty matrix is refused",
+          "[optim]") {
+  CHECK(muon_update_scale({64, 16, 3, 3}) == 1.0);  // a square conv kernel: kh / kw = 1
+  CHECK(muon_update_scale({300, 75}) == Approx(2.0));
+  CHECK(muon_update_scale({17, 300}) == 1.0);
+  CHECK_THROWS_WITH(muon_update_scale({5}), "muon: the gradient has fewer than two dimensions");
+  auto backend = make_backend("cpu", test::embedded_context());
+  MuonOrthogonalizeOp op(*backend);
+  float x = 0;
+  CHECK_THROWS_WITH(op.run(&x, 0, 4, 1.0, &x), "muon: the matrix has no elements");
 }

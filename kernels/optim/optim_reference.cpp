@@ -1,6 +1,7 @@
 // float64 references of the optimizer kernels (optim_reference.hpp).
 #include "kernels/optim/optim_reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lab {
@@ -40,6 +41,53 @@ void adamw_reference_step(std::vector<double>& param, std::vector<double>& exp_a
     exp_avg_sq[i] = beta2 * exp_avg_sq[i] + (1.0 - beta2) * grad[i] * grad[i];
     param[i] -= corrected_lr * exp_avg[i] / (std::sqrt(exp_avg_sq[i] / bias2) + eps);
   }
+}
+
+namespace {
+
+using Matrix = std::vector<std::vector<double>>;
+
+Matrix product(const Matrix& a, const Matrix& b) {
+  Matrix c(a.size(), std::vector<double>(b[0].size(), 0.0));
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t k = 0; k < b.size(); ++k)
+      for (size_t j = 0; j < b[0].size(); ++j) c[i][j] += a[i][k] * b[k][j];
+  return c;
+}
+
+Matrix transposed(const Matrix& a) {
+  Matrix t(a[0].size(), std::vector<double>(a.size()));
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = 0; j < a[0].size(); ++j) t[j][i] = a[i][j];
+  return t;
+}
+
+}  // namespace
+
+std::vector<double> newton_schulz5_reference(const std::vector<double>& g, int rows, int cols, double scale) {
+  double norm = 0;
+  for (double v : g) norm += v * v;
+  norm = std::sqrt(norm) + 1e-7;
+  Matrix x(size_t(rows), std::vector<double>(size_t(cols), 0.0));
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) x[size_t(i)][size_t(j)] = g[size_t(i) * size_t(cols) + size_t(j)] / norm;
+  const bool transpose = rows > cols;
+  if (transpose) x = transposed(x);
+  for (int step = 0; step < 5; ++step) {
+    const Matrix a = product(x, transposed(x));
+    const Matrix aa = product(a, a);
+    Matrix poly = a;
+    for (size_t i = 0; i < a.size(); ++i)
+      for (size_t j = 0; j < a.size(); ++j) poly[i][j] = -4.7750 * a[i][j] + 2.0315 * aa[i][j];
+    const Matrix px = product(poly, x);
+    for (size_t i = 0; i < x.size(); ++i)
+      for (size_t j = 0; j < x[0].size(); ++j) x[i][j] = 3.4445 * x[i][j] + px[i][j];
+  }
+  if (transpose) x = transposed(x);
+  std::vector<double> out;
+  for (const auto& row : x)
+    for (double v : row) out.push_back(v * scale);
+  return out;
 }
 
 }  // namespace lab

@@ -22,4 +22,8 @@ void adamw_reference_step(std::vector<double>& param, std::vector<double>& exp_a
                           std::vector<double>& exp_avg_sq, const std::vector<double>& grad, double lr,
                           double beta1, double beta2, double eps, double weight_decay, int step);
 
+// Muon's zeropower_via_newtonschulz5 on g [rows, cols] (row-major), times `scale`: X = g / (|g|_F + 1e-7),
+// transposed when rows > cols; five times X = a X + (b A + c A A) X with A = X X^T; transposed back.
+std::vector<double> newton_schulz5_reference(const std::vector<double>& g, int rows, int cols, double scale);
+
 }  // namespace lab

@@ -1,8 +1,9 @@
-// The specs of the optimizer family (`lab list`, family optim): clip_grad_norm, sgd_step, adamw_step. The
-// runners' problems are a list of TENSORS float32 tensors of SIZE + 97*i elements (odd, never a multiple of a
-// block), in the groups 0, 1, 2, 0, ... in turn.
+// The specs of the optimizer family (`lab list`, family optim): clip_grad_norm, sgd_step, adamw_step,
+// muon_orthogonalize. The list runners' problems are TENSORS float32 tensors of SIZE + 97*i elements (odd,
+// never a multiple of a block), in the groups 0, 1, 2, 0, ... in turn.
 #include <string>
 
+#include "kernels/optim/muon_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 
 namespace lab {
@@ -89,6 +90,20 @@ const KernelSpec& adamw_step_spec() {
                        {"EPS", K::Float, "1e-8", "epsilon", 1e-12, 1},
                        {"WD", K::Float, "0.0005", "weight decay of group 0", 0, 1}}),
       .entries = {"adamw_step"}};
+  return spec;
+}
+
+const KernelSpec& muon_orthogonalize_spec() {
+  static const KernelSpec spec{
+      .name = "muon_orthogonalize",
+      .family = "optim",
+      .description =
+          "Muon's Newton-Schulz (5 quintic steps) orthogonalisation of a [ROWS, COLS] update, float32",
+      .source = "optim/muon_newton_schulz.cu",
+      .variants = {{"v1_fp32", "float64 norm in one block, then 3 tiled 16x16 gemms per step"}},
+      .params = {{"ROWS", K::Int, "64", "rows (a conv weight's output channels)", 1, 4096},
+                 {"COLS", K::Int, "147", "columns (input channels x kernel height x width)", 1, 65536}},
+      .entries = {"muon_normalize", "muon_gemm"}};
   return spec;
 }
 
