@@ -12,8 +12,8 @@
 #include "kernels/nn/conv2d_backward_reference.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/runner.hpp"
-#include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "tests/sm90_resources.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -205,15 +205,5 @@ TEST_CASE("conv2d backward rules are enforced with the rule in the message", "[c
 }
 
 TEST_CASE("the conv2d backward kernels compile for sm_90 without spills", "[conv2d_bwd]") {
-  const RuntimeContext ctx = test::embedded_context();
-  const CompileRequest request = conv2d_backward_module_request();
-  const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
-  REQUIRE(r.resources.size() == request.name_expressions.size());
-  for (const ResourceUsage& u : r.resources) {
-    INFO(u.kernel << ": " << u.registers.value_or(-1) << " registers, spill stores "
-                  << u.spill_stores.value_or(-1) << ", loads " << u.spill_loads.value_or(-1));
-    CHECK(u.registers.value_or(0) > 0);
-    CHECK(u.spill_stores.value_or(1) == 0);
-    CHECK(u.spill_loads.value_or(1) == 0);
-  }
+  test::check_compiles_for_sm90_without_spills(conv2d_backward_module_request());
 }

@@ -9,9 +9,9 @@
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/nn/plane_ops.hpp"
-#include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "kernels/runner.hpp"
+#include "tests/sm90_resources.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -297,18 +297,7 @@ TEST_CASE("convs write concat slices and detect-head anchor ranges through views
 }
 
 TEST_CASE("the nn and top-k kernels compile for sm_90 without spills", "[nn]") {
-  const RuntimeContext ctx = test::embedded_context();
   std::vector<CompileRequest> requests = nn_module_requests();
   requests.push_back(CompileRequest{"detect/topk_postprocess.cu", {}, {"topk_anchor_keys", "topk_select"}});
-  for (const CompileRequest& request : requests) {
-    const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
-    REQUIRE(r.resources.size() == request.name_expressions.size());
-    for (const ResourceUsage& u : r.resources) {
-      INFO(u.kernel << ": " << u.registers.value_or(-1) << " registers, spill stores "
-                    << u.spill_stores.value_or(-1) << ", loads " << u.spill_loads.value_or(-1));
-      CHECK(u.registers.value_or(0) > 0);
-      CHECK(u.spill_stores.value_or(1) == 0);
-      CHECK(u.spill_loads.value_or(1) == 0);
-    }
-  }
+  for (const CompileRequest& request : requests) test::check_compiles_for_sm90_without_spills(request);
 }

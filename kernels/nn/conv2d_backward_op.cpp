@@ -21,25 +21,38 @@ constexpr int kThreads = 256;
 constexpr int kChunk = 16;  // reduction items per shared-memory step of the v2 kernels (nn::kTiledChunk)
 constexpr int kMaxGridYZ = 65535;
 
-std::vector<ParamSpec> backward_params() {
+// A backward runner's spec: conv2d's parameters less RESIDUAL (its gradient is dy itself), the variants
+// "auto", v1_direct, v2_tiled, and a compile of the SiLU backward beside the variant's `kernels`. `self` is the
+// spec's own accessor (the compile checks the variant against it).
+KernelSpec backward_spec(const char* name, const char* description, const char* tiled_description,
+                         const KernelSpec& (*self)(),
+                         std::vector<std::string> (*kernels)(ConvBackwardVariant, const Conv2dShape&)) {
   std::vector<ParamSpec> params = conv2d_spec().params;
   std::erase_if(params, [](const ParamSpec& p) { return p.name == "RESIDUAL"; });
-  return params;
-}
-
-std::vector<KernelVariant> backward_variants(const char* tiled_description) {
-  const auto variant = [](ConvBackwardVariant v, const char* name, const char* description) {
-    return KernelVariant{name, description, [v](const Params& p) {
+  const auto variant = [](ConvBackwardVariant v, const char* variant_name, const char* text) {
+    return KernelVariant{variant_name, text, [v](const Params& p) {
                            return conv_backward_variant_problem(v, conv2d_shape(p));
                          }};
   };
-  return {{"auto", "v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
-          variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
-          variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description)};
-}
-
-ConvBackwardVariant resolved(const std::string& variant, const Params& p) {
-  return parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(conv2d_shape(p)));
+  const std::string kernel = name;
+  return KernelSpec{
+      .name = name,
+      .family = "nn",
+      .description = description,
+      .source = kSource,
+      .variants = {{"auto", "v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
+                   variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
+                   variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description)},
+      .params = params,
+      .validate = [kernel](const Params& p) { check_conv2d_params(kernel, p); },
+      .compile = [self, kernels](const std::string& variant_name, const Params& p) {
+        check_variant_runs(self(), variant_name, p);
+        const Conv2dShape s = conv2d_shape(p);
+        std::vector<std::string> names = kernels(
+            parse_conv_backward_variant(variant_name).value_or(choose_conv_backward_variant(s)), s);
+        names.insert(names.begin(), kSiluBackwardKernel);
+        return CompileRequest{kSource, {}, names};
+      }};
 }
 
 // [c_out, c_in, k, k] -> [c_out*k*k, c_in]: v2's input gradient stages reduction rows (co, ky, kx) with
@@ -65,43 +78,23 @@ unsigned blocks_of(long long elements) {
 }  // namespace
 
 const KernelSpec& conv2d_dgrad_spec() {
-  static const KernelSpec spec{
-      .name = "conv2d_dgrad",
-      .family = "nn",
-      .description = "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
-      .source = kSource,
-      .variants = backward_variants(
-          "groups = 1: implicit GEMM over (c_out, ky, kx), 16-row chunks in shared memory, 4x4 per thread"),
-      .params = backward_params(),
-      .validate = [](const Params& p) { check_conv2d_params("conv2d_dgrad", p); },
-      .compile =
-          [](const std::string& variant, const Params& p) {
-            check_variant_runs(conv2d_dgrad_spec(), variant, p);
-            return CompileRequest{
-                kSource, {}, {kSiluBackwardKernel, conv_dgrad_kernel_name(resolved(variant, p), conv2d_shape(p))}};
-          }};
+  static const KernelSpec spec = backward_spec(
+      "conv2d_dgrad", "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
+      "groups = 1: implicit GEMM over (c_out, ky, kx), 16-row chunks in shared memory, 4x4 per thread",
+      conv2d_dgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
+        return std::vector<std::string>{conv_dgrad_kernel_name(v, s)};
+      });
   return spec;
 }
 
 const KernelSpec& conv2d_wgrad_spec() {
-  static const KernelSpec spec{
-      .name = "conv2d_wgrad",
-      .family = "nn",
-      .description = "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
-      .source = kSource,
-      .variants = backward_variants("groups = 1: implicit GEMM over (b, pixel), split-K with an ordered "
-                                    "reduction, 16-item chunks in shared memory, 4x4 per thread"),
-      .params = backward_params(),
-      .validate = [](const Params& p) { check_conv2d_params("conv2d_wgrad", p); },
-      .compile =
-          [](const std::string& variant, const Params& p) {
-            check_variant_runs(conv2d_wgrad_spec(), variant, p);
-            return CompileRequest{kSource,
-                                  {},
-                                  {kSiluBackwardKernel,
-                                   conv_wgrad_kernel_name(resolved(variant, p), conv2d_shape(p)),
-                                   kWgradReduceKernel, kBiasGradKernel}};
-          }};
+  static const KernelSpec spec = backward_spec(
+      "conv2d_wgrad", "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
+      "groups = 1: implicit GEMM over (b, pixel), split-K with an ordered reduction, 16-item chunks in shared "
+      "memory, 4x4 per thread",
+      conv2d_wgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
+        return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kWgradReduceKernel, kBiasGradKernel};
+      });
   return spec;
 }
 

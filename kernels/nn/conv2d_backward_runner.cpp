@@ -1,12 +1,15 @@
-// Runners conv2d_dgrad and conv2d_wgrad: seeded x, weights (scaled by 1/sqrt(fan-in) as conv2d's runner),
-// bias and dy; the forward's pre-activation z is made on the host (float64 reference, rounded to float32, as
+// Runners conv2d_dgrad and conv2d_wgrad: seeded x, weights and bias (conv2d_inputs.hpp, as conv2d's runner)
+// and dy; the forward's pre-activation z is made on the host (float64 reference, rounded to float32, as
 // the forward would have stored it). A launch is the backward the network runs: SiLU backward into dz (when
 // SILU), then the input gradient (dgrad) or the weight and bias gradients (wgrad). Checked against the
 // float64 reference backward (conv2d_backward_reference.hpp).
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/nn/conv2d_backward_op.hpp"
 #include "kernels/nn/conv2d_backward_reference.hpp"
+#include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/runner.hpp"
@@ -35,11 +38,8 @@ class Conv2dBackwardInstance : public InstanceBase {
         w_(int(param_int(p, "W"))),
         ho_(shape_.out_size(h_)),
         wo_(shape_.out_size(w_)) {
-    const int fan_in = shape_.c_in / shape_.groups * shape_.kernel * shape_.kernel;
-    const float wscale = 1.0f / std::sqrt(float(fan_in));
-    in_host_ = random_uniform(in_count(), -1.0f, 1.0f, derive_seed(seed, "in"));
-    weight_ = random_uniform(size_t(shape_.weight_count()), -wscale, wscale, derive_seed(seed, "weight"));
-    bias_ = random_uniform(size_t(shape_.c_out), -0.5f, 0.5f, derive_seed(seed, "bias"));
+    Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
+    in_host_ = std::move(inputs.in), weight_ = std::move(inputs.weight), bias_ = std::move(inputs.bias);
     grad_out_host_ = random_uniform(out_count(), -1.0f, 1.0f, derive_seed(seed, "grad_out"));
     grad_out_ = backend.upload_vector(grad_out_host_);
     if (shape_.silu) {

@@ -1,8 +1,9 @@
 // Runner for conv2d: random input, weights (scaled by 1/sqrt(fan-in) so outputs stay O(1)), bias and
 // residual; the input, residual and output are channel windows of larger poisoned buffers. Checked against
 // the float64 reference; the channels around the output window must stay untouched.
-#include <cmath>
+#include <utility>
 
+#include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/nn/sliced_buffer.hpp"
@@ -44,11 +45,8 @@ class Conv2dInstance : public InstanceBase {
         kernels_(backend),
         in_(backend, batch_, shape_.c_in, int64_t(h_) * w_),
         out_(backend, batch_, shape_.c_out, int64_t(ho_) * wo_, 2, 1) {
-    const int fan_in = shape_.c_in / shape_.groups * shape_.kernel * shape_.kernel;
-    const float wscale = 1.0f / std::sqrt(float(fan_in));
-    in_host_ = random_uniform(size_t(batch_) * shape_.c_in * h_ * w_, -1.0f, 1.0f, derive_seed(seed, "in"));
-    weight_ = random_uniform(size_t(shape_.weight_count()), -wscale, wscale, derive_seed(seed, "weight"));
-    bias_ = random_uniform(size_t(shape_.c_out), -0.5f, 0.5f, derive_seed(seed, "bias"));
+    Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
+    in_host_ = std::move(inputs.in), weight_ = std::move(inputs.weight), bias_ = std::move(inputs.bias);
     in_.upload_window(in_host_);
     if (param_bool(p, "RESIDUAL")) {
       residual_host_ = random_uniform(out_.window_elements(), -1.0f, 1.0f, derive_seed(seed, "residual"));
