@@ -7,9 +7,10 @@
 //                            max_norm / (total + 1e-6) clamped to 1; writes total (float) and scale.
 //   clip_grad_norm_apply     grid as pass 1: grad = grad_in * scale (a multiplication by 1 when not clipped,
 //                            as torch does).
-// float64 partials: the squares of ~3 million gradients summed in float32 lose ~1e-4 relative in the order
-// the blocks fall; in float64 the norm is exact to float32 rounding whatever the order, and the sum costs
-// nothing in a pass bound by reading the gradients.
+// float64 partials: a float32 sum in this fixed order would be deterministic too, but its error (up to
+// ~log2(n) roundings of 2^-24 here, more for the long per-thread runs of a smaller grid) depends on the
+// order; in float64 the norm is exact to its final float32 rounding whatever the order, and the wider adds
+// cost nothing in a pass bound by reading the gradients.
 #include "optim/optim_common.cuh"
 
 // Sums v over the block's threads in shared memory (fixed tree: the same result on every run); thread 0
