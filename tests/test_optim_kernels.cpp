@@ -10,6 +10,7 @@
 #include "harness/scenario.hpp"
 #include "harness/scenario_runner.hpp"
 #include "kernels/optim/muon_op.hpp"
+#include "kernels/optim/musgd_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 #include "kernels/optim/optim_problem.hpp"
 #include "kernels/optim/optim_reference.hpp"
@@ -25,11 +26,11 @@ const std::filesystem::path kScenarios = std::filesystem::path(LAB_SOURCE_DIR) /
 
 // The family's scenario files (odd sizes from 1 to 3001 + 97 i elements, all three groups, up to five steps,
 // both 16-bit copies, clipping engaged and not; Muon's Newton-Schulz on wide, tall, square and ragged
-// matrices) through the harness, on one backend.
+// matrices; MuSGD over wide and tall Muon tensors) through the harness, on one backend.
 void check_scenarios(const std::string& backend) {
   BackendSet backends(test::embedded_context());
   for (const char* file : {"optim_sgd_step.toml", "optim_adamw_step.toml", "optim_clip_grad_norm.toml",
-                           "optim_muon_orthogonalize.toml"}) {
+                           "optim_muon_orthogonalize.toml", "optim_musgd_step.toml"}) {
     const ScenarioPlan plan = plan_scenario(load_scenario(kScenarios / file), backend);
     CHECK(plan.runs.size() >= 6);
     for (const PlannedRun& run : plan.runs) {
@@ -210,4 +211,21 @@ TEST_CASE("Muon's update scale follows the gradient's last two dimensions; an em
   MuonOrthogonalizeOp op(*backend);
   float x = 0;
   CHECK_THROWS_WITH(op.run(&x, 0, 4, 1.0, &x), "muon: the matrix has no elements");
+}
+
+TEST_CASE("MuSGD refuses shapes that do not match the tensor list", "[optim]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  DeviceBuffer buffer = backend->upload_vector(std::vector<float>(12, 0.0f));
+  float* b = buffer.as<float>();
+  OptimTensorList list(*backend, {in_place_tensor(b, b, b, b, nullptr, 12, 0)});
+  MusgdOp op(*backend);
+  CHECK_THROWS_WITH(op.step(list, {}, MusgdSettings{}), "musgd: 0 shapes for 1 tensors");
+  // A Muon shape on a tensor without a muon_update buffer, and a shape of the wrong size.
+  CHECK_THROWS_WITH(op.step(list, {MuonShape{3, 4, 1.0}}, MusgdSettings{}),
+                    "musgd: tensor 0's Muon shape does not match its count or its muon_update buffer");
+  OptimTensor with_update = in_place_tensor(b, b, b, b, nullptr, 12, 0);
+  with_update.muon_update = b;
+  OptimTensorList muon_list(*backend, {with_update});
+  CHECK_THROWS_WITH(op.step(muon_list, {MuonShape{5, 4, 1.0}}, MusgdSettings{}),
+                    "musgd: tensor 0's Muon shape does not match its count or its muon_update buffer");
 }

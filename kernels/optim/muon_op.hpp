@@ -20,8 +20,9 @@ double muon_update_scale(const std::vector<int64_t>& shape);
 class MuonOrthogonalizeOp {
  public:
   explicit MuonOrthogonalizeOp(Backend& backend);
-  // out [rows, cols] = NS5(g [rows, cols]) * scale; g and out may not alias. Ultralytics' muon_update scales
-  // by sqrt(max(1, grad.size(-2) / grad.size(-1))) of the gradient before its reshape: muon_update_scale.
+  // out [rows, cols] = NS5(g [rows, cols]) * scale; out may be g (g is read once, first). Ultralytics'
+  // muon_update scales by sqrt(max(1, grad.size(-2) / grad.size(-1))) of the gradient before its reshape:
+  // muon_update_scale.
   void run(const float* g, int rows, int cols, double scale, float* out);
 
  private:

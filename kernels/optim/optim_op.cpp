@@ -44,7 +44,7 @@ OptimTensorList::OptimTensorList(Backend& backend, std::vector<OptimTensor> tens
 
 OptimTensor in_place_tensor(float* param, float* grad, float* state0, float* state1, unsigned short* param16,
                             long long count, int group) {
-  return {grad, grad, param, param, state0, state0, state1, state1, param16, count, group, 0};
+  return {grad, grad, param, param, state0, state0, state1, state1, param16, nullptr, count, group, 0};
 }
 
 SgdStepParams step_params(const SgdSettings& s, int step, HalfType half) {

@@ -26,9 +26,10 @@ struct OptimTensor {
   const float* state1_in;   // [count] AdamW exp_avg_sq before (unused by SGD)
   float* state1;            // [count] after
   unsigned short* param16;  // [count] optional 16-bit copy of the updated weights (nullptr: none)
-  long long count;          // elements
-  int group;                // 0, 1 or 2 (above)
-  int first_block;          // the first block of the launch that works on this tensor
+  float* muon_update;  // [count] MuSGD: scratch for the Muon update of a tensor that takes one, else nullptr
+  long long count;     // elements
+  int group;           // 0, 1 or 2 (above)
+  int first_block;     // the first block of the launch that works on this tensor
 };
 
 // Pass 1 of the gradient norm: partials[b] = sum of grad^2 over block b's elements, in float64.
@@ -80,6 +81,23 @@ struct AdamwStepParams {
   float lerp_weight;  // 1 - beta1
   float beta2, one_minus_beta2, eps;
   int half_type;  // LAB_F16 or LAB_BF16, for param16
+};
+
+// MuSGD (Ultralytics' ultralytics/optim/muon.py). A tensor with muon_update set (a weight of two or more
+// dimensions) takes, per step: musgd_muon_momentum  m = lerp(m, g, 1 - momentum) (state1),
+// muon_update = lerp(g, m, momentum); the host orthogonalises muon_update (MuonOrthogonalizeOp); then
+// musgd_apply  p -= lr * muon * muon_update; d = g + wd * p; buf = momentum * buf + d (state0, zero at
+// start); p -= lr * sgd * (d + momentum * buf). Every other tensor: the SGD (Nesterov) step with factor 1.
+struct MusgdStepParams {
+  const OptimTensor* tensors;  // [n_tensors]
+  int n_tensors;
+  float lr[kOptimGroups];       // the SGD step of the tensors without Muon
+  float muon_lr[kOptimGroups];  // lr * muon and lr * sgd of the Muon tensors (host float64, as torch's alpha)
+  float sgd_lr[kOptimGroups];
+  float weight_decay[kOptimGroups];
+  float momentum;
+  float lerp_weight;  // 1 - momentum, from the host's float64
+  int half_type;      // LAB_F16 or LAB_BF16, for param16
 };
 
 }  // namespace lab

@@ -90,4 +90,28 @@ std::vector<double> newton_schulz5_reference(const std::vector<double>& g, int r
   return out;
 }
 
+void musgd_reference_step(std::vector<double>& param, std::vector<double>& sgd_buf,
+                          std::vector<double>& muon_buf, const std::vector<double>& grad, int rows, int cols,
+                          double scale, double lr, double momentum, double weight_decay, double muon,
+                          double sgd) {
+  sgd_buf.resize(param.size(), 0.0);
+  double sgd_lr = lr;
+  if (rows > 0) {
+    muon_buf.resize(param.size(), 0.0);
+    std::vector<double> nesterov(param.size());
+    for (size_t i = 0; i < param.size(); ++i) {
+      muon_buf[i] = momentum * muon_buf[i] + (1.0 - momentum) * grad[i];
+      nesterov[i] = (1.0 - momentum) * grad[i] + momentum * muon_buf[i];
+    }
+    const std::vector<double> update = newton_schulz5_reference(nesterov, rows, cols, scale);
+    for (size_t i = 0; i < param.size(); ++i) param[i] -= lr * muon * update[i];
+    sgd_lr = lr * sgd;
+  }
+  for (size_t i = 0; i < param.size(); ++i) {
+    const double d = grad[i] + weight_decay * param[i];
+    sgd_buf[i] = momentum * sgd_buf[i] + d;
+    param[i] -= sgd_lr * (d + momentum * sgd_buf[i]);
+  }
+}
+
 }  // namespace lab

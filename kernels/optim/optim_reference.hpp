@@ -26,4 +26,12 @@ void adamw_reference_step(std::vector<double>& param, std::vector<double>& exp_a
 // transposed when rows > cols; five times X = a X + (b A + c A A) X with A = X X^T; transposed back.
 std::vector<double> newton_schulz5_reference(const std::vector<double>& g, int rows, int cols, double scale);
 
+// One MuSGD step of one tensor (ultralytics/optim/muon.py). rows > 0 (a Muon tensor viewed [rows, cols]):
+// m = beta m + (1 - beta) g; p -= lr * muon * NS5(g + beta (m - g)) * scale; then the SGD part on the
+// updated p with factor lr * sgd; rows = 0: the SGD part alone with factor lr. The SGD buffer starts at 0.
+void musgd_reference_step(std::vector<double>& param, std::vector<double>& sgd_buf,
+                          std::vector<double>& muon_buf, const std::vector<double>& grad, int rows, int cols,
+                          double scale, double lr, double momentum, double weight_decay, double muon,
+                          double sgd);
+
 }  // namespace lab

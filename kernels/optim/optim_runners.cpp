@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
+#include "kernels/optim/musgd_op.hpp"
 #include "kernels/optim/optim_problem.hpp"
 #include "kernels/optim/optim_reference.hpp"
 #include "kernels/runner.hpp"
@@ -42,18 +44,40 @@ std::vector<double> concatenated(const std::vector<std::vector<double>>& tensors
 
 // What distinguishes the two step runners: their settings from the parameters, the reference step of one
 // tensor, the names of their state buffers, and the flops of one element's update.
+// LR for groups 0 and 1, BIAS_LR for group 2.
+std::array<double, kOptimGroups> group_lrs(const Params& p) {
+  return {param_float(p, "LR"), param_float(p, "LR"), param_float(p, "BIAS_LR")};
+}
 void read_settings(const Params& p, SgdSettings& s) {
-  s.lr = {param_float(p, "LR"), param_float(p, "LR"), param_float(p, "BIAS_LR")};
+  s.lr = group_lrs(p);
   s.momentum = param_float(p, "MOMENTUM");
   s.weight_decay = param_float(p, "WD");
 }
 void read_settings(const Params& p, AdamwSettings& s) {
-  s.lr = {param_float(p, "LR"), param_float(p, "LR"), param_float(p, "BIAS_LR")};
+  s.lr = group_lrs(p);
   s.beta1 = param_float(p, "BETA1");
   s.beta2 = param_float(p, "BETA2");
   s.eps = param_float(p, "EPS");
   s.weight_decay = param_float(p, "WD");
 }
+void read_settings(const Params& p, MusgdSettings& s) {
+  s.lr = group_lrs(p), s.momentum = param_float(p, "MOMENTUM"), s.weight_decay = param_float(p, "WD");
+  s.muon = param_float(p, "MUON");
+  s.sgd = param_float(p, "SGD");
+}
+
+// MuSGD's runner gives every group-0 tensor a Muon update, viewed [a, b] (a the largest divisor of its count
+// up to its square root) for even i and [b, a] (tall: transposed inside, scaled) for odd i.
+MuonShape muon_shape_of(const OptimProblem& problem, size_t i) {
+  if (problem.groups[i] != 0) return {};
+  const long long count = problem.counts[i];
+  long long a = 1;
+  for (long long d = 1; d * d <= count; ++d)
+    if (count % d == 0) a = d;
+  const int rows = int(i % 2 == 0 ? a : count / a), cols = int(count / rows);
+  return {rows, cols, muon_update_scale({rows, cols})};
+}
+
 void reference_step(const SgdSettings& s, int group, std::vector<double>& param, std::vector<double>& buf,
                     std::vector<double>&, const std::vector<double>& grad, int step) {
   sgd_nesterov_reference_step(param, buf, grad, s.lr[size_t(group)], s.momentum,
@@ -64,8 +88,17 @@ void reference_step(const AdamwSettings& s, int group, std::vector<double>& para
   adamw_reference_step(param, m, v, grad, s.lr[size_t(group)], s.beta1, s.beta2, s.eps,
                        group == 0 ? s.weight_decay : 0.0, step);
 }
+void reference_step(const MusgdSettings& s, const MuonShape& shape, int group, std::vector<double>& param,
+                    std::vector<double>& buf, std::vector<double>& muon_buf, const std::vector<double>& grad,
+                    int) {
+  musgd_reference_step(param, buf, muon_buf, grad, shape.rows, shape.cols, shape.scale, s.lr[size_t(group)],
+                       s.momentum, group == 0 ? s.weight_decay : 0.0, s.muon, s.sgd);
+}
 std::vector<const char*> state_names(const SgdSettings&) {
   return {"momentum_buffer"};
+}
+std::vector<const char*> state_names(const MusgdSettings&) {
+  return {"momentum_buffer", "muon_momentum_buffer"};
 }
 std::vector<const char*> state_names(const AdamwSettings&) {
   return {"exp_avg", "exp_avg_sq"};
@@ -76,11 +109,16 @@ double flops_per_element(const SgdSettings&) {
 double flops_per_element(const AdamwSettings&) {
   return 14;
 }
+double flops_per_element(const MusgdSettings&) {
+  return 14;
+}  // the element-wise part; the gemms apart
 
 // A step runner: the problem, the outputs (weights, one or two state buffers, the 16-bit copy), one tensor
 // table per step; checks of weights, update, states and copy against STEPS reference steps.
 template <class Settings>
 class StepInstance : public InstanceBase {
+  static constexpr bool kMusgd = std::is_same_v<Settings, MusgdSettings>;
+
  public:
   StepInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
       : InstanceBase(backend),
@@ -93,11 +131,19 @@ class StepInstance : public InstanceBase {
         param16_(half_ ? output_array<uint16_t>(problem_.total) : DeviceBuffer{}),
         op_(backend) {
     read_settings(p, settings_);
+    if constexpr (kMusgd) {
+      for (size_t i = 0; i < problem_.tensors_count(); ++i) shapes_.push_back(muon_shape_of(problem_, i));
+      muon_scratch_ = backend.alloc(problem_.total * sizeof(float));
+    }
     for (int s = 0; s < steps_; ++s) lists_.emplace_back(backend, tensors_of_step(s));
   }
   void launch() override {
-    for (int s = 0; s < steps_; ++s)
-      op_.step(lists_[size_t(s)], settings_, s + 1, half_.value_or(HalfType::f16));
+    for (int s = 0; s < steps_; ++s) {
+      if constexpr (kMusgd)
+        op_.step(lists_[size_t(s)], shapes_, settings_, half_.value_or(HalfType::f16));
+      else
+        op_.step(lists_[size_t(s)], settings_, s + 1, half_.value_or(HalfType::f16));
+    }
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const std::vector<const char*> names = state_names(settings_);
@@ -108,7 +154,10 @@ class StepInstance : public InstanceBase {
     for (int s = 0; s < steps_; ++s) {
       const auto grads = problem_.step_gradients(s);
       for (size_t i = 0; i < n; ++i)
-        reference_step(settings_, problem_.groups[i], param[i], s0[i], s1[i], grads[i], s + 1);
+        if constexpr (kMusgd)
+          reference_step(settings_, shapes_[i], problem_.groups[i], param[i], s0[i], s1[i], grads[i], s + 1);
+        else
+          reference_step(settings_, problem_.groups[i], param[i], s0[i], s1[i], grads[i], s + 1);
     }
     const std::vector<double> ref = concatenated(param);
     const std::vector<float> out = fetch<float>(param_, problem_.total);
@@ -124,9 +173,16 @@ class StepInstance : public InstanceBase {
         make_check("update", shape, update_out, update_ref, tol.value_or(kUpdateTolerance))};
     checks.push_back(make_check(names[0], shape, fetch<float>(state0_, problem_.total), concatenated(s0),
                                 tol.value_or(kStateTolerance)));
-    if (names.size() > 1)
-      checks.push_back(make_check(names[1], shape, fetch<float>(state1_, problem_.total), concatenated(s1),
-                                  tol.value_or(kStateTolerance)));
+    if (names.size() > 1) {
+      // MuSGD: only the Muon tensors have this buffer; the others' stretches are left unwritten.
+      std::vector<float> state1 = fetch<float>(state1_, problem_.total), kept;
+      for (size_t i = 0; i < n; ++i)
+        if (!kMusgd || shapes_[i].rows > 0)
+          kept.insert(kept.end(), state1.begin() + long(problem_.offsets[i]),
+                      state1.begin() + long(problem_.offsets[i] + size_t(problem_.counts[i])));
+      const std::vector<double> ref1 = concatenated(s1);
+      checks.push_back(make_check(names[1], {ref1.size()}, kept, ref1, tol.value_or(kStateTolerance)));
+    }
     if (half_)
       checks.push_back(
           make_check("param16", shape, half_bits_to_float(fetch<uint16_t>(param16_, problem_.total), *half_),
@@ -149,7 +205,9 @@ class StepInstance : public InstanceBase {
   OptimProblem problem_;
   DeviceBuffer param_, state0_, state1_, param16_;
   std::vector<OptimTensorList> lists_;
-  OptimStepOp<Settings> op_;
+  std::vector<MuonShape> shapes_;  // MuSGD: each tensor's Muon view
+  DeviceBuffer muon_scratch_;      // MuSGD: the Muon updates (scratch, not an output)
+  std::conditional_t<kMusgd, MusgdOp, OptimStepOp<Settings>> op_;
 
   std::vector<OptimTensor> tensors_of_step(int s) {
     std::vector<OptimTensor> out;
@@ -169,6 +227,7 @@ class StepInstance : public InstanceBase {
       t.state1_in = s1 ? (s == 0 ? zeros : s1) : nullptr;
       t.state1 = s1;
       t.param16 = half_ ? param16_.as<unsigned short>() + off : nullptr;
+      t.muon_update = kMusgd && shapes_[i].rows > 0 ? muon_scratch_.as<float>() + off : nullptr;
       t.count = problem_.counts[i];
       t.group = problem_.groups[i];
       out.push_back(t);
@@ -247,6 +306,8 @@ const bool clip_registered = register_runner(clip_grad_norm_spec(), make_instanc
 const bool sgd_registered = register_runner(sgd_step_spec(), make_instance<StepInstance<SgdSettings>>());
 const bool adamw_registered =
     register_runner(adamw_step_spec(), make_instance<StepInstance<AdamwSettings>>());
+const bool musgd_registered =
+    register_runner(musgd_step_spec(), make_instance<StepInstance<MusgdSettings>>());
 
 }  // namespace
 }  // namespace lab

@@ -1,9 +1,10 @@
 // The specs of the optimizer family (`lab list`, family optim): clip_grad_norm, sgd_step, adamw_step,
-// muon_orthogonalize. The list runners' problems are TENSORS float32 tensors of SIZE + 97*i elements (odd,
-// never a multiple of a block), in the groups 0, 1, 2, 0, ... in turn.
+// musgd_step, muon_orthogonalize. The list runners' problems are TENSORS float32 tensors of SIZE + 97*i
+// elements (odd, never a multiple of a block), in the groups 0, 1, 2, 0, ... in turn.
 #include <string>
 
 #include "kernels/optim/muon_op.hpp"
+#include "kernels/optim/musgd_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 
 namespace lab {
@@ -90,6 +91,26 @@ const KernelSpec& adamw_step_spec() {
                        {"EPS", K::Float, "1e-8", "epsilon", 1e-12, 1},
                        {"WD", K::Float, "0.0005", "weight decay of group 0", 0, 1}}),
       .entries = {"adamw_step"}};
+  return spec;
+}
+
+const KernelSpec& musgd_step_spec() {
+  static const KernelSpec spec{
+      .name = "musgd_step",
+      .family = "optim",
+      .description =
+          "Ultralytics MuSGD step: Muon (Newton-Schulz) + SGD on group 0's matrices, SGD elsewhere",
+      .source = "optim/musgd_step.cu",
+      .variants = {{"v1", "two list launches around one Newton-Schulz chain per Muon tensor"}},
+      .params =
+          step_params(list_params("6", "301"),
+                      {{"LR", K::Float, "0.01", "learning rate of groups 0 and 1", 0, 10},
+                       {"BIAS_LR", K::Float, "0.05", "learning rate of group 2 (biases; warm-up)", 0, 10},
+                       {"MOMENTUM", K::Float, "0.9", "momentum of both parts (auto: 0.9)", 0, 0.999},
+                       {"WD", K::Float, "0.0005", "weight decay of group 0", 0, 1},
+                       {"MUON", K::Float, "0.5", "factor of the Muon part", 0, 10},
+                       {"SGD", K::Float, "0.5", "factor of the SGD part on the Muon tensors", 0, 10}}),
+      .entries = {"musgd_muon_momentum", "musgd_apply"}};
   return spec;
 }
 
