@@ -153,7 +153,9 @@ void check_variant_runs(const KernelSpec& spec, const std::string& variant, cons
 }
 
 CompileRequest KernelSpec::compile_request(const std::string& variant, const Params& params) const {
-  return compile ? compile(variant, params) : CompileRequest{source, {}, entries};
+  CompileRequest request = compile ? compile(variant, params) : CompileRequest{source, {}, entries};
+  request.arch_specific = request.arch_specific || arch_specific;
+  return request;
 }
 
 int64_t param_int(const Params& p, const std::string& name) {

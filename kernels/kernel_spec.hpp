@@ -59,6 +59,9 @@ struct KernelSpec {
   std::function<void(const Params&)> validate = {};
   // Defines and name expressions of a variant at resolved parameters; default: `entries`, no defines.
   std::function<CompileRequest(const std::string& variant, const Params&)> compile = {};
+  // The family uses wgmma / setmaxnreg: every variant compiles for the architecture-specific target (sm_90a on
+  // sm_90; CompileRequest::arch_specific).
+  bool arch_specific = false;
 
   CompileRequest compile_request(const std::string& variant, const Params& params) const;
 };

@@ -16,6 +16,9 @@ struct CompileRequest {
   std::string source_path;                    // relative to the kernel tree, e.g. "detect/detect_decode.cu"
   std::vector<std::string> defines;           // "NAME" or "NAME=VALUE"
   std::vector<std::string> name_expressions;  // kernels to export, e.g. "flash_attn2_fwd_tiled<64>"
+  // Uses instructions of the architecture-specific target (wgmma, setmaxnreg): NVRTC compiles for "sm_90a"
+  // instead of "sm_90" on an sm_90 device. The cpu backend ignores it.
+  bool arch_specific = false;
   bool operator==(const CompileRequest&) const = default;
 };
 

@@ -80,8 +80,12 @@ std::string default_cuda_arch() {
   return "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
 }
 
+std::string nvrtc_target(const CompileRequest& request, const std::string& arch) {
+  return request.arch_specific && arch == "sm_90" ? "sm_90a" : arch;
+}
+
 std::vector<std::string> nvrtc_options(const CompileRequest& request, const std::string& arch) {
-  std::vector<std::string> opts = {"--std=c++17", "--gpu-architecture=" + arch, "-lineinfo",
+  std::vector<std::string> opts = {"--std=c++17", "--gpu-architecture=" + nvrtc_target(request, arch), "-lineinfo",
                                    "--ptxas-options=-v", "-I" + cuda_home() + "/include"};
   for (const auto& d : request.defines) opts.push_back("-D" + d);
   return opts;
@@ -177,7 +181,7 @@ CompileResult compile_with_nvrtc(const KernelTree& tree, const DiskCache& cache,
   const std::vector<std::string> options = nvrtc_options(request, arch);
   CompileStep step;
   step.backend = "cuda";
-  step.target = arch;
+  step.target = nvrtc_target(request, arch);
   step.key_inputs = {nvrtc_version()};
   step.key_inputs.insert(step.key_inputs.end(), options.begin(), options.end());
   step.compile = [&options](const SourceSnapshot& sources, CompileResult& result) {

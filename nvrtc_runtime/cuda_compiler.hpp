@@ -19,6 +19,9 @@ std::string default_cuda_arch();
 
 // The exact option list handed to NVRTC for a request (shown by `lab source`).
 std::vector<std::string> nvrtc_options(const CompileRequest& request, const std::string& arch);
+// The target NVRTC compiles `request` for on a device of `arch`: "sm_90a" for an arch_specific request on
+// "sm_90" (the target of wgmma and setmaxnreg), else `arch` itself.
+std::string nvrtc_target(const CompileRequest& request, const std::string& arch);
 
 // Compiles (or loads from `cache`) to cubin + PTX for `arch` ("sm_90"); throws CompileError with formatted
 // diagnostics on failure. `note` receives cache notes (corrupt entries) for --verbose.

@@ -17,6 +17,7 @@
 // give the row addresses of matrix i (x4: i < 4, x2: i < 2, lanes 0-15; the other lanes' addresses are
 // ignored); r[i] receives matrix i as M[g][2t, 2t+1], or with .trans as M[2t][g] (low) and M[2t+1][g] (high).
 #pragma once
+#define LAB_MMA_CUH
 
 #if !defined(LAB_CPU_EMULATOR)
 // NVRTC has no <stdint.h>; the emulator gets the standard one through <cstdint>.

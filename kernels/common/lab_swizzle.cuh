@@ -24,9 +24,9 @@
 #define LAB_SWIZZLE_32B 3
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define LAB_SWIZZLE_FN __host__ __device__ __forceinline__
+#define LAB_SWIZZLE_FN __host__ __device__ __forceinline__ constexpr
 #else
-#define LAB_SWIZZLE_FN inline
+#define LAB_SWIZZLE_FN constexpr
 #endif
 
 // Bytes of one swizzled row: 128, 64 or 32; 16 (one chunk, nothing permuted) for LAB_SWIZZLE_NONE.

@@ -189,12 +189,14 @@ void WorkerPool::run_blocks_armed(Worker& worker, void* shared) {
 }
 
 void WorkerPool::run_block_loop(Worker& worker, void* shared) {
-  lab_emu_block block{{0, 0, 0}, job_.block, job_.grid, shared, job_.dynamic_shared_bytes};
+  static std::atomic<unsigned long long> block_runs{0};
+  lab_emu_block block{{0, 0, 0}, job_.block, job_.grid, shared, job_.dynamic_shared_bytes, 0};
   while (!failed_.load(std::memory_order_relaxed)) {
     const uint64_t b = next_block_.fetch_add(1, std::memory_order_relaxed);
     if (b >= block_count_) break;
     worker.current_block = b;
     block.block_idx = block_index(b, job_.grid);
+    block.run = block_runs.fetch_add(1, std::memory_order_relaxed);
     std::string error = worker.scheduler.run(*job_.kernel, job_.args, block);
     if (!error.empty()) record_failure(b, error);
   }

@@ -9,7 +9,7 @@
 //   const lab_emu_kernel* lab_emu_kernel_<i>(void);   one per name expression of the compile request
 #pragma once
 
-#define LAB_EMU_ABI_VERSION 1
+#define LAB_EMU_ABI_VERSION 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +26,9 @@ typedef struct lab_emu_block {
   lab_emu_dim3 grid_dim;
   void* dynamic_shared;
   unsigned long long dynamic_shared_bytes;
+  // Different for every block run in the process (every block of every launch): state a module keeps per
+  // thread of a block (the wgmma model's pending products) is recognised as a previous block's by it.
+  unsigned long long run;
 } lab_emu_block;
 
 // One CUDA thread (a fiber on the host); owned by the host.

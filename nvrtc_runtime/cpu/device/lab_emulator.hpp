@@ -7,7 +7,8 @@
 //   threadIdx ...      -> the current fiber's indices (lab_emu::tls_self, restored after every fiber switch)
 //   barriers, warp collectives, atomics, math intrinsics: lab_emu_sync.hpp, lab_emu_atomics.hpp,
 //   lab_emu_math.hpp; nvcuda::wmma (tf32 m16n16k8): lab_emu_wmma.hpp; the fp16/bf16 mma.sync, ldmatrix and
-//   cp.async primitives of common/lab_mma.cuh: lab_emu_mma.hpp
+//   cp.async primitives of common/lab_mma.cuh: lab_emu_mma.hpp; Hopper's wgmma of common/lab_wgmma.cuh:
+//   lab_emu_wgmma.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -94,3 +95,4 @@ static constexpr int warpSize = 32;
 #include "lab_emu_sync.hpp"
 #include "lab_emu_wmma.hpp"
 #include "lab_emu_mma.hpp"
+#include "lab_emu_wgmma.hpp"
