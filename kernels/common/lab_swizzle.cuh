@@ -31,7 +31,10 @@
 
 // Bytes of one swizzled row: 128, 64 or 32; 16 (one chunk, nothing permuted) for LAB_SWIZZLE_NONE.
 LAB_SWIZZLE_FN unsigned lab_swizzle_row_bytes(int mode) {
-  return mode == LAB_SWIZZLE_128B ? 128u : mode == LAB_SWIZZLE_64B ? 64u : mode == LAB_SWIZZLE_32B ? 32u : 16u;
+  return mode == LAB_SWIZZLE_128B  ? 128u
+         : mode == LAB_SWIZZLE_64B ? 64u
+         : mode == LAB_SWIZZLE_32B ? 32u
+                                   : 16u;
 }
 
 // The shared-memory byte address where the byte at logical address `address` lies under `mode`. The address

@@ -27,8 +27,8 @@
 // Shared-memory operands are described by a 64-bit matrix descriptor (lab_wgmma_desc, encoding in
 // lab_swizzle.cuh) and laid out in the PTX ISA's canonical layouts ("Shared Memory Matrix Layout"), for the
 // 16-bit types (T = 8 elements = 16 bytes; W = the swizzle mode's row bytes; LBO / SBO = the descriptor's
-// leading / stride byte offsets). Element (i, k) of an operand, i the M index of A or the N index of B, lies at
-// byte offset (then swizzled, lab_swizzle_address, on the absolute shared address):
+// leading / stride byte offsets). Element (i, k) of an operand, i the M index of A or the N index of B, lies
+// at byte offset (then swizzled, lab_swizzle_address, on the absolute shared address):
 //   K-major (TRANS 0; A row-major, B stored as rows of N), no swizzle:
 //       (i % 8) * 16 + (i / 8) * SBO + (k % 8) * 2 + (k / 8) * LBO      (8 x 16-byte core matrices)
 //   K-major, 32B / 64B / 128B: (i % 8) * W + (i / 8) * SBO + k * 2   (LBO unused; rows of W bytes)
@@ -36,8 +36,9 @@
 //       (i % 8) * 2 + (i / 8) * SBO + (k % 8) * 16 + (k / 8) * LBO
 //   MN-major, 32B / 64B / 128B: (i % (W / 2)) * 2 + (i / (W / 2)) * LBO + (k % 8) * W + (k / 8) * SBO
 // A swizzled operand must start inside the first row of its swizzle pattern (pattern of 8 W-byte rows, on a
-// multiple of 8 W bytes): descriptors built here have base offset 0. Advancing K within a swizzled row is done
-// by adding the byte offset of the K position to the start address (e.g. + 32 bytes per k16 step, K-major).
+// multiple of 8 W bytes): descriptors built here have base offset 0. Advancing K within a swizzled row is
+// done by adding the byte offset of the K position to the start address (e.g. + 32 bytes per k16 step,
+// K-major).
 #pragma once
 
 // By tree path (NVRTC finds no header relative to another); a kernel outside the tree includes these two
@@ -102,17 +103,19 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 #define LAB_WGMMA_D8 "%0, %1, %2, %3"
 #define LAB_WGMMA_D16 LAB_WGMMA_D8 ", %4, %5, %6, %7"
 #define LAB_WGMMA_D32 LAB_WGMMA_D16 ", %8, %9, %10, %11, %12, %13, %14, %15"
-#define LAB_WGMMA_D64                                                                                   \
+#define LAB_WGMMA_D64 \
   LAB_WGMMA_D32 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define LAB_WGMMA_D128                                                                                  \
-  LAB_WGMMA_D64 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
-                "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define LAB_WGMMA_D256                                                                                  \
-  LAB_WGMMA_D128 ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
-                 "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "  \
-                 "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "     \
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "   \
-                 "%126, %127"
+#define LAB_WGMMA_D128                                                                          \
+  LAB_WGMMA_D64                                                                                 \
+      ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
+      "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LAB_WGMMA_D256                                                                          \
+  LAB_WGMMA_D128                                                                                \
+      ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
+      "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "   \
+      "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "      \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "    \
+      "%126, %127"
 #define LAB_WGMMA_OUT4(o) "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3])
 #define LAB_WGMMA_OUT8(o) LAB_WGMMA_OUT4(o), LAB_WGMMA_OUT4(o + 4)
 #define LAB_WGMMA_OUT16(o) LAB_WGMMA_OUT8(o), LAB_WGMMA_OUT8(o + 8)
@@ -122,11 +125,11 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 
 // The instruction text of one shape and input type; I0.. are the operand numbers after the N / 2 outputs.
 // SS: %I0 desc_a, %I1 desc_b, %I2 scale_d, %I3 trans_a, %I4 trans_b.
-#define LAB_WGMMA_SS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4)                                                \
+#define LAB_WGMMA_SS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4)                                               \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE \
   "." TYPE " {" D "}, %" #I0 ", %" #I1 ", p, 1, 1, %" #I3 ", %" #I4 ";\n}\n"
 // RS: %I0..%I3 the A fragment, %I4 desc_b, %I5 scale_d, %I6 trans_b.
-#define LAB_WGMMA_RS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4, I5, I6)                                        \
+#define LAB_WGMMA_RS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4, I5, I6)                                       \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE \
   "." TYPE " {" D "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1, %" #I6 ";\n}\n"
 
@@ -134,37 +137,37 @@ template <int N>
 struct LabWgmmaShape;
 
 // One m64nNk16 shape: its SS and RS products for both 16-bit input types.
-#define LAB_WGMMA_SHAPE(N, D, OUT, I0, I1, I2, I3, I4, I5, I6)                                              \
-  template <>                                                                                             \
-  struct LabWgmmaShape<N> {                                                                               \
-    template <int DT, int TRANS_A, int TRANS_B>                                                           \
-    static __device__ __forceinline__ void ss(float (&d)[N / 2], unsigned long long desc_a,              \
-                                              unsigned long long desc_b, int scale_d) {                   \
-      if (DT == LAB_F16)                                                                                  \
-        asm volatile(LAB_WGMMA_SS_TEXT(N, "f16", D, I0, I1, I2, I3, I4)                                   \
-                     : OUT                                                                                \
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                 \
-                     : "memory");                                                                         \
-      else                                                                                                \
-        asm volatile(LAB_WGMMA_SS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4)                                  \
-                     : OUT                                                                                \
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                 \
-                     : "memory");                                                                         \
-    }                                                                                                     \
-    template <int DT, int TRANS_B>                                                                        \
-    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4],                 \
-                                              unsigned long long desc_b, int scale_d) {                   \
-      if (DT == LAB_F16)                                                                                  \
-        asm volatile(LAB_WGMMA_RS_TEXT(N, "f16", D, I0, I1, I2, I3, I4, I5, I6)                           \
-                     : OUT                                                                                \
+#define LAB_WGMMA_SHAPE(N, D, OUT, I0, I1, I2, I3, I4, I5, I6)                                             \
+  template <>                                                                                              \
+  struct LabWgmmaShape<N> {                                                                                \
+    template <int DT, int TRANS_A, int TRANS_B>                                                            \
+    static __device__ __forceinline__ void ss(float (&d)[N / 2], unsigned long long desc_a,                \
+                                              unsigned long long desc_b, int scale_d) {                    \
+      if (DT == LAB_F16)                                                                                   \
+        asm volatile(LAB_WGMMA_SS_TEXT(N, "f16", D, I0, I1, I2, I3, I4)                                    \
+                     : OUT                                                                                 \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                  \
+                     : "memory");                                                                          \
+      else                                                                                                 \
+        asm volatile(LAB_WGMMA_SS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4)                                   \
+                     : OUT                                                                                 \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                  \
+                     : "memory");                                                                          \
+    }                                                                                                      \
+    template <int DT, int TRANS_B>                                                                         \
+    static __device__ __forceinline__ void rs(float (&d)[N / 2], const uint32_t (&a)[4],                   \
+                                              unsigned long long desc_b, int scale_d) {                    \
+      if (DT == LAB_F16)                                                                                   \
+        asm volatile(LAB_WGMMA_RS_TEXT(N, "f16", D, I0, I1, I2, I3, I4, I5, I6)                            \
+                     : OUT                                                                                 \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B) \
-                     : "memory");                                                                         \
-      else                                                                                                \
-        asm volatile(LAB_WGMMA_RS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4, I5, I6)                          \
-                     : OUT                                                                                \
+                     : "memory");                                                                          \
+      else                                                                                                 \
+        asm volatile(LAB_WGMMA_RS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4, I5, I6)                           \
+                     : OUT                                                                                 \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B) \
-                     : "memory");                                                                         \
-    }                                                                                                     \
+                     : "memory");                                                                          \
+    }                                                                                                      \
   };
 
 LAB_WGMMA_SHAPE(8, LAB_WGMMA_D8, LAB_WGMMA_OUT4(0), 4, 5, 6, 7, 8, 9, 10)

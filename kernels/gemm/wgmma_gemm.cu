@@ -42,7 +42,8 @@ __device__ __forceinline__ void stage_tile(unsigned char* tile, const unsigned s
   for (unsigned i = threadIdx.x; i < rows * chunks; i += blockDim.x) {
     const unsigned r = i / chunks, c = i % chunks;
     const uint4 v = *reinterpret_cast<const uint4*>(src + size_t(r) * pitch + c * 8);
-    *reinterpret_cast<uint4*>(tile + lab_swizzle_address(SW, tile_offset<lab_swizzle_row_bytes(SW)>(rows, r, c))) = v;
+    *reinterpret_cast<uint4*>(
+        tile + lab_swizzle_address(SW, tile_offset<lab_swizzle_row_bytes(SW)>(rows, r, c))) = v;
   }
 }
 
@@ -50,8 +51,8 @@ __device__ __forceinline__ void stage_tile(unsigned char* tile, const unsigned s
 template <int SW>
 __device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* tile, unsigned rows, int s) {
   constexpr unsigned W = lab_swizzle_row_bytes(SW);
-  return lab_wgmma_desc(tile + tile_offset<W>(rows, 0, 2 * s), SW == LAB_SWIZZLE_NONE ? rows * 16 : 16,
-                        8 * W, SW);
+  return lab_wgmma_desc(tile + tile_offset<W>(rows, 0, 2 * s), SW == LAB_SWIZZLE_NONE ? rows * 16 : 16, 8 * W,
+                        SW);
 }
 
 // The descriptor of step s of an MN-major tile of 64 rows of k.
@@ -63,7 +64,8 @@ __device__ __forceinline__ unsigned long long mn_major_desc(const unsigned char*
 }
 
 // A's fragment of rows m0 + 16 w.., columns k0..k0 + 15 (layout in lab_wgmma.cuh), from global memory.
-__device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const unsigned short* a_rows, int pitch, int k0) {
+__device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const unsigned short* a_rows, int pitch,
+                                                int k0) {
   const unsigned t = threadIdx.x % 128, g = t % 32 / 4, q = t % 4;
   const unsigned short* top = a_rows + size_t(16 * (t / 32) + g) * pitch + k0 + 2 * q;
   const unsigned short* bottom = top + 8 * size_t(pitch);
@@ -111,7 +113,8 @@ __global__ void __launch_bounds__(128) wgmma_gemm(const lab::WgmmaGemmParams p) 
     lab_wgmma_fence();
 #pragma unroll
     for (int s = 0; s < kChunkK / 16; ++s) {
-      const unsigned long long b_desc = B_MN ? mn_major_desc<SW>(st + a_bytes, s) : k_major_desc<SW>(st + a_bytes, BN, s);
+      const unsigned long long b_desc =
+          B_MN ? mn_major_desc<SW>(st + a_bytes, s) : k_major_desc<SW>(st + a_bytes, BN, s);
       const int scale_d = chunk > 0 || s > 0;
       if (FORM == 0)
         lab_wgmma_ss<DT, BN, 0, B_MN>(d, k_major_desc<SW>(st, 64, s), b_desc, scale_d);

@@ -20,7 +20,8 @@ struct WgmmaGemmParams {
 // Shared bytes of one stage (64 k): the A tile (64 x 64, when A is in shared memory) and the B tile (BN x 64;
 // an MN-major tile narrower than a swizzled row still takes whole rows of `row_bytes`). Two stages and 1024
 // bytes to align them make the launch's dynamic shared memory.
-LAB_WGMMA_GEMM_FN unsigned wgmma_gemm_stage_bytes(bool a_in_shared, int bn, bool b_mn_major, unsigned row_bytes) {
+LAB_WGMMA_GEMM_FN unsigned wgmma_gemm_stage_bytes(bool a_in_shared, int bn, bool b_mn_major,
+                                                  unsigned row_bytes) {
   const unsigned b_row = b_mn_major && unsigned(2 * bn) < row_bytes ? row_bytes : unsigned(2 * bn);
   return (a_in_shared ? 64u * 64u * 2u : 0u) + 64u * b_row;
 }

@@ -21,13 +21,16 @@ struct WgmmaGemmVariant {
 };
 
 std::vector<WgmmaGemmVariant> wgmma_gemm_variants() {
-  const std::pair<const char*, int> swizzles[] = {
-      {"sw128", LAB_SWIZZLE_128B}, {"sw64", LAB_SWIZZLE_64B}, {"sw32", LAB_SWIZZLE_32B}, {"none", LAB_SWIZZLE_NONE}};
+  const std::pair<const char*, int> swizzles[] = {{"sw128", LAB_SWIZZLE_128B},
+                                                  {"sw64", LAB_SWIZZLE_64B},
+                                                  {"sw32", LAB_SWIZZLE_32B},
+                                                  {"none", LAB_SWIZZLE_NONE}};
   std::vector<WgmmaGemmVariant> variants;
   for (const bool rs : {false, true})
     for (const bool mn : {false, true})
       for (const auto& [swizzle_name, swizzle] : swizzles)
-        variants.push_back({std::string(rs ? "rs" : "ss") + (mn ? "_mn_" : "_k_") + swizzle_name, rs, mn, swizzle});
+        variants.push_back(
+            {std::string(rs ? "rs" : "ss") + (mn ? "_mn_" : "_k_") + swizzle_name, rs, mn, swizzle});
   return variants;
 }
 
@@ -39,15 +42,15 @@ const WgmmaGemmVariant& variant_of(const std::string& name) {
 }
 
 std::string entry_of(const WgmmaGemmVariant& v, const Params& p) {
-  return "wgmma_gemm<" + std::to_string(int(parse_half_type(param_str(p, "DTYPE")))) + ", " +
-         p.at("BN") + ", " + (v.rs ? "1" : "0") + ", " + (v.b_mn_major ? "1" : "0") + ", " +
-         std::to_string(v.swizzle) + ">";
+  return "wgmma_gemm<" + std::to_string(int(parse_half_type(param_str(p, "DTYPE")))) + ", " + p.at("BN") +
+         ", " + (v.rs ? "1" : "0") + ", " + (v.b_mn_major ? "1" : "0") + ", " + std::to_string(v.swizzle) +
+         ">";
 }
 
 std::vector<KernelVariant> kernel_variants() {
   std::vector<KernelVariant> out;
   for (const WgmmaGemmVariant& v : wgmma_gemm_variants()) {
-    const char* swizzle = v.swizzle == LAB_SWIZZLE_NONE ? "no swizzle (8x16-byte core matrices)"
+    const char* swizzle = v.swizzle == LAB_SWIZZLE_NONE  ? "no swizzle (8x16-byte core matrices)"
                           : v.swizzle == LAB_SWIZZLE_32B ? "32-byte swizzle"
                           : v.swizzle == LAB_SWIZZLE_64B ? "64-byte swizzle"
                                                          : "128-byte swizzle";
@@ -62,23 +65,33 @@ const KernelSpec& wgmma_gemm_spec() {
   static const KernelSpec spec{
       .name = "wgmma_gemm",
       .family = "gemm",
-      .description = "C = A * B in fp16/bf16 with float accumulation on Hopper's wgmma (sm_90a): the wgmma probe",
+      .description =
+          "C = A * B in fp16/bf16 with float accumulation on Hopper's wgmma (sm_90a): the wgmma probe",
       .source = "gemm/wgmma_gemm.cu",
       .variants = kernel_variants(),
       .params = {{"M", K::Int, "128", "rows of A and C", 64, 16384, false, {}, 64},
                  {"N", K::Int, "256", "columns of B and C (a multiple of BN)", 8, 16384, false, {}, 8},
                  {"K", K::Int, "128", "the reduction length", 64, 16384, false, {}, 64},
-                 {"BN", K::Int, "128", "tile width: the N of wgmma m64nNk16", 8, 256, false,
+                 {"BN",
+                  K::Int,
+                  "128",
+                  "tile width: the N of wgmma m64nNk16",
+                  8,
+                  256,
+                  false,
                   {"8", "16", "32", "64", "128", "256"}},
                  {"DTYPE", K::Choice, "f16", "16-bit element type of A and B", 0, 0, false, {"f16", "bf16"}}},
-      .validate = [](const Params& p) {
-        if (param_int(p, "N") % param_int(p, "BN") != 0)
-          throw UsageError("parameter N=" + p.at("N") + " of wgmma_gemm is invalid: must be a multiple of BN=" +
-                           p.at("BN") + " (one tile of 64 x BN per block)");
-      },
-      .compile = [](const std::string& variant, const Params& p) {
-        return CompileRequest{"gemm/wgmma_gemm.cu", {}, {entry_of(variant_of(variant), p)}};
-      },
+      .validate =
+          [](const Params& p) {
+            if (param_int(p, "N") % param_int(p, "BN") != 0)
+              throw UsageError("parameter N=" + p.at("N") +
+                               " of wgmma_gemm is invalid: must be a multiple of BN=" + p.at("BN") +
+                               " (one tile of 64 x BN per block)");
+          },
+      .compile =
+          [](const std::string& variant, const Params& p) {
+            return CompileRequest{"gemm/wgmma_gemm.cu", {}, {entry_of(variant_of(variant), p)}};
+          },
       .arch_specific = true};
   return spec;
 }
@@ -94,7 +107,8 @@ struct GemmReference {
   std::vector<double> c;
   double largest_abs_sum = 0;
 };
-GemmReference gemm_reference(const std::vector<float>& a, const std::vector<float>& b_kn, int m, int n, int k) {
+GemmReference gemm_reference(const std::vector<float>& a, const std::vector<float>& b_kn, int m, int n,
+                             int k) {
   GemmReference r;
   r.c.assign(size_t(m) * size_t(n), 0.0);
   for (int i = 0; i < m; ++i)
@@ -138,7 +152,8 @@ class WgmmaGemmInstance : public InstanceBase {
         kernel_(backend, wgmma_gemm_spec(), variant, entry_of(variant_, p), p) {}
 
   void launch() override {
-    const WgmmaGemmParams p{a_.as<const unsigned short>(), b_.as<const unsigned short>(), c_.as<float>(), m_, n_, k_};
+    const WgmmaGemmParams p{
+        a_.as<const unsigned short>(), b_.as<const unsigned short>(), c_.as<float>(), m_, n_, k_};
     const size_t shared = 2 * size_t(wgmma_gemm_stage_bytes(!variant_.rs, bn_, variant_.b_mn_major,
                                                             lab_swizzle_row_bytes(variant_.swizzle))) +
                           1024;

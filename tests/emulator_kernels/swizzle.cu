@@ -12,5 +12,6 @@
 
 extern "C" __global__ void swizzle_table(unsigned* out) {
   const unsigned i = threadIdx.x, mode = i / 64, row = i / 8 % 8, chunk = i % 8;
-  out[i] = chunk < lab_swizzle_row_bytes(int(mode)) / 16 ? lab_swizzle_chunk(int(mode), row, chunk) : 0xffffffffu;
+  out[i] =
+      chunk < lab_swizzle_row_bytes(int(mode)) / 16 ? lab_swizzle_chunk(int(mode), row, chunk) : 0xffffffffu;
 }

@@ -2,11 +2,13 @@
 // composes the shared-memory image (operands in a canonical layout) and, for the RS form, each thread's A
 // registers by hand from the PTX ISA's layouts, so the same expectations check the emulator and the GPU.
 //
-// wgmma_once<N, RS, TRANS_B>: copies `image` (chunks x 16 bytes) into dynamic shared memory, then one
-//   m64nNk16 product in fp16 and its commit, D = A * B (scale_d 0, D starts as NaN): A from the image (descriptor at a_offset
-//   with a_lbo / a_sbo, K-major) or, RS, from a_frag[t * 4 .. t * 4 + 3]; B from the image at b_offset with
-//   b_lbo / b_sbo, K-major (TRANS_B 0) or N-major (1); all descriptors without swizzle. Thread t writes d[i]
-//   to out[t * N / 2 + i]. Block 128 (or more, for the errors). `mode`:
+// wgmma_once<N, RS, TRANS_A, TRANS_B>: copies `image` (chunks x 16 bytes) into dynamic shared memory, then
+// one
+//   m64nNk16 product in fp16 and its commit, D = A * B (scale_d 0, D starts as NaN): A from the image
+//   (descriptor at a_offset with a_lbo / a_sbo, K-major (TRANS_A 0) or M-major (1)) or, RS, from a_frag[t * 4
+//   .. t * 4 + 3]; B from the image at b_offset with b_lbo / b_sbo, K-major (TRANS_B 0) or N-major (1); all
+//   descriptors without swizzle. Thread t writes d[i] to out[t * N / 2 + i]. Block 128 (or more, for the
+//   errors). `mode`:
 //     0: fence, product, commit, wait<0>, write
 //     1: writes d once before the wait (to out), once after (to out + 128 * N / 2)
 //     2: after the commit, the block zeroes the shared image (barrier between), then waits and writes
@@ -20,7 +22,7 @@
 #include "../../kernels/common/lab_swizzle.cuh"
 #include "../../kernels/common/lab_wgmma.cuh"
 
-template <int N, int RS, int TRANS_B>
+template <int N, int RS, int TRANS_A, int TRANS_B>
 __global__ void wgmma_once(const uint4* image, int chunks, const uint32_t* a_frag, unsigned a_offset,
                            unsigned a_lbo, unsigned a_sbo, unsigned b_offset, unsigned b_lbo, unsigned b_sbo,
                            float* out, int mode) {
@@ -40,7 +42,7 @@ __global__ void wgmma_once(const uint4* image, int chunks, const uint32_t* a_fra
     if (RS)
       lab_wgmma_rs<LAB_F16, N, TRANS_B>(d, a, desc_b, scale_d);
     else
-      lab_wgmma_ss<LAB_F16, N, 0, TRANS_B>(
+      lab_wgmma_ss<LAB_F16, N, TRANS_A, TRANS_B>(
           d, lab_wgmma_desc(base + a_offset, a_lbo, a_sbo, LAB_SWIZZLE_NONE), desc_b, scale_d);
     lab_wgmma_commit_group();
   };
@@ -74,7 +76,7 @@ extern "C" __global__ void wgmma_static_shared(float* out) {
   float d[4];
   lab_wgmma_fence();
   lab_wgmma_ss<LAB_F16, 8, 0, 0>(d, lab_wgmma_desc(tile, 1024, 128, LAB_SWIZZLE_NONE),
-                                  lab_wgmma_desc(tile, 128, 128, LAB_SWIZZLE_NONE), 0);
+                                 lab_wgmma_desc(tile, 128, 128, LAB_SWIZZLE_NONE), 0);
   lab_wgmma_commit_group();
   lab_wgmma_wait_group<0>();
   out[threadIdx.x] = d[0];

@@ -2,12 +2,12 @@
 // float accumulators), lab_wgmma_fence / _commit_group / _wait_group / _hold, lab_fence_proxy_async_shared,
 // lab_setmaxnreg_inc / _dec and lab_smem_address, with the per-thread layouts documented in lab_wgmma.cuh.
 //
-// Shared addresses: the emulator's shared window is the block's dynamic shared memory (LAB_DYNAMIC_SHARED), at
-// address 0. lab_smem_address and lab_wgmma_desc give offsets into it and fail the launch, at their line, for a
-// pointer outside it (static __shared__ arrays cannot hold wgmma operands here) or, for a descriptor, one that
-// is not 16-byte aligned. A descriptor is decoded from its bits as the hardware reads it: start, leading and
-// stride byte offsets, swizzle mode; the canonical layouts and the swizzle (lab_swizzle.cuh, on the absolute
-// address) give each element's address. Base offsets other than 0 are not modelled (an error).
+// Shared addresses: the emulator's shared window is the block's dynamic shared memory (LAB_DYNAMIC_SHARED),
+// at address 0. lab_smem_address and lab_wgmma_desc give offsets into it and fail the launch, at their line,
+// for a pointer outside it (static __shared__ arrays cannot hold wgmma operands here) or, for a descriptor,
+// one that is not 16-byte aligned. A descriptor is decoded from its bits as the hardware reads it: start,
+// leading and stride byte offsets, swizzle mode; the canonical layouts and the swizzle (lab_swizzle.cuh, on
+// the absolute address) give each element's address. Base offsets other than 0 are not modelled (an error).
 //
 // Asynchrony: a wgmma call records the product in its thread's list of pending products; A fragments (RS
 // form) are copied at the call, as the hardware reads registers at issue. lab_wgmma_commit_group closes a
@@ -25,8 +25,8 @@
 //
 // Numerics: inputs are exact in float, so are their products (barring bfloat16 products beyond float's
 // range); each output sums its 16 products in float in k order and adds the sum to D (or to 0 when scale_d is
-// 0), as lab_emu_mma.hpp does. The tensor cores accumulate in another order: results may differ from the GPU's
-// in the last bits.
+// 0), as lab_emu_mma.hpp does. The tensor cores accumulate in another order: results may differ from the
+// GPU's in the last bits.
 #pragma once
 
 #include <vector>
@@ -64,7 +64,10 @@ struct WgmmaDesc {
 };
 
 inline const char* swizzle_name(int mode) {
-  return mode == LAB_SWIZZLE_128B ? "128B" : mode == LAB_SWIZZLE_64B ? "64B" : mode == LAB_SWIZZLE_32B ? "32B" : "none";
+  return mode == LAB_SWIZZLE_128B  ? "128B"
+         : mode == LAB_SWIZZLE_64B ? "64B"
+         : mode == LAB_SWIZZLE_32B ? "32B"
+                                   : "none";
 }
 
 inline unsigned block_thread_count() {
@@ -78,10 +81,11 @@ inline unsigned shared_offset(const void* p, const char* what, const char* file,
   const char* q = static_cast<const char*>(p);
   if (q < base || q >= base + tls_self->block->dynamic_shared_bytes) {
     char message[200];
-    std::snprintf(message, sizeof message,
-                  "%s: the pointer is not in the block's %llu bytes of dynamic shared memory (on the emulator "
-                  "the shared window of wgmma operands is LAB_DYNAMIC_SHARED)",
-                  what, tls_self->block->dynamic_shared_bytes);
+    std::snprintf(
+        message, sizeof message,
+        "%s: the pointer is not in the block's %llu bytes of dynamic shared memory (on the emulator "
+        "the shared window of wgmma operands is LAB_DYNAMIC_SHARED)",
+        what, tls_self->block->dynamic_shared_bytes);
     fail(message, file, line);
   }
   return unsigned(q - base);
@@ -132,8 +136,8 @@ struct WgmmaThread {
 // threads to wait for the product (the operands must stay unchanged until then, as on the GPU).
 struct WgmmaOperands {
   bool read = false;
-  unsigned users = 0;        // threads that have executed the product
-  std::vector<float> a, b;   // a [64][16] (SS form), b [n][16]
+  unsigned users = 0;       // threads that have executed the product
+  std::vector<float> a, b;  // a [64][16] (SS form), b [n][16]
 };
 
 struct WgmmaWarpgroup {
@@ -191,7 +195,8 @@ inline void execute_wgmma(const WgmmaOp& op) {
   const unsigned t = tls_self->linear_idx % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
   float a[2][16];
   for (unsigned h = 0; h < 2; ++h)
-    for (unsigned k = 0; k < 16; ++k) a[h][k] = op.a_in_registers ? op.a_rows[h][k] : o.a[(16 * w + g + 8 * h) * 16 + k];
+    for (unsigned k = 0; k < 16; ++k)
+      a[h][k] = op.a_in_registers ? op.a_rows[h][k] : o.a[(16 * w + g + 8 * h) * 16 + k];
   for (int j = 0; j < op.n / 8; ++j)  // the 8 columns of d[4 j .. 4 j + 3]
     for (unsigned e = 0; e < 2; ++e) {
       const float* b = &o.b[(8 * unsigned(j) + 2 * q + e) * 16];
@@ -270,7 +275,8 @@ struct WgmmaAt {
                         "wgmma: the %s matrix (descriptor start 0x%x, leading byte offset %u, stride byte "
                         "offset %u, swizzle %s) reads shared address 0x%x, past the block's %llu bytes of "
                         "dynamic shared memory",
-                        which, desc.start, desc.leading, desc.stride, swizzle_name(desc.swizzle), address, bytes);
+                        which, desc.start, desc.leading, desc.stride, swizzle_name(desc.swizzle), address,
+                        bytes);
           fail_here(message);
         }
   }
@@ -283,9 +289,10 @@ struct WgmmaAt {
       const unsigned g = x.lane() / 4;
       for (unsigned h = 0; h < 2; ++h)
         for (unsigned k = 0; k < 16; ++k)
-          op.a_rows[h][k] = op.dt == LAB_F16
-                                ? lab_to_float<LAB_F16>(half_of(lanes[g * 4 + k % 8 / 2].a[h + 2 * (k >= 8)], k))
-                                : lab_to_float<LAB_BF16>(half_of(lanes[g * 4 + k % 8 / 2].a[h + 2 * (k >= 8)], k));
+          op.a_rows[h][k] =
+              op.dt == LAB_F16
+                  ? lab_to_float<LAB_F16>(half_of(lanes[g * 4 + k % 8 / 2].a[h + 2 * (k >= 8)], k))
+                  : lab_to_float<LAB_BF16>(half_of(lanes[g * 4 + k % 8 / 2].a[h + 2 * (k >= 8)], k));
     }
     x.release();
     if (tls_self->linear_idx % 128 == 0) {  // once per warpgroup: the operands are the same for all threads
@@ -334,9 +341,15 @@ inline void lab_setmaxnreg_inc() {}
 template <int R>
 inline void lab_setmaxnreg_dec() {}
 
-// lab_wgmma_ss<DT, N, TA, TB>(...) becomes lab_emu::WgmmaAt{__FILE__, __LINE__}.ss<DT, N, TA, TB>(...); likewise
-// lab_wgmma_rs, lab_wgmma_desc and lab_smem_address.
+// lab_wgmma_ss<DT, N, TA, TB>(...) becomes lab_emu::WgmmaAt{__FILE__, __LINE__}.ss<DT, N, TA, TB>(...);
+// likewise lab_wgmma_rs, lab_wgmma_desc and lab_smem_address.
 #define lab_wgmma_ss lab_emu::WgmmaAt{__FILE__, __LINE__}.ss
 #define lab_wgmma_rs lab_emu::WgmmaAt{__FILE__, __LINE__}.rs
-#define lab_wgmma_desc lab_emu::WgmmaDescAt{__FILE__, __LINE__}
-#define lab_smem_address lab_emu::SmemAddressAt{__FILE__, __LINE__}
+#define lab_wgmma_desc   \
+  lab_emu::WgmmaDescAt { \
+    __FILE__, __LINE__   \
+  }
+#define lab_smem_address   \
+  lab_emu::SmemAddressAt { \
+    __FILE__, __LINE__     \
+  }
