@@ -108,6 +108,11 @@ const std::vector<Case>& backward_cases() {
       // Enough (b, pixel) items for the weight gradient's split-K (checked to split below).
       {"v2_tiled", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
       {"v1_direct", {{"C_IN", "16"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "11"}, {"K", "3"}}},
+      // The 16-bit GEMMs (their own tolerances): two channel tiles at stride 2, split-K, 1x1 and 5x5.
+      {"v3_fp16", {{"C_IN", "32"}, {"C_OUT", "72"}, {"H", "15"}, {"W", "9"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v3_fp16", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
+      {"v4_bf16", {{"B", "2"}, {"C_IN", "24"}, {"C_OUT", "40"}, {"H", "13"}, {"W", "11"}, {"K", "1"}}},
+      {"v4_bf16", {{"C_IN", "6"}, {"C_OUT", "5"}, {"H", "8"}, {"W", "7"}, {"K", "5"}, {"SILU", "false"}}},
       {"auto", {{"C_IN", "48"}, {"C_OUT", "48"}, {"GROUPS", "48"}, {"H", "11"}, {"W", "13"}, {"K", "3"}}},
       {"v1_direct",
        {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "9"}, {"W", "6"}, {"K", "3"},
@@ -206,4 +211,22 @@ TEST_CASE("conv2d backward rules are enforced with the rule in the message", "[c
 
 TEST_CASE("the conv2d backward kernels compile for sm_90 without spills", "[conv2d_bwd]") {
   test::check_compiles_for_sm90_without_spills(conv2d_backward_module_request());
+  test::check_compiles_for_sm90_without_spills(conv2d_backward_half_module_request());
+}
+
+// The 16-bit variants must really round (their error well above float32's) and stay within their bars.
+TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within their tolerance", "[conv2d_bwd]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  for (const char* kernel : {"conv2d_dgrad", "conv2d_wgrad"}) {
+    const Runner& r = Registry::instance().get(kernel);
+    const Params p = resolve_params(r, {{"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "10"}, {"K", "3"}});
+    for (const char* variant : {"v3_fp16", "v4_bf16"}) {
+      auto inst = r.instantiate(*backend, variant, p, 3);
+      inst->launch();
+      const OutputCheck c = inst->check(std::nullopt).front();  // grad_in or grad_weight
+      INFO(kernel << "/" << variant << " rel_l2=" << c.metrics.rel_l2);
+      CHECK(c.pass);
+      CHECK(c.metrics.rel_l2 > 2e-5);
+    }
+  }
 }

@@ -30,11 +30,18 @@
 //                              atomics: the gradients are bit-identical run to run (a resumed or repeated
 //                              training step reproduces), at the cost of a workspace and one extra pass.
 //                              Grid (ceil(R / TN), ceil(C_out / TM), splits).
+//   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
+//                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging, tiles,
+//                              grid and split-K) with the products on tensor cores: mma.sync m16n8k16, float
+//                              accumulation, the staged float values rounded to DT as each warp packs its
+//                              fragments (MmaTile); dx and dW stay float32 (dW for the float32 master
+//                              weights). Needs sm_80 or newer; the emulator runs its mma model.
 //   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           one CTA per output channel: 256 threads stride over (b, pixel), tree sum.
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
+#include "common/lab_mma.cuh"
 #include "nn/conv2d_backward_params.cuh"
 #include "nn/conv2d_stage.cuh"
 #include "nn/nn_common.cuh"
@@ -55,22 +62,76 @@ __device__ __forceinline__ float block_sum(float v) {
   return sum;
 }
 
-// acc[i][j] += a[rr][ty*4 + i] * b[rr][tx*4 + j] over one staged chunk: the 4 x 4 register tile of the
-// implicit GEMMs (a: TM columns, b: TN columns, both 16-byte aligned rows).
+// The products of the v2 GEMMs, C[m][n] += sum_k A[m][k] B[k][n] over one staged chunk of 16 k, A given
+// transposed (a[k][m], TM columns) and B as b[k][n] (TN columns), both float rows in shared memory; a CTA tile
+// of TM x TN = 4096 results. store(m, n, value) hands each result of this thread to the kernel's epilogue.
+// FmaTile (v2_tiled): float FMAs, 4 x 4 results per thread, float4 shared reads.
 template <int TM, int TN>
-__device__ __forceinline__ void fma_chunk_4x4(float (&acc)[4][4], const float (*a)[TM], const float (*b)[TN],
-                                              int ty, int tx) {
+struct FmaTile {
+  float acc[4][4] = {};
+  int ty, tx;
+
+  __device__ __forceinline__ FmaTile() : ty(threadIdx.x / (TN / 4)), tx(threadIdx.x % (TN / 4)) {}
+
+  __device__ __forceinline__ void accumulate(const float (*a)[TM], const float (*b)[TN]) {
 #pragma unroll
-  for (int rr = 0; rr < kTiledChunk; ++rr) {
-    const float4 av4 = *reinterpret_cast<const float4*>(&a[rr][ty * 4]);
-    const float4 bv4 = *reinterpret_cast<const float4*>(&b[rr][tx * 4]);
-    const float av[4] = {av4.x, av4.y, av4.z, av4.w}, bv[4] = {bv4.x, bv4.y, bv4.z, bv4.w};
+    for (int k = 0; k < kTiledChunk; ++k) {
+      const float4 av4 = *reinterpret_cast<const float4*>(&a[k][ty * 4]);
+      const float4 bv4 = *reinterpret_cast<const float4*>(&b[k][tx * 4]);
+      const float av[4] = {av4.x, av4.y, av4.z, av4.w}, bv[4] = {bv4.x, bv4.y, bv4.z, bv4.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+  }
+  template <class Store>
+  __device__ __forceinline__ void store(Store store) const {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+      for (int j = 0; j < 4; ++j) store(ty * 4 + i, tx * 4 + j, acc[i][j]);
   }
-}
+};
+
+// MmaTile (v3_fp16 / v4_bf16): mma.sync m16n8k16 with float accumulation; warp w owns rows 16 (w / (8 /
+// (TM/16))) .. + 15 and 32 columns; the fragments are built from the float tiles, each value rounded to DT
+// (round to nearest even) as it is packed, so the activations and gradients stay float32 in memory.
+template <int DT, int TM, int TN>
+struct MmaTile {
+  static constexpr int kWarpCols = 8 / (TM / 16);
+  static_assert(kWarpCols * 32 == TN, "each warp owns 16 rows x 32 columns");
+  float d[4][4] = {};  // four n8 tiles: d[nt][0..1] row g, d[nt][2..3] row g + 8, columns 2t, 2t + 1
+  int m0, n0, g, t;
+
+  __device__ __forceinline__ MmaTile() {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    m0 = (warp / kWarpCols) * 16, n0 = (warp % kWarpCols) * 32, g = lane / 4, t = lane % 4;
+  }
+
+  __device__ __forceinline__ void accumulate(const float (*a)[TM], const float (*b)[TN]) {
+    const uint32_t af[4] = {lab_pack2<DT>(a[2 * t][m0 + g], a[2 * t + 1][m0 + g]),
+                            lab_pack2<DT>(a[2 * t][m0 + g + 8], a[2 * t + 1][m0 + g + 8]),
+                            lab_pack2<DT>(a[2 * t + 8][m0 + g], a[2 * t + 9][m0 + g]),
+                            lab_pack2<DT>(a[2 * t + 8][m0 + g + 8], a[2 * t + 9][m0 + g + 8])};
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair) {
+      const int n = n0 + pair * 16 + g;
+      const uint32_t bf[4] = {lab_pack2<DT>(b[2 * t][n], b[2 * t + 1][n]),
+                              lab_pack2<DT>(b[2 * t + 8][n], b[2 * t + 9][n]),
+                              lab_pack2<DT>(b[2 * t][n + 8], b[2 * t + 1][n + 8]),
+                              lab_pack2<DT>(b[2 * t + 8][n + 8], b[2 * t + 9][n + 8])};
+      lab_mma_16816_pair<DT>(d[2 * pair], d[2 * pair + 1], af, bf);
+    }
+  }
+  template <class Store>
+  __device__ __forceinline__ void store(Store store) const {
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store(m0 + g + (e / 2) * 8, n0 + nt * 8 + 2 * t + e % 2, d[nt][e]);
+  }
+};
 
 // The dz column (one input pixel) a thread of conv2d_dgrad_tiled gathers: column threadIdx.x % TN of the
 // CTA's pixels, rows threadIdx.x / TN, + kThreads / TN, ... of each chunk.
@@ -145,34 +206,43 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_direct(const lab::C
   params.grad_in[((long long)b * n.c_in + ci) * plane_in + p] = acc;
 }
 
-template <int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_tiled(const lab::Conv2dDgradParams params) {
+namespace nn {
+
+// The input-gradient GEMM of one CTA (v2, v3, v4): dx[ci0 .. + TM, px0 .. + TN] of image blockIdx.z.
+template <int K, int TM, class Tile>
+__device__ __forceinline__ void dgrad_gemm(const lab::Conv2dDgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
-  constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM, kPixelThreads = TN / 4;
-  __shared__ __align__(16) float w_s[kChunk][TM];
-  __shared__ __align__(16) float g_s[kChunk][TN];
+  constexpr int TN = 4096 / TM;
+  __shared__ __align__(16) float w_s[kTiledChunk][TM];
+  __shared__ __align__(16) float g_s[kTiledChunk][TN];
   const int b = blockIdx.z, ci0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
   const int plane_in = n.h_in * n.w_in, reduction = n.c_out * K * K;
   const float* dz_b = params.grad_z + (long long)b * n.c_out * n.h_out * n.w_out;
-  const nn::DgradColumn<K, TN> column(px0, plane_in, n.w_in);
-  const int ty = threadIdx.x / kPixelThreads, tx = threadIdx.x % kPixelThreads;
-  float acc[4][4] = {};
-  for (int r0 = 0; r0 < reduction; r0 += kChunk) {
-    nn::stage_weight_chunk<TM, TM>(&w_s[0][0], params.w, r0, reduction, ci0, n.c_in, nn::StageAsIs{});
+  const DgradColumn<K, TN> column(px0, plane_in, n.w_in);
+  Tile tile;
+  for (int r0 = 0; r0 < reduction; r0 += kTiledChunk) {
+    stage_weight_chunk<TM, TM>(&w_s[0][0], params.w, r0, reduction, ci0, n.c_in, StageAsIs{});
     column.stage(g_s, dz_b, r0, reduction, n.stride, n.h_out, n.w_out);
     __syncthreads();
-    nn::fma_chunk_4x4<TM, TN>(acc, w_s, g_s, ty, tx);
+    tile.accumulate(w_s, g_s);
     __syncthreads();
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int ci = ci0 + ty * 4 + i;
-    if (ci >= n.c_in) continue;
-    float* row = params.grad_in + ((long long)b * n.c_in + ci) * plane_in;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (const int p = px0 + tx * 4 + j; p < plane_in) row[p] = acc[i][j];
-  }
+  float* grad_in = params.grad_in + (long long)b * n.c_in * plane_in;
+  tile.store([&](int m, int p, float v) {
+    if (ci0 + m < n.c_in && px0 + p < plane_in) grad_in[(long long)(ci0 + m) * plane_in + px0 + p] = v;
+  });
+}
+
+}  // namespace nn
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_tiled(const lab::Conv2dDgradParams params) {
+  nn::dgrad_gemm<K, TM, nn::FmaTile<TM, 4096 / TM>>(params);
+}
+
+template <int DT, int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_mma(const lab::Conv2dDgradParams params) {
+  nn::dgrad_gemm<K, TM, nn::MmaTile<DT, TM, 4096 / TM>>(params);
 }
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::Conv2dWgradParams params) {
@@ -195,22 +265,25 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
   if (threadIdx.x == 0) params.grad_w[e] = acc;
 }
 
-template <int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Conv2dWgradParams params) {
+namespace nn {
+
+// The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
+// items, into grad_w or the split's partial.
+template <int K, int TM, class Tile>
+__device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
-  constexpr int kChunk = nn::kTiledChunk, TN = 4096 / TM, kRowThreads = TN / 4;
+  constexpr int kChunk = kTiledChunk, TN = 4096 / TM;
   __shared__ __align__(16) float g_s[kChunk][TM];  // dz[q][co]
   __shared__ __align__(16) float x_s[kChunk][TN];  // im2col[q][r]
   const int co0 = blockIdx.y * TM, rc0 = blockIdx.x * TN, split = blockIdx.z;
   const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out, rows = n.c_in * K * K;
   const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
-  const int ty = threadIdx.x / kRowThreads, tx = threadIdx.x % kRowThreads;
-  float acc[4][4] = {};
+  Tile tile;
   for (long long q0 = q_begin; q0 < q_end; q0 += kChunk) {
     // Consecutive threads take consecutive q (pixels of one plane): coalesced reads of dz and x.
 #pragma unroll
-    for (int i = threadIdx.x; i < kChunk * TM; i += nn::kThreads) {
+    for (int i = threadIdx.x; i < kChunk * TM; i += kThreads) {
       const int qq = i % kChunk, cc = i / kChunk, co = co0 + cc;
       const long long q = q0 + qq;
       float v = 0.0f;
@@ -221,7 +294,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Co
       g_s[qq][cc] = v;
     }
 #pragma unroll
-    for (int i = threadIdx.x; i < kChunk * TN; i += nn::kThreads) {
+    for (int i = threadIdx.x; i < kChunk * TN; i += kThreads) {
       const int qq = i % kChunk, rr = i / kChunk, r = rc0 + rr;
       const long long q = q0 + qq;
       float v = 0.0f;
@@ -234,18 +307,25 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Co
       x_s[qq][rr] = v;
     }
     __syncthreads();
-    nn::fma_chunk_4x4<TM, TN>(acc, g_s, x_s, ty, tx);
+    tile.accumulate(g_s, x_s);
     __syncthreads();
   }
   float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int co = co0 + ty * 4 + i;
-    if (co >= n.c_out) continue;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (const int r = rc0 + tx * 4 + j; r < rows) out[(long long)co * rows + r] = acc[i][j];
-  }
+  tile.store([&](int m, int r, float v) {
+    if (co0 + m < n.c_out && rc0 + r < rows) out[(long long)(co0 + m) * rows + rc0 + r] = v;
+  });
+}
+
+}  // namespace nn
+
+template <int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Conv2dWgradParams params) {
+  nn::wgrad_gemm<K, TM, nn::FmaTile<TM, 4096 / TM>>(params);
+}
+
+template <int DT, int K, int TM>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_mma(const lab::Conv2dWgradParams params) {
+  nn::wgrad_gemm<K, TM, nn::MmaTile<DT, TM, 4096 / TM>>(params);
 }
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {

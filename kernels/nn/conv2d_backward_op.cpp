@@ -3,7 +3,9 @@
 #include "kernels/nn/conv2d_backward_op.hpp"
 
 #include <algorithm>
+#include <iterator>
 
+#include "kernels/common/half_type.hpp"
 #include "kernels/nn/conv2d_backward_params.cuh"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/nn_kernels.hpp"
@@ -20,6 +22,14 @@ constexpr const char* kBiasGradKernel = "conv2d_bias_grad";
 constexpr int kThreads = 256;
 constexpr int kChunk = 16;  // reduction items per shared-memory step of the v2 kernels (nn::kTiledChunk)
 constexpr int kMaxGridYZ = 65535;
+constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16"};  // enum order
+
+// The 16-bit element type of v3 / v4.
+std::optional<HalfType> half_type(ConvBackwardVariant v) {
+  if (v == ConvBackwardVariant::Fp16) return HalfType::f16;
+  if (v == ConvBackwardVariant::Bf16) return HalfType::bf16;
+  return std::nullopt;
+}
 
 // A backward runner's spec: conv2d's parameters less RESIDUAL (its gradient is dy itself), the variants
 // "auto", v1_direct, v2_tiled, and a compile of the SiLU backward beside the variant's `kernels`. `self` is the
@@ -42,7 +52,10 @@ KernelSpec backward_spec(const char* name, const char* description, const char* 
       .source = kSource,
       .variants = {{"auto", "v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
                    variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
-                   variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description)},
+                   variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description),
+                   variant(ConvBackwardVariant::Fp16, "v3_fp16",
+                           "v2 on fp16 tensor cores (mma.sync m16n8k16, float accumulate), float32 results"),
+                   variant(ConvBackwardVariant::Bf16, "v4_bf16", "v3 with bf16 operands (7 mantissa bits)")},
       .params = params,
       .validate = [kernel](const Params& p) { check_conv2d_params(kernel, p); },
       .compile = [self, kernels](const std::string& variant_name, const Params& p) {
@@ -66,9 +79,12 @@ std::vector<float> rearrange_for_input_grad(const std::vector<float>& w, const C
   return out;
 }
 
-// "conv2d_dgrad_tiled<3, 64>" from the template's name up to "<".
-std::string tiled_instance_name(const char* template_open, int kernel, int channel_tile) {
-  return template_open + std::to_string(kernel) + ", " + std::to_string(channel_tile) + ">";
+// "conv2d_dgrad_tiled<3, 64>" / "conv2d_dgrad_mma<0, 3, 64>" from the gradient's name ("dgrad", "wgrad").
+std::string gemm_instance_name(const char* gradient, ConvBackwardVariant v, int kernel, int channel_tile) {
+  const std::string shape = std::to_string(kernel) + ", " + std::to_string(channel_tile) + ">";
+  if (std::optional<HalfType> type = half_type(v))
+    return std::string("conv2d_") + gradient + "_mma<" + half_type_template_arg(*type) + ", " + shape;
+  return std::string("conv2d_") + gradient + "_tiled<" + shape;
 }
 
 unsigned blocks_of(long long elements) {
@@ -99,16 +115,17 @@ const KernelSpec& conv2d_wgrad_spec() {
 }
 
 std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name) {
-  if (name == "v1_direct") return ConvBackwardVariant::Direct;
-  if (name == "v2_tiled") return ConvBackwardVariant::Tiled;
+  for (int v = 0; v < int(std::size(kVariantNames)); ++v)
+    if (name == kVariantNames[v]) return ConvBackwardVariant(v);
   return std::nullopt;
 }
 
 std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return {};
-  if (s.groups != 1) return "v2_tiled needs groups = 1 (got " + std::to_string(s.groups) + ")";
+  const std::string name = kVariantNames[int(v)];
+  if (s.groups != 1) return name + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
   if (!is_specialised_kernel_size(s.kernel))
-    return "v2_tiled is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) + ")";
+    return name + " is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) + ")";
   return {};
 }
 
@@ -120,12 +137,12 @@ ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s) {
 // v2 tiles the input gradient's channels by c_in and the weight gradient's by c_out (the GEMMs' M).
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return "conv2d_dgrad_direct";
-  return tiled_instance_name("conv2d_dgrad_tiled<", s.kernel, conv_tiled_channel_tile(s.c_in));
+  return gemm_instance_name("dgrad", v, s.kernel, conv_tiled_channel_tile(s.c_in));
 }
 
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return "conv2d_wgrad_direct";
-  return tiled_instance_name("conv2d_wgrad_tiled<", s.kernel, conv_tiled_channel_tile(s.c_out));
+  return gemm_instance_name("wgrad", v, s.kernel, conv_tiled_channel_tile(s.c_out));
 }
 
 CompileRequest conv2d_backward_module_request() {
@@ -136,8 +153,18 @@ CompileRequest conv2d_backward_module_request() {
                           kBiasGradKernel}};
   for (int k : kSpecialisedKernelSizes)
     for (int tile : kTiledChannelTiles)
-      for (const char* gemm : {"conv2d_dgrad_tiled<", "conv2d_wgrad_tiled<"})
-        request.name_expressions.push_back(tiled_instance_name(gemm, k, tile));
+      for (const char* gradient : {"dgrad", "wgrad"})
+        request.name_expressions.push_back(gemm_instance_name(gradient, ConvBackwardVariant::Tiled, k, tile));
+  return request;
+}
+
+CompileRequest conv2d_backward_half_module_request() {
+  CompileRequest request{kSource, {}, {}};
+  for (ConvBackwardVariant v : {ConvBackwardVariant::Fp16, ConvBackwardVariant::Bf16})
+    for (int k : kSpecialisedKernelSizes)
+      for (int tile : kTiledChannelTiles)
+        for (const char* gradient : {"dgrad", "wgrad"})
+          request.name_expressions.push_back(gemm_instance_name(gradient, v, k, tile));
   return request;
 }
 
@@ -161,16 +188,21 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
       if (std::string problem = conv_backward_variant_problem(*v, s); !problem.empty())
         throw UsageError(text + ": " + problem);
   module_ = backend.compile(conv2d_backward_module_request());
+  if ((input_grad && half_type(*input_grad)) || (weight_grad && half_type(*weight_grad)))
+    half_module_ = backend.compile(conv2d_backward_half_module_request());
+  const auto gemm = [&](ConvBackwardVariant v, const std::string& name) {
+    return (half_type(v) ? half_module_ : module_)->kernel(name);
+  };
   silu_backward_ = module_->kernel(kSiluBackwardKernel);
-  if (input_grad) input_grad_kernel_ = module_->kernel(conv_dgrad_kernel_name(*input_grad, s));
+  if (input_grad) input_grad_kernel_ = gemm(*input_grad, conv_dgrad_kernel_name(*input_grad, s));
   if (weight_grad) {
-    weight_grad_kernel_ = module_->kernel(conv_wgrad_kernel_name(*weight_grad, s));
+    weight_grad_kernel_ = gemm(*weight_grad, conv_wgrad_kernel_name(*weight_grad, s));
     weight_grad_reduce_ = module_->kernel(kWgradReduceKernel);
     bias_grad_ = module_->kernel(kBiasGradKernel);
   }
   if (input_grad)
-    weight_ = backend.upload_vector(input_grad == ConvBackwardVariant::Tiled ? rearrange_for_input_grad(weight, s)
-                                                                             : weight);
+    weight_ = backend.upload_vector(input_grad == ConvBackwardVariant::Direct ? weight
+                                                                             : rearrange_for_input_grad(weight, s));
 }
 
 void Conv2dBackwardOp::silu_backward(long long count, const float* grad_out, const float* z,
@@ -202,7 +234,7 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
 // Splits so that tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at least
 // 512 items (32 chunks); the direct variant never splits.
 int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
-  if (weight_grad_ != ConvBackwardVariant::Tiled) return 1;
+  if (!weight_grad_ || weight_grad_ == ConvBackwardVariant::Direct) return 1;
   const long long kTargetCtas = 264, kMinChunksPerSplit = 32;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;

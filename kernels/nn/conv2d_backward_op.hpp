@@ -1,7 +1,8 @@
 // Conv2dBackwardOp: the backward of one Conv2d layer (conv2d_backward.cu) on dense NCHW float32 tensors: SiLU
 // backward (dz from dy and the forward's pre-activation z), the input gradient dx and the weight and bias
-// gradients dW, db. Variants per gradient: v1_direct (any kernel size, stride, groups) and v2_tiled
-// (groups == 1, kernel sizes 1, 3, 5: implicit GEMMs); the op picks v2 where it runs, else v1. The specs of
+// gradients dW, db. Variants per gradient: v1_direct (any kernel size, stride, groups), v2_tiled (groups == 1,
+// kernel sizes 1, 3, 5: implicit GEMMs), v3_fp16 / v4_bf16 (v2 on fp16 / bf16 tensor cores, float accumulation,
+// float32 results); the op picks v2 where it runs, else v1 (the 16-bit ones only when forced). The specs of
 // the runners conv2d_dgrad and conv2d_wgrad live here too.
 #pragma once
 #include <memory>
@@ -15,9 +16,9 @@
 
 namespace lab {
 
-enum class ConvBackwardVariant { Direct, Tiled };
+enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16 };
 
-// The runners' specs: variants "auto", v1_direct, v2_tiled; parameters B, C_IN, C_OUT, H, W, K, STRIDE,
+// The runners' specs: variants "auto", v1_direct, v2_tiled, v3_fp16, v4_bf16; parameters B, C_IN, C_OUT, H, W, K, STRIDE,
 // GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
 const KernelSpec& conv2d_dgrad_spec();
 const KernelSpec& conv2d_wgrad_spec();
@@ -31,9 +32,11 @@ ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s);
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 
-// Every kernel of conv2d_backward.cu (the v2 instances at kernel sizes 1, 3, 5 and channel tiles 16, 32, 64):
-// the one module every Conv2dBackwardOp of a backend shares (compiled once, then a cache hit).
+// The kernels of conv2d_backward.cu in two modules every Conv2dBackwardOp of a backend shares (each compiled
+// once, then a cache hit): the float32 ones (v1, v2 at kernel sizes 1, 3, 5 and channel tiles 16, 32, 64, the
+// SiLU backward, reduce and bias kernels), and the 16-bit GEMMs (v3, v4), compiled only when an op uses them.
 CompileRequest conv2d_backward_module_request();
+CompileRequest conv2d_backward_half_module_request();
 
 class Conv2dBackwardOp {
  public:
@@ -62,7 +65,7 @@ class Conv2dBackwardOp {
   Backend& backend_;
   Conv2dShape shape_;
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
-  std::shared_ptr<Module> module_;
+  std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
   Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
   DeviceBuffer weight_;  // v1: as given; v2: [c_out*k*k, c_in]
 };
