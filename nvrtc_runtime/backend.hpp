@@ -11,6 +11,7 @@
 #include "nvrtc_runtime/compile_types.hpp"
 #include "nvrtc_runtime/host_buffer.hpp"
 #include "nvrtc_runtime/kernel_args.hpp"
+#include "nvrtc_runtime/tensor_map.hpp"
 
 namespace lab {
 
@@ -117,6 +118,9 @@ class Backend {
   virtual void upload_async(void* device_dst, const void* host_src, size_t bytes) {
     upload(device_dst, host_src, bytes);
   }
+  // The tensor map of `desc` in this backend's encoding (the driver's on cuda, the emulator's on cpu), for a
+  // kernel's parameter struct. Throws UsageError naming the field a description gets wrong.
+  virtual TensorMap tensor_map(const TensorMapDesc& desc) = 0;
 
   // Enqueue a launch; errors name the kernel. The cpu backend runs it to completion before returning.
   virtual void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nvrtc_runtime/cuda_compiler.hpp"
+#include "nvrtc_runtime/cuda_tensor_map.hpp"
 #include "nvrtc_runtime/compile_log.hpp"
 #include "nvrtc_runtime/module_compiler.hpp"
 
@@ -160,6 +161,7 @@ class CudaBackend : public Backend {
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
     check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last());
   }
+  TensorMap tensor_map(const TensorMapDesc& desc) override { return cuda_tensor_map(desc); }
 
   void launch(const Kernel& kernel, const LaunchConfig& c, const KernelArgs& args) override {
     if (!kernel.signature || dynamic_cast<const CudaModule*>(kernel.module) == nullptr)

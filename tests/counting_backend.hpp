@@ -35,6 +35,7 @@ class CountingBackend : public Backend {
   HostBuffer alloc_host(size_t bytes) override { return inner_.alloc_host(bytes); }
   void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override { inner_.fill_bytes(dst, value, bytes); }
+  TensorMap tensor_map(const TensorMapDesc& desc) override { return inner_.tensor_map(desc); }
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
     inner_.launch(kernel, config, args);
   }

@@ -69,8 +69,8 @@ std::string dim_text(const lab_emu_dim3& d) {
 BlockScheduler::BlockScheduler() : fibers_(kMaxThreads) {}
 
 const lab_emu_host_api& BlockScheduler::host_api() {
-  static const lab_emu_host_api api{LAB_EMU_ABI_VERSION, &api_block_sync, &api_warp_sync, &api_active_mask,
-                                    &api_fail};
+  static const lab_emu_host_api api{LAB_EMU_ABI_VERSION, &api_block_sync, &api_warp_sync,
+                                    &api_active_mask,    &api_fail,       &api_yield};
   return api;
 }
 
@@ -88,6 +88,7 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
   block_ = &block;
   thread_count_ = n;
   exited_ = 0;
+  stalled_rounds_ = 0;
   error_.clear();
   free_stacks_.clear();
   for (unsigned i = n; i-- > 0;) free_stacks_.push_back(i);
@@ -121,7 +122,10 @@ std::string BlockScheduler::run(const lab_emu_kernel& kernel, void* const* args,
       block_in_progress_ = false;
       return {};
     }
-    if (!release_block_barrier()) return error_;
+    const bool yielded = std::any_of(fibers_.begin(), fibers_.begin() + n,
+                                     [](const Fiber& f) { return f.state == State::Yielded; });
+    if (!yielded) stalled_rounds_ = 0;
+    if (yielded ? !wake_yielded() : !release_block_barrier()) return error_;
   }
 }
 
@@ -206,6 +210,34 @@ void BlockScheduler::api_fail(lab_emu_thread* self, const char* message, const c
   f.state = State::Failed;
   s.yield_to_scheduler();
   std::abort();  // a failed fiber is never resumed
+}
+
+void BlockScheduler::api_yield(lab_emu_thread* self, const unsigned long long* watch, unsigned long long seen,
+                               const char* file, int line) {
+  Fiber& f = fiber_of(self);
+  f.state = State::Yielded;
+  f.site = {0, file, line};
+  f.watch = watch;
+  f.seen = seen;
+  f.scheduler->yield_to_scheduler();
+}
+
+bool BlockScheduler::wake_yielded() {
+  bool changed = false;
+  for (unsigned i = 0; i < thread_count_ && !changed; ++i)
+    changed = fibers_[i].state == State::Yielded && *fibers_[i].watch != fibers_[i].seen;
+  // A round without change: the waiters' try_wait returns false once more (a caller may do something else
+  // then); a second such round in a row, with every waiter back at an unchanged mbarrier, is a deadlock.
+  stalled_rounds_ = changed ? 0 : stalled_rounds_ + 1;
+  if (stalled_rounds_ == 2) {
+    error_ = "mbarrier deadlock: every thread of the block waits and no mbarrier it waits on can change:" +
+             describe_block();
+    return false;
+  }
+  for (unsigned i = 0; i < thread_count_; ++i)
+    if (fibers_[i].state == State::Yielded) fibers_[i].state = State::Runnable;
+  if (changed) count_progress();
+  return true;
 }
 
 unsigned BlockScheduler::live_lanes(unsigned warp) const {
@@ -335,14 +367,7 @@ bool BlockScheduler::release_block_barrier() {
     }
   }
   if (exited_ > 0 || !same_barrier) {
-    std::map<std::string, std::vector<unsigned>> groups;
-    for (unsigned i = 0; i < thread_count_; ++i) groups[describe_waiting(fibers_[i])].push_back(i);
-    std::vector<std::pair<unsigned, std::string>> ordered;  // by first thread
-    for (auto& [what, threads] : groups)
-      ordered.push_back({threads.front(), describe_threads(threads) + " " + what});
-    std::sort(ordered.begin(), ordered.end());
-    error_ = "barrier divergence at " + location(first->site.file, first->site.line) + ":";
-    for (size_t k = 0; k < ordered.size(); ++k) error_ += (k ? "; " : " ") + ordered[k].second;
+    error_ = "barrier divergence at " + location(first->site.file, first->site.line) + ":" + describe_block();
     return false;
   }
   uint64_t result = 0;
@@ -387,6 +412,19 @@ std::string BlockScheduler::describe_threads(const std::vector<unsigned>& linear
   return s;
 }
 
+// " threads 0-31 wait at ...; threads 32-63 have exited": every thread, grouped by what it does.
+std::string BlockScheduler::describe_block() const {
+  std::map<std::string, std::vector<unsigned>> groups;
+  for (unsigned i = 0; i < thread_count_; ++i) groups[describe_waiting(fibers_[i])].push_back(i);
+  std::vector<std::pair<unsigned, std::string>> ordered;  // by first thread
+  for (auto& [what, threads] : groups)
+    ordered.push_back({threads.front(), describe_threads(threads) + " " + what});
+  std::sort(ordered.begin(), ordered.end());
+  std::string s;
+  for (size_t k = 0; k < ordered.size(); ++k) s += (k ? "; " : " ") + ordered[k].second;
+  return s;
+}
+
 std::string BlockScheduler::describe_waiting(const Fiber& f) const {
   switch (f.state) {
     case State::AtBarrier:
@@ -395,6 +433,15 @@ std::string BlockScheduler::describe_waiting(const Fiber& f) const {
     case State::AtWarp:
       return std::string("wait at ") + warp_op_name(f.site.op) + " (" + location(f.site.file, f.site.line) +
              ", mask " + hex_mask(f.mask) + ")";
+    case State::Yielded: {
+      const unsigned long long w = f.seen;
+      if (!LAB_EMU_MBAR_VALID(w))
+        return "wait on an uninitialised mbarrier (" + location(f.site.file, f.site.line) + ")";
+      return "wait on an mbarrier (" + location(f.site.file, f.site.line) + ") in phase " +
+             std::to_string(LAB_EMU_MBAR_PHASE(w)) + " with " + std::to_string(LAB_EMU_MBAR_PENDING(w)) +
+             " of " + std::to_string(LAB_EMU_MBAR_EXPECTED(w)) + " arrivals and " +
+             std::to_string(LAB_EMU_MBAR_TX(w)) + " transaction bytes pending";
+    }
     case State::Exited:
       return "have exited";
     default:

@@ -5,7 +5,9 @@
 // all its threads on one hot stack with two context switches per thread and no context creation. The
 // scheduler goes warp by warp: it runs the lanes of a warp until each is blocked, completes the warp
 // collectives whose lanes have all arrived (lockstep exchange), repeats, then releases a block barrier once
-// every thread of the block waits at the same one. Anything else - some threads exited or waiting at another
+// every thread of the block waits at the same one. Threads waiting on an mbarrier yield: each round resumes
+// them once more while some watched mbarrier word has changed, and a round in which none changed while every
+// thread waits is a deadlock, reported. Anything else - some threads exited or waiting at another
 // barrier, a collective whose lanes never arrive - is an error reported at once, never a hang.
 #pragma once
 #include <atomic>
@@ -44,7 +46,7 @@ class BlockScheduler {
   static const lab_emu_host_api& host_api();
 
  private:
-  enum class State : uint8_t { Runnable, AtBarrier, AtWarp, Exited, Failed };
+  enum class State : uint8_t { Runnable, AtBarrier, AtWarp, Yielded, Exited, Failed };
   struct Site {
     int op;
     const char* file;
@@ -62,6 +64,8 @@ class BlockScheduler {
     int width;
     uint64_t value;
     uint64_t result;
+    const unsigned long long* watch;  // Yielded: the mbarrier word waited on, and what it held then
+    unsigned long long seen;
   };
 
   static Fiber& fiber_of(lab_emu_thread* self) { return *reinterpret_cast<Fiber*>(self); }
@@ -72,6 +76,8 @@ class BlockScheduler {
                                           int line);
   static unsigned api_active_mask(lab_emu_thread* self);
   static void api_fail(lab_emu_thread* self, const char* message, const char* file, int line);
+  static void api_yield(lab_emu_thread* self, const unsigned long long* watch, unsigned long long seen,
+                        const char* file, int line);
 
   void resume(Fiber& f);
   void count_progress() {
@@ -84,6 +90,10 @@ class BlockScheduler {
   void complete_collective(unsigned warp, unsigned participants);
   // With no thread runnable: releases the block barrier, or sets error_ and returns false.
   bool release_block_barrier();
+  // With no thread runnable and some yielded: makes them runnable again, or sets error_ (a deadlock) and
+  // returns false after a second round in a row in which no mbarrier word they watch changed.
+  bool wake_yielded();
+  std::string describe_block() const;
   std::string describe_threads(const std::vector<unsigned>& linear) const;
   std::string describe_waiting(const Fiber& f) const;
   std::string describe_warp_deadlock(unsigned warp, const Fiber& waiting) const;
@@ -96,6 +106,7 @@ class BlockScheduler {
   std::vector<Fiber> fibers_;
   unsigned thread_count_ = 0;
   unsigned exited_ = 0;
+  unsigned stalled_rounds_ = 0;  // rounds in a row whose waiters all saw their mbarrier unchanged
   std::atomic<unsigned> running_{0};
   std::atomic<uint64_t> progress_{0};
   const lab_emu_kernel* kernel_ = nullptr;

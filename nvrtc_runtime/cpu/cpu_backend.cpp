@@ -109,6 +109,7 @@ class CpuBackend : public Backend {
     memory_.check_range(device_dst, bytes, "fill");
     std::memset(device_dst, value, bytes);
   }
+  TensorMap tensor_map(const TensorMapDesc& desc) override { return emulator_tensor_map(desc); }
 
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
     if (!kernel.handle || !dynamic_cast<const cpu::KernelModule*>(kernel.module))

@@ -70,7 +70,22 @@ typedef struct lab_emu_host_api {
   unsigned (*active_mask)(lab_emu_thread* self);
   // Stops the whole launch with `message`; never returns to the caller.
   void (*fail)(lab_emu_thread* self, const char* message, const char* file, int line);
+  // Lets the block's other threads run while the caller waits on an mbarrier: `watch` is the barrier's word,
+  // which held `seen` when the caller's wait failed. The caller resumes after every other runnable thread of
+  // the block has run; when all the block's threads wait (here, at a barrier or at a warp collective) and no
+  // watched word changed since its waiter looked, the launch fails naming what each thread waits for.
+  void (*yield)(lab_emu_thread* self, const unsigned long long* watch, unsigned long long seen,
+                const char* file, int line);
 } lab_emu_host_api;
+
+// The emulator's mbarrier word (lab_emu_mbarrier.hpp), here so the host can say what a waiter waits for:
+// bits 0-19 pending arrivals of the current phase, 20-39 expected arrivals per phase, 40-60 the transaction
+// count (bytes, 21-bit two's complement), 61 the current phase's parity, 62 set while initialised.
+#define LAB_EMU_MBAR_PENDING(w) ((unsigned)((w)&0xfffffull))
+#define LAB_EMU_MBAR_EXPECTED(w) ((unsigned)(((w) >> 20) & 0xfffffull))
+#define LAB_EMU_MBAR_TX(w) ((int)((((w) >> 40) & 0x1fffffull) ^ 0x100000ull) - 0x100000)
+#define LAB_EMU_MBAR_PHASE(w) ((unsigned)(((w) >> 61) & 1ull))
+#define LAB_EMU_MBAR_VALID(w) ((unsigned)(((w) >> 62) & 1ull))
 
 typedef void (*lab_emu_run_fn)(lab_emu_thread* self, void* const* args);
 
