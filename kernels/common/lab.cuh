@@ -27,5 +27,16 @@ __device__ __forceinline__ float lab_warp_max(float v) {
   return v;
 }
 
+// Maximum / sum over the 4 lanes of a quad (lanes 4k .. 4k + 3: the threads that share a row of an mma.sync
+// or wgmma accumulator); every lane of the quad gets the result.
+__device__ __forceinline__ float lab_group4_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 1));
+  return fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 2));
+}
+__device__ __forceinline__ float lab_group4_sum(float v) {
+  v += __shfl_xor_sync(LAB_FULL_MASK, v, 1);
+  return v + __shfl_xor_sync(LAB_FULL_MASK, v, 2);
+}
+
 // Integer ceiling division for grid sizes computed on the device side.
 __device__ __forceinline__ int lab_ceil_div(int a, int b) { return (a + b - 1) / b; }
