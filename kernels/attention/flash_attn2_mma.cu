@@ -150,16 +150,6 @@ __device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[D /
   }
 }
 
-// Max / sum over the four lanes of a group (the lanes sharing an accumulator row).
-__device__ __forceinline__ float group4_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 1));
-  return fmaxf(v, __shfl_xor_sync(LAB_FULL_MASK, v, 2));
-}
-__device__ __forceinline__ float group4_sum(float v) {
-  v += __shfl_xor_sync(LAB_FULL_MASK, v, 1);
-  return v + __shfl_xor_sync(LAB_FULL_MASK, v, 2);
-}
-
 }  // namespace fa2h
 
 // Forward. Each warp owns MT m-tiles of 16 query rows (a CTA BLOCK = 16 MT WARPS rows), so every K and V
@@ -233,7 +223,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       float alpha[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const float m_new = fmaxf(row_max[mt][r], group4_max(tile_max[r]) * scale_log2);
+        const float m_new = fmaxf(row_max[mt][r], lab_group4_max(tile_max[r]) * scale_log2);
         alpha[r] = lab_exp2_ftz(row_max[mt][r] - m_new);
         row_max[mt][r] = m_new;
         row_sum[mt][r] *= alpha[r];
@@ -258,7 +248,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   float* lh = lse + size_t(bh) * n_q;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
-    const float sum0 = group4_sum(row_sum[mt][0]), sum1 = group4_sum(row_sum[mt][1]);
+    const float sum0 = lab_group4_sum(row_sum[mt][0]), sum1 = lab_group4_sum(row_sum[mt][1]);
     const int row0 = m0 + warp_row + 16 * mt;
     store_rows<DT, HEAD_DIM>(o + size_t(bh) * n_q * HEAD_DIM, acc[mt], row0, n_q, 1.f / sum0, 1.f / sum1,
                              lane);
