@@ -49,6 +49,8 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(Backend* backend, void* ptr, size_t bytes) : backend_(backend), ptr_(ptr), bytes_(bytes) {}
+  // A view of memory someone else owns (a raw pointer an op was handed): frees nothing.
+  static DeviceBuffer borrow(void* ptr, size_t bytes) { return DeviceBuffer(nullptr, ptr, bytes); }
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
