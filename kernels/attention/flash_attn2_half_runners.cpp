@@ -7,6 +7,7 @@
 
 #include "kernels/attention/attention_runner_support.hpp"
 #include "kernels/attention/flash_attn2_half_op.hpp"
+#include "kernels/attention/flash_attn_wgmma_op.hpp"
 #include "kernels/common/half_type.hpp"
 
 namespace lab {
@@ -67,6 +68,17 @@ struct Half16 {
   }
 };
 
+// The Hopper forward (flash_attn_wgmma.cu): the same elements, rounding and tolerances as Half16, another op.
+struct HalfWgmma : Half16 {
+  using Op = FlashAttnWgmmaOp;
+  using Half16::Half16;
+  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim}; }
+};
+
+const KernelVariant kWgmma{"wgmma",
+                           "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
+                           "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)"};
+
 // A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes.
 KernelSpec half_spec(const char* name, const char* description, std::vector<KernelVariant> variants) {
   return {.name = name,
@@ -76,14 +88,22 @@ KernelSpec half_spec(const char* name, const char* description, std::vector<Kern
           .variants = std::move(variants),
           .params = half_param_specs(),
           .compile = [](const std::string& variant, const Params& p) {
-            return fa2_half_compile_request(parse_half_type(param_str(p, "DTYPE")),
-                                            int(param_int(p, "HEAD_DIM")), fa2_mma_config(variant, p));
+            const HalfType type = parse_half_type(param_str(p, "DTYPE"));
+            const int head_dim = int(param_int(p, "HEAD_DIM"));
+            if (variant == kWgmma.name) return fa_wgmma_compile_request(type, head_dim);
+            return fa2_half_compile_request(type, head_dim, fa2_mma_config(variant, p));
           }};
 }
 
 const KernelVariant kMma{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
 const KernelSpec forward_spec =
-    half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores", {kMma});
+    half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores", {kMma, kWgmma});
+
+// The forward's instance for a variant: its op's precision.
+std::unique_ptr<Instance> make_forward(Backend& b, const std::string& variant, const Params& p, uint64_t seed) {
+  if (variant == kWgmma.name) return make_instance<AttentionForwardInstance<HalfWgmma>>()(b, variant, p, seed);
+  return make_instance<AttentionForwardInstance<Half16>>()(b, variant, p, seed);
+}
 // A backward runner: half_spec with OL.
 KernelSpec half_backward_spec(const char* name, const char* description,
                               std::vector<KernelVariant> variants) {
@@ -109,7 +129,7 @@ const KernelSpec dkdv_spec = half_backward_spec("flash_attn2_bwd_dkdv_half",
                                                 {kMma});
 
 const bool registered =
-    register_runner(forward_spec, make_instance<AttentionForwardInstance<Half16>>()) &&
+    register_runner(forward_spec, make_forward) &&
     register_runner(backward_spec, make_instance<AttentionBackwardInstance<Half16>>()) &&
     register_runner(dq_spec, make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dq>>()) &&
     register_runner(dkdv_spec,
