@@ -23,6 +23,9 @@
 //   the end; softmax statistics and L in float32.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "common/lab_tensor_map.cuh"
+#include "common/lab_mbarrier.cuh"
+#include "common/lab_swizzle.cuh"
 #include "common/lab_tma.cuh"
 #include "common/lab_wgmma.cuh"
 #include "attention/flash_attn_wgmma_params.cuh"
