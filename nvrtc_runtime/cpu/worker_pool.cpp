@@ -61,8 +61,10 @@ struct WorkerPool::Worker {
 
   void* dynamic_shared(size_t bytes) {
     if (bytes > shared_bytes) {
-      const size_t rounded = (bytes + 63) / 64 * 64;
-      shared.reset(static_cast<unsigned char*>(std::aligned_alloc(64, rounded)));
+      // 1024-byte aligned like the GPU's shared window: a host address then has the alignment of its shared
+      // offset, which the TMA model checks and the wgmma model's swizzle reads (patterns of up to 1024 bytes).
+      const size_t rounded = (bytes + 1023) / 1024 * 1024;
+      shared.reset(static_cast<unsigned char*>(std::aligned_alloc(1024, rounded)));
       if (!shared)
         throw RuntimeError("cpu backend: cannot allocate " + std::to_string(bytes) +
                            " bytes of shared memory");
