@@ -73,13 +73,18 @@ TEST_CASE("emulator: a thread that never makes progress fails the launch within 
 
 TEST_CASE("emulator: the timeout limits a stuck thread, not a long launch that keeps making progress",
           "[emulator]") {
-  const double timeout = 0.005;  // the launch takes at least 15 ms even on 16 fast cores
+  // 50 ms: with 5 ms this launch, which was making progress, was stopped once in a fresh-clone `make test` on
+  // the loaded 2-core machine (2026-12-01; it passed alone every time): the margin between the CPU time the
+  // watchdog sees between two progress counts and the timeout was too thin there. The launch still runs many
+  // times longer than the timeout (10000 iterations: well over 100 ms even on 16 fast cores), which is what
+  // the test needs.
+  const double timeout = 0.05;
   auto backend = backend_with_timeout(timeout);
   auto module = backend->compile({"hangs.cu", {}, {"busy_threads"}});
   const unsigned blocks = 4096, threads = 64;
   DeviceBuffer out = backend->alloc_array<float>(blocks * threads);
   void* out_ptr = out.get();
-  int iters = 1000;
+  int iters = 10000;
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(launch_error(*backend, *module, "busy_threads", {{blocks, 1, 1}, {threads, 1, 1}},
                      kernel_args(out_ptr, iters))

@@ -108,7 +108,7 @@ TEST_CASE("letterboxed bus.jpg reproduces the Ultralytics golden input byte for 
   CHECK(different == 0);
   // The one-pass letterbox into a staging buffer, as lab detect's host workers run it.
   std::vector<float> direct(gold.size());
-  letterbox_nchw(bus, g, direct.data());
+  letterbox_into_nchw(bus, g, direct.data());
   CHECK(direct == ours);
 }
 
@@ -125,7 +125,7 @@ TEST_CASE("the one-pass letterbox writes what letterbox then append_nchw do, pad
         std::vector<float> expected;
         append_nchw(letterbox(image, g), expected);
         std::vector<float> direct(expected.size(), -1.0f);
-        letterbox_nchw(image, g, direct.data());
+        letterbox_into_nchw(image, g, direct.data());
         CHECK(direct == expected);
       }
 }

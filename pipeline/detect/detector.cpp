@@ -74,7 +74,7 @@ PreparedImage prepare_image(const Image& image, const std::string& file, const D
   p.width = image.width;
   p.height = image.height;
   p.geometry = letterbox_geometry(image.width, image.height, options.imgsz, options.rect);
-  letterbox_nchw(image, p.geometry, nchw);
+  letterbox_into_nchw(image, p.geometry, nchw);
   p.nchw = nchw;
   p.preprocess_ms = ms_since(start);
   return p;

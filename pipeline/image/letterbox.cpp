@@ -178,7 +178,7 @@ Image letterbox(const Image& source, const LetterboxGeometry& g) {
   return out;
 }
 
-void letterbox_nchw(const Image& source, const LetterboxGeometry& g, float* out) {
+void letterbox_into_nchw(const Image& source, const LetterboxGeometry& g, float* out) {
   const size_t plane = size_t(g.width) * size_t(g.height);
   const std::array<float, 256>& unit = byte_to_unit();
   const float pad = unit[kPadValue];

@@ -33,7 +33,7 @@ void append_nchw(const Image& image, std::vector<float>& out);
 
 // letterbox() then append_nchw() in one pass, written to `out` (3 x geometry.height x geometry.width floats,
 // e.g. a staging slot): the same values without the intermediate images.
-void letterbox_nchw(const Image& source, const LetterboxGeometry& geometry, float* out);
+void letterbox_into_nchw(const Image& source, const LetterboxGeometry& geometry, float* out);
 
 struct Box {
   float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
