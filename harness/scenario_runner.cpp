@@ -26,13 +26,6 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// The rule `variant` breaks at `params` (empty when it runs them).
-std::string variant_refusal(const Runner& runner, const std::string& variant, const Params& params) {
-  for (const KernelVariant& v : runner.variants())
-    if (v.name == variant && v.problem) return v.problem(params);
-  return "";
-}
-
 }  // namespace
 
 PlannedRun plan_single_run(const std::string& kernel, const std::string& variant, const Params& params,
@@ -88,7 +81,7 @@ ScenarioPlan plan_scenario(const Scenario& scenario, const std::string& only_bac
         // Without a `variants` key a case runs every variant that can run it; a variant whose rule refuses
         // the case's parameters (e.g. wgmma at HEAD_DIM 32) is skipped and said so. A listed one is an error.
         if (scenario.variants.empty()) {
-          const std::string refusal = variant_refusal(*runner, variant, params);
+          const std::string refusal = variant_refusal(runner->spec(), variant, params);
           if (!refusal.empty()) {
             plan.skipped.push_back(at(scenario, c.line) + "case '" + c.name + "', variant " + variant +
                                    " on " + backend + " skipped: " + refusal);

@@ -144,12 +144,15 @@ std::string resolve_variant(const KernelSpec& spec, const std::string& variant) 
   throw UsageError("unknown variant '" + variant + "' of " + spec.name + unknown_name_hint(variant, names));
 }
 
-void check_variant_runs(const KernelSpec& spec, const std::string& variant, const Params& params) {
+std::string variant_refusal(const KernelSpec& spec, const std::string& variant, const Params& params) {
   for (const KernelVariant& v : spec.variants)
-    if (v.name == variant && v.problem)
-      if (const std::string problem = v.problem(params); !problem.empty())
-        throw UsageError("variant " + variant + " of " + spec.name +
-                         " cannot run these parameters: " + problem);
+    if (v.name == variant && v.problem) return v.problem(params);
+  return "";
+}
+
+void check_variant_runs(const KernelSpec& spec, const std::string& variant, const Params& params) {
+  if (const std::string problem = variant_refusal(spec, variant, params); !problem.empty())
+    throw UsageError("variant " + variant + " of " + spec.name + " cannot run these parameters: " + problem);
 }
 
 CompileRequest KernelSpec::compile_request(const std::string& variant, const Params& params) const {

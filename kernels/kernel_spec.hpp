@@ -71,6 +71,8 @@ struct KernelSpec {
 Params resolve_params(const KernelSpec& spec, const Params& given);
 // The variant name, or the default when empty; throws UsageError listing valid variants.
 std::string resolve_variant(const KernelSpec& spec, const std::string& variant);
+// The rule `variant` breaks at these resolved `params` (its `problem` rule); empty when it runs them.
+std::string variant_refusal(const KernelSpec& spec, const std::string& variant, const Params& params);
 // Throws UsageError when `variant` cannot run `params` (its `problem` rule), naming both.
 void check_variant_runs(const KernelSpec& spec, const std::string& variant, const Params& params);
 

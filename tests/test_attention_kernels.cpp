@@ -15,7 +15,7 @@ void run_all_variants(const std::string& backend_name, const std::string& runner
   const Runner& r = Registry::instance().get(runner);
   const Params p = resolve_params(r, given);
   for (const auto& variant : r.variants()) {
-    if (variant.problem && !variant.problem(p).empty()) continue;  // e.g. wgmma at HEAD_DIM 32
+    if (!variant_refusal(r.spec(), variant.name, p).empty()) continue;  // e.g. wgmma at HEAD_DIM 32
     auto inst = r.instantiate(*backend, variant.name, p, 11);
     for (int round = 0; round < 2; ++round) {  // the second round proves every element is written again
       if (round) inst->poison();

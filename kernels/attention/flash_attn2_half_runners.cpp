@@ -78,11 +78,7 @@ struct HalfWgmma : Half16 {
 const KernelVariant kWgmma{"wgmma",
                            "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
                            "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
-                           [](const Params& p) -> std::string {
-                             if (param_int(p, "HEAD_DIM") >= 64) return "";
-                             return "wgmma: HEAD_DIM 64, 128 or 256 (rows of whole 128-byte swizzled column "
-                                    "blocks)";
-                           }};
+                           [](const Params& p) { return fa_wgmma_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
 
 // A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes.
 KernelSpec half_spec(const char* name, const char* description, std::vector<KernelVariant> variants) {

@@ -18,11 +18,11 @@ struct WgmmaTiles {
   int bn, stages;
 };
 WgmmaTiles tiles_for(int head_dim) {
+  if (const std::string problem = fa_wgmma_head_dim_problem(head_dim); !problem.empty())
+    throw UsageError("flash attention " + problem);
   if (head_dim == 64) return {128, 3};
   if (head_dim == 128) return {128, 2};
-  if (head_dim == 256) return {64, 2};
-  throw UsageError("flash attention wgmma: HEAD_DIM " + std::to_string(head_dim) +
-                   " is not supported (64, 128 or 256: rows of whole 128-byte swizzled column blocks)");
+  return {64, 2};
 }
 
 size_t shared_bytes(int head_dim, const WgmmaTiles& t) {
@@ -44,6 +44,12 @@ TensorMap head_map(Backend& backend, HalfType type, const uint16_t* base, int bh
 }
 
 }  // namespace
+
+std::string fa_wgmma_head_dim_problem(int head_dim) {
+  if (head_dim == 64 || head_dim == 128 || head_dim == 256) return "";
+  return "wgmma: HEAD_DIM 64, 128 or 256 (rows of whole 128-byte swizzled column blocks), not " +
+         std::to_string(head_dim);
+}
 
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim) {
   const WgmmaTiles t = tiles_for(head_dim);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/attention/flash_attn2_op.hpp"
 #include "kernels/common/half_type.hpp"
@@ -13,6 +14,8 @@ namespace lab {
 
 inline constexpr const char* kFlashAttnWgmmaSource = "attention/flash_attn_wgmma.cu";
 
+// Empty when the kernel supports this HEAD_DIM, else the rule (the `wgmma` variant's problem text).
+std::string fa_wgmma_head_dim_problem(int head_dim);
 // The one kernel for an element type and HEAD_DIM (64, 128 or 256; anything else throws UsageError).
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim);
 
