@@ -1,6 +1,7 @@
 // `lab loss`: the YOLO26 training loss (both heads, epoch-weighted) of raw head outputs read from a
-// safetensors file against YOLO-format labels; prints the components and, where the file stores gradients,
-// how ours compare; --grad-out writes ours.
+// safetensors file against YOLO-format labels, on the device path (assignment and every term on the backend's
+// kernels) or with --path host (the host assigner's path); prints the components and which path ran and,
+// where the file stores gradients, how ours compare; --grad-out writes ours.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -23,6 +24,7 @@ namespace {
 
 struct LossOptions {
   std::string heads, labels, letterbox_json, backend, grad_out;
+  std::string path = "device";
   int imgsz = 640;
   std::vector<double> pad, orig_size;
   double scale = 0;
@@ -113,7 +115,8 @@ void run_loss(const LossOptions& o, CliState& state) {
   config.box_gain = o.box_gain, config.cls_gain = o.cls_gain, config.l1_gain = o.l1_gain;
   const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
   const std::unique_ptr<Backend> backend = make_backend(backend_name, state.context());
-  const loss::Yolo26Loss loss(*backend, config);
+  const loss::LossPath path = o.path == "host" ? loss::LossPath::host : loss::LossPath::device;
+  const loss::Yolo26Loss loss(*backend, config, path);
   const loss::LossResult result = loss.compute(batch);
   const auto stored = loss::compare_stored_gradients(file, result);
   if (!o.grad_out.empty()) loss::write_gradients(o.grad_out, batch, result);
@@ -123,6 +126,7 @@ void run_loss(const LossOptions& o, CliState& state) {
     nlohmann::json out = {{"heads", o.heads},
                           {"labels", o.labels},
                           {"backend", backend_name},
+                          {"path", loss::loss_path_name(path)},
                           {"epoch", o.epoch},
                           {"epochs", o.epochs},
                           {"hyp", {{"box", o.box_gain}, {"cls", o.cls_gain}, {"l1", o.l1_gain}}},
@@ -138,6 +142,10 @@ void run_loss(const LossOptions& o, CliState& state) {
   std::cout << "heads " << o.heads << " (batch 1, " << batch.num_classes << " classes, "
             << batch.anchors.size() << " anchors), labels " << o.labels << " (" << labels.labels.size()
             << " boxes), backend " << backend_name << " (" << backend->device().name << ")\n"
+            << "path " << loss::loss_path_name(path)
+            << (path == loss::LossPath::device ? " (assignment, box, L1 and class terms on the backend's kernels)"
+                                               : " (assignment, L1 and chain rule on the host in float64)")
+            << "\n"
             << "epoch " << o.epoch << " of " << o.epochs << ": weights o2m "
             << number(result.weights.one2many) << ", o2o " << number(result.weights.one2one) << "; gains box "
             << o.box_gain << ", cls " << o.cls_gain << ", l1 " << o.l1_gain << "\n\n";
@@ -193,6 +201,11 @@ void add_loss_command(CLI::App& app, CliState& state) {
   cmd->add_option("--l1-gain", o->l1_gain, "Gain of the L1 distance term")->capture_default_str();
   cmd->add_option("--backend", o->backend, "cuda or cpu (default: cuda when a GPU is present, else cpu)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
+  cmd->add_option("--path", o->path,
+                  "device: the assignment and every term on the backend's kernels; host: the float64 host "
+                  "assigner, L1 and chain rule on the host (the reference path)")
+      ->check(CLI::IsMember({"device", "host"}))
+      ->capture_default_str();
   cmd->add_option("--grad-out", o->grad_out, "Write d total / d raw outputs here (safetensors, *.grad keys)");
   cmd->add_option("--grad-tol", o->grad_tol,
                   "Largest relative L2 of ours against the file's stored *.grad before the check fails (exit 1)")

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "kernels/compare.hpp"
-#include "pipeline/loss/assigner.hpp"
+#include "kernels/loss/host_assigner.hpp"
 #include "pipeline/loss/loss_reference.hpp"
 #include "pipeline/loss/yolo26_loss.hpp"
 #include "tests/test_helpers.hpp"
@@ -58,12 +58,12 @@ void check_close(double out, double ref, double rel, const std::string& what) {
   CHECK(std::abs(out - ref) <= rel * std::abs(ref) + 1e-12);
 }
 
-void compare_with_reference(Backend& backend, uint64_t seed) {
-  INFO("seed " << seed);
-  const LossBatch batch = random_batch(seed);
+void compare_with_reference(Backend& backend, uint64_t seed, LossPath path, int images = 2) {
+  INFO("seed " << seed << ", " << loss_path_name(path) << " path, batch " << images);
+  const LossBatch batch = random_batch(seed, images);
   LossConfig config;
   config.epoch = 3, config.epochs = 10;
-  const LossResult out = Yolo26Loss(backend, config).compute(batch);
+  const LossResult out = Yolo26Loss(backend, config, path).compute(batch);
   const LossResultT<double> ref = reference_loss(batch, config);
   REQUIRE(ref.one2many.positives > 0);
   REQUIRE(ref.one2one.positives > 0);
@@ -160,13 +160,52 @@ TEST_CASE("host assigner agrees with the reference's dense assigner", "[loss_e2e
 
 TEST_CASE("Yolo26Loss on the cpu backend matches the float64 reference", "[loss_e2e]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  for (uint64_t seed : {1u, 2u, 3u}) compare_with_reference(*backend, seed);
+  for (uint64_t seed : {1u, 2u, 3u})
+    for (LossPath path : {LossPath::device, LossPath::host}) compare_with_reference(*backend, seed, path);
+  compare_with_reference(*backend, 4, LossPath::device, 5);
 }
 
 TEST_CASE("Yolo26Loss on cuda matches the float64 reference", "[loss_e2e][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
-  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) compare_with_reference(*backend, seed);
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u})
+    for (LossPath path : {LossPath::device, LossPath::host}) compare_with_reference(*backend, seed, path);
+  compare_with_reference(*backend, 6, LossPath::device, 8);
+}
+
+TEST_CASE("Yolo26Loss device path: gradients stay in device buffers and match compute()", "[loss_e2e]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  const LossBatch batch = random_batch(7, 3);
+  const Yolo26Loss loss(*backend);
+  const DeviceBuffer o2m_boxes = backend->upload_vector(batch.one2many.boxes);
+  const DeviceBuffer o2m_scores = backend->upload_vector(batch.one2many.scores);
+  const DeviceBuffer o2o_boxes = backend->upload_vector(batch.one2one.boxes);
+  const DeviceBuffer o2o_scores = backend->upload_vector(batch.one2one.scores);
+  const DeviceLossResult device = loss.compute_device({batch.batch, batch.num_classes, batch.image_height,
+                                                       batch.image_width, {&o2m_boxes, &o2m_scores},
+                                                       {&o2o_boxes, &o2o_scores}, batch.ground_truth});
+  const LossResult host = Yolo26Loss(*backend, LossConfig{}, LossPath::host).compute(batch);
+  CHECK(device.one2many.positives == host.one2many.positives);
+  CHECK(device.one2one.positives == host.one2one.positives);
+  check_close(device.total, host.total, 1e-6, "total");
+  const Tolerance tol{1e-5, 1e-6};
+  for (auto [buffer, ref, name] :
+       {std::tuple{&device.d_one2many_boxes, &host.d_one2many.boxes, "d_one2many.boxes"},
+        std::tuple{&device.d_one2many_scores, &host.d_one2many.scores, "d_one2many.scores"},
+        std::tuple{&device.d_one2one_boxes, &host.d_one2one.boxes, "d_one2one.boxes"},
+        std::tuple{&device.d_one2one_scores, &host.d_one2one.scores, "d_one2one.scores"}}) {
+    const std::vector<float> out = backend->download_vector<float>(*buffer, ref->size());
+    const OutputCheck c = make_check(name, {}, out, std::vector<double>(ref->begin(), ref->end()), tol, false);
+    INFO(name << " rel_l2 " << c.metrics.rel_l2 << " max_abs " << c.metrics.max_abs);
+    CHECK(c.pass);
+  }
+  const DeviceBuffer short_scores = backend->alloc_array<float>(o2o_scores.bytes() / sizeof(float) - 1);
+  DeviceLossBatch wrong{batch.batch, batch.num_classes, batch.image_height, batch.image_width,
+                        {&o2m_boxes, &o2m_scores}, {&o2o_boxes, &short_scores}, batch.ground_truth};
+  CHECK_THROWS_AS(loss.compute_device(wrong), UsageError);  // one score short
+  wrong.one2one.scores = &o2o_scores;
+  wrong.ground_truth.pop_back();
+  CHECK_THROWS_AS(loss.compute_device(wrong), UsageError);
 }
 
 TEST_CASE("Yolo26Loss rejects inconsistent batches", "[loss_e2e]") {

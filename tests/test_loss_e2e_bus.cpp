@@ -68,14 +68,16 @@ double rel(double out, double ref) {
   return std::abs(out - ref) / std::abs(ref);
 }
 
-void check_bus(Backend& backend, const std::string& labels_file, double component_tol, double grad_tol) {
+void check_bus(Backend& backend, const std::string& labels_file, double component_tol, double grad_tol,
+               LossPath path) {
   Golden g;
   if (!load_golden(g, labels_file)) {
     WARN("skipped: " << kGoldens << " is absent");
     return;
   }
-  INFO("labels " << (labels_file.empty() ? "bus_loss.json (full precision)" : labels_file));
-  const LossResult out = Yolo26Loss(backend).compute(g.batch);
+  INFO("labels " << (labels_file.empty() ? "bus_loss.json (full precision)" : labels_file) << ", "
+                 << loss_path_name(path) << " path");
+  const LossResult out = Yolo26Loss(backend, LossConfig{}, path).compute(g.batch);
   const auto& e = g.expected;
   CHECK(out.weights.one2many == Approx(e["weights"]["o2m"].get<double>()));
   CHECK(out.weights.one2one == Approx(e["weights"]["o2o"].get<double>()));
@@ -108,19 +110,20 @@ void check_bus(Backend& backend, const std::string& labels_file, double componen
 }  // namespace
 
 // 2e-5: the golden is float32 PyTorch; the measured worst component is 1e-5 (o2o l1, a sum of 5 terms).
+// Both paths: the device assignment and loss terms (the default), and the host assigner's path.
 TEST_CASE("bus loss golden: components and gradients on the cpu backend", "[loss_e2e]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  check_bus(*backend, "", 2e-5, 1e-5);
+  for (LossPath path : {LossPath::device, LossPath::host}) check_bus(*backend, "", 2e-5, 1e-5, path);
 }
 
 // bus_labels.txt rounds to 6 decimals, moving box corners by up to 3e-4 px: ~3e-5 on box and l1.
 TEST_CASE("bus loss golden with the rounded bus_labels.txt on the cpu backend", "[loss_e2e]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  check_bus(*backend, "bus_labels.txt", 1e-4, 2e-5);
+  check_bus(*backend, "bus_labels.txt", 1e-4, 2e-5, LossPath::device);
 }
 
 TEST_CASE("bus loss golden: components and gradients on cuda", "[loss_e2e][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
-  check_bus(*backend, "", 2e-5, 1e-5);
+  for (LossPath path : {LossPath::device, LossPath::host}) check_bus(*backend, "", 2e-5, 1e-5, path);
 }

@@ -177,6 +177,8 @@ TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2"
   CHECK(ok.out.find("0.10417") != std::string::npos);  // one2many box_loss
   CHECK(ok.out.find("0.07322") != std::string::npos);  // one2one box_loss
   CHECK(ok.out.find("total 0.4672") != std::string::npos);
+  CHECK(ok.out.find("path device (assignment, box, L1 and class terms on the backend's kernels)") !=
+        std::string::npos);
   CHECK(SafetensorsFile::load(dir.path / "g.safetensors").info("one2one.scores.grad").shape ==
         std::vector<int64_t>{1, 80, 8400});
 
@@ -188,6 +190,16 @@ TEST_CASE("lab loss prints the bus components and rejects bad input with exit 2"
   const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["one2many"]["box_loss"].get<double>() == Approx(0.10417068004608154).epsilon(2e-5));
   CHECK(doc["weights"]["o2m"].get<double>() == Approx(0.8));
+  CHECK(doc["path"] == "device");
+
+  const test::LabResult host =
+      test::run_lab("loss --backend cpu --json --path host --heads " + heads + " --labels " + letterbox +
+                    " --cache-dir " + dir.path.string());
+  INFO(host.out);
+  REQUIRE(host.exit_code == 0);
+  const auto host_doc = nlohmann::json::parse(host.out);
+  CHECK(host_doc["path"] == "host");
+  CHECK(host_doc["total"].get<double>() == Approx(doc["total"].get<double>()).epsilon(1e-6));
 
   test::write_file(dir.path / "junk.safetensors", "not a safetensors file");
   const test::LabResult junk = test::run_lab(

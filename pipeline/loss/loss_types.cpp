@@ -37,14 +37,18 @@ void validate_batch(const LossBatch& batch) {
   };
   check_head(batch.one2many, "one2many");
   check_head(batch.one2one, "one2one");
-  if (batch.ground_truth.size() != b)
-    throw UsageError("loss: ground truth for " + std::to_string(batch.ground_truth.size()) +
-                     " images, batch is " + std::to_string(b));
-  for (const auto& image : batch.ground_truth)
+  validate_ground_truth(batch.ground_truth, batch.batch, batch.num_classes);
+}
+
+void validate_ground_truth(const std::vector<std::vector<GtBox>>& ground_truth, int batch, int num_classes) {
+  if (ground_truth.size() != static_cast<size_t>(batch))
+    throw UsageError("loss: ground truth for " + std::to_string(ground_truth.size()) + " images, batch is " +
+                     std::to_string(batch));
+  for (const auto& image : ground_truth)
     for (const GtBox& g : image)
-      if (g.cls < 0 || g.cls >= batch.num_classes)
+      if (g.cls < 0 || g.cls >= num_classes)
         throw UsageError("loss: ground-truth class " + std::to_string(g.cls) + " outside [0, " +
-                         std::to_string(batch.num_classes) + ")");
+                         std::to_string(num_classes) + ")");
 }
 
 }  // namespace lab::loss

@@ -4,14 +4,9 @@
 #include <vector>
 
 #include "kernels/detect/anchor_grid.hpp"
+#include "kernels/loss/assign_types.hpp"
 
 namespace lab::loss {
-
-// One ground-truth object: class and xyxy pixels in the network input.
-struct GtBox {
-  int cls = 0;
-  double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-};
 
 // Raw outputs of one detection head for a batch: box distances [B, 4, A] (l, t, r, b in grid units of the
 // anchor's level) and class logits [B, nc, A].
@@ -27,15 +22,6 @@ struct LossBatch {
   AnchorGrid anchors;                         // make_anchor_grid(image_height, image_width)
   HeadOutputs one2many, one2one;
   std::vector<std::vector<GtBox>> ground_truth;  // one list per image
-};
-
-struct AssignerSettings {
-  int topk = 10;
-  int topk2 = 10;  // keep only the best topk2 anchors of each gt after conflict resolution (o2o: 1)
-  double alpha = 0.5, beta = 6.0;
-  double eps = 1e-9;
-  double small_side = 8;     // STAL: a gt side shorter than this (the smallest stride) ...
-  double widened_side = 16;  // ... is widened to this (the second stride) for the centre-inside test
 };
 
 struct LossConfig {
@@ -77,5 +63,7 @@ using LossResult = LossResultT<float>;
 // Throws UsageError when the sizes of the head outputs, anchors, and ground truth disagree, or a class
 // index is out of range.
 void validate_batch(const LossBatch& batch);
+// The ground-truth part of it: one list per image of the batch, classes in [0, num_classes).
+void validate_ground_truth(const std::vector<std::vector<GtBox>>& ground_truth, int batch, int num_classes);
 
 }  // namespace lab::loss

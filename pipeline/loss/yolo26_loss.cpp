@@ -1,10 +1,11 @@
-// Yolo26Loss: assignment on the host, CIoU and BCE on the loss kernels, L1 and the chain rule on the host.
+// Yolo26Loss's host path (assignment, L1 and the chain rule on the host; CIoU and BCE on the loss kernels) and
+// the dispatch between the paths; the device path is yolo26_loss_device.cpp.
 #include "pipeline/loss/yolo26_loss.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "pipeline/loss/assigner.hpp"
+#include "kernels/loss/host_assigner.hpp"
 
 namespace lab::loss {
 namespace {
@@ -23,25 +24,58 @@ struct BoxTerm {
 
 }  // namespace
 
-Yolo26Loss::Yolo26Loss(Backend& backend, LossConfig config)
-    : backend_(backend), config_(config), ciou_(backend), bce_(backend) {}
+const char* loss_path_name(LossPath path) {
+  return path == LossPath::device ? "device" : "host";
+}
+
+Yolo26Loss::Yolo26Loss(Backend& backend, LossConfig config, LossPath path)
+    : backend_(backend), config_(config), path_(path) {
+  if (path == LossPath::host) {
+    ciou_ = std::make_unique<CiouOp>(backend);
+    bce_ = std::make_unique<ClsBceOp>(backend);
+  } else {
+    device_ = std::make_unique<HeadLossOp>(backend);
+  }
+}
 
 LossResult Yolo26Loss::compute(const LossBatch& batch) const {
   validate_batch(batch);
+  if (path_ == LossPath::host) return compute_host(batch);
+  const DeviceBuffer o2m_boxes = backend_.upload_vector(batch.one2many.boxes);
+  const DeviceBuffer o2m_scores = backend_.upload_vector(batch.one2many.scores);
+  const DeviceBuffer o2o_boxes = backend_.upload_vector(batch.one2one.boxes);
+  const DeviceBuffer o2o_scores = backend_.upload_vector(batch.one2one.scores);
+  const DeviceLossResult device = compute_device({batch.batch, batch.num_classes, batch.image_height,
+                                                  batch.image_width, {&o2m_boxes, &o2m_scores},
+                                                  {&o2o_boxes, &o2o_scores}, batch.ground_truth});
+  LossResult result;
+  result.one2many = device.one2many, result.one2one = device.one2one;
+  result.weights = device.weights, result.total = device.total;
+  const auto download = [&](const DeviceBuffer& from, const std::vector<float>& like) {
+    return backend_.download_vector<float>(from, like.size());
+  };
+  result.d_one2many = {download(device.d_one2many_boxes, batch.one2many.boxes),
+                       download(device.d_one2many_scores, batch.one2many.scores)};
+  result.d_one2one = {download(device.d_one2one_boxes, batch.one2one.boxes),
+                      download(device.d_one2one_scores, batch.one2one.scores)};
+  return result;
+}
+
+LossResult Yolo26Loss::compute_host(const LossBatch& batch) const {
   LossResult result;
   result.weights = epoch_weights(config_.epoch, config_.epochs);
-  result.one2many = head_loss(batch, batch.one2many, config_.one2many, batch.batch * result.weights.one2many,
-                              result.d_one2many);
-  result.one2one = head_loss(batch, batch.one2one, config_.one2one, batch.batch * result.weights.one2one,
-                             result.d_one2one);
+  result.one2many = host_head_loss(batch, batch.one2many, config_.one2many,
+                                   batch.batch * result.weights.one2many, result.d_one2many);
+  result.one2one = host_head_loss(batch, batch.one2one, config_.one2one, batch.batch * result.weights.one2one,
+                                  result.d_one2one);
   result.total = batch.batch * (result.weights.one2many * result.one2many.sum() +
                                 result.weights.one2one * result.one2one.sum());
   return result;
 }
 
-HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head,
-                               const AssignerSettings& settings, double grad_scale,
-                               HeadGradients<float>& grads) const {
+HeadLoss Yolo26Loss::host_head_loss(const LossBatch& batch, const HeadOutputs& head,
+                                    const AssignerSettings& settings, double grad_scale,
+                                    HeadGradients<float>& grads) const {
   const int images = batch.batch, nc = batch.num_classes;
   const int anchors = static_cast<int>(batch.anchors.size());
   const size_t box_plane = 4 * static_cast<size_t>(anchors), score_plane = static_cast<size_t>(nc) * anchors;
@@ -74,9 +108,9 @@ HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head,
           static_cast<float>(p.score);
     const DeviceBuffer logits_device = backend_.upload_vector(logits);
     const DeviceBuffer targets_device = backend_.upload_vector(targets);
-    const DeviceBuffer loss = bce_.forward(logits_device, targets_device, nc, anchors);
+    const DeviceBuffer loss = bce_->forward(logits_device, targets_device, nc, anchors);
     for (float value : backend_.download_vector<float>(loss, anchors)) cls_sum += value;
-    const DeviceBuffer d_logits = bce_.backward(logits_device, targets_device, cls_dy_device, nc, anchors);
+    const DeviceBuffer d_logits = bce_->backward(logits_device, targets_device, cls_dy_device, nc, anchors);
     backend_.download(grads.scores.data() + b * score_plane, d_logits.get(), score_plane * sizeof(float));
   }
   out.cls = cls_sum / tss * config_.cls_gain;
@@ -138,14 +172,14 @@ HeadLoss Yolo26Loss::head_loss(const LossBatch& batch, const HeadOutputs& head,
   }
   const DeviceBuffer pred_device = backend_.upload_vector(pred);
   const DeviceBuffer target_device = backend_.upload_vector(target);
-  const CiouSaved saved = ciou_.forward(pred_device, target_device, n);
+  const CiouSaved saved = ciou_->forward(pred_device, target_device, n);
   const std::vector<float> ciou_loss = backend_.download_vector<float>(saved.loss, n);
   double box_sum = 0;
   for (int i = 0; i < n; ++i) box_sum += static_cast<double>(ciou_loss[i]) * terms[i].weight;
   out.box = box_sum / tss * config_.box_gain;
 
   const DeviceBuffer dy_device = backend_.upload_vector(dy);
-  const DeviceBuffer d_pred_device = ciou_.backward(pred_device, target_device, saved, dy_device, n);
+  const DeviceBuffer d_pred_device = ciou_->backward(pred_device, target_device, saved, dy_device, n);
   const std::vector<float> d_xywh =
       backend_.download_vector<float>(d_pred_device, 4 * static_cast<size_t>(n));
 

@@ -1,31 +1,71 @@
 // Yolo26Loss: the YOLO26 end-to-end training loss (Ultralytics E2ELoss) for both heads, with the gradients
-// of the total with respect to every raw head output. The task-aligned assignment, the L1 distance term and
-// the chain rule from XYWH to the raw l, t, r, b distances run on the host; the CIoU box term and the BCE
-// class term (forward and backward) run on the loss kernels through CiouOp / ClsBceOp on the given Backend.
+// of the total with respect to every raw head output. Two paths (docs/loss.md):
+//   device (default): everything on the Backend's kernels (HeadLossOp: the task-aligned assignment of
+//     tal_assign.cu, the CIoU, L1, chain rule and BCE terms of ciou.cu / head_loss.cu); the head outputs and
+//     the gradients stay in device buffers (compute_device), only the labels go up and the sums come down.
+//   host: the float64 host assigner, the L1 term and the chain rule on the host; CIoU and BCE on the kernels
+//     through CiouOp / ClsBceOp. Kept as the second implementation the device path is checked against.
 #pragma once
+#include <memory>
+
+#include "kernels/loss/head_loss_op.hpp"
 #include "kernels/loss/loss_ops.hpp"
 #include "pipeline/loss/loss_types.hpp"
 
 namespace lab::loss {
 
+enum class LossPath { device, host };
+const char* loss_path_name(LossPath path);  // "device" or "host"
+
+// Raw outputs of one head in device buffers: boxes [B, 4, A], scores [B, nc, A] (float).
+struct DeviceHeadOutputs {
+  const DeviceBuffer* boxes = nullptr;
+  const DeviceBuffer* scores = nullptr;
+};
+
+struct DeviceLossBatch {
+  int batch = 1;
+  int num_classes = 80;
+  int image_height = 640, image_width = 640;  // network input, pixels
+  DeviceHeadOutputs one2many, one2one;
+  std::vector<std::vector<GtBox>> ground_truth;  // one list per image
+};
+
+// The components as LossResult has them; the gradients d total / d raw outputs in device buffers laid out
+// like the inputs.
+struct DeviceLossResult {
+  HeadLoss one2many, one2one;
+  HeadWeights weights;
+  double total = 0;
+  DeviceBuffer d_one2many_boxes, d_one2many_scores, d_one2one_boxes, d_one2one_scores;
+};
+
 class Yolo26Loss {
  public:
-  // Compiles the loss kernels on `backend` (once; later calls only launch).
-  explicit Yolo26Loss(Backend& backend, LossConfig config = {});
-  // Throws UsageError when the batch is inconsistent (validate_batch).
+  // Compiles the loss kernels of `path` on `backend` (once; later calls only launch).
+  explicit Yolo26Loss(Backend& backend, LossConfig config = {}, LossPath path = LossPath::device);
+  // Throws UsageError when the batch is inconsistent (validate_batch). On the device path the head outputs
+  // are uploaded and the gradients downloaded around compute_device.
   LossResult compute(const LossBatch& batch) const;
+  // The device path on device-resident head outputs; UsageError when the sizes, classes or ground truth
+  // disagree.
+  DeviceLossResult compute_device(const DeviceLossBatch& batch) const;
   const LossConfig& config() const { return config_; }
+  LossPath path() const { return path_; }
 
  private:
-  // One head's components (after gains, per image) and its gradients scaled by `grad_scale`
+  // Host path: one head's components (after gains, per image) and its gradients scaled by `grad_scale`
   // (batch size times the head's weight).
-  HeadLoss head_loss(const LossBatch& batch, const HeadOutputs& head, const AssignerSettings& settings,
-                     double grad_scale, HeadGradients<float>& grads) const;
+  HeadLoss host_head_loss(const LossBatch& batch, const HeadOutputs& head, const AssignerSettings& settings,
+                          double grad_scale, HeadGradients<float>& grads) const;
+  LossResult compute_host(const LossBatch& batch) const;
 
   Backend& backend_;
   LossConfig config_;
-  CiouOp ciou_;
-  ClsBceOp bce_;
+  LossPath path_;
+  std::unique_ptr<CiouOp> ciou_;        // host path
+  std::unique_ptr<ClsBceOp> bce_;       // host path
+  std::unique_ptr<HeadLossOp> device_;  // device path
 };
 
 }  // namespace lab::loss

@@ -1,10 +1,10 @@
 // Task-aligned assignment (Ultralytics TaskAlignedAssigner as spec/yolo26.md states it) for one image, on the
 // host. Works per ground-truth box on its candidate anchors (centres inside the STAL-widened box), so the
-// cost is the candidates' CIoU, not a dense [G, A] matrix; see docs/loss.md for why it runs on the host.
+// cost is the candidates' CIoU, not a dense [G, A] matrix; the device assigner (tal_assign.cu) is checked against it.
 #pragma once
 #include <vector>
 
-#include "pipeline/loss/loss_types.hpp"
+#include "kernels/loss/assign_types.hpp"
 
 namespace lab::loss {
 

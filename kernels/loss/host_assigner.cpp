@@ -1,6 +1,6 @@
 // Host task-aligned assigner: candidates per gt, top-k by alignment, conflict resolution by IoU, top-k2,
 // soft target scores.
-#include "pipeline/loss/assigner.hpp"
+#include "kernels/loss/host_assigner.hpp"
 
 #include <algorithm>
 #include <cmath>
