@@ -57,11 +57,19 @@ const std::vector<RunnerCase>& small_cases() {
       {"cls_bwd", {{"N", "1000"}, {"C", "80"}, {"BLOCK_N", "128"}}},
       {"cls_bwd", {{"N", "1003"}, {"C", "1"}, {"BLOCK_N", "32"}}},
       {"cls_bwd", {{"N", "77"}, {"C", "80"}, {"BLOCK_N", "1024"}}},
-      {"tal_assign", {{"B", "3"}, {"IMGSZ", "96"}, {"NC", "4"}, {"GTS", "6"}, {"BLOCK_N", "32"}, {"THREADS", "32"}}},
-      {"tal_assign", {{"B", "2"}, {"IMGSZ", "128"}, {"NC", "5"}, {"GTS", "10"}, {"TOPK", "7"}, {"TOPK2", "1"}}},
+      {"tal_assign",
+       {{"B", "3"}, {"IMGSZ", "96"}, {"NC", "4"}, {"GTS", "6"}, {"BLOCK_N", "32"}, {"THREADS", "32"}}},
+      {"tal_assign",
+       {{"B", "2"}, {"IMGSZ", "128"}, {"NC", "5"}, {"GTS", "10"}, {"TOPK", "7"}, {"TOPK2", "1"}}},
       {"yolo26_head_loss", {{"B", "2"}, {"IMGSZ", "96"}, {"NC", "4"}, {"GTS", "5"}}},
       {"yolo26_head_loss",
-       {{"B", "3"}, {"IMGSZ", "64"}, {"NC", "3"}, {"GTS", "4"}, {"TOPK", "7"}, {"TOPK2", "1"}, {"BLOCK_N", "32"}}},
+       {{"B", "3"},
+        {"IMGSZ", "64"},
+        {"NC", "3"},
+        {"GTS", "4"},
+        {"TOPK", "7"},
+        {"TOPK2", "1"},
+        {"BLOCK_N", "32"}}},
   };
   return cases;
 }

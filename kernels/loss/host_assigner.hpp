@@ -1,6 +1,7 @@
 // Task-aligned assignment (Ultralytics TaskAlignedAssigner as spec/yolo26.md states it) for one image, on the
 // host. Works per ground-truth box on its candidate anchors (centres inside the STAL-widened box), so the
-// cost is the candidates' CIoU, not a dense [G, A] matrix; the device assigner (tal_assign.cu) is checked against it.
+// cost is the candidates' CIoU, not a dense [G, A] matrix; the device assigner (tal_assign.cu) is checked
+// against it.
 #pragma once
 #include <vector>
 

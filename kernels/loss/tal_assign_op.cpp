@@ -76,11 +76,17 @@ DeviceAnchorGrid upload_anchor_grid(Backend& backend, const AnchorGrid& anchors)
           backend.upload_vector(anchors.stride), static_cast<int>(anchors.size())};
 }
 
-DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts) {
+int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts) {
+  int rows = 1;
+  for (const auto& image : gts) rows = std::max(rows, static_cast<int>(image.size()));
+  return rows;
+}
+
+DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
+                                      int min_rows) {
   DeviceGroundTruth out;
   out.batch = static_cast<int>(gts.size());
-  out.max_gts = 1;
-  for (const auto& image : gts) out.max_gts = std::max(out.max_gts, static_cast<int>(image.size()));
+  out.max_gts = std::max(max_ground_truth_rows(gts), min_rows);
   std::vector<TalGt> rows(size_t(out.batch) * out.max_gts, TalGt{0, 0, 0, 0, 0, 0});
   std::vector<int> counts;
   for (int b = 0; b < out.batch; ++b) {

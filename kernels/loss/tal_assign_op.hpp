@@ -28,13 +28,16 @@ struct DeviceAnchorGrid {
 };
 DeviceAnchorGrid upload_anchor_grid(Backend& backend, const AnchorGrid& anchors);
 
-// Ground truth of a batch as [B, G] TalGt rows (G = the largest count, at least 1) and the counts [B].
+// Ground truth of a batch as [B, G] TalGt rows (G = the largest count, at least min_rows) and the counts [B].
 struct DeviceGroundTruth {
   DeviceBuffer boxes, counts;
   int batch = 0, max_gts = 0;
   int max_class = -1;  // the largest class index (assign_into checks it against the logits' classes)
 };
-DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts);
+DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
+                                      int min_rows = 1);
+// The G upload_ground_truth gives these lists at min_rows = 1.
+int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts);
 
 // The workspace and outputs of one assignment of `batch` images, `max_gts` gts, `anchors` anchors.
 struct TalAssignment {

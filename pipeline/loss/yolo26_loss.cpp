@@ -1,5 +1,5 @@
-// Yolo26Loss's host path (assignment, L1 and the chain rule on the host; CIoU and BCE on the loss kernels) and
-// the dispatch between the paths; the device path is yolo26_loss_device.cpp.
+// Yolo26Loss's host path (assignment, L1 and the chain rule on the host; CIoU and BCE on the loss kernels)
+// and the dispatch between the paths; the device path is yolo26_loss_device.cpp.
 #include "pipeline/loss/yolo26_loss.hpp"
 
 #include <algorithm>
@@ -45,9 +45,13 @@ LossResult Yolo26Loss::compute(const LossBatch& batch) const {
   const DeviceBuffer o2m_scores = backend_.upload_vector(batch.one2many.scores);
   const DeviceBuffer o2o_boxes = backend_.upload_vector(batch.one2one.boxes);
   const DeviceBuffer o2o_scores = backend_.upload_vector(batch.one2one.scores);
-  const DeviceLossResult device = compute_device({batch.batch, batch.num_classes, batch.image_height,
-                                                  batch.image_width, {&o2m_boxes, &o2m_scores},
-                                                  {&o2o_boxes, &o2o_scores}, batch.ground_truth});
+  const DeviceLossResult device = compute_device({batch.batch,
+                                                  batch.num_classes,
+                                                  batch.image_height,
+                                                  batch.image_width,
+                                                  {&o2m_boxes, &o2m_scores},
+                                                  {&o2o_boxes, &o2o_scores},
+                                                  batch.ground_truth});
   LossResult result;
   result.one2many = device.one2many, result.one2one = device.one2one;
   result.weights = device.weights, result.total = device.total;

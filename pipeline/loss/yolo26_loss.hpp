@@ -50,6 +50,10 @@ class Yolo26Loss {
   // The device path on device-resident head outputs; UsageError when the sizes, classes or ground truth
   // disagree.
   DeviceLossResult compute_device(const DeviceLossBatch& batch) const;
+  // The same into `result`, whose gradient buffers are reused when large enough (allocated otherwise), as
+  // are the loss's own workspaces between calls: a training loop that keeps one result allocates nothing
+  // after its first step (unless a batch brings more gts per image than any before). Not for concurrent use.
+  void compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result) const;
   const LossConfig& config() const { return config_; }
   LossPath path() const { return path_; }
 
@@ -60,9 +64,18 @@ class Yolo26Loss {
                           double grad_scale, HeadGradients<float>& grads) const;
   LossResult compute_host(const LossBatch& batch) const;
 
+  // Device path: the anchor grid and both heads' workspaces, kept for the next call of the same sizes.
+  struct DeviceWorkspace {
+    int height = 0, width = 0, batch = 0, max_gts = 0;
+    DeviceAnchorGrid anchors;
+    HeadLossWorkspace one2many, one2one;
+  };
+  DeviceWorkspace& device_workspace(const DeviceLossBatch& batch, int max_gts) const;
+
   Backend& backend_;
   LossConfig config_;
   LossPath path_;
+  mutable std::unique_ptr<DeviceWorkspace> workspace_;
   std::unique_ptr<CiouOp> ciou_;        // host path
   std::unique_ptr<ClsBceOp> bce_;       // host path
   std::unique_ptr<HeadLossOp> device_;  // device path

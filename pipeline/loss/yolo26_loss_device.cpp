@@ -33,41 +33,64 @@ HeadLoss head_components(const HeadLossSums& s, const LossConfig& config) {
   return h;
 }
 
+// Reallocates a buffer of fewer than `count` floats.
+void ensure_floats(Backend& backend, DeviceBuffer& buffer, size_t count) {
+  if (buffer.bytes() < count * sizeof(float)) buffer = backend.alloc_array<float>(count);
+}
+
 }  // namespace
 
-DeviceLossResult Yolo26Loss::compute_device(const DeviceLossBatch& batch) const {
-  if (!device_) throw UsageError("loss: compute_device needs a Yolo26Loss made for the device path");
-  const AnchorGrid grid = make_anchor_grid(batch.image_height, batch.image_width);
-  validate_device_batch(batch, grid.size());
-  const DeviceAnchorGrid anchors = upload_anchor_grid(backend_, grid);
-  const DeviceGroundTruth gts = upload_ground_truth(backend_, batch.ground_truth);
-  const size_t box_count = size_t(batch.batch) * 4 * grid.size();
-  const size_t score_count = size_t(batch.batch) * batch.num_classes * grid.size();
+Yolo26Loss::DeviceWorkspace& Yolo26Loss::device_workspace(const DeviceLossBatch& batch, int max_gts) const {
+  DeviceWorkspace* w = workspace_.get();
+  if (w && w->height == batch.image_height && w->width == batch.image_width && w->batch == batch.batch &&
+      w->max_gts >= max_gts)
+    return *w;
+  workspace_.reset();  // frees the old buffers before the new ones are allocated
+  auto fresh = std::make_unique<DeviceWorkspace>();
+  fresh->height = batch.image_height, fresh->width = batch.image_width;
+  fresh->batch = batch.batch, fresh->max_gts = max_gts;
+  fresh->anchors = upload_anchor_grid(backend_, make_anchor_grid(batch.image_height, batch.image_width));
+  fresh->one2many = device_->allocate(batch.batch, max_gts, fresh->anchors.count);
+  fresh->one2one = device_->allocate(batch.batch, max_gts, fresh->anchors.count);
+  workspace_ = std::move(fresh);
+  return *workspace_;
+}
 
+DeviceLossResult Yolo26Loss::compute_device(const DeviceLossBatch& batch) const {
   DeviceLossResult result;
+  compute_device_into(batch, result);
+  return result;
+}
+
+void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result) const {
+  if (!device_) throw UsageError("loss: compute_device needs a Yolo26Loss made for the device path");
+  const size_t anchor_count = make_anchor_grid(batch.image_height, batch.image_width).size();
+  validate_device_batch(batch, anchor_count);
+  DeviceWorkspace& ws = device_workspace(batch, max_ground_truth_rows(batch.ground_truth));
+  const DeviceGroundTruth gts = upload_ground_truth(backend_, batch.ground_truth, ws.max_gts);
+  const size_t box_count = size_t(batch.batch) * 4 * anchor_count;
+  const size_t score_count = size_t(batch.batch) * batch.num_classes * anchor_count;
+
   result.weights = epoch_weights(config_.epoch, config_.epochs);
-  result.d_one2many_boxes = backend_.alloc_array<float>(box_count);
-  result.d_one2many_scores = backend_.alloc_array<float>(score_count);
-  result.d_one2one_boxes = backend_.alloc_array<float>(box_count);
-  result.d_one2one_scores = backend_.alloc_array<float>(score_count);
-  HeadLossWorkspace o2m_ws = device_->allocate(batch.batch, gts.max_gts, anchors.count);
-  HeadLossWorkspace o2o_ws = device_->allocate(batch.batch, gts.max_gts, anchors.count);
+  ensure_floats(backend_, result.d_one2many_boxes, box_count);
+  ensure_floats(backend_, result.d_one2many_scores, score_count);
+  ensure_floats(backend_, result.d_one2one_boxes, box_count);
+  ensure_floats(backend_, result.d_one2one_scores, score_count);
   const auto gains = [&](double weight) {
     return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain, batch.batch * weight};
   };
   device_->launch({*batch.one2many.boxes, *batch.one2many.scores, batch.num_classes, batch.image_height,
-                   batch.image_width, anchors, gts},
-                  config_.one2many, gains(result.weights.one2many), o2m_ws, result.d_one2many_boxes,
+                   batch.image_width, ws.anchors, gts},
+                  config_.one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
                   result.d_one2many_scores);
   device_->launch({*batch.one2one.boxes, *batch.one2one.scores, batch.num_classes, batch.image_height,
-                   batch.image_width, anchors, gts},
-                  config_.one2one, gains(result.weights.one2one), o2o_ws, result.d_one2one_boxes,
+                   batch.image_width, ws.anchors, gts},
+                  config_.one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
                   result.d_one2one_scores);
-  result.one2many = head_components(device_->sums(o2m_ws), config_);
-  result.one2one = head_components(device_->sums(o2o_ws), config_);
+  result.one2many = head_components(device_->sums(ws.one2many), config_);
+  result.one2one = head_components(device_->sums(ws.one2one), config_);
   result.total = batch.batch * (result.weights.one2many * result.one2many.sum() +
                                 result.weights.one2one * result.one2one.sum());
-  return result;
 }
 
 }  // namespace lab::loss
