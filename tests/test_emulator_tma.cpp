@@ -251,8 +251,8 @@ TEST_CASE("emulator: mbarrier deadlocks and misuse end the launch with the waite
   message = misuse_error(*backend, 0);
   INFO(message);
   CHECK_THAT(message,
-             Contains("mbarrier deadlock: every thread of the block waits and no mbarrier it waits on "
-                      "can change: threads 0-31 wait on an mbarrier ("));
+             Contains("barrier deadlock: every thread of the block waits and no mbarrier or named barrier "
+                      "it waits on can change: threads 0-31 wait on an mbarrier ("));
   CHECK_THAT(message, Contains("tma.cu:61) in phase 0 with 1 of 2 arrivals and 0 transaction bytes pending"));
   message = misuse_error(*backend, 1);
   CHECK_THAT(message,

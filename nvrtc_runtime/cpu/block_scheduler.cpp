@@ -230,8 +230,10 @@ bool BlockScheduler::wake_yielded() {
   // then); a second such round in a row, with every waiter back at an unchanged mbarrier, is a deadlock.
   stalled_rounds_ = changed ? 0 : stalled_rounds_ + 1;
   if (stalled_rounds_ == 2) {
-    error_ = "mbarrier deadlock: every thread of the block waits and no mbarrier it waits on can change:" +
-             describe_block();
+    error_ =
+        "barrier deadlock: every thread of the block waits and no mbarrier or named barrier it waits on can "
+        "change:" +
+        describe_block();
     return false;
   }
   for (unsigned i = 0; i < thread_count_; ++i)
@@ -435,6 +437,10 @@ std::string BlockScheduler::describe_waiting(const Fiber& f) const {
              ", mask " + hex_mask(f.mask) + ")";
     case State::Yielded: {
       const unsigned long long w = f.seen;
+      if (LAB_EMU_NBAR_TAGGED(w))
+        return "wait at named barrier " + std::to_string(LAB_EMU_NBAR_ID(w)) + " (" +
+               location(f.site.file, f.site.line) + ") with " + std::to_string(LAB_EMU_NBAR_ARRIVED(w)) +
+               " of " + std::to_string(LAB_EMU_NBAR_COUNT(w)) + " threads arrived";
       if (!LAB_EMU_MBAR_VALID(w))
         return "wait on an uninitialised mbarrier (" + location(f.site.file, f.site.line) + ")";
       return "wait on an mbarrier (" + location(f.site.file, f.site.line) + ") in phase " +

@@ -87,6 +87,15 @@ typedef struct lab_emu_host_api {
 #define LAB_EMU_MBAR_PHASE(w) ((unsigned)(((w) >> 61) & 1ull))
 #define LAB_EMU_MBAR_VALID(w) ((unsigned)(((w) >> 62) & 1ull))
 
+// A named barrier's word (lab_emu_named_barrier.hpp), told apart from an mbarrier's by bit 63: bits 0-19
+// threads arrived in the current phase, 20-39 the phase's count, 40-47 the barrier id, 48-62 the generation
+// (phases completed, modulo 2^15).
+#define LAB_EMU_NBAR_TAGGED(w) ((unsigned)((w) >> 63))
+#define LAB_EMU_NBAR_ARRIVED(w) ((unsigned)((w)&0xfffffull))
+#define LAB_EMU_NBAR_COUNT(w) ((unsigned)(((w) >> 20) & 0xfffffull))
+#define LAB_EMU_NBAR_ID(w) ((unsigned)(((w) >> 40) & 0xffull))
+#define LAB_EMU_NBAR_GENERATION(w) ((unsigned)(((w) >> 48) & 0x7fffull))
+
 typedef void (*lab_emu_run_fn)(lab_emu_thread* self, void* const* args);
 
 // One exported kernel: its parameter list (from the instantiated function's real type) and the entry that

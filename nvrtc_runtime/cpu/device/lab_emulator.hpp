@@ -9,7 +9,8 @@
 //   lab_emu_math.hpp; nvcuda::wmma (tf32 m16n16k8): lab_emu_wmma.hpp; the fp16/bf16 mma.sync, ldmatrix and
 //   cp.async primitives of common/lab_mma.cuh: lab_emu_mma.hpp; Hopper's wgmma of common/lab_wgmma.cuh:
 //   lab_emu_wgmma.hpp; the mbarriers and TMA copies of common/lab_mbarrier.cuh and common/lab_tma.cuh:
-//   lab_emu_mbarrier.hpp, lab_emu_tma.hpp
+//   lab_emu_mbarrier.hpp, lab_emu_tma.hpp; the named barriers of common/lab_named_barrier.cuh:
+//   lab_emu_named_barrier.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -99,4 +100,5 @@ static constexpr int warpSize = 32;
 #include "lab_emu_wgmma.hpp"
 #include "lab_emu_tensor_map.hpp"
 #include "lab_emu_mbarrier.hpp"
+#include "lab_emu_named_barrier.hpp"
 #include "lab_emu_tma.hpp"
