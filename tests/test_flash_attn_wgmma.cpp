@@ -67,8 +67,9 @@ TEST_CASE("the wgmma variant refuses HEAD_DIM 32 with its rule", "[attention]") 
   CHECK_NOTHROW(check_variant_runs(r.spec(), "mma", p));
 }
 
-TEST_CASE("the wgmma forward compiles with NVRTC for sm_90a to HGMMA and TMA loads, without local memory",
-          "[attention]") {
+TEST_CASE(
+    "the wgmma forward compiles with NVRTC for sm_90a to HGMMA and TMA loads, unserialised, without local memory",
+    "[attention]") {
   const RuntimeContext ctx = test::embedded_context();
   for (int head_dim : {64, 128, 256}) {
     INFO("HEAD_DIM " << head_dim);
@@ -80,5 +81,7 @@ TEST_CASE("the wgmma forward compiles with NVRTC for sm_90a to HGMMA and TMA loa
     CHECK_THAT(sass, Contains("UTMALDG.3D"));
     CHECK_THAT(sass, Contains("USETMAXREG"));
     CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
+    // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
+    CHECK_THAT(r.log, !Contains("serialized"));
   }
 }

@@ -60,6 +60,54 @@ __device__ __forceinline__ unsigned long long k_major_desc(const uint16_t* tile,
   return lab_wgmma_desc(tile + (kk / 4) * rows * kColumns + (kk % 4) * 16, 16, kSwizzleAtom, LAB_SWIZZLE_128B);
 }
 
+// S = Q K^T for one tile: HEAD_DIM / 16 wgmma m64nBNk16, Q (64 rows of the 128-row block) and K from
+// shared memory, K-major. Issued, not waited for.
+template <int DT, int HEAD_DIM, int BN>
+__device__ __forceinline__ void s_products(float (&sc)[BN / 2], const uint16_t* q_rows, const uint16_t* kt) {
+#pragma unroll
+  for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+    lab_wgmma_ss<DT, BN, 0, 0>(sc, k_major_desc(q_rows, kBlockM, kk), k_major_desc(kt, BN, kk), kk > 0);
+}
+
+// The online softmax of one tile of scores (keys key0 .. key0 + BN - 1) in the log2 domain: keys past n_k
+// (only in the last tile; every row keeps one key there) score kMasked, whose exponent is 0; scores stay
+// unscaled until the exponent (scale > 0). Updates the rows' running max and sum, leaves P = exp2(...) in sc
+// and the factor alpha that O must be rescaled by.
+template <int BN>
+__device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int key0, int n_k, int q, float scale_log2,
+                                               float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
+  if (key0 + BN > n_k) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i)
+      if (key0 + 8 * (i / 4) + 2 * q + i % 2 >= n_k) sc[i] = kMasked;
+  }
+  float tile_max[2] = {kMasked, kMasked};
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
+    alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
+    row_max[r] = m_new;
+    row_sum[r] *= alpha[r];
+  }
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) {
+    sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
+    row_sum[(i / 2) % 2] += sc[i];
+  }
+}
+
+// P's k16 chunk kk as wgmma's A fragment: accumulator elements 8 kk .. 8 kk + 7 are exactly its (row g,
+// columns 2q..), (row g + 8, 2q..), (row g, 2q + 8..), (row g + 8, 2q + 8..) pairs.
+template <int DT, int BN>
+__device__ __forceinline__ void pack_p(const float (&sc)[BN / 2], uint32_t (&pa)[BN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pa[kk][r] = lab_pack2<DT>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+}
+
 // O += P V for one tile: BN / 16 wgmma m64nHEAD_DIMk16, P's k16 chunk kk from registers, V MN-major (its
 // 64-column blocks BN * 128 bytes apart). Issued, not waited for.
 template <int DT, int HEAD_DIM, int BN>
@@ -144,69 +192,42 @@ __global__ void __launch_bounds__(384, 1)
   const unsigned my_turn = 1 + c, other_turn = 2 - c;
   if (c == 1) lab_named_barrier_arrive(other_turn, kTurnThreads);
   lab_mbarrier_wait_parity(q_full, 0);
-  for (int j = 0; j < tiles; ++j) {
-    const int s = j % STAGES, prev = (j + STAGES - 1) % STAGES;
-    const unsigned parity = (j / STAGES) & 1;
-    const uint16_t* kt = sk + s * S::tile_elems;
-
+  // Tile 0 alone (no P V yet), so that no wgmma sits in a branch: a conditional product would make ptxas
+  // serialise every wgmma of the kernel.
+  float sc[BN / 2], alpha[2];
+  lab_mbarrier_wait_parity(&k_full[0], 0);
+  lab_named_barrier_sync(my_turn, kTurnThreads);
+  lab_wgmma_fence();
+  s_products<DT, HEAD_DIM, BN>(sc, sq_rows, sk);
+  lab_wgmma_commit_group();
+  if (c == 0 || tiles > 1) lab_named_barrier_arrive(other_turn, kTurnThreads);
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(sc);
+  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  pack_p<DT, BN>(sc, pa);
+  for (int j = 1; j < tiles; ++j) {
+    const int s = j % STAGES, prev = (j - 1) % STAGES;
     // In the turn: S = Q K^T of this tile, then O += P V of the previous one (P from registers).
-    float sc[BN / 2];
-    lab_mbarrier_wait_parity(&k_full[s], parity);
-    if (j > 0) lab_mbarrier_wait_parity(&v_full[prev], ((j - 1) / STAGES) & 1);
+    lab_mbarrier_wait_parity(&k_full[s], (j / STAGES) & 1);
+    lab_mbarrier_wait_parity(&v_full[prev], ((j - 1) / STAGES) & 1);
     lab_named_barrier_sync(my_turn, kTurnThreads);
     lab_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
-      lab_wgmma_ss<DT, BN, 0, 0>(sc, k_major_desc(sq_rows, kBlockM, kk), k_major_desc(kt, BN, kk), kk > 0);
+    s_products<DT, HEAD_DIM, BN>(sc, sq_rows, sk + s * S::tile_elems);
     lab_wgmma_commit_group();
-    if (j > 0) {
-      pv_products<DT, HEAD_DIM, BN>(o, pa, sv + prev * S::tile_elems);
-      lab_wgmma_commit_group();
-    }
+    pv_products<DT, HEAD_DIM, BN>(o, pa, sv + prev * S::tile_elems);
+    lab_wgmma_commit_group();
     if (c == 0 || j + 1 < tiles) lab_named_barrier_arrive(other_turn, kTurnThreads);
-
-    // Online softmax over this tile while the previous P V may still run; keys past n_k (only in the last
-    // tile; every row keeps one key there) score kMasked, whose exponent is 0. Scores stay unscaled until the
-    // exponent (scale > 0).
-    if (j > 0)
-      lab_wgmma_wait_group<1>();
-    else
-      lab_wgmma_wait_group<0>();
+    // This tile's softmax while the previous P V still runs; once that is done, its stage is free and O and
+    // P's registers may change.
+    lab_wgmma_wait_group<1>();
     lab_wgmma_hold(sc);
-    if ((j + 1) * BN > p.n_k) {
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i)
-        if (j * BN + 8 * (i / 4) + 2 * q + i % 2 >= p.n_k) sc[i] = kMasked;
-    }
-    float tile_max[2] = {kMasked, kMasked};
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
-    float alpha[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
-      alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
-      row_max[r] = m_new;
-      row_sum[r] *= alpha[r];
-    }
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) {
-      sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
-      row_sum[(i / 2) % 2] += sc[i];
-    }
-    if (j > 0) {  // the previous P V is done: its stage is free, O and P's registers may change
-      lab_wgmma_wait_group<0>();
-      lab_wgmma_hold(o);
-      lab_mbarrier_arrive(&empty[prev]);
-    }
+    online_softmax<BN>(sc, j * BN, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(o);
+    lab_mbarrier_arrive(&empty[prev]);
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
-    // P's k16 chunk kk as wgmma's A fragment: accumulator elements 8 kk .. 8 kk + 7 are exactly its
-    // (row g, columns 2q..), (row g + 8, 2q..), (row g, 2q + 8..), (row g + 8, 2q + 8..) pairs.
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) pa[kk][r] = lab_pack2<DT>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+    pack_p<DT, BN>(sc, pa);
   }
   {  // the last tile's P V, outside the turns
     const int last = (tiles - 1) % STAGES;
