@@ -109,6 +109,55 @@ TEST_CASE("tal_assign on cuda agrees with the host and dense float64 assigners",
   check_seeded_cases(*backend);
 }
 
+// Exact ties, worked by hand: at 64x64 every anchor predicts the pixel box (8, 8, 40, 40) exactly (dyadic
+// distances) with logit 0, so all 18 candidates of that gt (centres strictly inside: 16 of stride 8, one of
+// 16, one of 32) have the same alignment. A second, identical gt claims the same anchors. Top-k ties go to
+// the lower anchor index, conflict ties to the lower gt: gt 0 owns the 10 lowest candidates (cells x, y in
+// 1..4 of the stride-8 level, row-major), gt 1 nothing; one-to-one keeps anchor 9 alone.
+void check_hand_worked_ties(Backend& backend) {
+  AssignCase c;
+  c.batch = 1, c.classes = 2, c.image_size = 64;
+  c.anchors = make_anchor_grid(64, 64);
+  const size_t a = c.anchors.size();
+  c.boxes.resize(4 * a);
+  c.logits.assign(2 * a, 0.0f);
+  for (size_t i = 0; i < a; ++i) {
+    const float st = c.anchors.stride[i], ax = c.anchors.x[i], ay = c.anchors.y[i];
+    c.boxes[i] = ax - 8 / st, c.boxes[a + i] = ay - 8 / st;
+    c.boxes[2 * a + i] = 40 / st - ax, c.boxes[3 * a + i] = 40 / st - ay;
+  }
+  c.gts = {{{1, 8, 8, 40, 40}, {1, 8, 8, 40, 40}}};
+  for (auto [settings, expected] :
+       {std::pair{LossConfig{}.one2many, std::vector<int>{9, 10, 11, 12, 17, 18, 19, 20, 25, 26}},
+        std::pair{LossConfig{}.one2one, std::vector<int>{9}}}) {
+    INFO("topk " << settings.topk << " topk2 " << settings.topk2);
+    const DeviceAssignment device = run_device(backend, c, settings);
+    std::vector<int> positives;
+    for (size_t i = 0; i < a; ++i)
+      if (device.gt_of_anchor[i] >= 0) {
+        positives.push_back(static_cast<int>(i));
+        CHECK(device.gt_of_anchor[i] == 0);
+        CHECK(device.claim_count[i] == 2);
+        CHECK(device.target_score[i] == Approx(device.target_score[9]).epsilon(0));
+      }
+    CHECK(positives == expected);
+    CHECK(device.target_score[9] >
+          0.99);  // align / max align = 1, times the overlap ~1 of an exact prediction
+    check_case(backend, c, settings);
+  }
+}
+
+TEST_CASE("tal_assign tie rules on a hand-worked case (cpu)", "[tal_assign]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_hand_worked_ties(*backend);
+}
+
+TEST_CASE("tal_assign tie rules on a hand-worked case (cuda)", "[tal_assign][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  check_hand_worked_ties(*backend);
+}
+
 TEST_CASE("tal_assign is deterministic and handles a batch without gts", "[tal_assign]") {
   auto backend = make_backend("cpu", test::embedded_context());
   const AssignCase c = make_assign_case(3, 128, 4, 10, 9);
