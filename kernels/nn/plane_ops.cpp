@@ -9,11 +9,8 @@
 
 namespace lab {
 
-namespace {
-
-// One variant, parameters B, C, H, W (+ `extra`), entry `kernel`.
-KernelSpec plane_spec(const char* name, const char* description, const char* kernel, const char* variant,
-                      const char* h_help, std::vector<ParamSpec> extra = {}) {
+KernelSpec plane_kernel_spec(const char* name, const char* description, const char* kernel, const char* variant,
+                             const char* h_help, std::vector<ParamSpec> extra) {
   using K = ParamSpec::Kind;
   std::vector<ParamSpec> params = {{"B", K::Int, "1", "batch size", 1, 65535},
                                    {"C", K::Int, "64", "channels", 1, 65535},
@@ -29,7 +26,8 @@ KernelSpec plane_spec(const char* name, const char* description, const char* ker
           .entries = {kernel}};
 }
 
-void check_views(const char* op, int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) {
+void check_plane_views(const char* op, int batch, int channels, int64_t plane, ConstPlaneView in,
+                       PlaneView out) {
   if (batch < 1 || channels < 1 || plane < 1)
     throw UsageError(std::string(op) + ": bad size batch " + std::to_string(batch) + ", " +
                      std::to_string(channels) + " channels, plane " + std::to_string(plane));
@@ -38,11 +36,15 @@ void check_views(const char* op, int batch, int channels, int64_t plane, ConstPl
     throw UsageError(std::string(op) + ": plane of " + std::to_string(plane) + " elements is too large");
 }
 
-}  // namespace
+void check_pool_size(const char* op, int channels, int kernel) {
+  if (channels < 1 || kernel < 1 || kernel % 2 == 0)
+    throw UsageError(std::string(op) + ": needs channels >= 1 and an odd kernel size (got " +
+                     std::to_string(channels) + " channels, kernel " + std::to_string(kernel) + ")");
+}
 
 const KernelSpec& maxpool2d_spec() {
   static const KernelSpec spec = [] {
-    KernelSpec s = plane_spec(
+    KernelSpec s = plane_kernel_spec(
         "maxpool2d", "max_pool2d K (odd), stride 1, padding K/2 with -inf (SPPF) on [B,C,H,W] channel views",
         kMaxPool2dKernel, "one thread per output element, K x K window through the cache", "height",
         {{"K", ParamSpec::Kind::Int, "5", "window size (odd)", 1, 31}});
@@ -57,14 +59,14 @@ const KernelSpec& maxpool2d_spec() {
 
 const KernelSpec& upsample_nearest2x_spec() {
   static const KernelSpec spec =
-      plane_spec("upsample_nearest2x",
+      plane_kernel_spec("upsample_nearest2x",
                  "nearest x2 upsampling [B,C,H,W] -> [B,C,2H,2W] into a channel view (the neck's Upsample)",
                  kUpsampleKernel, "one thread per output element, coalesced stores", "input height");
   return spec;
 }
 
 const KernelSpec& copy_planes_spec() {
-  static const KernelSpec spec = plane_spec(
+  static const KernelSpec spec = plane_kernel_spec(
       "copy_planes",
       "channel-slice copy between [B,C,H,W] views (a Concat input that cannot be written in place)",
       kCopyPlanesKernel, "one thread per element", "height");
@@ -76,14 +78,12 @@ MaxPool2dOp::MaxPool2dOp(NnKernels& kernels, int channels, int kernel)
       kernel_(kernels.kernel(kMaxPool2dKernel)),
       channels_(channels),
       kernel_size_(kernel) {
-  if (channels < 1 || kernel < 1 || kernel % 2 == 0)
-    throw UsageError("maxpool2d: needs channels >= 1 and an odd kernel size (got " +
-                     std::to_string(channels) + " channels, kernel " + std::to_string(kernel) + ")");
+  check_pool_size("maxpool2d", channels, kernel);
 }
 
 void MaxPool2dOp::run(int batch, int h, int w, ConstPlaneView in, PlaneView out) const {
   if (h < 1 || w < 1) throw UsageError("maxpool2d: bad plane " + std::to_string(h) + "x" + std::to_string(w));
-  check_views("maxpool2d", batch, channels_, int64_t(h) * w, in, out);
+  check_plane_views("maxpool2d", batch, channels_, int64_t(h) * w, in, out);
   kernels_.backend().launch(
       kernel_, plane_launch("maxpool2d", int64_t(h) * w, channels_, batch),
       kernel_params(MaxPool2dParams{kernel_view(in), kernel_view(out), h, w, kernel_size_}));
@@ -96,7 +96,7 @@ void UpsampleNearest2xOp::run(int batch, int channels, int h_in, int w_in, Const
                               PlaneView out) const {
   if (h_in < 1 || w_in < 1)
     throw UsageError("upsample_nearest2x: bad plane " + std::to_string(h_in) + "x" + std::to_string(w_in));
-  check_views("upsample_nearest2x", batch, channels, int64_t(4) * h_in * w_in, in, out);
+  check_plane_views("upsample_nearest2x", batch, channels, int64_t(4) * h_in * w_in, in, out);
   kernels_.backend().launch(
       kernel_, plane_launch("upsample_nearest2x", int64_t(4) * h_in * w_in, channels, batch),
       kernel_params(UpsampleNearest2xParams{kernel_view(in), kernel_view(out), h_in, w_in}));
@@ -106,7 +106,7 @@ CopyPlanesOp::CopyPlanesOp(NnKernels& kernels)
     : kernels_(kernels), kernel_(kernels.kernel(kCopyPlanesKernel)) {}
 
 void CopyPlanesOp::run(int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out) const {
-  check_views("copy_planes", batch, channels, plane, in, out);
+  check_plane_views("copy_planes", batch, channels, plane, in, out);
   kernels_.backend().launch(kernel_, plane_launch("copy_planes", plane, channels, batch),
                             kernel_params(CopyPlanesParams{kernel_view(in), kernel_view(out), int(plane)}));
 }

@@ -8,6 +8,16 @@
 
 namespace lab {
 
+// The spec of a one-variant plane kernel: parameters B, C, H (described by `h_help`), W, then `extra`; source
+// nn/<kernel>.cu, entry `kernel`, variant v1_direct described by `variant`.
+KernelSpec plane_kernel_spec(const char* name, const char* description, const char* kernel, const char* variant,
+                             const char* h_help, std::vector<ParamSpec> extra = {});
+// Throws UsageError naming `op` on a bad size (batch, channels or plane < 1, a plane too large for the int
+// indices of the kernels) or a null view.
+void check_plane_views(const char* op, int batch, int channels, int64_t plane, ConstPlaneView in, PlaneView out);
+// Throws UsageError naming `op` unless channels >= 1 and the pool's kernel size is odd (padding kernel/2).
+void check_pool_size(const char* op, int channels, int kernel);
+
 const KernelSpec& maxpool2d_spec();           // B, C, H, W, K (odd)
 const KernelSpec& upsample_nearest2x_spec();  // B, C, H, W (the input plane)
 const KernelSpec& copy_planes_spec();         // B, C, H, W
