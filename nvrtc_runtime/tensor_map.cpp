@@ -49,9 +49,12 @@ void check_im2col(const TensorMapDesc& d) {
   if (inner_bytes(d) % 16 != 0)
     refuse("pixels.channels_per_pixel",
            "= " + std::to_string(d.pixels.channels_per_pixel) + " elements is not a multiple of 16 bytes");
-  for (int i = 0; i < d.rank; ++i)
+  // Traversal strides walk the spatial dimensions only (a strided convolution's pixels): the channel and
+  // image dimensions step by 1, which is all the emulator models.
+  for (int i : {0, d.rank - 1})
     if (d.element_strides[size_t(i)] != 1)
-      refuse(indexed("element_strides", i), "must be 1 in an im2col map (the emulator models unit strides)");
+      refuse(indexed("element_strides", i),
+             "must be 1 in an im2col map (traversal strides apply to the spatial dimensions)");
 }
 
 }  // namespace

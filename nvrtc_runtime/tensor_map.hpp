@@ -44,7 +44,7 @@ struct TensorMapDesc {
   std::array<uint64_t, 5> dims{};        // elements per dimension, dimension 0 innermost (contiguous)
   std::array<uint64_t, 4> strides{};     // bytes between indices of dimensions 1..rank-1 (multiples of 16)
   std::array<uint32_t, 5> box{};         // tiled: elements per copy and dimension (1-256); unused by im2col
-  std::array<uint32_t, 5> element_strides{1, 1, 1, 1, 1};  // traversal step (1-8; im2col: 1)
+  std::array<uint32_t, 5> element_strides{1, 1, 1, 1, 1};  // traversal step (1-8; im2col: spatial only)
   TensorSwizzle swizzle = TensorSwizzle::None;
   TensorL2Promotion l2_promotion = TensorL2Promotion::None;
   bool im2col = false;

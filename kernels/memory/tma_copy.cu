@@ -9,9 +9,10 @@
 // by
 //   SWIZZLE (LAB_SWIZZLE_* of common/lab_swizzle.cuh), y's unswizzled; edges zero-filled on load, clipped on
 //   store.
-// tma_copy_im2col<SWIZZLE>: the im2col matrix of a 3x3, pad-1 convolution, y[p][tap][c] = x[n][h + ky - 1]
-//   [w + kx - 1][c] (zero outside the image) for pixel p = (n, h, w) and tap = 3 ky + kx, x NHWC float; one
-//   im2col TMA load per (pixel tile, tap, channel tile) with im2col offsets (kx, ky).
+// tma_copy_im2col<SWIZZLE>: the im2col matrix of a 3x3, pad-1 convolution of stride s (1 or 2),
+//   y[p][tap][c] = x[n][s oy + ky - 1][s ox + kx - 1][c] (zero outside the image) for output pixel
+//   p = (n, oy, ox) and tap = 3 ky + kx, x NHWC float; one im2col TMA load per (pixel tile, tap, channel
+//   tile) with im2col offsets (kx, ky), the map's traversal strides s walking the output pixels.
 // Grid: any number of blocks, each takes tiles blockIdx.x, + gridDim.x, ...; block 96 threads; dynamic shared
 // memory 1024 + (stages + 2) * 4096 bytes (slots aligned to the 1024-byte swizzle pattern).
 #include "common/lab.cuh"
@@ -57,8 +58,10 @@ __device__ __forceinline__ void tma_copy_pipeline(const lab::TmaCopyParams& p) {
         const int x0 = (t % p.tiles_x) * p.box_cols;
         if (IM2COL) {
           const int tap = t / p.tiles_x % 9, pixel = t / p.tiles_x / 9 * p.box_rows;
-          lab_tma_load_im2col_4d(slot, &p.src, &full[s], x0, pixel % p.w - 1, pixel / p.w % p.h - 1,
-                                 pixel / (p.w * p.h), (unsigned short)(tap % 3), (unsigned short)(tap / 3));
+          const int wo = (p.w - 1) / p.stride + 1, ho = (p.h - 1) / p.stride + 1;
+          lab_tma_load_im2col_4d(slot, &p.src, &full[s], x0, pixel % wo * p.stride - 1,
+                                 pixel / wo % ho * p.stride - 1, pixel / (wo * ho), (unsigned short)(tap % 3),
+                                 (unsigned short)(tap / 3));
         } else {
           lab_tma_load_2d(slot, &p.src, &full[s], x0, t / p.tiles_x * p.box_rows);
         }

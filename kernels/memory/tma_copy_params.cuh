@@ -8,9 +8,10 @@ namespace lab {
 
 struct TmaCopyParams {
   // tile: x as [rows][cols] float, box [box_rows][box_cols], swizzled as the variant says; im2col: x NHWC
-  // float, box_rows pixels x box_cols channels, bounding box of a 3x3 pad-1 convolution.
+  // float, box_rows pixels x box_cols channels, bounding box of a 3x3 pad-1 convolution, traversal strides
+  // of its stride.
   TensorMap src;
-  // tile: y [rows][cols], box [box_rows][box_cols]; im2col: y [N*H*W][9][C], box [box_rows][1][box_cols].
+  // tile: y [rows][cols], box [box_rows][box_cols]; im2col: y [N*Ho*Wo][9][C], box [box_rows][1][box_cols].
   TensorMap dst;
   int tiles_x;   // column tiles (tile) or channel tiles (im2col)
   int tiles;     // tiles in all: tiles_x * row tiles (tile), tiles_x * 9 * pixel tiles (im2col)
@@ -18,6 +19,7 @@ struct TmaCopyParams {
   int box_rows;  // rows (tile) or pixels (im2col) of a box
   int stages;    // depth of the shared-memory ring, 2-4
   int h, w;      // im2col: image height and width
+  int stride;    // im2col: the convolution's stride (1 or 2): (h - 1) / stride + 1 output rows, likewise w
 };
 
 }  // namespace lab

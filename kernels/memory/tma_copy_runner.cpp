@@ -1,7 +1,7 @@
 // tma_copy's spec and runner: a seeded NHWC float tensor copied tile by tile (tile_* variants, one per
-// swizzle mode) or gathered into the im2col matrix of a 3x3 pad-1 convolution (im2col_3x3) through the TMA +
-// mbarrier pipeline of tma_copy.cu, checked for exact equality with a reference that indexes the tensor
-// directly.
+// swizzle mode) or gathered into the im2col matrix of a 3x3 pad-1 convolution (im2col_3x3; im2col_3x3_s2 at
+// stride 2, through the map's traversal strides) through the TMA + mbarrier pipeline of tma_copy.cu, checked
+// for exact equality with a reference that indexes the tensor directly.
 #include <algorithm>
 
 #include "kernels/compiled_kernel.hpp"
@@ -17,11 +17,13 @@ constexpr size_t kSlotBytes = 4096;
 constexpr int kConsumers = 2;
 constexpr int kBoxRows = 32;  // rows of a tile, pixels of an im2col column
 
-// What a variant copies: its entry, the swizzle of the source map (both spellings) and the box width.
+// What a variant copies: its entry, the swizzle of the source map (both spellings) and the box width; the
+// im2col gather's convolution stride.
 struct TmaCopyVariant {
   const char* entry;
   TensorSwizzle swizzle;
   bool im2col;
+  int stride = 1;
 };
 
 TmaCopyVariant variant_of(const std::string& variant) {
@@ -29,6 +31,7 @@ TmaCopyVariant variant_of(const std::string& variant) {
   if (variant == "tile_sw32") return {"tma_copy_tile<3>", TensorSwizzle::B32, false};
   if (variant == "tile_plain") return {"tma_copy_tile<0>", TensorSwizzle::None, false};
   if (variant == "im2col_3x3") return {"tma_copy_im2col<1>", TensorSwizzle::B128, true};
+  if (variant == "im2col_3x3_s2") return {"tma_copy_im2col<1>", TensorSwizzle::B128, true, 2};
   return {"tma_copy_tile<1>", TensorSwizzle::B128, false};
 }
 
@@ -51,7 +54,10 @@ const KernelSpec& tma_copy_spec() {
                    {"tile_plain", "tiles of 32 x 32, no swizzle"},
                    {"im2col_3x3",
                     "im2col matrix [N*H*W][9][C] of a 3x3 pad-1 conv, 32 pixels x 32 channels per "
-                    "load, swizzled 128B"}},
+                    "load, swizzled 128B"},
+                   {"im2col_3x3_s2",
+                    "im2col matrix [N*Ho*Wo][9][C] of a 3x3 pad-1 stride-2 conv (traversal strides 2), as "
+                    "im2col_3x3"}},
       .params = {{"N", K::Int, "2", "images", 1, 64},
                  {"H", K::Int, "20", "image height", 1, 1024},
                  {"W", K::Int, "20", "image width", 1, 1024},
@@ -77,16 +83,24 @@ std::vector<double> copy_reference(const std::vector<float>& x) {
   return y;
 }
 
-// y[p][tap][c] = x at pixel p moved by the tap's offset minus one, zero outside the image.
-std::vector<double> im2col_reference(const std::vector<float>& x, int n_images, int h, int w, int c) {
-  std::vector<double> y(size_t(n_images) * size_t(h) * size_t(w) * 9 * size_t(c));
+// Output rows (or columns) of a 3x3 pad-1 convolution of `stride` over `size` input rows.
+int conv_out_size(int size, int stride) {
+  return (size - 1) / stride + 1;
+}
+
+// y[p][tap][c] = x at output pixel p's input position (stride times it) moved by the tap's offset minus one,
+// zero outside the image.
+std::vector<double> im2col_reference(const std::vector<float>& x, int n_images, int h, int w, int c,
+                                     int stride) {
+  const int ho = conv_out_size(h, stride), wo = conv_out_size(w, stride);
+  std::vector<double> y(size_t(n_images) * size_t(ho) * size_t(wo) * 9 * size_t(c));
   size_t at = 0;
   for (int n = 0; n < n_images; ++n)
-    for (int py = 0; py < h; ++py)
-      for (int px = 0; px < w; ++px)
+    for (int py = 0; py < ho; ++py)
+      for (int px = 0; px < wo; ++px)
         for (int ky = 0; ky < 3; ++ky)
           for (int kx = 0; kx < 3; ++kx) {
-            const int sy = py + ky - 1, sx = px + kx - 1;
+            const int sy = stride * py + ky - 1, sx = stride * px + kx - 1;
             const bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
             for (int ch = 0; ch < c; ++ch, ++at)
               y[at] = inside ? x[((size_t(n) * h + sy) * w + sx) * c + ch] : 0.0;
@@ -120,9 +134,9 @@ class TmaCopyInstance : public InstanceBase {
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     // A copy: every element equal to its source bit for bit, edges included.
     const std::vector<double> ref =
-        variant_.im2col ? im2col_reference(x_host_, n_, h_, w_, c_) : copy_reference(x_host_);
+        variant_.im2col ? im2col_reference(x_host_, n_, h_, w_, c_, variant_.stride) : copy_reference(x_host_);
     std::vector<size_t> shape = {pixels(), size_t(c_)};
-    if (variant_.im2col) shape = {pixels(), 9, size_t(c_)};
+    if (variant_.im2col) shape = {out_pixels(), 9, size_t(c_)};
     return {make_check("y", shape, fetch<float>(y_, output_count()), ref, tol.value_or(Tolerance{0, 0}))};
   }
 
@@ -130,7 +144,11 @@ class TmaCopyInstance : public InstanceBase {
 
  private:
   size_t pixels() const { return size_t(n_) * size_t(h_) * size_t(w_); }
-  size_t output_count() const { return pixels() * size_t(c_) * (variant_.im2col ? 9 : 1); }
+  // Pixels of the im2col matrix: the convolution's output pixels.
+  size_t out_pixels() const {
+    return size_t(n_) * size_t(conv_out_size(h_, variant_.stride)) * size_t(conv_out_size(w_, variant_.stride));
+  }
+  size_t output_count() const { return variant_.im2col ? out_pixels() * 9 * size_t(c_) : pixels() * size_t(c_); }
 
   // The launch's parameters: the tile geometry and both tensor maps on this backend.
   TmaCopyParams params_and_maps() const {
@@ -139,8 +157,10 @@ class TmaCopyInstance : public InstanceBase {
     p.box_rows = kBoxRows;
     p.stages = stages_;
     p.h = h_, p.w = w_;
+    p.stride = variant_.stride;
     p.tiles_x = (c_ + p.box_cols - 1) / p.box_cols;
-    const int pixel_tiles = int((pixels() + kBoxRows - 1) / kBoxRows);
+    const size_t copied_pixels = variant_.im2col ? out_pixels() : pixels();
+    const int pixel_tiles = int((copied_pixels + kBoxRows - 1) / kBoxRows);
     p.tiles = p.tiles_x * pixel_tiles * (variant_.im2col ? 9 : 1);
     const uint64_t c = uint64_t(c_), nhw = pixels();
     TensorMapDesc src = dense_tensor_map(TensorElement::F32, x_, {c, nhw}, {uint32_t(p.box_cols), kBoxRows});
@@ -149,10 +169,12 @@ class TmaCopyInstance : public InstanceBase {
       src = dense_tensor_map(TensorElement::F32, x_, {c, uint64_t(w_), uint64_t(h_), uint64_t(n_)}, {});
       src.im2col = true;
       src.pixels.lower = {-1, -1, 0};
-      src.pixels.upper = {-1, -1, 0};
+      src.pixels.upper = {-1, -1, 0};  // the first tap's last position; a stride steps inside [lower, upper]
+      src.element_strides = {1, uint32_t(variant_.stride), uint32_t(variant_.stride), 1, 1};
       src.pixels.channels_per_pixel = uint32_t(p.box_cols);
       src.pixels.pixels_per_column = kBoxRows;
-      dst = dense_tensor_map(TensorElement::F32, y_, {c, 9, nhw}, {uint32_t(p.box_cols), 1, kBoxRows});
+      dst = dense_tensor_map(TensorElement::F32, y_, {c, 9, uint64_t(out_pixels())},
+                             {uint32_t(p.box_cols), 1, kBoxRows});
     }
     src.swizzle = variant_.swizzle;
     p.src = backend_.tensor_map(src);

@@ -12,7 +12,9 @@
 // dimension d, the element at box index i[d] read from coordinate c[d] + i[d] * element_strides[d]; im2col,
 // pixels_per_column rows of channels_per_pixel elements, pixel p being the p-th position after the start
 // pixel in the bounding box (W fastest, then H, D, then the next image), read at its position plus the
-// im2col offsets.
+// im2col offsets. The bounding box is walked with the map's traversal strides of the spatial dimensions (a
+// strided convolution): a position steps by element_strides[d] and, past the box's upper corner, goes back
+// to the lower corner while the next dimension steps by its own stride.
 #pragma once
 
 #include "lab_swizzle.cuh"
@@ -99,7 +101,8 @@ inline unsigned long long tma_tiled(const void* map, int rank, const int* coords
 }
 
 // An im2col load: pixels_per_column pixels of channels_per_pixel channels from the start pixel at `coords`
-// (channel, then spatial, then image), each read at its position plus `offsets` (one per spatial dimension).
+// (channel, then spatial, then image), each read at its position plus `offsets` (one per spatial dimension);
+// positions advance by the traversal strides of the spatial dimensions.
 inline unsigned long long tma_im2col(const void* map, int rank, const int* coords,
                                      const unsigned short* offsets, unsigned char* smem, const char* file,
                                      int line) {
@@ -125,7 +128,7 @@ inline unsigned long long tma_im2col(const void* map, int rank, const int* coord
       tma_element(m, c, smem, offset, true);
     }
     int s = 0;
-    while (s < spatial && ++pos[s] > hi[s]) pos[s] = lo[s], ++s;
+    while (s < spatial && (pos[s] += m.element_strides[s + 1]) > hi[s]) pos[s] = lo[s], ++s;
     if (s == spatial) ++image;
   }
   return offset;

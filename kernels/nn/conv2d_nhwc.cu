@@ -1,0 +1,142 @@
+// conv2d_nhwc: the dense Conv2d (1x1 stride 1, 3x3 stride 1 or 2, padding K / 2) on NHWC fp16 / bf16
+// activations for Hopper (sm_90a) — an implicit GEMM on wgmma with operands staged by TMA on an mbarrier
+// pipeline, warp specialised, with the fused epilogue the C3k2 / Concat blocks need.
+//
+// GEMM view: out[m][co] = sum_{tap, ci} A[m][tap, ci] * W[co][tap][ci], m = (n, oy, ox) an output pixel
+// (M = N * Ho * Wo), the reduction walked tap by tap, BK channels at a time (Conv2dNhwcParams for layouts).
+//   - A tile (128 pixels x BK channels): 3x3, one im2col TMA load per (tap, channel block) from the CTA's
+//     first output pixel (ox * stride - 1, oy * stride - 1, n) with the tap's offsets (kx, ky); the map's
+//     bounding box and traversal strides walk the next 127 output pixels across rows and images, padding and
+//     pixels past the last image load as zeros. 1x1: a tiled load of rows m0.. of [M][C_in].
+//   - B tile (BN output channels x BK): a tiled load of the weights at (channel block, tap, n0).
+//   Rows of both tiles are BK * 2 bytes in the swizzle of that width (BK 64: 128B, 32: 64B, 16: 32B), which
+//   is the K-major canonical layout of lab_wgmma.cuh: descriptors with SBO 8 rows, +32 bytes per k16 step.
+// A CTA is three warpgroups (384 threads) and computes 128 output pixels x BN channels; grid
+// (ceil(M / 128), ceil(C_out / BN)).
+//   Warpgroup 0, the producer, gives registers back (setmaxnreg.dec); one thread walks the reduction steps
+//   (taps x channel blocks) and loads A and B of each into a ring of STAGES slots: it waits for the slot's
+//   `empty` mbarrier (from its second round), announces the slot's bytes on `full` and issues both copies.
+//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc), own pixels 0-63 and 64-127 of the tile: per step,
+//   wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared memory, float accumulators), commit, and
+//   once the previous step's group has completed (wait_group 1) release that step's slot on `empty`.
+// Epilogue, from the accumulator registers (row 16 w + g + 8 h, channels 8 j + 2 q, +1 of lab_wgmma.cuh):
+//   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given, rounded to the element type and
+//   stored two channels (4 bytes) at a time into out[m * out_pitch + co]: a channel slice of a wider NHWC
+//   buffer when out points at the slice's first channel.
+// Precision: products of 16-bit values summed in float32; the output rounded once.
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "common/lab_tensor_map.cuh"
+#include "common/lab_mbarrier.cuh"
+#include "common/lab_swizzle.cuh"
+#include "common/lab_tma.cuh"
+#include "common/lab_wgmma.cuh"
+#include "nn/nn_common.cuh"
+#include "nn/conv2d_nhwc_params.cuh"
+
+namespace conv_nhwc {
+
+constexpr unsigned kSwizzleAtom = 1024;  // the 128-byte swizzle's pattern: where the stages start
+
+// The swizzle whose rows are BK 16-bit elements long.
+constexpr int swizzle_of(int bk) {
+  return bk == 64 ? LAB_SWIZZLE_128B : bk == 32 ? LAB_SWIZZLE_64B : LAB_SWIZZLE_32B;
+}
+
+// The K-major descriptor of k16 step `kk` of a tile of rows of BK elements (8-row groups 8 * BK * 2 apart).
+template <int BK>
+__device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* tile, int kk) {
+  return lab_wgmma_desc(tile + 32 * kk, 16, 8 * BK * 2, swizzle_of(BK));
+}
+
+}  // namespace conv_nhwc
+
+// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64. Block 384, dynamic shared memory
+// lab::conv2d_nhwc_shared_bytes(BN, BK, STAGES).
+template <int DT, int KSIZE, int BN, int BK, int STAGES>
+__global__ void __launch_bounds__(384, 1) conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
+  using namespace conv_nhwc;
+  static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
+  static_assert(BK == 16 || BK == 32 || BK == 64, "BK: one swizzle row of 32, 64 or 128 bytes");
+  constexpr unsigned a_bytes = lab::kConv2dNhwcBlockM * BK * 2;
+  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BN, BK);
+  LAB_DYNAMIC_SHARED(unsigned char, raw);
+  unsigned char* base = raw + ((kSwizzleAtom - lab_smem_address(raw) % kSwizzleAtom) % kSwizzleAtom);
+  uint64_t* full = reinterpret_cast<uint64_t*>(base + STAGES * stage_bytes);
+  uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x, warpgroup = tid / 128;
+  const int m0 = blockIdx.x * lab::kConv2dNhwcBlockM, n0 = blockIdx.y * BN;
+  const int steps = KSIZE * KSIZE * p.channel_blocks;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      lab_mbarrier_init(&full[s], 1);
+      lab_mbarrier_init(&empty[s], 256);  // every consumer thread
+    }
+    lab_fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {  // the producer
+    lab_setmaxnreg_dec<40>();
+    if (tid != 0) return;
+    const int plane = p.ho * p.wo, image = m0 / plane, oy = m0 % plane / p.wo, ox = m0 % p.wo;
+    for (int k = 0; k < steps; ++k) {
+      const int s = k % STAGES, tap = k / p.channel_blocks, c0 = k % p.channel_blocks * BK;
+      if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
+      unsigned char* slot = base + s * stage_bytes;
+      lab_mbarrier_arrive_expect_tx(&full[s], stage_bytes);
+      if (KSIZE == 1)
+        lab_tma_load_2d(slot, &p.x_map, &full[s], c0, m0);
+      else
+        lab_tma_load_im2col_4d(slot, &p.x_map, &full[s], c0, ox * p.stride - 1, oy * p.stride - 1, image,
+                               (unsigned short)(tap % 3), (unsigned short)(tap / 3));
+      lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
+    }
+    return;
+  }
+
+  // A consumer: pixels m0 + 64 c .. + 63.
+  lab_setmaxnreg_inc<232>();
+  const int c = warpgroup - 1;
+  float d[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+  for (int k = 0; k < steps; ++k) {
+    const int s = k % STAGES;
+    const unsigned char* a = base + s * stage_bytes + c * 64 * BK * 2;
+    const unsigned char* b = base + s * stage_bytes + a_bytes;
+    lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
+    lab_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk)
+      lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<BK>(a, kk), k_major_desc<BK>(b, kk), 1);
+    lab_wgmma_commit_group();
+    lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
+    if (k > 0) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
+  }
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(d);
+
+  const int t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = m0 + 64 * c + 16 * w + g + 8 * h;
+    if (m >= p.m) continue;
+    unsigned short* out = p.out + size_t(m) * p.out_pitch;
+    const unsigned short* res = p.residual ? p.residual + size_t(m) * p.res_pitch : nullptr;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int co = n0 + 8 * j + 2 * q;
+      if (co >= p.c_out) continue;  // c_out is even: co + 1 is inside too
+      float v0 = nn::bias_act(d[4 * j + 2 * h], p.bias[co], p.silu);
+      float v1 = nn::bias_act(d[4 * j + 2 * h + 1], p.bias[co + 1], p.silu);
+      if (res) {
+        const uint32_t pair = *reinterpret_cast<const uint32_t*>(res + co);
+        v0 += lab_to_float<DT>(uint16_t(pair & 0xffffu));
+        v1 += lab_to_float<DT>(uint16_t(pair >> 16));
+      }
+      *reinterpret_cast<uint32_t*>(out + co) = lab_pack2<DT>(v0, v1);
+    }
+  }
+}

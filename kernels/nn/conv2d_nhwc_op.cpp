@@ -1,0 +1,150 @@
+// Conv2dNhwcOp: the tile rule, the weights in the kernel's layout, the tensor maps of each run and the launch
+// of conv2d_nhwc.
+#include "kernels/nn/conv2d_nhwc_op.hpp"
+
+#include "kernels/nn/conv2d_nhwc_params.cuh"
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/tensor_map.hpp"
+
+namespace lab {
+namespace {
+
+constexpr const char* kSource = "nn/conv2d_nhwc.cu";
+constexpr int kStages = 4;
+
+TensorElement element_of(HalfType type) {
+  return type == HalfType::f16 ? TensorElement::F16 : TensorElement::BF16;
+}
+
+TensorSwizzle swizzle_of(int bk) {
+  return bk == 64 ? TensorSwizzle::B128 : bk == 32 ? TensorSwizzle::B64 : TensorSwizzle::B32;
+}
+
+// A borrowed view of the bytes `pixels` pixels of `channels` channels span at `v`.
+DeviceBuffer span_of(const NhwcView& v, int64_t pixels, int channels) {
+  return DeviceBuffer::borrow(v.data, size_t((pixels - 1) * v.pitch + channels) * 2);
+}
+
+void check_view(const char* name, const NhwcView& v, int channels) {
+  if (!v.data) throw UsageError(std::string("conv2d_nhwc: the ") + name + " tensor is not set");
+  if (v.pitch < channels || v.pitch % 8 != 0)
+    throw UsageError(std::string("conv2d_nhwc: the ") + name + " pitch " + std::to_string(v.pitch) +
+                     " is not a multiple of 8 of at least its " + std::to_string(channels) + " channels");
+  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
+    throw UsageError(std::string("conv2d_nhwc: the ") + name +
+                     " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
+}
+
+// [C_out][C_in][K][K] float -> [C_out][K*K][pitch] 16-bit, channels past C_in zero.
+std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const std::vector<float>& weight) {
+  const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
+  std::vector<float> w(size_t(s.c_out) * taps * pitch, 0.0f);
+  for (int co = 0; co < s.c_out; ++co)
+    for (int ci = 0; ci < s.c_in; ++ci)
+      for (int t = 0; t < taps; ++t)
+        w[(size_t(co) * taps + t) * pitch + ci] = weight[(size_t(co) * s.c_in + ci) * taps + t];
+  return to_half_bits(w, type);
+}
+
+}  // namespace
+
+int nhwc_min_pitch(int channels) {
+  return (channels + 7) / 8 * 8;
+}
+
+Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out) {
+  const int bn = c_out <= 16 ? 16 : c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
+  const int bk = c_in > 32 ? 64 : c_in > 16 ? 32 : 16;
+  return {bn, bk, kStages};
+}
+
+std::string conv2d_nhwc_problem(const Conv2dShape& s) {
+  if (s.groups != 1) return "conv2d_nhwc: dense convolutions only (GROUPS 1), not GROUPS " + std::to_string(s.groups);
+  if (s.kernel == 1 && s.stride != 1) return "conv2d_nhwc: a 1x1 conv has stride 1, not " + std::to_string(s.stride);
+  if (s.kernel != 1 && s.kernel != 3) return "conv2d_nhwc: kernel size 1 or 3, not " + std::to_string(s.kernel);
+  if (s.stride != 1 && s.stride != 2) return "conv2d_nhwc: stride 1 or 2, not " + std::to_string(s.stride);
+  if (s.c_out % 8 != 0)
+    return "conv2d_nhwc: C_OUT a multiple of 8 (16-byte output rows), not " + std::to_string(s.c_out);
+  return "";
+}
+
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s) {
+  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
+  return "conv2d_nhwc<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
+         std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) + ">";
+}
+
+Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
+                           const std::vector<float>& weight, const std::vector<float>& bias)
+    : backend_(backend), shape_(shape), type_(type), tiles_(conv2d_nhwc_tiles(shape.c_in, shape.c_out)) {
+  if (const std::string problem = conv2d_nhwc_problem(shape); !problem.empty()) throw UsageError(problem);
+  if (weight.size() != size_t(shape.weight_count()) || bias.size() != size_t(shape.c_out))
+    throw UsageError("conv2d_nhwc: " + std::to_string(weight.size()) + " weights and " +
+                     std::to_string(bias.size()) + " biases given, the shape needs " +
+                     std::to_string(shape.weight_count()) + " and " + std::to_string(shape.c_out));
+  CompileRequest request{kSource, {}, {conv2d_nhwc_instance(type, shape)}};
+  request.arch_specific = true;
+  module_ = backend.compile(request);
+  kernel_ = module_->kernel(request.name_expressions[0]);
+  weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
+  bias_ = backend.upload_vector(bias);
+}
+
+void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual) const {
+  const Conv2dShape& s = shape_;
+  const int ho = s.out_size(h), wo = s.out_size(w);
+  const int64_t pixels_in = int64_t(batch) * h * w, m = int64_t(batch) * ho * wo;
+  check_view("input", in, s.c_in);
+  check_view("output", out, s.c_out);
+  if (residual.data) check_view("residual", residual, s.c_out);
+
+  const TensorElement element = element_of(type_);
+  const DeviceBuffer x = span_of(in, pixels_in, s.c_in);
+  TensorMapDesc xd;
+  if (s.kernel == 1) {
+    xd = dense_tensor_map(element, x, {uint64_t(s.c_in), uint64_t(pixels_in)},
+                          {uint32_t(tiles_.bk), uint32_t(kConv2dNhwcBlockM)});
+    xd.strides[0] = uint64_t(in.pitch) * 2;
+  } else {
+    xd = dense_tensor_map(element, x, {uint64_t(s.c_in), uint64_t(w), uint64_t(h), uint64_t(batch)}, {});
+    xd.strides = {uint64_t(in.pitch) * 2, uint64_t(in.pitch) * w * 2, uint64_t(in.pitch) * w * h * 2, 0};
+    xd.im2col = true;
+    // The first tap's positions: from -1 (the padding) to the last whose 3x3 window still ends inside.
+    xd.pixels.lower = {-1, -1, 0};
+    xd.pixels.upper = {-1, -1, 0};
+    xd.pixels.channels_per_pixel = uint32_t(tiles_.bk);
+    xd.pixels.pixels_per_column = uint32_t(kConv2dNhwcBlockM);
+    xd.element_strides = {1, uint32_t(s.stride), uint32_t(s.stride), 1, 1};
+  }
+  xd.swizzle = swizzle_of(tiles_.bk);
+  xd.l2_promotion = TensorL2Promotion::B256;
+
+  const int taps = s.kernel * s.kernel;
+  TensorMapDesc wd = dense_tensor_map(element, weight_, {uint64_t(s.c_in), uint64_t(taps), uint64_t(s.c_out)},
+                                      {uint32_t(tiles_.bk), 1, uint32_t(tiles_.bn)});
+  wd.strides = {uint64_t(nhwc_min_pitch(s.c_in)) * 2, uint64_t(nhwc_min_pitch(s.c_in)) * taps * 2, 0, 0};
+  wd.swizzle = xd.swizzle;
+  wd.l2_promotion = TensorL2Promotion::B256;
+
+  const Conv2dNhwcParams p{backend_.tensor_map(xd),
+                           backend_.tensor_map(wd),
+                           bias_.as<const float>(),
+                           residual.data,
+                           out.data,
+                           int(m),
+                           s.c_out,
+                           ho,
+                           wo,
+                           s.stride,
+                           (s.c_in + tiles_.bk - 1) / tiles_.bk,
+                           out.pitch,
+                           residual.pitch,
+                           s.silu ? 1 : 0};
+  const LaunchConfig cfg{{unsigned((m + kConv2dNhwcBlockM - 1) / kConv2dNhwcBlockM),
+                          unsigned((s.c_out + tiles_.bn - 1) / tiles_.bn), 1},
+                         {unsigned(kConv2dNhwcThreads), 1, 1},
+                         conv2d_nhwc_shared_bytes(tiles_.bn, tiles_.bk, tiles_.stages)};
+  backend_.launch(kernel_, cfg, kernel_params(p));
+}
+
+}  // namespace lab

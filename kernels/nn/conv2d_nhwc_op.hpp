@@ -1,0 +1,64 @@
+// Conv2dNhwcOp: one dense Conv2d layer (1x1 stride 1, or 3x3 stride 1 or 2; folded BN bias, optional SiLU,
+// optional residual) on NHWC fp16 / bf16 activations through conv2d_nhwc.cu, Hopper's wgmma + TMA implicit
+// GEMM (sm_90a). The float32 weights [C_out][C_in][K][K] are converted once at construction to the kernel's
+// [C_out][K*K][C_in] 16-bit layout (rows padded to 8 channels with zeros); run() makes the tensor maps of its
+// tensors and launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
+// conv2d_nhwc runner (conv2d_nhwc_runner.cpp).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/half_type.hpp"
+#include "kernels/nn/conv2d_shape.hpp"
+#include "nvrtc_runtime/backend.hpp"
+
+namespace lab {
+
+// An NHWC 16-bit tensor (or a channel slice of one): element (pixel, c) at data[pixel * pitch + c]; data and
+// pitch 16-byte aligned (pitch and the slice's channel offset multiples of 8).
+struct NhwcView {
+  uint16_t* data = nullptr;
+  int pitch = 0;
+};
+
+// The tiles of one layer: BN output channels (16, 32, 64 or 128: the smallest that covers C_out, 128 above),
+// BK input channels per copy (64 above 32 channels, 32 above 16, else 16) and the pipeline depth.
+struct Conv2dNhwcTiles {
+  int bn, bk, stages;
+};
+Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out);
+// Empty when conv2d_nhwc runs the shape, else the rule it breaks (one line).
+std::string conv2d_nhwc_problem(const Conv2dShape& s);
+// The kernel name expression of a shape: conv2d_nhwc<DT, K, BN, BK, STAGES>.
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s);
+// The pitch (channels per pixel) an NHWC tensor of `channels` needs at least: rounded up to 8.
+int nhwc_min_pitch(int channels);
+
+class Conv2dNhwcOp {
+ public:
+  // weight [c_out, c_in, k, k], bias [c_out] (float32); throws UsageError on a shape conv2d_nhwc_problem
+  // refuses or wrong weight / bias sizes.
+  Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type, const std::vector<float>& weight,
+               const std::vector<float>& bias);
+
+  // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
+  // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. Throws UsageError on a pitch
+  // below the channels or not a multiple of 8, or a pointer not 16-byte aligned.
+  void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}) const;
+
+  const Conv2dShape& shape() const { return shape_; }
+  const Conv2dNhwcTiles& tiles() const { return tiles_; }
+
+ private:
+  Backend& backend_;
+  Conv2dShape shape_;
+  HalfType type_;
+  Conv2dNhwcTiles tiles_;
+  std::shared_ptr<Module> module_;
+  Kernel kernel_;
+  DeviceBuffer weight_, bias_;
+};
+
+}  // namespace lab

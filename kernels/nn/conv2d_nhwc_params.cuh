@@ -1,0 +1,55 @@
+// The parameter struct of kernels/nn/conv2d_nhwc.cu (host and device) and the tile arithmetic both sides
+// share. The kernel takes it as `const __grid_constant__` so the tensor maps stay in parameter space for the
+// TMA instructions. lab::TensorMap comes from common/lab_tensor_map.cuh, included first: by the kernel, and
+// on the host by nvrtc_runtime/tensor_map.hpp.
+//
+// Activations are NHWC 16-bit (fp16 or bf16) with a pitch: element (pixel, c) of a tensor lies at
+// data[pixel * pitch + c], pixel = (n * H + y) * W + x; the pitch and the channel offset of a slice are
+// multiples of 8 (16-byte rows for the tensor maps and 4-byte epilogue stores).
+#pragma once
+
+namespace lab {
+
+struct Conv2dNhwcParams {
+  // A: the input x. 3x3: an im2col map over [N][H][W][C_in] (channels per pixel BK, 128 pixels per column,
+  // bounding box corners -1 / -1, traversal strides = the conv stride). 1x1: a tiled map over [N*H*W][C_in],
+  // box [128][BK]. Both 16-bit, dims[0] = C_in so channels past C_in load as zeros, swizzle = BK * 2 bytes.
+  TensorMap x_map;
+  // B: the weights [C_out][K*K][C_in] (rows padded to a multiple of 8 channels), box [BN][1][BK], same
+  // swizzle; output channels past C_out load as zeros.
+  TensorMap w_map;
+  const float* bias;               // [C_out]
+  const unsigned short* residual;  // null, or NHWC of the output's shape: element (m, c) at m * res_pitch + c
+  unsigned short* out;             // element (m, c) at m * out_pitch + c (the slice's channel 0)
+  int m;                           // output pixels: N * Ho * Wo
+  int c_out;                       // a multiple of 8
+  int ho, wo;                      // output height and width
+  int stride;                      // 1 or 2 (3x3); 1 (1x1)
+  int channel_blocks;              // ceil(C_in / BK): copies per filter tap
+  int out_pitch, res_pitch;        // channels per pixel of the output and residual buffers
+  int silu;                        // 1: SiLU after the bias
+};
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define LAB_CONV2D_NHWC_FN __host__ __device__ constexpr
+#else
+#define LAB_CONV2D_NHWC_FN constexpr
+#endif
+
+constexpr int kConv2dNhwcBlockM = 128;   // output pixels per CTA: 64 per consumer warpgroup
+constexpr int kConv2dNhwcThreads = 384;  // the producer warpgroup and two consumers
+
+// Bytes of one pipeline stage: the A tile (128 pixels x BK channels) and the B tile (BN channels x BK).
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bn, int bk) {
+  return unsigned(kConv2dNhwcBlockM + bn) * unsigned(bk) * 2u;
+}
+
+// The launch's dynamic shared memory: the stages, a full and an empty mbarrier per stage, 1024 bytes of
+// alignment slack (the kernel aligns the stages to the 128-byte swizzle pattern).
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bn, int bk, int stages) {
+  return unsigned(stages) * conv2d_nhwc_stage_bytes(bn, bk) + unsigned(stages) * 16u + 1024u;
+}
+
+#undef LAB_CONV2D_NHWC_FN
+
+}  // namespace lab
