@@ -1,7 +1,8 @@
 // The Hopper NHWC convolution (conv2d_nhwc, kernels/nn/conv2d_nhwc.cu): against the float64 reference on the
-// cpu emulator (its wgmma, im2col / tiled TMA and mbarrier models) at small shapes and on the H200 at yolo26n's
-// real ones, every output element written again after poisoning and the channels around the output slice
-// untouched; the shapes it refuses; and its NVRTC build for sm_90a is HGMMA fed by TMA without local memory.
+// cpu emulator (its wgmma, im2col / tiled TMA and mbarrier models) at small shapes and on the H200 at
+// yolo26n's real ones, every output element written again after poisoning and the channels around the output
+// slice untouched; the shapes it refuses; and its NVRTC build for sm_90a is HGMMA fed by TMA without local
+// memory.
 #include <catch2/catch.hpp>
 
 #include "kernels/nn/conv2d_nhwc_op.hpp"
@@ -24,8 +25,8 @@ void run_nhwc(Backend& backend, const Params& given) {
     inst->launch();
     for (auto& c : inst->check(std::nullopt)) {
       INFO(backend.name() << " K" << p.at("K") << " s" << p.at("STRIDE") << " " << p.at("C_IN") << "->"
-                          << p.at("C_OUT") << " at " << p.at("H") << "x" << p.at("W") << " B" << p.at("B") << " "
-                          << p.at("DTYPE") << " " << c.output << " rel_l2=" << c.metrics.rel_l2
+                          << p.at("C_OUT") << " at " << p.at("H") << "x" << p.at("W") << " B" << p.at("B")
+                          << " " << p.at("DTYPE") << " " << c.output << " rel_l2=" << c.metrics.rel_l2
                           << " max_abs=" << c.metrics.max_abs << " non_finite=" << c.metrics.non_finite);
       CHECK(c.pass);
     }
@@ -38,39 +39,69 @@ TEST_CASE("conv2d_nhwc matches the reference on the cpu backend", "[conv2d_nhwc]
   auto backend = make_backend("cpu", test::embedded_context());
   for (const char* dtype : {"f16", "bf16"}) {
     // 3x3 stride 1 over three M tiles (the last partial, crossing an image boundary).
-    run_nhwc(*backend, {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "11"}, {"DTYPE", dtype}});
+    run_nhwc(*backend,
+             {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "11"}, {"DTYPE", dtype}});
     // The stem: 3 channels in a pitch of 8 (the 5 beyond hold NaN), stride 2 at odd sizes.
-    run_nhwc(*backend, {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "15"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
+    run_nhwc(*backend,
+             {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "15"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
   }
   // Stride 2 into a channel slice [16, 80) of a 96-channel buffer, no SiLU.
-  run_nhwc(*backend, {{"C_IN", "32"}, {"C_OUT", "64"}, {"H", "10"}, {"W", "9"}, {"STRIDE", "2"}, {"SILU", "false"},
-                      {"OUT_OFFSET", "16"}, {"OUT_PITCH", "96"}});
+  run_nhwc(*backend, {{"C_IN", "32"},
+                      {"C_OUT", "64"},
+                      {"H", "10"},
+                      {"W", "9"},
+                      {"STRIDE", "2"},
+                      {"SILU", "false"},
+                      {"OUT_OFFSET", "16"},
+                      {"OUT_PITCH", "96"}});
   // 3x3 with two channel blocks (72 = 64 + 8): 18 steps wrap the 4-slot ring; + residual.
-  run_nhwc(*backend, {{"C_IN", "72"}, {"C_OUT", "16"}, {"H", "7"}, {"W", "6"}, {"RESIDUAL", "true"},
-                      {"DTYPE", "bf16"}});
+  run_nhwc(
+      *backend,
+      {{"C_IN", "72"}, {"C_OUT", "16"}, {"H", "7"}, {"W", "6"}, {"RESIDUAL", "true"}, {"DTYPE", "bf16"}});
   // 1x1: a partial channel block and a partial N tile, batch 2, + residual.
-  run_nhwc(*backend, {{"B", "2"}, {"C_IN", "40"}, {"C_OUT", "48"}, {"H", "9"}, {"W", "9"}, {"K", "1"},
+  run_nhwc(*backend, {{"B", "2"},
+                      {"C_IN", "40"},
+                      {"C_OUT", "48"},
+                      {"H", "9"},
+                      {"W", "9"},
+                      {"K", "1"},
                       {"RESIDUAL", "true"}});
   // 1x1: input read from a wider buffer (pitch 152), two N tiles of 128, three channel blocks.
-  run_nhwc(*backend, {{"C_IN", "136"}, {"C_OUT", "136"}, {"H", "5"}, {"W", "5"}, {"K", "1"}, {"IN_PITCH", "152"}});
+  run_nhwc(*backend,
+           {{"C_IN", "136"}, {"C_OUT", "136"}, {"H", "5"}, {"W", "5"}, {"K", "1"}, {"IN_PITCH", "152"}});
 }
 
 TEST_CASE("conv2d_nhwc matches the reference on the cuda backend at yolo26n's shapes", "[conv2d_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
   for (const char* dtype : {"f16", "bf16"}) {
-    run_nhwc(*backend, {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "640"}, {"W", "640"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
-    run_nhwc(*backend, {{"C_IN", "64"}, {"C_OUT", "64"}, {"H", "80"}, {"W", "80"}, {"RESIDUAL", "true"},
-                        {"DTYPE", dtype}});
-    run_nhwc(*backend, {{"C_IN", "128"}, {"C_OUT", "256"}, {"H", "40"}, {"W", "40"}, {"K", "1"}, {"DTYPE", dtype}});
-    run_nhwc(*backend, {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"STRIDE", "2"},
-                        {"DTYPE", dtype}});
+    run_nhwc(*backend,
+             {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "640"}, {"W", "640"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
+    run_nhwc(
+        *backend,
+        {{"C_IN", "64"}, {"C_OUT", "64"}, {"H", "80"}, {"W", "80"}, {"RESIDUAL", "true"}, {"DTYPE", dtype}});
+    run_nhwc(*backend,
+             {{"C_IN", "128"}, {"C_OUT", "256"}, {"H", "40"}, {"W", "40"}, {"K", "1"}, {"DTYPE", dtype}});
+    run_nhwc(
+        *backend,
+        {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
   }
   // Batch 32 into a concatenation slice; a 1x1 reading a channel slice.
-  run_nhwc(*backend, {{"B", "32"}, {"C_IN", "32"}, {"C_OUT", "32"}, {"H", "80"}, {"W", "80"}, {"OUT_OFFSET", "32"},
+  run_nhwc(*backend, {{"B", "32"},
+                      {"C_IN", "32"},
+                      {"C_OUT", "32"},
+                      {"H", "80"},
+                      {"W", "80"},
+                      {"OUT_OFFSET", "32"},
                       {"OUT_PITCH", "96"}});
-  run_nhwc(*backend, {{"B", "4"}, {"C_IN", "96"}, {"C_OUT", "128"}, {"H", "40"}, {"W", "40"}, {"K", "1"},
-                      {"IN_PITCH", "192"}, {"RESIDUAL", "true"}});
+  run_nhwc(*backend, {{"B", "4"},
+                      {"C_IN", "96"},
+                      {"C_OUT", "128"},
+                      {"H", "40"},
+                      {"W", "40"},
+                      {"K", "1"},
+                      {"IN_PITCH", "192"},
+                      {"RESIDUAL", "true"}});
 }
 
 TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv2d_nhwc]") {

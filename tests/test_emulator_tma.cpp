@@ -343,6 +343,14 @@ TEST_CASE("tensor map descriptions are checked field by field with one-line erro
           d.im2col = true;
           d.pixels = {{-1, -200, 0}, {-1, -1, 0}, 8, 32};
         }) == "tensor map: pixels.lower[1] = -200 is outside -128..127");
+  CHECK(error([](TensorMapDesc& d) {
+          d = dense_tensor_map(TensorElement::F32, *d.buffer, {8, 5, 4, 9}, {});
+          d.im2col = true;
+          d.pixels = {{-1, -1, 0}, {-1, -1, 0}, 8, 32};
+          d.element_strides = {1, 2, 2, 2, 1};
+        }) ==
+        "tensor map: element_strides[3] must be 1 in an im2col map (traversal strides apply to the spatial "
+        "dimensions)");
 }
 
 TEST_CASE(

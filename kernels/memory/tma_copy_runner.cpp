@@ -133,8 +133,9 @@ class TmaCopyInstance : public InstanceBase {
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     // A copy: every element equal to its source bit for bit, edges included.
-    const std::vector<double> ref =
-        variant_.im2col ? im2col_reference(x_host_, n_, h_, w_, c_, variant_.stride) : copy_reference(x_host_);
+    const std::vector<double> ref = variant_.im2col
+                                        ? im2col_reference(x_host_, n_, h_, w_, c_, variant_.stride)
+                                        : copy_reference(x_host_);
     std::vector<size_t> shape = {pixels(), size_t(c_)};
     if (variant_.im2col) shape = {out_pixels(), 9, size_t(c_)};
     return {make_check("y", shape, fetch<float>(y_, output_count()), ref, tol.value_or(Tolerance{0, 0}))};
@@ -146,9 +147,12 @@ class TmaCopyInstance : public InstanceBase {
   size_t pixels() const { return size_t(n_) * size_t(h_) * size_t(w_); }
   // Pixels of the im2col matrix: the convolution's output pixels.
   size_t out_pixels() const {
-    return size_t(n_) * size_t(conv_out_size(h_, variant_.stride)) * size_t(conv_out_size(w_, variant_.stride));
+    return size_t(n_) * size_t(conv_out_size(h_, variant_.stride)) *
+           size_t(conv_out_size(w_, variant_.stride));
   }
-  size_t output_count() const { return variant_.im2col ? out_pixels() * 9 * size_t(c_) : pixels() * size_t(c_); }
+  size_t output_count() const {
+    return variant_.im2col ? out_pixels() * 9 * size_t(c_) : pixels() * size_t(c_);
+  }
 
   // The launch's parameters: the tile geometry and both tensor maps on this backend.
   TmaCopyParams params_and_maps() const {

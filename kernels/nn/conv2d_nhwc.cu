@@ -39,7 +39,7 @@ namespace conv_nhwc {
 constexpr unsigned kSwizzleAtom = 1024;  // the 128-byte swizzle's pattern: where the stages start
 
 // The swizzle whose rows are BK 16-bit elements long.
-constexpr int swizzle_of(int bk) {
+__device__ __forceinline__ constexpr int swizzle_of(int bk) {
   return bk == 64 ? LAB_SWIZZLE_128B : bk == 32 ? LAB_SWIZZLE_64B : LAB_SWIZZLE_32B;
 }
 

@@ -1,12 +1,14 @@
 // Conv2dNhwcOp: one dense Conv2d layer (1x1 stride 1, or 3x3 stride 1 or 2; folded BN bias, optional SiLU,
 // optional residual) on NHWC fp16 / bf16 activations through conv2d_nhwc.cu, Hopper's wgmma + TMA implicit
 // GEMM (sm_90a). The float32 weights [C_out][C_in][K][K] are converted once at construction to the kernel's
-// [C_out][K*K][C_in] 16-bit layout (rows padded to 8 channels with zeros); run() makes the tensor maps of its
-// tensors and launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
+// [C_out][K*K][C_in] 16-bit layout (rows padded to 8 channels with zeros) and their tensor map made; run()
+// makes the input's map when the input (pointer, pitch, batch, size) differs from the last run's, and
+// launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
 // conv2d_nhwc runner (conv2d_nhwc_runner.cpp).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,14 @@ class Conv2dNhwcOp {
   const Conv2dNhwcTiles& tiles() const { return tiles_; }
 
  private:
+  // The input a map was made for.
+  struct InputKey {
+    uint16_t* data;
+    int pitch, batch, h, w;
+    bool operator==(const InputKey&) const = default;
+  };
+  TensorMap input_map(const InputKey& key) const;
+
   Backend& backend_;
   Conv2dShape shape_;
   HalfType type_;
@@ -59,6 +69,8 @@ class Conv2dNhwcOp {
   std::shared_ptr<Module> module_;
   Kernel kernel_;
   DeviceBuffer weight_, bias_;
+  TensorMap weight_map_;
+  mutable std::optional<std::pair<InputKey, TensorMap>> last_input_map_;
 };
 
 }  // namespace lab

@@ -1,8 +1,8 @@
 // conv2d_nhwc's spec and runner: a seeded NHWC fp16 / bf16 input whose pitch may exceed its channels (the
 // channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (rounded to
 // the element type, as Conv2dNhwcOp would), an optional residual, and an output written into the channel
-// slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer. Checked against conv2d_reference (float64,
-// NCHW) of the rounded values; the channels around the slice must keep their poison.
+// slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer. Checked against conv2d_reference
+// (float64, NCHW) of the rounded values; the channels around the slice must keep their poison.
 #include <algorithm>
 #include <cmath>
 
@@ -37,8 +37,9 @@ const KernelSpec& conv2d_nhwc_spec() {
   static const KernelSpec spec{
       .name = "conv2d_nhwc",
       .family = "nn",
-      .description = "Conv2d 1x1 / 3x3 (+bias, SiLU, residual) on NHWC fp16/bf16: wgmma + TMA implicit GEMM "
-                     "(sm_90a), output into a channel slice",
+      .description =
+          "Conv2d 1x1 / 3x3 (+bias, SiLU, residual) on NHWC fp16/bf16: wgmma + TMA implicit GEMM "
+          "(sm_90a), output into a channel slice",
       .source = "nn/conv2d_nhwc.cu",
       .variants = {{"wgmma",
                     "TMA (im2col for 3x3, tiled for 1x1) into a 4-stage mbarrier ring, two wgmma consumer "
@@ -53,11 +54,25 @@ const KernelSpec& conv2d_nhwc_spec() {
                  {"SILU", K::Bool, "true", "SiLU after the bias"},
                  {"RESIDUAL", K::Bool, "false", "add a residual of the output's shape"},
                  {"DTYPE", K::Choice, "f16", "16-bit element type", 0, 0, false, {"f16", "bf16"}},
-                 {"IN_PITCH", K::Int, "0", "channels per input pixel in memory (0: C_IN rounded up to 8)", 0,
-                  2048, false, {}, 8},
+                 {"IN_PITCH",
+                  K::Int,
+                  "0",
+                  "channels per input pixel in memory (0: C_IN rounded up to 8)",
+                  0,
+                  2048,
+                  false,
+                  {},
+                  8},
                  {"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
-                 {"OUT_PITCH", K::Int, "0", "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)", 0,
-                  4096, false, {}, 8}},
+                 {"OUT_PITCH",
+                  K::Int,
+                  "0",
+                  "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
+                  0,
+                  4096,
+                  false,
+                  {},
+                  8}},
       .validate =
           [](const Params& p) {
             if (const std::string problem = conv2d_nhwc_problem(nhwc_shape(p)); !problem.empty())
@@ -119,9 +134,8 @@ class Conv2dNhwcInstance : public InstanceBase {
     in_ = backend.upload_vector(
         to_nhwc(to_half_bits(in_nchw_, type_), batch_, shape_.c_in, int64_t(h_) * w_, in_pitch_, 0xffff));
     if (param_bool(p, "RESIDUAL")) {
-      residual_nchw_ = rounded(random_uniform(out_pixels() * shape_.c_out, -1.0f, 1.0f,
-                                              derive_seed(seed, "residual")),
-                               type_);
+      residual_nchw_ = rounded(
+          random_uniform(out_pixels() * shape_.c_out, -1.0f, 1.0f, derive_seed(seed, "residual")), type_);
       residual_ = backend.upload_vector(to_nhwc(to_half_bits(residual_nchw_, type_), batch_, shape_.c_out,
                                                 int64_t(ho_) * wo_, shape_.c_out, 0xffff));
     }
