@@ -3,6 +3,8 @@
 // outputs failing their check, and parameter validation.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "kernels/runner.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -88,6 +90,65 @@ TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
   for (const char* r :
        {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cpu", r, kPsa);
+  for (const char* dtype : {"f16", "bf16"}) {
+    Params half = kPsa;
+    half["DTYPE"] = dtype;
+    run_all_variants("cpu", "psa_attention_half", half);
+  }
+}
+
+namespace {
+
+// The rel_l2 of each output of one launch of `variant` of `runner`.
+std::map<std::string, double> psa_rel_l2(const std::string& backend_name, const std::string& runner,
+                                         const std::string& variant, const Params& given) {
+  auto backend = make_backend(backend_name, test::embedded_context());
+  const Runner& r = Registry::instance().get(runner);
+  auto inst = r.instantiate(*backend, variant, resolve_params(r, given), 11);
+  inst->launch();
+  std::map<std::string, double> rel_l2;
+  for (auto& c : inst->check(std::nullopt)) {
+    INFO(backend_name << " " << runner << " " << variant << " " << c.output << " rel_l2=" << c.metrics.rel_l2
+                      << " max_abs=" << c.metrics.max_abs);
+    CHECK(c.pass);
+    rel_l2[c.output] = c.metrics.rel_l2;
+  }
+  return rel_l2;
+}
+
+// The tensor-core PSA forwards' accuracy against the float64 formula at KEY_DIM 32 on a 10 x 10 map (N 100:
+// not a multiple of the 16-row CTA nor of a warp's key range) and at KEY_DIM 16 on 5 x 7.
+void check_psa_tensor_core_accuracy(const std::string& backend_name) {
+  for (const char* kd : {"16", "32"}) {
+    const Params p = std::string(kd) == "32" ? Params{{"KEY_DIM", "32"}, {"H", "10"}, {"W", "10"}} : kPsa;
+    // 3xTF32 keeps float32 accuracy: measured rel_l2 of x 1.8e-7 (KD 16) and 2.4e-7 (KD 32) on the emulator,
+    // `fused` (plain float FMAs) 1.9e-7 and 2.9e-7 on the same inputs; a plain tf32 product per term would be
+    // off by ~1e-4.
+    const std::map<std::string, double> tc = psa_rel_l2(backend_name, "psa_attention", "fused_tc", p);
+    CHECK(tc.at("x") < 1e-6);
+    CHECK(tc.at("L") < 1e-6);
+    // 16-bit: measured rel_l2 of x 0.47u-0.48u (fp16, u = 2^-11; bf16, u = 2^-8), as flash_attn2_fwd_half.
+    for (const char* dtype : {"f16", "bf16"}) {
+      Params half = p;
+      half["DTYPE"] = dtype;
+      const double u = std::string(dtype) == "f16" ? 0x1p-11 : 0x1p-8;
+      const std::map<std::string, double> h = psa_rel_l2(backend_name, "psa_attention_half", "mma", half);
+      CHECK(h.at("x") < u);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the tensor-core PSA forwards keep float32 (3xTF32) and 16-bit accuracy on the cpu backend",
+          "[attention]") {
+  check_psa_tensor_core_accuracy("cpu");
+}
+
+TEST_CASE("the tensor-core PSA forwards keep float32 (3xTF32) and 16-bit accuracy on the cuda backend",
+          "[attention][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_psa_tensor_core_accuracy("cuda");
 }
 
 TEST_CASE("attention kernels match the reference on the cuda backend", "[attention][gpu]") {
@@ -108,6 +169,8 @@ TEST_CASE("attention kernels match the reference on the cuda backend", "[attenti
   for (const char* r :
        {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cuda", r, {{"B", "4"}});
+  for (const char* dtype : {"f16", "bf16"})
+    run_all_variants("cuda", "psa_attention_half", {{"B", "4"}, {"DTYPE", dtype}});
 }
 
 TEST_CASE("attention parameters are validated with the rule", "[attention]") {
@@ -136,4 +199,11 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(
       psa.instantiate(*cpu, "fused", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
       "variant fused of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(
+      psa.instantiate(*cpu, "fused_tc", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
+      "variant fused_tc of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  const Runner& psa_half = Registry::instance().get("psa_attention_half");
+  CHECK_THROWS_WITH(
+      psa_half.instantiate(*cpu, "mma", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),
+      "variant mma of psa_attention_half cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
 }

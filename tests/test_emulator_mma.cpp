@@ -1,9 +1,10 @@
-// The fp16 / bfloat16 tensor-core primitives of kernels/common/lab_mma.cuh (emulator side:
-// nvrtc_runtime/cpu/device/lab_emu_mma.hpp), checked on tests/emulator_kernels/mma.cu: mma m16n8k16 against a
-// float64 matmul, ldmatrix x4 / x2 / .trans bit for bit against the documented register layouts, lab_pack2 /
-// lab_to_float against conversions written here by arithmetic, and cp.async's zero fill. Like the other
-// semantic tests these run on every available backend, so a GPU machine checks the same documented layouts
-// against the hardware; the emulator's errors for a divergent mma are checked on the cpu backend.
+// The fp16 / bfloat16 and tf32 tensor-core primitives of kernels/common/lab_mma.cuh (emulator side:
+// nvrtc_runtime/cpu/device/lab_emu_mma.hpp), checked on tests/emulator_kernels/mma.cu: mma m16n8k16 and the
+// tf32 m16n8k8 (plain and 3xTF32) against a float64 matmul, lab_to_tf32 against rounding written here,
+// ldmatrix x4 / x2 / .trans bit for bit against the documented register layouts, lab_pack2 / lab_to_float
+// against conversions written here by arithmetic, and cp.async's zero fill. Like the other semantic tests
+// these run on every available backend, so a GPU machine checks the same documented layouts against the
+// hardware; the emulator's errors for a divergent mma are checked on the cpu backend.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -78,6 +79,23 @@ float float_of(uint32_t b) {
   return v;
 }
 
+// c_out of one of mma.cu's matmul kernels (a [m][kd], b [kd][n], c0 [m][n]; grid (n / 8, m / 32), block 64)
+// on backend `name`.
+template <class T>
+std::vector<float> run_matmul(const std::string& name, const std::string& kernel, const std::vector<T>& a,
+                              const std::vector<T>& b, const std::vector<float>& c0, int m, int n, int kd) {
+  auto backend = make_backend(name, test::emulator_kernels_context());
+  auto module = backend->compile({"mma.cu", {}, {kernel}});
+  DeviceBuffer d_a = backend->upload_vector(a), d_b = backend->upload_vector(b),
+               d_c = backend->upload_vector(c0);
+  DeviceBuffer d_out = test::poisoned_floats(*backend, c0.size());
+  void *a_ptr = d_a.get(), *b_ptr = d_b.get(), *c_ptr = d_c.get(), *out_ptr = d_out.get();
+  backend->launch(module->kernel(kernel), {{unsigned(n / 8), unsigned(m / 32), 1}, {64, 1, 1}},
+                  kernel_args(a_ptr, b_ptr, c_ptr, out_ptr, n, kd));
+  backend->synchronize();
+  return backend->download_vector<float>(d_out, c0.size());
+}
+
 struct TypeCase {
   int dt;  // LAB_F16 = 0, LAB_BF16 = 1 (the template argument)
   Format format;
@@ -131,22 +149,107 @@ TEST_CASE("emulator: mma m16n8k16 (fp16, bf16) matches a float64 matmul in the d
     const std::string kernel = "mma_matmul<" + std::to_string(type.dt) + ">";
     for (const std::string& name : available_backends()) {
       INFO("backend " << name << " " << kernel << " (" << type.name << ")");
-      auto backend = make_backend(name, test::emulator_kernels_context());
-      auto module = backend->compile({"mma.cu", {}, {kernel}});
-      DeviceBuffer d_a = backend->upload_vector(a), d_b = backend->upload_vector(b),
-                   d_c = backend->upload_vector(c0);
-      DeviceBuffer d_out = test::poisoned_floats(*backend, c0.size());
-      void *a_ptr = d_a.get(), *b_ptr = d_b.get(), *c_ptr = d_c.get(), *out_ptr = d_out.get();
-      int nn = n, kk = kd;
-      backend->launch(module->kernel(kernel), {{unsigned(n / 8), unsigned(m / 32), 1}, {64, 1, 1}},
-                      kernel_args(a_ptr, b_ptr, c_ptr, out_ptr, nn, kk));
-      backend->synchronize();
-      const std::vector<float> out = backend->download_vector<float>(d_out, c0.size());
+      const std::vector<float> out = run_matmul(name, kernel, a, b, c0, m, n, kd);
       // The products of 16-bit inputs are exact in float, so only the float accumulation differs from the
       // float64 reference: 48 products of magnitude <= 1 plus c, each sum rounded to float (2^-24 relative),
       // on outputs of magnitude a few units. Worst case a few 1e-6 absolute, typically ~1e-7; the tensor
       // cores' own accumulation order stays in the same range. A wrong lane or register mapping, or a wrong
       // element type, is off by O(0.1-1).
+      const OutputCheck check = make_check("d", {size_t(m), size_t(n)}, out, ref, Tolerance{1e-5, 5e-5});
+      INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " at "
+                     << check.metrics.worst_index);
+      CHECK(check.metrics.non_finite == 0);
+      CHECK(check.pass);
+    }
+  }
+}
+
+namespace {
+
+// x (finite, normal) rounded to tf32's 11 significant bits, to nearest, ties away from zero (cvt.rna).
+float round_to_tf32(float x) {
+  int exponent = 0;
+  std::frexp(double(x), &exponent);  // |x| in [2^(exponent-1), 2^exponent)
+  const double ulp = std::ldexp(1.0, exponent - 11), a = std::fabs(double(x));
+  double units = std::floor(a / ulp);
+  if (a / ulp - units >= 0.5) units += 1.0;
+  return float(std::copysign(units * ulp, double(x)));
+}
+
+// c + a b for row-major a [m][kd], b [kd][n], c [m][n], in float64.
+std::vector<double> matmul_reference(const std::vector<float>& a, const std::vector<float>& b,
+                                     const std::vector<float>& c, int m, int n, int kd) {
+  std::vector<double> ref(size_t(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = c[size_t(i) * n + j];
+      for (int k = 0; k < kd; ++k) sum += double(a[size_t(i) * kd + k]) * double(b[size_t(k) * n + j]);
+      ref[size_t(i) * n + j] = sum;
+    }
+  return ref;
+}
+
+}  // namespace
+
+TEST_CASE("emulator: lab_to_tf32 rounds to nearest, ties away from zero", "[emulator]") {
+  const float one_ulp = std::ldexp(1.0f, -10);  // tf32's ulp at 1
+  std::vector<float> in = {1.0f,
+                           1.0f + one_ulp / 2,     // tie: away (up)
+                           -(1.0f + one_ulp / 2),  // tie: away (down)
+                           1.0f + one_ulp / 2 - std::ldexp(1.0f, -23),
+                           2.0f - std::ldexp(1.0f, -23),  // carries into the exponent
+                           std::numeric_limits<float>::infinity()};
+  const std::vector<float> random = random_uniform(4096, -1e3f, 1e3f, 64);
+  in.insert(in.end(), random.begin(), random.end());
+  std::vector<uint32_t> expected(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    expected[i] = bits_of(std::isinf(in[i]) ? in[i] : round_to_tf32(in[i]));
+  CHECK(float_of(expected[1]) == 1.0f + one_ulp);
+  CHECK(float_of(expected[2]) == -(1.0f + one_ulp));
+  CHECK(float_of(expected[3]) == 1.0f);
+  CHECK(float_of(expected[4]) == 2.0f);
+  for (const std::string& name : available_backends()) {
+    INFO("backend " << name);
+    auto backend = make_backend(name, test::emulator_kernels_context());
+    auto module = backend->compile({"mma.cu", {}, {"tf32_convert"}});
+    DeviceBuffer d_in = backend->upload_vector(in);
+    DeviceBuffer d_out = backend->upload_vector(std::vector<uint32_t>(in.size(), 0xffffffffu));
+    void *in_ptr = d_in.get(), *out_ptr = d_out.get();
+    int count = int(in.size());
+    backend->launch(module->kernel("tf32_convert"), {{unsigned((in.size() + 63) / 64), 1, 1}, {64, 1, 1}},
+                    kernel_args(in_ptr, out_ptr, count));
+    backend->synchronize();
+    const std::vector<uint32_t> out = backend->download_vector<uint32_t>(d_out, in.size());
+    size_t wrong = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] != expected[i] && wrong++ < 8)
+        UNSCOPED_INFO(in[i] << ": got 0x" << std::hex << out[i] << " expected 0x" << expected[i] << std::dec);
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE(
+    "emulator: mma m16n8k8 tf32 matches a float64 matmul in the documented layouts, 3xTF32 to float32 level",
+    "[emulator]") {
+  const int m = 64, n = 24, kd = 48;
+  const std::vector<float> a_values = random_uniform(size_t(m) * kd, -1.0f, 1.0f, 65);  // [m][kd]
+  const std::vector<float> b_values = random_uniform(size_t(kd) * n, -1.0f, 1.0f, 66);  // [kd][n]
+  const std::vector<float> c0 = random_uniform(size_t(m) * n, -1.0f, 1.0f, 67);         // [m][n]
+  std::vector<float> a_tf32(a_values.size()), b_tf32(b_values.size());
+  for (size_t i = 0; i < a_tf32.size(); ++i) a_tf32[i] = round_to_tf32(a_values[i]);
+  for (size_t i = 0; i < b_tf32.size(); ++i) b_tf32[i] = round_to_tf32(b_values[i]);
+  // split false: tf32 inputs, products exact in float, so only the float accumulation differs (as for
+  // m16n8k16 above). split true, 3xTF32 on the unrounded inputs: each product loses at most ~3 * 2^-22 of its
+  // size (the dropped lo * lo and the rounding of lo), about 1e-6 relative over 48 terms; one plain tf32
+  // product of the same inputs is off by up to 2^-11 each, rel_l2 about 2e-4, so the 1e-5 below tells the two
+  // apart.
+  for (const bool split : {false, true}) {
+    const std::vector<float>&a = split ? a_values : a_tf32, &b = split ? b_values : b_tf32;
+    const std::vector<double> ref = matmul_reference(a, b, c0, m, n, kd);
+    const std::string kernel = std::string("mma_tf32_matmul<") + (split ? "true" : "false") + ">";
+    for (const std::string& name : available_backends()) {
+      INFO("backend " << name << " " << kernel);
+      const std::vector<float> out = run_matmul(name, kernel, a, b, c0, m, n, kd);
       const OutputCheck check = make_check("d", {size_t(m), size_t(n)}, out, ref, Tolerance{1e-5, 5e-5});
       INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " at "
                      << check.metrics.worst_index);
@@ -314,18 +417,20 @@ TEST_CASE("emulator: cp.async copies 16 bytes, or zero-fills without reading the
 TEST_CASE("lab_mma.cuh compiles with NVRTC for sm_90 to mma.sync, ldmatrix and cp.async (no GPU needed)",
           "[emulator]") {
   const RuntimeContext ctx = test::emulator_kernels_context();
-  const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache,
-                                             {"mma.cu",
-                                              {},
-                                              {"mma_matmul<0>", "mma_matmul<1>", "ldmatrix_all",
-                                               "pack_convert<0>", "pack_convert<1>", "cp_async_fill"}},
-                                             "sm_90");
+  const CompileResult r =
+      compile_with_nvrtc(*ctx.tree, *ctx.cache,
+                         {"mma.cu",
+                          {},
+                          {"mma_matmul<0>", "mma_matmul<1>", "ldmatrix_all", "pack_convert<0>",
+                           "pack_convert<1>", "cp_async_fill", "mma_tf32_matmul<true>", "tf32_convert"}},
+                         "sm_90");
   for (const char* instruction :
        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "cvt.rn.f16x2.f32", "cvt.rn.bf16x2.f32",
-        "cp.async.cg.shared.global", "cp.async.wait_group 1"})
+        "cp.async.cg.shared.global", "cp.async.wait_group 1",
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"})
     CHECK_THAT(r.ptx, Contains(instruction));
 }
 

@@ -32,11 +32,6 @@ std::vector<ParamSpec> half_param_specs() {
   return specs;
 }
 
-// Half an ulp relative to the value: 2^-11 for fp16 (11-bit significand), 2^-8 for bf16 (8-bit).
-double unit_roundoff(HalfType t) {
-  return t == HalfType::f16 ? 0x1p-11 : 0x1p-8;
-}
-
 // fp16 / bf16 on FlashAttn2HalfOp: elements are 16-bit patterns, the inputs rounded to them.
 struct Half16 {
   using Op = FlashAttn2HalfOp;

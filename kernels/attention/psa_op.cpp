@@ -1,7 +1,6 @@
-// PsaOp: launch shapes of the psa.cu kernels and the composition of the PSA attention forward and backward.
+// PsaOp: launch shapes of the psa.cu kernels (and of psa_tc.cu's fused_tc forward) and the composition of the
+// PSA attention forward and backward.
 #include "kernels/attention/psa_op.hpp"
-
-#include <cmath>
 
 #include "kernels/attention/psa_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
@@ -19,15 +18,23 @@ std::string fused_kernel_name(int key_dim) {
   return "psa_attention_fused<" + std::to_string(key_dim) + ">";
 }
 
-float softmax_scale(const PsaDims& d) {
-  return d.scale != 0 ? d.scale : 1.0f / std::sqrt(float(d.key_dim));
+std::string fused_tc_kernel_name(int key_dim) {
+  return "psa_attention_fused_tc<" + std::to_string(key_dim) + ">";
 }
 
-// The FA2 variant behind a PSA variant: `fused` runs its backward on the tiled FA2.
+bool is_fused(const std::string& variant) {
+  return variant == "fused" || variant == "fused_tc";
+}
+
+CompileRequest fused_tc_request(int key_dim) {
+  return {kPsaTcSource, {}, {fused_tc_kernel_name(key_dim)}};
+}
+
+// The FA2 variant behind a PSA variant: `fused` and `fused_tc` run their backward on the tiled FA2.
 std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
-  if (variant != "fused") return variant;
+  if (!is_fused(variant)) return variant;
   if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
-    throw UsageError("variant fused of the PSA attention " + problem);
+    throw UsageError("variant " + variant + " of the PSA attention " + problem);
   return "tiled";
 }
 
@@ -55,11 +62,15 @@ std::string psa_fused_problem(int key_dim) {
 
 CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims) {
   if (variant == "fused") return CompileRequest{kPsaSource, {}, {fused_kernel_name(dims.key_dim)}};
+  if (variant == "fused_tc") return fused_tc_request(dims.key_dim);
   return fa2_request_of(variant, dims);
 }
 
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims) {
-  return {psa_module_request(variant == "fused", dims.key_dim), fa2_request_of(variant, dims)};
+  std::vector<CompileRequest> requests{psa_module_request(variant == "fused", dims.key_dim),
+                                       fa2_request_of(variant, dims)};
+  if (variant == "fused_tc") requests.push_back(fused_tc_request(dims.key_dim));
+  return requests;
 }
 
 PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
@@ -67,13 +78,16 @@ PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
       dims_(dims),
       fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims)),
       fused_(variant == "fused"),
+      fused_tc_(variant == "fused_tc"),
       module_(backend.compile(psa_module_request(fused_, dims.key_dim))),
+      tc_module_(fused_tc_ ? backend.compile(fused_tc_request(dims.key_dim)) : nullptr),
       pack_(module_->kernel("psa_pack_qkv")),
       extract_(module_->kernel("psa_extract_v")),
       merge_(module_->kernel("psa_merge_attn")),
       merge_bwd_(module_->kernel("psa_merge_attn_bwd")),
       qkv_grad_(module_->kernel("psa_qkv_grad")) {
   if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
+  if (fused_tc_) fused_forward_ = tc_module_->kernel(fused_tc_kernel_name(dims.key_dim));
 }
 
 PsaWorkspace PsaOp::workspace() const {
@@ -107,21 +121,24 @@ void PsaOp::merge_attn(const float* o_lo, const float* o_hi, float* merged) cons
 }
 
 void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
-  if (fused_) {
-    // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, dynamic shared memory: the warps' V tiles.
+  if (fused_ || fused_tc_) {
     float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>();
     float* lse = ws.lse.as<float>();
     const int bh = dims_.batch_heads(), n = dims_.n;
-    const PsaFusedParams p{qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, softmax_scale(dims_)};
-    const size_t shared_bytes = size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float);
-    backend_.launch(fused_forward_, {{ceil_div(size_t(n), 8), unsigned(bh), 1}, {256, 1, 1}, shared_bytes},
+    const PsaFusedParams p{qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, dims_.softmax_scale()};
+    // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, dynamic shared memory: the warps' V tiles.
+    // psa_tc.cu: kRows = 16 rows per CTA, kThreads = 256, static shared memory only.
+    const size_t shared_bytes = fused_ ? size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float) : 0;
+    const unsigned rows_per_cta = fused_ ? 8 : 16;
+    backend_.launch(fused_forward_,
+                    {{ceil_div(size_t(n), rows_per_cta), unsigned(bh), 1}, {256, 1, 1}, shared_bytes},
                     kernel_params(p));
     return;
   }
   const size_t head = dims_.head_elems();
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, softmax_scale(dims_)};
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
   pack_qkv(qkv, ws.packed.as<float>());
   fa2_.forward(q, k, v_lo, ws.o_lo.as<float>(), ws.lse.as<float>(), p);
   fa2_.forward(q, k, v_hi, ws.o_hi.as<float>(), ws.lse.as<float>(), p);  // rewrites the same L
@@ -133,7 +150,7 @@ void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaW
   const size_t head = dims_.head_elems();
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, softmax_scale(dims_)};
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
   const PsaMergeBwdParams merge_bwd{d_merged, ws.do_lo.as<float>(), ws.do_hi.as<float>(), dims_.key_dim,
                                     dims_.n};
   backend_.launch(merge_bwd_, transpose_config(2), kernel_params(merge_bwd));

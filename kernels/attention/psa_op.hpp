@@ -2,8 +2,10 @@
 // passes (HEAD_DIM = KEY_DIM; V_lo then V_hi, sharing Q, K and one logsumexp buffer), forward and backward;
 // or, with the `fused` variant, the forward as one psa_attention_fused launch that leaves the same workspace
 // (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
-// attention.md). Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
+// attention.md), and with `fused_tc` as one psa_attention_fused_tc launch (psa_tc.cu: 3xTF32 tensor cores),
+// same workspace and backward. Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 namespace lab {
 
 inline constexpr const char* kPsaSource = "attention/psa.cu";
+inline constexpr const char* kPsaTcSource = "attention/psa_tc.cu";  // the tensor-core forwards
 
 struct PsaDims {
   int batch = 1;
@@ -24,6 +27,7 @@ struct PsaDims {
   float scale = 0;  // softmax scale (key_dim ** -0.5 in Ultralytics)
   int batch_heads() const { return batch * num_heads; }
   size_t head_elems() const { return size_t(batch_heads()) * n * key_dim; }  // one [BH, N, KD] tensor
+  float softmax_scale() const { return scale != 0 ? scale : 1.0f / std::sqrt(float(key_dim)); }
 };
 
 // Intermediate buffers of one forward + backward; sized by PsaOp::workspace.
@@ -36,24 +40,25 @@ struct PsaWorkspace {
   DeviceBuffer grads;         // [2, 3, BH, N, KD]
 };
 
-// Empty when the fused forward exists for this key width (16 or 32; YOLO26 uses 32), else the rule.
+// Empty when the fused forwards (`fused`, `fused_tc`, the 16-bit one) exist for this key width (16 or 32;
+// YOLO26 uses 32), else the rule.
 std::string psa_fused_problem(int key_dim);
 // The largest map (H * W tokens) and the most query rows (batch * heads * tokens) the network runs through
 // the fused forward; larger problems take `tiled` (measured crossovers in docs/PERFORMANCE.md).
 inline constexpr int kPsaFusedMaxTokens = 1024;
 inline constexpr int64_t kPsaFusedMaxRows = 8192;
 // The attention kernels of a variant (what `lab source psa_attention` shows): the fused forward kernel alone
-// for `fused`, else the Flash Attention 2 module of the two passes.
+// for `fused` and `fused_tc`, else the Flash Attention 2 module of the two passes.
 CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims);
 // The modules a PsaOp of this variant and shape compiles: psa.cu's kernels, then its Flash Attention 2
-// module.
+// module, then for `fused_tc` psa_tc.cu's forward.
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims);
 
 class PsaOp {
  public:
   // `variant`: "tiled" or "row_per_cta" (the Flash Attention 2 variant of the composed forward and of the
-  // backward), or "fused" (the one-launch forward, tiled FA2 for the backward; UsageError for a key width
-  // without a fused kernel).
+  // backward), or "fused" / "fused_tc" (the one-launch forwards, tiled FA2 for the backward; UsageError for a
+  // key width without a fused kernel).
   PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims);
   PsaWorkspace workspace() const;
 
@@ -76,8 +81,8 @@ class PsaOp {
   Backend& backend_;
   PsaDims dims_;
   FlashAttn2Op fa2_;
-  bool fused_;
-  std::shared_ptr<Module> module_;
+  bool fused_, fused_tc_;
+  std::shared_ptr<Module> module_, tc_module_;
   Kernel fused_forward_, pack_, extract_, merge_, merge_bwd_, qkv_grad_;
 };
 

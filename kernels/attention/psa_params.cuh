@@ -56,4 +56,16 @@ struct PsaFusedParams {
   float scale;  // softmax scale
 };
 
+// psa_attention_half<KD, DT> (psa_tc.cu): 16-bit qkv -> merged and v_out in the same 16-bit type (raw
+// fp16 / bf16 patterns) and lse [BH, N] in float.
+struct PsaHalfParams {
+  const unsigned short* qkv;
+  unsigned short* merged;
+  unsigned short* v_out;
+  float* lse;
+  int batch_heads;
+  int n;
+  float scale;  // softmax scale
+};
+
 }  // namespace lab

@@ -1,9 +1,12 @@
 // The PSA kernel specs and their runners: psa_pack_qkv, psa_extract_v, psa_merge_attn (pure rearrangements,
-// exact) and psa_attention / psa_attention_bwd (the composed PsaOp, checked against the Ultralytics formula
-// in float64). All five share the parameters; the composed two compile what PsaOp compiles.
+// exact), psa_attention / psa_attention_bwd (the composed PsaOp, checked against the Ultralytics formula
+// in float64) and psa_attention_half (PsaHalfOp: fp16 / bf16 qkv, the same formula on the rounded inputs).
+// All six share the parameters; the composed two compile what PsaOp compiles.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/attention/attention_reference.hpp"
+#include "kernels/attention/psa_half_op.hpp"
 #include "kernels/attention/psa_op.hpp"
 #include "kernels/attention/psa_reference.hpp"
 #include "kernels/runner.hpp"
@@ -54,9 +57,13 @@ KernelSpec rearrangement_spec(const char* name, const char* description) {
   return spec;
 }
 
+// The rule of the one-launch forwards: KEY_DIM 16 or 32.
+std::string fused_problem(const Params& p) {
+  return psa_fused_problem(int(param_int(p, "KEY_DIM")));
+}
+
 // The composed attention, forward or backward; the instance's PsaOp also compiles psa.cu.
 KernelSpec attention_spec(const char* name, const char* description) {
-  auto fused_problem = [](const Params& p) { return psa_fused_problem(int(param_int(p, "KEY_DIM"))); };
   KernelSpec spec =
       psa_spec(name, description,
                {{"tiled", "pack -> 2x FA2 (tiled) -> merge, + extract-V"},
@@ -64,6 +71,10 @@ KernelSpec attention_spec(const char* name, const char* description) {
                 {"fused",
                  "one launch: 8 query rows per CTA, the keys split over its 8 warps, both value "
                  "halves on shared scores (KEY_DIM 16, 32); the backward on tiled FA2",
+                 fused_problem},
+                {"fused_tc",
+                 "one launch on tensor cores (3xTF32 mma.sync m16n8k8): 16 query rows per CTA, the keys "
+                 "split over its 8 warps (KEY_DIM 16, 32); the backward on tiled FA2",
                  fused_problem}});
   spec.compile = [](const std::string& variant, const Params& p) {
     return psa_attention_compile_request(variant, psa_dims(psa_shape(p)));
@@ -208,6 +219,79 @@ class PsaBackwardInstance : public PsaAttentionInstance {
   std::vector<double> ref_;
 };
 
+// psa_attention_half: seeded qkv rounded to fp16 / bf16, one PsaHalfOp forward, checked against the float64
+// formula on the rounded inputs.
+class PsaHalfInstance : public InstanceBase {
+ public:
+  PsaHalfInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
+      : InstanceBase(b),
+        s_(psa_shape(p)),
+        type_(parse_half_type(param_str(p, "DTYPE"))),
+        op_(b, type_, psa_dims(s_)),
+        qkv_(to_half_bits(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")), type_)),
+        qkv_buf_(b.upload_vector(qkv_)),
+        x_(output_array<uint16_t>(s_.out_elems())),
+        v_(output_array<uint16_t>(s_.out_elems())),
+        lse_(output_array<float>(size_t(s_.batch_heads()) * s_.n())) {}
+  void launch() override {
+    op_.forward(qkv_buf_.as<const uint16_t>(), x_.as<uint16_t>(), v_.as<uint16_t>(), lse_.as<float>());
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(half_bits_to_float(qkv_, type_)), s_);
+    // x: P is rounded to the element type before P.V and x once more at the end, each a relative rounding of
+    // up to u (2^-11 fp16, 2^-8 bf16), as in flash_attn2_fwd_half (whose measured rel_l2 is 0.5u-0.6u): 4u on
+    // rel_l2 and 8u of the largest |x| on max_abs. v is a copy of the rounded input: exact. L: the scores are
+    // sums of exact products of 16-bit values in float, so float32's tolerance.
+    double largest = 0;
+    for (double r : ref_.x) largest = std::max(largest, std::abs(r));
+    const double u = unit_roundoff(type_);
+    const size_t rows = size_t(s_.batch_heads()) * s_.n();
+    return {make_check("x", nchw(s_, s_.out_channels()), decode(x_, s_.out_elems()), ref_.x,
+                       tol.value_or(Tolerance{4 * u, 8 * u * largest})),
+            make_check("v", nchw(s_, s_.out_channels()), decode(v_, s_.out_elems()), ref_.v,
+                       tol.value_or(kExact)),
+            make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows), ref_.lse,
+                       tol.value_or(Tolerance{1e-5, 1e-4}))};
+  }
+  WorkCounts work() const override {
+    const double n = s_.n();
+    // qkv read once, x and v written (2 bytes each), L written; S = Q K^T (KD) and P V (2 KD) per head.
+    return {2.0 * (s_.qkv_elems() + 2 * s_.out_elems()) + 4.0 * s_.batch_heads() * n,
+            2.0 * 3 * s_.batch_heads() * n * n * s_.key_dim};
+  }
+
+ private:
+  std::vector<float> decode(const DeviceBuffer& buf, size_t count) {
+    return half_bits_to_float(fetch<uint16_t>(buf, count), type_);
+  }
+  PsaShape s_;
+  HalfType type_;
+  PsaHalfOp op_;
+  std::vector<uint16_t> qkv_;
+  DeviceBuffer qkv_buf_, x_, v_, lse_;
+  PsaAttentionRef ref_;
+};
+
+// The 16-bit forward: the PSA parameters plus the element type; one variant, KEY_DIM 16 or 32.
+KernelSpec half_spec() {
+  KernelSpec spec =
+      psa_spec("psa_attention_half",
+               "PSA attention forward on fp16 / bf16 qkv: one launch, mma.sync m16n8k16 with float "
+               "accumulation -> x, v (16-bit), L (float)",
+               {{"mma",
+                 "16 query rows per CTA, the keys split over its 8 warps, both value halves on "
+                 "shared scores (KEY_DIM 16, 32)",
+                 fused_problem}});
+  spec.source = kPsaTcSource;
+  ParamSpec dtype{"DTYPE", ParamSpec::Kind::Choice, "f16", "16-bit element type of qkv, x and v"};
+  dtype.choices = {"f16", "bf16"};
+  spec.params.push_back(dtype);
+  spec.compile = [](const std::string&, const Params& p) {
+    return psa_half_compile_request(parse_half_type(param_str(p, "DTYPE")), int(param_int(p, "KEY_DIM")));
+  };
+  return spec;
+}
+
 const KernelSpec pack_spec =
     rearrangement_spec("psa_pack_qkv", "qkv NCHW [B, nh*4*KD, H, W] -> [4, BH, N, KD] (Q, K, V_lo, V_hi)");
 const KernelSpec extract_spec = rearrangement_spec(
@@ -220,13 +304,15 @@ const KernelSpec forward_spec =
 const KernelSpec backward_spec = attention_spec(
     "psa_attention_bwd",
     "PSA attention backward: merge bwd -> 2x FA2 bwd -> d_qkv (dQ, dK summed; + the extract-V gradient)");
+const KernelSpec half_psa_spec = half_spec();
 
 const bool registered =
     register_runner(pack_spec, make_instance<RearrangeInstance<Rearrangement::Pack>>()) &&
     register_runner(extract_spec, make_instance<RearrangeInstance<Rearrangement::ExtractV>>()) &&
     register_runner(merge_spec, make_instance<RearrangeInstance<Rearrangement::Merge>>()) &&
     register_runner(forward_spec, make_instance<PsaForwardInstance>()) &&
-    register_runner(backward_spec, make_instance<PsaBackwardInstance>());
+    register_runner(backward_spec, make_instance<PsaBackwardInstance>()) &&
+    register_runner(half_psa_spec, make_instance<PsaHalfInstance>());
 
 }  // namespace
 }  // namespace lab

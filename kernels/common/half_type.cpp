@@ -14,6 +14,10 @@ HalfType parse_half_type(const std::string& name) {
   throw UsageError("unknown 16-bit element type '" + name + "' (valid: f16, bf16)");
 }
 
+double unit_roundoff(HalfType t) {
+  return t == HalfType::f16 ? 0x1p-11 : 0x1p-8;
+}
+
 std::string half_type_template_arg(HalfType t) {
   return t == HalfType::f16 ? "0" : "1";
 }

@@ -14,6 +14,9 @@ HalfType parse_half_type(
 // The kernels' DT template argument: "0" (LAB_F16) or "1" (LAB_BF16).
 std::string half_type_template_arg(HalfType t);
 
+// Half an ulp relative to the value: 2^-11 for fp16 (11-bit significand), 2^-8 for bf16 (8-bit).
+double unit_roundoff(HalfType t);
+
 // Each value rounded to the nearest value of type `t` (ties to even), as its 16-bit pattern.
 std::vector<uint16_t> to_half_bits(const std::vector<float>& values, HalfType t);
 // The value of each 16-bit pattern, exact in float; NaN patterns (the 0xffff poison) stay NaN.

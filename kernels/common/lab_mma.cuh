@@ -1,7 +1,7 @@
-// Half-precision storage and the warp-level tensor-core primitives (PTX mma.sync m16n8k16, ldmatrix,
-// cp.async, and the ex2.approx.ftz exponent their softmax uses) on both backends. NVRTC gets inline PTX
-// (sm_80 or newer); the cpu emulator implements the same functions with the same per-lane register layouts
-// (nvrtc_runtime/cpu/device/lab_emu_mma.hpp), so a kernel written against the PTX layouts below runs
+// Half-precision storage and the warp-level tensor-core primitives (PTX mma.sync m16n8k16 and tf32 m16n8k8,
+// ldmatrix, cp.async, and the ex2.approx.ftz exponent their softmax uses) on both backends. NVRTC gets inline
+// PTX (sm_80 or newer); the cpu emulator implements the same functions with the same per-lane register
+// layouts (nvrtc_runtime/cpu/device/lab_emu_mma.hpp), so a kernel written against the PTX layouts below runs
 // unchanged on both.
 //
 // Element types are template arguments: LAB_F16 (IEEE binary16) or LAB_BF16 (bfloat16). Values travel as raw
@@ -13,6 +13,12 @@
 //                              a[3] = A[g+8][2t+8, 2t+9]
 //   B 16x8 (k x n),      b[2]: b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g]
 //   C/D 16x8 float,      d[4]: d[0..1] = D[g][2t, 2t+1], d[2..3] = D[g+8][2t, 2t+1]
+// tf32 (m16n8k8 with .tf32 operands, one element per 32-bit register, and .f32 accumulators):
+//   A 16x8 (row-major),  a[4]: a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4]
+//   B 8x8 (k x n),       b[2]: b[0] = B[t][g], b[1] = B[t+4][g]
+//   C/D 16x8 float,      d[4]: as m16n8k16
+// A tf32 operand is a float bit pattern whose low 13 mantissa bits are zero (lab_to_tf32); 3xTF32
+// (lab_split_tf32, lab_mma_1688_3xtf32) keeps float32 accuracy by adding the products of the low parts.
 // ldmatrix (8x8 matrices of 16-bit elements, each row 16 contiguous bytes in shared memory): lanes 8i..8i+7
 // give the row addresses of matrix i (x4: i < 4, x2: i < 2, lanes 0-15; the other lanes' addresses are
 // ignored); r[i] receives matrix i as M[g][2t, 2t+1], or with .trans as M[2t][g] (low) and M[2t+1][g] (high).
@@ -110,6 +116,23 @@ __device__ __forceinline__ void lab_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(PENDING));
 }
 
+// x rounded to tf32 (10 mantissa bits, to nearest, ties away from zero: cvt.rna), as a float bit pattern.
+__device__ __forceinline__ uint32_t lab_to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// d += a * b, one m16n8k8 tensor-core product of tf32 operands with float accumulation (layouts above).
+__device__ __forceinline__ void lab_mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4],
+                                                  const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 // 2^x in one MUFU instruction (ex2.approx, ~2 ulp), results below the smallest normal float flushed to zero:
 // the softmax exponent, which exp2f would follow with subnormal fix-ups.
 __device__ __forceinline__ float lab_exp2_ftz(float x) {
@@ -152,4 +175,20 @@ __device__ __forceinline__ void lab_mma_16816_pair(float (&d0)[4], float (&d1)[4
                                                    const uint32_t (&b)[4]) {
   lab_mma_16816<DT>(d0, a, {b[0], b[1]});
   lab_mma_16816<DT>(d1, a, {b[2], b[3]});
+}
+
+// 3xTF32: x = hi + lo + e with hi = tf32(x), lo = tf32(x - hi), |e| <= 2^-22 |x| (about float32's own
+// rounding); a product a b is hi_a hi_b + hi_a lo_b + lo_a hi_b, leaving out lo_a lo_b (<= 2^-22 |a b|).
+__device__ __forceinline__ void lab_split_tf32(float x, uint32_t& hi, uint32_t& lo) {
+  hi = lab_to_tf32(x);
+  lo = lab_to_tf32(x - __uint_as_float(hi));
+}
+
+// d += a * b in 3xTF32 from split operands: the two small products first, then the large one.
+__device__ __forceinline__ void lab_mma_1688_3xtf32(float (&d)[4], const uint32_t (&a_hi)[4],
+                                                    const uint32_t (&a_lo)[4], const uint32_t (&b_hi)[2],
+                                                    const uint32_t (&b_lo)[2]) {
+  lab_mma_1688_tf32(d, a_lo, b_hi);
+  lab_mma_1688_tf32(d, a_hi, b_lo);
+  lab_mma_1688_tf32(d, a_hi, b_hi);
 }

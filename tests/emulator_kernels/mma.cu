@@ -1,6 +1,6 @@
-// Emulator test kernels: the fp16 / bfloat16 tensor-core primitives of common/lab_mma.cuh. Every lane builds
-// or reads its registers by hand from the PTX layouts documented there, so the same expectations check the
-// emulator and the tensor cores.
+// Emulator test kernels: the fp16 / bfloat16 and tf32 tensor-core primitives of common/lab_mma.cuh. Every
+// lane builds or reads its registers by hand from the PTX layouts documented there, so the same expectations
+// check the emulator and the tensor cores.
 //
 // mma_matmul<DT>: c_out = a * b + c_in through lab_mma_16816<DT>, for a [M][KD] and b [KD][N] (16-bit
 //   patterns of type DT, row-major) and c [M][N] float (row-major); M a multiple of 32, N of 8, KD of 16. One
@@ -12,6 +12,11 @@
 //   of its low and high half; i < pairs. Grid ceil(pairs / 64); block 64.
 // cp_async_fill: 512 float4 into shared memory by lab_cp_async_16 in two committed groups, valid for
 //   j < valid (src holds only those), then out[j] = the shared copy. Block 128.
+// mma_tf32_matmul<SPLIT>: c_out = a * b + c_in through lab_mma_1688_tf32 for float a [M][KD], b [KD][N] and c
+//   [M][N] (row-major; M a multiple of 32, N of 8, KD of 8), grid and block as mma_matmul. SPLIT false: each
+//   operand's bit pattern goes in as it is (the test passes tf32 values); true: 3xTF32 (lab_split_tf32,
+//   lab_mma_1688_3xtf32) on any floats.
+// tf32_convert: out[i] = lab_to_tf32(in[i]) (bit patterns); i < count. Grid ceil(count / 64); block 64.
 // mma_divergent: lanes 0-15 call lab_mma_16816 while lanes 16-31 return (mode 0), wait at __syncwarp
 //   (mode 1) or wait at __syncthreads (mode 2): wrong on purpose, for the emulator's error. Block 32.
 #include "../../kernels/common/lab.cuh"
@@ -44,6 +49,40 @@ __global__ void mma_matmul(const uint16_t* __restrict__ a, const uint16_t* __res
   c_out[top + 1] = d[1];
   c_out[bottom] = d[2];
   c_out[bottom + 1] = d[3];
+}
+
+template <bool SPLIT>
+__global__ void mma_tf32_matmul(const float* __restrict__ a, const float* __restrict__ b, const float* c_in,
+                                float* c_out, int n, int kd) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int m0 = (blockIdx.y * 2 + threadIdx.x / 32) * 16, n0 = blockIdx.x * 8;
+  const int top = (m0 + g) * n + n0 + 2 * t, bottom = top + 8 * n;  // D[g][2t] and D[g + 8][2t]
+  float d[4] = {c_in[top], c_in[top + 1], c_in[bottom], c_in[bottom + 1]};
+  for (int k0 = 0; k0 < kd; k0 += 8) {
+    const float fa[4] = {a[(m0 + g) * kd + k0 + t], a[(m0 + g + 8) * kd + k0 + t],
+                         a[(m0 + g) * kd + k0 + t + 4], a[(m0 + g + 8) * kd + k0 + t + 4]};
+    const float fb[2] = {b[(k0 + t) * n + n0 + g], b[(k0 + t + 4) * n + n0 + g]};
+    if (SPLIT) {
+      uint32_t a_hi[4], a_lo[4], b_hi[2], b_lo[2];
+      for (int i = 0; i < 4; ++i) lab_split_tf32(fa[i], a_hi[i], a_lo[i]);
+      for (int i = 0; i < 2; ++i) lab_split_tf32(fb[i], b_hi[i], b_lo[i]);
+      lab_mma_1688_3xtf32(d, a_hi, a_lo, b_hi, b_lo);
+    } else {
+      const uint32_t ua[4] = {__float_as_uint(fa[0]), __float_as_uint(fa[1]), __float_as_uint(fa[2]),
+                              __float_as_uint(fa[3])};
+      const uint32_t ub[2] = {__float_as_uint(fb[0]), __float_as_uint(fb[1])};
+      lab_mma_1688_tf32(d, ua, ub);
+    }
+  }
+  c_out[top] = d[0];
+  c_out[top + 1] = d[1];
+  c_out[bottom] = d[2];
+  c_out[bottom + 1] = d[3];
+}
+
+extern "C" __global__ void tf32_convert(const float* __restrict__ in, uint32_t* __restrict__ out, int count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = lab_to_tf32(in[i]);
 }
 
 extern "C" __global__ void ldmatrix_all(const uint16_t* __restrict__ tile, const int* __restrict__ offsets,

@@ -1,4 +1,5 @@
-// kernels/common/lab_mma.cuh on the host: lab_pack2, lab_to_float, lab_mma_16816, lab_ldmatrix_x4 / _x2
+// kernels/common/lab_mma.cuh on the host: lab_pack2, lab_to_float, lab_mma_16816, lab_to_tf32,
+// lab_mma_1688_tf32, lab_ldmatrix_x4 / _x2
 // (plain and .trans) and lab_cp_async_16 / _commit / _wait with the PTX per-lane register layouts documented
 // in lab_mma.cuh, so a kernel written against those layouts runs unchanged on the emulator.
 //
@@ -14,7 +15,10 @@
 // subnormals as cvt.rn does). A product of two fp16 or bfloat16 values is exact in float (barring bfloat16
 // products beyond float's range); mma sums the 16 products of each output in float in k order and adds the
 // sum onto the accumulator. The tensor cores accumulate in another order, so results may differ from the
-// GPU's in the last bits. cp.async copies (or zero-fills) at once; commit and wait have nothing to wait for.
+// GPU's in the last bits. tf32: lab_to_tf32 rounds the 13 low mantissa bits away to nearest, ties away from
+// zero (cvt.rna); the tf32 mma reads only the upper 19 bits of each operand (the low 13 are dropped, as the
+// tensor cores do), so each product is exact in float and the 8 of an output are summed like the 16 above.
+// cp.async copies (or zero-fills) at once; commit and wait have nothing to wait for.
 #pragma once
 
 // lab_mma.cuh defines both again, identically (C++ allows that; a mismatch would be diagnosed).
@@ -64,6 +68,14 @@ inline void lab_cp_async_16(void* dst, const void* src, bool valid) {
 inline void lab_cp_async_commit() {}
 template <int PENDING>
 inline void lab_cp_async_wait() {}
+
+// x rounded to tf32 (cvt.rna.tf32.f32): to nearest on the 13 low mantissa bits, ties away from zero (adding
+// half a tf32 ulp to the magnitude carries into the exponent where it should); NaN and infinity unchanged.
+inline uint32_t lab_to_tf32(float x) {
+  const uint32_t bits = __float_as_uint(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;
+  return (bits + 0x1000u) & ~0x1fffu;
+}
 
 // 2^x with results below the smallest normal float flushed to zero (ex2.approx.ftz.f32).
 inline float lab_exp2_ftz(float x) {
@@ -165,6 +177,34 @@ struct MmaAt {
   }
 };
 
+// d += a * b for tf32 m16n8k8 (layouts in lab_mma.cuh): each operand's low 13 mantissa bits are dropped.
+struct MmaTf32At {
+  const char* file;
+  int line;
+  void operator()(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) const {
+    WarpExchange x("lab_mma_1688_tf32", file, line);
+    std::memcpy(x.mine().a, a, sizeof a);
+    std::memcpy(x.mine().b, b, sizeof b);
+    const MmaLane* lanes = x.exchange();
+    const unsigned g = x.lane() / 4, t = x.lane() % 4;
+    // A[r][k] sits in lane (r % 8) * 4 + k % 4, register (r >= 8) + 2 * (k >= 4); B[k][n] in lane n * 4 + k %
+    // 4, register k >= 4.
+    auto tf32 = [](uint32_t bits) { return __uint_as_float(bits & ~0x1fffu); };
+    float a_rows[2][8], b_cols[2][8];
+    for (unsigned k = 0; k < 8; ++k)
+      for (unsigned h = 0; h < 2; ++h) {
+        a_rows[h][k] = tf32(lanes[g * 4 + k % 4].a[h + 2 * (k >= 4)]);
+        b_cols[h][k] = tf32(lanes[(2 * t + h) * 4 + k % 4].b[k >= 4]);
+      }
+    x.release();
+    for (unsigned i = 0; i < 4; ++i) {
+      float sum = 0.0f;
+      for (unsigned k = 0; k < 8; ++k) sum += a_rows[i / 2][k] * b_cols[i % 2][k];
+      d[i] += sum;
+    }
+  }
+};
+
 // ldmatrix of N 8x8 matrices, TRANS for .trans.
 template <unsigned N, bool TRANS>
 struct LdmatrixAt {
@@ -191,8 +231,12 @@ struct LdmatrixAt {
 }  // namespace lab_emu
 
 // lab_mma_16816<DT>(d, a, b) becomes lab_emu::MmaAt{__FILE__, __LINE__}.call<DT>(d, a, b); likewise the
-// ldmatrix calls.
+// tf32 mma and the ldmatrix calls.
 #define lab_mma_16816 lab_emu::MmaAt{__FILE__, __LINE__}.call
+#define lab_mma_1688_tf32 \
+  lab_emu::MmaTf32At {    \
+    __FILE__, __LINE__    \
+  }
 #define lab_ldmatrix_x4           \
   lab_emu::LdmatrixAt<4, false> { \
     __FILE__, __LINE__            \
