@@ -8,15 +8,13 @@
 //     the Q block once, then the K and V tiles of BN keys into a ring of STAGES buffers. K and V of a stage
 //     complete on their own "full" mbarriers, so the scores start while V is still landing; before reusing a
 //     stage it waits for that stage's "empty" mbarrier.
-//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc), own 64 query rows each. Per tile j: S = Q K^T as
-//     HEAD_DIM / 16 wgmma m64nBNk16 with Q and K in shared memory, and O += P V of tile j - 1: BN / 16 wgmma
-//     m64nHEAD_DIMk16 whose A operand is P, rounded to the element type, register for register, and V in
-//     shared memory read MN-major (V's rows are keys, the product's K dimension); then the online softmax of
-//     tile j on the accumulator registers, in the log2 domain with ex2.approx.ftz as flash_attn2_mma.cu,
-//     which runs while P V is still in flight; once P V is done, the stage of tile j - 1 is released (every
-//     consumer thread arrives on its empty mbarrier) and O is rescaled.
-//   Ping-pong: the consumers issue their products in turns (named barriers 1 and 2), so the tensor cores run
-//     one consumer's products while the other runs its softmax.
+//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc), own 64 query rows each. Per tile: S = Q K^T as
+//     HEAD_DIM / 16 wgmma m64nBNk16 with Q and K in shared memory; the online softmax on the accumulator
+//     registers, in the log2 domain with ex2.approx.ftz as flash_attn2_mma.cu; P, rounded to the element
+//     type, is register for register the A operand of O += P V: BN / 16 wgmma m64nHEAD_DIMk16 with V in
+//     shared memory read MN-major (V's rows are keys, the product's K dimension). Then every consumer thread
+//     arrives on the stage's empty mbarrier. The two consumers share the tensor cores: while one runs its
+//     softmax, the other's products run.
 // Shared memory, in 1024-byte aligned regions: Q as [HEAD_DIM / 64][128 rows][64], then K and V each as
 //   [STAGES][HEAD_DIM / 64][BN rows][64] — column blocks of 64 elements, 128-byte rows in the 128-byte swizzle
 //   the copies write (common/lab_swizzle.cuh) — then the mbarriers. Rows past N_CTX_Q / N_CTX_K load as zeros
@@ -27,7 +25,6 @@
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
 #include "common/lab_mbarrier.cuh"
-#include "common/lab_named_barrier.cuh"
 #include "common/lab_swizzle.cuh"
 #include "common/lab_tma.cuh"
 #include "common/lab_wgmma.cuh"
@@ -40,7 +37,6 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kMasked = -1.0e30f;  // the score of a key past the end: finite, so max / exp make no NaN
 constexpr int kBlockM = 128;         // query rows per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 384;
-constexpr unsigned kTurnThreads = 256;  // the two consumers, at their named barriers (turns)
 constexpr int kColumns = 64;         // elements of one 128-byte swizzled row
 constexpr unsigned kSwizzleAtom = 1024;  // 8 rows of 128 bytes: the stride between 8-row groups
 
@@ -58,65 +54,6 @@ struct Smem {
 // The K-major (SS operand) descriptor of k16 step `kk` of a tile stored as column blocks of `rows` rows.
 __device__ __forceinline__ unsigned long long k_major_desc(const uint16_t* tile, int rows, int kk) {
   return lab_wgmma_desc(tile + (kk / 4) * rows * kColumns + (kk % 4) * 16, 16, kSwizzleAtom, LAB_SWIZZLE_128B);
-}
-
-// S = Q K^T for one tile: HEAD_DIM / 16 wgmma m64nBNk16, Q (64 rows of the 128-row block) and K from
-// shared memory, K-major. Issued, not waited for.
-template <int DT, int HEAD_DIM, int BN>
-__device__ __forceinline__ void s_products(float (&sc)[BN / 2], const uint16_t* q_rows, const uint16_t* kt) {
-#pragma unroll
-  for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
-    lab_wgmma_ss<DT, BN, 0, 0>(sc, k_major_desc(q_rows, kBlockM, kk), k_major_desc(kt, BN, kk), kk > 0);
-}
-
-// The online softmax of one tile of scores (keys key0 .. key0 + BN - 1) in the log2 domain: keys past n_k
-// (only in the last tile; every row keeps one key there) score kMasked, whose exponent is 0; scores stay
-// unscaled until the exponent (scale > 0). Updates the rows' running max and sum, leaves P = exp2(...) in sc
-// and the factor alpha that O must be rescaled by.
-template <int BN>
-__device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int key0, int n_k, int q, float scale_log2,
-                                               float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
-  if (key0 + BN > n_k) {
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i)
-      if (key0 + 8 * (i / 4) + 2 * q + i % 2 >= n_k) sc[i] = kMasked;
-  }
-  float tile_max[2] = {kMasked, kMasked};
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
-    alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
-    row_max[r] = m_new;
-    row_sum[r] *= alpha[r];
-  }
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) {
-    sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
-    row_sum[(i / 2) % 2] += sc[i];
-  }
-}
-
-// P's k16 chunk kk as wgmma's A fragment: accumulator elements 8 kk .. 8 kk + 7 are exactly its (row g,
-// columns 2q..), (row g + 8, 2q..), (row g, 2q + 8..), (row g + 8, 2q + 8..) pairs.
-template <int DT, int BN>
-__device__ __forceinline__ void pack_p(const float (&sc)[BN / 2], uint32_t (&pa)[BN / 16][4]) {
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) pa[kk][r] = lab_pack2<DT>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
-}
-
-// O += P V for one tile: BN / 16 wgmma m64nHEAD_DIMk16, P's k16 chunk kk from registers, V MN-major (its
-// 64-column blocks BN * 128 bytes apart). Issued, not waited for.
-template <int DT, int HEAD_DIM, int BN>
-__device__ __forceinline__ void pv_products(float (&o)[HEAD_DIM / 2], const uint32_t (&pa)[BN / 16][4],
-                                            const uint16_t* vt) {
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk)
-    lab_wgmma_rs<DT, HEAD_DIM, 1>(
-        o, pa[kk], lab_wgmma_desc(vt + kk * 16 * kColumns, BN * 128, kSwizzleAtom, LAB_SWIZZLE_128B), 1);
 }
 
 }  // namespace fa_wgmma
@@ -183,61 +120,67 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
   for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.f;
   float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f};
-  uint32_t pa[BN / 16][4];  // P of the previous tile, as wgmma's A fragments
 
-  // The turn (named barrier 1 + c, both consumers' 256 threads): consumer c issues its products only in its
-  // turn and hands the turn over right after, so its softmax runs while the other's products run. The
-  // barriers stay balanced: each consumer syncs on its own barrier `tiles` times and arrives on the other's
-  // `tiles` times (consumer 1's first arrival lets consumer 0 start; it skips its last).
-  const unsigned my_turn = 1 + c, other_turn = 2 - c;
-  if (c == 1) lab_named_barrier_arrive(other_turn, kTurnThreads);
   lab_mbarrier_wait_parity(q_full, 0);
-  // Tile 0 alone (no P V yet), so that no wgmma sits in a branch: a conditional product would make ptxas
-  // serialise every wgmma of the kernel.
-  float sc[BN / 2], alpha[2];
-  lab_mbarrier_wait_parity(&k_full[0], 0);
-  lab_named_barrier_sync(my_turn, kTurnThreads);
-  lab_wgmma_fence();
-  s_products<DT, HEAD_DIM, BN>(sc, sq_rows, sk);
-  lab_wgmma_commit_group();
-  if (c == 0 || tiles > 1) lab_named_barrier_arrive(other_turn, kTurnThreads);
-  lab_wgmma_wait_group<0>();
-  lab_wgmma_hold(sc);
-  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
-  pack_p<DT, BN>(sc, pa);
-  for (int j = 1; j < tiles; ++j) {
-    const int s = j % STAGES, prev = (j - 1) % STAGES;
-    // In the turn: S = Q K^T of this tile, then O += P V of the previous one (P from registers).
-    lab_mbarrier_wait_parity(&k_full[s], (j / STAGES) & 1);
-    lab_mbarrier_wait_parity(&v_full[prev], ((j - 1) / STAGES) & 1);
-    lab_named_barrier_sync(my_turn, kTurnThreads);
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % STAGES;
+    const unsigned parity = (j / STAGES) & 1;
+    const uint16_t* kt = sk + s * S::tile_elems;
+    const uint16_t* vt = sv + s * S::tile_elems;
+
+    float sc[BN / 2];
+    lab_mbarrier_wait_parity(&k_full[s], parity);
     lab_wgmma_fence();
-    s_products<DT, HEAD_DIM, BN>(sc, sq_rows, sk + s * S::tile_elems);
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+      lab_wgmma_ss<DT, BN, 0, 0>(sc, k_major_desc(sq_rows, kBlockM, kk), k_major_desc(kt, BN, kk), kk > 0);
     lab_wgmma_commit_group();
-    pv_products<DT, HEAD_DIM, BN>(o, pa, sv + prev * S::tile_elems);
-    lab_wgmma_commit_group();
-    if (c == 0 || j + 1 < tiles) lab_named_barrier_arrive(other_turn, kTurnThreads);
-    // This tile's softmax while the previous P V still runs; once that is done, its stage is free and O and
-    // P's registers may change.
-    lab_wgmma_wait_group<1>();
-    lab_wgmma_hold(sc);
-    online_softmax<BN>(sc, j * BN, p.n_k, q, scale_log2, row_max, row_sum, alpha);
     lab_wgmma_wait_group<0>();
-    lab_wgmma_hold(o);
-    lab_mbarrier_arrive(&empty[prev]);
+    lab_wgmma_hold(sc);
+
+    // Online softmax over this tile; keys past n_k (only in the last tile; every row keeps one key there)
+    // score kMasked, whose exponent is 0. Scores stay unscaled until the exponent (scale > 0).
+    if ((j + 1) * BN > p.n_k) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i)
+        if (j * BN + 8 * (i / 4) + 2 * q + i % 2 >= p.n_k) sc[i] = kMasked;
+    }
+    float tile_max[2] = {kMasked, kMasked};
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
+      alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
+      row_max[r] = m_new;
+      row_sum[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+      sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
+      row_sum[(i / 2) % 2] += sc[i];
+    }
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
-    pack_p<DT, BN>(sc, pa);
-  }
-  {  // the last tile's P V, outside the turns
-    const int last = (tiles - 1) % STAGES;
-    lab_mbarrier_wait_parity(&v_full[last], ((tiles - 1) / STAGES) & 1);
+    // P's k16 chunk kk as wgmma's A fragment: accumulator elements 8 kk .. 8 kk + 7 are exactly its
+    // (row g, columns 2q..), (row g + 8, 2q..), (row g, 2q + 8..), (row g + 8, 2q + 8..) pairs.
+    uint32_t pa[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kk][r] = lab_pack2<DT>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+
+    lab_mbarrier_wait_parity(&v_full[s], parity);
     lab_wgmma_fence();
-    pv_products<DT, HEAD_DIM, BN>(o, pa, sv + last * S::tile_elems);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)  // V MN-major: 64-column blocks BN * 128 bytes apart
+      lab_wgmma_rs<DT, HEAD_DIM, 1>(
+          o, pa[kk], lab_wgmma_desc(vt + kk * 16 * kColumns, BN * 128, kSwizzleAtom, LAB_SWIZZLE_128B), 1);
     lab_wgmma_commit_group();
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
-    lab_mbarrier_arrive(&empty[last]);
+    lab_mbarrier_arrive(&empty[s]);
   }
 
   // O = acc / rowsum rounded to the element type, two columns per 4-byte store; L by one thread per row.
