@@ -25,7 +25,7 @@ done
 assets=$root/../shared/assets
 mkdir -p "$out/shared/assets/goldens" "$out/shared/assets/images" "$out/shared/assets/models"
 cp "$assets/README.md" "$out/shared/assets/"
-cp "$assets"/goldens/{bus_loss_golden.safetensors,bus_loss.json,bus_labels.txt,bus_detections.json} \
+cp "$assets"/goldens/{bus_loss_golden.safetensors,bus_loss.json,bus_labels.txt,bus_detections.json,bus_train_golden.json,bus_train_golden.safetensors} \
   "$out/shared/assets/goldens/"
 cp "$assets"/goldens/bus640_golden_0.safetensors "$assets"/goldens/bus640_golden_2.safetensors "$out/shared/assets/goldens/"
 cp "$assets"/images/*.jpg "$out/shared/assets/images/"

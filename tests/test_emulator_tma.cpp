@@ -51,8 +51,9 @@ struct Case {
 };
 
 std::vector<Case> load_cases() {
-  return {{"1D, the box's last 6 elements past the end", {100}, {16}, {90}},
-          {"2D 128B swizzle, rows above and columns past the end",
+  // The 1-D case last: on the H200 it faults (illegal instruction in the 1-D copy, docs/PERFORMANCE.md), and a
+  // fault is sticky, so the other ranks are checked before it.
+  return {{"2D 128B swizzle, rows above and columns past the end",
            {40, 37},
            {32, 8},
            {16, -3},
@@ -63,7 +64,8 @@ std::vector<Case> load_cases() {
           {"2D every second row", {40, 37}, {8, 6}, {8, 31}, {1, 2}},
           {"3D", {8, 5, 4}, {8, 4, 3}, {0, 3, -1}},
           {"4D", {4, 6, 3, 2}, {4, 4, 2, 2}, {0, 3, 2, -1}},
-          {"5D", {4, 3, 3, 2, 2}, {4, 2, 2, 2, 2}, {0, 2, -1, 1, 0}}};
+          {"5D", {4, 3, 3, 2, 2}, {4, 2, 2, 2, 2}, {0, 2, -1, 1, 0}},
+          {"1D, the box's last 6 elements past the end", {100}, {16}, {90}}};
 }
 
 size_t element_count(const std::vector<uint64_t>& dims) {
@@ -192,7 +194,8 @@ std::vector<Case> store_cases() {
   return {{"2D, past the last row and column", {40, 37}, {32, 8}, {16, 33}},
           {"2D 128B swizzle, above the first row", {40, 37}, {32, 8}, {0, -2}, {}, TensorSwizzle::B128},
           {"3D, before the first column", {8, 5, 4}, {8, 4, 2}, {-4, 1, 2}},
-          {"5D", {4, 3, 3, 2, 2}, {4, 2, 2, 2, 2}, {0, 2, -1, 1, 0}}};
+          {"5D", {4, 3, 3, 2, 2}, {4, 2, 2, 2, 2}, {0, 2, -1, 1, 0}},
+          {"1D, the box's last 6 elements past the end", {100}, {16}, {90}}};
 }
 
 std::string launch_error(const std::function<void()>& launch) {
@@ -283,7 +286,7 @@ TEST_CASE("emulator: TMA stores write the box's elements inside the tensor and n
 TEST_CASE("emulator: a TMA copy with a foreign map, a misaligned box or a wrong expect_tx fails at its line",
           "[emulator][tma]") {
   auto backend = test::emulator_backend();
-  const Case c = load_cases()[1];
+  const Case c = load_cases()[0];
   const TensorMap foreign{};  // what a cuda map looks like to the emulator: no emulator layout
   std::string message = launch_error([&] { load_raw(*backend, c, -1, 0, &foreign); });
   CHECK_THAT(message, Contains("tma.cu:67: the tensor map was not made by the cpu backend"));
