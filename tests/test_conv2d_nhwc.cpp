@@ -125,8 +125,9 @@ TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]"
   CHECK(conv2d_nhwc_tiles(256, 256).bn == 128);
 }
 
-TEST_CASE("conv2d_nhwc compiles with NVRTC for sm_90a to HGMMA fed by TMA, without local memory",
-          "[conv2d_nhwc]") {
+TEST_CASE(
+    "conv2d_nhwc compiles with NVRTC for sm_90a to HGMMA fed by TMA, unserialised, without local memory",
+    "[conv2d_nhwc]") {
   const RuntimeContext ctx = test::embedded_context();
   for (int kernel : {1, 3})
     for (int c : {16, 64, 256}) {
@@ -143,5 +144,7 @@ TEST_CASE("conv2d_nhwc compiles with NVRTC for sm_90a to HGMMA fed by TMA, witho
       CHECK_THAT(sass, Contains("UTMALDG.3D"));
       CHECK_THAT(sass, Contains("USETMAXREG"));
       CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
+      // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
+      CHECK_THAT(r.log, !Contains("serialized"));
     }
 }
