@@ -79,11 +79,12 @@ float float_of(uint32_t b) {
   return v;
 }
 
-// c_out of one of mma.cu's matmul kernels (a [m][kd], b [kd][n], c0 [m][n]; grid (n / 8, m / 32), block 64)
-// on backend `name`.
+// Runs one of mma.cu's matmul kernels (a [m][kd], b [kd][n], c0 [m][n]; grid (n / 8, m / 32), block 64) on
+// backend `name` and checks c_out against `ref` (float64) within 1e-5 rel_l2 and 5e-5 max_abs.
 template <class T>
-std::vector<float> run_matmul(const std::string& name, const std::string& kernel, const std::vector<T>& a,
-                              const std::vector<T>& b, const std::vector<float>& c0, int m, int n, int kd) {
+void check_matmul(const std::string& name, const std::string& kernel, const std::vector<T>& a,
+                  const std::vector<T>& b, const std::vector<float>& c0, const std::vector<double>& ref,
+                  int m, int n, int kd) {
   auto backend = make_backend(name, test::emulator_kernels_context());
   auto module = backend->compile({"mma.cu", {}, {kernel}});
   DeviceBuffer d_a = backend->upload_vector(a), d_b = backend->upload_vector(b),
@@ -93,7 +94,23 @@ std::vector<float> run_matmul(const std::string& name, const std::string& kernel
   backend->launch(module->kernel(kernel), {{unsigned(n / 8), unsigned(m / 32), 1}, {64, 1, 1}},
                   kernel_args(a_ptr, b_ptr, c_ptr, out_ptr, n, kd));
   backend->synchronize();
-  return backend->download_vector<float>(d_out, c0.size());
+  const std::vector<float> out = backend->download_vector<float>(d_out, c0.size());
+  const OutputCheck check = make_check("d", {size_t(m), size_t(n)}, out, ref, Tolerance{1e-5, 5e-5});
+  INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " at "
+                 << check.metrics.worst_index);
+  CHECK(check.metrics.non_finite == 0);
+  CHECK(check.pass);
+}
+
+// How many elements of `out` differ from `expected`; the first 8 are reported, named by where(i).
+template <class Where>
+size_t count_wrong(const std::vector<uint32_t>& out, const std::vector<uint32_t>& expected, Where where) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != expected[i] && wrong++ < 8)
+      UNSCOPED_INFO(where(i) << ": got 0x" << std::hex << out[i] << " expected 0x" << expected[i]
+                             << std::dec);
+  return wrong;
 }
 
 struct TypeCase {
@@ -149,17 +166,12 @@ TEST_CASE("emulator: mma m16n8k16 (fp16, bf16) matches a float64 matmul in the d
     const std::string kernel = "mma_matmul<" + std::to_string(type.dt) + ">";
     for (const std::string& name : available_backends()) {
       INFO("backend " << name << " " << kernel << " (" << type.name << ")");
-      const std::vector<float> out = run_matmul(name, kernel, a, b, c0, m, n, kd);
       // The products of 16-bit inputs are exact in float, so only the float accumulation differs from the
       // float64 reference: 48 products of magnitude <= 1 plus c, each sum rounded to float (2^-24 relative),
       // on outputs of magnitude a few units. Worst case a few 1e-6 absolute, typically ~1e-7; the tensor
-      // cores' own accumulation order stays in the same range. A wrong lane or register mapping, or a wrong
-      // element type, is off by O(0.1-1).
-      const OutputCheck check = make_check("d", {size_t(m), size_t(n)}, out, ref, Tolerance{1e-5, 5e-5});
-      INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " at "
-                     << check.metrics.worst_index);
-      CHECK(check.metrics.non_finite == 0);
-      CHECK(check.pass);
+      // cores' own accumulation order stays in the same range (check_matmul's 1e-5 rel_l2, 5e-5 max_abs). A
+      // wrong lane or register mapping, or a wrong element type, is off by O(0.1-1).
+      check_matmul(name, kernel, a, b, c0, ref, m, n, kd);
     }
   }
 }
@@ -220,11 +232,7 @@ TEST_CASE("emulator: lab_to_tf32 rounds to nearest, ties away from zero", "[emul
                     kernel_args(in_ptr, out_ptr, count));
     backend->synchronize();
     const std::vector<uint32_t> out = backend->download_vector<uint32_t>(d_out, in.size());
-    size_t wrong = 0;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (out[i] != expected[i] && wrong++ < 8)
-        UNSCOPED_INFO(in[i] << ": got 0x" << std::hex << out[i] << " expected 0x" << expected[i] << std::dec);
-    CHECK(wrong == 0);
+    CHECK(count_wrong(out, expected, [&](size_t i) { return "input " + std::to_string(in[i]); }) == 0);
   }
 }
 
@@ -249,12 +257,7 @@ TEST_CASE(
     const std::string kernel = std::string("mma_tf32_matmul<") + (split ? "true" : "false") + ">";
     for (const std::string& name : available_backends()) {
       INFO("backend " << name << " " << kernel);
-      const std::vector<float> out = run_matmul(name, kernel, a, b, c0, m, n, kd);
-      const OutputCheck check = make_check("d", {size_t(m), size_t(n)}, out, ref, Tolerance{1e-5, 5e-5});
-      INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " at "
-                     << check.metrics.worst_index);
-      CHECK(check.metrics.non_finite == 0);
-      CHECK(check.pass);
+      check_matmul(name, kernel, a, b, c0, ref, m, n, kd);
     }
   }
 }
@@ -295,12 +298,8 @@ TEST_CASE("emulator: ldmatrix x4, x2 and .trans deliver the documented per-lane 
                     kernel_args(tile_ptr, offsets_ptr, out_ptr));
     backend->synchronize();
     const std::vector<uint32_t> out = backend->download_vector<uint32_t>(d_out, expected.size());
-    size_t wrong = 0;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (out[i] != expected[i] && wrong++ < 8)
-        UNSCOPED_INFO("lane " << i / 12 << " " << form[i % 12] << ": got 0x" << std::hex << out[i]
-                              << " expected 0x" << expected[i] << std::dec);
-    CHECK(wrong == 0);
+    CHECK(count_wrong(out, expected,
+                      [&](size_t i) { return "lane " + std::to_string(i / 12) + " " + form[i % 12]; }) == 0);
   }
 }
 
