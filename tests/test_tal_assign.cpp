@@ -20,6 +20,7 @@ namespace {
 struct DeviceAssignment {
   std::vector<int> gt_of_anchor, claim_count;
   std::vector<double> target_score;
+  double target_score_sum = 0;
 };
 
 DeviceAssignment run_device(Backend& backend, const AssignCase& c, const AssignerSettings& settings) {
@@ -32,7 +33,8 @@ DeviceAssignment run_device(Backend& backend, const AssignCase& c, const Assigne
   backend.synchronize();
   const size_t n = size_t(c.batch) * c.anchors.size();
   return {backend.download_vector<int>(out.gt_of_anchor, n), backend.download_vector<int>(out.claim_count, n),
-          backend.download_vector<double>(out.target_score, n)};
+          backend.download_vector<double>(out.target_score, n),
+          backend.download_vector<double>(out.target_score_sum, 1)[0]};
 }
 
 // The same case as a LossBatch (its one2many head) for the dense reference.
@@ -54,13 +56,14 @@ std::pair<int, int> check_case(Backend& backend, const AssignCase& c, const Assi
       reference_detached(as_loss_batch(c), to_reference({c.boxes, c.logits}), settings);
   const size_t a = c.anchors.size();
   int positives = 0, conflicts = 0;
+  double host_sum = 0;
   for (int b = 0; b < c.batch; ++b) {
     std::vector<int> host_gt(a, -1);
     std::vector<double> host_score(a, 0.0);
     const ImageHead image{c.boxes.data() + size_t(b) * 4 * a, c.logits.data() + size_t(b) * c.classes * a,
                           c.classes};
     for (const Positive& p : assign_image(c.anchors, image, c.gts[b], settings))
-      host_gt[p.anchor] = p.gt, host_score[p.anchor] = p.score;
+      host_gt[p.anchor] = p.gt, host_score[p.anchor] = p.score, host_sum += p.score;
     const std::vector<int> device_gt(device.gt_of_anchor.begin() + b * a,
                                      device.gt_of_anchor.begin() + (b + 1) * a);
     INFO("image " << b << " with " << c.gts[b].size() << " gts");
@@ -77,6 +80,7 @@ std::pair<int, int> check_case(Backend& backend, const AssignCase& c, const Assi
       conflicts += device.claim_count[b * a + i] > 1;
     }
   }
+  CHECK(std::abs(device.target_score_sum - host_sum) <= 1e-12 * host_sum);  // summation order only
   return {positives, conflicts};
 }
 

@@ -18,9 +18,12 @@
 //   cls_terms<BLOCK_N>    a thread per anchor walking its classes (coalesced rows): the stable BCE sum in
 //                         float (as cls.cu) with target w at the assigned class, 0 elsewhere, and
 //                         d_logits = cls_gain * grad_scale / tss * (sigmoid(x) - t).
-//   row_sums<THREADS>     a CTA per row: fixed per-thread strides, then a tree, in float64 (deterministic).
-// tss = max(score_sum, 1) is read on the device: nothing crosses to the host until the sums.
+//   row_sums<THREADS>     a CTA per term row: fixed per-thread strides, then a fixed tree (block_reduce.cuh),
+//                         in float64 (deterministic).
+// tss = max(score_sum, 1) is read on the device (tal_assign's target_score_sum): nothing crosses to the host
+// until the sums.
 #include "common/lab.cuh"
+#include "loss/block_reduce.cuh"
 #include "loss/head_loss_params.cuh"
 #include "loss/tal_assign_params.cuh"
 
@@ -120,15 +123,10 @@ __global__ void cls_terms(const lab::HeadLossParams p) {
 
 template <int THREADS>
 __global__ void row_sums(const lab::RowSumParams p) {
-  __shared__ double partial[THREADS];
+  __shared__ double reduce[THREADS];
   const double* row = p.rows + size_t(blockIdx.x) * p.n;
   double sum = 0;
   for (int i = threadIdx.x; i < p.n; i += THREADS) sum += row[i];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = THREADS / 2; stride > 0; stride >>= 1) {
-    if (int(threadIdx.x) < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) p.sums[blockIdx.x] = partial[0];
+  sum = lab_block_sum<THREADS>(sum, reduce);
+  if (threadIdx.x == 0) p.sums[blockIdx.x] = sum;
 }

@@ -64,7 +64,7 @@ HeadLossWorkspace HeadLossOp::allocate(int batch, int max_gts, int anchors) cons
                        backend_.alloc_array<float>(n),
                        backend_.alloc_array<float>(4 * n),
                        backend_.alloc_array<double>(kTermRows * n),
-                       backend_.alloc_array<double>(1 + kTermRows),
+                       backend_.alloc_array<double>(kTermRows),
                        {backend_.alloc_array<float>(n), backend_.alloc_array<float>(n),
                         backend_.alloc_array<float>(n), backend_.alloc_array<float>(n)}};
   return ws;
@@ -80,9 +80,6 @@ void HeadLossOp::launch(const HeadLossInputs& in, const loss::AssignerSettings& 
     throw UsageError("HeadLossOp: the gradient buffers are smaller than the head outputs");
   if (in.image_height * in.image_width <= 0) throw UsageError("HeadLossOp: the input size must be positive");
 
-  const RowSumParams score_sum{ws.assignment.target_score.as<const double>(), ws.sums.as<double>(), int(n)};
-  backend_.launch(row_sums_, {{1, 1, 1}, {unsigned(kSumThreads), 1, 1}}, kernel_params(score_sum));
-
   const HeadLossParams p{in.boxes.as<const float>(),
                          in.logits.as<const float>(),
                          in.anchors.x.as<const float>(),
@@ -91,7 +88,7 @@ void HeadLossOp::launch(const HeadLossInputs& in, const loss::AssignerSettings& 
                          in.gts.boxes.as<const TalGt>(),
                          ws.assignment.gt_of_anchor.as<const int>(),
                          ws.assignment.target_score.as<const double>(),
-                         ws.sums.as<const double>(),
+                         ws.assignment.target_score_sum.as<const double>(),
                          ws.pred_xywh.as<float>(),
                          ws.target_xywh.as<float>(),
                          ws.box_dy.as<float>(),
@@ -118,15 +115,16 @@ void HeadLossOp::launch(const HeadLossInputs& in, const loss::AssignerSettings& 
   backend_.launch(box_terms_, per_anchor, kernel_params(p));
   backend_.launch(cls_terms_, per_anchor, kernel_params(p));
 
-  const RowSumParams term_sums{ws.terms.as<const double>(), ws.sums.as<double>() + 1, int(n)};
+  const RowSumParams term_sums{ws.terms.as<const double>(), ws.sums.as<double>(), int(n)};
   backend_.launch(row_sums_, {{unsigned(kTermRows), 1, 1}, {unsigned(kSumThreads), 1, 1}},
                   kernel_params(term_sums));
 }
 
 HeadLossSums HeadLossOp::sums(const HeadLossWorkspace& ws) const {
   backend_.synchronize();
-  const std::vector<double> s = backend_.download_vector<double>(ws.sums, 1 + kTermRows);
-  return {s[0], s[1], s[2], s[3], static_cast<int>(s[4])};
+  const double score_sum = backend_.download_vector<double>(ws.assignment.target_score_sum, 1)[0];
+  const std::vector<double> s = backend_.download_vector<double>(ws.sums, kTermRows);
+  return {score_sum, s[0], s[1], s[2], static_cast<int>(s[3])};
 }
 
 }  // namespace lab

@@ -35,7 +35,7 @@ struct HeadLossInputs {
 
 struct HeadLossWorkspace {
   TalAssignment assignment;
-  DeviceBuffer pred_xywh, target_xywh, box_dy, d_xywh, terms, sums;
+  DeviceBuffer pred_xywh, target_xywh, box_dy, d_xywh, terms, sums;  // sums: box, cls, l1, positives
   CiouSaved ciou;
 };
 

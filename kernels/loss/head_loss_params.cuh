@@ -15,7 +15,7 @@ struct HeadLossParams {
   const TalGt* gts;            // [B, G]
   const int* gt_of_anchor;     // [B, A] (tal_assign): -1 for background
   const double* target_score;  // [B, A] (tal_assign)
-  const double* score_sum;     // [1]: sum of the target scores; the normaliser is max(sum, 1)
+  const double* score_sum;     // [1] (tal_assign): sum of the target scores; the normaliser is max(sum, 1)
   float* pred_xywh;            // [4, B*A] grid units (a unit box for background), the CIoU kernels' input
   float* target_xywh;          // [4, B*A]
   float* box_dy;               // [B*A]: d total / d (1 - CIoU) of each anchor (0 for background)

@@ -86,7 +86,8 @@ class HeadLossInstance : public InstanceBase {
         ws_(op_.allocate(case_.batch, problem_.gts.max_gts, problem_.anchors.count)),
         d_boxes_(output_array<float>(case_.boxes.size())),
         d_logits_(output_array<float>(case_.logits.size())) {
-    ws_.sums = output_array<double>(5);
+    ws_.assignment.target_score_sum = output_array<double>(1);
+    ws_.sums = output_array<double>(4);
   }
   void launch() override {
     op_.launch({problem_.boxes, problem_.logits, case_.classes, case_.image_size, case_.image_size,
@@ -95,7 +96,8 @@ class HeadLossInstance : public InstanceBase {
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const HeadLossReference ref = reference_head(case_, problem_.settings, gains_);
-    const std::vector<double> sums = fetch<double>(ws_.sums, 5);
+    const HeadLossSums s = op_.sums(ws_);
+    const double sums[5] = {s.target_score_sum, s.box, s.cls, s.l1, double(s.positives)};
     std::vector<OutputCheck> checks;
     // Float32 CIoU and per-anchor BCE sums added in float64: ~1e-7 relative (the BCE sum of nc terms per
     // anchor is float, as in cls.cu); the positive count exactly.

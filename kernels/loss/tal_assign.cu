@@ -4,7 +4,7 @@
 // Layout (TalAssignParams): boxes [B, 4, A] raw l, t, r, b; logits [B, nc, A]; anchors [A]; gts [B, G]
 // padded, gt_count [B]. Outputs gt_of_anchor [B, A] (-1: background) and target_score [B, A].
 //
-// Five launches, in this order (each reads what the previous wrote):
+// Six launches, in this order (each reads what the previous wrote):
 //   tal_metrics<BLOCK_N>   grid (A tiles, max(G, 1), B), a thread per (anchor, gt): the candidate test
 //   (anchor
 //                          centre inside the gt box, STAL widening of sides < small_side to widened_side),
@@ -19,10 +19,13 @@
 //                          the largest align and overlap over its final positives.
 //   tal_targets<BLOCK_N>   a thread per anchor: drops owned anchors outside their gt's kept list, writes the
 //                          gt and the target score align * max_overlap / (max_align + eps).
+//   tal_score_sum<THREADS> one CTA: the sum of the target scores of the batch (the loss's normaliser is
+//                          max(sum, 1)), strided per thread, then a fixed tree (block_reduce.cuh).
 // Ranking: higher align first, the lower anchor index on ties (as the host assigner). Deterministic: the
 // top-k is a per-thread sorted list merged by k block-wide argmax rounds, and the only atomics are integer
-// ones (count, min), whose result does not depend on their order.
+// ones (count, min), whose result does not depend on their order; the sums and maxima are fixed trees.
 #include "common/lab.cuh"
+#include "loss/block_reduce.cuh"
 #include "loss/tal_assign_params.cuh"
 
 #define LAB_TAL_TOPK_MAX 16  // largest topk / topk2 (TalAssignOp checks it)
@@ -92,21 +95,6 @@ __device__ int tal_block_topk(const double* row, int anchors, int k, Eligible el
   }
   __syncthreads();
   return count;
-}
-
-// Largest `value` over the CTA (every thread gets it); values are >= 0.
-template <int THREADS>
-__device__ double tal_block_max(double value, TalRanked* scratch) {
-  scratch[threadIdx.x].key = value;
-  __syncthreads();
-  for (int stride = THREADS / 2; stride > 0; stride >>= 1) {
-    if (int(threadIdx.x) < stride)
-      scratch[threadIdx.x].key = fmax(scratch[threadIdx.x].key, scratch[threadIdx.x + stride].key);
-    __syncthreads();
-  }
-  const double result = scratch[0].key;
-  __syncthreads();
-  return result;
 }
 
 template <int BLOCK_N>
@@ -181,6 +169,7 @@ __global__ void tal_resolve(const lab::TalAssignParams p) {
 template <int THREADS>
 __global__ void tal_gt_stats(const lab::TalAssignParams p) {
   __shared__ TalRanked scratch[THREADS];
+  __shared__ double reduce[THREADS];
   __shared__ int chosen[LAB_TAL_TOPK_MAX];
   const int g = blockIdx.x, b = blockIdx.y;
   if (g >= p.gt_count[b]) return;
@@ -204,8 +193,8 @@ __global__ void tal_gt_stats(const lab::TalAssignParams p) {
       max_align = fmax(max_align, align[a]);
       max_overlap = fmax(max_overlap, overlap[a]);
     }
-    max_align = tal_block_max<THREADS>(max_align, scratch);
-    max_overlap = tal_block_max<THREADS>(max_overlap, scratch);
+    max_align = lab_block_max<THREADS>(max_align, reduce);
+    max_overlap = lab_block_max<THREADS>(max_overlap, reduce);
   }
   if (threadIdx.x == 0) {
     p.gt_max_align[bg] = max_align;
@@ -232,4 +221,14 @@ __global__ void tal_targets(const lab::TalAssignParams p) {
   }
   p.gt_of_anchor[ba] = g;
   p.target_score[ba] = score;
+}
+
+template <int THREADS>
+__global__ void tal_score_sum(const lab::TalAssignParams p) {
+  __shared__ double reduce[THREADS];
+  const size_t n = size_t(p.batch) * p.anchors;
+  double sum = 0;
+  for (size_t i = threadIdx.x; i < n; i += THREADS) sum += p.target_score[i];
+  sum = lab_block_sum<THREADS>(sum, reduce);
+  if (threadIdx.x == 0) p.target_score_sum[0] = sum;
 }

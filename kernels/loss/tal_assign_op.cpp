@@ -1,4 +1,4 @@
-// The tal_assign spec, the device forms of the assignment's inputs, and TalAssignOp's five launches.
+// The tal_assign spec, the device forms of the assignment's inputs, and TalAssignOp's six launches.
 #include "kernels/loss/tal_assign_op.hpp"
 
 #include <algorithm>
@@ -15,10 +15,11 @@ using K = ParamSpec::Kind;
 CompileRequest tal_compile(const std::string&, const Params& p) {
   const std::string block_n = std::to_string(param_int(p, "BLOCK_N"));
   const std::string threads = std::to_string(param_int(p, "THREADS"));
-  return {"loss/tal_assign.cu",
-          {},
-          {"tal_metrics<" + block_n + ">", "tal_topk<" + threads + ">", "tal_resolve<" + block_n + ">",
-           "tal_gt_stats<" + threads + ">", "tal_targets<" + block_n + ">"}};
+  return {
+      "loss/tal_assign.cu",
+      {},
+      {"tal_metrics<" + block_n + ">", "tal_topk<" + threads + ">", "tal_resolve<" + block_n + ">",
+       "tal_gt_stats<" + threads + ">", "tal_targets<" + block_n + ">", "tal_score_sum<" + threads + ">"}};
 }
 
 void check_block(const char* name, int value) {
@@ -114,6 +115,7 @@ TalAssignOp::TalAssignOp(Backend& backend, int block_n, int threads)
   resolve_ = module_->kernel(request.name_expressions[2]);
   gt_stats_ = module_->kernel(request.name_expressions[3]);
   targets_ = module_->kernel(request.name_expressions[4]);
+  score_sum_ = module_->kernel(request.name_expressions[5]);
 }
 
 TalAssignment TalAssignOp::allocate(int batch, int max_gts, int anchors) const {
@@ -128,6 +130,7 @@ TalAssignment TalAssignOp::allocate(int batch, int max_gts, int anchors) const {
           backend_.alloc_array<double>(bg),
           backend_.alloc_array<int>(ba),
           backend_.alloc_array<double>(ba),
+          backend_.alloc_array<double>(1),
           batch,
           max_gts,
           anchors};
@@ -166,6 +169,7 @@ void TalAssignOp::assign_into(const DeviceBuffer& boxes, const DeviceBuffer& log
                           out.gt_max_overlap.as<double>(),
                           out.gt_of_anchor.as<int>(),
                           out.target_score.as<double>(),
+                          out.target_score_sum.as<double>(),
                           batch,
                           a,
                           classes,
@@ -188,6 +192,7 @@ void TalAssignOp::assign_into(const DeviceBuffer& boxes, const DeviceBuffer& log
                   kernel_params(p));
   backend_.launch(targets_, {{tiles(a, block_n_), unsigned(batch), 1}, {unsigned(block_n_), 1, 1}},
                   kernel_params(p));
+  backend_.launch(score_sum_, {{1, 1, 1}, {unsigned(threads_), 1, 1}}, kernel_params(p));
 }
 
 }  // namespace lab

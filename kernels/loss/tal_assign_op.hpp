@@ -1,6 +1,7 @@
 // TalAssignOp: the task-aligned assignment of a batch on the device (tal_assign.cu), with the device forms of
 // its inputs (anchor grid, padded ground truth) and its workspace. Outputs stay on the device:
-// gt_of_anchor [B, A] (-1: background) and target_score [B, A] (float64).
+// gt_of_anchor [B, A] (-1: background: the positives' mask with their gt), target_score [B, A] and
+// target_score_sum [1] (float64).
 #pragma once
 #include <memory>
 #include <vector>
@@ -42,7 +43,7 @@ int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts);
 // The workspace and outputs of one assignment of `batch` images, `max_gts` gts, `anchors` anchors.
 struct TalAssignment {
   DeviceBuffer overlap, align, claim_count, claim_first, owner, kept, gt_max_align, gt_max_overlap;
-  DeviceBuffer gt_of_anchor, target_score;
+  DeviceBuffer gt_of_anchor, target_score, target_score_sum;  // [B, A], [B, A], [1]
   int batch = 0, max_gts = 0, anchors = 0;
 };
 
@@ -62,7 +63,7 @@ class TalAssignOp {
   Backend& backend_;
   int block_n_, threads_;
   std::shared_ptr<Module> module_;
-  Kernel metrics_, topk_, resolve_, gt_stats_, targets_;
+  Kernel metrics_, topk_, resolve_, gt_stats_, targets_, score_sum_;
 };
 
 }  // namespace lab

@@ -1,5 +1,5 @@
 // Parameters of the task-aligned assignment kernels (tal_assign.cu), shared by the kernels and the host that
-// launches them: plain data, passed by value. One struct serves the five launches of an assignment; each
+// launches them: plain data, passed by value. One struct serves the six launches of an assignment; each
 // kernel reads the fields its step needs. B images, A anchors, G = the largest gt count of the batch.
 #pragma once
 
@@ -33,6 +33,7 @@ struct TalAssignParams {
   // Outputs.
   int* gt_of_anchor;     // [B, A]: assigned gt, -1 for background
   double* target_score;  // [B, A]: align * max_overlap_of_gt / (max_align_of_gt + eps), 0 for background
+  double* target_score_sum;  // [1]: the sum of target_score
   int batch, anchors, classes, max_gts;
   int topk, topk2;
   double alpha, beta, eps, small_side, widened_side;

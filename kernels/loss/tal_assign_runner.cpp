@@ -17,6 +17,7 @@ class TalAssignInstance : public InstanceBase {
         out_(op_.allocate(case_.batch, problem_.gts.max_gts, problem_.anchors.count)) {
     out_.gt_of_anchor = output_array<int>(count());
     out_.target_score = output_array<double>(count());
+    out_.target_score_sum = output_array<double>(1);
   }
   void launch() override {
     op_.assign_into(problem_.boxes, problem_.logits, case_.classes, problem_.anchors, problem_.gts,
@@ -32,6 +33,8 @@ class TalAssignInstance : public InstanceBase {
            loss::assign_image(case_.anchors, image, case_.gts[b], problem_.settings))
         ref_gt[b * a + p.anchor] = p.gt, ref_score[b * a + p.anchor] = p.score;
     }
+    double ref_sum = 0;
+    for (double score : ref_score) ref_sum += score;
     const std::vector<int> gt = fetch<int>(out_.gt_of_anchor, count());
     const std::vector<double> score = fetch<double>(out_.target_score, count());
     const std::vector<size_t> shape{size_t(case_.batch), a};
@@ -41,7 +44,10 @@ class TalAssignInstance : public InstanceBase {
     return {
         make_check("gt_of_anchor", shape, std::vector<float>(gt.begin(), gt.end()), ref_gt, Tolerance{0, 0}),
         make_check("target_score", shape, std::vector<float>(score.begin(), score.end()), ref_score,
-                   tol.value_or(Tolerance{1e-7, 1e-7}))};
+                   tol.value_or(Tolerance{1e-7, 1e-7})),
+        // The sum of the scores, compared as float32: 6e-8 relative.
+        make_check("target_score_sum", {1}, {float(fetch<double>(out_.target_score_sum, 1)[0])}, {ref_sum},
+                   tol.value_or(Tolerance{1e-7, 1e-7 * ref_sum}))};
   }
   WorkCounts work() const override {
     // The two [B, G, A] float64 planes written and read twice, the boxes and one logit per (gt, anchor).
