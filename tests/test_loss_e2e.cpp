@@ -16,15 +16,16 @@ using namespace lab::loss;
 
 namespace {
 
-// A 64x64 input (A = 64 + 16 + 4 = 84 anchors), `classes` classes, a few boxes per image of which one is
-// thinner than 8 px (STAL widening). Distances in [0.3, 3) grid units put predictions near the boxes, so
-// most gts get positives; logits in [-4, 2).
-LossBatch random_batch(uint64_t seed, int images = 2, int classes = 4, int boxes_per_image = 3) {
+// A 64x64 input (A = 64 + 16 + 4 = 84 anchors; 64 x `width` when given), `classes` classes, a few boxes per
+// image of which one is thinner than 8 px (STAL widening). Distances in [0.3, 3) grid units put predictions
+// near the boxes, so most gts get positives; logits in [-4, 2).
+LossBatch random_batch(uint64_t seed, int images = 2, int classes = 4, int boxes_per_image = 3,
+                       int width = 64) {
   LossBatch batch;
   batch.batch = images;
   batch.num_classes = classes;
-  batch.image_height = batch.image_width = 64;
-  batch.anchors = make_anchor_grid(64, 64);
+  batch.image_height = 64, batch.image_width = width;
+  batch.anchors = make_anchor_grid(64, width);
   const size_t a = batch.anchors.size();
   for (auto [head, label] : {std::pair{&batch.one2many, "o2m"}, std::pair{&batch.one2one, "o2o"}}) {
     head->boxes = random_uniform(images * 4 * a, 0.3f, 3.0f, derive_seed(seed, std::string(label) + "boxes"));
@@ -38,7 +39,7 @@ LossBatch random_batch(uint64_t seed, int images = 2, int classes = 4, int boxes
     for (int g = 0; g < boxes_per_image; ++g) {
       const float* r = &u[(b * boxes_per_image + g) * 5];
       const double w = g == 0 ? 3 + 4 * r[0] : 10 + 30 * r[0], h = 10 + 30 * r[1];
-      const double x1 = r[2] * (64 - w), y1 = r[3] * (64 - h);
+      const double x1 = r[2] * (width - w), y1 = r[3] * (64 - h);
       gts.push_back({static_cast<int>(r[4] * classes) % classes, x1, y1, x1 + w, y1 + h});
     }
     batch.ground_truth.push_back(gts);
@@ -58,9 +59,9 @@ void check_close(double out, double ref, double rel, const std::string& what) {
   CHECK(std::abs(out - ref) <= rel * std::abs(ref) + 1e-12);
 }
 
-void compare_with_reference(Backend& backend, uint64_t seed, LossPath path, int images = 2) {
-  INFO("seed " << seed << ", " << loss_path_name(path) << " path, batch " << images);
-  const LossBatch batch = random_batch(seed, images);
+void compare_with_reference(Backend& backend, uint64_t seed, LossPath path, int images = 2, int width = 64) {
+  INFO("seed " << seed << ", " << loss_path_name(path) << " path, batch " << images << ", 64x" << width);
+  const LossBatch batch = random_batch(seed, images, 4, 3, width);
   LossConfig config;
   config.epoch = 3, config.epochs = 10;
   const LossResult out = Yolo26Loss(backend, config, path).compute(batch);
@@ -163,6 +164,8 @@ TEST_CASE("Yolo26Loss on the cpu backend matches the float64 reference", "[loss_
   for (uint64_t seed : {1u, 2u, 3u})
     for (LossPath path : {LossPath::device, LossPath::host}) compare_with_reference(*backend, seed, path);
   compare_with_reference(*backend, 4, LossPath::device, 5);
+  // A rectangular input: the L1 term's x terms scale by the width, y terms by the height.
+  for (LossPath path : {LossPath::device, LossPath::host}) compare_with_reference(*backend, 5, path, 2, 160);
 }
 
 TEST_CASE("Yolo26Loss on cuda matches the float64 reference", "[loss_e2e][gpu]") {
