@@ -66,6 +66,30 @@ TEST_CASE("conv2d_nhwc matches the reference on the cpu backend", "[conv2d_nhwc]
                       {"W", "9"},
                       {"K", "1"},
                       {"RESIDUAL", "true"}});
+  // The 64-pixel tile (one consumer warpgroup): 3x3 stride 1 and 2 across images, 1x1 into a slice.
+  run_nhwc(*backend, {{"B", "2"},
+                      {"C_IN", "24"},
+                      {"C_OUT", "40"},
+                      {"H", "9"},
+                      {"W", "10"},
+                      {"BLOCK_M", "64"},
+                      {"RESIDUAL", "true"}});
+  run_nhwc(*backend, {{"B", "2"},
+                      {"C_IN", "64"},
+                      {"C_OUT", "32"},
+                      {"H", "11"},
+                      {"W", "13"},
+                      {"STRIDE", "2"},
+                      {"BLOCK_M", "64"},
+                      {"DTYPE", "bf16"}});
+  run_nhwc(*backend, {{"C_IN", "48"},
+                      {"C_OUT", "144"},
+                      {"H", "9"},
+                      {"W", "9"},
+                      {"K", "1"},
+                      {"BLOCK_M", "64"},
+                      {"OUT_OFFSET", "8"},
+                      {"OUT_PITCH", "160"}});
   // 1x1: input read from a wider buffer (pitch 152), two N tiles of 128, three channel blocks.
   run_nhwc(*backend,
            {{"C_IN", "136"}, {"C_OUT", "136"}, {"H", "5"}, {"W", "5"}, {"K", "1"}, {"IN_PITCH", "152"}});
@@ -115,6 +139,14 @@ TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv
   CHECK_THROWS_WITH(resolve_params(r, {{"IN_PITCH", "36"}}), Contains("IN_PITCH"));
 }
 
+TEST_CASE("conv2d_nhwc takes 64-pixel tiles where 128 would leave SMs idle", "[conv2d_nhwc]") {
+  CHECK(conv2d_nhwc_block_m(400, 256, 132) == 64);        // P5 at batch 1: 4 x 2 CTAs of 128
+  CHECK(conv2d_nhwc_block_m(6400, 64, 132) == 64);        // 50 CTAs of 128
+  CHECK(conv2d_nhwc_block_m(32 * 6400, 64, 132) == 128);  // batch 32
+  CHECK(conv2d_nhwc_block_m(128 * 66, 256, 132) == 128);  // exactly 132 CTAs of 128
+  CHECK(conv2d_nhwc_block_m(128 * 66 - 128, 256, 132) == 64);
+}
+
 TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]") {
   CHECK(conv2d_nhwc_tiles(3, 16).bn == 16);
   CHECK(conv2d_nhwc_tiles(3, 16).bk == 16);
@@ -134,9 +166,8 @@ TEST_CASE(
       Conv2dShape s;
       s.c_in = c, s.c_out = c, s.kernel = kernel;
       INFO("K " << kernel << " C " << c);
-      CompileRequest request{"nn/conv2d_nhwc.cu", {}, {conv2d_nhwc_instance(HalfType::f16, s)}};
-      request.arch_specific = true;
-      const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, request, "sm_90");
+      const CompileResult r =
+          compile_with_nvrtc(*ctx.tree, *ctx.cache, conv2d_nhwc_compile_request(HalfType::f16, s), "sm_90");
       CHECK(r.target == "sm_90a");
       const std::string sass = disassemble_sass(r);
       CHECK_THAT(sass, Contains("HGMMA.64x"));

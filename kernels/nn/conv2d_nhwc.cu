@@ -4,21 +4,23 @@
 //
 // GEMM view: out[m][co] = sum_{tap, ci} A[m][tap, ci] * W[co][tap][ci], m = (n, oy, ox) an output pixel
 // (M = N * Ho * Wo), the reduction walked tap by tap, BK channels at a time (Conv2dNhwcParams for layouts).
-//   - A tile (128 pixels x BK channels): 3x3, one im2col TMA load per (tap, channel block) from the CTA's
+//   - A tile (BM pixels x BK channels): 3x3, one im2col TMA load per (tap, channel block) from the CTA's
 //     first output pixel (ox * stride - 1, oy * stride - 1, n) with the tap's offsets (kx, ky); the map's
-//     bounding box and traversal strides walk the next 127 output pixels across rows and images, padding and
-//     pixels past the last image load as zeros. 1x1: a tiled load of rows m0.. of [M][C_in].
+//     bounding box and traversal strides walk the next BM - 1 output pixels across rows and images, padding
+//     and pixels past the last image load as zeros. 1x1: a tiled load of rows m0.. of [M][C_in].
 //   - B tile (BN output channels x BK): a tiled load of the weights at (channel block, tap, n0).
 //   Rows of both tiles are BK * 2 bytes in the swizzle of that width (BK 64: 128B, 32: 64B, 16: 32B), which
 //   is the K-major canonical layout of lab_wgmma.cuh: descriptors with SBO 8 rows, +32 bytes per k16 step.
-// A CTA is three warpgroups (384 threads) and computes 128 output pixels x BN channels; grid
-// (ceil(M / 128), ceil(C_out / BN)).
-//   Warpgroup 0, the producer, gives registers back (setmaxnreg.dec); one thread walks the reduction steps
-//   (taps x channel blocks) and loads A and B of each into a ring of STAGES slots: it waits for the slot's
-//   `empty` mbarrier (from its second round), announces the slot's bytes on `full` and issues both copies.
-//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc), own pixels 0-63 and 64-127 of the tile: per step,
-//   wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared memory, float accumulators), commit, and
-//   once the previous step's group has completed (wait_group 1) release that step's slot on `empty`.
+// A CTA is 1 + CONSUMERS warpgroups (384 or 256 threads) and computes BM = 64 * CONSUMERS output pixels x BN
+// channels; grid (ceil(M / BM), ceil(C_out / BN)). CONSUMERS 1 doubles the CTAs of a small layer.
+//   Warpgroup 0, the producer (with two consumers it gives registers back, setmaxnreg.dec); one thread walks
+//   the reduction steps (taps x channel blocks) and loads A and B of each into a ring of STAGES slots: it
+//   waits for the slot's `empty` mbarrier (from its second round), announces the slot's bytes on `full` and
+//   issues both copies.
+//   Warpgroups 1.. are the consumers (setmaxnreg.inc with two), warpgroup c owning pixels 64 (c - 1) .. + 63
+//   of the tile: per step, wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared memory, float
+//   accumulators), commit, and once the previous step's group has completed (wait_group 1) release that
+//   step's slot on `empty`.
 // Epilogue, from the accumulator registers (row 16 w + g + 8 h, channels 8 j + 2 q, +1 of lab_wgmma.cuh):
 //   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given, rounded to the element type and
 //   stored two channels (4 bytes) at a time into out[m * out_pitch + co]: a channel slice of a wider NHWC
@@ -51,34 +53,37 @@ __device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* 
 
 }  // namespace conv_nhwc
 
-// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64. Block 384, dynamic shared memory
-// lab::conv2d_nhwc_shared_bytes(BN, BK, STAGES).
-template <int DT, int KSIZE, int BN, int BK, int STAGES>
-__global__ void __launch_bounds__(384, 1) conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
+// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
+// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES).
+template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1)
+    conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
   using namespace conv_nhwc;
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
   static_assert(BK == 16 || BK == 32 || BK == 64, "BK: one swizzle row of 32, 64 or 128 bytes");
-  constexpr unsigned a_bytes = lab::kConv2dNhwcBlockM * BK * 2;
-  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BN, BK);
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+  constexpr int BM = 64 * CONSUMERS;
+  constexpr unsigned a_bytes = BM * BK * 2;
+  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, BK);
   LAB_DYNAMIC_SHARED(unsigned char, raw);
   unsigned char* base = raw + ((kSwizzleAtom - lab_smem_address(raw) % kSwizzleAtom) % kSwizzleAtom);
   uint64_t* full = reinterpret_cast<uint64_t*>(base + STAGES * stage_bytes);
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x, warpgroup = tid / 128;
-  const int m0 = blockIdx.x * lab::kConv2dNhwcBlockM, n0 = blockIdx.y * BN;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   const int steps = KSIZE * KSIZE * p.channel_blocks;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       lab_mbarrier_init(&full[s], 1);
-      lab_mbarrier_init(&empty[s], 256);  // every consumer thread
+      lab_mbarrier_init(&empty[s], 128 * CONSUMERS);  // every consumer thread
     }
     lab_fence_mbarrier_init();
   }
   __syncthreads();
 
   if (warpgroup == 0) {  // the producer
-    lab_setmaxnreg_dec<40>();
+    if (CONSUMERS == 2) lab_setmaxnreg_dec<40>();
     if (tid != 0) return;
     const int plane = p.ho * p.wo, image = m0 / plane, oy = m0 % plane / p.wo, ox = m0 % p.wo;
     for (int k = 0; k < steps; ++k) {
@@ -96,8 +101,8 @@ __global__ void __launch_bounds__(384, 1) conv2d_nhwc(const __grid_constant__ la
     return;
   }
 
-  // A consumer: pixels m0 + 64 c .. + 63.
-  lab_setmaxnreg_inc<232>();
+  // A consumer: pixels m0 + 64 c .. + 63. (One consumer keeps the registers of a 256-thread block.)
+  if (CONSUMERS == 2) lab_setmaxnreg_inc<232>();
   const int c = warpgroup - 1;
   float d[BN / 2];
 #pragma unroll

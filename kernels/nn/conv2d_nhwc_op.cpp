@@ -71,10 +71,22 @@ std::string conv2d_nhwc_problem(const Conv2dShape& s) {
   return "";
 }
 
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s) {
+int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors) {
+  const int bn = conv2d_nhwc_tiles(1, c_out).bn;  // BN depends on C_out only
+  return (m + 127) / 128 * ((c_out + bn - 1) / bn) >= multiprocessors ? 128 : 64;
+}
+
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m) {
   const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
   return "conv2d_nhwc<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
-         std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) + ">";
+         std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) + ", " +
+         std::to_string(block_m / 64) + ">";
+}
+
+CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s) {
+  CompileRequest r{kSource, {}, {conv2d_nhwc_instance(type, s, 64), conv2d_nhwc_instance(type, s, 128)}};
+  r.arch_specific = true;
+  return r;
 }
 
 Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
@@ -85,10 +97,10 @@ Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType 
     throw UsageError("conv2d_nhwc: " + std::to_string(weight.size()) + " weights and " +
                      std::to_string(bias.size()) + " biases given, the shape needs " +
                      std::to_string(shape.weight_count()) + " and " + std::to_string(shape.c_out));
-  CompileRequest request{kSource, {}, {conv2d_nhwc_instance(type, shape)}};
-  request.arch_specific = true;
+  const CompileRequest request = conv2d_nhwc_compile_request(type, shape);
   module_ = backend.compile(request);
-  kernel_ = module_->kernel(request.name_expressions[0]);
+  kernel_64_ = module_->kernel(request.name_expressions[0]);
+  kernel_128_ = module_->kernel(request.name_expressions[1]);
   weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
   bias_ = backend.upload_vector(bias);
   const int taps = shape.kernel * shape.kernel, pitch = nhwc_min_pitch(shape.c_in);
@@ -110,7 +122,7 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
   TensorMapDesc xd;
   if (s.kernel == 1) {
     xd = dense_tensor_map(element_of(type_), x, {uint64_t(s.c_in), uint64_t(pixels)},
-                          {uint32_t(tiles_.bk), uint32_t(kConv2dNhwcBlockM)});
+                          {uint32_t(tiles_.bk), uint32_t(key.block_m)});
     xd.strides[0] = pitch_bytes;
   } else {
     xd = dense_tensor_map(element_of(type_), x,
@@ -121,7 +133,7 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
     xd.pixels.lower = {-1, -1, 0};
     xd.pixels.upper = {-1, -1, 0};
     xd.pixels.channels_per_pixel = uint32_t(tiles_.bk);
-    xd.pixels.pixels_per_column = uint32_t(kConv2dNhwcBlockM);
+    xd.pixels.pixels_per_column = uint32_t(key.block_m);
     xd.element_strides = {1, uint32_t(s.stride), uint32_t(s.stride), 1, 1};
   }
   xd.swizzle = swizzle_of(tiles_.bk);
@@ -130,15 +142,19 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
   return last_input_map_->second;
 }
 
-void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual) const {
+void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual,
+                       int block_m) const {
   const Conv2dShape& s = shape_;
   const int ho = s.out_size(h), wo = s.out_size(w);
   const int64_t m = int64_t(batch) * ho * wo;
   check_view("input", in, s.c_in);
   check_view("output", out, s.c_out);
   if (residual.data) check_view("residual", residual, s.c_out);
+  if (block_m != 0 && block_m != 64 && block_m != 128)
+    throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
+  const int bm = block_m ? block_m : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);
 
-  const Conv2dNhwcParams p{input_map({in.data, in.pitch, batch, h, w}),
+  const Conv2dNhwcParams p{input_map({in.data, in.pitch, batch, h, w, bm}),
                            weight_map_,
                            bias_.as<const float>(),
                            residual.data,
@@ -152,11 +168,10 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
                            out.pitch,
                            residual.pitch,
                            s.silu ? 1 : 0};
-  const LaunchConfig cfg{{unsigned((m + kConv2dNhwcBlockM - 1) / kConv2dNhwcBlockM),
-                          unsigned((s.c_out + tiles_.bn - 1) / tiles_.bn), 1},
-                         {unsigned(kConv2dNhwcThreads), 1, 1},
-                         conv2d_nhwc_shared_bytes(tiles_.bn, tiles_.bk, tiles_.stages)};
-  backend_.launch(kernel_, cfg, kernel_params(p));
+  const LaunchConfig cfg{{unsigned((m + bm - 1) / bm), unsigned((s.c_out + tiles_.bn - 1) / tiles_.bn), 1},
+                         {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
+                         conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages)};
+  backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
 }
 
 }  // namespace lab

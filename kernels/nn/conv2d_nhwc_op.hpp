@@ -2,8 +2,8 @@
 // optional residual) on NHWC fp16 / bf16 activations through conv2d_nhwc.cu, Hopper's wgmma + TMA implicit
 // GEMM (sm_90a). The float32 weights [C_out][C_in][K][K] are converted once at construction to the kernel's
 // [C_out][K*K][C_in] 16-bit layout (rows padded to 8 channels with zeros) and their tensor map made; run()
-// makes the input's map when the input (pointer, pitch, batch, size) differs from the last run's, and
-// launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
+// makes the input's map when the input (pointer, pitch, batch, size) or the pixel tile differs from the last
+// run's, and launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
 // conv2d_nhwc runner (conv2d_nhwc_runner.cpp).
 #pragma once
 #include <cstdint>
@@ -33,8 +33,13 @@ struct Conv2dNhwcTiles {
 Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out);
 // Empty when conv2d_nhwc runs the shape, else the rule it breaks (one line).
 std::string conv2d_nhwc_problem(const Conv2dShape& s);
-// The kernel name expression of a shape: conv2d_nhwc<DT, K, BN, BK, STAGES>.
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s);
+// Output pixels per CTA for M output pixels: 128 (two consumer warpgroups) when ceil(M / 128) x the N tiles
+// fill `multiprocessors` SMs, else 64 (one consumer, twice the CTAs).
+int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors);
+// The kernel name expression of a shape at a pixel tile of 64 or 128: conv2d_nhwc<DT, K, BN, BK, STAGES,
+// BLOCK_M / 64>; and the request compiling both tiles' instances (one module).
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m);
+CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s);
 // The pitch (channels per pixel) an NHWC tensor of `channels` needs at least: rounded up to 8.
 int nhwc_min_pitch(int channels);
 
@@ -46,18 +51,19 @@ class Conv2dNhwcOp {
                const std::vector<float>& bias);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
-  // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. Throws UsageError on a pitch
-  // below the channels or not a multiple of 8, or a pointer not 16-byte aligned.
-  void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}) const;
+  // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. block_m: 64 or 128 output
+  // pixels per CTA, 0 for conv2d_nhwc_block_m's choice. Throws UsageError on a pitch below the channels or
+  // not a multiple of 8, or a pointer not 16-byte aligned.
+  void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}, int block_m = 0) const;
 
   const Conv2dShape& shape() const { return shape_; }
   const Conv2dNhwcTiles& tiles() const { return tiles_; }
 
  private:
-  // The input a map was made for.
+  // The input (and pixel tile) a map was made for.
   struct InputKey {
     uint16_t* data;
-    int pitch, batch, h, w;
+    int pitch, batch, h, w, block_m;
     bool operator==(const InputKey&) const = default;
   };
   TensorMap input_map(const InputKey& key) const;
@@ -67,7 +73,7 @@ class Conv2dNhwcOp {
   HalfType type_;
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;
-  Kernel kernel_;
+  Kernel kernel_64_, kernel_128_;  // one and two consumer warpgroups
   DeviceBuffer weight_, bias_;
   TensorMap weight_map_;
   mutable std::optional<std::pair<InputKey, TensorMap>> last_input_map_;

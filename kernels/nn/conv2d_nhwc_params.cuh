@@ -11,9 +11,10 @@
 namespace lab {
 
 struct Conv2dNhwcParams {
-  // A: the input x. 3x3: an im2col map over [N][H][W][C_in] (channels per pixel BK, 128 pixels per column,
+  // A: the input x. 3x3: an im2col map over [N][H][W][C_in] (channels per pixel BK, BM pixels per column,
   // bounding box corners -1 / -1, traversal strides = the conv stride). 1x1: a tiled map over [N*H*W][C_in],
-  // box [128][BK]. Both 16-bit, dims[0] = C_in so channels past C_in load as zeros, swizzle = BK * 2 bytes.
+  // box [BM][BK]. BM = 64 * CONSUMERS, the output pixels of a CTA. Both 16-bit, dims[0] = C_in so channels
+  // past C_in load as zeros, swizzle = BK * 2 bytes.
   TensorMap x_map;
   // B: the weights [C_out][K*K][C_in] (rows padded to a multiple of 8 channels), box [BN][1][BK], same
   // swizzle; output channels past C_out load as zeros.
@@ -36,18 +37,15 @@ struct Conv2dNhwcParams {
 #define LAB_CONV2D_NHWC_FN constexpr
 #endif
 
-constexpr int kConv2dNhwcBlockM = 128;   // output pixels per CTA: 64 per consumer warpgroup
-constexpr int kConv2dNhwcThreads = 384;  // the producer warpgroup and two consumers
-
-// Bytes of one pipeline stage: the A tile (128 pixels x BK channels) and the B tile (BN channels x BK).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bn, int bk) {
-  return unsigned(kConv2dNhwcBlockM + bn) * unsigned(bk) * 2u;
+// Bytes of one pipeline stage: the A tile (BM pixels x BK channels) and the B tile (BN channels x BK).
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int bk) {
+  return unsigned(bm + bn) * unsigned(bk) * 2u;
 }
 
 // The launch's dynamic shared memory: the stages, a full and an empty mbarrier per stage, 1024 bytes of
 // alignment slack (the kernel aligns the stages to the 128-byte swizzle pattern).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bn, int bk, int stages) {
-  return unsigned(stages) * conv2d_nhwc_stage_bytes(bn, bk) + unsigned(stages) * 16u + 1024u;
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int bk, int stages) {
+  return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, bk) + unsigned(stages) * 16u + 1024u;
 }
 
 #undef LAB_CONV2D_NHWC_FN

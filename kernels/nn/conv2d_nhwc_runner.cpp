@@ -42,37 +42,47 @@ const KernelSpec& conv2d_nhwc_spec() {
           "(sm_90a), output into a channel slice",
       .source = "nn/conv2d_nhwc.cu",
       .variants = {{"wgmma",
-                    "TMA (im2col for 3x3, tiled for 1x1) into a 4-stage mbarrier ring, two wgmma consumer "
-                    "warpgroups, fused epilogue"}},
-      .params = {{"B", K::Int, "1", "batch", 1, 256},
-                 {"C_IN", K::Int, "32", "input channels", 1, 1024},
-                 {"C_OUT", K::Int, "64", "output channels (a multiple of 8)", 8, 1024, false, {}, 8},
-                 {"H", K::Int, "16", "input height", 1, 2048},
-                 {"W", K::Int, "16", "input width", 1, 2048},
-                 {"K", K::Int, "3", "kernel size (padding K / 2)", 1, 3, false, {"1", "3"}},
-                 {"STRIDE", K::Int, "1", "stride (1x1: 1)", 1, 2},
-                 {"SILU", K::Bool, "true", "SiLU after the bias"},
-                 {"RESIDUAL", K::Bool, "false", "add a residual of the output's shape"},
-                 {"DTYPE", K::Choice, "f16", "16-bit element type", 0, 0, false, {"f16", "bf16"}},
-                 {"IN_PITCH",
-                  K::Int,
-                  "0",
-                  "channels per input pixel in memory (0: C_IN rounded up to 8)",
-                  0,
-                  2048,
-                  false,
-                  {},
-                  8},
-                 {"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
-                 {"OUT_PITCH",
-                  K::Int,
-                  "0",
-                  "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
-                  0,
-                  4096,
-                  false,
-                  {},
-                  8}},
+                    "TMA (im2col for 3x3, tiled for 1x1) into a 4-stage mbarrier ring, one or two wgmma "
+                    "consumer warpgroups, fused epilogue"}},
+      .params =
+          {{"B", K::Int, "1", "batch", 1, 256},
+           {"C_IN", K::Int, "32", "input channels", 1, 1024},
+           {"C_OUT", K::Int, "64", "output channels (a multiple of 8)", 8, 1024, false, {}, 8},
+           {"H", K::Int, "16", "input height", 1, 2048},
+           {"W", K::Int, "16", "input width", 1, 2048},
+           {"K", K::Int, "3", "kernel size (padding K / 2)", 1, 3, false, {"1", "3"}},
+           {"STRIDE", K::Int, "1", "stride (1x1: 1)", 1, 2},
+           {"SILU", K::Bool, "true", "SiLU after the bias"},
+           {"RESIDUAL", K::Bool, "false", "add a residual of the output's shape"},
+           {"DTYPE", K::Choice, "f16", "16-bit element type", 0, 0, false, {"f16", "bf16"}},
+           {"IN_PITCH",
+            K::Int,
+            "0",
+            "channels per input pixel in memory (0: C_IN rounded up to 8)",
+            0,
+            2048,
+            false,
+            {},
+            8},
+           {"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
+           {"OUT_PITCH",
+            K::Int,
+            "0",
+            "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
+            0,
+            4096,
+            false,
+            {},
+            8},
+           {"BLOCK_M",
+            K::Choice,
+            "auto",
+            "output pixels per CTA: 128 (two consumer warpgroups) or 64 (one); auto: 64 when 128 leaves "
+            "SMs idle",
+            0,
+            0,
+            false,
+            {"auto", "64", "128"}}},
       .validate =
           [](const Params& p) {
             if (const std::string problem = conv2d_nhwc_problem(nhwc_shape(p)); !problem.empty())
@@ -87,11 +97,7 @@ const KernelSpec& conv2d_nhwc_spec() {
           },
       .compile =
           [](const std::string&, const Params& p) {
-            CompileRequest r{"nn/conv2d_nhwc.cu",
-                             {},
-                             {conv2d_nhwc_instance(parse_half_type(param_str(p, "DTYPE")), nhwc_shape(p))}};
-            r.arch_specific = true;
-            return r;
+            return conv2d_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), nhwc_shape(p));
           },
       .arch_specific = true};
   return spec;
@@ -126,7 +132,8 @@ class Conv2dNhwcInstance : public InstanceBase {
         wo_(shape_.out_size(w_)),
         in_pitch_(pitch_param(p, "IN_PITCH", shape_.c_in)),
         out_offset_(int(param_int(p, "OUT_OFFSET"))),
-        out_pitch_(pitch_param(p, "OUT_PITCH", out_offset_ + shape_.c_out)) {
+        out_pitch_(pitch_param(p, "OUT_PITCH", out_offset_ + shape_.c_out)),
+        block_m_(param_str(p, "BLOCK_M") == "auto" ? 0 : int(param_int(p, "BLOCK_M"))) {
     Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
     in_nchw_ = rounded(inputs.in, type_);
     weight_ = rounded(inputs.weight, type_);
@@ -145,7 +152,8 @@ class Conv2dNhwcInstance : public InstanceBase {
 
   void launch() override {
     op_->run(batch_, h_, w_, {in_.as<uint16_t>(), in_pitch_}, {out_.as<uint16_t>() + out_offset_, out_pitch_},
-             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out});
+             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out},
+             block_m_);
   }
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
@@ -195,7 +203,7 @@ class Conv2dNhwcInstance : public InstanceBase {
 
   Conv2dShape shape_;
   HalfType type_;
-  int batch_, h_, w_, ho_, wo_, in_pitch_, out_offset_, out_pitch_;
+  int batch_, h_, w_, ho_, wo_, in_pitch_, out_offset_, out_pitch_, block_m_;
   std::vector<float> in_nchw_, weight_, bias_, residual_nchw_;
   DeviceBuffer in_, residual_, out_;
   std::optional<Conv2dNhwcOp> op_;
