@@ -54,9 +54,11 @@ __device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* 
 }  // namespace conv_nhwc
 
 // KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
-// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES).
+// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES). Two CTAs of one
+// consumer share an SM (128 registers a thread, at most 97 KB of shared memory each), so one CTA's
+// prologue and epilogue overlap the other's products; a CTA of two consumers has the SM to itself.
 template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1)
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 3 - CONSUMERS)
     conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
   using namespace conv_nhwc;
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
