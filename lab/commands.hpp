@@ -14,6 +14,7 @@ void add_cache_command(CLI::App& app, CliState& state);
 void add_scenario_command(CLI::App& app, CliState& state);
 void add_demo_command(CLI::App& app, CliState& state);
 void add_loss_command(CLI::App& app, CliState& state);
+void add_grad_command(CLI::App& app, CliState& state);
 void add_convert_command(CLI::App& app, CliState& state);
 void add_detect_command(CLI::App& app, CliState& state);
 void add_data_command(CLI::App& app, CliState& state);

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   lab::add_scenario_command(app, state);
   lab::add_demo_command(app, state);
   lab::add_loss_command(app, state);
+  lab::add_grad_command(app, state);
   lab::add_convert_command(app, state);
   lab::add_detect_command(app, state);
   lab::add_data_command(app, state);

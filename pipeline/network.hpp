@@ -43,7 +43,8 @@ class Network {
   virtual std::vector<float> detections() = 0;
   // Names available after a forward: "input", "layer00".."layer22", "head.boxes" [B,4,A] (raw l,t,r,b in grid
   // units), "head.scores" [B,nc,A] (logits), "attn.<attention name>" [B, heads, N, N] (softmax probabilities,
-  // query major), "output" [B, max_det, 6].
+  // query major), "output" [B, max_det, 6]; the reference executor also gives the one-to-many head's
+  // "head.one2many.boxes" and "head.one2many.scores" where the model has it.
   virtual std::vector<std::string> tensor_names() const = 0;
   virtual NamedTensor tensor(const std::string& name) = 0;  // UsageError for an unknown name
   // Per-layer times of the last forward, when layer timing is on (the kernel executor then runs layer by

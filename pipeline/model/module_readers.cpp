@@ -134,14 +134,19 @@ C2PsaSpec read_c2psa(const StateDictReader& sd, const std::string& prefix, int c
   return s;
 }
 
-DetectSpec read_detect(const StateDictReader& sd, const std::string& prefix,
-                       const std::vector<int>& level_channels, const std::vector<int>& level_strides) {
-  DetectSpec d;
-  d.nc = 0;
+namespace {
+
+// One set of Detect branches ("<prefix>.<box_name>.<i>", "<prefix>.<cls_name>.<i>") over the given levels;
+// every level's class branch must have `nc` outputs (0: level 0's count decides).
+std::vector<DetectLevelSpec> read_detect_branches(const StateDictReader& sd, const std::string& prefix,
+                                                  const std::string& box_name, const std::string& cls_name,
+                                                  const std::vector<int>& level_channels,
+                                                  const std::vector<int>& level_strides, int& nc) {
+  std::vector<DetectLevelSpec> levels;
   for (size_t i = 0; i < level_channels.size(); ++i) {
     const int ch = level_channels[i];
-    const std::string box = prefix + ".one2one_cv2." + std::to_string(i);
-    const std::string cls = prefix + ".one2one_cv3." + std::to_string(i);
+    const std::string box = prefix + "." + box_name + "." + std::to_string(i);
+    const std::string cls = prefix + "." + cls_name + "." + std::to_string(i);
     DetectLevelSpec level;
     level.stride = level_strides[i];
     level.box.push_back(sd.conv(box + ".0", ch, Grouping::Dense, true));
@@ -153,10 +158,22 @@ DetectSpec read_detect(const StateDictReader& sd, const std::string& prefix,
     level.cls.push_back(sd.conv(cls + ".1.0", level.cls[1].c_out, Grouping::Depthwise, true));
     level.cls.push_back(sd.conv(cls + ".1.1", level.cls[2].c_out, Grouping::Dense, true));
     level.cls.push_back(sd.plain_conv(cls + ".2", level.cls[3].c_out));
-    if (i == 0) d.nc = level.cls[4].c_out;
-    require_out(sd, level.cls[4], d.nc, "every level's class branch (as many classes as level 0)", ".weight");
-    d.levels.push_back(std::move(level));
+    if (nc == 0) nc = level.cls[4].c_out;
+    require_out(sd, level.cls[4], nc, "every level's class branch (as many classes as level 0)", ".weight");
+    levels.push_back(std::move(level));
   }
+  return levels;
+}
+
+}  // namespace
+
+DetectSpec read_detect(const StateDictReader& sd, const std::string& prefix,
+                       const std::vector<int>& level_channels, const std::vector<int>& level_strides) {
+  DetectSpec d;
+  d.nc = 0;
+  d.levels = read_detect_branches(sd, prefix, "one2one_cv2", "one2one_cv3", level_channels, level_strides, d.nc);
+  if (sd.count_children(prefix + ".cv2") > 0 || sd.count_children(prefix + ".cv3") > 0)
+    d.one2many = read_detect_branches(sd, prefix, "cv2", "cv3", level_channels, level_strides, d.nc);
   return d;
 }
 

@@ -16,7 +16,8 @@ PsaBlockSpec read_psa_block(const StateDictReader& sd, const std::string& prefix
 C3k2Spec read_c3k2(const StateDictReader& sd, const std::string& prefix, int c_in);
 SppfSpec read_sppf(const StateDictReader& sd, const std::string& prefix, int c_in);
 C2PsaSpec read_c2psa(const StateDictReader& sd, const std::string& prefix, int c_in);
-// The one-to-one (end-to-end) branches of the Detect head over the given levels.
+// The one-to-one (end-to-end) branches of the Detect head over the given levels, and the one-to-many
+// branches (cv2/cv3) where the checkpoint has them (a missing tensor of a partial set is an error).
 DetectSpec read_detect(const StateDictReader& sd, const std::string& prefix,
                        const std::vector<int>& level_channels, const std::vector<int>& level_strides);
 

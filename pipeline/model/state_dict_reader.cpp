@@ -1,11 +1,11 @@
-// StateDictReader: tensor lookup with shape checks and BatchNorm folding (eps 1e-3, the Ultralytics default;
-// the state dict does not store eps).
+// StateDictReader: tensor lookup with shape checks; each Conv keeps its checkpoint parameters and BatchNorm
+// (eps 1e-3, the Ultralytics default; the state dict does not store eps) and is folded by fold_batchnorm.
 #include "pipeline/model/state_dict_reader.hpp"
 
-#include <cmath>
 #include <numeric>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/safetensors.hpp"
 
 namespace lab::model_detail {
@@ -78,22 +78,19 @@ ConvSpec StateDictReader::conv(const std::string& prefix, int c_in, Grouping gro
   const HostTensor& w = weight(prefix + ".conv.weight", c_in, grouping, c.groups);
   c.c_out = int(w.shape[0]);
   c.kernel = int(w.shape[2]);
-  const auto& gamma = vector_of(prefix + ".bn.weight", c.c_out).values;
-  const auto& beta = vector_of(prefix + ".bn.bias", c.c_out).values;
-  const auto& mean = vector_of(prefix + ".bn.running_mean", c.c_out).values;
-  const auto& var = vector_of(prefix + ".bn.running_var", c.c_out).values;
-  const size_t per_out = w.values.size() / size_t(c.c_out);
-  c.weight.resize(w.values.size());
-  c.bias.resize(size_t(c.c_out));
-  for (int o = 0; o < c.c_out; ++o) {
-    if (!(double(var[o]) + kBatchNormEps > 0))
+  FrozenBatchNorm bn;
+  bn.eps = kBatchNormEps;
+  bn.gamma = vector_of(prefix + ".bn.weight", c.c_out).values;
+  bn.beta = vector_of(prefix + ".bn.bias", c.c_out).values;
+  bn.mean = vector_of(prefix + ".bn.running_mean", c.c_out).values;
+  bn.var = vector_of(prefix + ".bn.running_var", c.c_out).values;
+  for (int o = 0; o < c.c_out; ++o)
+    if (!(double(bn.var[o]) + kBatchNormEps > 0))
       throw UsageError(file_ + ": tensor '" + prefix + ".bn.running_var' has a value <= -eps at channel " +
                        std::to_string(o));
-    const double factor = double(gamma[o]) / std::sqrt(double(var[o]) + kBatchNormEps);
-    for (size_t i = 0; i < per_out; ++i)
-      c.weight[o * per_out + i] = float(double(w.values[o * per_out + i]) * factor);
-    c.bias[o] = float(double(beta[o]) - double(mean[o]) * factor);
-  }
+  c.conv_weight = w.values;
+  c.bn = std::move(bn);
+  fold_batchnorm(c);
   return c;
 }
 

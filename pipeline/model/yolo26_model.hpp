@@ -1,14 +1,23 @@
 // The YOLO26 detection network as a plain description built from a checkpoint: every Conv with its
-// BatchNorm folded (w' = w*gamma/sqrt(var+eps), b' = beta - gamma*mean/sqrt(var+eps)), and the module
-// structure of spec/yolo26.md. Both executors walk this: the CPU reference forward (pipeline/reference/)
+// BatchNorm folded (w' = w*gamma/sqrt(var+eps), b' = beta - gamma*mean/sqrt(var+eps)) beside the checkpoint's
+// own parameters (for gradients, pipeline/model/batchnorm_fold.hpp), and the module structure of
+// spec/yolo26.md. Both executors walk this: the CPU reference forward (pipeline/reference/)
 // and the kernel forward (pipeline/executor/). Nothing here runs anything.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pipeline/checkpoint/checkpoint.hpp"
 
 namespace lab {
+
+// An Ultralytics Conv's BatchNorm2d in eval mode: the checkpoint's affine parameters and running statistics
+// (frozen), and eps (not stored in the state dict; 1e-3, the Ultralytics default).
+struct FrozenBatchNorm {
+  std::vector<float> gamma, beta, mean, var;  // [c_out] each: bn.weight, bn.bias, bn.running_mean/var
+  double eps = 1e-3;
+};
 
 // Conv2d (+ folded BN) (+ SiLU). Padding is kernel/2 on every side.
 struct ConvSpec {
@@ -17,6 +26,10 @@ struct ConvSpec {
   bool silu = true;
   std::vector<float> weight;  // [c_out, c_in/groups, kernel, kernel], BN folded
   std::vector<float> bias;    // [c_out], BN folded (or the Conv2d bias of the head's last convs)
+  // The checkpoint's parameters behind weight/bias: an Ultralytics Conv keeps its conv.weight and bn here;
+  // a plain Conv2d with bias (no bn) has them as weight/bias themselves and conv_weight stays empty.
+  std::vector<float> conv_weight;  // [c_out, c_in/groups, kernel, kernel], "<name>.conv.weight"
+  std::optional<FrozenBatchNorm> bn;
   int out_size(int in_size) const { return (in_size + 2 * (kernel / 2) - kernel) / stride + 1; }
 };
 
@@ -78,7 +91,9 @@ struct DetectLevelSpec {
 struct DetectSpec {
   int nc = 80;
   int max_det = 300;
-  std::vector<DetectLevelSpec> levels;  // P3, P4, P5 (the one2one branches)
+  std::vector<DetectLevelSpec> levels;     // P3, P4, P5 (the one2one branches: inference and the o2o loss)
+  std::vector<DetectLevelSpec> one2many;   // P3, P4, P5 (cv2/cv3, for training); empty when the checkpoint
+                                           // has no one-to-many head (a fused inference export)
 };
 
 struct LayerSpec {

@@ -43,15 +43,14 @@ RefTensor run_chain(const std::vector<ConvSpec>& chain, const RefTensor& x) {
   return y;
 }
 
-// Copies a [B, C, H, W] level into columns [offset, offset + H*W) of a [B, C, A] buffer.
+}  // namespace
+
 void scatter_level(const RefTensor& level, int anchors, int offset, std::vector<float>& dst) {
   for (int b = 0; b < level.batch; ++b)
     for (int c = 0; c < level.channels; ++c)
       std::copy_n(level.channel(b, c), level.plane(),
                   dst.data() + (size_t(b) * level.channels + c) * anchors + offset);
 }
-
-}  // namespace
 
 RefTensor run_c3k2(const C3k2Spec& spec, const RefTensor& x, AttentionMaps& maps) {
   const RefTensor both = conv2d(spec.cv1, x);
@@ -96,16 +95,17 @@ RefTensor run_c2psa(const C2PsaSpec& spec, const RefTensor& x, AttentionMaps& ma
   return conv2d(spec.cv2, concat_channels({&a, &b}));
 }
 
-HeadOutputs run_detect(const DetectSpec& spec, const std::vector<const RefTensor*>& levels) {
+HeadOutputs run_detect(const std::vector<DetectLevelSpec>& branches, int nc,
+                       const std::vector<const RefTensor*>& levels) {
   HeadOutputs out;
   const int batch = levels.front()->batch;
   for (const RefTensor* level : levels) out.anchors += int(level->plane());
   out.boxes.resize(size_t(batch) * 4 * out.anchors);
-  out.logits.resize(size_t(batch) * spec.nc * out.anchors);
+  out.logits.resize(size_t(batch) * nc * out.anchors);
   int offset = 0;
   for (size_t i = 0; i < levels.size(); ++i) {
-    scatter_level(run_chain(spec.levels[i].box, *levels[i]), out.anchors, offset, out.boxes);
-    scatter_level(run_chain(spec.levels[i].cls, *levels[i]), out.anchors, offset, out.logits);
+    scatter_level(run_chain(branches[i].box, *levels[i]), out.anchors, offset, out.boxes);
+    scatter_level(run_chain(branches[i].cls, *levels[i]), out.anchors, offset, out.logits);
     offset += int(levels[i]->plane());
   }
   return out;

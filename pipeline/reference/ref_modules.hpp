@@ -1,5 +1,5 @@
 // Reference of the YOLO26 modules (spec/yolo26.md, Modules and Detect head) built on the elementary ops:
-// Bottleneck, C3k, C3k2, SPPF, PSABlock, C2PSA and the one-to-one Detect branches.
+// Bottleneck, C3k, C3k2, SPPF, PSABlock, C2PSA and the Detect branches (either head).
 #pragma once
 #include <map>
 #include <string>
@@ -23,6 +23,11 @@ struct HeadOutputs {
   std::vector<float> boxes;   // [B, 4, A] raw l, t, r, b in grid units, levels concatenated P3, P4, P5
   std::vector<float> logits;  // [B, nc, A]
 };
-HeadOutputs run_detect(const DetectSpec& spec, const std::vector<const RefTensor*>& levels);
+// Copies a [B, C, H, W] level into columns [offset, offset + H*W) of a [B, C, A] buffer.
+void scatter_level(const RefTensor& level, int anchors, int offset, std::vector<float>& dst);
+
+// One head's branches (DetectSpec::levels or ::one2many) over the P3, P4, P5 features.
+HeadOutputs run_detect(const std::vector<DetectLevelSpec>& branches, int nc,
+                       const std::vector<const RefTensor*>& levels);
 
 }  // namespace lab::reference

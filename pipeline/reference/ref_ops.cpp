@@ -19,9 +19,8 @@ namespace {
 // Output channels computed together in one job (they share each converted input row).
 constexpr int kChannelBlock = 8;
 
-}  // namespace
-
-RefTensor conv2d(const ConvSpec& spec, const RefTensor& x) {
+// The convolution with bias, then SiLU when `activate` (and spec.silu).
+RefTensor convolve(const ConvSpec& spec, const RefTensor& x, bool activate) {
   if (x.channels != spec.c_in)
     throw RuntimeError("reference conv " + spec.name + ": input has " + std::to_string(x.channels) +
                        " channels, the layer reads " + std::to_string(spec.c_in));
@@ -69,10 +68,54 @@ RefTensor conv2d(const ConvSpec& spec, const RefTensor& x) {
       const double* a = acc.data() + size_t(c) * out_w;
       float* dst = y.channel(b, co0 + c) + size_t(oy) * out_w;
       for (int ox = 0; ox < out_w; ++ox)
-        dst[ox] = float(spec.silu ? a[ox] / (1.0 + std::exp(-a[ox])) : a[ox]);
+        dst[ox] = float(activate ? a[ox] / (1.0 + std::exp(-a[ox])) : a[ox]);
     }
   });
   return y;
+}
+
+template <class T>
+BasicRefTensor<T> concat(const std::vector<const BasicRefTensor<T>*>& parts) {
+  const BasicRefTensor<T>& first = *parts.front();
+  int channels = 0;
+  for (const BasicRefTensor<T>* p : parts) {
+    if (p->batch != first.batch || p->height != first.height || p->width != first.width)
+      throw RuntimeError("reference concat: parts differ in batch or spatial size");
+    channels += p->channels;
+  }
+  BasicRefTensor<T> y(first.batch, channels, first.height, first.width);
+  for (int b = 0; b < first.batch; ++b) {
+    int c0 = 0;
+    for (const BasicRefTensor<T>* p : parts) {
+      std::copy_n(p->channel(b, 0), size_t(p->channels) * p->plane(), y.channel(b, c0));
+      c0 += p->channels;
+    }
+  }
+  return y;
+}
+
+template <class T>
+BasicRefTensor<T> slice(const BasicRefTensor<T>& x, int begin, int count) {
+  BasicRefTensor<T> y(x.batch, count, x.height, x.width);
+  for (int b = 0; b < x.batch; ++b)
+    std::copy_n(x.channel(b, begin), size_t(count) * x.plane(), y.channel(b, 0));
+  return y;
+}
+
+template <class T>
+void add_to(BasicRefTensor<T>& y, const BasicRefTensor<T>& x) {
+  if (y.values.size() != x.values.size()) throw RuntimeError("reference add: shapes differ");
+  for (size_t i = 0; i < y.values.size(); ++i) y.values[i] += x.values[i];
+}
+
+}  // namespace
+
+RefTensor conv2d(const ConvSpec& spec, const RefTensor& x) {
+  return convolve(spec, x, spec.silu);
+}
+
+RefTensor conv2d_linear(const ConvSpec& spec, const RefTensor& x) {
+  return convolve(spec, x, false);
 }
 
 RefTensor maxpool_same(const RefTensor& x, int kernel) {
@@ -106,34 +149,27 @@ RefTensor upsample2x(const RefTensor& x) {
 }
 
 RefTensor concat_channels(const std::vector<const RefTensor*>& parts) {
-  const RefTensor& first = *parts.front();
-  int channels = 0;
-  for (const RefTensor* p : parts) {
-    if (p->batch != first.batch || p->height != first.height || p->width != first.width)
-      throw RuntimeError("reference concat: parts differ in batch or spatial size");
-    channels += p->channels;
-  }
-  RefTensor y(first.batch, channels, first.height, first.width);
-  for (int b = 0; b < first.batch; ++b) {
-    int c0 = 0;
-    for (const RefTensor* p : parts) {
-      std::copy_n(p->channel(b, 0), size_t(p->channels) * p->plane(), y.channel(b, c0));
-      c0 += p->channels;
-    }
-  }
-  return y;
+  return concat(parts);
+}
+
+RefGrad concat_grads(const std::vector<const RefGrad*>& parts) {
+  return concat(parts);
 }
 
 RefTensor slice_channels(const RefTensor& x, int begin, int count) {
-  RefTensor y(x.batch, count, x.height, x.width);
-  for (int b = 0; b < x.batch; ++b)
-    std::copy_n(x.channel(b, begin), size_t(count) * x.plane(), y.channel(b, 0));
-  return y;
+  return slice(x, begin, count);
+}
+
+RefGrad slice_grad(const RefGrad& x, int begin, int count) {
+  return slice(x, begin, count);
 }
 
 void add_inplace(RefTensor& y, const RefTensor& x) {
-  if (y.values.size() != x.values.size()) throw RuntimeError("reference add: shapes differ");
-  for (size_t i = 0; i < y.values.size(); ++i) y.values[i] += x.values[i];
+  add_to(y, x);
+}
+
+void add_inplace(RefGrad& y, const RefGrad& x) {
+  add_to(y, x);
 }
 
 }  // namespace lab::reference

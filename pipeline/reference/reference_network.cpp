@@ -1,6 +1,7 @@
 // The CPU reference executor: walks the Yolo26Model layer by layer with the reference ops (float64
-// accumulation, float32 activations), keeps every layer's output and both attention maps, then decodes the
-// one-to-one head and runs the end-to-end top-k with the float64 host references of the detect kernels.
+// accumulation, float32 activations), keeps every layer's output and both attention maps, computes both heads
+// (the one-to-many one where the checkpoint has it), then decodes the one-to-one head and runs the end-to-end
+// top-k with the float64 host references of the detect kernels.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -126,10 +127,16 @@ class ReferenceNetwork final : public Network {
       levels.push_back(&outputs[size_t(from[i])]);
       strides.push_back(spec.levels[i].stride);
     }
-    reference::HeadOutputs head = reference::run_detect(spec, levels);
+    reference::HeadOutputs head = reference::run_detect(spec.levels, spec.nc, levels);
     const int anchors = head.anchors;
     tensors_["head.boxes"] = NamedTensor{"head.boxes", {batch, 4, anchors}, head.boxes};
     tensors_["head.scores"] = NamedTensor{"head.scores", {batch, spec.nc, anchors}, head.logits};
+    if (!spec.one2many.empty()) {
+      reference::HeadOutputs many = reference::run_detect(spec.one2many, spec.nc, levels);
+      tensors_["head.one2many.boxes"] = NamedTensor{"head.one2many.boxes", {batch, 4, anchors}, many.boxes};
+      tensors_["head.one2many.scores"] =
+          NamedTensor{"head.one2many.scores", {batch, spec.nc, anchors}, many.logits};
+    }
     times_.push_back({layer_name(23), elapsed_ms(start)});
 
     const auto decode_start = Clock::now();

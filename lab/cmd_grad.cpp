@@ -1,0 +1,100 @@
+// `lab grad`: the YOLO26 training loss of one image against its labels and d total / d every trainable
+// parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward);
+// prints the loss components and the gradient norm, and writes the gradients as float32 "grad.<parameter
+// name>" tensors (safetensors, written atomically).
+#include <chrono>
+#include <iostream>
+#include <sstream>
+
+#include "lab/commands.hpp"
+#include "lab/network_options.hpp"
+#include "lab/option_checks.hpp"
+#include "lab/size_options.hpp"
+#include "lab/table.hpp"
+#include "pipeline/atomic_file.hpp"
+#include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/detect/model_locator.hpp"
+#include "pipeline/loss/training_image.hpp"
+#include "pipeline/reference/reference_backward.hpp"
+#include "pipeline/safetensors.hpp"
+
+namespace lab {
+namespace {
+
+struct GradOptions {
+  std::string image, labels, model, out;
+  int imgsz = 640;
+  bool square = false;
+};
+
+std::string number(double v) {
+  std::ostringstream s;
+  s.precision(9);
+  s << v;
+  return s.str();
+}
+
+void write_gradients(const std::string& path, const reference::NetworkGradients& g, const std::string& model) {
+  std::vector<SafetensorsTensor> tensors;
+  for (const ParameterGradient& p : g.parameters)
+    tensors.push_back(f32_tensor("grad." + p.name, p.shape, std::vector<float>(p.values.begin(), p.values.end())));
+  const std::map<std::string, std::string> metadata = {
+      {"producer", "lab grad"}, {"model", model}, {"total", number(g.loss.total)}, {"grad_norm", number(g.norm)}};
+  write_file_atomically(path, [&](const std::filesystem::path& temporary) {
+    write_safetensors(temporary, tensors, metadata);
+  });
+}
+
+void run_grad(const GradOptions& o) {
+  const ModelLocation location = locate_model(default_model_search(o.model));
+  const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
+  const loss::TrainingImage image = loss::load_training_image(o.image, o.labels, o.imgsz, !o.square);
+  reference::RefTensor input(1, 3, image.height, image.width);
+  input.values = image.input;
+
+  const auto start = std::chrono::steady_clock::now();
+  const reference::NetworkGradients g =
+      reference::reference_gradients(model, input, {image.ground_truth}, loss::LossConfig{});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!o.out.empty()) write_gradients(o.out, g, location.path.string());
+
+  std::cout << "model " << location.path.string() << " (" << location.origin << "), image " << o.image << " ("
+            << image.width << "x" << image.height << (o.square ? " square" : " rect") << "), labels " << o.labels
+            << " (" << image.ground_truth.size() << " boxes), float64 reference backward in " << number(seconds)
+            << " s\n"
+            << "epoch 0 of 100: weights o2m " << number(g.loss.weights.one2many) << ", o2o "
+            << number(g.loss.weights.one2one) << "; BatchNorm frozen, one-to-one head on detached features\n\n";
+  Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives"});
+  for (const auto& [name, h] : {std::pair{"one2many", g.loss.one2many}, std::pair{"one2one", g.loss.one2one}})
+    table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives)});
+  table.print(std::cout);
+  std::cout << "\ntotal " << number(g.loss.total) << "\ngradient L2 norm " << number(g.norm) << " over "
+            << g.parameters.size() << " parameter tensors\n";
+  if (!o.out.empty()) std::cout << "gradients written to " << o.out << "\n";
+}
+
+}  // namespace
+
+void add_grad_command(CLI::App& app, CliState&) {
+  auto* cmd = app.add_subcommand(
+      "grad",
+      "YOLO26 training loss of one image and d total / d every checkpoint parameter (float64 reference "
+      "backward, both heads, BatchNorm frozen)");
+  auto o = std::make_shared<GradOptions>();
+  cmd->add_option("image", o->image, "Image file")->required();
+  cmd->add_option("--labels", o->labels,
+                  "YOLO labels of the image (class cx cy w h, normalised to the original image), or a "
+                  "bus_loss.json-like file with labels_yolo_txt_original_image")
+      ->required();
+  cmd->add_option("--imgsz", o->imgsz, "Network input size")->check(imgsz_range())->capture_default_str();
+  cmd->add_flag("--square", o->square, "Letterbox to imgsz x imgsz instead of the minimum rectangle");
+  add_model_option(cmd, o->model);
+  cmd->add_option("--out", o->out, "Write the gradients here (safetensors, float32 grad.<parameter name>)")
+      ->check(not_empty());
+  cmd->footer(
+      "Example:\n"
+      "  lab grad bus.jpg --labels bus_labels.txt --square --out grads.safetensors\n");
+  cmd->callback([o] { run_grad(*o); });
+}
+
+}  // namespace lab
