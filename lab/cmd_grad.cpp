@@ -4,7 +4,6 @@
 // name>" tensors (safetensors, written atomically).
 #include <chrono>
 #include <iostream>
-#include <sstream>
 
 #include "lab/commands.hpp"
 #include "lab/network_options.hpp"
@@ -28,10 +27,7 @@ struct GradOptions {
 };
 
 std::string number(double v) {
-  std::ostringstream s;
-  s.precision(9);
-  s << v;
-  return s.str();
+  return format_sig(v, 9);
 }
 
 void write_gradients(const std::string& path, const reference::NetworkGradients& g, const std::string& model) {

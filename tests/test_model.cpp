@@ -110,13 +110,26 @@ TEST_CASE("model: every scale's synthetic checkpoint builds and its scale letter
   }
 }
 
-TEST_CASE("model: a checkpoint with both heads builds the one-to-one branches", "[model][reference]") {
+TEST_CASE("model: a checkpoint with both heads builds the one-to-one and the one-to-many branches",
+          "[model][reference]") {
   Checkpoint checkpoint = synthetic_checkpoint({.scale = "n", .nc = 4, .one2many_head = true});
   checkpoint.scale.push_back('n');  // as model.yaml would give it
   const Yolo26Model model = Yolo26Model::from_checkpoint(checkpoint);
   CHECK(model.scale == "n");
-  CHECK(model.layers[23].detect.levels[0].box[0].name == "model.23.one2one_cv2.0.0");
-  CHECK(model.layers[23].detect.levels[2].cls[4].name == "model.23.one2one_cv3.2.2");
+  const DetectSpec& detect = model.layers[23].detect;
+  CHECK(detect.levels[0].box[0].name == "model.23.one2one_cv2.0.0");
+  CHECK(detect.levels[2].cls[4].name == "model.23.one2one_cv3.2.2");
+  REQUIRE(detect.one2many.size() == 3);
+  CHECK(detect.one2many[0].box[0].name == "model.23.cv2.0.0");
+  CHECK(detect.one2many[1].cls[3].name == "model.23.cv3.1.1.1");
+  CHECK(detect.one2many[2].cls[4].name == "model.23.cv3.2.2");
+  CHECK(detect.one2many[2].cls[4].c_out == 4);
+  CHECK(detect.one2many[2].cls[4].weight == checkpoint.state_dict.at("model.23.cv3.2.2.weight").values);
+  // Without them (a fused export) the one-to-many head is empty; a partial set is an error naming the key.
+  CHECK(Yolo26Model::from_checkpoint(synthetic_checkpoint({.scale = "n", .nc = 4})).layers[23].detect.one2many.empty());
+  checkpoint.state_dict.erase("model.23.cv3.1.0.1.bn.running_var");
+  CHECK_THROWS_WITH(Yolo26Model::from_checkpoint(checkpoint),
+                    Catch::Contains("missing tensor 'model.23.cv3.1.0.1.bn.running_var'"));
 }
 
 TEST_CASE("model: BatchNorm is folded into the convolution in float64", "[model][reference]") {
@@ -139,10 +152,20 @@ TEST_CASE("model: BatchNorm is folded into the convolution in float64", "[model]
     for (size_t i = 0; i < per_out; ++i)
       CHECK(conv.weight[o * per_out + i] == Approx(w[o * per_out + i] * gamma[o] * inv_std).epsilon(1e-6));
   }
+  // The checkpoint's own parameters stay beside the folded ones (for gradients).
+  CHECK(conv.conv_weight == w);
+  REQUIRE(conv.bn);
+  CHECK(conv.bn->gamma == gamma);
+  CHECK(conv.bn->beta == beta);
+  CHECK(conv.bn->mean == mean);
+  CHECK(conv.bn->var == var);
+  CHECK(conv.bn->eps == 1e-3);
   // The head's last convolutions keep their own bias.
   const ConvSpec& cls = model.layers[23].detect.levels[1].cls[4];
   CHECK(cls.bias == checkpoint.state_dict.at("model.23.one2one_cv3.1.2.bias").values);
   CHECK(cls.weight == checkpoint.state_dict.at("model.23.one2one_cv3.1.2.weight").values);
+  CHECK_FALSE(cls.bn);
+  CHECK(cls.conv_weight.empty());
 }
 
 TEST_CASE("model: missing tensors and contradicting shapes are UsageErrors naming file and key",

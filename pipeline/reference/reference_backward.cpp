@@ -186,7 +186,8 @@ NetworkGradients reference_gradients(const Yolo26Model& model, const RefTensor& 
                                      const loss::LossConfig& config) {
   const NetworkTrace trace = trace_network(model, input);
   NetworkGradients out;
-  out.loss = loss::reference_loss(loss_batch(model, trace, ground_truth), config);
+  out.batch = loss_batch(model, trace, ground_truth);
+  out.loss = loss::reference_loss(out.batch, config);
   out.parameters = parameter_gradients(model, backward_network(model, trace, out.loss.d_one2many,
                                                                out.loss.d_one2one));
   double sum = 0;

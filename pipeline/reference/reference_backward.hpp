@@ -51,6 +51,7 @@ loss::LossBatch loss_batch(const Yolo26Model& model, const NetworkTrace& trace,
 std::vector<ParameterGradient> parameter_gradients(const Yolo26Model& model, const ConvGradients& grads);
 
 struct NetworkGradients {
+  loss::LossBatch batch;  // both heads' raw outputs and the ground truth the loss saw
   loss::LossResultT<double> loss;
   std::vector<ParameterGradient> parameters;  // for_each_conv order
   double norm = 0;                            // L2 norm over all of them
