@@ -1,7 +1,8 @@
 // `lab grad`: the YOLO26 training loss of one image against its labels and d total / d every trainable
 // parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward);
 // prints the loss components and the gradient norm, and writes the gradients as float32 "grad.<parameter
-// name>" tensors (safetensors, written atomically).
+// name>" tensors (safetensors, written atomically); --steps takes optimizer steps on the image (Ultralytics'
+// SGD or AdamW, pipeline/reference/reference_optimizer) and prints the loss after each.
 #include <chrono>
 #include <iostream>
 
@@ -14,20 +15,45 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/loss/training_image.hpp"
+#include "kernels/optim/optimizer_choice.hpp"
 #include "pipeline/reference/reference_backward.hpp"
+#include "pipeline/reference/reference_optimizer.hpp"
 #include "pipeline/safetensors.hpp"
 
 namespace lab {
 namespace {
 
+std::string number(double v) {
+  return format_sig(v, 9);
+}
+
 struct GradOptions {
   std::string image, labels, model, out;
   int imgsz = 640;
   bool square = false;
+  int steps = 0;
+  std::string optimizer = "auto";
+  double lr = 0;  // 0: the optimizer choice's
 };
 
-std::string number(double v) {
-  return format_sig(v, 9);
+// Ultralytics' choice for --optimizer (auto: AdamW with its lr fit for the class count, momentum 0.9; SGD and
+// AdamW: lr0 0.01, momentum 0.937), --lr replacing the learning rate.
+reference::OptimizerSettings optimizer_settings(const GradOptions& o, int class_count) {
+  const OptimizerChoice choice = choose_optimizer(o.optimizer, 0.01, 0.937, 0, class_count);
+  return {.name = choice.name, .lr = o.lr > 0 ? o.lr : choice.lr, .momentum = choice.momentum};
+}
+
+// --steps N: the loss before and after each of N optimizer steps on this one image.
+void run_steps(const GradOptions& o, const Yolo26Model& model, const reference::RefTensor& input,
+               const std::vector<loss::GtBox>& labels) {
+  const reference::OptimizerSettings settings = optimizer_settings(o, model.nc);
+  std::cout << "\n" << o.steps << " " << settings.name << " steps (lr " << number(settings.lr) << ", momentum "
+            << number(settings.momentum) << ", weight decay 5e-4 on weights, gradient norm clipped at 10):\n";
+  reference::reference_step_losses(model, input, {labels}, loss::LossConfig{}, settings, o.steps,
+                                   [](int step, double loss) {
+                                     std::cout << "  after " << step << " steps: loss " << number(loss) << "\n"
+                                               << std::flush;
+                                   });
 }
 
 void write_gradients(const std::string& path, const reference::NetworkGradients& g, const std::string& model) {
@@ -67,6 +93,7 @@ void run_grad(const GradOptions& o) {
   std::cout << "\ntotal " << number(g.loss.total) << "\ngradient L2 norm " << number(g.norm) << " over "
             << g.parameters.size() << " parameter tensors\n";
   if (!o.out.empty()) std::cout << "gradients written to " << o.out << "\n";
+  if (o.steps > 0) run_steps(o, model, input, image.ground_truth);
 }
 
 }  // namespace
@@ -87,9 +114,21 @@ void add_grad_command(CLI::App& app, CliState&) {
   add_model_option(cmd, o->model);
   cmd->add_option("--out", o->out, "Write the gradients here (safetensors, float32 grad.<parameter name>)")
       ->check(not_empty());
+  cmd->add_option("--steps", o->steps,
+                  "Then take this many optimizer steps on the image, printing the loss before and after each")
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--optimizer", o->optimizer,
+                  "With --steps: auto (Ultralytics' choice for a short run: AdamW, lr fit to the class count), SGD "
+                  "(Nesterov) or AdamW (lr0 0.01, momentum 0.937)")
+      ->check(CLI::IsMember({"auto", "SGD", "AdamW"}, CLI::ignore_case))
+      ->capture_default_str();
+  cmd->add_option("--lr", o->lr, "With --steps: the learning rate instead of the optimizer choice's")
+      ->check(CLI::PositiveNumber);
   cmd->footer(
-      "Example:\n"
-      "  lab grad bus.jpg --labels bus_labels.txt --square --out grads.safetensors\n");
+      "Examples:\n"
+      "  lab grad bus.jpg --labels bus_labels.txt --square --out grads.safetensors\n"
+      "  lab grad bus.jpg --labels bus_labels.txt --square --steps 3 --optimizer SGD\n");
   cmd->callback([o] { run_grad(*o); });
 }
 

@@ -18,6 +18,7 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/loss/training_image.hpp"
 #include "pipeline/reference/reference_backward.hpp"
+#include "pipeline/reference/reference_optimizer.hpp"
 #include "pipeline/safetensors.hpp"
 #include "tests/loss_test_support.hpp"
 
@@ -44,10 +45,17 @@ double check_head(const nlohmann::json& golden, const loss::HeadLoss& ours, doub
   return ours.box + torch_cls + ours.l1;
 }
 
-}  // namespace
+struct BusCase {
+  std::string missing;  // non-empty: the asset that is absent
+  Yolo26Model model;
+  reference::RefTensor input;
+  std::vector<loss::GtBox> labels;
+  nlohmann::json golden, bus_loss;
+};
 
-TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of all 366 parameters",
-          "[grad_golden]") {
+// The model, bus.jpg letterboxed square to 640 as `lab grad --square` does, its labels, and the goldens.
+BusCase load_bus_case() {
+  BusCase c;
   const std::filesystem::path model_file = kAssets / "models/yolo26n.pt", image = kAssets / "images/bus.jpg",
                               labels = kAssets / "goldens/bus_labels.txt",
                               golden_json = kAssets / "goldens/bus_train_golden.json",
@@ -55,23 +63,38 @@ TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of al
                               loss_json = kAssets / "goldens/bus_loss.json";
   for (const auto& f : {model_file, image, labels, golden_json, golden_file, loss_json})
     if (!std::filesystem::exists(f)) {
-      WARN("skipped: " << f.string() << " is absent");
-      return;
+      c.missing = f.string();
+      return c;
     }
-  const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(model_file));
+  c.model = Yolo26Model::from_checkpoint(load_checkpoint(model_file));
   const loss::TrainingImage bus = loss::load_training_image(image, labels, 640, false);
-  REQUIRE(bus.height == 640);
-  REQUIRE(bus.width == 640);
-  reference::RefTensor input(1, 3, 640, 640);
-  input.values = bus.input;
+  c.input = reference::RefTensor(1, 3, bus.height, bus.width);
+  c.input.values = bus.input;
+  c.labels = bus.ground_truth;
+  c.golden = read_json(golden_json);
+  c.bus_loss = read_json(loss_json);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of all 366 parameters",
+          "[grad_golden]") {
+  const BusCase bus = load_bus_case();
+  if (!bus.missing.empty()) {
+    WARN("skipped: " << bus.missing << " is absent");
+    return;
+  }
+  REQUIRE(bus.input.height == 640);
+  REQUIRE(bus.input.width == 640);
 
   const auto start = std::chrono::steady_clock::now();
   const reference::NetworkGradients g =
-      reference::reference_gradients(model, input, {bus.ground_truth}, loss::LossConfig{});
+      reference::reference_gradients(bus.model, bus.input, {bus.labels}, loss::LossConfig{});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("grad golden: forward + loss + backward of yolo26n at 640x640 in %.1f s\n", seconds);
 
-  const nlohmann::json golden = read_json(golden_json), bus_loss = read_json(loss_json);
+  const nlohmann::json &golden = bus.golden, &bus_loss = bus.bus_loss;
   const loss::LossConfig config;
   const double o2m = check_head(bus_loss["one2many"], g.loss.one2many,
                                 torch_float32_cls(g.batch, g.batch.one2many, config.one2many), "one2many");
@@ -83,7 +106,7 @@ TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of al
               bus_loss["total"].get<double>(), g.norm, golden["grad_norm_total"].get<double>());
   CHECK(g.norm == Approx(golden["grad_norm_total"].get<double>()).epsilon(1e-3));
 
-  const SafetensorsFile stored = SafetensorsFile::load(golden_file);
+  const SafetensorsFile stored = SafetensorsFile::load(kAssets / "goldens/bus_train_golden.safetensors");
   const nlohmann::json& tensors = golden["tensors"];
   CHECK(g.parameters.size() == tensors.size());
   std::set<std::string> names;
@@ -116,4 +139,29 @@ TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of al
   CHECK(names.size() == tensors.size());
   std::printf("grad golden: %zu tensors, worst rel L2 %.3g (%s), worst L2-norm error %.3g (%s)\n",
               g.parameters.size(), worst_rel, worst_rel_name.c_str(), worst_norm, worst_norm_name.c_str());
+}
+
+TEST_CASE("grad golden: three AdamW and three SGD steps on bus.jpg reproduce the golden's losses within 2%",
+          "[grad_golden_steps]") {
+  const BusCase bus = load_bus_case();
+  if (!bus.missing.empty()) {
+    WARN("skipped: " << bus.missing << " is absent");
+    return;
+  }
+  // As the golden: Ultralytics' groups (decay 5e-4 on weights), clip at 10, no warm-up, no EMA.
+  const std::vector<reference::OptimizerSettings> optimizers = {{.name = "AdamW", .lr = 0.000119, .momentum = 0.9},
+                                                                {.name = "SGD", .lr = 0.01, .momentum = 0.937}};
+  for (const reference::OptimizerSettings& settings : optimizers) {
+    const std::vector<double> expected =
+        bus.golden["optimizer_steps"][settings.name]["loss_before_and_after_each_step"].get<std::vector<double>>();
+    const std::vector<double> losses = reference::reference_step_losses(
+        bus.model, bus.input, {bus.labels}, loss::LossConfig{}, settings, int(expected.size()) - 1);
+    REQUIRE(losses.size() == expected.size());
+    for (size_t i = 0; i < losses.size(); ++i) {
+      std::printf("grad golden steps: %s after %zu steps: loss %.6g (golden %.6g, %+.2f%%)\n", settings.name.c_str(),
+                  i, losses[i], expected[i], 100 * (losses[i] / expected[i] - 1));
+      INFO(settings.name << " after " << i << " steps: " << losses[i] << " vs " << expected[i]);
+      CHECK(losses[i] == Approx(expected[i]).epsilon(0.02));
+    }
+  }
 }

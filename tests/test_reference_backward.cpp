@@ -132,21 +132,15 @@ double perturb(Yolo26Model& model, const std::string& name, size_t index, double
   double applied = 0;
   bool found = false;
   for_each_conv(model, [&](ConvSpec& conv) {
-    if (name.rfind(conv.name + ".", 0) != 0) return;
-    const std::string leaf = name.substr(conv.name.size() + 1);
-    std::vector<float>* values = nullptr;
-    if (conv.bn && leaf == "conv.weight") values = &conv.conv_weight;
-    if (conv.bn && leaf == "bn.weight") values = &conv.bn->gamma;
-    if (conv.bn && leaf == "bn.bias") values = &conv.bn->beta;
-    if (!conv.bn && leaf == "weight") values = &conv.weight;
-    if (!conv.bn && leaf == "bias") values = &conv.bias;
-    if (values == nullptr) return;
-    found = true;
-    float& v = values->at(index);
-    const float before = v;
-    v = float(double(v) + delta);
-    applied = double(v) - double(before);
-    fold_batchnorm(conv);
+    for (const ParameterRef& p : conv_parameters(conv)) {
+      if (p.name != name) continue;
+      found = true;
+      float& v = p.values->at(index);
+      const float before = v;
+      v = float(double(v) + delta);
+      applied = double(v) - double(before);
+      fold_batchnorm(conv);
+    }
   });
   REQUIRE(found);
   return applied;

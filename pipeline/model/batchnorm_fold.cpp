@@ -25,6 +25,13 @@ void fold_batchnorm(ConvSpec& conv) {
   }
 }
 
+std::vector<ParameterRef> conv_parameters(ConvSpec& conv) {
+  if (!conv.bn) return {{conv.name + ".weight", &conv.weight}, {conv.name + ".bias", &conv.bias}};
+  return {{conv.name + ".conv.weight", &conv.conv_weight},
+          {conv.name + ".bn.weight", &conv.bn->gamma},
+          {conv.name + ".bn.bias", &conv.bn->beta}};
+}
+
 std::vector<ParameterGradient> conv_parameter_gradients(const ConvSpec& conv, const std::vector<double>& d_weight,
                                                         const std::vector<double>& d_bias) {
   const std::vector<int64_t> weight_shape = {conv.c_out, conv.c_in / conv.groups, conv.kernel, conv.kernel};

@@ -15,6 +15,15 @@ namespace lab {
 // b' = beta - mean * gamma / sqrt(var + eps). A conv without bn is left as it is.
 void fold_batchnorm(ConvSpec& conv);
 
+// The conv's checkpoint parameters in state-dict order, by name: conv.weight, bn.weight, bn.bias for an
+// Ultralytics Conv (the folded weight/bias follow from them through fold_batchnorm), weight and bias for a
+// plain Conv2d. The pointers are into `conv`.
+struct ParameterRef {
+  std::string name;
+  std::vector<float>* values;
+};
+std::vector<ParameterRef> conv_parameters(ConvSpec& conv);
+
 // d loss / d one checkpoint parameter, keyed by its state-dict name.
 struct ParameterGradient {
   std::string name;  // "model.0.conv.weight", "model.0.bn.weight", "model.23.cv2.0.2.bias", ...

@@ -1,0 +1,51 @@
+// Ultralytics' optimizers in float64 on a model's checkpoint parameters, as its BaseTrainer builds them for
+// a fine-tuning step: three parameter groups (weights with decay; BatchNorm weights and every bias without),
+// the gradient norm clipped at 10 (torch.nn.utils.clip_grad_norm_), then SGD with Nesterov momentum or AdamW
+// (kernels/optim's float64 reference steps). Parameters stay float32 in the model, as in PyTorch; each
+// updated Conv is refolded with its frozen BatchNorm.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/model/batchnorm_fold.hpp"
+#include "pipeline/loss/loss_types.hpp"
+#include "pipeline/model/yolo26_model.hpp"
+#include "pipeline/reference/ref_tensor.hpp"
+
+namespace lab::reference {
+
+struct OptimizerSettings {
+  std::string name = "AdamW";  // "SGD" (Nesterov) or "AdamW"
+  double lr = 0.000119;
+  double momentum = 0.9;  // SGD momentum, AdamW beta1 (beta2 0.999, eps 1e-8)
+  double weight_decay = 5e-4;
+  double max_norm = 10;
+};
+
+class ReferenceOptimizer {
+ public:
+  // UsageError for a name other than SGD or AdamW.
+  explicit ReferenceOptimizer(OptimizerSettings settings);
+  // One step from d loss / d every parameter of `model` (parameter_gradients' names).
+  void step(Yolo26Model& model, const std::vector<ParameterGradient>& grads);
+
+ private:
+  struct State {
+    std::vector<double> momentum, second_moment;  // SGD: momentum only; AdamW: exp_avg, exp_avg_sq
+  };
+  OptimizerSettings settings_;
+  std::map<std::string, State> state_;
+  int steps_ = 0;
+};
+
+// The loss (total) before and after each of `steps` optimizer steps on one batch: forward, loss and backward
+// (reference_gradients), then the step; `on_loss(step, loss)` is told each one as it comes (step 0: before
+// any). `model` is a copy: the caller's stays as it is.
+std::vector<double> reference_step_losses(Yolo26Model model, const RefTensor& input,
+                                          const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                          const loss::LossConfig& config, const OptimizerSettings& settings,
+                                          int steps, const std::function<void(int, double)>& on_loss = {});
+
+}  // namespace lab::reference

@@ -1,0 +1,81 @@
+// `lab grad` end to end on a synthetic yolo26n (both heads) at 64x64: the loss table, the gradient file (one
+// float32 grad.<name> tensor per checkpoint parameter, written atomically), --steps, and one-line errors with
+// exit 2 for bad input (an image that does not decode, a malformed label line, a checkpoint without the
+// one-to-many head, an unknown optimizer).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "pipeline/image/image.hpp"
+#include "pipeline/safetensors.hpp"
+#include "tests/test_helpers.hpp"
+#include "tests/test_model_synthetic.hpp"
+
+using namespace lab;
+
+namespace {
+
+// The checkpoint's state dict as a safetensors file.
+void write_checkpoint(const Checkpoint& c, const std::filesystem::path& path) {
+  std::vector<SafetensorsTensor> tensors;
+  for (const auto& [key, t] : c.state_dict) tensors.push_back(f32_tensor(key, t.shape, t.values));
+  write_safetensors(path, tensors);
+}
+
+}  // namespace
+
+TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with exit 2", "[grad_cli]") {
+  test::ScratchDir dir("lab_grad");
+  const Checkpoint both = test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true});
+  write_checkpoint(both, dir.path / "both.safetensors");
+  write_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = 3}), dir.path / "o2o.safetensors");
+  Image image(80, 60, 90);
+  for (int y = 10; y < 40; ++y)
+    for (int x = 20; x < 50; ++x) image.pixel(x, y)[0] = 220;
+  write_image(image, dir.path / "img.png");
+  test::write_file(dir.path / "labels.txt", "0 0.4375 0.4166 0.375 0.5\n2 0.8 0.8 0.2 0.3\n");
+  const std::string common = (dir.path / "img.png").string() + " --labels " + (dir.path / "labels.txt").string() +
+                             " --imgsz 64 --square --model ";
+  const std::string out = (dir.path / "g.safetensors").string();
+
+  const test::LabResult ok = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() + " --out " +
+                                           out + " --steps 1 --optimizer SGD");
+  INFO(ok.out << ok.err);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(test::contains(ok.out, "one2many"));
+  CHECK(test::contains(ok.out, "gradient L2 norm"));
+  CHECK(test::contains(ok.out, "after 1 steps: loss"));
+  const SafetensorsFile grads = SafetensorsFile::load(out);
+  CHECK(grads.info("grad.model.0.conv.weight").shape == std::vector<int64_t>{16, 3, 3, 3});
+  CHECK(grads.info("grad.model.0.bn.bias").dtype == "F32");
+  CHECK(grads.info("grad.model.23.cv3.1.2.bias").shape == std::vector<int64_t>{3});
+  CHECK(grads.info("grad.model.23.one2one_cv2.0.2.weight").shape == std::vector<int64_t>{4, 16, 1, 1});
+  size_t bn_parameters = 0;
+  for (const auto& [key, t] : both.state_dict)
+    if (key.find("running_") != std::string::npos) ++bn_parameters;
+  CHECK(grads.keys().size() == both.state_dict.size() - bn_parameters);  // all but the running statistics
+
+  struct Bad {
+    std::string args, names;
+  };
+  test::write_file(dir.path / "bad.txt", "0 0.5 0.5 0.2\n");
+  test::write_file(dir.path / "junk.png", "not an image");
+  const Bad bad[] = {
+      {(dir.path / "junk.png").string() + " --labels " + (dir.path / "labels.txt").string() + " --model " +
+           (dir.path / "both.safetensors").string(),
+       "junk.png"},
+      {(dir.path / "img.png").string() + " --labels " + (dir.path / "bad.txt").string() + " --model " +
+           (dir.path / "both.safetensors").string(),
+       "bad.txt:1"},
+      {common + (dir.path / "o2o.safetensors").string(), "no one-to-many head"},
+      {common + (dir.path / "both.safetensors").string() + " --steps 1 --optimizer Adam", "--optimizer"},
+  };
+  for (const Bad& b : bad) {
+    const test::LabResult r = test::run_lab("grad " + b.args + " --out " + (dir.path / "bad.safetensors").string());
+    INFO(b.args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(test::contains(r.err, b.names));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(dir.path / "bad.safetensors"));
+  }
+}
