@@ -47,24 +47,27 @@ reference::OptimizerSettings optimizer_settings(const GradOptions& o, int class_
 void run_steps(const GradOptions& o, const Yolo26Model& model, const reference::RefTensor& input,
                const std::vector<loss::GtBox>& labels) {
   const reference::OptimizerSettings settings = optimizer_settings(o, model.nc);
-  std::cout << "\n" << o.steps << " " << settings.name << " steps (lr " << number(settings.lr) << ", momentum "
+  std::cout << "\n"
+            << o.steps << " " << settings.name << " steps (lr " << number(settings.lr) << ", momentum "
             << number(settings.momentum) << ", weight decay 5e-4 on weights, gradient norm clipped at 10):\n";
-  reference::reference_step_losses(model, input, {labels}, loss::LossConfig{}, settings, o.steps,
-                                   [](int step, double loss) {
-                                     std::cout << "  after " << step << " steps: loss " << number(loss) << "\n"
-                                               << std::flush;
-                                   });
+  reference::reference_step_losses(
+      model, input, {labels}, loss::LossConfig{}, settings, o.steps, [](int step, double loss) {
+        std::cout << "  after " << step << " steps: loss " << number(loss) << "\n" << std::flush;
+      });
 }
 
-void write_gradients(const std::string& path, const reference::NetworkGradients& g, const std::string& model) {
+void write_gradients(const std::string& path, const reference::NetworkGradients& g,
+                     const std::string& model) {
   std::vector<SafetensorsTensor> tensors;
   for (const ParameterGradient& p : g.parameters)
-    tensors.push_back(f32_tensor("grad." + p.name, p.shape, std::vector<float>(p.values.begin(), p.values.end())));
-  const std::map<std::string, std::string> metadata = {
-      {"producer", "lab grad"}, {"model", model}, {"total", number(g.loss.total)}, {"grad_norm", number(g.norm)}};
-  write_file_atomically(path, [&](const std::filesystem::path& temporary) {
-    write_safetensors(temporary, tensors, metadata);
-  });
+    tensors.push_back(
+        f32_tensor("grad." + p.name, p.shape, std::vector<float>(p.values.begin(), p.values.end())));
+  const std::map<std::string, std::string> metadata = {{"producer", "lab grad"},
+                                                       {"model", model},
+                                                       {"total", number(g.loss.total)},
+                                                       {"grad_norm", number(g.norm)}};
+  write_file_atomically(
+      path, [&](const std::filesystem::path& temporary) { write_safetensors(temporary, tensors, metadata); });
 }
 
 void run_grad(const GradOptions& o) {
@@ -81,11 +84,12 @@ void run_grad(const GradOptions& o) {
   if (!o.out.empty()) write_gradients(o.out, g, location.path.string());
 
   std::cout << "model " << location.path.string() << " (" << location.origin << "), image " << o.image << " ("
-            << image.width << "x" << image.height << (o.square ? " square" : " rect") << "), labels " << o.labels
-            << " (" << image.ground_truth.size() << " boxes), float64 reference backward in " << number(seconds)
-            << " s\n"
+            << image.width << "x" << image.height << (o.square ? " square" : " rect") << "), labels "
+            << o.labels << " (" << image.ground_truth.size() << " boxes), float64 reference backward in "
+            << number(seconds) << " s\n"
             << "epoch 0 of 100: weights o2m " << number(g.loss.weights.one2many) << ", o2o "
-            << number(g.loss.weights.one2one) << "; BatchNorm frozen, one-to-one head on detached features\n\n";
+            << number(g.loss.weights.one2one)
+            << "; BatchNorm frozen, one-to-one head on detached features\n\n";
   Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives"});
   for (const auto& [name, h] : {std::pair{"one2many", g.loss.one2many}, std::pair{"one2one", g.loss.one2one}})
     table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives)});
@@ -118,9 +122,10 @@ void add_grad_command(CLI::App& app, CliState&) {
                   "Then take this many optimizer steps on the image, printing the loss before and after each")
       ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--optimizer", o->optimizer,
-                  "With --steps: auto (Ultralytics' choice for a short run: AdamW, lr fit to the class count), SGD "
-                  "(Nesterov) or AdamW (lr0 0.01, momentum 0.937)")
+  cmd->add_option(
+         "--optimizer", o->optimizer,
+         "With --steps: auto (Ultralytics' choice for a short run: AdamW, lr fit to the class count), SGD "
+         "(Nesterov) or AdamW (lr0 0.01, momentum 0.937)")
       ->check(CLI::IsMember({"auto", "SGD", "AdamW"}, CLI::ignore_case))
       ->capture_default_str();
   cmd->add_option("--lr", o->lr, "With --steps: the learning rate instead of the optimizer choice's")

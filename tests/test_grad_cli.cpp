@@ -34,12 +34,12 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
     for (int x = 20; x < 50; ++x) image.pixel(x, y)[0] = 220;
   write_image(image, dir.path / "img.png");
   test::write_file(dir.path / "labels.txt", "0 0.4375 0.4166 0.375 0.5\n2 0.8 0.8 0.2 0.3\n");
-  const std::string common = (dir.path / "img.png").string() + " --labels " + (dir.path / "labels.txt").string() +
-                             " --imgsz 64 --square --model ";
+  const std::string common = (dir.path / "img.png").string() + " --labels " +
+                             (dir.path / "labels.txt").string() + " --imgsz 64 --square --model ";
   const std::string out = (dir.path / "g.safetensors").string();
 
-  const test::LabResult ok = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() + " --out " +
-                                           out + " --steps 1 --optimizer SGD");
+  const test::LabResult ok = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() +
+                                           " --out " + out + " --steps 1 --optimizer SGD");
   INFO(ok.out << ok.err);
   REQUIRE(ok.exit_code == 0);
   CHECK(test::contains(ok.out, "one2many"));
@@ -71,7 +71,8 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
       {common + (dir.path / "both.safetensors").string() + " --steps 1 --optimizer Adam", "--optimizer"},
   };
   for (const Bad& b : bad) {
-    const test::LabResult r = test::run_lab("grad " + b.args + " --out " + (dir.path / "bad.safetensors").string());
+    const test::LabResult r =
+        test::run_lab("grad " + b.args + " --out " + (dir.path / "bad.safetensors").string());
     INFO(b.args << "\n" << r.err);
     CHECK(r.exit_code == 2);
     CHECK(test::contains(r.err, b.names));

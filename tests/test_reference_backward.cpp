@@ -54,8 +54,8 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
 // A synthetic yolo26n with both heads whose box branches start near 2x2 grid cells (last-conv bias 1), so
 // the small ground-truth boxes below overlap predictions and get positives in both heads.
 Yolo26Model small_model() {
-  Yolo26Model model =
-      Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true, .seed = 5}));
+  Yolo26Model model = Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true, .seed = 5}));
   DetectSpec& detect = model.layers.back().detect;
   for (auto* head : {&detect.levels, &detect.one2many})
     for (DetectLevelSpec& level : *head) level.box.back().bias.assign(4, 1.0f);
@@ -83,11 +83,12 @@ struct DetachedHeads {
   HeadOutputs one2many, one2one;
 };
 
-DetachedHeads detached_forward(const Yolo26Model& model, const RefTensor& input, const Yolo26Model& base_model,
-                               const NetworkTrace& base) {
+DetachedHeads detached_forward(const Yolo26Model& model, const RefTensor& input,
+                               const Yolo26Model& base_model, const NetworkTrace& base) {
   const NetworkTrace trace = trace_network(model, input);
   const DetectSpec& detect = model.layers.back().detect;
-  return {trace.one2many.outputs, trace_head(detect.levels, detect.nc, head_levels(base_model, base)).outputs};
+  return {trace.one2many.outputs,
+          trace_head(detect.levels, detect.nc, head_levels(base_model, base)).outputs};
 }
 
 double fixed_loss(const Yolo26Model& model, const RefTensor& input, const Yolo26Model& base_model,
@@ -98,9 +99,11 @@ double fixed_loss(const Yolo26Model& model, const RefTensor& input, const Yolo26
   batch.one2one = {heads.one2one.boxes, heads.one2one.logits};
   const loss::HeadWeights w = loss::epoch_weights(config.epoch, config.epochs);
   const double m =
-      loss::reference_head_loss(batch, loss::to_reference(batch.one2many), fixed.one2many, config, 1).loss.sum();
+      loss::reference_head_loss(batch, loss::to_reference(batch.one2many), fixed.one2many, config, 1)
+          .loss.sum();
   const double o =
-      loss::reference_head_loss(batch, loss::to_reference(batch.one2one), fixed.one2one, config, 1).loss.sum();
+      loss::reference_head_loss(batch, loss::to_reference(batch.one2one), fixed.one2one, config, 1)
+          .loss.sum();
   return batch.batch * (w.one2many * m + w.one2one * o);
 }
 
@@ -148,14 +151,16 @@ double perturb(Yolo26Model& model, const std::string& name, size_t index, double
 
 }  // namespace
 
-TEST_CASE("reference backward: the convolution backward equals the scatter-form reference", "[reference_backward]") {
+TEST_CASE("reference backward: the convolution backward equals the scatter-form reference",
+          "[reference_backward]") {
   struct Case {
     int c_in, c_out, kernel, stride, groups;
     bool silu;
     int h, w;
   };
-  const Case cases[] = {{3, 16, 3, 2, 1, true, 13, 10}, {8, 12, 3, 1, 1, true, 9, 7},  {12, 12, 3, 1, 12, true, 8, 11},
-                        {10, 6, 1, 1, 1, false, 5, 6},  {16, 9, 1, 1, 1, true, 4, 4},  {6, 6, 3, 2, 6, false, 7, 9},
+  const Case cases[] = {{3, 16, 3, 2, 1, true, 13, 10},  {8, 12, 3, 1, 1, true, 9, 7},
+                        {12, 12, 3, 1, 12, true, 8, 11}, {10, 6, 1, 1, 1, false, 5, 6},
+                        {16, 9, 1, 1, 1, true, 4, 4},    {6, 6, 3, 2, 6, false, 7, 9},
                         {4, 20, 3, 1, 2, true, 6, 5}};
   uint64_t seed = 100;
   for (const Case& c : cases) {
@@ -170,22 +175,24 @@ TEST_CASE("reference backward: the convolution backward equals the scatter-form 
 
     ConvGradients grads;
     const RefGrad dx = conv2d_backward(spec, x, z, dy, grads);
-    const Conv2dGradients ref = conv2d_backward_reference(
-        {c.c_in, c.c_out, c.kernel, c.stride, c.groups, c.silu}, 2, c.h, c.w, x.values, spec.weight, spec.bias, dy_f);
-    // z is kept in float32 (as the activations), the scatter reference recomputes it in float64: silu' differs
-    // by about 1e-7 relative.
+    const Conv2dGradients ref =
+        conv2d_backward_reference({c.c_in, c.c_out, c.kernel, c.stride, c.groups, c.silu}, 2, c.h, c.w,
+                                  x.values, spec.weight, spec.bias, dy_f);
+    // z is kept in float32 (as the activations), the scatter reference recomputes it in float64: silu'
+    // differs by about 1e-7 relative.
     CHECK(rel_diff(dx.values, ref.grad_in) < 1e-6);
     CHECK(rel_diff(grads["conv"].weight, ref.grad_weight) < 1e-6);
     CHECK(rel_diff(grads["conv"].bias, ref.grad_bias) < 1e-6);
   }
 }
 
-TEST_CASE("reference backward: max pool sends the gradient to the first maximum of each window", "[reference_backward]") {
-  // PyTorch's max_pool2d_with_indices (CPU and CUDA) scans the window row by row and replaces the arg-max only
-  // on a strictly greater value, so of equal maxima the first in scan order takes the gradient.
+TEST_CASE("reference backward: max pool sends the gradient to the first maximum of each window",
+          "[reference_backward]") {
+  // PyTorch's max_pool2d_with_indices (CPU and CUDA) scans the window row by row and replaces the arg-max
+  // only on a strictly greater value, so of equal maxima the first in scan order takes the gradient.
   RefTensor x(1, 1, 3, 3);
-  x.values = {1, 5, 5,   //
-              0, 5, 2,   //
+  x.values = {1, 5, 5,  //
+              0, 5, 2,  //
               3, 1, 4};
   RefGrad dy(1, 1, 3, 3);
   dy.values.assign(9, 1.0);
@@ -197,15 +204,16 @@ TEST_CASE("reference backward: max pool sends the gradient to the first maximum 
   CHECK(dx3.values == std::vector<double>{0, 6, 0, 0, 3, 0, 0, 0, 0});
 }
 
-TEST_CASE("reference backward: the BatchNorm chain rule matches finite differences of the fold", "[reference_backward]") {
+TEST_CASE("reference backward: the BatchNorm chain rule matches finite differences of the fold",
+          "[reference_backward]") {
   ConvSpec conv = random_conv(6, 5, 3, 1, 1, true, 7);
   conv.name = "model.4.m.0.cv1";
   conv.conv_weight = conv.weight;
   conv.bn = FrozenBatchNorm{random_values(5, 8, 0.5f, 1.5f), random_values(5, 9, -0.3f, 0.3f),
                             random_values(5, 10, -0.4f, 0.4f), random_values(5, 12, 0.2f, 1.2f), 1e-3};
   fold_batchnorm(conv);
-  // A loss linear in the folded parameters: L = sum(gw * w') + sum(gb * b'); its gradients in the checkpoint's
-  // parameters come from conv_parameter_gradients(conv, gw, gb).
+  // A loss linear in the folded parameters: L = sum(gw * w') + sum(gb * b'); its gradients in the
+  // checkpoint's parameters come from conv_parameter_gradients(conv, gw, gb).
   const std::vector<float> gw_f = random_values(conv.weight.size(), 13), gb_f = random_values(5, 14);
   const std::vector<double> gw(gw_f.begin(), gw_f.end()), gb(gb_f.begin(), gb_f.end());
   auto loss = [&](const ConvSpec& c) {
@@ -272,7 +280,8 @@ double numeric_gradient(const Yolo26Model& model, const std::string& name, size_
 }
 
 const ParameterGradient& find_gradient(const std::vector<ParameterGradient>& grads, const std::string& name) {
-  const auto it = std::find_if(grads.begin(), grads.end(), [&](const ParameterGradient& p) { return p.name == name; });
+  const auto it =
+      std::find_if(grads.begin(), grads.end(), [&](const ParameterGradient& p) { return p.name == name; });
   INFO("parameter " << name);
   REQUIRE(it != grads.end());
   return *it;
@@ -288,11 +297,13 @@ TEST_CASE("reference backward: every module kind matches finite differences of a
   const size_t boxes = trace.one2many.outputs.boxes.size(), scores = trace.one2many.outputs.logits.size();
   const loss::HeadGradients<double> m{random_doubles(boxes, 21), random_doubles(scores, 22)};
   const loss::HeadGradients<double> o{random_doubles(boxes, 23), random_doubles(scores, 24)};
-  const std::vector<ParameterGradient> analytic = parameter_gradients(model, backward_network(model, trace, m, o));
+  const std::vector<ParameterGradient> analytic =
+      parameter_gradients(model, backward_network(model, trace, m, o));
   for (const auto& [name, index] : kProbes) {
     const double value = find_gradient(analytic, name).values.at(index);
-    const double numeric =
-        numeric_gradient(model, name, index, 1e-2, [&](const Yolo26Model& mm) { return linear_loss(mm, input, model, trace, m, o); });
+    const double numeric = numeric_gradient(model, name, index, 1e-2, [&](const Yolo26Model& mm) {
+      return linear_loss(mm, input, model, trace, m, o);
+    });
     INFO(name << "[" << index << "] analytic " << value << " numeric " << numeric);
     CHECK(std::abs(value - numeric) <= 1e-3 * std::abs(numeric) + 1e-3);
   }
@@ -314,9 +325,10 @@ TEST_CASE("reference backward: the real loss (assignment held fixed) matches fin
   // The loss is normalised, so most parameters' gradients are ~1e-4, near the float32 forward's rounding;
   // these parameters have gradients well above it.
   const std::vector<std::pair<std::string, size_t>> probes = {
-      {"model.23.cv3.0.2.bias", 0},  {"model.23.cv3.1.2.bias", 2},   {"model.23.cv2.0.2.bias", 1},
-      {"model.23.one2one_cv3.0.2.bias", 1}, {"model.23.one2one_cv2.0.2.bias", 3}, {"model.23.cv3.0.2.weight", 7},
-      {"model.22.cv2.bn.bias", 3}, {"model.16.cv2.bn.weight", 5}};
+      {"model.23.cv3.0.2.bias", 0},         {"model.23.cv3.1.2.bias", 2},
+      {"model.23.cv2.0.2.bias", 1},         {"model.23.one2one_cv3.0.2.bias", 1},
+      {"model.23.one2one_cv2.0.2.bias", 3}, {"model.23.cv3.0.2.weight", 7},
+      {"model.22.cv2.bn.bias", 3},          {"model.16.cv2.bn.weight", 5}};
   for (const auto& [name, index] : probes) {
     const double value = find_gradient(analytic.parameters, name).values.at(index);
     const double numeric = numeric_gradient(model, name, index, 1e-3, [&](const Yolo26Model& mm) {
@@ -413,11 +425,12 @@ namespace {
 
 // The C3k2 of layer `index` as a module under test.
 ModuleUnderTest c3k2_layer(int index) {
-  return {[index](const Yolo26Model& m, const RefTensor& x) { return trace_c3k2(layer(m, index).c3k2, x).cv2.y; },
-          [index](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
-            const C3k2Spec& spec = layer(m, index).c3k2;
-            return backward_c3k2(spec, x, trace_c3k2(spec, x), dy, g);
-          }};
+  return {
+      [index](const Yolo26Model& m, const RefTensor& x) { return trace_c3k2(layer(m, index).c3k2, x).cv2.y; },
+      [index](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
+        const C3k2Spec& spec = layer(m, index).c3k2;
+        return backward_c3k2(spec, x, trace_c3k2(spec, x), dy, g);
+      }};
 }
 
 }  // namespace
@@ -425,42 +438,50 @@ ModuleUnderTest c3k2_layer(int index) {
 TEST_CASE("reference backward: each module matches finite differences on its own", "[reference_backward]") {
   const Yolo26Model model = small_model();
   SECTION("C3k2 with Bottleneck (layer 2)") {
-    check_module(model, c3k2_layer(2), random_input(layer(model, 1).out_channels, 6, 5, 41),
-                 {{"model.2.cv1.bn.weight", 2}, {"model.2.m.0.cv1.conv.weight", 9}, {"model.2.cv2.bn.bias", 4}});
+    check_module(
+        model, c3k2_layer(2), random_input(layer(model, 1).out_channels, 6, 5, 41),
+        {{"model.2.cv1.bn.weight", 2}, {"model.2.m.0.cv1.conv.weight", 9}, {"model.2.cv2.bn.bias", 4}});
   }
   SECTION("C3k2 with C3k (layer 6)") {
     check_module(model, c3k2_layer(6), random_input(layer(model, 5).out_channels, 4, 4, 42),
-                 {{"model.6.m.0.cv3.conv.weight", 19}, {"model.6.m.0.m.1.cv1.bn.bias", 4},
+                 {{"model.6.m.0.cv3.conv.weight", 19},
+                  {"model.6.m.0.m.1.cv1.bn.bias", 4},
                   {"model.6.m.0.cv2.bn.weight", 1}});
   }
   SECTION("C3k2 with Bottleneck + PSABlock (layer 22)") {
     check_module(model, c3k2_layer(22), random_input(layer(model, 21).out_channels, 2, 3, 45),
-                 {{"model.22.m.0.1.attn.qkv.bn.weight", 9}, {"model.22.m.0.0.cv1.conv.weight", 31},
+                 {{"model.22.m.0.1.attn.qkv.bn.weight", 9},
+                  {"model.22.m.0.0.cv1.conv.weight", 31},
                   {"model.22.m.0.1.attn.proj.bn.bias", 2}});
   }
   SECTION("SPPF (layer 9): the pools' gradients") {
-    check_module(model,
-                 {[](const Yolo26Model& m, const RefTensor& x) { return trace_sppf(layer(m, 9).sppf, x).out; },
-                  [](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
-                    return backward_sppf(layer(m, 9).sppf, x, trace_sppf(layer(m, 9).sppf, x), dy, g);
-                  }},
-                 random_input(layer(model, 8).out_channels, 4, 3, 43),
-                 {{"model.9.cv1.conv.weight", 40}, {"model.9.cv1.bn.bias", 3}, {"model.9.cv2.bn.weight", 9}});
+    check_module(
+        model,
+        {[](const Yolo26Model& m, const RefTensor& x) { return trace_sppf(layer(m, 9).sppf, x).out; },
+         [](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
+           return backward_sppf(layer(m, 9).sppf, x, trace_sppf(layer(m, 9).sppf, x), dy, g);
+         }},
+        random_input(layer(model, 8).out_channels, 4, 3, 43),
+        {{"model.9.cv1.conv.weight", 40}, {"model.9.cv1.bn.bias", 3}, {"model.9.cv2.bn.weight", 9}});
   }
   SECTION("C2PSA (layer 10): attention, pe, proj, ffn") {
-    check_module(model,
-                 {[](const Yolo26Model& m, const RefTensor& x) { return trace_c2psa(layer(m, 10).c2psa, x).cv2.y; },
-                  [](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
-                    return backward_c2psa(layer(m, 10).c2psa, x, trace_c2psa(layer(m, 10).c2psa, x), dy, g);
-                  }},
-                 random_input(layer(model, 9).out_channels, 3, 4, 44),
-                 {{"model.10.m.0.attn.qkv.conv.weight", 300}, {"model.10.m.0.attn.pe.conv.weight", 17},
-                  {"model.10.m.0.attn.proj.bn.bias", 6}, {"model.10.m.0.ffn.1.conv.weight", 123},
-                  {"model.10.cv1.bn.weight", 7}});
+    check_module(
+        model,
+        {[](const Yolo26Model& m, const RefTensor& x) { return trace_c2psa(layer(m, 10).c2psa, x).cv2.y; },
+         [](const Yolo26Model& m, const RefTensor& x, const RefGrad& dy, ConvGradients& g) {
+           return backward_c2psa(layer(m, 10).c2psa, x, trace_c2psa(layer(m, 10).c2psa, x), dy, g);
+         }},
+        random_input(layer(model, 9).out_channels, 3, 4, 44),
+        {{"model.10.m.0.attn.qkv.conv.weight", 300},
+         {"model.10.m.0.attn.pe.conv.weight", 17},
+         {"model.10.m.0.attn.proj.bn.bias", 6},
+         {"model.10.m.0.ffn.1.conv.weight", 123},
+         {"model.10.cv1.bn.weight", 7}});
   }
 }
 
-TEST_CASE("reference backward: the traced forward gives the reference network's both heads", "[reference_backward]") {
+TEST_CASE("reference backward: the traced forward gives the reference network's both heads",
+          "[reference_backward]") {
   const Yolo26Model model = small_model();
   const RefTensor input = small_input();
   const auto net = make_reference_network(model);

@@ -25,9 +25,10 @@ std::vector<ParameterGradient> constant_gradients(Yolo26Model& model, double val
 
 }  // namespace
 
-TEST_CASE("reference optimizer: weight decay only on the weights group, BatchNorm refolded", "[reference_optimizer]") {
-  Yolo26Model model =
-      Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
+TEST_CASE("reference optimizer: weight decay only on the weights group, BatchNorm refolded",
+          "[reference_optimizer]") {
+  Yolo26Model model = Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
   const Yolo26Model before = model;
   ReferenceOptimizer sgd({.name = "SGD", .lr = 0.1, .momentum = 0.5, .weight_decay = 0.01});
   sgd.step(model, constant_gradients(model, 0.0));
@@ -38,15 +39,16 @@ TEST_CASE("reference optimizer: weight decay only on the weights group, BatchNor
   CHECK(conv.bn->gamma == old.bn->gamma);
   CHECK(conv.bn->beta == old.bn->beta);
   CHECK(conv.weight[3] == Approx(old.weight[3] * (1 - 0.1 * 0.01 * 1.5)).epsilon(1e-6));  // refolded
-  const ConvSpec& last = model.layers[23].detect.one2many[0].cls[4];  // a plain Conv2d: weight decays, bias not
+  const ConvSpec& last =
+      model.layers[23].detect.one2many[0].cls[4];  // a plain Conv2d: weight decays, bias not
   const ConvSpec& last_old = before.layers[23].detect.one2many[0].cls[4];
   CHECK(last.weight[2] == Approx(last_old.weight[2] * (1 - 0.1 * 0.01 * 1.5)).epsilon(1e-6));
   CHECK(last.bias == last_old.bias);
 }
 
 TEST_CASE("reference optimizer: the gradient norm is clipped at 10", "[reference_optimizer]") {
-  Yolo26Model model =
-      Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
+  Yolo26Model model = Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
   const Yolo26Model before = model;
   std::vector<ParameterGradient> grads = constant_gradients(model, 1.0);
   size_t count = 0;
@@ -55,6 +57,7 @@ TEST_CASE("reference optimizer: the gradient norm is clipped at 10", "[reference
   sgd.step(model, grads);
   // Every gradient element scaled by 10 / (sqrt(count) + 1e-6): beta moves by lr times that.
   const double clipped = 10.0 / (std::sqrt(double(count)) + 1e-6);
-  CHECK(model.layers[0].conv.bn->beta[1] == Approx(before.layers[0].conv.bn->beta[1] - 0.1 * clipped).epsilon(1e-6));
+  CHECK(model.layers[0].conv.bn->beta[1] ==
+        Approx(before.layers[0].conv.bn->beta[1] - 0.1 * clipped).epsilon(1e-6));
   CHECK_THROWS_WITH(ReferenceOptimizer({.name = "Adam"}), Catch::Contains("SGD or AdamW"));
 }

@@ -10,10 +10,10 @@
 namespace lab::loss {
 
 struct TrainingImage {
-  int height = 0, width = 0;         // the network input
-  std::vector<float> input;          // [1, 3, height, width], RGB / 255
-  Letterbox letterbox;               // original image -> input
-  std::vector<GtBox> ground_truth;   // xyxy pixels in the input
+  int height = 0, width = 0;        // the network input
+  std::vector<float> input;         // [1, 3, height, width], RGB / 255
+  Letterbox letterbox;              // original image -> input
+  std::vector<GtBox> ground_truth;  // xyxy pixels in the input
 };
 
 // UsageError naming the file for an image that does not decode or a malformed labels file.

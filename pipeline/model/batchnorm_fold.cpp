@@ -32,7 +32,8 @@ std::vector<ParameterRef> conv_parameters(ConvSpec& conv) {
           {conv.name + ".bn.bias", &conv.bn->beta}};
 }
 
-std::vector<ParameterGradient> conv_parameter_gradients(const ConvSpec& conv, const std::vector<double>& d_weight,
+std::vector<ParameterGradient> conv_parameter_gradients(const ConvSpec& conv,
+                                                        const std::vector<double>& d_weight,
                                                         const std::vector<double>& d_bias) {
   const std::vector<int64_t> weight_shape = {conv.c_out, conv.c_in / conv.groups, conv.kernel, conv.kernel};
   const std::vector<int64_t> channel_shape = {conv.c_out};

@@ -33,7 +33,8 @@ struct ParameterGradient {
 
 // The gradients of the conv's checkpoint parameters from those of its folded weight [c_out, ...] and bias
 // [c_out]: conv.weight, bn.weight, bn.bias for an Ultralytics Conv, weight and bias for a plain Conv2d.
-std::vector<ParameterGradient> conv_parameter_gradients(const ConvSpec& conv, const std::vector<double>& d_weight,
+std::vector<ParameterGradient> conv_parameter_gradients(const ConvSpec& conv,
+                                                        const std::vector<double>& d_weight,
                                                         const std::vector<double>& d_bias);
 
 }  // namespace lab

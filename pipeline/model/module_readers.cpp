@@ -171,7 +171,8 @@ DetectSpec read_detect(const StateDictReader& sd, const std::string& prefix,
                        const std::vector<int>& level_channels, const std::vector<int>& level_strides) {
   DetectSpec d;
   d.nc = 0;
-  d.levels = read_detect_branches(sd, prefix, "one2one_cv2", "one2one_cv3", level_channels, level_strides, d.nc);
+  d.levels =
+      read_detect_branches(sd, prefix, "one2one_cv2", "one2one_cv3", level_channels, level_strides, d.nc);
   if (sd.count_children(prefix + ".cv2") > 0 || sd.count_children(prefix + ".cv3") > 0)
     d.one2many = read_detect_branches(sd, prefix, "cv2", "cv3", level_channels, level_strides, d.nc);
   return d;

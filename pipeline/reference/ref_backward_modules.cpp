@@ -32,7 +32,8 @@ RefGrad gather_level(const std::vector<double>& src, int channels, int anchors, 
 
 // A chain of convolutions backwards; d loss / d its input only when input_grad.
 RefGrad backward_chain(const std::vector<ConvSpec>& chain, const RefTensor& x,
-                       const std::vector<ConvTrace>& traces, RefGrad d, ConvGradients& grads, bool input_grad) {
+                       const std::vector<ConvTrace>& traces, RefGrad d, ConvGradients& grads,
+                       bool input_grad) {
   for (size_t j = chain.size(); j-- > 0;)
     d = conv2d_backward(chain[j], j == 0 ? x : traces[j - 1].y, traces[j].z, d, grads, j > 0 || input_grad);
   return d;
@@ -44,9 +45,9 @@ RefGrad backward_c3k2_block(const C3k2BlockSpec& block, const RefTensor& x, cons
     case C3k2BlockSpec::Kind::C3k:
       return backward_c3k(block.c3k, x, trace.c3k, dy, grads);
     case C3k2BlockSpec::Kind::BottleneckPsa:
-      return backward_bottleneck(
-          block.bottleneck, x, trace.bottleneck,
-          backward_psa_block(block.psa, trace.bottleneck.out, trace.psa, dy, grads), grads);
+      return backward_bottleneck(block.bottleneck, x, trace.bottleneck,
+                                 backward_psa_block(block.psa, trace.bottleneck.out, trace.psa, dy, grads),
+                                 grads);
     case C3k2BlockSpec::Kind::Bottleneck:
       break;
   }
@@ -120,7 +121,8 @@ RefGrad backward_sppf(const SppfSpec& spec, const RefTensor& x, const SppfTrace&
       split_grad(backward_conv(spec.cv2, trace.cat, trace.cv2, dy, grads), spec.pools + 1, spec.cv1.c_out);
   for (int i = spec.pools; i > 0; --i) {
     const RefTensor& pooled_from = i == 1 ? trace.cv1.y : trace.pooled[size_t(i - 2)];
-    add_inplace(d_parts[size_t(i - 1)], maxpool_same_backward(pooled_from, spec.pool_kernel, d_parts[size_t(i)]));
+    add_inplace(d_parts[size_t(i - 1)],
+                maxpool_same_backward(pooled_from, spec.pool_kernel, d_parts[size_t(i)]));
   }
   RefGrad dx = backward_conv(spec.cv1, x, trace.cv1, d_parts[0], grads);
   if (spec.shortcut) add_inplace(dx, dy);
@@ -148,12 +150,12 @@ std::vector<RefGrad> backward_head(const std::vector<DetectLevelSpec>& branches,
     const RefTensor& level = *levels[i];
     const std::vector<ConvSpec>& box = branches[i].box;
     const std::vector<ConvSpec>& cls = branches[i].cls;
-    RefGrad d_box = backward_chain(box, level, trace.box[i],
-                                   gather_level(d_boxes, box.back().c_out, anchors, offset, level), grads,
-                                   input_grad);
-    const RefGrad d_cls = backward_chain(cls, level, trace.cls[i],
-                                         gather_level(d_logits, cls.back().c_out, anchors, offset, level), grads,
-                                         input_grad);
+    RefGrad d_box =
+        backward_chain(box, level, trace.box[i],
+                       gather_level(d_boxes, box.back().c_out, anchors, offset, level), grads, input_grad);
+    const RefGrad d_cls =
+        backward_chain(cls, level, trace.cls[i],
+                       gather_level(d_logits, cls.back().c_out, anchors, offset, level), grads, input_grad);
     if (input_grad) {
       add_inplace(d_box, d_cls);
       d_levels.push_back(std::move(d_box));

@@ -87,7 +87,8 @@ RefGrad input_gradient(const ConvSpec& spec, const ConvGeometry& g, const RefTen
   RefGrad dx(x.batch, x.channels, x.height, x.width);
   // One job = one input row of up to kChannelBlock input channels of one group of one image.
   parallel_for(size_t(x.batch) * blocks * x.height, [&](size_t job) {
-    const int iy = int(job % x.height), block = int(job / x.height % blocks), b = int(job / x.height / blocks);
+    const int iy = int(job % x.height), block = int(job / x.height % blocks),
+              b = int(job / x.height / blocks);
     const int group = block / blocks_per_group;
     const int ci0 = block % blocks_per_group * kChannelBlock;
     const int channels = std::min(kChannelBlock, g.in_per_group - ci0);
@@ -175,7 +176,8 @@ RefGrad upsample2x_backward(const RefGrad& dy) {
     const double* in = dy.values.data() + plane * dy.plane();
     double* out = dx.values.data() + plane * dx.plane();
     for (int oy = 0; oy < dy.height; ++oy)
-      for (int ox = 0; ox < dy.width; ++ox) out[size_t(oy / 2) * dx.width + ox / 2] += in[size_t(oy) * dy.width + ox];
+      for (int ox = 0; ox < dy.width; ++ox)
+        out[size_t(oy / 2) * dx.width + ox / 2] += in[size_t(oy) * dy.width + ox];
   }
   return dx;
 }

@@ -19,7 +19,8 @@ RefTensor maxpool_same(const RefTensor& x, int kernel);
 RefTensor upsample2x(const RefTensor& x);
 // Concatenation along channels (same batch and spatial size).
 RefTensor concat_channels(const std::vector<const RefTensor*>& parts);
-RefGrad concat_grads(const std::vector<const RefGrad*>& parts);  // (a braced pair of pointers would be ambiguous)
+// (Named apart from concat_channels: a braced pair of pointers would make the overloads ambiguous.)
+RefGrad concat_grads(const std::vector<const RefGrad*>& parts);
 // Channels [begin, begin + count) of x.
 RefTensor slice_channels(const RefTensor& x, int begin, int count);
 RefGrad slice_grad(const RefGrad& x, int begin, int count);

@@ -51,7 +51,8 @@ BottleneckTrace trace_bottleneck(const BottleneckSpec& spec, const RefTensor& x)
 C3kTrace trace_c3k(const C3kSpec& spec, const RefTensor& x) {
   C3kTrace t;
   t.cv1 = trace_conv(spec.cv1, x);
-  for (const BottleneckSpec& b : spec.m) t.m.push_back(trace_bottleneck(b, t.m.empty() ? t.cv1.y : t.m.back().out));
+  for (const BottleneckSpec& b : spec.m)
+    t.m.push_back(trace_bottleneck(b, t.m.empty() ? t.cv1.y : t.m.back().out));
   t.cv2 = trace_conv(spec.cv2, x);
   t.cat = concat_channels({&t.m.back().out, &t.cv2.y});
   t.cv3 = trace_conv(spec.cv3, t.cat);
@@ -137,7 +138,8 @@ C2PsaTrace trace_c2psa(const C2PsaSpec& spec, const RefTensor& x) {
   t.cv1 = trace_conv(spec.cv1, x);
   const RefTensor a = slice_channels(t.cv1.y, 0, spec.hidden);
   t.b = slice_channels(t.cv1.y, spec.hidden, spec.hidden);
-  for (const PsaBlockSpec& block : spec.m) t.m.push_back(trace_psa_block(block, t.m.empty() ? t.b : t.m.back().out));
+  for (const PsaBlockSpec& block : spec.m)
+    t.m.push_back(trace_psa_block(block, t.m.empty() ? t.b : t.m.back().out));
   t.cat = concat_channels({&a, &t.m.back().out});
   t.cv2 = trace_conv(spec.cv2, t.cat);
   return t;

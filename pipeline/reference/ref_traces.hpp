@@ -31,7 +31,7 @@ struct C3kTrace {
 
 struct AttentionTrace {
   ConvTrace qkv;
-  RefTensor v;      // [B, dim, H, W]: the values, pe's input
+  RefTensor v;  // [B, dim, H, W]: the values, pe's input
   ConvTrace pe;
   RefTensor mixed;  // v @ attn^T + pe(v): proj's input
   ConvTrace proj;   // proj.y is the output
@@ -88,6 +88,7 @@ PsaBlockTrace trace_psa_block(const PsaBlockSpec& spec, const RefTensor& x);
 C3k2Trace trace_c3k2(const C3k2Spec& spec, const RefTensor& x);
 SppfTrace trace_sppf(const SppfSpec& spec, const RefTensor& x);
 C2PsaTrace trace_c2psa(const C2PsaSpec& spec, const RefTensor& x);
-HeadTrace trace_head(const std::vector<DetectLevelSpec>& branches, int nc, const std::vector<const RefTensor*>& levels);
+HeadTrace trace_head(const std::vector<DetectLevelSpec>& branches, int nc,
+                     const std::vector<const RefTensor*>& levels);
 
 }  // namespace lab::reference

@@ -70,8 +70,10 @@ void backward_layer(const LayerSpec& layer, const NetworkTrace& trace, const Ref
   auto add_to_source = [&](int f, const RefGrad& d) {
     const int i = f < 0 ? layer.index + f : f;
     if (i < 0) return;  // the network input needs no gradient
-    if (d_out[size_t(i)].values.empty()) d_out[size_t(i)] = d;
-    else add_inplace(d_out[size_t(i)], d);
+    if (d_out[size_t(i)].values.empty())
+      d_out[size_t(i)] = d;
+    else
+      add_inplace(d_out[size_t(i)], d);
   };
   switch (layer.kind) {
     case Kind::Conv:
@@ -112,7 +114,8 @@ void backward_layer(const LayerSpec& layer, const NetworkTrace& trace, const Ref
 NetworkTrace trace_network(const Yolo26Model& model, const RefTensor& input) {
   const DetectSpec& detect = detect_of(model);
   if (detect.one2many.empty())
-    throw UsageError(model.source + ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
+    throw UsageError(model.source +
+                     ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
                      "training needs");
   const int max_stride = model.layers.back().stride;
   if (input.height <= 0 || input.width <= 0 || input.height % max_stride || input.width % max_stride)
@@ -142,8 +145,8 @@ ConvGradients backward_network(const Yolo26Model& model, const NetworkTrace& tra
   const std::vector<const RefTensor*> levels = head_levels(model, trace);
   ConvGradients grads;
   backward_head(detect.levels, levels, trace.one2one, d_one2one.boxes, d_one2one.scores, grads, false);
-  const std::vector<RefGrad> d_levels =
-      backward_head(detect.one2many, levels, trace.one2many, d_one2many.boxes, d_one2many.scores, grads, true);
+  const std::vector<RefGrad> d_levels = backward_head(detect.one2many, levels, trace.one2many,
+                                                      d_one2many.boxes, d_one2many.scores, grads, true);
 
   std::vector<RefGrad> d_out(trace.layers.size());
   const std::vector<int>& from = model.layers.back().from;
@@ -188,8 +191,8 @@ NetworkGradients reference_gradients(const Yolo26Model& model, const RefTensor& 
   NetworkGradients out;
   out.batch = loss_batch(model, trace, ground_truth);
   out.loss = loss::reference_loss(out.batch, config);
-  out.parameters = parameter_gradients(model, backward_network(model, trace, out.loss.d_one2many,
-                                                               out.loss.d_one2one));
+  out.parameters =
+      parameter_gradients(model, backward_network(model, trace, out.loss.d_one2many, out.loss.d_one2one));
   double sum = 0;
   for (const ParameterGradient& p : out.parameters)
     for (double v : p.values) sum += v * v;

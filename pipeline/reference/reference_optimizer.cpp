@@ -48,8 +48,8 @@ void ReferenceOptimizer::step(Yolo26Model& model, const std::vector<ParameterGra
       if (settings_.name == "SGD")
         sgd_nesterov_reference_step(param, s.momentum, grad, settings_.lr, settings_.momentum, decay, steps_);
       else
-        adamw_reference_step(param, s.momentum, s.second_moment, grad, settings_.lr, settings_.momentum, 0.999,
-                             1e-8, decay, steps_);
+        adamw_reference_step(param, s.momentum, s.second_moment, grad, settings_.lr, settings_.momentum,
+                             0.999, 1e-8, decay, steps_);
       for (size_t i = 0; i < param.size(); ++i) (*p.values)[i] = float(param[i]);
     }
     fold_batchnorm(conv);
