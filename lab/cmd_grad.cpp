@@ -73,7 +73,7 @@ void write_gradients(const std::string& path, const reference::NetworkGradients&
 void run_grad(const GradOptions& o) {
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
-  const loss::TrainingImage image = loss::load_training_image(o.image, o.labels, o.imgsz, !o.square);
+  const loss::TrainingImage image = loss::load_training_image(o.image, o.labels, o.imgsz, !o.square, model.nc);
   reference::RefTensor input(1, 3, image.height, image.width);
   input.values = image.input;
 

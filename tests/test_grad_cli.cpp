@@ -1,7 +1,7 @@
 // `lab grad` end to end on a synthetic yolo26n (both heads) at 64x64: the loss table, the gradient file (one
 // float32 grad.<name> tensor per checkpoint parameter, written atomically), --steps, and one-line errors with
-// exit 2 for bad input (an image that does not decode, a malformed label line, a checkpoint without the
-// one-to-many head, an unknown optimizer).
+// exit 2 for bad input (an image that does not decode, a malformed label line, a class the model does not
+// have, a checkpoint without the one-to-many head, an unknown optimizer).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -59,6 +59,7 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
     std::string args, names;
   };
   test::write_file(dir.path / "bad.txt", "0 0.5 0.5 0.2\n");
+  test::write_file(dir.path / "class.txt", "0 0.5 0.5 0.2 0.2\n3 0.5 0.5 0.2 0.2\n");
   test::write_file(dir.path / "junk.png", "not an image");
   const Bad bad[] = {
       {(dir.path / "junk.png").string() + " --labels " + (dir.path / "labels.txt").string() + " --model " +
@@ -68,6 +69,9 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
            (dir.path / "both.safetensors").string(),
        "bad.txt:1"},
       {common + (dir.path / "o2o.safetensors").string(), "no one-to-many head"},
+      {(dir.path / "img.png").string() + " --labels " + (dir.path / "class.txt").string() + " --model " +
+           (dir.path / "both.safetensors").string(),
+       "class.txt:2: class 3 is not one of the model's 3 classes"},
       {common + (dir.path / "both.safetensors").string() + " --steps 1 --optimizer Adam", "--optimizer"},
   };
   for (const Bad& b : bad) {

@@ -69,7 +69,7 @@ BusCase load_bus_case() {
       return c;
     }
   c.model = Yolo26Model::from_checkpoint(load_checkpoint(model_file));
-  const loss::TrainingImage bus = loss::load_training_image(image, labels, 640, false);
+  const loss::TrainingImage bus = loss::load_training_image(image, labels, 640, false, c.model.nc);
   c.input = reference::RefTensor(1, 3, bus.height, bus.width);
   c.input.values = bus.input;
   c.labels = bus.ground_truth;

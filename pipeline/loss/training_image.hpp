@@ -16,8 +16,9 @@ struct TrainingImage {
   std::vector<GtBox> ground_truth;  // xyxy pixels in the input
 };
 
-// UsageError naming the file for an image that does not decode or a malformed labels file.
+// UsageError naming the file for an image that does not decode, a malformed labels file, or a label whose
+// class is not one of the model's `num_classes` ("FILE:LINE: ...").
 TrainingImage load_training_image(const std::filesystem::path& image, const std::filesystem::path& labels,
-                                  int imgsz, bool rect);
+                                  int imgsz, bool rect, int num_classes);
 
 }  // namespace lab::loss
