@@ -13,9 +13,9 @@ TrainingImage load_training_image(const std::filesystem::path& image, const std:
   const std::vector<YoloLabel> read = read_labels_file(labels).labels;
   for (const YoloLabel& l : read)
     if (l.cls < 0 || l.cls >= num_classes)
-      throw UsageError(labels.string() + (l.line > 0 ? ":" + std::to_string(l.line) : std::string()) + ": class " +
-                       std::to_string(l.cls) + " is not one of the model's " + std::to_string(num_classes) +
-                       " classes");
+      throw UsageError(labels.string() + (l.line > 0 ? ":" + std::to_string(l.line) : std::string()) +
+                       ": class " + std::to_string(l.cls) + " is not one of the model's " +
+                       std::to_string(num_classes) + " classes");
   const Image decoded = decode_image(image);
   const LetterboxGeometry geometry = letterbox_geometry(decoded.width, decoded.height, imgsz, rect);
   TrainingImage t;
