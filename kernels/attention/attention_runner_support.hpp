@@ -235,7 +235,7 @@ class AttentionGradientKernelInstance : public AttentionGradientsBase<Precision>
   }
   void launch() override {
     const float* delta = delta_.as<const float>();
-    if (kDq)
+    if constexpr (kDq)
       s_.op.backward_dq(q_.ptr(), k_.ptr(), v_.ptr(), d_o_.ptr(), this->lse(), delta, dq_.as<E>(),
                         s_.size.problem());
     else

@@ -91,11 +91,32 @@ CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2Mm
   return {kFlashAttn2MmaSource,
           {},
           {expr("flash_attn2_fwd_mma", dt, {head_dim, c.fwd.warps, c.fwd.mt, c.fwd.step}),
-           expr("flash_attn2_bwd_preprocess_mma", dt, {head_dim}),
-           c.fused_dq ? expr("flash_attn2_bwd_dq_convert_mma", dt, {})
+           fa2_half_preprocess_entry(type, head_dim),
+           c.fused_dq ? fa2_half_dq_convert_entry(type)
                       : expr("flash_attn2_bwd_dq_mma", dt, {head_dim, c.dq.warps, c.dq.mt, c.dq.step}),
            expr("flash_attn2_bwd_dkdv_mma", dt, {head_dim, c.dkdv.warps, c.dkdv.step},
                 c.fused_dq ? "true" : "false")}};
+}
+
+std::string fa2_half_preprocess_entry(HalfType type, int head_dim) {
+  return expr("flash_attn2_bwd_preprocess_mma", half_type_template_arg(type), {head_dim});
+}
+
+std::string fa2_half_dq_convert_entry(HalfType type) {
+  return expr("flash_attn2_bwd_dq_convert_mma", half_type_template_arg(type), {});
+}
+
+void launch_fa2_half_preprocess(Backend& backend, const Kernel& preprocess, int head_dim, const uint16_t* o,
+                                const uint16_t* d_o, float* delta, const AttentionProblem& p) {
+  const int rows = p.batch_heads * p.n_q;
+  backend.launch(preprocess, {{ceil_div(rows, 128 / (head_dim / 8)), 1, 1}, {128, 1, 1}},
+                 kernel_params(FlashAttn2HalfPreprocessParams{o, d_o, delta, rows}));
+}
+
+void launch_fa2_half_dq_convert(Backend& backend, const Kernel& convert, const float* dq_acc, uint16_t* dq,
+                                int count, float scale) {
+  backend.launch(convert, {{std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1}, {256, 1, 1}},
+                 kernel_params(FlashAttn2HalfDqConvertParams{dq_acc, dq, count, scale}));
 }
 
 FlashAttn2HalfOp::FlashAttn2HalfOp(Backend& backend, HalfType type, int head_dim, const Fa2MmaConfig& config)
@@ -135,15 +156,12 @@ void FlashAttn2HalfOp::backward(const uint16_t* q, const uint16_t* k, const uint
   float* dq_acc = scratch + rows;
   backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(count));
   launch_dkdv({q, k, v, d_o, lse, delta, dk, dv, dq_acc, p.n_q, p.n_k, p.scale}, p);
-  backend_.launch(dq_, {{std::min(ceil_div(count / 2, 256), 132u * 8), 1, 1}, {256, 1, 1}},
-                  kernel_params(FlashAttn2HalfDqConvertParams{dq_acc, dq, count, p.scale}));
+  launch_fa2_half_dq_convert(backend_, dq_, dq_acc, dq, count, p.scale);
 }
 
 void FlashAttn2HalfOp::backward_preprocess(const uint16_t* o, const uint16_t* d_o, float* delta,
                                            const AttentionProblem& p) const {
-  const int rows = p.batch_heads * p.n_q;
-  backend_.launch(preprocess_, {{ceil_div(rows, 128 / (head_dim_ / 8)), 1, 1}, {128, 1, 1}},
-                  kernel_params(FlashAttn2HalfPreprocessParams{o, d_o, delta, rows}));
+  launch_fa2_half_preprocess(backend_, preprocess_, head_dim_, o, d_o, delta, p);
 }
 
 void FlashAttn2HalfOp::backward_dq(const uint16_t* q, const uint16_t* k, const uint16_t* v,

@@ -41,6 +41,18 @@ Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p);
 // Every kernel of flash_attn2_mma.cu for one element type, head dimension and tile configuration.
 CompileRequest fa2_half_compile_request(HalfType type, int head_dim, const Fa2MmaConfig& config);
 
+// The backward's ends in flash_attn2_mma.cu, for a backward that brings its own dQ / dK/dV kernels
+// (FlashAttnWgmmaBackwardOp): the entries of the preprocess and of the float dQ accumulator's conversion, and
+// their launches.
+std::string fa2_half_preprocess_entry(HalfType type, int head_dim);
+std::string fa2_half_dq_convert_entry(HalfType type);
+// delta = rowsum(dO * O) over the BH * Nq rows.
+void launch_fa2_half_preprocess(Backend& backend, const Kernel& preprocess, int head_dim, const uint16_t* o,
+                                const uint16_t* d_o, float* delta, const AttentionProblem& p);
+// dq = DT(scale * dq_acc), `count` (even) elements.
+void launch_fa2_half_dq_convert(Backend& backend, const Kernel& convert, const float* dq_acc, uint16_t* dq,
+                                int count, float scale);
+
 class FlashAttn2HalfOp {
  public:
   FlashAttn2HalfOp(Backend& backend, HalfType type, int head_dim, const Fa2MmaConfig& config);

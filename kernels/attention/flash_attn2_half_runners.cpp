@@ -7,6 +7,7 @@
 
 #include "kernels/attention/attention_runner_support.hpp"
 #include "kernels/attention/flash_attn2_half_op.hpp"
+#include "kernels/attention/flash_attn_wgmma_bwd_op.hpp"
 #include "kernels/attention/flash_attn_wgmma_op.hpp"
 #include "kernels/common/half_type.hpp"
 
@@ -70,40 +71,65 @@ struct HalfWgmma : Half16 {
   Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim}; }
 };
 
-const KernelVariant kWgmma{"wgmma",
-                           "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
-                           "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
-                           [](const Params& p) { return fa_wgmma_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
+// The Hopper backward (flash_attn_wgmma_bwd.cu): the same elements and tolerances as Half16, another op, dQ
+// always through the float accumulator. Its vector reductions add the float32 partial dQ of the Nk / 128 CTAs
+// in an order that varies from run to run on the GPU: a difference at float32's rounding (~1e-7 relative),
+// far under the element type's u that the tolerances count, as for mma_fused_dq's atomics.
+struct HalfWgmmaBackward : Half16 {
+  using Op = FlashAttnWgmmaBackwardOp;
+  using Half16::Half16;
+  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim}; }
+  bool fused_dq() const { return true; }
+};
 
-// A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes.
-KernelSpec half_spec(const char* name, const char* description, std::vector<KernelVariant> variants) {
+const KernelVariant kWgmma{
+    "wgmma",
+    "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
+    "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
+    [](const Params& p) { return fa_wgmma_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
+const KernelVariant kWgmmaBackward{
+    "wgmma",
+    "Hopper (sm_90a): a CTA per 128 keys, dK and dV in registers over the query tiles, Q and dO by TMA on an "
+    "mbarrier ring, two wgmma consumer warpgroups, dQ by float vector reductions (HEAD_DIM 64 or 128)",
+    [](const Params& p) { return fa_wgmma_bwd_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
+
+// A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes; the variant
+// `wgmma` compiles `wgmma_request` instead.
+KernelSpec half_spec(const char* name, const char* description, std::vector<KernelVariant> variants,
+                     CompileRequest (*wgmma_request)(HalfType, int)) {
   return {.name = name,
           .family = "attention",
           .description = description,
           .source = kFlashAttn2MmaSource,
           .variants = std::move(variants),
           .params = half_param_specs(),
-          .compile = [](const std::string& variant, const Params& p) {
+          .compile = [wgmma_request](const std::string& variant, const Params& p) {
             const HalfType type = parse_half_type(param_str(p, "DTYPE"));
             const int head_dim = int(param_int(p, "HEAD_DIM"));
-            if (variant == kWgmma.name) return fa_wgmma_compile_request(type, head_dim);
+            if (variant == kWgmma.name) return wgmma_request(type, head_dim);
             return fa2_half_compile_request(type, head_dim, fa2_mma_config(variant, p));
           }};
 }
 
+// The instance for a variant: INSTANCE<Half16> for the mma.sync variants, INSTANCE<WGMMA> for `wgmma`.
+template <template <class> class INSTANCE, class WGMMA>
+std::unique_ptr<Instance> make_by_variant(Backend& b, const std::string& variant, const Params& p,
+                                          uint64_t seed) {
+  if (variant == kWgmma.name) return make_instance<INSTANCE<WGMMA>>()(b, variant, p, seed);
+  return make_instance<INSTANCE<Half16>>()(b, variant, p, seed);
+}
+template <class P>
+using DkdvInstance = AttentionGradientKernelInstance<P, GradientKernel::dkdv>;
+
 const KernelVariant kMma{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
 const KernelSpec forward_spec =
-    half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores", {kMma, kWgmma});
+    half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores",
+              {kMma, kWgmma}, fa_wgmma_compile_request);
 
-// The forward's instance for a variant: its op's precision.
-std::unique_ptr<Instance> make_forward(Backend& b, const std::string& variant, const Params& p, uint64_t seed) {
-  if (variant == kWgmma.name) return make_instance<AttentionForwardInstance<HalfWgmma>>()(b, variant, p, seed);
-  return make_instance<AttentionForwardInstance<Half16>>()(b, variant, p, seed);
-}
 // A backward runner: half_spec with OL.
 KernelSpec half_backward_spec(const char* name, const char* description,
                               std::vector<KernelVariant> variants) {
-  KernelSpec spec = half_spec(name, description, std::move(variants));
+  KernelSpec spec = half_spec(name, description, std::move(variants), fa_wgmma_bwd_compile_request);
   spec.params.push_back(forward_outputs_param());
   return spec;
 }
@@ -114,7 +140,8 @@ const KernelSpec backward_spec = half_backward_spec(
     {kMma,
      {"mma_fused_dq",
       "mma, with dQ from the dK/dV kernel (dS . K added with float atomics): 5 products per tile pair "
-      "instead of 7"}});
+      "instead of 7"},
+     kWgmmaBackward});
 const KernelSpec dq_spec = half_backward_spec(
     "flash_attn2_bwd_dq_half",
     "Flash Attention 2 backward in fp16/bf16, the dQ kernel alone (forward and D = rowsum(dO*O) in set-up)",
@@ -122,14 +149,13 @@ const KernelSpec dq_spec = half_backward_spec(
 const KernelSpec dkdv_spec = half_backward_spec("flash_attn2_bwd_dkdv_half",
                                                 "Flash Attention 2 backward in fp16/bf16, the dK/dV kernel "
                                                 "alone (forward and D = rowsum(dO*O) in set-up)",
-                                                {kMma});
+                                                {kMma, kWgmmaBackward});
 
 const bool registered =
-    register_runner(forward_spec, make_forward) &&
-    register_runner(backward_spec, make_instance<AttentionBackwardInstance<Half16>>()) &&
+    register_runner(forward_spec, make_by_variant<AttentionForwardInstance, HalfWgmma>) &&
+    register_runner(backward_spec, make_by_variant<AttentionBackwardInstance, HalfWgmmaBackward>) &&
     register_runner(dq_spec, make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dq>>()) &&
-    register_runner(dkdv_spec,
-                    make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dkdv>>());
+    register_runner(dkdv_spec, make_by_variant<DkdvInstance, HalfWgmmaBackward>);
 
 }  // namespace
 }  // namespace lab

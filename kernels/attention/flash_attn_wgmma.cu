@@ -29,16 +29,12 @@
 #include "common/lab_tma.cuh"
 #include "common/lab_wgmma.cuh"
 #include "attention/flash_attn_wgmma_params.cuh"
+#include "attention/flash_attn_wgmma_tiles.cuh"
 
 namespace fa_wgmma {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr float kMasked = -1.0e30f;  // the score of a key past the end: finite, so max / exp make no NaN
-constexpr int kBlockM = 128;         // query rows per CTA: 64 per consumer warpgroup
+constexpr int kBlockM = 128;  // query rows per CTA: 64 per consumer warpgroup
 constexpr int kThreads = 384;
-constexpr int kColumns = 64;         // elements of one 128-byte swizzled row
-constexpr unsigned kSwizzleAtom = 1024;  // 8 rows of 128 bytes: the stride between 8-row groups
 
 // Byte offsets of the shared-memory regions of one configuration.
 template <int HEAD_DIM, int BN, int STAGES>
@@ -50,11 +46,6 @@ struct Smem {
   static constexpr unsigned barriers = v + STAGES * tile_elems * 2;
   static constexpr unsigned bytes = barriers + (1 + 3 * STAGES) * 8;
 };
-
-// The K-major (SS operand) descriptor of k16 step `kk` of a tile stored as column blocks of `rows` rows.
-__device__ __forceinline__ unsigned long long k_major_desc(const uint16_t* tile, int rows, int kk) {
-  return lab_wgmma_desc(tile + (kk / 4) * rows * kColumns + (kk % 4) * 16, 16, kSwizzleAtom, LAB_SWIZZLE_128B);
-}
 
 }  // namespace fa_wgmma
 
@@ -175,8 +166,7 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk)  // V MN-major: 64-column blocks BN * 128 bytes apart
-      lab_wgmma_rs<DT, HEAD_DIM, 1>(
-          o, pa[kk], lab_wgmma_desc(vt + kk * 16 * kColumns, BN * 128, kSwizzleAtom, LAB_SWIZZLE_128B), 1);
+      lab_wgmma_rs<DT, HEAD_DIM, 1>(o, pa[kk], mn_major_desc(vt, BN, kk), 1);
     lab_wgmma_commit_group();
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);

@@ -30,10 +30,10 @@ size_t shared_bytes(int head_dim, const WgmmaTiles& t) {
   return q + 2 * t.stages * tile + (1 + 3 * t.stages) * 8 + 1024;  // + alignment slack (the kernel's Smem)
 }
 
-// A [BH, rows, head_dim] 16-bit array at `base` as a 3-D map read in boxes of 64 elements x box_rows rows,
-// 128-byte swizzled: rows past `rows` of a head load as zeros instead of the next head's.
-TensorMap head_map(Backend& backend, HalfType type, const uint16_t* base, int bh, int rows, int head_dim,
-                   int box_rows) {
+}  // namespace
+
+TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* base, int bh, int rows,
+                            int head_dim, int box_rows) {
   const DeviceBuffer view = DeviceBuffer::borrow(const_cast<uint16_t*>(base), size_t(bh) * rows * head_dim * 2);
   TensorMapDesc d = dense_tensor_map(type == HalfType::f16 ? TensorElement::F16 : TensorElement::BF16, view,
                                      {uint64_t(head_dim), uint64_t(rows), uint64_t(bh)},
@@ -42,8 +42,6 @@ TensorMap head_map(Backend& backend, HalfType type, const uint16_t* base, int bh
   d.l2_promotion = TensorL2Promotion::B256;
   return backend.tensor_map(d);
 }
-
-}  // namespace
 
 std::string fa_wgmma_head_dim_problem(int head_dim) {
   if (head_dim == 64 || head_dim == 128 || head_dim == 256) return "";
@@ -72,9 +70,9 @@ void FlashAttnWgmmaOp::forward(const uint16_t* q, const uint16_t* k, const uint1
                                float* lse, const AttentionProblem& p) const {
   const WgmmaTiles t = tiles_for(head_dim_);
   const FlashAttnWgmmaFwdParams params{
-      head_map(backend_, type_, q, p.batch_heads, p.n_q, head_dim_, kBlockM),
-      head_map(backend_, type_, k, p.batch_heads, p.n_k, head_dim_, t.bn),
-      head_map(backend_, type_, v, p.batch_heads, p.n_k, head_dim_, t.bn),
+      fa_wgmma_head_map(backend_, type_, q, p.batch_heads, p.n_q, head_dim_, kBlockM),
+      fa_wgmma_head_map(backend_, type_, k, p.batch_heads, p.n_k, head_dim_, t.bn),
+      fa_wgmma_head_map(backend_, type_, v, p.batch_heads, p.n_k, head_dim_, t.bn),
       o, lse, p.n_q, p.n_k, p.scale};
   const LaunchConfig cfg{{unsigned((p.n_q + kBlockM - 1) / kBlockM), unsigned(p.batch_heads), 1},
                          {384, 1, 1},

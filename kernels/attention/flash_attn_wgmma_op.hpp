@@ -18,6 +18,10 @@ inline constexpr const char* kFlashAttnWgmmaSource = "attention/flash_attn_wgmma
 std::string fa_wgmma_head_dim_problem(int head_dim);
 // The one kernel for an element type and HEAD_DIM (64, 128 or 256; anything else throws UsageError).
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim);
+// A [BH, rows, head_dim] 16-bit array at `base` as the 3-D map the Hopper kernels read, in boxes of 64
+// elements x box_rows rows, 128-byte swizzled: rows past `rows` of a head load as zeros, not the next head's.
+TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* base, int bh, int rows,
+                            int head_dim, int box_rows);
 
 class FlashAttnWgmmaOp {
  public:

@@ -40,3 +40,15 @@ __device__ __forceinline__ float lab_group4_sum(float v) {
 
 // Integer ceiling division for grid sizes computed on the device side.
 __device__ __forceinline__ int lab_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Adds a and b to the two floats at `address` (global memory, 8-byte aligned) and returns nothing: on sm_90
+// one vector reduction (red.global.add.v2.f32, one L2 transaction for both), elsewhere and on the emulator
+// two atomicAdd (each element still added atomically, as the vector form guarantees).
+__device__ __forceinline__ void lab_red_add_f32x2(float* address, float a, float b) {
+#if defined(LAB_CPU_EMULATOR) || __CUDA_ARCH__ < 900
+  atomicAdd(address, a);
+  atomicAdd(address + 1, b);
+#else
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(a), "f"(b) : "memory");
+#endif
+}
