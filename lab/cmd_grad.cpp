@@ -1,5 +1,6 @@
 // `lab grad`: the YOLO26 training loss of one image against its labels and d total / d every trainable
-// parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward);
+// parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward) or,
+// with --backend cpu|cuda, from the kernel backward (pipeline/executor/kernel_backward: our float32 kernels);
 // prints the loss components and the gradient norm, and writes the gradients as float32 "grad.<parameter
 // name>" tensors (safetensors, written atomically); --steps takes optimizer steps on the image (Ultralytics'
 // SGD or AdamW, pipeline/reference/reference_optimizer) and prints the loss after each.
@@ -14,6 +15,8 @@
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/kernel_backward.hpp"
 #include "pipeline/loss/training_image.hpp"
 #include "kernels/optim/optimizer_choice.hpp"
 #include "pipeline/reference/reference_backward.hpp"
@@ -33,6 +36,7 @@ struct GradOptions {
   bool square = false;
   int steps = 0;
   std::string optimizer = "auto";
+  std::string backend = "reference";
   double lr = 0;  // 0: the optimizer choice's
 };
 
@@ -56,21 +60,29 @@ void run_steps(const GradOptions& o, const Yolo26Model& model, const reference::
       });
 }
 
-void write_gradients(const std::string& path, const reference::NetworkGradients& g,
-                     const std::string& model) {
+void write_gradients(const std::string& path, const TrainingGradients& g, const std::string& model,
+                     const std::string& backend) {
   std::vector<SafetensorsTensor> tensors;
   for (const ParameterGradient& p : g.parameters)
     tensors.push_back(
         f32_tensor("grad." + p.name, p.shape, std::vector<float>(p.values.begin(), p.values.end())));
   const std::map<std::string, std::string> metadata = {{"producer", "lab grad"},
                                                        {"model", model},
-                                                       {"total", number(g.loss.total)},
+                                                       {"backend", backend},
+                                                       {"total", number(g.total)},
                                                        {"grad_norm", number(g.norm)}};
   write_file_atomically(
       path, [&](const std::filesystem::path& temporary) { write_safetensors(temporary, tensors, metadata); });
 }
 
-void run_grad(const GradOptions& o) {
+// The reference's result in the form both backward paths report.
+TrainingGradients training_gradients(reference::NetworkGradients g) {
+  return {g.loss.one2many, g.loss.one2one, g.loss.weights, g.loss.total, std::move(g.parameters), g.norm};
+}
+
+void run_grad(const GradOptions& o, CliState& state) {
+  if (o.steps > 0 && o.backend != "reference")
+    throw UsageError("--steps: the optimizer steps run on the float64 reference only (--backend reference)");
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
   const loss::TrainingImage image = loss::load_training_image(o.image, o.labels, o.imgsz, !o.square, model.nc);
@@ -78,23 +90,31 @@ void run_grad(const GradOptions& o) {
   input.values = image.input;
 
   const auto start = std::chrono::steady_clock::now();
-  const reference::NetworkGradients g =
-      reference::reference_gradients(model, input, {image.ground_truth}, loss::LossConfig{});
+  std::string computed_by = "float64 reference backward";
+  TrainingGradients g;
+  if (o.backend == "reference") {
+    g = training_gradients(reference::reference_gradients(model, input, {image.ground_truth}, loss::LossConfig{}));
+  } else {
+    const std::unique_ptr<Backend> backend = make_backend(o.backend, state.context());
+    computed_by = "kernel backward (float32) on " + o.backend + " (" + backend->device().name + ")";
+    g = kernel_gradients(*backend, model, image.input, 1, image.height, image.width, {image.ground_truth},
+                         loss::LossConfig{});
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!o.out.empty()) write_gradients(o.out, g, location.path.string());
+  if (!o.out.empty()) write_gradients(o.out, g, location.path.string(), o.backend);
 
   std::cout << "model " << location.path.string() << " (" << location.origin << "), image " << o.image << " ("
             << image.width << "x" << image.height << (o.square ? " square" : " rect") << "), labels "
-            << o.labels << " (" << image.ground_truth.size() << " boxes), float64 reference backward in "
+            << o.labels << " (" << image.ground_truth.size() << " boxes), " << computed_by << " in "
             << number(seconds) << " s\n"
-            << "epoch 0 of 100: weights o2m " << number(g.loss.weights.one2many) << ", o2o "
-            << number(g.loss.weights.one2one)
+            << "epoch 0 of 100: weights o2m " << number(g.weights.one2many) << ", o2o "
+            << number(g.weights.one2one)
             << "; BatchNorm frozen, one-to-one head on detached features\n\n";
   Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives"});
-  for (const auto& [name, h] : {std::pair{"one2many", g.loss.one2many}, std::pair{"one2one", g.loss.one2one}})
+  for (const auto& [name, h] : {std::pair{"one2many", g.one2many}, std::pair{"one2one", g.one2one}})
     table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives)});
   table.print(std::cout);
-  std::cout << "\ntotal " << number(g.loss.total) << "\ngradient L2 norm " << number(g.norm) << " over "
+  std::cout << "\ntotal " << number(g.total) << "\ngradient L2 norm " << number(g.norm) << " over "
             << g.parameters.size() << " parameter tensors\n";
   if (!o.out.empty()) std::cout << "gradients written to " << o.out << "\n";
   if (o.steps > 0) run_steps(o, model, input, image.ground_truth);
@@ -102,7 +122,7 @@ void run_grad(const GradOptions& o) {
 
 }  // namespace
 
-void add_grad_command(CLI::App& app, CliState&) {
+void add_grad_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "grad",
       "YOLO26 training loss of one image and d total / d every checkpoint parameter (float64 reference "
@@ -133,8 +153,14 @@ void add_grad_command(CLI::App& app, CliState&) {
   cmd->footer(
       "Examples:\n"
       "  lab grad bus.jpg --labels bus_labels.txt --square --out grads.safetensors\n"
+      "  lab grad bus.jpg --labels bus_labels.txt --square --backend cuda --out grads.safetensors\n"
       "  lab grad bus.jpg --labels bus_labels.txt --square --steps 3 --optimizer SGD\n");
-  cmd->callback([o] { run_grad(*o); });
+  cmd->add_option("--backend", o->backend,
+                  "reference (the float64 reference backward), or cpu / cuda: the kernel backward on our "
+                  "float32 kernels (the cpu emulator or the GPU)")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->callback([o, &state] { run_grad(*o, state); });
 }
 
 }  // namespace lab

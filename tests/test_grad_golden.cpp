@@ -9,29 +9,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/checkpoint/checkpoint.hpp"
-#include "pipeline/loss/training_image.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 #include "pipeline/reference/reference_optimizer.hpp"
-#include "pipeline/safetensors.hpp"
+#include "tests/grad_golden_support.hpp"
 #include "tests/loss_test_support.hpp"
 
 using namespace lab;
 
 namespace {
-
-const std::filesystem::path kAssets = LAB_ASSETS_DIR;
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 // box and l1 as the golden's; cls through PyTorch's float32 formula on our heads and assignment (ours, the
 // float64 BCE, is 0.4% higher: the golden's float32 BCE cancels the far-negative background terms to 0, see
@@ -47,42 +35,11 @@ double check_head(const nlohmann::json& golden, const loss::HeadLoss& ours, doub
   return ours.box + torch_cls + ours.l1;
 }
 
-struct BusCase {
-  std::string missing;  // non-empty: the asset that is absent
-  Yolo26Model model;
-  reference::RefTensor input;
-  std::vector<loss::GtBox> labels;
-  nlohmann::json golden, bus_loss;
-};
-
-// The model, bus.jpg letterboxed square to 640 as `lab grad --square` does, its labels, and the goldens.
-BusCase load_bus_case() {
-  BusCase c;
-  const std::filesystem::path model_file = kAssets / "models/yolo26n.pt", image = kAssets / "images/bus.jpg",
-                              labels = kAssets / "goldens/bus_labels.txt",
-                              golden_json = kAssets / "goldens/bus_train_golden.json",
-                              golden_file = kAssets / "goldens/bus_train_golden.safetensors",
-                              loss_json = kAssets / "goldens/bus_loss.json";
-  for (const auto& f : {model_file, image, labels, golden_json, golden_file, loss_json})
-    if (!std::filesystem::exists(f)) {
-      c.missing = f.string();
-      return c;
-    }
-  c.model = Yolo26Model::from_checkpoint(load_checkpoint(model_file));
-  const loss::TrainingImage bus = loss::load_training_image(image, labels, 640, false, c.model.nc);
-  c.input = reference::RefTensor(1, 3, bus.height, bus.width);
-  c.input.values = bus.input;
-  c.labels = bus.ground_truth;
-  c.golden = read_json(golden_json);
-  c.bus_loss = read_json(loss_json);
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of all 366 parameters",
           "[grad_golden]") {
-  const BusCase bus = load_bus_case();
+  const test::BusCase bus = test::load_bus_case();
   if (!bus.missing.empty()) {
     WARN("skipped: " << bus.missing << " is absent");
     return;
@@ -108,44 +65,12 @@ TEST_CASE("grad golden: lab grad on bus.jpg matches Ultralytics' gradients of al
               bus_loss["total"].get<double>(), g.norm, golden["grad_norm_total"].get<double>());
   CHECK(g.norm == Approx(golden["grad_norm_total"].get<double>()).epsilon(1e-3));
 
-  const SafetensorsFile stored = SafetensorsFile::load(kAssets / "goldens/bus_train_golden.safetensors");
-  const nlohmann::json& tensors = golden["tensors"];
-  CHECK(g.parameters.size() == tensors.size());
-  std::set<std::string> names;
-  double worst_rel = 0, worst_norm = 0;
-  std::string worst_rel_name, worst_norm_name;
-  for (const ParameterGradient& p : g.parameters) {
-    names.insert(p.name);
-    INFO(p.name);
-    REQUIRE(tensors.contains(p.name));
-    const std::vector<float> expected = stored.floats("grad." + p.name, p.shape);
-    double diff = 0, ref = 0, norm = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      diff += (p.values[i] - expected[i]) * (p.values[i] - expected[i]);
-      ref += double(expected[i]) * expected[i];
-      norm += p.values[i] * p.values[i];
-    }
-    const double golden_l2 = tensors[p.name]["l2"].get<double>();
-    if (golden_l2 == 0) {  // the one-to-many box branch of P3: no one-to-many positive on that level
-      CHECK(norm == 0);
-      continue;
-    }
-    const double rel = std::sqrt(diff / ref);
-    const double norm_error = std::abs(std::sqrt(norm) - golden_l2) / golden_l2;
-    INFO("rel L2 " << rel << ", L2 " << std::sqrt(norm) << " vs " << golden_l2);
-    CHECK(rel <= 1e-2);
-    CHECK(norm_error <= 1e-3);
-    if (rel > worst_rel) worst_rel = rel, worst_rel_name = p.name;
-    if (norm_error > worst_norm) worst_norm = norm_error, worst_norm_name = p.name;
-  }
-  CHECK(names.size() == tensors.size());
-  std::printf("grad golden: %zu tensors, worst rel L2 %.3g (%s), worst L2-norm error %.3g (%s)\n",
-              g.parameters.size(), worst_rel, worst_rel_name.c_str(), worst_norm, worst_norm_name.c_str());
+  test::check_gradients_against_golden(bus, g.parameters, "float64 reference");
 }
 
 TEST_CASE("grad golden: three AdamW and three SGD steps on bus.jpg reproduce the golden's losses within 2%",
           "[grad_golden_steps]") {
-  const BusCase bus = load_bus_case();
+  const test::BusCase bus = test::load_bus_case();
   if (!bus.missing.empty()) {
     WARN("skipped: " << bus.missing << " is absent");
     return;

@@ -1,0 +1,184 @@
+// kernel_gradients: the module forwards on the gradient tape (the same structure as the reference's traced
+// forward, pipeline/reference/ref_traces.cpp), both heads, the device loss, the tape's backward.
+#include "pipeline/executor/kernel_backward.hpp"
+
+#include <cmath>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/gradient_tape.hpp"
+#include "pipeline/loss/yolo26_loss.hpp"
+#include "pipeline/reference/reference_backward.hpp"
+
+namespace lab {
+
+namespace {
+
+using Kind = LayerSpec::Kind;
+
+class NetworkOnTape {
+ public:
+  explicit NetworkOnTape(GradientTape& tape) : tape_(tape) {}
+
+  TapeTensor bottleneck(const BottleneckSpec& s, const TapeTensor& x) {
+    const TapeTensor t = tape_.conv(s.cv1, x);
+    return tape_.conv(s.cv2, t, s.shortcut && x.channels == s.cv2.c_out ? &x : nullptr);
+  }
+
+  TapeTensor c3k(const C3kSpec& s, const TapeTensor& x) {
+    TapeTensor y = tape_.conv(s.cv1, x);
+    for (const BottleneckSpec& b : s.m) y = bottleneck(b, y);
+    return tape_.conv(s.cv3, tape_.concat({y, tape_.conv(s.cv2, x)}));
+  }
+
+  TapeTensor attention_block(const PsaBlockSpec& s, const TapeTensor& x) {
+    const AttentionSpec& a = s.attn;
+    const auto [merged, v] = tape_.attention(a, tape_.conv(a.qkv, x));
+    const TapeTensor mixed = tape_.conv(a.pe, v, &merged);                   // v @ attn^T + pe(v)
+    const TapeTensor x1 = tape_.conv(a.proj, mixed, s.shortcut ? &x : nullptr);  // x + attn(x)
+    return tape_.conv(s.ffn1, tape_.conv(s.ffn0, x1), s.shortcut ? &x1 : nullptr);  // x1 + ffn(x1)
+  }
+
+  TapeTensor c3k2(const C3k2Spec& s, const TapeTensor& x) {
+    const TapeTensor y = tape_.conv(s.cv1, x);
+    std::vector<TapeTensor> parts{tape_.slice(y, 0, s.hidden), tape_.slice(y, s.hidden, s.hidden)};
+    for (const C3k2BlockSpec& block : s.m) {
+      const TapeTensor& in = parts.back();
+      switch (block.kind) {
+        case C3k2BlockSpec::Kind::Bottleneck:
+          parts.push_back(bottleneck(block.bottleneck, in));
+          break;
+        case C3k2BlockSpec::Kind::C3k:
+          parts.push_back(c3k(block.c3k, in));
+          break;
+        case C3k2BlockSpec::Kind::BottleneckPsa:
+          parts.push_back(attention_block(block.psa, bottleneck(block.bottleneck, in)));
+          break;
+      }
+    }
+    return tape_.conv(s.cv2, tape_.concat(parts));
+  }
+
+  TapeTensor sppf(const SppfSpec& s, const TapeTensor& x) {
+    std::vector<TapeTensor> parts{tape_.conv(s.cv1, x)};
+    for (int i = 0; i < s.pools; ++i) parts.push_back(tape_.maxpool(parts.back(), s.pool_kernel));
+    return tape_.conv(s.cv2, tape_.concat(parts), s.shortcut && x.channels == s.cv2.c_out ? &x : nullptr);
+  }
+
+  TapeTensor c2psa(const C2PsaSpec& s, const TapeTensor& x) {
+    const TapeTensor y = tape_.conv(s.cv1, x);
+    TapeTensor b = tape_.slice(y, s.hidden, s.hidden);
+    for (const PsaBlockSpec& block : s.m) b = attention_block(block, b);
+    return tape_.conv(s.cv2, tape_.concat({tape_.slice(y, 0, s.hidden), b}));
+  }
+
+  // One head: per level the box and class chains, laid out as [B, 4, A] and [B, nc, A].
+  std::pair<TapeTensor, TapeTensor> head(const std::vector<DetectLevelSpec>& branches,
+                                         const std::vector<TapeTensor>& levels) {
+    std::vector<TapeTensor> boxes, scores;
+    for (size_t i = 0; i < levels.size(); ++i) {
+      TapeTensor b = levels[i], c = levels[i];
+      for (const ConvSpec& conv : branches[i].box) b = tape_.conv(conv, b);
+      for (const ConvSpec& conv : branches[i].cls) c = tape_.conv(conv, c);
+      boxes.push_back(b);
+      scores.push_back(c);
+    }
+    return {tape_.anchors(boxes), tape_.anchors(scores)};
+  }
+
+  // Layers 0..22: each layer's output.
+  std::vector<TapeTensor> layers(const Yolo26Model& model, const TapeTensor& input) {
+    std::vector<TapeTensor> out;
+    for (const LayerSpec& l : model.layers) {
+      if (l.kind == Kind::Detect) break;
+      const auto source = [&](int f) {
+        const int i = f < 0 ? l.index + f : f;
+        return i < 0 ? input : out[size_t(i)];
+      };
+      const TapeTensor in = source(l.from.empty() ? -1 : l.from[0]);
+      switch (l.kind) {
+        case Kind::Conv:
+          out.push_back(tape_.conv(l.conv, in));
+          break;
+        case Kind::C3k2:
+          out.push_back(c3k2(l.c3k2, in));
+          break;
+        case Kind::Sppf:
+          out.push_back(sppf(l.sppf, in));
+          break;
+        case Kind::C2Psa:
+          out.push_back(c2psa(l.c2psa, in));
+          break;
+        case Kind::Upsample:
+          out.push_back(tape_.upsample(in));
+          break;
+        case Kind::Concat: {
+          std::vector<TapeTensor> parts;
+          for (int f : l.from) parts.push_back(source(f));
+          out.push_back(tape_.concat(parts));
+          break;
+        }
+        case Kind::Detect:
+          break;
+      }
+    }
+    return out;
+  }
+
+ private:
+  GradientTape& tape_;
+};
+
+}  // namespace
+
+TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model, const std::vector<float>& input,
+                                 int batch, int height, int width,
+                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                 const loss::LossConfig& config) {
+  const LayerSpec& detect_layer = model.layers.back();
+  const DetectSpec& detect = detect_layer.detect;
+  if (detect_layer.kind != Kind::Detect || detect.one2many.empty())
+    throw UsageError(model.source + ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
+                                    "training needs");
+  if (height <= 0 || width <= 0 || height % detect_layer.stride || width % detect_layer.stride)
+    throw UsageError("input " + std::to_string(height) + "x" + std::to_string(width) +
+                     ": height and width must be positive multiples of " + std::to_string(detect_layer.stride));
+
+  GradientTape tape(backend);
+  NetworkOnTape net(tape);
+  const std::vector<TapeTensor> outputs = net.layers(model, tape.constant(input, batch, 3, height, width));
+  std::vector<TapeTensor> levels, detached;
+  for (int f : detect_layer.from) {
+    levels.push_back(outputs[size_t(f)]);
+    detached.push_back(tape.detach(levels.back()));
+  }
+  const auto [o2m_boxes, o2m_scores] = net.head(detect.one2many, levels);
+  const auto [o2o_boxes, o2o_scores] = net.head(detect.levels, detached);
+
+  const loss::Yolo26Loss loss(backend, config);
+  loss::DeviceLossBatch loss_batch;
+  loss_batch.batch = batch;
+  loss_batch.num_classes = detect.nc;
+  loss_batch.image_height = height, loss_batch.image_width = width;
+  loss_batch.one2many = {&tape.buffer(o2m_boxes), &tape.buffer(o2m_scores)};
+  loss_batch.one2one = {&tape.buffer(o2o_boxes), &tape.buffer(o2o_scores)};
+  loss_batch.ground_truth = ground_truth;
+  const loss::DeviceLossResult result = loss.compute_device(loss_batch);
+
+  tape.seed(o2m_boxes, result.d_one2many_boxes);
+  tape.seed(o2m_scores, result.d_one2many_scores);
+  tape.seed(o2o_boxes, result.d_one2one_boxes);
+  tape.seed(o2o_scores, result.d_one2one_scores);
+  tape.backward();
+
+  TrainingGradients g;
+  g.one2many = result.one2many, g.one2one = result.one2one;
+  g.weights = result.weights, g.total = result.total;
+  g.parameters = reference::parameter_gradients(model, tape.conv_gradients());
+  double sum = 0;
+  for (const ParameterGradient& p : g.parameters)
+    for (double v : p.values) sum += v * v;
+  g.norm = std::sqrt(sum);
+  return g;
+}
+
+}  // namespace lab
