@@ -6,17 +6,10 @@
 #include <algorithm>
 
 #include "kernels/attention/psa_op.hpp"
+#include "pipeline/executor/network_ops.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
-
-namespace {
-
-Conv2dShape shape_of(const ConvSpec& spec, bool silu) {
-  return {spec.c_in, spec.c_out, spec.kernel, spec.stride, spec.groups, silu};
-}
-
-}  // namespace
 
 GradientTape::GradientTape(Backend& backend)
     : backend_(backend),
@@ -110,16 +103,17 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   // z = conv(x) + b, the pre-activation the SiLU backward needs; y = act(z) (+ residual).
   const bool separate_z = spec.silu || residual;
   const TapeTensor z = separate_z ? make(batch, spec.c_out, y.height, y.width, false) : y;
-  const auto& pre = convs_.emplace_back(
-      std::make_unique<Conv2dOp>(kernels_, shape_of(spec, false), spec.weight, spec.bias));
+  const Conv2dShape shape = conv_shape(spec);
+  Conv2dShape linear = shape;
+  linear.silu = false;
+  const auto& pre = convs_.emplace_back(std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias));
   pre->run(batch, h, w, view(x), view(z));
   if (separate_z) {
     const auto& op = convs_.emplace_back(
-        std::make_unique<Conv2dOp>(kernels_, shape_of(spec, spec.silu), spec.weight, spec.bias));
+        std::make_unique<Conv2dOp>(kernels_, shape, spec.weight, spec.bias));
     op->run(batch, h, w, view(x), view(y), residual ? ConstPlaneView(view(*residual)) : ConstPlaneView{});
   }
 
-  const Conv2dShape shape = shape_of(spec, spec.silu);
   const ConvBackwardVariant variant = choose_conv_backward_variant(shape);
   const Conv2dBackwardOp* back = conv_backwards_
                                      .emplace_back(std::make_unique<Conv2dBackwardOp>(

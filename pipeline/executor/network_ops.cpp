@@ -60,10 +60,6 @@ void for_each_conv(const LayerSpec& layer, F&& f) {
   }
 }
 
-Conv2dShape shape_of(const ConvSpec& spec) {
-  return {spec.c_in, spec.c_out, spec.kernel, spec.stride, spec.groups, spec.silu};
-}
-
 // Each conv with the precision the policy gives its role.
 template <class F>
 void for_each_conv(const Yolo26Model& model, Precision network, F&& f) {
@@ -76,10 +72,14 @@ void for_each_conv(const Yolo26Model& model, Precision network, F&& f) {
 
 }  // namespace
 
+Conv2dShape conv_shape(const ConvSpec& spec) {
+  return {spec.c_in, spec.c_out, spec.kernel, spec.stride, spec.groups, spec.silu};
+}
+
 NnKernelNames NetworkOps::kernel_names(const Yolo26Model& model, Precision precision) {
   NnKernelNames names{{kConv2dSplitkReduceKernel, kMaxPool2dKernel, kUpsampleKernel, kCopyPlanesKernel}, {}};
   for_each_conv(model, precision, [&names](const ConvSpec& c, Precision p) {
-    const Conv2dShape shape = shape_of(c);
+    const Conv2dShape shape = conv_shape(c);
     const ConvVariant v = choose_conv_variant(shape, p);
     auto& list = v == ConvVariant::Fp16 || v == ConvVariant::Bf16 ? names.mma : names.nn;
     const std::string name = conv_kernel_name(v, shape);
@@ -102,7 +102,7 @@ NetworkOps::NetworkOps(Backend& backend, const Yolo26Model& model, Precision pre
       upsample_(std::make_unique<UpsampleNearest2xOp>(*kernels_)),
       copy_(std::make_unique<CopyPlanesOp>(*kernels_)) {
   for_each_conv(model, precision, [this](const ConvSpec& c, Precision p) {
-    convs_[c.name] = std::make_unique<Conv2dOp>(*kernels_, shape_of(c), c.weight, c.bias, p);
+    convs_[c.name] = std::make_unique<Conv2dOp>(*kernels_, conv_shape(c), c.weight, c.bias, p);
   });
 }
 

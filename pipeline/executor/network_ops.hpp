@@ -22,6 +22,9 @@ namespace lab {
 // start compiles them all side by side.
 inline constexpr size_t kNetworkKernelsPerModule = 1;
 
+// The kernel-side shape of a model conv.
+Conv2dShape conv_shape(const ConvSpec& spec);
+
 class NetworkOps {
  public:
   NetworkOps(Backend& backend, const Yolo26Model& model, Precision precision);
