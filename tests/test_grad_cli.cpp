@@ -1,10 +1,12 @@
 // `lab grad` end to end on a synthetic yolo26n (both heads) at 64x64: the loss table, the gradient file (one
-// float32 grad.<name> tensor per checkpoint parameter, written atomically), --steps, and one-line errors with
-// exit 2 for bad input (an image that does not decode, a malformed label line, a class the model does not
-// have, a checkpoint without the one-to-many head, an unknown optimizer).
+// float32 grad.<name> tensor per checkpoint parameter, written atomically), --steps, --backend cpu (the kernel
+// backward) against the reference's file, and one-line errors with exit 2 for bad input (an image that does
+// not decode, a malformed label line, a class the model does not have, a checkpoint without the one-to-many
+// head, an unknown optimizer or backend, --steps off the reference).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "pipeline/image/image.hpp"
 #include "pipeline/safetensors.hpp"
@@ -55,6 +57,28 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
     if (key.find("running_") != std::string::npos) ++bn_parameters;
   CHECK(grads.keys().size() == both.state_dict.size() - bn_parameters);  // all but the running statistics
 
+  // --backend cpu: the kernel backward on the emulator writes the same tensors, each within 1e-4 relative L2
+  // of the float64 reference's (float32 kernels; tests/test_kernel_backward.cpp has the reasoning).
+  const std::string kernel_out = (dir.path / "g_cpu.safetensors").string();
+  const test::LabResult cpu = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() +
+                                            " --backend cpu --out " + kernel_out);
+  INFO(cpu.out << cpu.err);
+  REQUIRE(cpu.exit_code == 0);
+  CHECK(test::contains(cpu.out, "kernel backward (float32) on cpu"));
+  const SafetensorsFile kernel_grads = SafetensorsFile::load(kernel_out);
+  REQUIRE(kernel_grads.keys() == grads.keys());
+  for (const std::string& key : grads.keys()) {
+    const std::vector<int64_t> shape = grads.info(key).shape;
+    const std::vector<float> want = grads.floats(key, shape), got = kernel_grads.floats(key, shape);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+      norm += double(want[i]) * want[i];
+    }
+    INFO(key << ": |diff| " << std::sqrt(diff) << ", |reference| " << std::sqrt(norm));
+    CHECK(std::sqrt(diff) <= 1e-4 * std::sqrt(norm) + 1e-12);
+  }
+
   struct Bad {
     std::string args, names;
   };
@@ -73,6 +97,9 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
            (dir.path / "both.safetensors").string(),
        "class.txt:2: class 3 is not one of the model's 3 classes"},
       {common + (dir.path / "both.safetensors").string() + " --steps 1 --optimizer Adam", "--optimizer"},
+      {common + (dir.path / "both.safetensors").string() + " --backend cpu --steps 1", "--steps"},
+      {common + (dir.path / "o2o.safetensors").string() + " --backend cpu", "no one-to-many head"},
+      {common + (dir.path / "both.safetensors").string() + " --backend gpu", "--backend"},
   };
   for (const Bad& b : bad) {
     const test::LabResult r =
