@@ -175,9 +175,15 @@ __global__ void __launch_bounds__(384, 1)
     // P^T while dP^T is still running; queries or keys past the end get P = 0.
     lab_wgmma_wait_group<1>();
     lab_wgmma_hold(st);
+    // Elements 4 n .. 4 n + 3 are columns 8 n + 2 q and + 1 of two rows: one 8-byte load of L (and of D).
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i)
-      st[i] = lab_exp2_ftz(fmaf(st[i], scale_log2, -lt[8 * (i / 4) + 2 * q + i % 2]));
+    for (int i = 0; i < BM / 2; i += 4) {
+      const float2 l = *reinterpret_cast<const float2*>(lt + 2 * i + 2 * q);
+      st[i] = lab_exp2_ftz(fmaf(st[i], scale_log2, -l.x));
+      st[i + 1] = lab_exp2_ftz(fmaf(st[i + 1], scale_log2, -l.y));
+      st[i + 2] = lab_exp2_ftz(fmaf(st[i + 2], scale_log2, -l.x));
+      st[i + 3] = lab_exp2_ftz(fmaf(st[i + 3], scale_log2, -l.y));
+    }
     if (keys_tail || (j + 1) * BM > p.n_q) {
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i)
@@ -191,9 +197,10 @@ __global__ void __launch_bounds__(384, 1)
     for (int kk = 0; kk < BM / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int i = 8 * kk + 2 * r, col = 8 * (i / 4) + 2 * q;
+        const int i = 8 * kk + 2 * r;
+        const float2 d = *reinterpret_cast<const float2*>(dt + 8 * (i / 4) + 2 * q);
         pa[kk][r] = lab_pack2<DT>(st[i], st[i + 1]);
-        dsa[kk][r] = lab_pack2<DT>(st[i] * (dpt[i] - dt[col]), st[i + 1] * (dpt[i + 1] - dt[col + 1]));
+        dsa[kk][r] = lab_pack2<DT>(st[i] * (dpt[i] - d.x), st[i + 1] * (dpt[i + 1] - d.y));
       }
 
     lab_wgmma_fence();
