@@ -1,6 +1,7 @@
 // nn backward kernels of the weightless layers: every runner (maxpool2d_backward, upsample_nearest2x_backward,
 // add_planes) on the cpu backend at a few shapes, overwriting and accumulating (and on cuda in the [gpu]
-// twin); the max-pool tie and NaN rules on hand-worked planes; the float64 references against central finite
+// twin), every variant that runs a case; the max-pool tie and NaN rules on hand-worked planes (both
+// variants); the float64 references against central finite
 // differences of the forward references; parameter rules; the sm_90 resource use of the module.
 #include <catch2/catch.hpp>
 
@@ -29,6 +30,10 @@ const std::vector<Case>& backward_cases() {
        {{"B", "2"}, {"C", "3"}, {"H", "6"}, {"W", "5"}, {"K", "3"}, {"TIES", "true"}, {"ACCUMULATE", "true"}}},
       {"maxpool2d_backward", {{"C", "2"}, {"H", "3"}, {"W", "4"}, {"K", "9"}, {"TIES", "true"}}},
       {"maxpool2d_backward", {{"C", "2"}, {"H", "4"}, {"W", "3"}, {"K", "1"}, {"ACCUMULATE", "true"}}},
+      // SPPF's 20x20 planes (v2's threads loop over 400 cells), and a plane too large for v2 (auto takes v1).
+      {"maxpool2d_backward",
+       {{"B", "2"}, {"C", "3"}, {"H", "20"}, {"W", "20"}, {"K", "5"}, {"TIES", "true"}, {"ACCUMULATE", "true"}}},
+      {"maxpool2d_backward", {{"C", "1"}, {"H", "70"}, {"W", "60"}, {"K", "5"}, {"TIES", "true"}}},
       {"upsample_nearest2x_backward", {{"B", "2"}, {"C", "5"}, {"H", "3"}, {"W", "4"}}},
       {"upsample_nearest2x_backward", {{"C", "3"}, {"H", "1"}, {"W", "1"}, {"ACCUMULATE", "true"}}},
       {"add_planes", {{"B", "3"}, {"C", "7"}, {"H", "5"}, {"W", "3"}}},
@@ -41,25 +46,30 @@ void run_backward_runners(const std::string& backend_name) {
   auto backend = make_backend(backend_name, test::embedded_context());
   for (const auto& [kernel, given] : backward_cases()) {
     const Runner& r = Registry::instance().get(kernel);
-    auto inst = r.instantiate(*backend, resolve_variant(r, ""), resolve_params(r, given), 13);
-    for (int round = 0; round < 2; ++round) {  // a second launch after re-poisoning must write everything again
-      inst->poison();
-      inst->launch();
-      for (const OutputCheck& c : inst->check(std::nullopt)) {
-        INFO(backend_name << " " << kernel << " " << c.output << " rel_l2=" << c.metrics.rel_l2
-                          << " max_abs=" << c.metrics.max_abs << " non-finite=" << c.metrics.non_finite);
-        CHECK(c.pass);
+    const Params p = resolve_params(r, given);
+    for (const KernelVariant& variant : r.variants()) {  // every variant that runs the case
+      if (!variant_refusal(r.spec(), variant.name, p).empty()) continue;
+      auto inst = r.instantiate(*backend, variant.name, p, 13);
+      for (int round = 0; round < 2; ++round) {  // after re-poisoning, a second launch must write everything
+        inst->poison();
+        inst->launch();
+        for (const OutputCheck& c : inst->check(std::nullopt)) {
+          INFO(backend_name << " " << kernel << "/" << variant.name << " " << c.output << " rel_l2="
+                            << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
+                            << " non-finite=" << c.metrics.non_finite);
+          CHECK(c.pass);
+        }
       }
     }
   }
 }
 
-// Runs MaxPool2dBackwardOp on one dense plane [1, 1, h, w] and returns dx.
-std::vector<float> pool_backward_plane(const std::vector<float>& x, const std::vector<float>& dy, int h, int w,
-                                       int kernel) {
+// Runs MaxPool2dBackwardOp's `variant` on one dense plane [1, 1, h, w] and returns dx.
+std::vector<float> pool_backward_plane(PoolBackwardVariant variant, const std::vector<float>& x,
+                                       const std::vector<float>& dy, int h, int w, int kernel) {
   auto backend = make_backend("cpu", test::embedded_context());
   NnBackwardKernels kernels(*backend);
-  const MaxPool2dBackwardOp op(kernels, 1, kernel);
+  const MaxPool2dBackwardOp op(kernels, 1, kernel, variant);
   DeviceBuffer x_d = backend->upload_vector(x), dy_d = backend->upload_vector(dy);
   DeviceBuffer dx_d = backend->alloc_array<float>(x.size());
   op.run(1, h, w, dense_view(x_d.as<const float>(), 1, h * w), dense_view(dy_d.as<const float>(), 1, h * w),
@@ -89,25 +99,28 @@ TEST_CASE("nn backward runners match their references on the cuda backend", "[nn
 TEST_CASE("maxpool2d_backward gives a tie to the first maximum in scan order, as PyTorch's CUDA pool",
           "[nn_bwd]") {
   const float inf = INFINITY, nan = NAN;
+  const PoolBackwardVariant variant =
+      GENERATE(PoolBackwardVariant::Direct, PoolBackwardVariant::PlaneSmem);
+  INFO("variant " << (variant == PoolBackwardVariant::Direct ? "v1_direct" : "v2_plane_smem"));
   SECTION("a constant 3x3 plane, K = 3: each window goes to its first cell inside the plane") {
     // Window (y, x) starts at (max(y-1, 0), max(x-1, 0)): (0,0) wins the four windows around it, (0,1) the two
     // of column 2, (1,0) the two of row 2, (1,1) window (2,2).
     const std::vector<float> x(9, 0.5f), dy(9, 1.0f);
     const std::vector<float> expected = {4, 2, 0, 2, 1, 0, 0, 0, 0};
-    CHECK(pool_backward_plane(x, dy, 3, 3, 3) == expected);
+    CHECK(pool_backward_plane(variant, x, dy, 3, 3, 3) == expected);
     CHECK(as_float(maxpool2d_backward_reference(x, dy, 1, 1, 3, 3, 3)) == expected);
   }
   SECTION("NaN replaces the maximum (the last NaN of a window wins), 1x4, K = 3") {
     // Windows: {1, NaN} -> cell 1; {1, NaN, 3} -> cell 1; {NaN, 3, NaN} -> cell 3; {3, NaN} -> cell 3.
     const std::vector<float> x = {1, nan, 3, nan}, dy = {1, 2, 4, 8};
     const std::vector<float> expected = {0, 3, 0, 12};
-    CHECK(pool_backward_plane(x, dy, 1, 4, 3) == expected);
+    CHECK(pool_backward_plane(variant, x, dy, 1, 4, 3) == expected);
     CHECK(as_float(maxpool2d_backward_reference(x, dy, 1, 1, 1, 4, 3)) == expected);
   }
   SECTION("a window of -inf only goes to its first cell, 1x3, K = 3") {
     const std::vector<float> x(3, -inf), dy = {1, 2, 4};
     const std::vector<float> expected = {3, 4, 0};  // windows {0,1} and {0,1,2} -> 0, {1,2} -> 1
-    CHECK(pool_backward_plane(x, dy, 1, 3, 3) == expected);
+    CHECK(pool_backward_plane(variant, x, dy, 1, 3, 3) == expected);
     CHECK(as_float(maxpool2d_backward_reference(x, dy, 1, 1, 1, 3, 3)) == expected);
   }
 }
@@ -150,6 +163,9 @@ TEST_CASE("the backward references match central finite differences of the forwa
 TEST_CASE("nn backward parameter rules and op checks name the op", "[nn_bwd]") {
   const Runner& pool = Registry::instance().get("maxpool2d_backward");
   CHECK_THROWS_WITH(resolve_params(pool, {{"K", "4"}}), Catch::Contains("must be odd"));
+  CHECK_THROWS_WITH(pool.compile_request("v2_plane_smem", resolve_params(pool, {{"H", "65"}, {"W", "64"}})),
+                    Catch::Contains("v2_plane_smem needs H*W <= 4096"));
+  CHECK_NOTHROW(pool.compile_request("v2_plane_smem", resolve_params(pool, {{"H", "64"}, {"W", "64"}})));
   auto backend = make_backend("cpu", test::embedded_context());
   NnBackwardKernels kernels(*backend);
   CHECK_THROWS_WITH(MaxPool2dBackwardOp(kernels, 4, 2), Catch::Contains("maxpool2d_backward"));
@@ -158,6 +174,11 @@ TEST_CASE("nn backward parameter rules and op checks name the op", "[nn_bwd]") {
   const MaxPool2dBackwardOp op(kernels, 4, 5);
   CHECK_THROWS_WITH(op.run(1, 4, 4, v, ConstPlaneView{}, v, GradientWrite::Overwrite),
                     Catch::Contains("maxpool2d_backward: null"));
+  DeviceBuffer big = backend->alloc_array<float>(65 * 64);
+  const PlaneView big_view = dense_view(big.as<float>(), 1, 65 * 64);
+  CHECK_THROWS_WITH(MaxPool2dBackwardOp(kernels, 1, 5, PoolBackwardVariant::PlaneSmem)
+                        .run(1, 65, 64, big_view, big_view, big_view, GradientWrite::Overwrite),
+                    Catch::Contains("maxpool2d_backward: v2_plane_smem needs H*W <= 4096"));
   CHECK_THROWS_WITH(UpsampleNearest2xBackwardOp(kernels).run(1, 4, 0, 2, v, v, GradientWrite::Overwrite),
                     Catch::Contains("upsample_nearest2x_backward: bad plane"));
   CHECK_THROWS_WITH(AddPlanesOp(kernels).run(0, 4, 16, v, v, GradientWrite::Accumulate),

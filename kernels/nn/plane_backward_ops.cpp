@@ -22,6 +22,14 @@ int accumulate_flag(GradientWrite write) {
   return write == GradientWrite::Accumulate ? 1 : 0;
 }
 
+constexpr const char* kPlaneSmemVariant = "v2_plane_smem";
+
+std::string plane_smem_problem(int64_t cells) {
+  if (cells <= kPoolPlaneSmemCells) return "";
+  return std::string(kPlaneSmemVariant) + " needs H*W <= " + std::to_string(kPoolPlaneSmemCells) +
+         " (the plane in shared memory; got " + std::to_string(cells) + ")";
+}
+
 }  // namespace
 
 const KernelSpec& maxpool2d_backward_spec() {
@@ -37,6 +45,20 @@ const KernelSpec& maxpool2d_backward_spec() {
          {"TIES", ParamSpec::Kind::Bool, "false", "input values from {-2, ..., 2} only: most windows tie"},
          accumulate_param()});
     s.validate = forward.validate;
+    s.variants = {
+        {"auto", "v2_plane_smem where the plane fits in shared memory, else v1_direct"},
+        {"v1_direct", s.variants.front().description},
+        {kPlaneSmemVariant,
+         "one CTA per plane: the plane and every window's arg-max in shared memory, then the gather",
+         [](const Params& p) { return plane_smem_problem(param_int(p, "H") * param_int(p, "W")); }}};
+    s.entries.clear();
+    s.compile = [](const std::string& variant, const Params& p) {
+      check_variant_runs(maxpool2d_backward_spec(), variant, p);
+      std::vector<std::string> names;
+      if (variant != kPlaneSmemVariant) names.push_back(kMaxPool2dBackwardKernel);
+      if (variant != "v1_direct") names.push_back(kMaxPool2dBackwardPlaneKernel);
+      return CompileRequest{"nn/maxpool2d_backward.cu", {}, names};
+    };
     return s;
   }();
   return spec;
@@ -60,18 +82,29 @@ const KernelSpec& add_planes_spec() {
   return spec;
 }
 
+std::optional<PoolBackwardVariant> parse_pool_backward_variant(const std::string& name) {
+  if (name == "v1_direct") return PoolBackwardVariant::Direct;
+  if (name == kPlaneSmemVariant) return PoolBackwardVariant::PlaneSmem;
+  return std::nullopt;
+}
+
 CompileRequest nn_backward_module_request() {
-  return {kNnBackwardModuleSource, {}, {kMaxPool2dBackwardKernel, kUpsampleBackwardKernel, kAddPlanesKernel}};
+  return {kNnBackwardModuleSource,
+          {},
+          {kMaxPool2dBackwardKernel, kMaxPool2dBackwardPlaneKernel, kUpsampleBackwardKernel, kAddPlanesKernel}};
 }
 
 NnBackwardKernels::NnBackwardKernels(Backend& backend)
     : backend_(backend), module_(backend.compile(nn_backward_module_request())) {}
 
-MaxPool2dBackwardOp::MaxPool2dBackwardOp(NnBackwardKernels& kernels, int channels, int kernel)
+MaxPool2dBackwardOp::MaxPool2dBackwardOp(NnBackwardKernels& kernels, int channels, int kernel,
+                                         std::optional<PoolBackwardVariant> force)
     : kernels_(kernels),
-      kernel_(kernels.kernel(kMaxPool2dBackwardKernel)),
+      direct_(kernels.kernel(kMaxPool2dBackwardKernel)),
+      plane_(kernels.kernel(kMaxPool2dBackwardPlaneKernel)),
       channels_(channels),
-      kernel_size_(kernel) {
+      kernel_size_(kernel),
+      force_(force) {
   check_pool_size("maxpool2d_backward", channels, kernel);
 }
 
@@ -81,10 +114,21 @@ void MaxPool2dBackwardOp::run(int batch, int h, int w, ConstPlaneView in, ConstP
     throw UsageError("maxpool2d_backward: bad plane " + std::to_string(h) + "x" + std::to_string(w));
   check_plane_views("maxpool2d_backward", batch, channels_, int64_t(h) * w, in, grad_in);
   check_plane_views("maxpool2d_backward", batch, channels_, int64_t(h) * w, grad_out, grad_in);
-  kernels_.backend().launch(kernel_, plane_launch("maxpool2d_backward", int64_t(h) * w, channels_, batch),
-                            kernel_params(MaxPool2dBackwardParams{kernel_view(in), kernel_view(grad_out),
-                                                                  kernel_view(grad_in), h, w, kernel_size_,
-                                                                  accumulate_flag(write)}));
+  const int64_t cells = int64_t(h) * w;
+  const PoolBackwardVariant variant =
+      force_.value_or(cells <= kPoolPlaneSmemCells ? PoolBackwardVariant::PlaneSmem : PoolBackwardVariant::Direct);
+  const MaxPool2dBackwardParams params{kernel_view(in), kernel_view(grad_out), kernel_view(grad_in),
+                                       h, w, kernel_size_, accumulate_flag(write)};
+  if (variant == PoolBackwardVariant::Direct) {
+    kernels_.backend().launch(direct_, plane_launch("maxpool2d_backward", cells, channels_, batch),
+                              kernel_params(params));
+    return;
+  }
+  if (const std::string problem = plane_smem_problem(cells); !problem.empty())
+    throw UsageError("maxpool2d_backward: " + problem);
+  LaunchConfig cfg = plane_launch("maxpool2d_backward", 1, channels_, batch);  // one CTA per plane
+  cfg.dynamic_shared_bytes = size_t(cells) * (sizeof(float) + sizeof(int));
+  kernels_.backend().launch(plane_, cfg, kernel_params(params));
 }
 
 UpsampleNearest2xBackwardOp::UpsampleNearest2xBackwardOp(NnBackwardKernels& kernels)

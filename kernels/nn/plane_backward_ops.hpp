@@ -6,6 +6,8 @@
 // parameters is per channel and stays on the host (docs/training.md).
 #pragma once
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "kernels/kernel_spec.hpp"
 #include "kernels/nn/plane_view.hpp"
@@ -15,10 +17,14 @@ namespace lab {
 
 inline constexpr const char* kNnBackwardModuleSource = "nn/nn_backward_kernels.cu";
 inline constexpr const char* kMaxPool2dBackwardKernel = "maxpool2d_backward";
+inline constexpr const char* kMaxPool2dBackwardPlaneKernel = "maxpool2d_backward_plane";
+// v2_plane_smem's largest plane: the plane and its arg-maxes in 32 KB of shared memory (SPPF's planes are
+// 20x20 at 640, 40x40 at 1280).
+inline constexpr int64_t kPoolPlaneSmemCells = 4096;
 inline constexpr const char* kUpsampleBackwardKernel = "upsample_nearest2x_backward";
 inline constexpr const char* kAddPlanesKernel = "add_planes";
 
-const KernelSpec& maxpool2d_backward_spec();           // B, C, H, W, K (odd), TIES, ACCUMULATE
+const KernelSpec& maxpool2d_backward_spec();           // B, C, H, W, K (odd), TIES, ACCUMULATE; variants
 const KernelSpec& upsample_nearest2x_backward_spec();  // B, C, H, W (the input plane), ACCUMULATE
 const KernelSpec& add_planes_spec();                   // B, C, H, W, ACCUMULATE
 
@@ -39,10 +45,17 @@ class NnBackwardKernels {
   std::shared_ptr<Module> module_;
 };
 
+// v1_direct (any plane) and v2_plane_smem (a plane of at most kPoolPlaneSmemCells cells): maxpool2d_backward.cu.
+enum class PoolBackwardVariant { Direct, PlaneSmem };
+// The variant a spec variant name forces; nullopt for "auto".
+std::optional<PoolBackwardVariant> parse_pool_backward_variant(const std::string& name);
+
 // The input gradient of max_pool2d(kernel, stride 1, padding kernel/2) over `channels` planes; kernel odd.
 class MaxPool2dBackwardOp {
  public:
-  MaxPool2dBackwardOp(NnBackwardKernels& kernels, int channels, int kernel = 5);
+  // Without `force`, each run takes v2_plane_smem where the plane fits, else v1_direct.
+  MaxPool2dBackwardOp(NnBackwardKernels& kernels, int channels, int kernel = 5,
+                      std::optional<PoolBackwardVariant> force = std::nullopt);
   // in (the pool's forward input), grad_out and grad_in [batch, channels, h, w]; grad_in must not overlap the
   // others.
   void run(int batch, int h, int w, ConstPlaneView in, ConstPlaneView grad_out, PlaneView grad_in,
@@ -51,8 +64,9 @@ class MaxPool2dBackwardOp {
 
  private:
   NnBackwardKernels& kernels_;
-  Kernel kernel_;
+  Kernel direct_, plane_;
   int channels_, kernel_size_;
+  std::optional<PoolBackwardVariant> force_;
 };
 
 class UpsampleNearest2xBackwardOp {

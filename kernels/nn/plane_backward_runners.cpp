@@ -29,8 +29,9 @@ struct MaxPoolBackwardCase {
   static constexpr bool kReadsForwardInput = true;
   MaxPool2dBackwardOp op;
   bool ties;
-  MaxPoolBackwardCase(NnBackwardKernels& k, const PlaneSizes& n, const Params& p)
-      : op(k, n.channels, int(param_int(p, "K"))), ties(param_bool(p, "TIES")) {}
+  MaxPoolBackwardCase(NnBackwardKernels& k, const PlaneSizes& n, const Params& p, const std::string& variant)
+      : op(k, n.channels, int(param_int(p, "K")), parse_pool_backward_variant(variant)),
+        ties(param_bool(p, "TIES")) {}
   static int64_t grad_out_plane(const PlaneSizes& n) { return int64_t(n.h) * n.w; }
   std::vector<float> forward_input(size_t count, uint64_t seed) const {
     std::vector<float> v = random_uniform(count, -4.0f, 4.0f, seed);
@@ -52,7 +53,7 @@ struct MaxPoolBackwardCase {
 struct UpsampleBackwardCase {
   static constexpr bool kReadsForwardInput = false;
   UpsampleNearest2xBackwardOp op;
-  UpsampleBackwardCase(NnBackwardKernels& k, const PlaneSizes&, const Params&) : op(k) {}
+  UpsampleBackwardCase(NnBackwardKernels& k, const PlaneSizes&, const Params&, const std::string&) : op(k) {}
   static int64_t grad_out_plane(const PlaneSizes& n) { return 4 * int64_t(n.h) * n.w; }
   void run(const PlaneSizes& n, ConstPlaneView, ConstPlaneView grad_out, PlaneView grad_in,
            GradientWrite write) const {
@@ -68,7 +69,7 @@ struct UpsampleBackwardCase {
 struct AddPlanesCase {
   static constexpr bool kReadsForwardInput = false;
   AddPlanesOp op;
-  AddPlanesCase(NnBackwardKernels& k, const PlaneSizes&, const Params&) : op(k) {}
+  AddPlanesCase(NnBackwardKernels& k, const PlaneSizes&, const Params&, const std::string&) : op(k) {}
   static int64_t grad_out_plane(const PlaneSizes& n) { return int64_t(n.h) * n.w; }
   void run(const PlaneSizes& n, ConstPlaneView, ConstPlaneView src, PlaneView dst, GradientWrite write) const {
     op.run(n.batch, n.channels, grad_out_plane(n), src, dst, write);
@@ -83,12 +84,12 @@ struct AddPlanesCase {
 template <class Case>
 class PlaneBackwardInstance : public InstanceBase {
  public:
-  PlaneBackwardInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
+  PlaneBackwardInstance(Backend& backend, const std::string& variant, const Params& p, uint64_t seed)
       : InstanceBase(backend),
         n_{int(param_int(p, "B")), int(param_int(p, "C")), int(param_int(p, "H")), int(param_int(p, "W"))},
         write_(param_bool(p, "ACCUMULATE") ? GradientWrite::Accumulate : GradientWrite::Overwrite),
         kernels_(backend),
-        case_(kernels_, n_, p),
+        case_(kernels_, n_, p, variant),
         grad_out_(backend, n_.batch, n_.channels, Case::grad_out_plane(n_), 1, 2),
         grad_in_(backend, n_.batch, n_.channels, int64_t(n_.h) * n_.w),
         grad_out_host_(dyadic_uniform(grad_out_.window_elements(), derive_seed(seed, "grad_out"))),
