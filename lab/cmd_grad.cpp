@@ -1,9 +1,9 @@
 // `lab grad`: the YOLO26 training loss of one image against its labels and d total / d every trainable
-// parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward) or,
-// with --backend cpu|cuda, from the kernel backward (pipeline/executor/kernel_backward: our float32 kernels);
-// prints the loss components and the gradient norm, and writes the gradients as float32 "grad.<parameter
-// name>" tensors (safetensors, written atomically); --steps takes optimizer steps on the image (Ultralytics'
-// SGD or AdamW, pipeline/reference/reference_optimizer) and prints the loss after each.
+// parameter of the checkpoint, from the float64 reference backward (pipeline/reference/reference_backward)
+// or, with --backend cpu|cuda, from the kernel backward (pipeline/executor/kernel_backward: our float32
+// kernels); prints the loss components and the gradient norm, and writes the gradients as float32
+// "grad.<parameter name>" tensors (safetensors, written atomically); --steps takes optimizer steps on the
+// image (Ultralytics' SGD or AdamW, pipeline/reference/reference_optimizer) and prints the loss after each.
 #include <chrono>
 #include <iostream>
 
@@ -85,7 +85,8 @@ void run_grad(const GradOptions& o, CliState& state) {
     throw UsageError("--steps: the optimizer steps run on the float64 reference only (--backend reference)");
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
-  const loss::TrainingImage image = loss::load_training_image(o.image, o.labels, o.imgsz, !o.square, model.nc);
+  const loss::TrainingImage image =
+      loss::load_training_image(o.image, o.labels, o.imgsz, !o.square, model.nc);
   reference::RefTensor input(1, 3, image.height, image.width);
   input.values = image.input;
 
@@ -93,7 +94,8 @@ void run_grad(const GradOptions& o, CliState& state) {
   std::string computed_by = "float64 reference backward";
   TrainingGradients g;
   if (o.backend == "reference") {
-    g = training_gradients(reference::reference_gradients(model, input, {image.ground_truth}, loss::LossConfig{}));
+    g = training_gradients(
+        reference::reference_gradients(model, input, {image.ground_truth}, loss::LossConfig{}));
   } else {
     const std::unique_ptr<Backend> backend = make_backend(o.backend, state.context());
     computed_by = "kernel backward (float32) on " + o.backend + " (" + backend->device().name + ")";
@@ -108,8 +110,7 @@ void run_grad(const GradOptions& o, CliState& state) {
             << o.labels << " (" << image.ground_truth.size() << " boxes), " << computed_by << " in "
             << number(seconds) << " s\n"
             << "epoch 0 of 100: weights o2m " << number(g.weights.one2many) << ", o2o "
-            << number(g.weights.one2one)
-            << "; BatchNorm frozen, one-to-one head on detached features\n\n";
+            << number(g.weights.one2one) << "; BatchNorm frozen, one-to-one head on detached features\n\n";
   Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives"});
   for (const auto& [name, h] : {std::pair{"one2many", g.one2many}, std::pair{"one2one", g.one2one}})
     table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives)});

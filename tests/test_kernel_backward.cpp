@@ -1,8 +1,9 @@
 // The kernel backward of the whole network (pipeline/executor/kernel_backward) against the float64 reference
 // backward (pipeline/reference/reference_backward): yolo26n on a seeded 64x64 image with three labels, on the
 // cpu emulator, every one of the checkpoint's parameter gradients (both heads, BatchNorm chain rule) and the
-// loss components, and a synthetic yolo26n at batch 2 on a rectangular input; the [gpu] twin: the kernel backward on cuda at 640 on bus.jpg against Ultralytics' gradients
-// (goldens/bus_train_golden), with the grad golden test's bars.
+// loss components, and a synthetic yolo26n at batch 2 on a rectangular input; the [gpu] twin: the kernel
+// backward on cuda at 640 on bus.jpg against Ultralytics' gradients (goldens/bus_train_golden), with the grad
+// golden test's bars.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -36,7 +37,8 @@ void compare_with_reference(const std::string& backend_name, const Yolo26Model& 
   auto backend = make_backend(backend_name, test::embedded_context());
   reference::RefTensor input(batch, 3, height, width);
   input.values = image;
-  const reference::NetworkGradients want = reference::reference_gradients(model, input, labels, loss::LossConfig{});
+  const reference::NetworkGradients want =
+      reference::reference_gradients(model, input, labels, loss::LossConfig{});
   const TrainingGradients got =
       kernel_gradients(*backend, model, image, batch, height, width, labels, loss::LossConfig{});
 
@@ -80,10 +82,11 @@ TEST_CASE("the kernel backward matches the reference backward at 64x64 on the cp
   compare_with_reference("cpu", *model, image, 1, size, size, {labels}, 1e-4);
 }
 
-TEST_CASE("the kernel backward matches the reference at batch 2 on a 64x96 input (synthetic yolo26n, 3 classes)",
-          "[kernel_backward]") {
-  const Yolo26Model model =
-      Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
+TEST_CASE(
+    "the kernel backward matches the reference at batch 2 on a 64x96 input (synthetic yolo26n, 3 classes)",
+    "[kernel_backward]") {
+  const Yolo26Model model = Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
   const int batch = 2, height = 64, width = 96;
   const std::vector<float> image = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 21);
   // Image 0 with two boxes, image 1 with one: the loss's per-image assignment and the batch strides.
@@ -102,7 +105,7 @@ TEST_CASE("the kernel backward on cuda matches Ultralytics' gradients on bus.jpg
   }
   auto backend = make_backend("cuda", test::embedded_context());
   const TrainingGradients g = kernel_gradients(*backend, bus.model, bus.input.values, 1, bus.input.height,
-                                             bus.input.width, {bus.labels}, loss::LossConfig{});
+                                               bus.input.width, {bus.labels}, loss::LossConfig{});
   CHECK(g.total == Approx(bus.bus_loss["total"].get<double>()).epsilon(1e-2));
   CHECK(g.norm == Approx(bus.golden["grad_norm_total"].get<double>()).epsilon(1e-3));
   test::check_gradients_against_golden(bus, g.parameters, "kernel backward, cuda");

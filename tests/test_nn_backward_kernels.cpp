@@ -1,8 +1,8 @@
-// nn backward kernels of the weightless layers: every runner (maxpool2d_backward, upsample_nearest2x_backward,
-// add_planes) on the cpu backend at a few shapes, overwriting and accumulating (and on cuda in the [gpu]
-// twin), every variant that runs a case; the max-pool tie and NaN rules on hand-worked planes (both
-// variants); the float64 references against central finite
-// differences of the forward references; parameter rules; the sm_90 resource use of the module.
+// nn backward kernels of the weightless layers: every runner (maxpool2d_backward,
+// upsample_nearest2x_backward, add_planes) on the cpu backend at a few shapes, overwriting and accumulating
+// (and on cuda in the [gpu] twin), every variant that runs a case; the max-pool tie and NaN rules on
+// hand-worked planes (both variants); the float64 references against central finite differences of the
+// forward references; parameter rules; the sm_90 resource use of the module.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -27,12 +27,24 @@ const std::vector<Case>& backward_cases() {
       {"maxpool2d_backward", {{"C", "6"}, {"H", "9"}, {"W", "7"}, {"K", "5"}}},
       {"maxpool2d_backward", {{"C", "4"}, {"H", "8"}, {"W", "11"}, {"K", "5"}, {"TIES", "true"}}},
       {"maxpool2d_backward",
-       {{"B", "2"}, {"C", "3"}, {"H", "6"}, {"W", "5"}, {"K", "3"}, {"TIES", "true"}, {"ACCUMULATE", "true"}}},
+       {{"B", "2"},
+        {"C", "3"},
+        {"H", "6"},
+        {"W", "5"},
+        {"K", "3"},
+        {"TIES", "true"},
+        {"ACCUMULATE", "true"}}},
       {"maxpool2d_backward", {{"C", "2"}, {"H", "3"}, {"W", "4"}, {"K", "9"}, {"TIES", "true"}}},
       {"maxpool2d_backward", {{"C", "2"}, {"H", "4"}, {"W", "3"}, {"K", "1"}, {"ACCUMULATE", "true"}}},
       // SPPF's 20x20 planes (v2's threads loop over 400 cells), and a plane too large for v2 (auto takes v1).
       {"maxpool2d_backward",
-       {{"B", "2"}, {"C", "3"}, {"H", "20"}, {"W", "20"}, {"K", "5"}, {"TIES", "true"}, {"ACCUMULATE", "true"}}},
+       {{"B", "2"},
+        {"C", "3"},
+        {"H", "20"},
+        {"W", "20"},
+        {"K", "5"},
+        {"TIES", "true"},
+        {"ACCUMULATE", "true"}}},
       {"maxpool2d_backward", {{"C", "1"}, {"H", "70"}, {"W", "60"}, {"K", "5"}, {"TIES", "true"}}},
       {"upsample_nearest2x_backward", {{"B", "2"}, {"C", "5"}, {"H", "3"}, {"W", "4"}}},
       {"upsample_nearest2x_backward", {{"C", "3"}, {"H", "1"}, {"W", "1"}, {"ACCUMULATE", "true"}}},
@@ -54,8 +66,8 @@ void run_backward_runners(const std::string& backend_name) {
         inst->poison();
         inst->launch();
         for (const OutputCheck& c : inst->check(std::nullopt)) {
-          INFO(backend_name << " " << kernel << "/" << variant.name << " " << c.output << " rel_l2="
-                            << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
+          INFO(backend_name << " " << kernel << "/" << variant.name << " " << c.output
+                            << " rel_l2=" << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
                             << " non-finite=" << c.metrics.non_finite);
           CHECK(c.pass);
         }
@@ -99,12 +111,11 @@ TEST_CASE("nn backward runners match their references on the cuda backend", "[nn
 TEST_CASE("maxpool2d_backward gives a tie to the first maximum in scan order, as PyTorch's CUDA pool",
           "[nn_bwd]") {
   const float inf = INFINITY, nan = NAN;
-  const PoolBackwardVariant variant =
-      GENERATE(PoolBackwardVariant::Direct, PoolBackwardVariant::PlaneSmem);
+  const PoolBackwardVariant variant = GENERATE(PoolBackwardVariant::Direct, PoolBackwardVariant::PlaneSmem);
   INFO("variant " << (variant == PoolBackwardVariant::Direct ? "v1_direct" : "v2_plane_smem"));
   SECTION("a constant 3x3 plane, K = 3: each window goes to its first cell inside the plane") {
-    // Window (y, x) starts at (max(y-1, 0), max(x-1, 0)): (0,0) wins the four windows around it, (0,1) the two
-    // of column 2, (1,0) the two of row 2, (1,1) window (2,2).
+    // Window (y, x) starts at (max(y-1, 0), max(x-1, 0)): (0,0) wins the four windows around it, (0,1) the
+    // two of column 2, (1,0) the two of row 2, (1,1) window (2,2).
     const std::vector<float> x(9, 0.5f), dy(9, 1.0f);
     const std::vector<float> expected = {4, 2, 0, 2, 1, 0, 0, 0, 0};
     CHECK(pool_backward_plane(variant, x, dy, 3, 3, 3) == expected);
@@ -130,7 +141,8 @@ TEST_CASE("the backward references match central finite differences of the forwa
   const size_t n = size_t(batch) * channels * h * w;
   SECTION("max pool, K = 5: distinct values one apart, so a step of 0.25 never changes an arg-max") {
     std::vector<float> x(n);
-    for (size_t i = 0; i < n; ++i) x[i] = float((i * 37) % n);  // a permutation of 0 .. n-1 (37 coprime to 60)
+    for (size_t i = 0; i < n; ++i)
+      x[i] = float((i * 37) % n);  // a permutation of 0 .. n-1 (37 coprime to 60)
     const std::vector<float> dy = random_uniform(n, -1, 1, 5);
     const std::vector<double> grad = maxpool2d_backward_reference(x, dy, batch, channels, h, w, 5);
     for (size_t q = 0; q < n; ++q) {

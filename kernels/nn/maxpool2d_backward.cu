@@ -6,8 +6,8 @@
 //   dx[b, c, q] (+)= sum over the windows (y, x) that contain q, in row-major order, of
 //                    dy[b, c, y, x] if argmax(window(y, x)) == q
 // Deterministic gather, no atomics: one thread per input cell re-derives the arg-max of each of the (up to
-// K x K) windows covering it (K^4 reads through the cache per cell; the SPPF planes are 20x20 at 640) and adds
-// the gradients it wins in a fixed order, as PyTorch's CUDA backward does.
+// K x K) windows covering it (K^4 reads through the cache per cell; the SPPF planes are 20x20 at 640) and
+// adds the gradients it wins in a fixed order, as PyTorch's CUDA backward does.
 //
 // Layouts: in, grad_out and grad_in [B, C, H, W] views (pointer, batch stride, channel stride; contiguous
 // H*W planes). grad_in must not overlap in or grad_out. SPPF's chain of three pools is three launches (the
@@ -47,7 +47,8 @@ __device__ __forceinline__ int window_argmax(const float* plane, int h, int w, i
 
 }  // namespace nn
 
-__global__ void __launch_bounds__(nn::kThreads) maxpool2d_backward(const lab::MaxPool2dBackwardParams params) {
+__global__ void __launch_bounds__(nn::kThreads)
+    maxpool2d_backward(const lab::MaxPool2dBackwardParams params) {
   const int h = params.h, w = params.w, r = params.kernel / 2;
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= h * w) return;
@@ -60,8 +61,9 @@ __global__ void __launch_bounds__(nn::kThreads) maxpool2d_backward(const lab::Ma
   for (int y = max(qy - r, 0); y <= min(qy + r, h - 1); ++y)
     for (int x = max(qx - r, 0); x <= min(qx + r, w - 1); ++x)
       if (nn::window_argmax(in, h, w, y, x, r) == q) sum += dy[y * w + x];
-  nn::store_gradient(params.grad_in.data + b * params.grad_in.batch_stride + c * params.grad_in.channel_stride + q,
-                     sum, params.accumulate);
+  nn::store_gradient(
+      params.grad_in.data + b * params.grad_in.batch_stride + c * params.grad_in.channel_stride + q, sum,
+      params.accumulate);
 }
 
 __global__ void __launch_bounds__(nn::kThreads)
@@ -76,7 +78,8 @@ __global__ void __launch_bounds__(nn::kThreads)
   float* grad_in = params.grad_in.data + b * params.grad_in.batch_stride + c * params.grad_in.channel_stride;
   for (int p = threadIdx.x; p < cells; p += blockDim.x) plane[p] = in[p];
   __syncthreads();
-  for (int p = threadIdx.x; p < cells; p += blockDim.x) argmax[p] = nn::window_argmax(plane, h, w, p / w, p % w, r);
+  for (int p = threadIdx.x; p < cells; p += blockDim.x)
+    argmax[p] = nn::window_argmax(plane, h, w, p / w, p % w, r);
   __syncthreads();
   for (int q = threadIdx.x; q < cells; q += blockDim.x) {
     const int qy = q / w, qx = q % w;

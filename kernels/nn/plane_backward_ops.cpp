@@ -15,7 +15,8 @@ namespace {
 
 // A function, not a namespace-scope constant: the specs are built during other files' static initialisation.
 ParamSpec accumulate_param() {
-  return {"ACCUMULATE", ParamSpec::Kind::Bool, "false", "add to the gradient the output view holds (else overwrite it)"};
+  return {"ACCUMULATE", ParamSpec::Kind::Bool, "false",
+          "add to the gradient the output view holds (else overwrite it)"};
 }
 
 int accumulate_flag(GradientWrite write) {
@@ -37,10 +38,11 @@ const KernelSpec& maxpool2d_backward_spec() {
     const KernelSpec& forward = maxpool2d_spec();
     KernelSpec s = plane_kernel_spec(
         "maxpool2d_backward",
-        "max_pool2d (K odd, stride 1, pad K/2) input gradient: each window's gradient to its first arg-max in "
+        "max_pool2d (K odd, stride 1, pad K/2) input gradient: each window's gradient to its first arg-max "
+        "in "
         "scan order (PyTorch's CUDA tie rule), deterministic gather",
-        kMaxPool2dBackwardKernel, "one thread per input cell re-deriving the arg-max of the windows covering it",
-        "height",
+        kMaxPool2dBackwardKernel,
+        "one thread per input cell re-deriving the arg-max of the windows covering it", "height",
         {forward.params.back(),
          {"TIES", ParamSpec::Kind::Bool, "false", "input values from {-2, ..., 2} only: most windows tie"},
          accumulate_param()});
@@ -89,9 +91,10 @@ std::optional<PoolBackwardVariant> parse_pool_backward_variant(const std::string
 }
 
 CompileRequest nn_backward_module_request() {
-  return {kNnBackwardModuleSource,
-          {},
-          {kMaxPool2dBackwardKernel, kMaxPool2dBackwardPlaneKernel, kUpsampleBackwardKernel, kAddPlanesKernel}};
+  return {
+      kNnBackwardModuleSource,
+      {},
+      {kMaxPool2dBackwardKernel, kMaxPool2dBackwardPlaneKernel, kUpsampleBackwardKernel, kAddPlanesKernel}};
 }
 
 NnBackwardKernels::NnBackwardKernels(Backend& backend)
@@ -115,10 +118,10 @@ void MaxPool2dBackwardOp::run(int batch, int h, int w, ConstPlaneView in, ConstP
   check_plane_views("maxpool2d_backward", batch, channels_, int64_t(h) * w, in, grad_in);
   check_plane_views("maxpool2d_backward", batch, channels_, int64_t(h) * w, grad_out, grad_in);
   const int64_t cells = int64_t(h) * w;
-  const PoolBackwardVariant variant =
-      force_.value_or(cells <= kPoolPlaneSmemCells ? PoolBackwardVariant::PlaneSmem : PoolBackwardVariant::Direct);
-  const MaxPool2dBackwardParams params{kernel_view(in), kernel_view(grad_out), kernel_view(grad_in),
-                                       h, w, kernel_size_, accumulate_flag(write)};
+  const PoolBackwardVariant variant = force_.value_or(
+      cells <= kPoolPlaneSmemCells ? PoolBackwardVariant::PlaneSmem : PoolBackwardVariant::Direct);
+  const MaxPool2dBackwardParams params{kernel_view(in), kernel_view(grad_out), kernel_view(grad_in), h, w,
+                                       kernel_size_,    accumulate_flag(write)};
   if (variant == PoolBackwardVariant::Direct) {
     kernels_.backend().launch(direct_, plane_launch("maxpool2d_backward", cells, channels_, batch),
                               kernel_params(params));
@@ -140,14 +143,16 @@ void UpsampleNearest2xBackwardOp::run(int batch, int channels, int h_in, int w_i
     throw UsageError("upsample_nearest2x_backward: bad plane " + std::to_string(h_in) + "x" +
                      std::to_string(w_in));
   // The checked plane is the output's (4 h_in w_in): the larger of the two.
-  check_plane_views("upsample_nearest2x_backward", batch, channels, int64_t(4) * h_in * w_in, grad_out, grad_in);
+  check_plane_views("upsample_nearest2x_backward", batch, channels, int64_t(4) * h_in * w_in, grad_out,
+                    grad_in);
   kernels_.backend().launch(
       kernel_, plane_launch("upsample_nearest2x_backward", int64_t(h_in) * w_in, channels, batch),
       kernel_params(UpsampleNearest2xBackwardParams{kernel_view(grad_out), kernel_view(grad_in), h_in, w_in,
                                                     accumulate_flag(write)}));
 }
 
-AddPlanesOp::AddPlanesOp(NnBackwardKernels& kernels) : kernels_(kernels), kernel_(kernels.kernel(kAddPlanesKernel)) {}
+AddPlanesOp::AddPlanesOp(NnBackwardKernels& kernels)
+    : kernels_(kernels), kernel_(kernels.kernel(kAddPlanesKernel)) {}
 
 void AddPlanesOp::run(int batch, int channels, int64_t plane, ConstPlaneView src, PlaneView dst,
                       GradientWrite write) const {

@@ -1,9 +1,9 @@
-// The backward ops of the weightless nn layers, on the kernels of nn_backward_kernels.cu (one module, compiled
-// once per backend by NnBackwardKernels): MaxPool2dBackwardOp (SPPF's pools), UpsampleNearest2xBackwardOp (the
-// neck's Upsample), AddPlanesOp (gradient accumulation into channel slices: residuals, split / concat), and
-// the kernel specs their runners are made from. Views as plane_view.hpp. Every op either starts its gradient
-// (GradientWrite::Overwrite) or adds to it (Accumulate). The BatchNorm chain rule from folded to raw
-// parameters is per channel and stays on the host (docs/training.md).
+// The backward ops of the weightless nn layers, on the kernels of nn_backward_kernels.cu (one module,
+// compiled once per backend by NnBackwardKernels): MaxPool2dBackwardOp (SPPF's pools),
+// UpsampleNearest2xBackwardOp (the neck's Upsample), AddPlanesOp (gradient accumulation into channel slices:
+// residuals, split / concat), and the kernel specs their runners are made from. Views as plane_view.hpp.
+// Every op either starts its gradient (GradientWrite::Overwrite) or adds to it (Accumulate). The BatchNorm
+// chain rule from folded to raw parameters is per channel and stays on the host (docs/training.md).
 #pragma once
 #include <memory>
 #include <optional>
@@ -45,7 +45,8 @@ class NnBackwardKernels {
   std::shared_ptr<Module> module_;
 };
 
-// v1_direct (any plane) and v2_plane_smem (a plane of at most kPoolPlaneSmemCells cells): maxpool2d_backward.cu.
+// v1_direct (any plane) and v2_plane_smem (a plane of at most kPoolPlaneSmemCells cells):
+// maxpool2d_backward.cu.
 enum class PoolBackwardVariant { Direct, PlaneSmem };
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<PoolBackwardVariant> parse_pool_backward_variant(const std::string& name);
@@ -85,7 +86,8 @@ class AddPlanesOp {
  public:
   explicit AddPlanesOp(NnBackwardKernels& kernels);
   // dst[b, c, p] (+)= src[b, c, p] for c < channels, p < plane.
-  void run(int batch, int channels, int64_t plane, ConstPlaneView src, PlaneView dst, GradientWrite write) const;
+  void run(int batch, int channels, int64_t plane, ConstPlaneView src, PlaneView dst,
+           GradientWrite write) const;
 
  private:
   NnBackwardKernels& kernels_;

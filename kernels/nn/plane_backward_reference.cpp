@@ -7,8 +7,9 @@
 
 namespace lab {
 
-std::vector<double> maxpool2d_backward_reference(const std::vector<float>& in, const std::vector<float>& grad_out,
-                                                 int batch, int channels, int h, int w, int kernel) {
+std::vector<double> maxpool2d_backward_reference(const std::vector<float>& in,
+                                                 const std::vector<float>& grad_out, int batch, int channels,
+                                                 int h, int w, int kernel) {
   const int pad = kernel / 2;
   const size_t plane = size_t(h) * w;
   std::vector<double> grad_in(in.size(), 0.0);

@@ -8,8 +8,9 @@ namespace lab {
 
 // The input gradient of max_pool2d(kernel, stride 1, padding kernel/2): each window's dy added to the cell
 // PyTorch's CUDA max_pool2d picks (the first maximum in row-major scan order; a NaN replaces the maximum).
-std::vector<double> maxpool2d_backward_reference(const std::vector<float>& in, const std::vector<float>& grad_out,
-                                                 int batch, int channels, int h, int w, int kernel);
+std::vector<double> maxpool2d_backward_reference(const std::vector<float>& in,
+                                                 const std::vector<float>& grad_out, int batch, int channels,
+                                                 int h, int w, int kernel);
 // The input gradient of F.interpolate(scale_factor=2, mode="nearest"): grad_out [.., 2h, 2w] -> [.., h, w].
 std::vector<double> upsample_nearest2x_backward_reference(const std::vector<float>& grad_out, int batch,
                                                           int channels, int h, int w);

@@ -1,8 +1,9 @@
-// Runners for the weightless layers' backward: maxpool2d_backward, upsample_nearest2x_backward, add_planes, one
-// instance class for all three. Gradients are channel windows of larger poisoned buffers (sliced_buffer.hpp);
-// with ACCUMULATE the input-gradient window starts from seeded values the result must add to. The gradients
-// are multiples of 1/256 in [-4, 4), so every sum of the kernels (at most K*K terms plus the prior value) is
-// exact in float32 whatever its order: the results must equal the float64 references exactly (tolerance 0).
+// Runners for the weightless layers' backward: maxpool2d_backward, upsample_nearest2x_backward, add_planes,
+// one instance class for all three. Gradients are channel windows of larger poisoned buffers
+// (sliced_buffer.hpp); with ACCUMULATE the input-gradient window starts from seeded values the result must
+// add to. The gradients are multiples of 1/256 in [-4, 4), so every sum of the kernels (at most K*K terms
+// plus the prior value) is exact in float32 whatever its order: the results must equal the float64 references
+// exactly (tolerance 0).
 #include <cmath>
 #include <optional>
 
@@ -71,7 +72,8 @@ struct AddPlanesCase {
   AddPlanesOp op;
   AddPlanesCase(NnBackwardKernels& k, const PlaneSizes&, const Params&, const std::string&) : op(k) {}
   static int64_t grad_out_plane(const PlaneSizes& n) { return int64_t(n.h) * n.w; }
-  void run(const PlaneSizes& n, ConstPlaneView, ConstPlaneView src, PlaneView dst, GradientWrite write) const {
+  void run(const PlaneSizes& n, ConstPlaneView, ConstPlaneView src, PlaneView dst,
+           GradientWrite write) const {
     op.run(n.batch, n.channels, grad_out_plane(n), src, dst, write);
   }
   std::vector<double> reference(const std::vector<float>&, const std::vector<float>& src,

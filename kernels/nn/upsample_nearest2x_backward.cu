@@ -26,8 +26,9 @@ __global__ void __launch_bounds__(nn::kThreads)
   const float* __restrict__ dy = params.grad_out.data + b * params.grad_out.batch_stride +
                                  c * params.grad_out.channel_stride + (2 * y) * w_out + 2 * x;
   const float sum = dy[0] + dy[1] + dy[w_out] + dy[w_out + 1];
-  nn::store_gradient(params.grad_in.data + b * params.grad_in.batch_stride + c * params.grad_in.channel_stride + q,
-                     sum, params.accumulate);
+  nn::store_gradient(
+      params.grad_in.data + b * params.grad_in.batch_stride + c * params.grad_in.channel_stride + q, sum,
+      params.accumulate);
 }
 
 #endif  // LAB_NN_UPSAMPLE_NEAREST2X_BACKWARD_CU

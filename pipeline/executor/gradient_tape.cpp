@@ -109,17 +109,16 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const auto& pre = convs_.emplace_back(std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias));
   pre->run(batch, h, w, view(x), view(z));
   if (separate_z) {
-    const auto& op = convs_.emplace_back(
-        std::make_unique<Conv2dOp>(kernels_, shape, spec.weight, spec.bias));
+    const auto& op = convs_.emplace_back(std::make_unique<Conv2dOp>(kernels_, shape, spec.weight, spec.bias));
     op->run(batch, h, w, view(x), view(y), residual ? ConstPlaneView(view(*residual)) : ConstPlaneView{});
   }
 
   const ConvBackwardVariant variant = choose_conv_backward_variant(shape);
-  const Conv2dBackwardOp* back = conv_backwards_
-                                     .emplace_back(std::make_unique<Conv2dBackwardOp>(
-                                         backend_, shape, spec.weight,
-                                         needs_grad(x) ? std::optional(variant) : std::nullopt, variant))
-                                     .get();
+  const Conv2dBackwardOp* back =
+      conv_backwards_
+          .emplace_back(std::make_unique<Conv2dBackwardOp>(
+              backend_, shape, spec.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant))
+          .get();
   conv_sizes_[spec.name] = {spec.weight.size(), spec.bias.size()};
   const std::string name = spec.name;
   const bool silu = spec.silu;
@@ -222,7 +221,8 @@ std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& s
   record([this, op, ws, qkv, merged, v] {
     if ((!has_grad(merged) && !has_grad(v)) || !needs_grad(qkv)) return;
     // A missing gradient is zero: the backward reads both.
-    const float* d_merged = has_grad(merged) ? grad_view(merged).data : zeros(merged.count()).as<const float>();
+    const float* d_merged =
+        has_grad(merged) ? grad_view(merged).data : zeros(merged.count()).as<const float>();
     const float* d_v = has_grad(v) ? grad_view(v).data : zeros(v.count()).as<const float>();
     float* d_qkv = scratch(qkv.count()).as<float>();
     op->backward(d_merged, d_v, d_qkv, *ws);
@@ -257,7 +257,8 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
 }
 
 void GradientTape::seed(const TapeTensor& t, const DeviceBuffer& grad) {
-  if (grad.bytes() < t.count() * sizeof(float)) throw RuntimeError("gradient tape: seed smaller than its tensor");
+  if (grad.bytes() < t.count() * sizeof(float))
+    throw RuntimeError("gradient tape: seed smaller than its tensor");
   add_grad(t, dense_view(grad.as<const float>(), t.channels, t.plane()), 0, t.channels);
 }
 

@@ -47,9 +47,9 @@ class GradientTape {
   // act(conv(x) + b) (+ residual), BatchNorm folded (spec.weight / spec.bias).
   TapeTensor conv(const ConvSpec& spec, const TapeTensor& x, const TapeTensor* residual = nullptr);
   TapeTensor slice(const TapeTensor& x, int first, int count);  // channels [first, first + count)
-  TapeTensor concat(const std::vector<TapeTensor>& parts);       // along channels
-  TapeTensor maxpool(const TapeTensor& x, int kernel);           // stride 1, padding kernel/2
-  TapeTensor upsample(const TapeTensor& x);                      // nearest x2
+  TapeTensor concat(const std::vector<TapeTensor>& parts);      // along channels
+  TapeTensor maxpool(const TapeTensor& x, int kernel);          // stride 1, padding kernel/2
+  TapeTensor upsample(const TapeTensor& x);                     // nearest x2
   // PSA attention on qkv [B, nh*(2kd+hd), H, W]: (merged = v @ attn^T, v), as PsaOp::forward.
   std::pair<TapeTensor, TapeTensor> attention(const AttentionSpec& spec, const TapeTensor& qkv);
   // Levels [B, C, h_i, w_i] laid side by side along anchors: [B, C, 1, sum h_i w_i] (a detect head's output).

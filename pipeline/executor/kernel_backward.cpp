@@ -33,8 +33,8 @@ class NetworkOnTape {
   TapeTensor attention_block(const PsaBlockSpec& s, const TapeTensor& x) {
     const AttentionSpec& a = s.attn;
     const auto [merged, v] = tape_.attention(a, tape_.conv(a.qkv, x));
-    const TapeTensor mixed = tape_.conv(a.pe, v, &merged);                   // v @ attn^T + pe(v)
-    const TapeTensor x1 = tape_.conv(a.proj, mixed, s.shortcut ? &x : nullptr);  // x + attn(x)
+    const TapeTensor mixed = tape_.conv(a.pe, v, &merged);                          // v @ attn^T + pe(v)
+    const TapeTensor x1 = tape_.conv(a.proj, mixed, s.shortcut ? &x : nullptr);     // x + attn(x)
     return tape_.conv(s.ffn1, tape_.conv(s.ffn0, x1), s.shortcut ? &x1 : nullptr);  // x1 + ffn(x1)
   }
 
@@ -130,18 +130,20 @@ class NetworkOnTape {
 
 }  // namespace
 
-TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model, const std::vector<float>& input,
-                                 int batch, int height, int width,
-                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                 const loss::LossConfig& config) {
+TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
+                                   const std::vector<float>& input, int batch, int height, int width,
+                                   const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                   const loss::LossConfig& config) {
   const LayerSpec& detect_layer = model.layers.back();
   const DetectSpec& detect = detect_layer.detect;
   if (detect_layer.kind != Kind::Detect || detect.one2many.empty())
-    throw UsageError(model.source + ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
-                                    "training needs");
+    throw UsageError(model.source +
+                     ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
+                     "training needs");
   if (height <= 0 || width <= 0 || height % detect_layer.stride || width % detect_layer.stride)
     throw UsageError("input " + std::to_string(height) + "x" + std::to_string(width) +
-                     ": height and width must be positive multiples of " + std::to_string(detect_layer.stride));
+                     ": height and width must be positive multiples of " +
+                     std::to_string(detect_layer.stride));
 
   GradientTape tape(backend);
   NetworkOnTape net(tape);

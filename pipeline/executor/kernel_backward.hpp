@@ -26,9 +26,9 @@ struct TrainingGradients {
 // Forward, loss and backward of one batch: `input` [batch, 3, height, width] (letterboxed, 0..1), one
 // ground-truth list per image. UsageError when the model has no one-to-many head or the size is not a
 // multiple of the largest stride.
-TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model, const std::vector<float>& input,
-                                 int batch, int height, int width,
-                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                 const loss::LossConfig& config);
+TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
+                                   const std::vector<float>& input, int batch, int height, int width,
+                                   const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                   const loss::LossConfig& config);
 
 }  // namespace lab
