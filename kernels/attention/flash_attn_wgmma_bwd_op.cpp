@@ -34,6 +34,10 @@ std::string entry(HalfType type, int head_dim, bool fused_dq) {
          (fused_dq ? "true" : "false") + ">";
 }
 
+// Where the dQ accumulator starts in the scratch: after D, at a 16-byte boundary (the kernel adds into it with
+// 8-byte vector reductions).
+size_t dq_acc_offset(size_t rows) { return (rows + 3) / 4 * 4; }
+
 }  // namespace
 
 std::string fa_wgmma_bwd_head_dim_problem(int head_dim) {
@@ -69,7 +73,7 @@ void FlashAttnWgmmaBackwardOp::forward(const uint16_t* q, const uint16_t* k, con
 
 size_t FlashAttnWgmmaBackwardOp::backward_scratch_floats(const AttentionProblem& p) const {
   const size_t rows = size_t(p.batch_heads) * p.n_q;
-  return rows + rows * head_dim_;
+  return dq_acc_offset(rows) + rows * head_dim_;
 }
 
 void FlashAttnWgmmaBackwardOp::backward(const uint16_t* q, const uint16_t* k, const uint16_t* v,
@@ -78,7 +82,7 @@ void FlashAttnWgmmaBackwardOp::backward(const uint16_t* q, const uint16_t* k, co
                                         const AttentionProblem& p) const {
   const int rows = p.batch_heads * p.n_q, count = rows * head_dim_;
   float* delta = scratch;
-  float* dq_acc = scratch + rows;
+  float* dq_acc = scratch + dq_acc_offset(size_t(rows));
   backward_preprocess(o, d_o, delta, p);
   backend_.fill_bytes(dq_acc, 0, sizeof(float) * size_t(count));
   launch(fused_, true, q, k, v, d_o, lse, delta, dk, dv, dq_acc, p);

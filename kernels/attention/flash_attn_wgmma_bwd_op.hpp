@@ -28,7 +28,8 @@ class FlashAttnWgmmaBackwardOp {
   // O (16-bit) and L (float) from Q, K, V: the Hopper forward.
   void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
                const AttentionProblem& p) const;
-  // Floats of scratch the backward needs: D (BH * Nq), then the dQ accumulator (BH * Nq * HEAD_DIM).
+  // Floats of scratch the backward needs: D (BH * Nq), then the dQ accumulator (BH * Nq * HEAD_DIM) from
+  // the next 16-byte boundary.
   size_t backward_scratch_floats(const AttentionProblem& p) const;
   // delta = rowsum(dO * O) (left in the first BH * Nq floats of `scratch`), then dQ, dK and dV (16-bit).
   void backward(const uint16_t* q, const uint16_t* k, const uint16_t* v, const uint16_t* o,

@@ -43,12 +43,24 @@ __device__ __forceinline__ int lab_ceil_div(int a, int b) { return (a + b - 1) /
 
 // Adds a and b to the two floats at `address` (global memory, 8-byte aligned) and returns nothing: on sm_90
 // one vector reduction (red.global.add.v2.f32, one L2 transaction for both), elsewhere and on the emulator
-// two atomicAdd (each element still added atomically, as the vector form guarantees).
+// two atomicAdd (each element still added atomically, as the vector form guarantees); the emulator fails a
+// misaligned address at the call's line, as the GPU faults on it.
+#if defined(LAB_CPU_EMULATOR)
+inline void lab_red_add_f32x2(float* address, float a, float b, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
+  // The GPU faults (misaligned address) on a vector reduction that is not 8-byte aligned; so does the model.
+  if (reinterpret_cast<unsigned long long>(address) % 8 != 0)
+    lab_emu::fail("red.global.add.v2.f32: address is not 8-byte aligned", file, line);
+  atomicAdd(address, a);
+  atomicAdd(address + 1, b);
+}
+#else
 __device__ __forceinline__ void lab_red_add_f32x2(float* address, float a, float b) {
-#if defined(LAB_CPU_EMULATOR) || __CUDA_ARCH__ < 900
+#if __CUDA_ARCH__ < 900
   atomicAdd(address, a);
   atomicAdd(address + 1, b);
 #else
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(a), "f"(b) : "memory");
 #endif
 }
+#endif
