@@ -126,8 +126,8 @@ void run_grad(const GradOptions& o, CliState& state) {
 void add_grad_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "grad",
-      "YOLO26 training loss of one image and d total / d every checkpoint parameter (float64 reference "
-      "backward, both heads, BatchNorm frozen)");
+      "YOLO26 training loss of one image and d total / d every checkpoint parameter (both heads, BatchNorm "
+      "frozen; the float64 reference backward, or the kernel backward with --backend cpu|cuda)");
   auto o = std::make_shared<GradOptions>();
   cmd->add_option("image", o->image, "Image file")->required();
   cmd->add_option("--labels", o->labels,
