@@ -450,7 +450,7 @@ TEST_CASE("emulator: an mma reached by only some lanes of a warp is an error at 
     const std::string message = launch(0);
     INFO(message);
     CHECK_THAT(message,
-               Contains("kernel mma_divergent block (0,0,0): thread (0,0,0) at mma.cu:108: "
+               Contains("kernel mma_divergent block (0,0,0): thread (0,0,0) at mma.cu:147: "
                         "lab_mma_16816 is a warp collective of all 32 lanes, but lanes 0xffff0000 of "
                         "the warp are not in this call"));
   }
@@ -458,14 +458,14 @@ TEST_CASE("emulator: an mma reached by only some lanes of a warp is an error at 
     const std::string message = launch(1);
     INFO(message);
     CHECK_THAT(message,
-               Contains("at mma.cu:108: lab_mma_16816 is a warp collective of all 32 lanes, but lanes "
+               Contains("at mma.cu:147: lab_mma_16816 is a warp collective of all 32 lanes, but lanes "
                         "0xffff0000 of the warp are not in this call"));
   }
   SECTION("the other lanes wait at a barrier") {
     const std::string message = launch(2);
     INFO(message);
     CHECK_THAT(message, Contains("kernel mma_divergent block (0,0,0): warp collective never completes: "
-                                 "threads 0-15 wait at __syncwarp (mma.cu:108, mask 0xffffffff)"));
-    CHECK_THAT(message, Contains("threads 16-31 of its mask wait at __syncthreads (mma.cu:106)"));
+                                 "threads 0-15 wait at __syncwarp (mma.cu:147, mask 0xffffffff)"));
+    CHECK_THAT(message, Contains("threads 16-31 of its mask wait at __syncthreads (mma.cu:145)"));
   }
 }
