@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(HEAD_DIM % kColumns == 0 && BN % 16 == 0, "HEAD_DIM is a multiple of 64, BN of 16");
   constexpr int kBlocks = HEAD_DIM / kColumns;
   LAB_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* base = raw + ((kSwizzleAtom - lab_smem_address(raw) % kSwizzleAtom) % kSwizzleAtom);
+  unsigned char* base = lab_smem_align_1024(raw);
   uint16_t* sq = reinterpret_cast<uint16_t*>(base);
   uint16_t* sk = reinterpret_cast<uint16_t*>(base + S::k);
   uint16_t* sv = reinterpret_cast<uint16_t*>(base + S::v);

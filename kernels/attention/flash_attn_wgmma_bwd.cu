@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(384, 1)
                 "each consumer's dQ block is 64 x 64: 128 queries at HEAD_DIM 64, 64 at HEAD_DIM 128");
   constexpr int kBlocks = HEAD_DIM / kColumns;
   LAB_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* base = raw + ((kSwizzleAtom - lab_smem_address(raw) % kSwizzleAtom) % kSwizzleAtom);
+  unsigned char* base = lab_smem_align_1024(raw);
   uint16_t* sk = reinterpret_cast<uint16_t*>(base);
   uint16_t* sv = reinterpret_cast<uint16_t*>(base + S::v);
   uint16_t* sq = reinterpret_cast<uint16_t*>(base + S::q);

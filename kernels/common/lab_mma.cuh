@@ -143,6 +143,14 @@ __device__ __forceinline__ float lab_exp2_ftz(float x) {
 
 #endif  // LAB_CPU_EMULATOR (the emulator defines the same functions in lab_emu_mma.hpp)
 
+// The first 1024-byte boundary of shared memory at or after `raw` (dynamic shared memory, whose start CUDA only
+// aligns to 16 bytes): where TMA boxes in the 128-byte swizzle and wgmma operands begin, since the swizzle
+// pattern repeats every 1024 bytes of shared-memory address. Both backends (lab_smem_address is the emulator's
+// there).
+__device__ __forceinline__ unsigned char* lab_smem_align_1024(unsigned char* raw) {
+  return raw + (1024u - lab_smem_address(raw) % 1024u) % 1024u;
+}
+
 // Fragments from shared tiles of 16-bit elements with LD elements per row (LD * 2 bytes a multiple of 16; an
 // LD of 8 more than a multiple of 64 puts the eight rows of each ldmatrix in distinct banks).
 

@@ -81,7 +81,7 @@ template <int DT, int BN, int FORM, int B_MN, int SW>
 __global__ void __launch_bounds__(128) wgmma_gemm(const lab::WgmmaGemmParams p) {
   using namespace wgmma_gemm_detail;
   LAB_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* smem = raw + (1024u - lab_smem_address(raw) % 1024u) % 1024u;
+  unsigned char* smem = lab_smem_align_1024(raw);
   const unsigned a_bytes = FORM == 0 ? 64 * kChunkK * 2 : 0;  // 64 rows of 128 bytes in any layout
   const unsigned stage_bytes = lab::wgmma_gemm_stage_bytes(FORM == 0, BN, B_MN, lab_swizzle_row_bytes(SW));
   const int m0 = blockIdx.y * 64, n0 = blockIdx.x * BN, chunks = p.k / kChunkK;

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 3 - CONSUMERS)
   constexpr unsigned a_bytes = BM * BK * 2;
   constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, BK);
   LAB_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* base = raw + ((kSwizzleAtom - lab_smem_address(raw) % kSwizzleAtom) % kSwizzleAtom);
+  unsigned char* base = lab_smem_align_1024(raw);
   uint64_t* full = reinterpret_cast<uint64_t*>(base + STAGES * stage_bytes);
   uint64_t* empty = full + STAGES;
 
