@@ -370,6 +370,21 @@ TEST_CASE("lab bench times a kernel on the cpu backend", "[cli][emulator]") {
   CHECK(contains(text.out, "not an H200"));
 }
 
+TEST_CASE("lab bench --no-check times without the reference check and says so", "[cli][emulator]") {
+  const LabResult r =
+      run_lab("bench " + kKernel + " --backend cpu --iters 1 --warmup 0 --param B=1 --no-check --json");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  CHECK(row["checked"] == false);
+  CHECK(row["pass"].is_null());
+  CHECK(row["outputs"].empty());
+  const LabResult text = run_lab("bench " + kKernel + " --backend cpu --iters 1 --param B=1 --no-check");
+  REQUIRE(text.exit_code == 0);
+  CHECK(contains(text.out, "not checked"));
+  CHECK_FALSE(contains(text.out, "PASS"));
+}
+
 TEST_CASE("lab run and bench pass on the GPU", "[gpu][cli]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   const LabResult run = run_lab("run " + kKernel + " --backend cuda --json");
