@@ -1,0 +1,178 @@
+// TrainLoader: the epoch's shuffle, the worker threads that prepare its images a few batches ahead, and the
+// batches assembled from them in order.
+#include "pipeline/train/train_loader.hpp"
+
+#include <algorithm>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
+#include "pipeline/image/letterbox.hpp"
+#include "pipeline/train/augment_pipeline.hpp"
+
+namespace lab::train {
+namespace {
+
+constexpr size_t kBatchesAhead = 2;  // how far the workers may run ahead of next()
+
+// A seed that shares no stretch of its SplitMix64 stream with the seeds of neighbouring (key, value) pairs.
+uint64_t mixed_seed(uint64_t key, uint64_t value) {
+  return dataset::SynthRandom(key ^ (value * 0xd1b54a32d192ed03ULL)).next();
+}
+
+}  // namespace
+
+TrainLoader::TrainLoader(const dataset::Split& split, int imgsz, int batch, AugmentSettings augment,
+                         int workers, uint64_t seed)
+    : samples_(split.samples),
+      report_(split.report),
+      imgsz_(imgsz),
+      batch_(batch),
+      augment_(augment),
+      seed_(seed),
+      reported_(split.samples.size(), 0) {
+  if (samples_.empty()) throw UsageError("no usable images to train on (" + report_.summary() + ")");
+  if (imgsz < 1) throw UsageError("--imgsz " + std::to_string(imgsz) + ": must be at least 1");
+  if (batch < 1) throw UsageError("--batch " + std::to_string(batch) + ": must be at least 1");
+  if (workers < 0) throw UsageError("--workers " + std::to_string(workers) + ": must be at least 0");
+  for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
+}
+
+TrainLoader::~TrainLoader() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void TrainLoader::start_epoch(int epoch, int epochs) {
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;  // items of the previous epoch still being prepared are dropped when they finish
+    epoch_key_ = mixed_seed(seed_, uint64_t(epoch));
+    mosaic_ = augment_.mosaic > 0 && epoch < epochs - augment_.close_mosaic;
+    order_.resize(samples_.size());
+    for (size_t k = 0; k < order_.size(); ++k) order_[k] = k;
+    dataset::SynthRandom random(epoch_key_);
+    for (size_t k = order_.size(); k > 1; --k) std::swap(order_[k - 1], order_[random.next() % k]);
+    items_.assign(order_.size(), Item{});
+    next_claim_ = next_batch_ = 0;
+    started_ = true;
+  }
+  work_ready_.notify_all();
+}
+
+size_t TrainLoader::batches_per_epoch() const {
+  return (samples_.size() + size_t(batch_) - 1) / size_t(batch_);
+}
+
+const dataset::SplitReport& TrainLoader::report() const {
+  return report_;
+}
+
+void TrainLoader::on_warning(std::function<void(const std::string&)> warn) {
+  warn_ = std::move(warn);
+}
+
+TrainLoader::Item TrainLoader::prepare(size_t position, size_t sample, uint64_t epoch_key,
+                                       bool mosaic) const {
+  Item item;
+  const SampleSource source = [&](size_t index) -> std::optional<LabeledImage> {
+    const dataset::Sample& s = samples_[index];
+    try {
+      return load_resized(decode_image(s.image), s.labels, imgsz_);
+    } catch (const UsageError& e) {
+      item.undecodable.emplace_back(index, e.what());
+      return std::nullopt;
+    }
+  };
+  try {
+    dataset::SynthRandom random(mixed_seed(epoch_key, position));
+    item.image = augment_sample(sample, samples_.size(), source, augment_, mosaic, imgsz_, random);
+  } catch (...) {
+    item.failure = std::current_exception();
+  }
+  item.done = true;
+  return item;
+}
+
+void TrainLoader::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [&] {
+      return stopping_ || (started_ && next_claim_ < std::min(order_.size(), (next_batch_ + kBatchesAhead) *
+                                                                                 size_t(batch_)));
+    });
+    if (stopping_) return;
+    const size_t position = next_claim_++;
+    const uint64_t generation = generation_, key = epoch_key_;
+    const size_t sample = order_[position];
+    const bool mosaic = mosaic_;
+    ++in_flight_;
+    lock.unlock();
+    Item item = prepare(position, sample, key, mosaic);
+    lock.lock();
+    --in_flight_;
+    if (generation == generation_) items_[position] = std::move(item);
+    item_done_.notify_all();
+  }
+}
+
+void TrainLoader::prepare_batch_here(size_t begin, size_t end) {
+  for (size_t position = begin; position < end; ++position)
+    items_[position] = prepare(position, order_[position], epoch_key_, mosaic_);
+}
+
+void TrainLoader::note_undecodable(const Item& item) {
+  for (const auto& [sample, reason] : item.undecodable) {
+    if (reported_[sample]) continue;
+    reported_[sample] = 1;
+    ++undecodable_;
+    report_.note_undecodable(samples_[sample], reason);
+    if (warn_) warn_(report_.warnings.back());
+  }
+}
+
+std::optional<TrainBatch> TrainLoader::next() {
+  for (;;) {
+    std::vector<Item> ready;
+    std::vector<std::filesystem::path> files;
+    {
+      std::unique_lock lock(mutex_);
+      const size_t begin = next_batch_ * size_t(batch_);
+      if (!started_ || begin >= order_.size()) return std::nullopt;
+      const size_t end = std::min(begin + size_t(batch_), order_.size());
+      if (threads_.empty())
+        prepare_batch_here(begin, end);
+      else
+        item_done_.wait(lock, [&] {
+          return std::all_of(items_.begin() + long(begin), items_.begin() + long(end),
+                             [](const Item& i) { return i.done; });
+        });
+      ++next_batch_;
+      std::move(items_.begin() + long(begin), items_.begin() + long(end), std::back_inserter(ready));
+      for (size_t position = begin; position < end; ++position)
+        files.push_back(samples_[order_[position]].image);
+    }
+    work_ready_.notify_all();
+    TrainBatch batch;
+    batch.height = batch.width = imgsz_;
+    for (size_t k = 0; k < ready.size(); ++k) {
+      Item& item = ready[k];
+      if (item.failure) std::rethrow_exception(item.failure);
+      note_undecodable(item);
+      if (!item.image) continue;
+      ++batch.batch;
+      append_nchw(item.image->image, batch.images);
+      batch.ground_truth.push_back(std::move(item.image->boxes));
+      batch.files.push_back(files[k]);
+    }
+    if (batch.batch > 0) return batch;
+    if (undecodable_ == samples_.size())
+      throw UsageError(printable_path(samples_.front().image.parent_path()) + ": none of the " +
+                       std::to_string(samples_.size()) + " images decodes (" + report_.warnings.back() + ")");
+  }
+}
+
+}  // namespace lab::train

@@ -1,0 +1,83 @@
+// The training batch loader of `lab train`: each epoch a fresh shuffle of the split (from the seed and the
+// epoch), each image augmented as Ultralytics trains (augment_pipeline: mosaic, random affine, HSV, flip;
+// no mosaic in the last close_mosaic epochs) on worker threads that stay a few batches ahead, batches of
+// imgsz x imgsz RGB / 255 with their boxes in pixels. The same (seed, epoch) gives the same batches whatever
+// the number of workers. An image that does not decode is left out of its batch (which comes out short; a
+// batch left empty is passed over) and counted in report() with a one-line warning naming the file; a split
+// where no image decodes is a UsageError.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeline/dataset/yolo_dataset.hpp"
+#include "pipeline/train/augment_geometry.hpp"
+#include "pipeline/train/augment_settings.hpp"
+#include "pipeline/train/train_engine.hpp"
+
+namespace lab::train {
+
+class TrainLoader {
+ public:
+  // workers 0 prepares the images in next() on the calling thread. UsageError for an empty split, imgsz or
+  // batch below 1, workers below 0.
+  TrainLoader(const dataset::Split& split, int imgsz, int batch, AugmentSettings augment, int workers,
+              uint64_t seed);
+  ~TrainLoader();
+  TrainLoader(const TrainLoader&) = delete;
+  TrainLoader& operator=(const TrainLoader&) = delete;
+
+  // Starts epoch `epoch` (0-based) of `epochs`: reshuffles from (seed, epoch); mosaic is off from epoch
+  // epochs - close_mosaic on. Work still under way for the previous epoch is dropped.
+  void start_epoch(int epoch, int epochs);
+  size_t batches_per_epoch() const;  // ceil(images / batch), the last batch may be short
+  // The epoch's next batch; blocks while the workers prepare it; nullopt at the epoch's end (and before the
+  // first start_epoch).
+  std::optional<TrainBatch> next();
+  // The split's report, with the images found undecodable so far (added as next() hands their batch out).
+  const dataset::SplitReport& report() const;
+  // Called from next() with each new warning line (an image that does not decode).
+  void on_warning(std::function<void(const std::string&)> warn);
+
+ private:
+  // One image of the epoch, prepared by a worker: the augmented image (none when it does not decode) and the
+  // samples found undecodable while preparing it (it or its mosaic tiles) with the decoder's message.
+  struct Item {
+    bool done = false;
+    std::optional<LabeledImage> image;
+    std::vector<std::pair<size_t, std::string>> undecodable;
+    std::exception_ptr failure;
+  };
+
+  void work();
+  Item prepare(size_t position, size_t sample, uint64_t epoch_key, bool mosaic) const;
+  void prepare_batch_here(size_t begin, size_t end);
+  void note_undecodable(const Item& item);
+
+  std::vector<dataset::Sample> samples_;
+  dataset::SplitReport report_;
+  int imgsz_, batch_;
+  AugmentSettings augment_;
+  uint64_t seed_;
+  std::function<void(const std::string&)> warn_;
+  std::vector<char> reported_;  // per sample: its decoding failure is in report_
+  size_t undecodable_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_, item_done_;
+  bool started_ = false, stopping_ = false, mosaic_ = false;
+  uint64_t epoch_key_ = 0, generation_ = 0;
+  std::vector<size_t> order_;  // the epoch's shuffle: position -> sample
+  std::vector<Item> items_;    // per position
+  size_t next_claim_ = 0, next_batch_ = 0;
+  int in_flight_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace lab::train
