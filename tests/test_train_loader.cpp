@@ -44,8 +44,14 @@ dataset::Split make_split(const fs::path& dir, int count, int size = kSize) {
   return split;
 }
 
-void add_undecodable(dataset::Split& split, const fs::path& file) {
-  write_file(file, std::string("\xff\xd8\xff\xe0 not really a JPEG", 22));
+// A sample whose image does not decode: a JPEG cut off half way, or (`garbage`) bytes after a JPEG marker.
+void add_undecodable(dataset::Split& split, const fs::path& file, bool garbage = false) {
+  if (garbage) {
+    write_file(file, std::string("\xff\xd8\xff\xe0 not really a JPEG", 22));
+  } else {
+    const std::vector<uint8_t> jpeg = encode_image(Image(kSize, kSize, 90), file);
+    write_file(file, std::string(jpeg.begin(), jpeg.begin() + long(jpeg.size() / 2)));
+  }
   dataset::Sample s;
   s.image = file;
   s.label_file = dataset::LabelFile::missing;
@@ -165,7 +171,7 @@ TEST_CASE("train loader: mosaic in the early epochs, none in the last close_mosa
   }
 }
 
-TEST_CASE("train loader: an image that does not decode is skipped and counted once", "[train_loader]") {
+TEST_CASE("train loader: a corrupt JPEG is skipped and counted once", "[train_loader]") {
   ScratchDir dir("train-loader-corrupt");
   dataset::Split split = make_split(dir.path, 5);
   add_undecodable(split, dir.path / "images" / "bad.jpg");
@@ -197,7 +203,7 @@ TEST_CASE("train loader: one-line errors for a split that does not decode and fo
   ScratchDir dir("train-loader-errors");
   dataset::Split bad;
   add_undecodable(bad, dir.path / "a.jpg");
-  add_undecodable(bad, dir.path / "b.jpg");
+  add_undecodable(bad, dir.path / "b.jpg", true);
   for (const int workers : {0, 2}) {
     TrainLoader loader(bad, kSize, 1, AugmentSettings{}, workers, 0);
     loader.start_epoch(0, 1);

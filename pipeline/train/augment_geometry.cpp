@@ -118,10 +118,7 @@ Matrix3 affine_matrix(int input_width, int input_height, int output_size, const 
 Image warp_image(const Image& in, const Matrix3& m, int output_size) {
   const Matrix3 inv = inverse(m);
   Image out(output_size, output_size);
-  auto tap = [&](int x, int y, int c) {
-    return x >= 0 && y >= 0 && x < in.width && y < in.height ? double(in.pixel(x, y)[c])
-                                                             : double(kAugmentPad);
-  };
+  const size_t row = size_t(in.width) * 3;
   for (int y = 0; y < output_size; ++y)
     for (int x = 0; x < output_size; ++x) {
       const double w = inv[6] * x + inv[7] * y + inv[8];
@@ -133,10 +130,21 @@ Image warp_image(const Image& in, const Matrix3& m, int output_size) {
       }
       const int x0 = int(std::floor(sx)), y0 = int(std::floor(sy));
       const double fx = sx - x0, fy = sy - y0;
+      // The four taps (x0, y0), (x0 + 1, y0), (x0, y0 + 1), (x0 + 1, y0 + 1); those outside read the border.
+      const uint8_t* taps[4];
+      static const uint8_t border[3] = {kAugmentPad, kAugmentPad, kAugmentPad};
+      if (x0 >= 0 && y0 >= 0 && x0 + 1 < in.width && y0 + 1 < in.height) {
+        taps[0] = in.pixel(x0, y0), taps[1] = taps[0] + 3, taps[2] = taps[0] + row, taps[3] = taps[2] + 3;
+      } else {
+        for (int k = 0; k < 4; ++k) {
+          const int tx = x0 + (k & 1), ty = y0 + (k >> 1);
+          taps[k] = tx >= 0 && ty >= 0 && tx < in.width && ty < in.height ? in.pixel(tx, ty) : border;
+        }
+      }
       for (int c = 0; c < 3; ++c) {
-        const double v = (1 - fy) * ((1 - fx) * tap(x0, y0, c) + fx * tap(x0 + 1, y0, c)) +
-                         fy * ((1 - fx) * tap(x0, y0 + 1, c) + fx * tap(x0 + 1, y0 + 1, c));
-        p[c] = uint8_t(std::clamp(std::lround(v), 0L, 255L));
+        const double v = (1 - fy) * ((1 - fx) * taps[0][c] + fx * taps[1][c]) +
+                         fy * ((1 - fx) * taps[2][c] + fx * taps[3][c]);
+        p[c] = uint8_t(std::min(v + 0.5, 255.0));  // v >= 0: rounded half up
       }
     }
   return out;

@@ -46,7 +46,7 @@ using Matrix3 = std::array<double, 9>;
 Matrix3 affine_matrix(int input_width, int input_height, int output_size, const AffineDraw& draw);
 
 // cv2.warpAffine / warpPerspective(INTER_LINEAR, borderValue 114): every output pixel (x, y) samples the
-// input bilinearly at M^-1 (x, y) (pixel centres at integer coordinates), in float64.
+// input bilinearly at M^-1 (x, y) (pixel centres at integer coordinates), in float64, rounded half up.
 Image warp_image(const Image& in, const Matrix3& m, int output_size);
 
 // The box around the four transformed corners (divided by w under perspective), not clipped.
