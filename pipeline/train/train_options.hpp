@@ -1,0 +1,38 @@
+// Every setting of `lab train`, with Ultralytics 8.4's default.yaml defaults, their checked ranges (one-line
+// UsageError naming the option) and args.yaml (the run's settings, written beside its outputs and read back
+// by --resume).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace lab::train {
+
+struct TrainOptions {
+  std::string data;                 // dataset YAML
+  std::string model = "yolo26n.pt"; // checkpoint to start from
+  int epochs = 100, batch = 16, imgsz = 640;
+  std::string optimizer = "auto";   // auto, SGD, AdamW, MuSGD
+  double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 5e-4;
+  double warmup_epochs = 3, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
+  int nbs = 64;                     // nominal batch size
+  int close_mosaic = 10, patience = 100;  // patience 0: never stop early
+  uint64_t seed = 0;
+  int workers = 8;
+  double max_norm = 10;             // gradient norm clipping
+  bool val = true;                  // validate after every epoch (false: after the last only)
+  std::string project = "runs/train", name = "train";
+  bool exist_ok = false;
+  std::string backend = "cpu", engine = "host", precision = "fp32";
+};
+
+// UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 are
+// refused as not built yet.
+void check_train_options(const TrainOptions& options);
+
+// args.yaml: every setting as `key: value`, one a line, Ultralytics' key names.
+std::string args_yaml(const TrainOptions& options);
+// Reads args.yaml back; UsageError naming the file for one that does not parse or lacks a key.
+TrainOptions read_args_yaml(const std::filesystem::path& file);
+
+}  // namespace lab::train
