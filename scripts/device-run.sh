@@ -20,6 +20,8 @@ mkdir -p "$built_at/$build_dir/lab" 2>/dev/null && ln -sf "$repo/.device/bin/lab
 export LD_LIBRARY_PATH=$repo/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$repo/.device/bin:/usr/local/cuda/bin:$PATH
 export LAB_CACHE_DIR=/tmp/lab-cache
+# PLplot's run-time pieces for results.png, packed by pack-device.sh (the GPU machine has no PLplot).
+export PLPLOT_DRV_DIR=$repo/.device/lib/plplot/drivers PLPLOT_LIB=$repo/.device/share/plplot
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?"; }

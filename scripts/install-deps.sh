@@ -6,6 +6,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libcli11-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
   libboost-context-dev libstb-dev libjpeg62-turbo-dev libzip-dev libcurl4-openssl-dev libyaml-cpp-dev libimgui-dev libglfw3-dev fonts-dejavu-core xvfb xauth
+  libplplot-dev  # PLplot draws lab train's results.png (its mem device and Hershey fonts ship in libplplot17)
   strace)  # strace: the atomic-write test watches the fsync/rename order with it
 missing=()
 for p in "${packages[@]}"; do

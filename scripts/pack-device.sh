@@ -22,6 +22,12 @@ for lib in $(ldd "$out/bin/"* | awk '/=>/ {print $3}' | sort -u); do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
+# PLplot (lab train's results.png) loads its mem driver at run time from PLPLOT_DRV_DIR and its Hershey fonts and
+# default palettes from PLPLOT_LIB: device-run.sh points both at these copies.
+plplot_version=$(pkg-config --modversion plplot)
+mkdir -p "$out/lib/plplot/drivers" "$out/share/plplot"
+cp "$(pkg-config --variable=libdir plplot)/plplot$plplot_version/drivers/"mem.{so,driver_info} "$out/lib/plplot/drivers/"
+cp "/usr/share/plplot$plplot_version/"{plstnd5.fnt,plxtnd5.fnt,cmap0_default.pal,cmap1_default.pal} "$out/share/plplot/"
 assets=$root/../shared/assets
 mkdir -p "$out/shared/assets/goldens" "$out/shared/assets/images" "$out/shared/assets/models"
 cp "$assets/README.md" "$out/shared/assets/"

@@ -2,6 +2,7 @@
 #include "tests/checkpoint_test_support.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,9 @@
 #include <stdexcept>
 
 #include <zip.h>
+
+#include "pipeline/model/batchnorm_fold.hpp"
+#include "pipeline/model/model_convs.hpp"
 
 namespace lab::test {
 
@@ -169,6 +173,20 @@ void write_binary(const std::filesystem::path& path, const std::string& bytes) {
 std::filesystem::path yolo26n_checkpoint() {
   const std::filesystem::path path = std::filesystem::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
   return std::filesystem::exists(path) ? path : std::filesystem::path();
+}
+
+void perturb_parameters(Yolo26Model& model) {
+  int tensor = 0;
+  for_each_conv(model, [&tensor](ConvSpec& conv) {
+    for (const ParameterRef& parameter : conv_parameters(conv)) {
+      ++tensor;
+      std::vector<float>& values = *parameter.values;
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = float(values[i] * (1.0 + 0.03 * std::sin(0.37 * double(i) + tensor)) +
+                          1e-3 * std::cos(0.11 * double(i) - tensor));
+    }
+    fold_batchnorm(conv);
+  });
 }
 
 }  // namespace lab::test

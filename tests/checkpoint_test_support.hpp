@@ -1,11 +1,16 @@
 // Test helpers for the checkpoint tests: a tiny pickle assembler (opcodes by name, so a test reads like the
-// pickle it builds), a zip writer over libzip (stored members) and the path of the shared yolo26n.pt.
+// pickle it builds), a zip writer over libzip (stored members), the path of the shared yolo26n.pt and a
+// deterministic stand-in for training (every parameter of a model perturbed).
 #pragma once
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace lab {
+struct Yolo26Model;
+}
 
 namespace lab::test {
 
@@ -50,5 +55,9 @@ void write_binary(const std::filesystem::path& path, const std::string& bytes);
 
 // ../shared/assets/models/yolo26n.pt, or empty when the assets are absent.
 std::filesystem::path yolo26n_checkpoint();
+
+// Each checkpoint parameter of every conv (conv.weight, bn.weight, bn.bias; weight, bias) scaled and shifted by
+// a few percent, differently per element and per tensor, then the BatchNorm refolded: what training leaves.
+void perturb_parameters(Yolo26Model& model);
 
 }  // namespace lab::test

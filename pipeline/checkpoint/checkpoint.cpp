@@ -3,11 +3,13 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 
 #include <cstdio>
+#include <cstring>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/input_file.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/checkpoint/checkpoint_detail.hpp"
+#include "pipeline/checkpoint/half_float.hpp"
 #include "pipeline/checkpoint/safetensors_checkpoint.hpp"
 #include "pipeline/checkpoint/torch_checkpoint.hpp"
 #include "pipeline/safetensors.hpp"
@@ -88,5 +90,40 @@ std::vector<std::string> default_class_names(int nc) {
   for (int i = 0; i < nc; ++i) names.push_back("class" + std::to_string(i));
   return names;
 }
+
+std::vector<uint8_t> stored_bytes(const HostTensor& tensor, const std::string& key,
+                                  const std::filesystem::path& path) {
+  if (tensor.values.size() != tensor.element_count())
+    throw UsageError(path.string() + ": tensor '" + key + "' has " + std::to_string(tensor.values.size()) +
+                     " values for shape " + shape_text(tensor.shape));
+  const std::vector<float>& v = tensor.values;
+  std::vector<uint8_t> bytes;
+  auto put = [&bytes](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  };
+  if (tensor.stored_dtype == "F32") {
+    bytes.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+  } else if (tensor.stored_dtype == "F16" || tensor.stored_dtype == "BF16") {
+    bytes.reserve(v.size() * 2);
+    const bool half = tensor.stored_dtype == "F16";
+    for (float x : v) {
+      const uint16_t bits = half ? float_to_half_bits(x) : float_to_bf16_bits(x);
+      put(&bits, 2);
+    }
+  } else if (tensor.stored_dtype == "F64") {
+    bytes.reserve(v.size() * 8);
+    for (float x : v) {
+      const double wide = x;
+      put(&wide, 8);
+    }
+  } else {
+    throw UsageError(path.string() + ": tensor '" + key + "' has stored dtype '" + tensor.stored_dtype +
+                     "' (expected F16, F32, BF16 or F64)");
+  }
+  return bytes;
+}
+
 
 }  // namespace lab

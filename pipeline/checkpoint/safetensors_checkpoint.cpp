@@ -10,7 +10,6 @@
 #include "nvrtc_runtime/printable_text.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint_detail.hpp"
-#include "pipeline/checkpoint/half_float.hpp"
 #include "pipeline/safetensors.hpp"
 
 namespace lab {
@@ -43,37 +42,6 @@ std::vector<std::string> parse_names(const std::string& text, const std::string&
     result.push_back(name.get<std::string>());
   }
   return result;
-}
-
-std::vector<uint8_t> encode(const HostTensor& tensor, const std::string& key,
-                            const std::filesystem::path& path) {
-  const std::vector<float>& v = tensor.values;
-  std::vector<uint8_t> bytes;
-  auto put = [&bytes](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    bytes.insert(bytes.end(), b, b + n);
-  };
-  if (tensor.stored_dtype == "F32") {
-    bytes.resize(v.size() * 4);
-    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
-  } else if (tensor.stored_dtype == "F16" || tensor.stored_dtype == "BF16") {
-    bytes.reserve(v.size() * 2);
-    const bool half = tensor.stored_dtype == "F16";
-    for (float x : v) {
-      const uint16_t bits = half ? float_to_half_bits(x) : float_to_bf16_bits(x);
-      put(&bits, 2);
-    }
-  } else if (tensor.stored_dtype == "F64") {
-    bytes.reserve(v.size() * 8);
-    for (float x : v) {
-      const double wide = x;
-      put(&wide, 8);
-    }
-  } else {
-    throw UsageError(path.string() + ": tensor '" + key + "' has stored dtype '" + tensor.stored_dtype +
-                     "' (expected F16, F32, BF16 or F64)");
-  }
-  return bytes;
 }
 
 }  // namespace
@@ -124,12 +92,8 @@ Checkpoint load_safetensors_checkpoint(const std::filesystem::path& path) {
 void save_checkpoint_safetensors(const Checkpoint& checkpoint, const std::filesystem::path& path) {
   std::vector<SafetensorsTensor> tensors;
   tensors.reserve(checkpoint.state_dict.size());
-  for (const auto& [key, tensor] : checkpoint.state_dict) {
-    if (tensor.values.size() != tensor.element_count())
-      throw UsageError(path.string() + ": tensor '" + key + "' has " + std::to_string(tensor.values.size()) +
-                       " values for shape " + shape_text(tensor.shape));
-    tensors.push_back({key, tensor.stored_dtype, tensor.shape, encode(tensor, key, path)});
-  }
+  for (const auto& [key, tensor] : checkpoint.state_dict)
+    tensors.push_back({key, tensor.stored_dtype, tensor.shape, stored_bytes(tensor, key, path)});
   const std::map<std::string, std::string> metadata = {
       {"format", kCheckpointFormatTag},
       {"names",

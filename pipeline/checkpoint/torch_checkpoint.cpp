@@ -1,6 +1,7 @@
-// The .pt loader: locate data.pkl, parse it with the restricted VM, pick the model object, walk its modules
-// (depth- and count-limited) into state-dict keys, read and gather every floating-point tensor from its
-// storage member with bounds checks, and take names / nc / scale / yaml from the model's attributes.
+// The .pt loader: locate data.pkl, parse it with the restricted VM, pick the model object and walk its
+// modules (depth- and count-limited) into state-dict keys, or take a pickled state dict as it is; read and
+// gather every floating-point tensor from its storage member with bounds checks, and take names / nc / scale
+// / yaml from the model's attributes (or, for a state dict, from the checkpoint dict beside it).
 #include "pipeline/checkpoint/torch_checkpoint.hpp"
 
 #include <cstring>
@@ -47,12 +48,20 @@ class TorchCheckpointReader {
     if (model == nullptr || model->is_none()) model = root.find("model");
     if (model == nullptr || model->is_none())
       throw UsageError(file_ + ": no 'model' or 'ema' in the checkpoint (keys: " + dict_keys(root) + ")");
-    if (model->kind != PickleKind::Object || model->state == nullptr ||
-        model->state->kind != PickleKind::Dict)
-      throw UsageError(file_ + ": the model is a " + describe(*model) + " without a module state");
 
+    // Ultralytics pickles the model module (its attributes hold names and yaml); our state-dict files
+    // (torch_checkpoint_writer.hpp) hold a dict of tensors, with names and yaml beside it.
     std::vector<TensorEntry> entries;
-    walk_module(*model, "", 0, entries);
+    const PickleValue* attributes_of_model = &root;
+    if (model->kind == PickleKind::Dict) {
+      read_state_dict(*model, entries);
+    } else {
+      if (model->kind != PickleKind::Object || model->state == nullptr ||
+          model->state->kind != PickleKind::Dict)
+        throw UsageError(file_ + ": the model is a " + describe(*model) + " without a module state");
+      walk_module(*model, "", 0, entries);
+      attributes_of_model = model->state;
+    }
 
     Checkpoint checkpoint;
     checkpoint.path = path_;
@@ -63,7 +72,7 @@ class TorchCheckpointReader {
     if (checkpoint.state_dict.empty())
       throw UsageError(file_ + ": the model holds no floating-point state-dict tensors");
 
-    const PickleValue& attributes = *model->state;
+    const PickleValue& attributes = *attributes_of_model;
     const PickleValue* yaml = attributes.find("yaml");
     nlohmann::json yaml_json = nlohmann::json::object();
     if (yaml != nullptr && yaml->kind == PickleKind::Dict) {
@@ -73,6 +82,8 @@ class TorchCheckpointReader {
     checkpoint.yaml_json = yaml_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (yaml_json.contains("scale") && yaml_json["scale"].is_string())
       checkpoint.scale = yaml_json["scale"].get<std::string>();
+    else if (const PickleValue* scale = attributes.find("scale"); scale != nullptr && scale->kind == PickleKind::String)
+      checkpoint.scale = scale->text;
 
     checkpoint.class_names = read_names(attributes.find("names"));
     int nc = 0;
@@ -167,6 +178,18 @@ class TorchCheckpointReader {
                            ", not a tensor");
         entries.push_back({full, value->tensor.get()});
       }
+    }
+  }
+
+  // A state dict pickled as a dict: str -> tensor, in its own order.
+  void read_state_dict(const PickleValue& dict, std::vector<TensorEntry>& entries) const {
+    for (const auto& [key, value] : dict.entries) {
+      if (key->kind != PickleKind::String)
+        throw UsageError(file_ + ": the state dict has a " + describe(*key) + " key");
+      if (value->kind != PickleKind::Tensor)
+        throw UsageError(file_ + ": state-dict entry '" + key->text + "' is a " + describe(*value) +
+                         ", not a tensor");
+      entries.push_back({key->text, value->tensor.get()});
     }
   }
 

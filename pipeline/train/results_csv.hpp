@@ -1,8 +1,11 @@
 // results.csv of a training run: one row per finished epoch, Ultralytics' column names (the loss columns
-// named after our loss components), numbers written with "%.6g" as Ultralytics does.
+// named after our loss components), numbers written with "%.6g" as Ultralytics does; and the file read back
+// into columns (for results.png).
 #pragma once
 #include <array>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "pipeline/train/train_engine.hpp"
 
@@ -19,5 +22,15 @@ struct EpochRow {
 // "epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),...,lr/pg0,lr/pg1,lr/pg2\n"
 std::string results_csv_header();
 std::string results_csv_row(const EpochRow& row);
+
+struct ResultsColumn {
+  std::string name;            // the header cell, trimmed
+  std::vector<double> values;  // one per row; NaN where the cell is empty
+};
+
+// Every column of a results.csv (ours or Ultralytics'), in file order. UsageError "<csv>: ..." for an
+// unreadable file or one without a header or rows, "<csv> line N: ..." for a row with another field count or
+// a cell that is not a number.
+std::vector<ResultsColumn> read_results_csv(const std::filesystem::path& csv);
 
 }  // namespace lab::train
