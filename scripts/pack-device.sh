@@ -26,7 +26,7 @@ done
 # default palettes from PLPLOT_LIB: device-run.sh points both at these copies.
 plplot_version=$(pkg-config --modversion plplot)
 mkdir -p "$out/lib/plplot/drivers" "$out/share/plplot"
-cp "$(pkg-config --variable=libdir plplot)/plplot$plplot_version/drivers/"mem.{so,driver_info} "$out/lib/plplot/drivers/"
+cp "$(pkg-config --variable=drvdir plplot)/"mem.{so,driver_info} "$out/lib/plplot/drivers/"
 cp "/usr/share/plplot$plplot_version/"{plstnd5.fnt,plxtnd5.fnt,cmap0_default.pal,cmap1_default.pal} "$out/share/plplot/"
 assets=$root/../shared/assets
 mkdir -p "$out/shared/assets/goldens" "$out/shared/assets/images" "$out/shared/assets/models"

@@ -1,9 +1,11 @@
 // results.png (pipeline/train/results_plot.hpp): a results.csv written here -> a PNG that decodes at
 // 2400x1200 with drawing in every panel of Ultralytics' 2-row layout and nothing where no panel is; the
-// panel order, the smoothing against scipy's gaussian_filter1d formula, and one-line errors for bad csv files.
+// panel order, the smoothing against scipy's gaussian_filter1d formula, and one-line errors for bad csv files
+// and for PLplot's driver or fonts missing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/image/image.hpp"
@@ -173,4 +175,31 @@ TEST_CASE("results plot: bad results files are one-line errors and leave no png"
   CHECK_THROWS_WITH(train::plot_results(dir.path / "absent.csv", png),
                     Catch::Contains("absent.csv: cannot read"));
   CHECK(!fs::exists(png));
+}
+
+TEST_CASE("results plot: a missing PLplot driver or font folder is a one-line error, not PLplot's exit",
+          "[train][plot]") {
+  test::ScratchDir dir("results-plot-plplot");
+  const fs::path csv = dir.path / "results.csv", png = dir.path / "results.png";
+  test::write_file(csv, results_csv(3));
+  for (const char* variable : {"PLPLOT_DRV_DIR", "PLPLOT_LIB"}) {
+    CAPTURE(variable);
+    const char* before = std::getenv(variable);
+    const std::string saved = before != nullptr ? before : "";
+    ::setenv(variable, dir.path.c_str(), 1);  // a folder without PLplot's files
+    std::string error = "no error";
+    try {
+      train::plot_results(csv, png);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    if (before != nullptr)
+      ::setenv(variable, saved.c_str(), 1);
+    else
+      ::unsetenv(variable);
+    CHECK_THAT(error, Catch::Contains("results.png: PLplot's") && Catch::Contains(variable));
+    CHECK(!fs::exists(png));
+  }
+  train::plot_results(csv, png);  // the environment restored, it draws again
+  CHECK(fs::exists(png));
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include <plplot.h>
@@ -35,22 +34,19 @@ const ResultsColumn* column_named(const std::vector<ResultsColumn>& columns, con
   return nullptr;
 }
 
-// PLplot exits the process on a fatal error: what it needs is checked before it is started.
+// PLplot exits the process on a fatal error (no driver found, no font file): what it needs is checked before
+// it is started, in the folders it will look in.
+std::filesystem::path folder_from(const char* variable, const std::filesystem::path& fallback) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? std::filesystem::path(value) : fallback;
+}
+
 void check_plplot_ready(const std::string& png) {
-  constexpr int kMaxDevices = 128;  // plgDevs fills caller-owned arrays of this many entries
-  std::vector<const char*> menus(kMaxDevices), names(kMaxDevices);
-  const char** menu_array = menus.data();
-  const char** name_array = names.data();
-  int count = kMaxDevices;
-  plgDevs(&menu_array, &name_array, &count);
-  bool memory_device = false;
-  for (int i = 0; i < count; ++i) memory_device = memory_device || std::strcmp(names[i], "mem") == 0;
-  if (!memory_device)
-    throw UsageError(png + ": PLplot has no 'mem' device (its drivers are looked for in PLPLOT_DRV_DIR, else " +
-                     "where libplplot was installed)");
-  const char* data = std::getenv("PLPLOT_LIB");
-  const std::filesystem::path fonts =
-      data != nullptr ? std::filesystem::path(data) : std::filesystem::path("/usr/share/plplot" PLPLOT_VERSION);
+  const std::filesystem::path drivers = folder_from("PLPLOT_DRV_DIR", LAB_PLPLOT_DRIVERS_DIR);
+  if (!std::filesystem::exists(drivers / "mem.driver_info") || !std::filesystem::exists(drivers / "mem.so"))
+    throw UsageError(png + ": PLplot's mem driver is not in " + printable_path(drivers) +
+                     " (set PLPLOT_DRV_DIR to the folder holding mem.so and mem.driver_info)");
+  const std::filesystem::path fonts = folder_from("PLPLOT_LIB", "/usr/share/plplot" PLPLOT_VERSION);
   if (!std::filesystem::exists(fonts / "plxtnd5.fnt") || !std::filesystem::exists(fonts / "plstnd5.fnt"))
     throw UsageError(png + ": PLplot's font files are not in " + printable_path(fonts) +
                      " (set PLPLOT_LIB to the folder holding plstnd5.fnt and plxtnd5.fnt)");

@@ -23,8 +23,9 @@ std::vector<std::vector<std::string>> results_panel_rows(const std::vector<Resul
 std::vector<double> smoothed(const std::vector<double>& values);
 
 // Reads `csv` (read_results_csv's errors), draws the panels and writes `png` atomically, kResultsWidth x
-// kResultsHeight. UsageError "<csv>: no loss or metrics columns to plot", "<png>: PLplot ..." when its mem
-// device or its font files (PLPLOT_DRV_DIR, PLPLOT_LIB) cannot be found, or the image writer's errors.
+// kResultsHeight. UsageError "<csv>: no loss or metrics columns to plot", "<png>: PLplot's mem driver is not
+// in <folder> (set PLPLOT_DRV_DIR ...)" / "<png>: PLplot's font files are not in <folder> (set PLPLOT_LIB ...)",
+// or the image writer's errors.
 void plot_results(const std::filesystem::path& csv, const std::filesystem::path& png);
 
 }  // namespace lab::train
