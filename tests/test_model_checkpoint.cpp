@@ -1,7 +1,7 @@
 // checkpoint_of (pipeline/train/model_checkpoint.hpp): yolo26n with every checkpoint parameter perturbed
 // deterministically goes model -> checkpoint -> safetensors -> load -> model with bit-identical parameters and
 // the same reference forward; a re-initialised class count changes nc, names, yaml and the class convs' shapes;
-// `lab detect` and `lab val` load the written .safetensors and .pt.
+// `lab detect` and `lab val` load the .safetensors and .pt save_trained_weights writes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "nvrtc_runtime/errors.hpp"
-#include "pipeline/checkpoint/torch_checkpoint_writer.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/network.hpp"
@@ -128,14 +127,15 @@ TEST_CASE("checkpoint_of: a re-initialised class count changes nc, names, yaml n
   CHECK_THROWS_WITH(train::checkpoint_of(trained, base), Catch::Contains("1 class names for nc = 2"));
 }
 
-TEST_CASE("checkpoint_of: lab detect and lab val load the written safetensors and .pt", "[checkpoint][cli]") {
+TEST_CASE("checkpoint_of: lab detect and lab val load the weights save_trained_weights writes",
+          "[checkpoint][cli]") {
   if (test::yolo26n_checkpoint().empty()) return;
   const Checkpoint& base = yolo26n();
   test::ScratchDir dir("model-checkpoint-cli");
-  const Checkpoint written = train::checkpoint_of(Yolo26Model::from_checkpoint(base), base);
-  const fs::path safetensors = dir.path / "best.safetensors", pt = dir.path / "last.pt";
-  save_checkpoint_safetensors(written, safetensors);
-  save_checkpoint_pt(written, pt);
+  const auto [safetensors, pt] =
+      train::save_trained_weights(Yolo26Model::from_checkpoint(base), base, dir.path, "best", {.epoch = 3});
+  CHECK(safetensors == dir.path / "best.safetensors");
+  CHECK(pt == dir.path / "best.pt");
 
   // The unchanged model written back detects exactly what the .pt it came from detects.
   const std::string image = test::quoted((fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg").string());

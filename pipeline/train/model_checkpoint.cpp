@@ -1,5 +1,6 @@
 // checkpoint_of: one walk over the model's convolutions (pipeline/model/model_convs.hpp), writing each one's
-// state tensors (state_tensors.hpp) under their state-dict names, then the metadata.
+// state tensors (state_tensors.hpp) under their state-dict names, then the metadata; save_trained_weights
+// writes it in both formats.
 #include "pipeline/train/model_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,18 @@ Checkpoint checkpoint_of(const Yolo26Model& trained, const Checkpoint& base) {
   checkpoint.scale = trained.scale;
   checkpoint.yaml_json = yaml_with_class_count(base.yaml_json, trained.nc);
   return checkpoint;
+}
+
+std::pair<std::filesystem::path, std::filesystem::path> save_trained_weights(const Yolo26Model& trained,
+                                                                             const Checkpoint& base,
+                                                                             const std::filesystem::path& folder,
+                                                                             const std::string& stem,
+                                                                             const TrainingRecord& record) {
+  const Checkpoint checkpoint = checkpoint_of(trained, base);
+  const std::filesystem::path safetensors = folder / (stem + ".safetensors"), pt = folder / (stem + ".pt");
+  save_checkpoint_safetensors(checkpoint, safetensors);
+  save_checkpoint_pt(checkpoint, pt, record);
+  return {safetensors, pt};
 }
 
 }  // namespace lab::train
