@@ -1,11 +1,13 @@
 // `lab convert IN OUT.safetensors`: loads a checkpoint (.pt or .safetensors, by content) and writes it as our
-// safetensors interchange file (tensors in their stored dtype, names / nc / scale / yaml as metadata),
-// atomically; prints one summary line.
+// safetensors interchange file (tensors in their stored dtype, names / nc / scale / yaml as metadata), or, for an
+// OUT ending in .pt, as a torch state-dict .pt (torch_checkpoint_writer.hpp), atomically; prints one summary
+// line.
 #include <iostream>
 #include <set>
 
 #include "lab/commands.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/checkpoint/torch_checkpoint_writer.hpp"
 
 namespace lab {
 namespace {
@@ -16,7 +18,10 @@ struct ConvertOptions {
 
 void run_convert(const ConvertOptions& o) {
   const Checkpoint checkpoint = load_checkpoint(o.input);
-  save_checkpoint_safetensors(checkpoint, o.output);
+  if (std::filesystem::path(o.output).extension() == ".pt")
+    save_checkpoint_pt(checkpoint, o.output);
+  else
+    save_checkpoint_safetensors(checkpoint, o.output);
   size_t parameters = 0;
   std::set<std::string> dtypes;
   for (const auto& [key, tensor] : checkpoint.state_dict) {
@@ -34,15 +39,19 @@ void run_convert(const ConvertOptions& o) {
 
 void add_convert_command(CLI::App& app, CliState& /*state*/) {
   auto* cmd =
-      app.add_subcommand("convert", "Convert a checkpoint (.pt or .safetensors) to a safetensors file");
+      app.add_subcommand("convert", "Convert a checkpoint (.pt or .safetensors) to a safetensors file or a torch "
+                                    "state-dict .pt");
   auto o = std::make_shared<ConvertOptions>();
   cmd->add_option("IN", o->input, "Checkpoint to read: an Ultralytics .pt or a .safetensors file")
       ->required();
-  cmd->add_option("OUT", o->output, "Safetensors file to write (replaced atomically)")->required();
+  cmd->add_option("OUT", o->output,
+                  "File to write (replaced atomically): safetensors, or a torch state-dict when it ends in .pt")
+      ->required();
   cmd->footer(
       "Examples:\n"
       "  lab convert yolo26n.pt yolo26n.safetensors\n"
-      "  lab convert yolo26n.safetensors copy.safetensors    # validates and rewrites\n");
+      "  lab convert yolo26n.safetensors copy.safetensors    # validates and rewrites\n"
+      "  lab convert best.safetensors best.pt                # torch.load(\"best.pt\", weights_only=True)[\"model\"]\n");
   cmd->callback([o] { run_convert(*o); });
 }
 

@@ -52,6 +52,17 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
       --golden .device/shared/assets/goldens/bus640_golden_2.safetensors \
       --golden-input .device/shared/assets/goldens/bus640_golden_0.safetensors --lab .device/bin/lab --model $model
   fi
+  if [ -n "${TORCH_PT:-}" ]; then
+    # The state-dict .pt we write, loaded by real torch (weights_only=True) and compared with its safetensors twin;
+    # TORCH_PT=DIR also checks DIR/last.pt and DIR/best.pt (a training run's weights/ folder) the same way.
+    model=.device/shared/assets/models/yolo26n.pt
+    step lab convert $model /tmp/yolo26n-state.pt
+    step lab convert $model /tmp/yolo26n-state.safetensors
+    step python3 scripts/check-pt-with-torch.py /tmp/yolo26n-state.pt /tmp/yolo26n-state.safetensors
+    for stem in last best; do
+      [ -f "$TORCH_PT/$stem.pt" ] && step python3 scripts/check-pt-with-torch.py "$TORCH_PT/$stem.pt" "$TORCH_PT/$stem.safetensors"
+    done
+  fi
   if [ -n "${COLD_START:-}" ]; then
     # lab detect on bus.jpg from an empty compile cache, then warm, per precision (-v: compile time per module).
     model=.device/shared/assets/models/yolo26n.pt

@@ -1,8 +1,8 @@
 // The state-dict .pt writer (pipeline/checkpoint/torch_checkpoint_writer.hpp): yolo26n (F16) and a perturbed,
 // float32 model written as .pt and read back by load_checkpoint bit-identically; the zip and pickle structure
 // checked without torch by tests/check_pt_structure.py against a safetensors twin (and that script refusing
-// an Ultralytics module pickle, which weights_only would refuse too). `lab detect --model last.pt`:
-// tests/test_model_checkpoint.cpp.
+// an Ultralytics module pickle, which weights_only would refuse too); `lab convert IN OUT.pt`. `lab detect
+// --model last.pt`: tests/test_model_checkpoint.cpp.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -116,4 +116,21 @@ TEST_CASE("torch .pt writer: the archive folder is the file's stem; bad input is
   size_t files = 0;  // only "my run.pt": no partial file is left behind
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path)) ++files;
   CHECK(files == 1);
+}
+
+TEST_CASE("torch .pt writer: lab convert IN OUT.pt writes the state-dict .pt", "[checkpoint][cli]") {
+  if (test::yolo26n_checkpoint().empty()) return;
+  test::ScratchDir dir("pt-writer-convert");
+  const fs::path pt = dir.path / "yolo26n-state.pt", twin = dir.path / "yolo26n-state.safetensors";
+  for (const fs::path& out : {pt, twin}) {
+    const test::LabResult r = test::run_lab("convert " + test::quoted(test::yolo26n_checkpoint().string()) + " " +
+                                            test::quoted(out.string()));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(test::contains(r.out, "wrote " + out.string() + ": 594 tensors, 2591848 parameters, dtype F16, nc 80"));
+  }
+  check_same_checkpoint(yolo26n(), load_checkpoint(pt));
+  const test::LabResult check = check_structure(pt, twin);
+  INFO(check.out << check.err);
+  CHECK(check.exit_code == 0);
 }
