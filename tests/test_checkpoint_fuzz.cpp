@@ -1,7 +1,8 @@
 // Robustness of the checkpoint loaders: >= 300 seeded mutations of the real yolo26n.pt (truncations, flipped
 // bytes and bits in the central directory and anywhere, zeroed ranges, swapped bytes; and mutations of
 // data.pkl and of a storage inside a re-packed archive, so the CRC is valid and the pickle VM / tensor decode
-// see them), and 200 of its safetensors conversion (mostly in the JSON header and its length). Every mutant
+// see them), 200 of its safetensors conversion (mostly in the JSON header and its length) and 120 of the
+// state-dict .pt we write (its data.pkl and a storage, re-packed). Every mutant
 // must load or fail with one short line naming the file: never another exception, a crash or a hang.
 // LAB_FUZZ_SCALE=N runs N times as many (fuzz_support.hpp).
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 #include "tests/checkpoint_test_support.hpp"
 #include "tests/fuzz_support.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/checkpoint/torch_checkpoint_writer.hpp"
 #include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -155,4 +157,34 @@ TEST_CASE("mutated yolo26n.safetensors files load or fail with one line", "[chec
   CHECK(outcomes.rejected > count / 2);
   CHECK(outcomes.loaded > 0);
   CHECK(lab::test::fuzz::peak_rss_mib() - rss_before < 1024);
+}
+
+TEST_CASE("mutated state-dict .pt files (ours) load or fail with one line", "[checkpoint][fuzz]") {
+  const fs::path pt = lab::test::yolo26n_checkpoint();
+  if (pt.empty()) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  lab::test::ScratchDir dir("state-dict-fuzz");
+  const fs::path base = dir.path / "base.pt";
+  lab::save_checkpoint_pt(lab::load_checkpoint(pt), base);
+  const std::string pickle = lab::test::read_zip_member(base, "base/data.pkl");
+  const std::string storage = lab::test::read_zip_member(base, "base/data/0");
+
+  Rng rng(0x57a7ed1c);
+  Outcomes outcomes;
+  const fs::path file = dir.path / "mutant.pt";
+  const int count = lab::test::fuzz::scaled_count(120);
+  for (int i = 0; i < count; ++i) {
+    const bool in_pickle = i % 6 != 0;
+    std::string member = in_pickle ? pickle : storage;
+    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(member, 0, member.size(), rng);
+    fs::copy_file(base, file, fs::copy_options::overwrite_existing);
+    lab::test::replace_zip_member(file, in_pickle ? "base/data.pkl" : "base/data/0", member);
+    try_load(file, outcomes, (in_pickle ? "pickle mutant " : "storage mutant ") + std::to_string(i));
+  }
+  INFO(count << " mutants: " << outcomes.loaded << " loaded, " << outcomes.rejected << " rejected");
+  CHECK(outcomes.loaded + outcomes.rejected == count);
+  CHECK(outcomes.rejected > count / 3);
+  CHECK(outcomes.loaded > 0);
 }
