@@ -30,6 +30,24 @@ void try_load(const fs::path& file, Outcomes& outcomes, const std::string& what)
   lab::test::fuzz::expect_clean([&] { lab::load_checkpoint(file); }, file.string(), what, outcomes);
 }
 
+// `count` mutants of the archive `base` written to `file`: its `pickle_member` (every `storage_every`-th one its
+// `storage_member` instead) mutated one to three times and re-packed with a valid CRC, so the pickle VM and
+// the tensor decoder see the mutation; each loaded by try_load.
+void repacked_mutants(const fs::path& base, const fs::path& file, const std::string& pickle_member,
+                      const std::string& storage_member, int count, int storage_every, Rng& rng,
+                      Outcomes& outcomes) {
+  const std::string pickle = lab::test::read_zip_member(base, pickle_member);
+  const std::string storage = lab::test::read_zip_member(base, storage_member);
+  for (int i = 0; i < count; ++i) {
+    const bool in_pickle = i % storage_every != 0;
+    std::string member = in_pickle ? pickle : storage;
+    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(member, 0, member.size(), rng);
+    fs::copy_file(base, file, fs::copy_options::overwrite_existing);
+    lab::test::replace_zip_member(file, in_pickle ? pickle_member : storage_member, member);
+    try_load(file, outcomes, (in_pickle ? "pickle mutant " : "storage mutant ") + std::to_string(i));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoint][fuzz]") {
@@ -48,8 +66,6 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   uint32_t cd_offset = 0;
   std::memcpy(&cd_offset, original.data() + eocd + 16, 4);
   REQUIRE(cd_offset < eocd);
-  const std::string pickle = lab::test::read_zip_member(pt, "yolo26n/data.pkl");
-  const std::string storage = lab::test::read_zip_member(pt, "yolo26n/data/213");
 
   Rng rng(0x5eed2026);
   Outcomes outcomes;
@@ -84,14 +100,8 @@ TEST_CASE("mutated yolo26n.pt files load or fail with a UsageError", "[checkpoin
   // data.pkl and storage mutations re-packed with valid CRCs: the pickle VM and the tensor decoder see them.
   const fs::path base = dir.path / "base.pt";
   lab::test::write_binary(base, original);
-  for (int i = 0; i < member_count; ++i, ++mutants) {
-    const bool in_pickle = i % 5 != 0;
-    std::string member = in_pickle ? pickle : storage;
-    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(member, 0, member.size(), rng);
-    fs::copy_file(base, file, fs::copy_options::overwrite_existing);
-    lab::test::replace_zip_member(file, in_pickle ? "yolo26n/data.pkl" : "yolo26n/data/213", member);
-    try_load(file, outcomes, (in_pickle ? "pickle mutant " : "storage mutant ") + std::to_string(i));
-  }
+  repacked_mutants(base, file, "yolo26n/data.pkl", "yolo26n/data/213", member_count, 5, rng, outcomes);
+  mutants += member_count;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(mutants << " mutants: " << outcomes.loaded << " loaded, " << outcomes.rejected << " rejected, "
                << seconds << " s, slowest " << outcomes.slowest_s << " s");
@@ -168,21 +178,10 @@ TEST_CASE("mutated state-dict .pt files (ours) load or fail with one line", "[ch
   lab::test::ScratchDir dir("state-dict-fuzz");
   const fs::path base = dir.path / "base.pt";
   lab::save_checkpoint_pt(lab::load_checkpoint(pt), base);
-  const std::string pickle = lab::test::read_zip_member(base, "base/data.pkl");
-  const std::string storage = lab::test::read_zip_member(base, "base/data/0");
-
   Rng rng(0x57a7ed1c);
   Outcomes outcomes;
-  const fs::path file = dir.path / "mutant.pt";
   const int count = lab::test::fuzz::scaled_count(120);
-  for (int i = 0; i < count; ++i) {
-    const bool in_pickle = i % 6 != 0;
-    std::string member = in_pickle ? pickle : storage;
-    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) mutate(member, 0, member.size(), rng);
-    fs::copy_file(base, file, fs::copy_options::overwrite_existing);
-    lab::test::replace_zip_member(file, in_pickle ? "base/data.pkl" : "base/data/0", member);
-    try_load(file, outcomes, (in_pickle ? "pickle mutant " : "storage mutant ") + std::to_string(i));
-  }
+  repacked_mutants(base, dir.path / "mutant.pt", "base/data.pkl", "base/data/0", count, 6, rng, outcomes);
   INFO(count << " mutants: " << outcomes.loaded << " loaded, " << outcomes.rejected << " rejected");
   CHECK(outcomes.loaded + outcomes.rejected == count);
   CHECK(outcomes.rejected > count / 3);
