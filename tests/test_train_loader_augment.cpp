@@ -1,7 +1,8 @@
 // The training augmentations one by one, against expectations worked out by hand or by a float64 reference
 // written here: flip and translate exact on hand examples, box_candidates' rules on hand cases, the four
 // mosaic tiles in their quadrants, every box still tight around its filled rectangle after each geometric
-// step, and RandomHSV against a textbook HSV conversion with Ultralytics' lookup tables.
+// step, RandomHSV against a textbook HSV conversion with Ultralytics' lookup tables, and the 8-bit HSV
+// conversions against values OpenCV computed.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -299,5 +300,47 @@ TEST_CASE("train augment: RandomHSV against a textbook HSV conversion", "[train_
       ++checked;
     }
     CHECK(checked > 3200);  // of 4096
+  }
+}
+
+TEST_CASE("train augment: the 8-bit HSV conversions give OpenCV's values", "[train_loader]") {
+  // cv2.cvtColor (opencv-python-headless 4.14.0, the same in 5.0.0) on pixels of a 640-wide image: rounding-
+  // and fused-multiply-add-sensitive cases (the first five), edge hues, random ones.
+  const std::array<Colour, 2> hsv_to_rgb[] = {
+      {{{1, 90, 85}, {85, 56, 55}}},       {{{1, 90, 170}, {170, 112, 110}}},
+      {{{1, 102, 75}, {75, 45, 44}}},      {{{1, 150, 153}, {153, 66, 63}}},
+      {{{9, 225, 51}, {51, 19, 5}}},       {{{150, 70, 81}, {81, 58, 80}}},
+      {{{135, 61, 137}, {120, 104, 137}}}, {{{61, 179, 195}, {58, 195, 62}}},
+      {{{0, 0, 77}, {77, 77, 77}}},        {{{179, 255, 255}, {255, 0, 8}}},
+      {{{30, 255, 255}, {255, 255, 0}}},   {{{90, 128, 200}, {99, 199, 200}}},
+      {{{170, 160, 175}, {175, 65, 101}}}, {{{161, 148, 198}, {198, 83, 155}}},
+      {{{150, 57, 14}, {14, 10, 13}}},     {{{54, 72, 223}, {172, 223, 160}}},
+      {{{164, 1, 127}, {127, 126, 126}}},  {{{147, 33, 204}, {201, 177, 204}}},
+      {{{21, 119, 209}, {209, 179, 111}}}, {{{54, 87, 71}, {51, 71, 46}}}};
+  for (const auto& [hsv, rgb] : hsv_to_rgb) {
+    INFO("hsv " << int(hsv[0]) << " " << int(hsv[1]) << " " << int(hsv[2]));
+    CHECK(hsv8_to_rgb(hsv[0], hsv[1], hsv[2]) == rgb);
+  }
+  const std::array<Colour, 2> rgb_to_hsv[] = {{{{255, 0, 0}, {0, 255, 255}}},
+                                              {{{0, 255, 0}, {60, 255, 255}}},
+                                              {{{0, 0, 255}, {120, 255, 255}}},
+                                              {{{255, 255, 255}, {0, 0, 255}}},
+                                              {{{0, 0, 0}, {0, 0, 0}}},
+                                              {{{1, 0, 0}, {0, 255, 1}}},
+                                              {{{250, 10, 12}, {0, 245, 250}}},
+                                              {{{12, 200, 90}, {72, 240, 200}}},
+                                              {{{10, 11, 250}, {120, 245, 250}}},
+                                              {{{128, 129, 127}, {45, 4, 129}}},
+                                              {{{184, 65, 253}, {139, 189, 253}}},
+                                              {{{113, 122, 129}, {103, 32, 129}}},
+                                              {{{149, 141, 130}, {17, 33, 149}}},
+                                              {{{254, 206, 202}, {2, 52, 254}}},
+                                              {{{179, 159, 87}, {23, 131, 179}}},
+                                              {{{253, 119, 55}, {10, 200, 253}}},
+                                              {{{216, 41, 219}, {149, 207, 219}}},
+                                              {{{156, 29, 11}, {4, 237, 156}}}};
+  for (const auto& [rgb, hsv] : rgb_to_hsv) {
+    INFO("rgb " << int(rgb[0]) << " " << int(rgb[1]) << " " << int(rgb[2]));
+    CHECK(rgb_to_hsv8(rgb[0], rgb[1], rgb[2]) == hsv);
   }
 }

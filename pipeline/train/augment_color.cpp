@@ -1,5 +1,5 @@
-// RandomHSV: OpenCV's cvtColor RGB2HSV (integer, fixed point with 12 fraction bits) and HSV2RGB (float32)
-// for 8-bit images, around the three lookup tables of Ultralytics.
+// RandomHSV: OpenCV's cvtColor RGB2HSV (integer, fixed point with 12 fraction bits) and HSV2RGB (float32,
+// truncated) for 8-bit images, around the three lookup tables of Ultralytics.
 #include "pipeline/train/augment_color.hpp"
 
 #include <algorithm>
@@ -29,7 +29,9 @@ const DivisionTables& division_tables() {
   return tables;
 }
 
-std::array<uint8_t, 3> rgb_to_hsv(int r, int g, int b) {
+}  // namespace
+
+std::array<uint8_t, 3> rgb_to_hsv8(int r, int g, int b) {
   const DivisionTables& t = division_tables();
   const int v = std::max({r, g, b}), diff = v - std::min({r, g, b});
   constexpr int kHalf = 1 << (kHsvShift - 1);
@@ -40,24 +42,23 @@ std::array<uint8_t, 3> rgb_to_hsv(int r, int g, int b) {
   return {uint8_t(h), uint8_t(s), uint8_t(v)};
 }
 
-std::array<uint8_t, 3> hsv_to_rgb(int h8, int s8, int v8) {
-  const float s = float(s8) * (1.f / 255), v = float(v8) * (1.f / 255);
-  float r = v, g = v, b = v;
-  if (s != 0) {
-    float h = float(h8) * (6.f / kHueRange);
-    int sector = int(std::floor(h));
-    h -= float(sector);
-    if (sector < 0 || sector >= 6) sector = 0, h = 0;
-    const float tab[4] = {v, v * (1.f - s), v * (1.f - s * h), v * (1.f - s * (1.f - h))};
-    // Which of tab (v, p, q, t) each of r, g, b takes in the six hue sectors.
-    static constexpr int kSectors[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3}, {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
-    r = tab[kSectors[sector][0]], g = tab[kSectors[sector][1]], b = tab[kSectors[sector][2]];
-  }
-  auto byte = [](float x) { return uint8_t(std::clamp(std::lrint(x * 255.f), 0L, 255L)); };
-  return {byte(r), byte(g), byte(b)};
+// OpenCV's vectorised 8-bit HSV -> RGB (HSV2RGB_simd, which converts all of an image whose width is a
+// multiple of its block, e.g. 640): float32, the sector by truncation, each channel truncated to a byte.
+std::array<uint8_t, 3> hsv8_to_rgb(int h8, int s8, int v8) {
+  const float h = float(h8) * (6.0f / kHueRange), s = float(s8) * (1.0f / 255.0f),
+              v = float(v8) * (1.0f / 255.0f);
+  const int sector = int(h) % 6;
+  const float f = h - float(int(h));
+  // 1 - s * f with one rounding, as OpenCV's AVX2 build computes it (a fused multiply-add): exact in double
+  // but for a double rounding that the full 8-bit table never meets.
+  auto fused = [](float a, float b) { return float(1.0 - double(a) * double(b)); };
+  const float tab[4] = {v, v * (1.f - s), v * fused(s, f), v * fused(s, 1.f - f)};
+  // Which of tab (v, p, q, t) each of r, g, b takes in the six hue sectors.
+  static constexpr int kSectors[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3}, {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
+  std::array<uint8_t, 3> rgb;
+  for (int c = 0; c < 3; ++c) rgb[size_t(c)] = uint8_t(std::min(int(tab[kSectors[sector][c]] * 255.0f), 255));
+  return rgb;
 }
-
-}  // namespace
 
 void apply_hsv(Image& image, const HsvGains& gains) {
   std::array<uint8_t, 256> hue{}, saturation{}, value{};
@@ -69,8 +70,8 @@ void apply_hsv(Image& image, const HsvGains& gains) {
   }
   for (size_t i = 0; i < image.rgb.size(); i += 3) {
     uint8_t* p = image.rgb.data() + i;
-    const std::array<uint8_t, 3> hsv = rgb_to_hsv(p[0], p[1], p[2]);
-    const std::array<uint8_t, 3> rgb = hsv_to_rgb(hue[hsv[0]], saturation[hsv[1]], value[hsv[2]]);
+    const std::array<uint8_t, 3> hsv = rgb_to_hsv8(p[0], p[1], p[2]);
+    const std::array<uint8_t, 3> rgb = hsv8_to_rgb(hue[hsv[0]], saturation[hsv[1]], value[hsv[2]]);
     std::copy(rgb.begin(), rgb.end(), p);
   }
 }
