@@ -101,7 +101,7 @@ void draw_panel(const std::string& title, const std::vector<double>& x, const st
   plvpor(0.2, 0.96, 0.12, 0.86);
   plwind(xs.low, xs.high, ys.low, ys.high);
   plbox("bcnst", 0, 0, "bcnstv", 0, 0);
-  plschr(0, 0.9);  // titles such as "metrics/mAP50-95(B)" fit the panel's width
+  plschr(0, 0.8);  // titles such as "metrics/mAP50-95(B)" fit the panel's width
   plmtex("t", 1.4, 0.5, 0.5, title.c_str());
   plschr(0, 1.0);
   plcol0(kValues);
