@@ -1,7 +1,7 @@
 // `lab convert IN OUT.safetensors`: loads a checkpoint (.pt or .safetensors, by content) and writes it as our
-// safetensors interchange file (tensors in their stored dtype, names / nc / scale / yaml as metadata), or, for an
-// OUT ending in .pt, as a torch state-dict .pt (torch_checkpoint_writer.hpp), atomically; prints one summary
-// line.
+// safetensors interchange file (tensors in their stored dtype, names / nc / scale / yaml as metadata), or,
+// for an OUT ending in .pt, as a torch state-dict .pt (torch_checkpoint_writer.hpp), atomically; prints one
+// summary line.
 #include <iostream>
 #include <set>
 
@@ -39,19 +39,21 @@ void run_convert(const ConvertOptions& o) {
 
 void add_convert_command(CLI::App& app, CliState& /*state*/) {
   auto* cmd =
-      app.add_subcommand("convert", "Convert a checkpoint (.pt or .safetensors) to a safetensors file or a torch "
-                                    "state-dict .pt");
+      app.add_subcommand("convert",
+                         "Convert a checkpoint (.pt or .safetensors) to a safetensors file or a torch "
+                         "state-dict .pt");
   auto o = std::make_shared<ConvertOptions>();
   cmd->add_option("IN", o->input, "Checkpoint to read: an Ultralytics .pt or a .safetensors file")
       ->required();
-  cmd->add_option("OUT", o->output,
-                  "File to write (replaced atomically): safetensors, or a torch state-dict when it ends in .pt")
+  cmd->add_option(
+         "OUT", o->output,
+         "File to write (replaced atomically): safetensors, or a torch state-dict when it ends in .pt")
       ->required();
   cmd->footer(
       "Examples:\n"
       "  lab convert yolo26n.pt yolo26n.safetensors\n"
       "  lab convert yolo26n.safetensors copy.safetensors    # validates and rewrites\n"
-      "  lab convert best.safetensors best.pt                # torch.load(\"best.pt\", weights_only=True)[\"model\"]\n");
+      "  lab convert best.safetensors best.pt                # a torch state dict (weights_only loads it)\n");
   cmd->callback([o] { run_convert(*o); });
 }
 

@@ -56,8 +56,9 @@ void write_binary(const std::filesystem::path& path, const std::string& bytes);
 // ../shared/assets/models/yolo26n.pt, or empty when the assets are absent.
 std::filesystem::path yolo26n_checkpoint();
 
-// Each checkpoint parameter of every conv (conv.weight, bn.weight, bn.bias; weight, bias) scaled and shifted by
-// a few percent, differently per element and per tensor, then the BatchNorm refolded: what training leaves.
+// Each checkpoint parameter of every conv (conv.weight, bn.weight, bn.bias; weight, bias) scaled and shifted
+// by a few percent, differently per element and per tensor, then the BatchNorm refolded: what training
+// leaves.
 void perturb_parameters(Yolo26Model& model);
 
 }  // namespace lab::test

@@ -30,9 +30,9 @@ void try_load(const fs::path& file, Outcomes& outcomes, const std::string& what)
   lab::test::fuzz::expect_clean([&] { lab::load_checkpoint(file); }, file.string(), what, outcomes);
 }
 
-// `count` mutants of the archive `base` written to `file`: its `pickle_member` (every `storage_every`-th one its
-// `storage_member` instead) mutated one to three times and re-packed with a valid CRC, so the pickle VM and
-// the tensor decoder see the mutation; each loaded by try_load.
+// `count` mutants of the archive `base` written to `file`: its `pickle_member` (every `storage_every`-th one
+// its `storage_member` instead) mutated one to three times and re-packed with a valid CRC, so the pickle VM
+// and the tensor decoder see the mutation; each loaded by try_load.
 void repacked_mutants(const fs::path& base, const fs::path& file, const std::string& pickle_member,
                       const std::string& storage_member, int count, int storage_every, Rng& rng,
                       Outcomes& outcomes) {

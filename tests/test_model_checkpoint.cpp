@@ -1,7 +1,7 @@
 // checkpoint_of (pipeline/train/model_checkpoint.hpp): yolo26n with every checkpoint parameter perturbed
-// deterministically goes model -> checkpoint -> safetensors -> load -> model with bit-identical parameters and
-// the same reference forward; a re-initialised class count changes nc, names, yaml and the class convs' shapes;
-// `lab detect` and `lab val` load the .safetensors and .pt save_trained_weights writes.
+// deterministically goes model -> checkpoint -> safetensors -> load -> model with bit-identical parameters
+// and the same reference forward; a re-initialised class count changes nc, names, yaml and the class convs'
+// shapes; `lab detect` and `lab val` load the .safetensors and .pt save_trained_weights writes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -141,9 +141,9 @@ TEST_CASE("checkpoint_of: lab detect and lab val load the weights save_trained_w
   const std::string image = test::quoted((fs::path(LAB_ASSETS_DIR) / "images" / "bus.jpg").string());
   auto detections = [&](const fs::path& model) {
     const fs::path json = dir.path / (model.filename().string() + ".json");
-    const test::LabResult r = test::run_lab("detect " + image + " --model " + test::quoted(model.string()) +
-                                            " --backend reference --imgsz 128 --nosave --json " +
-                                            test::quoted(json.string()));
+    const test::LabResult r =
+        test::run_lab("detect " + image + " --model " + test::quoted(model.string()) +
+                      " --backend reference --imgsz 128 --nosave --json " + test::quoted(json.string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     return nlohmann::json::parse(test::read_text(json)).at("images").at(0).at("detections");
@@ -157,9 +157,9 @@ TEST_CASE("checkpoint_of: lab detect and lab val load the weights save_trained_w
                         " --classes 3 --train 0 --val 2 --imgsz 64 --seed 3")
               .exit_code == 0);
   for (const fs::path& model : {safetensors, pt}) {
-    const test::LabResult val = test::run_lab("val " + test::quoted((dir.path / "shapes/data.yaml").string()) +
-                                              " --model " + test::quoted(model.string()) +
-                                              " --backend reference --imgsz 64");
+    const test::LabResult val =
+        test::run_lab("val " + test::quoted((dir.path / "shapes/data.yaml").string()) + " --model " +
+                      test::quoted(model.string()) + " --backend reference --imgsz 64");
     INFO(val.out << val.err);
     CHECK(val.exit_code == 0);
     CHECK(test::contains(val.out, "val: 2 images"));

@@ -50,16 +50,17 @@ size_t drawn(const Image& image, int x0, int y0, int x1, int y1) {
 
 TEST_CASE("results plot: Ultralytics' panel rows from the csv columns", "[train][plot]") {
   std::vector<train::ResultsColumn> columns;
-  for (const char* name : {"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
-                           "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss",
-                           "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"})
+  for (const char* name :
+       {"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
+        "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss",
+        "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"})
     columns.push_back({name, {1.0}});
   const auto rows = train::results_panel_rows(columns);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0] == std::vector<std::string>{"train/box_loss", "train/cls_loss", "train/dfl_loss",
                                             "metrics/precision(B)", "metrics/recall(B)"});
-  CHECK(rows[1] == std::vector<std::string>{"val/box_loss", "val/cls_loss", "val/dfl_loss", "metrics/mAP50(B)",
-                                            "metrics/mAP50-95(B)"});
+  CHECK(rows[1] == std::vector<std::string>{"val/box_loss", "val/cls_loss", "val/dfl_loss",
+                                            "metrics/mAP50(B)", "metrics/mAP50-95(B)"});
 }
 
 TEST_CASE("results plot: the smoothed line is scipy's sigma-3 gaussian_filter1d with reflected edges",
@@ -116,9 +117,10 @@ TEST_CASE("results plot: results.csv -> results.png with drawing in every panel"
     }
 
   // Without val losses the second row holds only the two mAP panels; the rest of it stays blank.
-  test::write_file(csv,
-                   "epoch,train/box_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),"
-                   "metrics/mAP50-95(B)\n1,2.0,0.1,0.2,0.1,0.05\n2,1.5,0.3,0.4,0.2,0.1\n3,1.2,,0.5,0.3,0.2\n");
+  test::write_file(
+      csv,
+      "epoch,train/box_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),"
+      "metrics/mAP50-95(B)\n1,2.0,0.1,0.2,0.1,0.05\n2,1.5,0.3,0.4,0.2,0.1\n3,1.2,,0.5,0.3,0.2\n");
   train::plot_results(csv, png);
   const Image three = decode_image(png);
   const int w3 = three.width / 3;
@@ -147,7 +149,8 @@ TEST_CASE("results plot: the results.csv lab train writes gives 5 + 2 panels", "
   train::plot_results(dir.path / "results.csv", dir.path / "results.png");
   const Image image = decode_image(dir.path / "results.png");
   const int panel_w = image.width / 5, panel_h = image.height / 2;
-  for (int col = 0; col < 5; ++col) CHECK(drawn(image, col * panel_w, 0, (col + 1) * panel_w, panel_h) > 1000);
+  for (int col = 0; col < 5; ++col)
+    CHECK(drawn(image, col * panel_w, 0, (col + 1) * panel_w, panel_h) > 1000);
   for (int col = 0; col < 2; ++col)
     CHECK(drawn(image, col * panel_w, panel_h, (col + 1) * panel_w, image.height) > 1000);
   CHECK(drawn(image, 2 * panel_w + 10, panel_h, image.width, image.height) == 0);

@@ -42,8 +42,8 @@ void check_same_checkpoint(const Checkpoint& written, const Checkpoint& loaded) 
 }
 
 test::LabResult check_structure(const fs::path& pt, const fs::path& twin) {
-  return test::run_command("python3 " + test::quoted(kStructureScript) + " " + test::quoted(pt.string()) + " " +
-                           test::quoted(twin.string()));
+  return test::run_command("python3 " + test::quoted(kStructureScript) + " " + test::quoted(pt.string()) +
+                           " " + test::quoted(twin.string()));
 }
 
 }  // namespace
@@ -123,11 +123,12 @@ TEST_CASE("torch .pt writer: lab convert IN OUT.pt writes the state-dict .pt", "
   test::ScratchDir dir("pt-writer-convert");
   const fs::path pt = dir.path / "yolo26n-state.pt", twin = dir.path / "yolo26n-state.safetensors";
   for (const fs::path& out : {pt, twin}) {
-    const test::LabResult r = test::run_lab("convert " + test::quoted(test::yolo26n_checkpoint().string()) + " " +
-                                            test::quoted(out.string()));
+    const test::LabResult r = test::run_lab("convert " + test::quoted(test::yolo26n_checkpoint().string()) +
+                                            " " + test::quoted(out.string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK(test::contains(r.out, "wrote " + out.string() + ": 594 tensors, 2591848 parameters, dtype F16, nc 80"));
+    CHECK(test::contains(r.out,
+                         "wrote " + out.string() + ": 594 tensors, 2591848 parameters, dtype F16, nc 80"));
   }
   check_same_checkpoint(yolo26n(), load_checkpoint(pt));
   const test::LabResult check = check_structure(pt, twin);

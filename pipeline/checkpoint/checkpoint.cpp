@@ -125,5 +125,4 @@ std::vector<uint8_t> stored_bytes(const HostTensor& tensor, const std::string& k
   return bytes;
 }
 
-
 }  // namespace lab

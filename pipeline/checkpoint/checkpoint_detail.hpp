@@ -22,7 +22,8 @@ int class_count_from_head(const std::map<std::string, HostTensor>& state_dict);
 std::vector<std::string> default_class_names(int nc);
 
 // The tensor's values as little-endian bytes of its stored dtype (F32, F16, BF16 or F64; F16 and BF16 round
-// to nearest even). UsageError naming `path` and `key` for another dtype or values that do not fill the shape.
+// to nearest even). UsageError naming `path` and `key` for another dtype or values that do not fill the
+// shape.
 std::vector<uint8_t> stored_bytes(const HostTensor& tensor, const std::string& key,
                                   const std::filesystem::path& path);
 

@@ -20,8 +20,12 @@ void PickleWriter::little_endian(uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) bytes_.push_back(static_cast<uint8_t>(value >> (8 * i)));
 }
 
-PickleWriter& PickleWriter::none() { return op('N'); }
-PickleWriter& PickleWriter::boolean(bool value) { return op(value ? 0x88 : 0x89); }
+PickleWriter& PickleWriter::none() {
+  return op('N');
+}
+PickleWriter& PickleWriter::boolean(bool value) {
+  return op(value ? 0x88 : 0x89);
+}
 
 PickleWriter& PickleWriter::integer(int64_t value) {
   if (value >= 0 && value < 256) {
@@ -61,15 +65,33 @@ PickleWriter& PickleWriter::global(const std::string& module, const std::string&
   return *this;
 }
 
-PickleWriter& PickleWriter::mark() { return op('('); }
-PickleWriter& PickleWriter::empty_dict() { return op('}'); }
-PickleWriter& PickleWriter::empty_list() { return op(']'); }
-PickleWriter& PickleWriter::empty_tuple() { return op(')'); }
-PickleWriter& PickleWriter::set_items() { return op('u'); }
-PickleWriter& PickleWriter::appends() { return op('e'); }
-PickleWriter& PickleWriter::tuple() { return op('t'); }
-PickleWriter& PickleWriter::reduce() { return op('R'); }
-PickleWriter& PickleWriter::persistent_id() { return op('Q'); }
+PickleWriter& PickleWriter::mark() {
+  return op('(');
+}
+PickleWriter& PickleWriter::empty_dict() {
+  return op('}');
+}
+PickleWriter& PickleWriter::empty_list() {
+  return op(']');
+}
+PickleWriter& PickleWriter::empty_tuple() {
+  return op(')');
+}
+PickleWriter& PickleWriter::set_items() {
+  return op('u');
+}
+PickleWriter& PickleWriter::appends() {
+  return op('e');
+}
+PickleWriter& PickleWriter::tuple() {
+  return op('t');
+}
+PickleWriter& PickleWriter::reduce() {
+  return op('R');
+}
+PickleWriter& PickleWriter::persistent_id() {
+  return op('Q');
+}
 
 std::vector<uint8_t> PickleWriter::finish() {
   op('.');

@@ -82,7 +82,8 @@ class TorchCheckpointReader {
     checkpoint.yaml_json = yaml_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (yaml_json.contains("scale") && yaml_json["scale"].is_string())
       checkpoint.scale = yaml_json["scale"].get<std::string>();
-    else if (const PickleValue* scale = attributes.find("scale"); scale != nullptr && scale->kind == PickleKind::String)
+    else if (const PickleValue* scale = attributes.find("scale");
+             scale != nullptr && scale->kind == PickleKind::String)
       checkpoint.scale = scale->text;
 
     checkpoint.class_names = read_names(attributes.find("names"));

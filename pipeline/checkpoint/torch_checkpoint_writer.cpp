@@ -26,9 +26,10 @@ const char* storage_class(const std::string& dtype) {
 
 std::string archive_folder(const std::filesystem::path& path) {
   const std::string stem = path.stem().string();
-  const bool plain = !stem.empty() && stem.find_first_not_of(
-                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
-                                          std::string::npos;
+  const bool plain =
+      !stem.empty() &&
+      stem.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+          std::string::npos;
   return plain ? stem : "archive";
 }
 
@@ -144,8 +145,8 @@ void save_checkpoint_pt(const Checkpoint& checkpoint, const std::filesystem::pat
   for (size_t i = 0; i < storages.size(); ++i) members.push_back({names[i + 2], storages[i]});
   members.push_back({names.back(), bytes_of(version)});
 
-  write_file_atomically(path,
-                        [&](const std::filesystem::path& temporary) { write_stored_zip(temporary, members); });
+  write_file_atomically(
+      path, [&](const std::filesystem::path& temporary) { write_stored_zip(temporary, members); });
 }
 
 }  // namespace lab

@@ -17,7 +17,7 @@ namespace lab {
 
 // What a training run adds beside the weights.
 struct TrainingRecord {
-  long long epoch = -1;                        // the last completed epoch (-1: not from a training run)
+  long long epoch = -1;                         // the last completed epoch (-1: not from a training run)
   std::map<std::string, double> train_metrics;  // "metrics/mAP50-95(B)" -> value, ...
 };
 

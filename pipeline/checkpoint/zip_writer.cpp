@@ -13,7 +13,7 @@ namespace lab {
 namespace {
 
 constexpr uint32_t kLocalHeader = 0x04034b50, kCentralHeader = 0x02014b50, kEndOfDirectory = 0x06054b50;
-constexpr uint16_t kVersion = 20;         // 2.0: stored members, no zip64
+constexpr uint16_t kVersion = 20;            // 2.0: stored members, no zip64
 constexpr uint16_t kDosDate = (1 << 5) | 1;  // 1980-01-01, time 00:00 (the zip epoch)
 constexpr uint64_t kLocalHeaderBytes = 30, kPaddingHeaderBytes = 4;
 
@@ -61,7 +61,8 @@ void write_stored_zip(const std::filesystem::path& path, const std::vector<ZipMe
   const std::string file = path.string();
   constexpr uint64_t kLimit = std::numeric_limits<uint32_t>::max();
   if (members.size() >= 0xFFFF)
-    throw UsageError(file + ": " + std::to_string(members.size()) + " members need zip64, which is not written");
+    throw UsageError(file + ": " + std::to_string(members.size()) +
+                     " members need zip64, which is not written");
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw UsageError(file + ": cannot open the file for writing");
   uint64_t offset = 0;

@@ -44,11 +44,9 @@ Checkpoint checkpoint_of(const Yolo26Model& trained, const Checkpoint& base) {
   return checkpoint;
 }
 
-std::pair<std::filesystem::path, std::filesystem::path> save_trained_weights(const Yolo26Model& trained,
-                                                                             const Checkpoint& base,
-                                                                             const std::filesystem::path& folder,
-                                                                             const std::string& stem,
-                                                                             const TrainingRecord& record) {
+std::pair<std::filesystem::path, std::filesystem::path> save_trained_weights(
+    const Yolo26Model& trained, const Checkpoint& base, const std::filesystem::path& folder,
+    const std::string& stem, const TrainingRecord& record) {
   const Checkpoint checkpoint = checkpoint_of(trained, base);
   const std::filesystem::path safetensors = folder / (stem + ".safetensors"), pt = folder / (stem + ".pt");
   save_checkpoint_safetensors(checkpoint, safetensors);

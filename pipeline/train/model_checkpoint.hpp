@@ -19,12 +19,10 @@ namespace lab::train {
 // model's class names do not number its nc.
 Checkpoint checkpoint_of(const Yolo26Model& trained, const Checkpoint& base);
 
-// weights/last and best: checkpoint_of(trained, base) written as `<folder>/<stem>.safetensors` and as the torch
-// state-dict `<folder>/<stem>.pt` (with `record`), each atomically; returns the two paths.
-std::pair<std::filesystem::path, std::filesystem::path> save_trained_weights(const Yolo26Model& trained,
-                                                                             const Checkpoint& base,
-                                                                             const std::filesystem::path& folder,
-                                                                             const std::string& stem,
-                                                                             const TrainingRecord& record);
+// weights/last and best: checkpoint_of(trained, base) written as `<folder>/<stem>.safetensors` and as the
+// torch state-dict `<folder>/<stem>.pt` (with `record`), each atomically; returns the two paths.
+std::pair<std::filesystem::path, std::filesystem::path> save_trained_weights(
+    const Yolo26Model& trained, const Checkpoint& base, const std::filesystem::path& folder,
+    const std::string& stem, const TrainingRecord& record);
 
 }  // namespace lab::train

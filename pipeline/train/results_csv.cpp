@@ -75,8 +75,8 @@ std::vector<ResultsColumn> read_results_csv(const std::filesystem::path& csv) {
       if (!cell.empty()) {
         const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
         if (error != std::errc() || end != cell.data() + cell.size())
-          throw UsageError(at + "column '" + printable(columns[c].name, 60) + "' holds '" + printable(cell, 40) +
-                           "', not a number");
+          throw UsageError(at + "column '" + printable(columns[c].name, 60) + "' holds '" +
+                           printable(cell, 40) + "', not a number");
       }
       columns[c].values.push_back(value);
     }

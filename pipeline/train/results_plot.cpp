@@ -17,7 +17,9 @@ namespace lab::train {
 
 namespace {
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 bool is_loss(const std::string& name, const std::string& split) {
   return starts_with(name, split + "/") && name.find("loss") != std::string::npos;
@@ -75,7 +77,7 @@ struct Range {
 
 // The finite points of (x, y) as runs of consecutive rows, so a missing value breaks the line.
 std::vector<std::pair<std::vector<PLFLT>, std::vector<PLFLT>>> runs(const std::vector<double>& x,
-                                                                     const std::vector<double>& y) {
+                                                                    const std::vector<double>& y) {
   std::vector<std::pair<std::vector<PLFLT>, std::vector<PLFLT>>> out(1);
   for (size_t i = 0; i < y.size(); ++i) {
     if (!std::isfinite(y[i]) || !std::isfinite(x[i])) {
@@ -162,8 +164,8 @@ void plot_results(const std::filesystem::path& csv, const std::filesystem::path&
   const std::vector<std::vector<std::string>> rows = results_panel_rows(columns);
   const size_t per_row = std::max(rows[0].size(), rows[1].size());
   if (per_row == 0)
-    throw UsageError(printable_path(csv) + ": no loss or metrics columns to plot (train/*loss*, val/*loss*, " +
-                     "metrics/*)");
+    throw UsageError(printable_path(csv) +
+                     ": no loss or metrics columns to plot (train/*loss*, val/*loss*, " + "metrics/*)");
   const size_t count = columns.front().values.size();
   std::vector<double> x(count);
   const ResultsColumn* epoch = column_named(columns, "epoch");
@@ -180,7 +182,7 @@ void plot_results(const std::filesystem::path& csv, const std::filesystem::path&
     plsmem(kResultsWidth, kResultsHeight, image.rgb.data());
     plscol0(kBackground, 255, 255, 255);
     plscol0(kInk, 0, 0, 0);
-    plscol0(kValues, 31, 119, 180);   // matplotlib's first two colours
+    plscol0(kValues, 31, 119, 180);  // matplotlib's first two colours
     plscol0(kSmooth, 255, 127, 14);
     plssub(PLINT(per_row), 2);
     plinit();

@@ -24,8 +24,8 @@ std::vector<double> smoothed(const std::vector<double>& values);
 
 // Reads `csv` (read_results_csv's errors), draws the panels and writes `png` atomically, kResultsWidth x
 // kResultsHeight. UsageError "<csv>: no loss or metrics columns to plot", "<png>: PLplot's mem driver is not
-// in <folder> (set PLPLOT_DRV_DIR ...)" / "<png>: PLplot's font files are not in <folder> (set PLPLOT_LIB ...)",
-// or the image writer's errors.
+// in <folder> (set PLPLOT_DRV_DIR ...)" / "<png>: PLplot's font files are not in <folder> (set PLPLOT_LIB
+// ...)", or the image writer's errors.
 void plot_results(const std::filesystem::path& csv, const std::filesystem::path& png);
 
 }  // namespace lab::train
