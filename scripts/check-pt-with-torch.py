@@ -35,10 +35,17 @@ def main():
     path, twin_path = sys.argv[1], sys.argv[2]
     checkpoint = torch.load(path, weights_only=True, map_location="cpu")
     state, twin = checkpoint["model"], twin_tensors(twin_path)
-    if set(state) != set(twin):
-        print(f"{path}: keys differ from {twin_path}: {sorted(set(state) ^ set(twin))[:5]}")
+    counters = {key for key in state if key.endswith(".num_batches_tracked")}  # int64 0s, not in the twin
+    if set(state) - counters != set(twin):
+        print(f"{path}: keys differ from {twin_path}: {sorted((set(state) - counters) ^ set(twin))[:5]}")
         return 1
+    for key in counters:
+        if state[key].dtype != torch.int64 or state[key].shape != () or state[key].item() != 0:
+            print(f"{path}: '{key}' is not an int64 scalar 0")
+            return 1
     for key, tensor in state.items():
+        if key in counters:
+            continue
         other = twin[key]
         same = tensor.dtype == other.dtype and tensor.shape == other.shape and torch.equal(
             tensor.flatten().view(torch.uint8), other.flatten().view(torch.uint8))  # bit for bit
@@ -50,7 +57,8 @@ def main():
     if checkpoint["nc"] != len(names) or sorted(names) != list(range(len(names))):
         print(f"{path}: nc {checkpoint['nc']} does not number names {names}")
         return 1
-    print(f"torch {torch.__version__}: {len(state)} tensors equal, nc {checkpoint['nc']}, "
+    print(f"torch {torch.__version__}: {len(state) - len(counters)} tensors equal (+{len(counters)} BatchNorm "
+          f"counters), nc {checkpoint['nc']}, "
           f"names {list(names.values())[:5]}{'...' if len(names) > 5 else ''}, epoch {checkpoint['epoch']}")
     return 0
 

@@ -4,13 +4,15 @@ structure torch.load(path, weights_only=True) accepts, and that its tensors equa
 
 Usage: check_pt_structure.py FILE.pt TWIN.safetensors
 
-The zip (zipfile): one archive folder, data.pkl, byteorder "little", version "3\\n", stored members whose data
-start on 64-byte boundaries. The pickle: protocol 2, only opcodes torch's weights-only unpickler handles, read by
-a pickle.Unpickler whose find_class allows only what weights_only allows for such a file
-(collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch.<dtype>Storage) and whose persistent_load
-takes torch's ('storage', type, key, 'cpu', numel) ids, as torch's own persistent_load does. The dict: "model"
-an OrderedDict of contiguous tensors, "names" {int: str}, "nc" == len(names), "epoch" int, "yaml" dict,
-"train_metrics" {str: float}. Prints "ok: N tensors" and exits 0, or prints one line and exits 1.
+The zip (zipfile): one archive folder, data.pkl, byteorder "little", version "3\\n", stored members whose
+data start on 64-byte boundaries. The pickle: protocol 2, only opcodes torch's weights-only unpickler handles,
+read by a pickle.Unpickler whose find_class allows only what weights_only allows for such a file
+(collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch.<Half|Float|BFloat16|Double|Long>Storage)
+and whose persistent_load takes torch's ('storage', type, key, 'cpu', numel) ids, as torch's own does.
+The dict: "model" an OrderedDict of contiguous tensors (the twin's, plus an int64 0 num_batches_tracked
+beside each running_var), "names" {int: str}, "nc" == len(names), "epoch" int, "yaml" dict,
+"train_metrics" {str: float}. Prints "ok: N tensors (+M num_batches_tracked)" and exits 0, or prints one
+line and exits 1.
 """
 import collections
 import io
@@ -45,7 +47,9 @@ STORAGE_TYPES = {
     "HalfStorage": StorageType("HalfStorage", "F16", 2),
     "BFloat16Storage": StorageType("BFloat16Storage", "BF16", 2),
     "DoubleStorage": StorageType("DoubleStorage", "F64", 8),
+    "LongStorage": StorageType("LongStorage", "I64", 8),
 }
+COUNTER = "num_batches_tracked"  # BatchNorm's int64 counter: written as 0 beside each running_var, no twin
 
 
 class Storage:
@@ -90,7 +94,8 @@ class WeightsOnlyStandIn(pickle.Unpickler):
         if type(pid) is not tuple or len(pid) != 5 or pid[0] != "storage":
             raise Bad(f"persistent id {pid!r} is not ('storage', type, key, location, numel)")
         _, kind, key, location, numel = pid
-        if not isinstance(kind, StorageType) or type(key) is not str or location != "cpu" or type(numel) is not int:
+        if not isinstance(kind, StorageType) or type(key) is not str or location != "cpu" or \
+                type(numel) is not int:
             raise Bad(f"persistent id {pid!r} has the wrong types")
         member = self.folder + "data/" + key
         data = self.archive.read(member)
@@ -123,7 +128,8 @@ def check_archive(path, archive):
         if info.compress_type != zipfile.ZIP_STORED:
             raise Bad(f"{info.filename} is compressed; torch stores members")
         if data_offset(path, info) % ALIGNMENT:
-            raise Bad(f"{info.filename} data starts at {data_offset(path, info)}, not on a {ALIGNMENT}-byte boundary")
+            raise Bad(f"{info.filename} data starts at {data_offset(path, info)}, "
+                      f"not on a {ALIGNMENT}-byte boundary")
     return folder
 
 
@@ -143,7 +149,8 @@ def read_safetensors(path):
     header = json.loads(raw[8:8 + length])
     header.pop("__metadata__", None)
     body = raw[8 + length:]
-    return {key: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]]) for key, v in header.items()}
+    return {key: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
+            for key, v in header.items()}
 
 
 def check_checkpoint(root, twin):
@@ -161,12 +168,19 @@ def check_checkpoint(root, twin):
     metrics = root.get("train_metrics")
     if type(metrics) is not dict or any(type(k) is not str or type(v) is not float for k, v in metrics.items()):
         raise Bad("'train_metrics' is not a dict of str -> float")
-    if set(model) != set(twin):
-        raise Bad(f"the state dict's keys differ from the twin's: {sorted(set(model) ^ set(twin))[:5]}")
+    counters = {key for key in model if key.endswith("." + COUNTER)}
+    if set(model) - counters != set(twin):
+        differing = sorted((set(model) - counters) ^ set(twin))
+        raise Bad(f"the state dict's keys differ from the twin's: {differing[:5]}")
     for key, tensor in model.items():
-        dtype, shape, data = twin[key]
         if type(tensor) is not Tensor or tensor.requires_grad or tensor.hooks:
             raise Bad(f"'{key}' is not a plain tensor")
+        if key in counters:
+            if tensor.storage.kind.dtype != "I64" or tensor.size != () or tensor.storage.data != bytes(8) or \
+                    key[:-len(COUNTER)] + "running_var" not in model:
+                raise Bad(f"'{key}' is not an int64 scalar 0 beside a running_var")
+            continue
+        dtype, shape, data = twin[key]
         expected_stride, step = [], 1
         for d in reversed(tensor.size):
             expected_stride.insert(0, step)
@@ -175,7 +189,7 @@ def check_checkpoint(root, twin):
             raise Bad(f"'{key}' has size {tensor.size} stride {tensor.stride}; the twin's shape is {shape}")
         if tensor.storage.kind.dtype != dtype or tensor.storage.numel != step or tensor.storage.data != data:
             raise Bad(f"'{key}' ({tensor.storage.kind.dtype}) differs from the twin ({dtype})")
-    return len(model)
+    return len(model) - len(counters), len(counters)
 
 
 def main():
@@ -189,11 +203,11 @@ def main():
             data = archive.read(folder + "data.pkl")
             check_opcodes(data)
             root = WeightsOnlyStandIn(data, archive, folder).load()
-            count = check_checkpoint(root, read_safetensors(sys.argv[2]))
+            count, counters = check_checkpoint(root, read_safetensors(sys.argv[2]))
     except (Bad, zipfile.BadZipFile, KeyError, pickle.UnpicklingError) as error:
         print(f"{path}: {error}")
         return 1
-    print(f"ok: {count} tensors")
+    print(f"ok: {count} tensors (+{counters} {COUNTER})")
     return 0
 
 

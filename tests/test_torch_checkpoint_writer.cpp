@@ -64,7 +64,8 @@ TEST_CASE("torch .pt writer: yolo26n (F16) round trip through load_checkpoint is
   const test::LabResult check = check_structure(pt, twin);
   INFO(check.out << check.err);
   CHECK(check.exit_code == 0);
-  CHECK(test::contains(check.out, "ok: " + std::to_string(yolo26n().state_dict.size()) + " tensors"));
+  // Ultralytics' state dict of yolo26n has 708 entries: our 594 float tensors and 114 BatchNorm counters.
+  CHECK(test::contains(check.out, "ok: 594 tensors (+114 num_batches_tracked)"));
 }
 
 TEST_CASE("torch .pt writer: a trained float32 model round trips and matches its safetensors twin",

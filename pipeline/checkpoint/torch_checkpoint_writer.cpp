@@ -1,5 +1,5 @@
-// save_checkpoint_pt: the storages first (one per tensor, contiguous, key = its index), then the pickle that
-// names them, then the zip members in torch.save's order.
+// save_checkpoint_pt: the storages first (one per tensor, contiguous, key = its index in the state dict),
+// then the pickle that names them, then the zip members in torch.save's order.
 #include "pipeline/checkpoint/torch_checkpoint_writer.hpp"
 
 #include <cstdint>
@@ -22,6 +22,32 @@ const char* storage_class(const std::string& dtype) {
   if (dtype == "F16") return "HalfStorage";
   if (dtype == "BF16") return "BFloat16Storage";
   return "DoubleStorage";  // F64; stored_bytes has refused anything else
+}
+
+// One state-dict entry as it goes into the archive: its storage class, shape and bytes.
+struct StoredTensor {
+  std::string key;
+  const char* storage_class;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+// The checkpoint's tensors, each BatchNorm's running_var followed by its num_batches_tracked (an int64 scalar
+// 0: our Checkpoint keeps float tensors only, and torch's strict load_state_dict expects the counter).
+std::vector<StoredTensor> stored_tensors(const Checkpoint& checkpoint, const std::filesystem::path& path) {
+  const std::string running_var = "running_var", counter = "num_batches_tracked";
+  std::vector<StoredTensor> stored;
+  for (const auto& [key, tensor] : checkpoint.state_dict) {
+    stored.push_back(
+        {key, storage_class(tensor.stored_dtype), tensor.shape, stored_bytes(tensor, key, path)});
+    if (key.size() < running_var.size() ||
+        key.compare(key.size() - running_var.size(), running_var.size(), running_var))
+      continue;
+    const std::string counter_key = key.substr(0, key.size() - running_var.size()) + counter;
+    if (!checkpoint.contains(counter_key))
+      stored.push_back({counter_key, "LongStorage", {}, std::vector<uint8_t>(8, 0)});
+  }
+  return stored;
 }
 
 std::string archive_folder(const std::filesystem::path& path) {
@@ -65,37 +91,34 @@ void write_json(PickleWriter& pickle, const nlohmann::json& value) {
 }
 
 // torch._utils._rebuild_tensor_v2(storage, 0, size, stride, False, OrderedDict()), contiguous.
-void write_tensor(PickleWriter& pickle, const HostTensor& tensor, const std::string& storage_key) {
+void write_tensor(PickleWriter& pickle, const StoredTensor& tensor, const std::string& storage_key) {
+  int64_t count = 1;
+  std::vector<int64_t> strides(tensor.shape.size());
+  for (size_t d = tensor.shape.size(); d-- > 0;) {
+    strides[d] = count;
+    count *= tensor.shape[d];
+  }
   pickle.global("torch._utils", "_rebuild_tensor_v2").mark();
-  pickle.mark().text("storage").global("torch", storage_class(tensor.stored_dtype)).text(storage_key);
-  pickle.text("cpu").integer(static_cast<int64_t>(tensor.element_count())).tuple().persistent_id();
+  pickle.mark().text("storage").global("torch", tensor.storage_class).text(storage_key);
+  pickle.text("cpu").integer(count).tuple().persistent_id();
   pickle.integer(0);
   pickle.mark();
   for (int64_t d : tensor.shape) pickle.integer(d);
   pickle.tuple().mark();
-  int64_t stride = 1;
-  std::vector<int64_t> strides(tensor.shape.size());
-  for (size_t d = tensor.shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= tensor.shape[d];
-  }
   for (int64_t s : strides) pickle.integer(s);
   pickle.tuple().boolean(false).global("collections", "OrderedDict").empty_tuple().reduce();
   pickle.tuple().reduce();
 }
 
-std::vector<uint8_t> pickle_of(const Checkpoint& checkpoint, const TrainingRecord& record,
-                               const std::string& where) {
+std::vector<uint8_t> pickle_of(const Checkpoint& checkpoint, const std::vector<StoredTensor>& tensors,
+                               const TrainingRecord& record, const std::string& where) {
   PickleWriter pickle;
   pickle.empty_dict().mark();
   pickle.text("model").global("collections", "OrderedDict").empty_tuple().reduce();
-  if (!checkpoint.state_dict.empty()) {
+  if (!tensors.empty()) {
     pickle.mark();
-    size_t index = 0;
-    for (const auto& [key, tensor] : checkpoint.state_dict) {
-      pickle.text(key);
-      write_tensor(pickle, tensor, std::to_string(index++));
-    }
+    for (size_t i = 0; i < tensors.size(); ++i)
+      write_tensor(pickle.text(tensors[i].key), tensors[i], std::to_string(i));
     pickle.set_items();
   }
   pickle.text("names").empty_dict();
@@ -128,10 +151,8 @@ std::vector<uint8_t> pickle_of(const Checkpoint& checkpoint, const TrainingRecor
 
 void save_checkpoint_pt(const Checkpoint& checkpoint, const std::filesystem::path& path,
                         const TrainingRecord& record) {
-  std::vector<std::vector<uint8_t>> storages;
-  storages.reserve(checkpoint.state_dict.size());
-  for (const auto& [key, tensor] : checkpoint.state_dict) storages.push_back(stored_bytes(tensor, key, path));
-  const std::vector<uint8_t> pickle = pickle_of(checkpoint, record, path.string());
+  const std::vector<StoredTensor> tensors = stored_tensors(checkpoint, path);
+  const std::vector<uint8_t> pickle = pickle_of(checkpoint, tensors, record, path.string());
 
   const std::string folder = archive_folder(path) + "/";
   static const std::string little = "little", version = "3\n";
@@ -139,10 +160,10 @@ void save_checkpoint_pt(const Checkpoint& checkpoint, const std::filesystem::pat
     return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   };
   std::vector<std::string> names = {folder + "data.pkl", folder + "byteorder"};
-  for (size_t i = 0; i < storages.size(); ++i) names.push_back(folder + "data/" + std::to_string(i));
+  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(folder + "data/" + std::to_string(i));
   names.push_back(folder + "version");
   std::vector<ZipMember> members = {{names[0], pickle}, {names[1], bytes_of(little)}};
-  for (size_t i = 0; i < storages.size(); ++i) members.push_back({names[i + 2], storages[i]});
+  for (size_t i = 0; i < tensors.size(); ++i) members.push_back({names[i + 2], tensors[i].bytes});
   members.push_back({names.back(), bytes_of(version)});
 
   write_file_atomically(

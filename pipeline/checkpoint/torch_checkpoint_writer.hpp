@@ -4,7 +4,9 @@
 //   {"model": OrderedDict(name -> tensor), "names": {0: "person", ...}, "nc": int, "scale": str,
 //    "yaml": dict, "epoch": int, "train_metrics": {str: float}, "format": "yolo26-kernel-lab"}
 // Tensors are torch._utils._rebuild_tensor_v2 views of persistent-id storages in their stored dtype
-// (F32 -> torch.FloatStorage, F16 -> HalfStorage, BF16 -> BFloat16Storage, F64 -> DoubleStorage).
+// (F32 -> torch.FloatStorage, F16 -> HalfStorage, BF16 -> BFloat16Storage, F64 -> DoubleStorage); each
+// BatchNorm's `num_batches_tracked` (which a Checkpoint does not keep) is written as an int64 0 (LongStorage)
+// after its running_var, so torch's strict load_state_dict finds every key it expects.
 // load_checkpoint reads such a file back (docs/checkpoints.md).
 #pragma once
 #include <filesystem>
