@@ -85,8 +85,8 @@ struct ColumnTap {
 };
 
 // OpenCV's two-pass resize, one output row at a time: `emit(y, row)` receives output row y (width x 3
-// bytes). Output rows read source rows in increasing order, so the horizontal sums of the last two source rows
-// are all that is kept, and each source row is filtered once.
+// bytes). Output rows read source rows in increasing order, so the horizontal sums of the last two source
+// rows are all that is kept, and each source row is filtered once.
 template <class Emit>
 void resize_rows(const Image& source, int width, int height, Emit&& emit) {
   if (source.width == width && source.height == height) {
@@ -206,13 +206,17 @@ void letterbox_into_nchw(const Image& source, const LetterboxGeometry& g, float*
   });
 }
 
-void append_nchw(const Image& image, std::vector<float>& out) {
+void write_nchw(const Image& image, float* out) {
   const size_t plane = size_t(image.width) * size_t(image.height);
-  const size_t base = out.size();
-  out.resize(base + plane * 3);
   const std::array<float, 256>& unit = byte_to_unit();
   for (size_t i = 0; i < plane; ++i)
-    for (size_t c = 0; c < 3; ++c) out[base + c * plane + i] = unit[image.rgb[i * 3 + c]];
+    for (size_t c = 0; c < 3; ++c) out[c * plane + i] = unit[image.rgb[i * 3 + c]];
+}
+
+void append_nchw(const Image& image, std::vector<float>& out) {
+  const size_t base = out.size();
+  out.resize(base + size_t(image.width) * size_t(image.height) * 3);
+  write_nchw(image, out.data() + base);
 }
 
 Box scale_box_to_source(const Box& box, const LetterboxGeometry& g) {

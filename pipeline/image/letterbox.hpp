@@ -30,6 +30,8 @@ Image letterbox(const Image& source, const LetterboxGeometry& geometry);
 
 // Appends the image as planar float R, G, B planes of value / 255 (one [3, H, W] item of an NCHW batch).
 void append_nchw(const Image& image, std::vector<float>& out);
+// The same planes written to `out` (3 x height x width floats).
+void write_nchw(const Image& image, float* out);
 
 // letterbox() then append_nchw() in one pass, written to `out` (3 x geometry.height x geometry.width floats,
 // e.g. a staging slot): the same values without the intermediate images.

@@ -20,6 +20,12 @@ Matrix3 multiply(const Matrix3& a, const Matrix3& b) {
 
 constexpr Matrix3 kIdentity{1, 0, 0, 0, 1, 0, 0, 0, 1};
 
+// floor() without a library call (x86-64's baseline has no rounding instruction).
+int floor_int(double v) {
+  const int t = int(v);
+  return t - int(v < t);
+}
+
 // The inverse by the adjugate (M is invertible: its scale gain is > 0).
 Matrix3 inverse(const Matrix3& m) {
   const double a = m[0], b = m[1], c = m[2], d = m[3], e = m[4], f = m[5], g = m[6], h = m[7], i = m[8];
@@ -119,16 +125,20 @@ Image warp_image(const Image& in, const Matrix3& m, int output_size) {
   const Matrix3 inv = inverse(m);
   Image out(output_size, output_size);
   const size_t row = size_t(in.width) * 3;
+  const bool perspective = inv[6] != 0 || inv[7] != 0 || inv[8] != 1;
   for (int y = 0; y < output_size; ++y)
     for (int x = 0; x < output_size; ++x) {
-      const double w = inv[6] * x + inv[7] * y + inv[8];
-      const double sx = (inv[0] * x + inv[1] * y + inv[2]) / w, sy = (inv[3] * x + inv[4] * y + inv[5]) / w;
+      double sx = inv[0] * x + inv[1] * y + inv[2], sy = inv[3] * x + inv[4] * y + inv[5];
+      if (perspective) {
+        const double w = inv[6] * x + inv[7] * y + inv[8];
+        sx /= w, sy /= w;
+      }
       uint8_t* p = out.pixel(x, y);
       if (!(sx > -1 && sy > -1 && sx < in.width && sy < in.height)) {
         p[0] = p[1] = p[2] = kAugmentPad;
         continue;
       }
-      const int x0 = int(std::floor(sx)), y0 = int(std::floor(sy));
+      const int x0 = floor_int(sx), y0 = floor_int(sy);
       const double fx = sx - x0, fy = sy - y0;
       // The four taps (x0, y0), (x0 + 1, y0), (x0, y0 + 1), (x0 + 1, y0 + 1); those outside read the border.
       const uint8_t* taps[4];

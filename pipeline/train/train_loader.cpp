@@ -48,8 +48,9 @@ TrainLoader::~TrainLoader() {
 
 void TrainLoader::start_epoch(int epoch, int epochs) {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     ++generation_;  // items of the previous epoch still being prepared are dropped when they finish
+    item_done_.wait(lock, [&] { return in_flight_ == 0; });  // they write into buffers_
     epoch_key_ = mixed_seed(seed_, uint64_t(epoch));
     mosaic_ = augment_.mosaic > 0 && epoch < epochs - augment_.close_mosaic;
     order_.resize(samples_.size());
@@ -57,6 +58,7 @@ void TrainLoader::start_epoch(int epoch, int epochs) {
     dataset::SynthRandom random(epoch_key_);
     for (size_t k = order_.size(); k > 1; --k) std::swap(order_[k - 1], order_[random.next() % k]);
     items_.assign(order_.size(), Item{});
+    buffers_.clear();
     next_claim_ = next_batch_ = 0;
     started_ = true;
   }
@@ -75,8 +77,21 @@ void TrainLoader::on_warning(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
-TrainLoader::Item TrainLoader::prepare(size_t position, size_t sample, uint64_t epoch_key,
-                                       bool mosaic) const {
+size_t TrainLoader::image_floats() const {
+  return size_t(3) * size_t(imgsz_) * size_t(imgsz_);
+}
+
+float* TrainLoader::batch_slot(size_t position) {
+  const size_t batch = position / size_t(batch_);
+  auto [it, added] = buffers_.try_emplace(batch);
+  if (added) {
+    const size_t end = std::min((batch + 1) * size_t(batch_), order_.size());
+    it->second.resize((end - batch * size_t(batch_)) * image_floats());
+  }
+  return it->second.data() + (position % size_t(batch_)) * image_floats();
+}
+
+TrainLoader::Item TrainLoader::prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const {
   Item item;
   const SampleSource source = [&](size_t index) -> std::optional<LabeledImage> {
     const dataset::Sample& s = samples_[index];
@@ -88,8 +103,13 @@ TrainLoader::Item TrainLoader::prepare(size_t position, size_t sample, uint64_t 
     }
   };
   try {
-    dataset::SynthRandom random(mixed_seed(epoch_key, position));
-    item.image = augment_sample(sample, samples_.size(), source, augment_, mosaic, imgsz_, random);
+    dataset::SynthRandom random(item_seed);
+    if (std::optional<LabeledImage> image =
+            augment_sample(sample, samples_.size(), source, augment_, mosaic, imgsz_, random)) {
+      write_nchw(image->image, planes);
+      item.boxes = std::move(image->boxes);
+      item.decoded = true;
+    }
   } catch (...) {
     item.failure = std::current_exception();
   }
@@ -106,22 +126,18 @@ void TrainLoader::work() {
     });
     if (stopping_) return;
     const size_t position = next_claim_++;
-    const uint64_t generation = generation_, key = epoch_key_;
+    const uint64_t generation = generation_, item_seed = mixed_seed(epoch_key_, position);
     const size_t sample = order_[position];
     const bool mosaic = mosaic_;
+    float* planes = batch_slot(position);
     ++in_flight_;
     lock.unlock();
-    Item item = prepare(position, sample, key, mosaic);
+    Item item = prepare(sample, item_seed, mosaic, planes);
     lock.lock();
     --in_flight_;
     if (generation == generation_) items_[position] = std::move(item);
     item_done_.notify_all();
   }
-}
-
-void TrainLoader::prepare_batch_here(size_t begin, size_t end) {
-  for (size_t position = begin; position < end; ++position)
-    items_[position] = prepare(position, order_[position], epoch_key_, mosaic_);
 }
 
 void TrainLoader::note_undecodable(const Item& item) {
@@ -138,36 +154,44 @@ std::optional<TrainBatch> TrainLoader::next() {
   for (;;) {
     std::vector<Item> ready;
     std::vector<std::filesystem::path> files;
+    TrainBatch batch;
     {
       std::unique_lock lock(mutex_);
       const size_t begin = next_batch_ * size_t(batch_);
       if (!started_ || begin >= order_.size()) return std::nullopt;
       const size_t end = std::min(begin + size_t(batch_), order_.size());
       if (threads_.empty())
-        prepare_batch_here(begin, end);
+        for (size_t position = begin; position < end; ++position)
+          items_[position] =
+              prepare(order_[position], mixed_seed(epoch_key_, position), mosaic_, batch_slot(position));
       else
         item_done_.wait(lock, [&] {
           return std::all_of(items_.begin() + long(begin), items_.begin() + long(end),
                              [](const Item& i) { return i.done; });
         });
-      ++next_batch_;
       std::move(items_.begin() + long(begin), items_.begin() + long(end), std::back_inserter(ready));
       for (size_t position = begin; position < end; ++position)
         files.push_back(samples_[order_[position]].image);
+      batch.images = std::move(buffers_.at(next_batch_));
+      buffers_.erase(next_batch_);
+      ++next_batch_;
     }
     work_ready_.notify_all();
-    TrainBatch batch;
     batch.height = batch.width = imgsz_;
+    const size_t floats = image_floats();
     for (size_t k = 0; k < ready.size(); ++k) {
       Item& item = ready[k];
       if (item.failure) std::rethrow_exception(item.failure);
       note_undecodable(item);
-      if (!item.image) continue;
+      if (!item.decoded) continue;
+      if (size_t(batch.batch) != k)  // close the gap an undecodable image left
+        std::copy_n(batch.images.begin() + long(k * floats), floats,
+                    batch.images.begin() + long(size_t(batch.batch) * floats));
       ++batch.batch;
-      append_nchw(item.image->image, batch.images);
-      batch.ground_truth.push_back(std::move(item.image->boxes));
+      batch.ground_truth.push_back(std::move(item.boxes));
       batch.files.push_back(files[k]);
     }
+    batch.images.resize(size_t(batch.batch) * floats);
     if (batch.batch > 0) return batch;
     if (undecodable_ == samples_.size())
       throw UsageError(printable_path(samples_.front().image.parent_path()) + ": none of the " +

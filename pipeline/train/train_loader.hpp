@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,19 +47,22 @@ class TrainLoader {
   void on_warning(std::function<void(const std::string&)> warn);
 
  private:
-  // One image of the epoch, prepared by a worker: the augmented image (none when it does not decode) and the
-  // samples found undecodable while preparing it (it or its mosaic tiles) with the decoder's message.
+  // One image of the epoch, prepared by a worker: its planes are written into its batch's buffer (slot
+  // position % batch); here its boxes (none when it does not decode) and the samples found undecodable while
+  // preparing it (it or its mosaic tiles) with the decoder's message.
   struct Item {
-    bool done = false;
-    std::optional<LabeledImage> image;
+    bool done = false, decoded = false;
+    std::vector<loss::GtBox> boxes;
     std::vector<std::pair<size_t, std::string>> undecodable;
     std::exception_ptr failure;
   };
 
   void work();
-  Item prepare(size_t position, size_t sample, uint64_t epoch_key, bool mosaic) const;
-  void prepare_batch_here(size_t begin, size_t end);
+  Item prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const;
+  float* batch_slot(
+      size_t position);  // under mutex_: the buffer of position's batch, allocated when first asked
   void note_undecodable(const Item& item);
+  size_t image_floats() const;
 
   std::vector<dataset::Sample> samples_;
   dataset::SplitReport report_;
@@ -73,8 +77,9 @@ class TrainLoader {
   std::condition_variable work_ready_, item_done_;
   bool started_ = false, stopping_ = false, mosaic_ = false;
   uint64_t epoch_key_ = 0, generation_ = 0;
-  std::vector<size_t> order_;  // the epoch's shuffle: position -> sample
-  std::vector<Item> items_;    // per position
+  std::vector<size_t> order_;                     // the epoch's shuffle: position -> sample
+  std::vector<Item> items_;                       // per position
+  std::map<size_t, std::vector<float>> buffers_;  // per batch being prepared: [batch, 3, imgsz, imgsz]
   size_t next_claim_ = 0, next_batch_ = 0;
   int in_flight_ = 0;
   std::vector<std::thread> threads_;
