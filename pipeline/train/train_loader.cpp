@@ -83,12 +83,12 @@ size_t TrainLoader::image_floats() const {
 
 float* TrainLoader::batch_slot(size_t position) {
   const size_t batch = position / size_t(batch_);
-  auto [it, added] = buffers_.try_emplace(batch);
-  if (added) {
+  std::vector<float>& buffer = buffers_[batch];
+  if (buffer.empty()) {  // (still empty after an allocation that failed: tried again)
     const size_t end = std::min((batch + 1) * size_t(batch_), order_.size());
-    it->second.resize((end - batch * size_t(batch_)) * image_floats());
+    buffer.resize((end - batch * size_t(batch_)) * image_floats());
   }
-  return it->second.data() + (position % size_t(batch_)) * image_floats();
+  return buffer.data() + (position % size_t(batch_)) * image_floats();
 }
 
 TrainLoader::Item TrainLoader::prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const {
@@ -129,10 +129,17 @@ void TrainLoader::work() {
     const uint64_t generation = generation_, item_seed = mixed_seed(epoch_key_, position);
     const size_t sample = order_[position];
     const bool mosaic = mosaic_;
-    float* planes = batch_slot(position);
+    Item item;
+    float* planes = nullptr;
+    try {
+      planes = batch_slot(position);
+    } catch (...) {  // out of memory: next() throws it
+      item.failure = std::current_exception();
+      item.done = true;
+    }
     ++in_flight_;
     lock.unlock();
-    Item item = prepare(sample, item_seed, mosaic, planes);
+    if (planes) item = prepare(sample, item_seed, mosaic, planes);
     lock.lock();
     --in_flight_;
     if (generation == generation_) items_[position] = std::move(item);

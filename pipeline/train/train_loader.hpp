@@ -1,10 +1,10 @@
 // The training batch loader of `lab train`: each epoch a fresh shuffle of the split (from the seed and the
-// epoch), each image augmented as Ultralytics trains (augment_pipeline: mosaic, random affine, HSV, flip;
-// no mosaic in the last close_mosaic epochs) on worker threads that stay a few batches ahead, batches of
-// imgsz x imgsz RGB / 255 with their boxes in pixels. The same (seed, epoch) gives the same batches whatever
-// the number of workers. An image that does not decode is left out of its batch (which comes out short; a
-// batch left empty is passed over) and counted in report() with a one-line warning naming the file; a split
-// where no image decodes is a UsageError.
+// epoch), each image augmented as Ultralytics trains (augment_pipeline: mosaic, random affine, HSV, flip; no
+// mosaic in the last close_mosaic epochs) on worker threads that stay a few batches ahead, batches of imgsz x
+// imgsz RGB / 255 with their boxes in pixels (the workers write each image into its batch's buffer). The same
+// (seed, epoch) gives the same batches whatever the number of workers. An image that does not decode is left
+// out of its batch (which comes out short; a batch left empty is passed over) and counted in report() with a
+// one-line warning naming the file; a split where no image decodes is a UsageError.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "pipeline/dataset/yolo_dataset.hpp"
-#include "pipeline/train/augment_geometry.hpp"
 #include "pipeline/train/augment_settings.hpp"
 #include "pipeline/train/train_engine.hpp"
 
@@ -59,8 +58,8 @@ class TrainLoader {
 
   void work();
   Item prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const;
-  float* batch_slot(
-      size_t position);  // under mutex_: the buffer of position's batch, allocated when first asked
+  // Under mutex_: where position's planes go in its batch's buffer (allocated when first asked for).
+  float* batch_slot(size_t position);
   void note_undecodable(const Item& item);
   size_t image_floats() const;
 
