@@ -48,8 +48,9 @@ std::optional<LabeledImage> augment_sample(size_t index, size_t count, const Sam
     const std::array<std::optional<LabeledImage>, 3> others = other_tiles(count, source, random);
     std::array<const LabeledImage*, 4> tiles{&*first};
     for (size_t k = 0; k < 3; ++k) tiles[k + 1] = others[k] ? &*others[k] : &*first;
-    const int yc = int(uniform(random, imgsz / 2, 2 * imgsz - imgsz / 2));
-    const int xc = int(uniform(random, imgsz / 2, 2 * imgsz - imgsz / 2));
+    const int border = (imgsz + 1) / 2;  // Ultralytics' -(-imgsz // 2)
+    const int yc = int(uniform(random, border, 2 * imgsz - border));
+    const int xc = int(uniform(random, border, 2 * imgsz - border));
     item = random_affine(mosaic4(tiles, imgsz, xc, yc), imgsz, draw_affine(settings, random));
   } else {
     item = random_affine(letterbox_square(*first, imgsz), imgsz, draw_affine(settings, random));
