@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "nvrtc_runtime/errors.hpp"
@@ -221,6 +222,16 @@ TEST_CASE("train loader: one-line errors for a split that does not decode and fo
   CHECK_THROWS_WITH(TrainLoader(good, kSize, 0, {}, 0, 0), "--batch 0: must be at least 1");
   CHECK_THROWS_WITH(TrainLoader(good, kSize, 1, {}, -1, 0), "--workers -1: must be at least 0");
   CHECK_THROWS_AS(TrainLoader(dataset::Split{}, kSize, 1, {}, 0, 0), UsageError);
+  AugmentSettings bad_scale, bad_degrees, bad_close;
+  bad_scale.scale = 1.5;
+  bad_degrees.degrees = -200;
+  bad_close.close_mosaic = -1;
+  CHECK_THROWS_WITH(TrainLoader(good, kSize, 1, bad_scale, 0, 0), "--scale 1.5: must be in [0, 1]");
+  CHECK_THROWS_WITH(TrainLoader(good, kSize, 1, bad_degrees, 0, 0), "--degrees -200: must be in [-180, 180]");
+  CHECK_THROWS_WITH(TrainLoader(good, kSize, 1, bad_close, 0, 0), "--close-mosaic -1: must be at least 0");
+  AugmentSettings not_a_number;
+  not_a_number.hsv_v = std::nan("");
+  CHECK_THROWS_WITH(TrainLoader(good, kSize, 1, not_a_number, 0, 0), "--hsv-v nan: must be in [0, 1]");
   TrainLoader not_started(good, kSize, 1, {}, 1, 0);
   CHECK_FALSE(not_started.next());
 }

@@ -34,6 +34,7 @@ TrainLoader::TrainLoader(const dataset::Split& split, int imgsz, int batch, Augm
   if (imgsz < 1) throw UsageError("--imgsz " + std::to_string(imgsz) + ": must be at least 1");
   if (batch < 1) throw UsageError("--batch " + std::to_string(batch) + ": must be at least 1");
   if (workers < 0) throw UsageError("--workers " + std::to_string(workers) + ": must be at least 0");
+  check_augment_settings(augment);
   for (int k = 0; k < workers; ++k) threads_.emplace_back([this] { work(); });
 }
 

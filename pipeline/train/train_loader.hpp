@@ -26,7 +26,7 @@ namespace lab::train {
 class TrainLoader {
  public:
   // workers 0 prepares the images in next() on the calling thread. UsageError for an empty split, imgsz or
-  // batch below 1, workers below 0.
+  // batch below 1, workers below 0, settings out of range (check_augment_settings).
   TrainLoader(const dataset::Split& split, int imgsz, int batch, AugmentSettings augment, int workers,
               uint64_t seed);
   ~TrainLoader();
