@@ -50,8 +50,8 @@ TrainLoader::~TrainLoader() {
 void TrainLoader::start_epoch(int epoch, int epochs) {
   {
     std::unique_lock lock(mutex_);
-    ++generation_;  // items of the previous epoch still being prepared are dropped when they finish
-    item_done_.wait(lock, [&] { return in_flight_ == 0; });  // they write into buffers_
+    // Images still being prepared write into buffers_: let them finish, then drop the previous epoch's work.
+    item_done_.wait(lock, [&] { return in_flight_ == 0; });
     epoch_key_ = mixed_seed(seed_, uint64_t(epoch));
     mosaic_ = augment_.mosaic > 0 && epoch < epochs - augment_.close_mosaic;
     order_.resize(samples_.size());
@@ -127,7 +127,7 @@ void TrainLoader::work() {
     });
     if (stopping_) return;
     const size_t position = next_claim_++;
-    const uint64_t generation = generation_, item_seed = mixed_seed(epoch_key_, position);
+    const uint64_t item_seed = mixed_seed(epoch_key_, position);
     const size_t sample = order_[position];
     const bool mosaic = mosaic_;
     Item item;
@@ -143,7 +143,7 @@ void TrainLoader::work() {
     if (planes) item = prepare(sample, item_seed, mosaic, planes);
     lock.lock();
     --in_flight_;
-    if (generation == generation_) items_[position] = std::move(item);
+    items_[position] = std::move(item);
     item_done_.notify_all();
   }
 }
