@@ -19,5 +19,6 @@ void add_convert_command(CLI::App& app, CliState& state);
 void add_detect_command(CLI::App& app, CliState& state);
 void add_data_command(CLI::App& app, CliState& state);
 void add_val_command(CLI::App& app, CliState& state);
+void add_train_command(CLI::App& app, CliState& state);
 
 }  // namespace lab

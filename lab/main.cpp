@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   lab::add_detect_command(app, state);
   lab::add_data_command(app, state);
   lab::add_val_command(app, state);
+  lab::add_train_command(app, state);
   app.set_version_flag("--version", [&state] { return lab::version_text(state.arch); },
                        "Print the version, git commit, NVRTC version and compile target, then exit");
   try {

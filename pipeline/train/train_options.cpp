@@ -20,11 +20,16 @@ void visit_settings(Options& o, Visit&& visit) {
   visit("imgsz", o.imgsz), visit("optimizer", o.optimizer), visit("lr0", o.lr0), visit("lrf", o.lrf);
   visit("momentum", o.momentum), visit("weight_decay", o.weight_decay);
   visit("warmup_epochs", o.warmup_epochs), visit("warmup_momentum", o.warmup_momentum);
-  visit("warmup_bias_lr", o.warmup_bias_lr), visit("nbs", o.nbs), visit("close_mosaic", o.close_mosaic);
+  visit("warmup_bias_lr", o.warmup_bias_lr), visit("nbs", o.nbs);
   visit("patience", o.patience), visit("seed", o.seed), visit("workers", o.workers);
   visit("max_norm", o.max_norm), visit("val", o.val), visit("project", o.project), visit("name", o.name);
   visit("exist_ok", o.exist_ok), visit("backend", o.backend), visit("engine", o.engine);
   visit("precision", o.precision);
+  auto& a = o.augment;
+  visit("hsv_h", a.hsv_h), visit("hsv_s", a.hsv_s), visit("hsv_v", a.hsv_v), visit("degrees", a.degrees);
+  visit("translate", a.translate), visit("scale", a.scale), visit("shear", a.shear);
+  visit("perspective", a.perspective), visit("fliplr", a.fliplr), visit("mosaic", a.mosaic);
+  visit("close_mosaic", a.close_mosaic);
 }
 
 std::string shown(double v) {
@@ -60,7 +65,6 @@ void require_member(const std::string& v, const std::string& option,
 
 void check_train_options(const TrainOptions& o) {
   require(!o.data.empty(), "data", "''", "needs a dataset YAML");
-  require(!o.model.empty(), "model", "''", "needs a checkpoint");
   require_int(o.epochs, "epochs", 1, 100000);
   require_int(o.batch, "batch", 1, 4096);
   require_int(o.imgsz, "imgsz", 32, 4096);
@@ -73,7 +77,18 @@ void check_train_options(const TrainOptions& o) {
   require_real(o.warmup_momentum, "warmup-momentum", 0, 0.999999, false);
   require_real(o.warmup_bias_lr, "warmup-bias-lr", 0, 1, false);
   require_int(o.nbs, "nbs", 1, 65536);
-  require_int(o.close_mosaic, "close-mosaic", 0, 100000);
+  const AugmentSettings& a = o.augment;
+  require_real(a.hsv_h, "hsv-h", 0, 0.5, false);
+  require_real(a.hsv_s, "hsv-s", 0, 1, false);
+  require_real(a.hsv_v, "hsv-v", 0, 1, false);
+  require_real(a.degrees, "degrees", 0, 180, false);
+  require_real(a.translate, "translate", 0, 0.9, false);
+  require_real(a.scale, "scale", 0, 0.9, false);
+  require_real(a.shear, "shear", 0, 45, false);
+  require_real(a.perspective, "perspective", 0, 0.001, false);
+  require_real(a.fliplr, "fliplr", 0, 1, false);
+  require_real(a.mosaic, "mosaic", 0, 1, false);
+  require_int(a.close_mosaic, "close-mosaic", 0, 100000);
   require_int(o.patience, "patience", 0, 100000);
   require_int(o.workers, "workers", 0, 256);
   require_real(o.max_norm, "max-norm", 0, 1e6, true);

@@ -1,0 +1,206 @@
+// lab train's loop (pipeline/train/trainer) end to end on small synthetic datasets: the CI acceptance (the
+// cpu emulator fine-tunes yolo26n to a 2-class dataset and the loss falls by at least 30 %), a resumed run
+// continuing exactly as an uninterrupted one (cpu backend), the nominal-batch accumulation with and without
+// warm-up (reference backend), and the run's files, folders and one-line errors.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/dataset/synth_dataset.hpp"
+#include "pipeline/safetensors.hpp"
+#include "pipeline/train/results_csv.hpp"
+#include "pipeline/train/run_folder.hpp"
+#include "pipeline/train/trainer.hpp"
+#include "tests/test_helpers.hpp"
+
+using Catch::Matchers::Contains;
+using namespace lab;
+using namespace lab::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModel = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+
+fs::path synth(const fs::path& root, int train, int imgsz, uint64_t seed) {
+  dataset::SynthOptions o;
+  o.out = root / "data", o.classes = 2, o.train = train, o.val = 1, o.imgsz = imgsz, o.seed = seed;
+  dataset::write_synth_dataset(o);
+  return o.out / "data.yaml";
+}
+
+// Plain batches (no augmentation, no warm-up), one optimizer step per batch: the loss curve is the model's.
+TrainOptions plain_options(const fs::path& data, const fs::path& project, const std::string& backend) {
+  TrainOptions o;
+  o.data = data.string(), o.model = kModel.string(), o.project = project.string();
+  o.imgsz = 32, o.epochs = 8, o.batch = 3, o.nbs = 3, o.workers = 0, o.val = false;
+  o.augment = AugmentSettings::none();
+  o.warmup_epochs = 0, o.optimizer = "AdamW", o.lr0 = 0.0015, o.backend = backend;
+  return o;
+}
+
+struct Recorded {
+  std::vector<StepReport> steps;
+  std::vector<EpochReport> epochs;
+};
+
+TrainHooks recording(Recorded& r, long long stop_after = -1) {
+  TrainHooks hooks;
+  hooks.on_step = [&r](const StepReport& s) { r.steps.push_back(s); };
+  hooks.on_epoch = [&r](const EpochReport& e) { r.epochs.push_back(e); };
+  hooks.should_stop = [&r, stop_after] { return (long long)r.steps.size() == stop_after; };
+  return hooks;
+}
+
+size_t lines(const std::string& text) {
+  return size_t(std::count(text.begin(), text.end(), '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("lab train on the cpu emulator: yolo26n on 3 tiny images, 8 steps, the loss falls by 30 %",
+          "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_accept");
+  const TrainOptions o = plain_options(synth(scratch.path, 3, 32, 5), scratch.path / "runs", "cpu");
+  Recorded r;
+  Trainer trainer(o, std::nullopt, test::embedded_context(), recording(r));
+  CHECK(trainer.folder() == scratch.path / "runs" / "train");
+  CHECK_THAT(trainer.description()[0], Contains("class branches re-initialised for 2 classes"));
+  const TrainSummary summary = trainer.run();
+  REQUIRE(r.steps.size() == 8);
+  const double first = r.steps.front().loss.total;
+  const double last = (r.steps[6].loss.total + r.steps[7].loss.total) / 2;
+  INFO("loss " << first << " -> " << last << " (mean of the last two steps)");
+  CHECK(last <= 0.7 * first);
+  for (const StepReport& s : r.steps) {
+    CHECK(s.stepped);
+    CHECK(s.loss.one2many.positives > 0);  // not a collapse to no assignment
+    CHECK(s.module_grad_norms.size() > 100);
+  }
+  CHECK(summary.epochs_done == 8);
+  REQUIRE(r.epochs.size() == 8);
+  CHECK_FALSE(r.epochs[6].validated);  // --no-val: the last epoch only
+  CHECK(r.epochs[7].validated);
+  const std::string csv = test::read_text(trainer.folder() / "results.csv");
+  CHECK(lines(csv) == 9);
+  CHECK(csv.rfind(results_csv_header(), 0) == 0);
+  CHECK(fs::exists(trainer.folder() / "args.yaml"));
+  CHECK(fs::exists(last_state_path(trainer.folder())));
+  for (const char* file : {"last.safetensors", "last.pt", "best.safetensors", "best.pt"})
+    CHECK(fs::exists(trainer.folder() / "weights" / file));
+  CHECK(fs::exists(trainer.folder() / "results.png"));
+}
+
+TEST_CASE("lab train --resume: an interrupted run continues exactly as the uninterrupted one (cpu)",
+          "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_resume");
+  TrainOptions o = plain_options(synth(scratch.path, 2, 32, 9), scratch.path / "runs", "cpu");
+  o.epochs = 2, o.batch = 1, o.nbs = 1;  // 2 batches an epoch, 4 steps
+
+  Recorded whole;
+  Trainer(o, std::nullopt, test::embedded_context(), recording(whole)).run();
+  REQUIRE(whole.steps.size() == 4);
+
+  Recorded first_part, second_part;
+  TrainOptions interrupted = o;
+  interrupted.name = "cut";
+  Trainer cut(interrupted, std::nullopt, test::embedded_context(), recording(first_part, 1));
+  const TrainSummary stopped = cut.run();
+  CHECK(stopped.interrupted);
+  REQUIRE(first_part.steps.size() == 1);
+  Trainer resumed(TrainOptions{}, (scratch.path / "runs" / "cut").string(), test::embedded_context(),
+                  recording(second_part));
+  CHECK(resumed.options().name == "cut");  // the run's own args.yaml
+  resumed.run();
+  REQUIRE(second_part.steps.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const StepReport &a = whole.steps[i + 1], &b = second_part.steps[i];
+    CHECK(a.iteration == b.iteration);
+    CHECK(a.loss.total == b.loss.total);
+    CHECK(a.grad_norm == b.grad_norm);
+    CHECK(a.mean_loss == b.mean_loss);
+  }
+  // The same EMA, parameters and optimizer state at the end; results.csv the same but for the time column.
+  const SafetensorsFile ended = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "train"));
+  const SafetensorsFile resumed_end = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "cut"));
+  REQUIRE(ended.keys() == resumed_end.keys());
+  for (const std::string& key : ended.keys()) CHECK(ended.floats(key) == resumed_end.floats(key));
+  CHECK(whole.epochs.back().metrics.map50_95 == second_part.epochs.back().metrics.map50_95);
+  CHECK(lines(test::read_text(scratch.path / "runs" / "cut" / "results.csv")) == 3);
+}
+
+TEST_CASE("lab train: nominal-batch accumulation, and warm-up's accumulation from 1", "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_accumulate");
+  TrainOptions o = plain_options(synth(scratch.path, 8, 32, 2), scratch.path / "runs", "reference");
+  o.epochs = 2, o.batch = 2, o.nbs = 8;  // 4 batches an epoch, a step every 4 after warm-up
+  auto stepped_at = [&](const TrainOptions& options) {
+    Recorded r;
+    Trainer(options, std::nullopt, test::embedded_context(), recording(r)).run();
+    std::vector<long long> at;
+    for (const StepReport& s : r.steps)
+      if (s.stepped) at.push_back(s.iteration);
+    return at;
+  };
+  CHECK(stepped_at(o) == std::vector<long long>{3, 7});
+  // Warm-up over 100 iterations: accumulate round(1 + 3 * ni / 100) is 1 up to iteration 16.
+  o.warmup_epochs = 3;
+  CHECK(stepped_at(o) == std::vector<long long>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST_CASE("lab train: run folders, results.csv rows, bad datasets and options", "[train_loop]") {
+  const test::ScratchDir scratch("train_files");
+  const fs::path project = scratch.path / "runs";
+  CHECK(make_run_folder(project, "train", false) == project / "train");
+  CHECK(make_run_folder(project, "train", false) == project / "train2");
+  CHECK(make_run_folder(project, "train", false) == project / "train3");
+  CHECK(make_run_folder(project, "train", true) == project / "train");
+  CHECK(fs::is_directory(project / "train3" / "weights"));
+  CHECK_THROWS_WITH(resume_state_path("", scratch.path / "none"), Contains("no run under"));
+  CHECK_THROWS_WITH(resume_state_path((project / "train").string(), project),
+                    Contains("no training state at"));
+
+  EpochRow row{3, 12.5, {1.5, 0.25, 0.0125}, 0.5, 0.25, 0.75, 0.125, {0.001, 0.002, 0.003}};
+  CHECK(results_csv_row(row) == "3,12.5,1.5,0.25,0.0125,0.5,0.25,0.75,0.125,0.001,0.002,0.003\n");
+
+  TrainOptions o;
+  o.data = (scratch.path / "missing.yaml").string(), o.model = kModel.string();
+  o.project = (scratch.path / "bad_runs").string();
+  CHECK_THROWS_AS(Trainer(o, std::nullopt, test::embedded_context(), {}), UsageError);
+  CHECK_THROWS_WITH(Trainer(o, std::nullopt, test::embedded_context(), {}), Contains("missing.yaml"));
+  test::write_file(scratch.path / "d" / "data.yaml", "path: .\ntrain: images/train\nval: images/val\nnames: [a]\n");
+  o.data = (scratch.path / "d" / "data.yaml").string();
+  CHECK_THROWS_WITH(Trainer(o, std::nullopt, test::embedded_context(), {}), Contains("images/train"));
+  o.epochs = 0;
+  CHECK_THROWS_WITH(Trainer(o, std::nullopt, test::embedded_context(), {}), Contains("--epochs 0"));
+  CHECK_FALSE(fs::exists(scratch.path / "bad_runs"));  // nothing written for a run that cannot start
+}
+
+TEST_CASE("lab train (CLI): bad input is one line and exit 2, nothing written", "[train_loop]") {
+  const test::ScratchDir scratch("train_cli");
+  const std::string project = " --project " + test::quoted((scratch.path / "runs").string());
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {test::quoted((scratch.path / "none.yaml").string()), "none.yaml"},
+           {"data.yaml --precision bf16", "--precision bf16: mixed-precision training is not built yet"},
+           {"data.yaml --lr0 2", "--lr0 2: must be in (0, 1]"},
+           {"", "DATA.yaml is required (or --resume)"},
+           {"--resume " + test::quoted((scratch.path / "nowhere").string()), "no training state at"}}) {
+    const test::LabResult r = test::run_lab("train " + args + project);
+    INFO(args << " -> " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK_FALSE(fs::exists(scratch.path / "runs"));
+}
