@@ -18,23 +18,16 @@
 #include "lab/table.hpp"
 
 namespace lab {
-namespace {
 
-struct Stats {
-  double median = 0, min = 0, p90 = 0;
-};
-
-Stats stats_of(std::vector<double> v) {
+TimingStats timing_stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  Stats s;
+  TimingStats s;
   s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   s.min = v.front();
   s.p90 = v[std::min(n - 1, size_t(0.9 * double(n)))];
   return s;
 }
-
-}  // namespace
 
 void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const int imgsz = rounded_imgsz(o.imgsz);
@@ -68,7 +61,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   for (int i = 0; i < warmup; ++i) network.replay_ms();
   std::vector<double> replays;
   for (int i = 0; i < iters; ++i) replays.push_back(network.replay_ms());
-  const Stats graph = stats_of(replays);
+  const TimingStats graph = timing_stats(replays);
 
   // Layer by layer: the same launches, each layer between two events (launch gaps between layers excluded).
   network.set_layer_timing(true);
@@ -84,7 +77,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   double layer_sum = 0;
   std::vector<std::pair<std::string, double>> layers;
   for (const std::string& name : order) {
-    layers.push_back({name, stats_of(per_layer[name]).median});
+    layers.push_back({name, timing_stats(per_layer[name]).median});
     layer_sum += layers.back().second;
   }
   const double images_per_s = o.batch * 1e3 / graph.median;

@@ -2,6 +2,7 @@
 // warm replays, CUDA events) and layer by layer (each layer's launches between two events).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "lab/cli_state.hpp"
 
@@ -19,5 +20,11 @@ struct PipelineBenchOptions {
 };
 
 void bench_pipeline(const PipelineBenchOptions& options, CliState& state);
+
+// Median, min and p90 of timings in ms (`lab bench pipeline` and `lab bench train-step`).
+struct TimingStats {
+  double median = 0, min = 0, p90 = 0;
+};
+TimingStats timing_stats(std::vector<double> ms);
 
 }  // namespace lab

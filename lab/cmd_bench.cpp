@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/bench_pipeline.hpp"
+#include "lab/bench_train_step.hpp"
 #include "lab/commands.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/precision_option.hpp"
@@ -222,16 +223,25 @@ void bench(const BenchOptions& o, CliState& state) {
 void add_bench_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "bench",
-      "Time a kernel over warm launches (median/min/p90, GB/s, TFLOP/s), or `pipeline`: the whole network");
+      "Time a kernel over warm launches (median/min/p90, GB/s, TFLOP/s), or `pipeline`: the whole network, "
+      "or `train-step`: one training iteration");
   auto o = std::make_shared<BenchOptions>();
   auto p = std::make_shared<PipelineBenchOptions>();
-  cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`), or `pipeline`")->required();
-  cmd->add_option("--model", p->model, "pipeline: checkpoint (default: the usual model lookup)")
+  auto t = std::make_shared<TrainStepBenchOptions>();
+  cmd->add_option("KERNEL", o->kernel, "Runner name (see `lab list`), `pipeline` or `train-step`")
+      ->required();
+  cmd->add_option("--model", p->model, "pipeline, train-step: checkpoint (default: the usual model lookup)")
       ->check(not_empty());
-  cmd->add_option("--batch", p->batch, "pipeline: batch size")->check(batch_range())->capture_default_str();
+  cmd->add_option("--batch", p->batch, "pipeline, train-step: batch size")
+      ->check(batch_range())
+      ->capture_default_str();
+  cmd->add_option("--optimizer", t->optimizer, "train-step: SGD or AdamW")
+      ->check(CLI::IsMember({"SGD", "AdamW"}))
+      ->capture_default_str();
   cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
       ->capture_default_str();
-  cmd->add_option("--imgsz", p->imgsz, "pipeline: square input size (rounded up to a multiple of 32)")
+  cmd->add_option("--imgsz", p->imgsz,
+                  "pipeline, train-step: square input size (rounded up to a multiple of 32)")
       ->check(imgsz_range())
       ->capture_default_str();
   auto* variant = cmd->add_option("--variant", o->variant, "Variant (default: the runner's first)");
@@ -253,8 +263,16 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
       "  lab bench conv2d --backend cpu --param C_IN=64 --iters 5\n"
-      "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n");
-  cmd->callback([&state, o, p] {
+      "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
+      "  lab bench train-step --batch 32 --imgsz 640       # forward, loss, backward, optimizer step\n");
+  cmd->callback([&state, o, p, t] {
+    if (o->kernel == "train-step") {
+      if (p->precision != "fp32")
+        throw UsageError("--precision " + p->precision + ": train-step runs float32");
+      t->model = p->model, t->batch = p->batch, t->imgsz = p->imgsz, t->backend = o->backend;
+      t->iters = o->iters, t->warmup = o->warmup, t->json = o->json, t->seed = o->seed;
+      return bench_train_step(*t, state);
+    }
     if (o->kernel != "pipeline") return bench(*o, state);
     p->backend = o->backend, p->iters = o->iters, p->warmup = o->warmup, p->json = o->json, p->seed = o->seed;
     bench_pipeline(*p, state);

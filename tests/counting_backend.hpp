@@ -1,7 +1,7 @@
-// CountingBackend: a Backend that forwards everything to another one and counts the host-to-device uploads,
-// the compiles that missed the cache and the graph captures, so a test can check how often an op copies data
-// to the device, whether Backend::precompile covered every module compiled after it, and when plans are
-// captured.
+// CountingBackend: a Backend that forwards everything to another one and counts the device allocations, the
+// host-to-device uploads, the compiles that missed the cache and the graph captures, so a test can check how
+// often an op copies data to the device, whether Backend::precompile covered every module compiled after it,
+// and when plans are captured.
 #pragma once
 #include "nvrtc_runtime/backend.hpp"
 
@@ -10,6 +10,7 @@ namespace lab::test {
 class CountingBackend : public Backend {
  public:
   explicit CountingBackend(Backend& inner) : inner_(inner) {}
+  size_t allocations = 0;
   size_t uploads = 0;
   size_t compile_misses = 0;  // compile() calls that were not cache hits
   size_t captures = 0;
@@ -23,7 +24,10 @@ class CountingBackend : public Backend {
     compile_misses += !module->result().cache_hit;
     return module;
   }
-  DeviceBuffer alloc(size_t bytes) override { return inner_.alloc(bytes); }
+  DeviceBuffer alloc(size_t bytes) override {
+    ++allocations;
+    return inner_.alloc(bytes);
+  }
   void upload(void* dst, const void* src, size_t bytes) override {
     ++uploads;
     inner_.upload(dst, src, bytes);

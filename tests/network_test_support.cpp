@@ -31,6 +31,15 @@ double relative_l2(const std::vector<float>& got, const std::vector<float>& want
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
+double relative_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
 size_t non_finite_count(const std::vector<float>& values) {
   size_t n = 0;
   for (float v : values) n += !std::isfinite(v);

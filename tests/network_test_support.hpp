@@ -15,6 +15,8 @@ const Yolo26Model* shared_yolo26n();
 std::filesystem::path assets_dir();
 
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want);
+// The same of float64 tensors; absolute L2 when `want` is all zeros.
+double relative_l2(const std::vector<double>& got, const std::vector<double>& want);
 size_t non_finite_count(const std::vector<float>& values);
 
 // Rows x1, y1, x2, y2, score, class. Every `expected` row with score > min_score must have a row in `got`

@@ -20,15 +20,6 @@ using namespace lab;
 
 namespace {
 
-double relative_l2(const std::vector<double>& got, const std::vector<double>& want) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
 // Every parameter's gradient within `tolerance` relative L2 of the reference's (absolute for a zero one), and
 // the loss components within 1e-4 relative.
 void compare_with_reference(const std::string& backend_name, const Yolo26Model& model,
@@ -52,7 +43,7 @@ void compare_with_reference(const std::string& backend_name, const Yolo26Model& 
     const ParameterGradient &g = got.parameters[i], &w = want.parameters[i];
     REQUIRE(g.name == w.name);
     REQUIRE(g.values.size() == w.values.size());
-    const double rel = relative_l2(g.values, w.values);
+    const double rel = test::relative_l2(g.values, w.values);
     INFO(w.name << ": relative L2 " << rel);
     CHECK(rel <= tolerance);
     if (rel > worst) worst = rel, worst_name = w.name;

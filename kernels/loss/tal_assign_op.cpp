@@ -83,11 +83,11 @@ int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts) {
   return rows;
 }
 
-DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
-                                      int min_rows) {
-  DeviceGroundTruth out;
+void upload_ground_truth_into(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
+                              int min_rows, DeviceGroundTruth& out) {
   out.batch = static_cast<int>(gts.size());
   out.max_gts = std::max(max_ground_truth_rows(gts), min_rows);
+  out.max_class = -1;
   std::vector<TalGt> rows(size_t(out.batch) * out.max_gts, TalGt{0, 0, 0, 0, 0, 0});
   std::vector<int> counts;
   for (int b = 0; b < out.batch; ++b) {
@@ -98,8 +98,19 @@ DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::v
       out.max_class = std::max(out.max_class, box.cls);
     }
   }
-  out.boxes = backend.upload_vector(rows);
-  out.counts = backend.upload_vector(counts);
+  const auto upload = [&backend](DeviceBuffer& buffer, const auto& values) {
+    const size_t bytes = values.size() * sizeof(values[0]);
+    if (buffer.bytes() < bytes) buffer = backend.alloc(bytes);
+    backend.upload(buffer.get(), values.data(), bytes);
+  };
+  upload(out.boxes, rows);
+  upload(out.counts, counts);
+}
+
+DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
+                                      int min_rows) {
+  DeviceGroundTruth out;
+  upload_ground_truth_into(backend, gts, min_rows, out);
   return out;
 }
 

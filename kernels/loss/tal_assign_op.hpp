@@ -37,6 +37,9 @@ struct DeviceGroundTruth {
 };
 DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
                                       int min_rows = 1);
+// The same into `out`, whose buffers are reused when large enough (a loss kept across calls).
+void upload_ground_truth_into(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
+                              int min_rows, DeviceGroundTruth& out);
 // The G upload_ground_truth gives these lists at min_rows = 1.
 int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts);
 

@@ -205,6 +205,14 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
                                                                              : rearrange_for_input_grad(weight, s));
 }
 
+ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
+  if (!input_grad_) return {};
+  const long long c_in = shape_.c_in, taps = (long long)shape_.kernel * shape_.kernel;
+  if (input_grad_ == ConvBackwardVariant::Direct)
+    return {weight_.as<float>(), (c_in / shape_.groups) * taps, taps, 1};
+  return {weight_.as<float>(), taps * c_in, 1, c_in};  // [c_out * taps, c_in] (rearrange_for_input_grad)
+}
+
 void Conv2dBackwardOp::silu_backward(long long count, const float* grad_out, const float* z,
                                      float* grad_z) const {
   if (count < 1) return;

@@ -60,6 +60,9 @@ class Conv2dBackwardOp {
   size_t weight_grad_workspace_floats(int batch, int h, int w) const;
 
   const Conv2dShape& shape() const { return shape_; }
+  // The device weights input_grad() reads, in its variant's layout, for an owner that rewrites them between
+  // calls (the training step's BatchNorm fold); data null when the op has no input gradient.
+  ConvWeightLayout weight_layout() const;
 
  private:
   Backend& backend_;

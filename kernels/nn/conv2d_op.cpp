@@ -224,6 +224,15 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
   bias_ = backend.upload_vector(bias);
 }
 
+ConvWeightLayout Conv2dOp::weight_layout() const {
+  if (mma_type(variant_))
+    throw UsageError("conv2d " + shape_text(shape_) + ": " + conv_variant_name(variant_) +
+                     " keeps 16-bit weights, not float32 ones to rewrite");
+  const long long c_out = shape_.c_out, taps = (long long)shape_.kernel * shape_.kernel;
+  if (is_implicit_gemm(variant_)) return {weight_.as<float>(), 1, taps * c_out, c_out};  // [red, c_out]
+  return {weight_.as<float>(), (long long)(shape_.c_in / shape_.groups) * taps, taps, 1};
+}
+
 // Splits so that the tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at
 // least 128 reduction rows (whole chunks).
 int Conv2dOp::splitk_splits(int batch, int h_in, int w_in) const {

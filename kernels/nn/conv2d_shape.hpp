@@ -13,4 +13,11 @@ struct Conv2dShape {
   bool depthwise() const { return groups == c_in && groups == c_out; }
 };
 
+// Where an op keeps a float32 copy of its weights, so that training can rewrite them in place: element
+// (o, i, t) of [c_out, c_in/groups, kernel*kernel] at data[o * out_stride + i * in_stride + t * tap_stride].
+struct ConvWeightLayout {
+  float* data = nullptr;
+  long long out_stride = 0, in_stride = 0, tap_stride = 0;
+};
+
 }  // namespace lab

@@ -1,13 +1,14 @@
-// GradientTape: each op's forward launches and its recorded backward (conv: SiLU backward, input, weight and
-// bias gradients; pool, upsample, slice, concat, anchors: the weightless backward kernels; attention:
-// PsaOp::backward on the forward's workspace).
+// GradientTape: each op's buffers and kernels' ops made when it is built, its forward launches and its
+// backward recorded (conv: the linear conv, then the activation and residual from z; backward: SiLU
+// backward, input, weight and bias gradients; pool, upsample, slice, concat, anchors: the weightless
+// backward kernels; attention: PsaOp::backward on the forward's workspace).
 #include "pipeline/executor/gradient_tape.hpp"
 
 #include <algorithm>
 
 #include "kernels/attention/psa_op.hpp"
-#include "pipeline/executor/network_ops.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/network_ops.hpp"
 
 namespace lab {
 
@@ -18,7 +19,8 @@ GradientTape::GradientTape(Backend& backend)
       copy_(kernels_),
       add_(backward_kernels_),
       upsample_(kernels_),
-      upsample_backward_(backward_kernels_) {}
+      upsample_backward_(backward_kernels_),
+      activation_(backend) {}
 
 GradientTape::~GradientTape() {
   backend_.synchronize();  // nothing in flight reads a buffer about to be freed
@@ -49,20 +51,27 @@ const DeviceBuffer& GradientTape::buffer(const TapeTensor& t) const {
   return *nodes_[size_t(t.id)].value;
 }
 
-DeviceBuffer& GradientTape::scratch(size_t floats) {
-  return scratch_.emplace_back(backend_.alloc_array<float>(std::max<size_t>(1, floats)));
+float* GradientTape::scratch(size_t floats) {
+  const size_t bytes = std::max<size_t>(1, floats) * sizeof(float);
+  ScratchBuffer* best = nullptr;  // the smallest free buffer that fits
+  for (ScratchBuffer& s : scratch_)
+    if (!s.busy && s.buffer.bytes() >= bytes && (!best || s.buffer.bytes() < best->buffer.bytes())) best = &s;
+  if (!best) best = &scratch_.emplace_back(ScratchBuffer{backend_.alloc(bytes), false});
+  best->busy = true;
+  return best->buffer.as<float>();
 }
 
-DeviceBuffer& GradientTape::zeros(size_t floats) {
-  DeviceBuffer& b = scratch(floats);
-  backend_.fill_bytes(b.get(), 0, b.bytes());
+float* GradientTape::zeros(size_t floats) {
+  float* b = scratch(floats);
+  backend_.fill_bytes(b, 0, std::max<size_t>(1, floats) * sizeof(float));
   return b;
 }
 
 std::pair<PlaneView, GradientWrite> GradientTape::grad_target(const TapeTensor& t) {
   Node& node = nodes_[size_t(t.id)];
-  const bool fresh = !node.grad.get();
-  if (fresh) node.grad = backend_.alloc_array<float>(t.count());
+  const bool fresh = !node.grad_live;
+  if (!node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
+  node.grad_live = true;
   return {grad_view(t), fresh ? GradientWrite::Overwrite : GradientWrite::Accumulate};
 }
 
@@ -70,20 +79,22 @@ void GradientTape::add_grad(const TapeTensor& t, ConstPlaneView src, int first, 
   if (!needs_grad(t)) return;
   Node& node = nodes_[size_t(t.id)];
   const bool whole = first == 0 && channels == t.channels;
-  if (!node.grad.get() && !whole) {  // a slice: the rest of the gradient stays zero
-    node.grad = backend_.alloc_array<float>(t.count());
+  if (!node.grad_live && !whole) {  // a slice: the rest of the gradient stays zero
+    if (!node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
     backend_.fill_bytes(node.grad.get(), 0, node.grad.bytes());
+    node.grad_live = true;
   }
   const auto [target, write] = grad_target(t);
   add_.run(t.batch, channels, t.plane(), src, target.channels_from(first), write);
 }
 
-TapeTensor GradientTape::constant(const std::vector<float>& values, int batch, int channels, int height,
-                                  int width) {
-  TapeTensor t = make(batch, channels, height, width, false);
-  if (values.size() != t.count()) throw UsageError("gradient tape: constant of the wrong size");
+TapeTensor GradientTape::input(int batch, int channels, int height, int width) {
+  return make(batch, channels, height, width, false);
+}
+
+void GradientTape::set_input(const TapeTensor& t, const std::vector<float>& values) {
+  if (values.size() != t.count()) throw UsageError("gradient tape: input of the wrong size");
   backend_.upload(data(t), values.data(), values.size() * sizeof(float));
-  return t;
 }
 
 TapeTensor GradientTape::detach(const TapeTensor& x) {
@@ -100,57 +111,57 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   if (x.channels != spec.c_in) throw RuntimeError("gradient tape: conv '" + spec.name + "' input channels");
   const int batch = x.batch, h = x.height, w = x.width;
   const TapeTensor y = make(batch, spec.c_out, spec.out_size(h), spec.out_size(w));
-  // z = conv(x) + b, the pre-activation the SiLU backward needs; y = act(z) (+ residual).
+  // z = conv(x) + b, the pre-activation the SiLU backward needs; y = act(z) (+ residual) from it.
   const bool separate_z = spec.silu || residual;
   const TapeTensor z = separate_z ? make(batch, spec.c_out, y.height, y.width, false) : y;
   const Conv2dShape shape = conv_shape(spec);
   Conv2dShape linear = shape;
   linear.silu = false;
-  const auto& pre = convs_.emplace_back(std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias));
-  pre->run(batch, h, w, view(x), view(z));
-  if (separate_z) {
-    const auto& op = convs_.emplace_back(std::make_unique<Conv2dOp>(kernels_, shape, spec.weight, spec.bias));
-    op->run(batch, h, w, view(x), view(y), residual ? ConstPlaneView(view(*residual)) : ConstPlaneView{});
-  }
-
   const ConvBackwardVariant variant = choose_conv_backward_variant(shape);
-  const Conv2dBackwardOp* back =
-      conv_backwards_
-          .emplace_back(std::make_unique<Conv2dBackwardOp>(
-              backend_, shape, spec.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant))
-          .get();
-  conv_sizes_[spec.name] = {spec.weight.size(), spec.bias.size()};
-  const std::string name = spec.name;
-  const bool silu = spec.silu;
+  TapeConv& c = *convs_.emplace_back(std::make_unique<TapeConv>());
+  c.spec = &spec;
+  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias);
+  c.backward = std::make_unique<Conv2dBackwardOp>(
+      backend_, shape, spec.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant);
+  c.d_weight = backend_.alloc_array<float>(spec.weight.size());
+  c.d_bias = backend_.alloc_array<float>(spec.bias.size());
+  backend_.fill_bytes(c.d_weight.get(), 0, c.d_weight.bytes());
+  backend_.fill_bytes(c.d_bias.get(), 0, c.d_bias.bytes());
+  splitk_floats_ = std::max(splitk_floats_, c.forward->splitk_workspace_floats(batch, h, w));
+
+  const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
-  record([this, back, name, silu, x, y, z, res] {
-    if (!has_grad(y)) return;
-    const float* dy = grad_view(y).data;
-    if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
-    const float* dz = dy;
-    if (silu) {
-      float* dz_silu = scratch(y.count()).as<float>();
-      back->silu_backward((long long)y.count(), dy, data(z), dz_silu);
-      dz = dz_silu;
-    }
-    ConvParameterGrads& g = conv_grads_[name];
-    if (!g.weight.get()) {
-      g.weight = backend_.alloc_array<float>(conv_sizes_.at(name).first);
-      g.bias = backend_.alloc_array<float>(conv_sizes_.at(name).second);
-    }
-    float* workspace = scratch(back->weight_grad_workspace_floats(x.batch, x.height, x.width)).as<float>();
-    back->weight_grad(x.batch, x.height, x.width, data(x), dz, g.weight.as<float>(), g.bias.as<float>(),
-                      workspace);
-    if (!needs_grad(x)) return;
-    if (!has_grad(x)) {
-      const auto [target, write] = grad_target(x);
-      back->input_grad(x.batch, x.height, x.width, dz, target.data);
-    } else {
-      float* dx = scratch(x.count()).as<float>();
-      back->input_grad(x.batch, x.height, x.width, dz, dx);
-      add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
-    }
-  });
+  const bool silu = spec.silu;
+  record(
+      [this, conv, x, y, z, res, separate_z, silu] {
+        conv->forward->run(x.batch, x.height, x.width, view(x), view(z), {}, splitk_workspace_.as<float>());
+        if (separate_z)
+          activation_.run((long long)y.count(), data(z), res.id >= 0 ? data(res) : nullptr, data(y), silu);
+      },
+      [this, conv, x, y, z, res, silu] {
+        if (!has_grad(y)) return;
+        const float* dy = grad_view(y).data;
+        if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
+        const float* dz = dy;
+        const Conv2dBackwardOp& back = *conv->backward;
+        if (silu) {
+          float* dz_silu = scratch(y.count());
+          back.silu_backward((long long)y.count(), dy, data(z), dz_silu);
+          dz = dz_silu;
+        }
+        float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
+        back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv->d_weight.as<float>(),
+                         conv->d_bias.as<float>(), workspace);
+        if (!needs_grad(x)) return;
+        if (!has_grad(x)) {
+          const auto [target, write] = grad_target(x);
+          back.input_grad(x.batch, x.height, x.width, dz, target.data);
+        } else {
+          float* dx = scratch(x.count());
+          back.input_grad(x.batch, x.height, x.width, dz, dx);
+          add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
+        }
+      });
   return y;
 }
 
@@ -158,10 +169,11 @@ TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {
   if (first < 0 || count < 1 || first + count > x.channels)
     throw RuntimeError("gradient tape: slice out of the tensor's channels");
   const TapeTensor y = make(x.batch, count, x.height, x.width);
-  copy_.run(x.batch, count, x.plane(), view(x).channels_from(first), view(y));
-  record([this, x, y, first, count] {
-    if (has_grad(y)) add_grad(x, grad_view(y), first, count);
-  });
+  record([this, x, y, first,
+          count] { copy_.run(x.batch, count, x.plane(), view(x).channels_from(first), view(y)); },
+         [this, x, y, first, count] {
+           if (has_grad(y)) add_grad(x, grad_view(y), first, count);
+         });
   return y;
 }
 
@@ -170,42 +182,46 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
   for (const TapeTensor& p : parts) channels += p.channels;
   const TapeTensor& first = parts.front();
   const TapeTensor y = make(first.batch, channels, first.height, first.width);
-  int offset = 0;
-  for (const TapeTensor& p : parts) {
-    copy_.run(p.batch, p.channels, p.plane(), view(p), view(y).channels_from(offset));
-    offset += p.channels;
-  }
-  record([this, parts, y] {
-    if (!has_grad(y)) return;
-    int c0 = 0;
-    for (const TapeTensor& p : parts) {
-      add_grad(p, grad_view(y).channels_from(c0), 0, p.channels);
-      c0 += p.channels;
-    }
-  });
+  record(
+      [this, parts, y] {
+        int offset = 0;
+        for (const TapeTensor& p : parts) {
+          copy_.run(p.batch, p.channels, p.plane(), view(p), view(y).channels_from(offset));
+          offset += p.channels;
+        }
+      },
+      [this, parts, y] {
+        if (!has_grad(y)) return;
+        int c0 = 0;
+        for (const TapeTensor& p : parts) {
+          add_grad(p, grad_view(y).channels_from(c0), 0, p.channels);
+          c0 += p.channels;
+        }
+      });
   return y;
 }
 
 TapeTensor GradientTape::maxpool(const TapeTensor& x, int kernel) {
   const TapeTensor y = make(x.batch, x.channels, x.height, x.width);
-  MaxPool2dOp(kernels_, x.channels, kernel).run(x.batch, x.height, x.width, view(x), view(y));
+  auto pool = std::make_shared<MaxPool2dOp>(kernels_, x.channels, kernel);
   auto back = std::make_shared<MaxPool2dBackwardOp>(backward_kernels_, x.channels, kernel);
-  record([this, back, x, y] {
-    if (!has_grad(y) || !needs_grad(x)) return;
-    const auto [target, write] = grad_target(x);
-    back->run(x.batch, x.height, x.width, view(x), grad_view(y), target, write);
-  });
+  record([this, pool, x, y] { pool->run(x.batch, x.height, x.width, view(x), view(y)); },
+         [this, back, x, y] {
+           if (!has_grad(y) || !needs_grad(x)) return;
+           const auto [target, write] = grad_target(x);
+           back->run(x.batch, x.height, x.width, view(x), grad_view(y), target, write);
+         });
   return y;
 }
 
 TapeTensor GradientTape::upsample(const TapeTensor& x) {
   const TapeTensor y = make(x.batch, x.channels, 2 * x.height, 2 * x.width);
-  upsample_.run(x.batch, x.channels, x.height, x.width, view(x), view(y));
-  record([this, x, y] {
-    if (!has_grad(y) || !needs_grad(x)) return;
-    const auto [target, write] = grad_target(x);
-    upsample_backward_.run(x.batch, x.channels, x.height, x.width, grad_view(y), target, write);
-  });
+  record([this, x, y] { upsample_.run(x.batch, x.channels, x.height, x.width, view(x), view(y)); },
+         [this, x, y] {
+           if (!has_grad(y) || !needs_grad(x)) return;
+           const auto [target, write] = grad_target(x);
+           upsample_backward_.run(x.batch, x.channels, x.height, x.width, grad_view(y), target, write);
+         });
   return y;
 }
 
@@ -217,17 +233,17 @@ std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& s
   auto ws = std::make_shared<PsaWorkspace>(op->workspace());
   const TapeTensor merged = make(qkv.batch, spec.dim, qkv.height, qkv.width);
   const TapeTensor v = make(qkv.batch, spec.dim, qkv.height, qkv.width);
-  op->forward(data(qkv), data(merged), data(v), *ws);
-  record([this, op, ws, qkv, merged, v] {
-    if ((!has_grad(merged) && !has_grad(v)) || !needs_grad(qkv)) return;
-    // A missing gradient is zero: the backward reads both.
-    const float* d_merged =
-        has_grad(merged) ? grad_view(merged).data : zeros(merged.count()).as<const float>();
-    const float* d_v = has_grad(v) ? grad_view(v).data : zeros(v.count()).as<const float>();
-    float* d_qkv = scratch(qkv.count()).as<float>();
-    op->backward(d_merged, d_v, d_qkv, *ws);
-    add_grad(qkv, dense_view(static_cast<const float*>(d_qkv), qkv.channels, qkv.plane()), 0, qkv.channels);
-  });
+  record([this, op, ws, qkv, merged, v] { op->forward(data(qkv), data(merged), data(v), *ws); },
+         [this, op, ws, qkv, merged, v] {
+           if ((!has_grad(merged) && !has_grad(v)) || !needs_grad(qkv)) return;
+           // A missing gradient is zero: the backward reads both.
+           const float* d_merged = has_grad(merged) ? grad_view(merged).data : zeros(merged.count());
+           const float* d_v = has_grad(v) ? grad_view(v).data : zeros(v.count());
+           float* d_qkv = scratch(qkv.count());
+           op->backward(d_merged, d_v, d_qkv, *ws);
+           add_grad(qkv, dense_view(static_cast<const float*>(d_qkv), qkv.channels, qkv.plane()), 0,
+                    qkv.channels);
+         });
   return {merged, v};
 }
 
@@ -240,47 +256,51 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
   const auto range = [total](float* base, int channels, int64_t offset) {
     return PlaneView{base + offset, channels * total, total};
   };
-  int64_t offset = 0;
-  for (const TapeTensor& l : levels) {
-    copy_.run(l.batch, l.channels, l.plane(), view(l), range(data(y), y.channels, offset));
-    offset += l.plane();
-  }
-  record([this, levels, y, range] {
-    if (!has_grad(y)) return;
-    int64_t offset = 0;
-    for (const TapeTensor& l : levels) {
-      add_grad(l, range(grad_view(y).data, y.channels, offset), 0, l.channels);
-      offset += l.plane();
-    }
-  });
+  record(
+      [this, levels, y, range] {
+        int64_t offset = 0;
+        for (const TapeTensor& l : levels) {
+          copy_.run(l.batch, l.channels, l.plane(), view(l), range(data(y), y.channels, offset));
+          offset += l.plane();
+        }
+      },
+      [this, levels, y, range] {
+        if (!has_grad(y)) return;
+        int64_t offset = 0;
+        for (const TapeTensor& l : levels) {
+          add_grad(l, range(grad_view(y).data, y.channels, offset), 0, l.channels);
+          offset += l.plane();
+        }
+      });
   return y;
 }
 
-void GradientTape::seed(const TapeTensor& t, const DeviceBuffer& grad) {
-  if (grad.bytes() < t.count() * sizeof(float))
-    throw RuntimeError("gradient tape: seed smaller than its tensor");
-  add_grad(t, dense_view(grad.as<const float>(), t.channels, t.plane()), 0, t.channels);
+void GradientTape::forward() {
+  if (splitk_workspace_.bytes() < splitk_floats_ * sizeof(float))
+    splitk_workspace_ = backend_.alloc_array<float>(splitk_floats_);
+  for (const auto& f : forwards_) f();
 }
 
-void GradientTape::backward() {
-  for (size_t i = records_.size(); i-- > 0;) {
-    records_[i]();
-    backend_.synchronize();
-    scratch_.clear();
+void GradientTape::backward(const std::vector<Seed>& seeds) {
+  for (Node& node : nodes_) node.grad_live = false;
+  for (const Seed& s : seeds) {
+    if (s.grad->bytes() < s.tensor.count() * sizeof(float))
+      throw RuntimeError("gradient tape: seed smaller than its tensor");
+    add_grad(s.tensor, dense_view(s.grad->as<const float>(), s.tensor.channels, s.tensor.plane()), 0,
+             s.tensor.channels);
+  }
+  for (size_t i = backwards_.size(); i-- > 0;) {
+    backwards_[i]();
+    for (ScratchBuffer& s : scratch_) s.busy = false;  // reused behind this record's launches
   }
 }
 
 reference::ConvGradients GradientTape::conv_gradients() const {
   reference::ConvGradients out;
-  for (const auto& [name, sizes] : conv_sizes_) {
-    reference::ConvGradient& g = out[name];
-    g.weight.assign(sizes.first, 0.0);
-    g.bias.assign(sizes.second, 0.0);
-    const auto it = conv_grads_.find(name);
-    if (it == conv_grads_.end()) continue;
-    std::vector<float> w(sizes.first), b(sizes.second);
-    backend_.download(w.data(), it->second.weight.get(), w.size() * sizeof(float));
-    backend_.download(b.data(), it->second.bias.get(), b.size() * sizeof(float));
+  for (const auto& c : convs_) {
+    reference::ConvGradient& g = out[c->spec->name];
+    const std::vector<float> w = backend_.download_vector<float>(c->d_weight, c->spec->weight.size());
+    const std::vector<float> b = backend_.download_vector<float>(c->d_bias, c->spec->bias.size());
     g.weight.assign(w.begin(), w.end());
     g.bias.assign(b.begin(), b.end());
   }

@@ -1,15 +1,20 @@
-// GradientTape: reverse-mode differentiation of a forward built from our kernels. Each op runs its forward
-// kernels at once and records the backward it needs (what the forward kept: a conv's input and its
-// pre-activation z, a pool's input, the attention workspace); backward() replays the records in reverse.
+// GradientTape: reverse-mode differentiation of a forward built from our kernels, built once for a network
+// and a batch shape and then replayed: building an op allocates its tensors, constructs its kernels' ops and
+// records its forward launches and the backward it needs (what the forward keeps: a conv's input and its
+// pre-activation z, a pool's input, the attention workspace); forward() replays the forward records in
+// order, backward() the backward records in reverse. Nothing is allocated by a replay once every buffer
+// exists (the first backward makes the gradient buffers and scratch; later ones reuse them), and nothing
+// waits for the device: one stream orders every launch, so scratch freed after a record is reused by the
+// next behind it.
 // Tensors are dense float32 [B, C, H, W] device buffers owned by the tape. A tensor's gradient buffer is made
-// by its first contribution, written whole when that contribution covers the tensor (GradientWrite::
-// Overwrite: no memset), and later contributions add to it (Accumulate). A tensor that needs no gradient
-// (the image, a detached feature) gets none, and the ops reading it skip their input gradient. A record
-// whose output got no gradient is skipped: its contributions are all zero. Convolutions' folded weight and
-// bias gradients are kept per conv name (the BatchNorm chain rule to checkpoint parameters is per channel:
-// on the host, pipeline/model/batchnorm_fold). Float32 throughout (fp32 kernels).
+// once; in each backward it is written whole by its first contribution when that covers the tensor
+// (GradientWrite::Overwrite: no memset), and later contributions add to it (Accumulate). A tensor that needs
+// no gradient (the input, a detached feature) gets none, and the ops reading it skip their input gradient. A
+// record whose output got no gradient is skipped: its contributions are all zero. Each conv's folded weight
+// and bias gradients (overwritten by every backward) and the weights its ops read are exposed per conv
+// (convs()): a training engine folds its parameters into those weights and takes the chain rule from those
+// gradients on the device; conv_gradients() downloads them. Float32 throughout (fp32 kernels).
 #pragma once
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +26,7 @@
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/plane_backward_ops.hpp"
 #include "kernels/nn/plane_ops.hpp"
+#include "kernels/train/silu_residual_op.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 #include "pipeline/reference/ref_backward_ops.hpp"
 
@@ -34,17 +40,28 @@ struct TapeTensor {
   size_t count() const { return size_t(batch) * channels * size_t(plane()); }
 };
 
+// One conv of the tape: its spec (the model's, which outlives the tape), the ops that run it (their weights
+// start as spec.weight / spec.bias) and d loss / d its folded weight [c_out, c_in/groups, k, k] and bias
+// [c_out] after a backward (zero where no gradient reached it).
+struct TapeConv {
+  const ConvSpec* spec = nullptr;
+  std::unique_ptr<Conv2dOp> forward;
+  std::unique_ptr<Conv2dBackwardOp> backward;
+  DeviceBuffer d_weight, d_bias;
+};
+
 class GradientTape {
  public:
   explicit GradientTape(Backend& backend);
   ~GradientTape();
 
-  // An uploaded tensor that needs no gradient (the network input).
-  TapeTensor constant(const std::vector<float>& values, int batch, int channels, int height, int width);
+  // A tensor that needs no gradient, its values set by set_input before a forward (the network input).
+  TapeTensor input(int batch, int channels, int height, int width);
+  void set_input(const TapeTensor& t, const std::vector<float>& values);
   // The same values, cut from the tape: no gradient flows back through it (Ultralytics' detach()).
   TapeTensor detach(const TapeTensor& x);
 
-  // act(conv(x) + b) (+ residual), BatchNorm folded (spec.weight / spec.bias).
+  // act(conv(x) + b) (+ residual), BatchNorm folded (spec.weight / spec.bias); `spec` must outlive the tape.
   TapeTensor conv(const ConvSpec& spec, const TapeTensor& x, const TapeTensor* residual = nullptr);
   TapeTensor slice(const TapeTensor& x, int first, int count);  // channels [first, first + count)
   TapeTensor concat(const std::vector<TapeTensor>& parts);      // along channels
@@ -55,39 +72,47 @@ class GradientTape {
   // Levels [B, C, h_i, w_i] laid side by side along anchors: [B, C, 1, sum h_i w_i] (a detect head's output).
   TapeTensor anchors(const std::vector<TapeTensor>& levels);
 
+  // Launches every op's forward, in the order they were built.
+  void forward();
   const DeviceBuffer& buffer(const TapeTensor& t) const;
-  // Adds `grad` (a device buffer laid out like t) to t's gradient: the loss's seed.
-  void seed(const TapeTensor& t, const DeviceBuffer& grad);
-  // Runs the records in reverse; then conv_gradients() holds every conv's folded parameter gradients.
-  void backward();
-  // d loss / d the folded weight and bias of each conv the forward ran, downloaded (zero for a conv no
-  // gradient reached).
+  // A loss's gradient: d loss / d t, a device buffer laid out like t.
+  struct Seed {
+    TapeTensor tensor;
+    const DeviceBuffer* grad;
+  };
+  // Starts from the seeds and runs the backward records in reverse: then convs() hold every conv's folded
+  // parameter gradients.
+  void backward(const std::vector<Seed>& seeds);
+  // The convs in the order the forward runs them.
+  const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
+  // d loss / d the folded weight and bias of each conv, downloaded, by conv name.
   reference::ConvGradients conv_gradients() const;
 
  private:
   struct Node {
     std::shared_ptr<DeviceBuffer> value;
-    DeviceBuffer grad;  // empty until the first contribution
+    DeviceBuffer grad;       // made by the first backward that reaches the tensor, then kept
+    bool grad_live = false;  // written by the running backward
     bool needs_grad = true;
-  };
-  struct ConvParameterGrads {
-    DeviceBuffer weight, bias;
   };
 
   TapeTensor make(int batch, int channels, int height, int width, bool needs_grad = true);
   float* data(const TapeTensor& t) const;
   PlaneView view(const TapeTensor& t) const;
-  bool has_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].grad.get() != nullptr; }
+  bool has_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].grad_live; }
   bool needs_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].needs_grad; }
   PlaneView grad_view(const TapeTensor& t) const;
-  // Where a contribution to all of t's gradient goes, and how: a fresh buffer is overwritten.
+  // Where a contribution to all of t's gradient goes, and how: the first of a backward overwrites.
   std::pair<PlaneView, GradientWrite> grad_target(const TapeTensor& t);
   // t's gradient channels [first, first + src channels) += src ([batch, channels, plane] view).
   void add_grad(const TapeTensor& t, ConstPlaneView src, int first, int channels);
-  // A temporary of the running record, freed after it (backward() waits for its launches first).
-  DeviceBuffer& scratch(size_t floats);
-  DeviceBuffer& zeros(size_t floats);  // a zero-filled scratch
-  void record(std::function<void()> backward) { records_.push_back(std::move(backward)); }
+  // A temporary of the running backward record, back in the pool after it.
+  float* scratch(size_t floats);
+  float* zeros(size_t floats);  // a zero-filled scratch
+  void record(std::function<void()> forward, std::function<void()> backward) {
+    forwards_.push_back(std::move(forward));
+    backwards_.push_back(std::move(backward));
+  }
 
   Backend& backend_;
   NnKernels kernels_;
@@ -96,14 +121,19 @@ class GradientTape {
   AddPlanesOp add_;
   UpsampleNearest2xOp upsample_;
   UpsampleNearest2xBackwardOp upsample_backward_;
+  SiluResidualOp activation_;
   std::vector<Node> nodes_;
-  std::vector<std::function<void()>> records_;
-  std::deque<DeviceBuffer> scratch_;
-  // What the records use, kept for their lifetime.
-  std::vector<std::unique_ptr<Conv2dOp>> convs_;
-  std::vector<std::unique_ptr<Conv2dBackwardOp>> conv_backwards_;
-  std::map<std::string, ConvParameterGrads> conv_grads_;
-  std::map<std::string, std::pair<size_t, size_t>> conv_sizes_;  // weight, bias floats
+  std::vector<std::function<void()>> forwards_, backwards_;
+  struct ScratchBuffer {
+    DeviceBuffer buffer;
+    bool busy = false;
+  };
+  std::vector<ScratchBuffer> scratch_;
+  std::vector<std::unique_ptr<TapeConv>> convs_;
+  // Split-K partial sums, shared by the convs' forwards (stream order): the largest any of them needs, made
+  // by the first forward.
+  size_t splitk_floats_ = 0;
+  DeviceBuffer splitk_workspace_;
 };
 
 }  // namespace lab

@@ -1,12 +1,12 @@
-// kernel_gradients: the module forwards on the gradient tape (the same structure as the reference's traced
-// forward, pipeline/reference/ref_traces.cpp), both heads, the device loss, the tape's backward.
+// TrainingPass and kernel_gradients: the module forwards on the gradient tape (the same structure as the
+// reference's traced forward, pipeline/reference/ref_traces.cpp), both heads, the device loss, the tape's
+// backward.
 #include "pipeline/executor/kernel_backward.hpp"
 
 #include <cmath>
+#include <tuple>
 
 #include "nvrtc_runtime/errors.hpp"
-#include "pipeline/executor/gradient_tape.hpp"
-#include "pipeline/loss/yolo26_loss.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 
 namespace lab {
@@ -128,15 +128,9 @@ class NetworkOnTape {
   GradientTape& tape_;
 };
 
-}  // namespace
-
-TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
-                                   const std::vector<float>& input, int batch, int height, int width,
-                                   const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                   const loss::LossConfig& config) {
+void check_trainable(const Yolo26Model& model, int height, int width) {
   const LayerSpec& detect_layer = model.layers.back();
-  const DetectSpec& detect = detect_layer.detect;
-  if (detect_layer.kind != Kind::Detect || detect.one2many.empty())
+  if (detect_layer.kind != Kind::Detect || detect_layer.detect.one2many.empty())
     throw UsageError(model.source +
                      ": the checkpoint has no one-to-many head (model.23.cv2/cv3), which "
                      "training needs");
@@ -144,38 +138,70 @@ TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
     throw UsageError("input " + std::to_string(height) + "x" + std::to_string(width) +
                      ": height and width must be positive multiples of " +
                      std::to_string(detect_layer.stride));
+}
 
-  GradientTape tape(backend);
-  NetworkOnTape net(tape);
-  const std::vector<TapeTensor> outputs = net.layers(model, tape.constant(input, batch, 3, height, width));
+bool same_config(const loss::LossConfig& a, const loss::LossConfig& b) {
+  const auto same_assigner = [](const loss::AssignerSettings& x, const loss::AssignerSettings& y) {
+    return x.topk == y.topk && x.topk2 == y.topk2 && x.alpha == y.alpha && x.beta == y.beta &&
+           x.eps == y.eps && x.small_side == y.small_side && x.widened_side == y.widened_side;
+  };
+  return a.box_gain == b.box_gain && a.cls_gain == b.cls_gain && a.l1_gain == b.l1_gain &&
+         a.epoch == b.epoch && a.epochs == b.epochs && same_assigner(a.one2many, b.one2many) &&
+         same_assigner(a.one2one, b.one2one);
+}
+
+}  // namespace
+
+TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width)
+    : backend_(backend), batch_(batch), height_(height), width_(width), tape_(backend) {
+  check_trainable(model, height, width);
+  const LayerSpec& detect_layer = model.layers.back();
+  const DetectSpec& detect = detect_layer.detect;
+  num_classes_ = detect.nc;
+  NetworkOnTape net(tape_);
+  input_ = tape_.input(batch, 3, height, width);
+  const std::vector<TapeTensor> outputs = net.layers(model, input_);
   std::vector<TapeTensor> levels, detached;
   for (int f : detect_layer.from) {
     levels.push_back(outputs[size_t(f)]);
-    detached.push_back(tape.detach(levels.back()));
+    detached.push_back(tape_.detach(levels.back()));
   }
-  const auto [o2m_boxes, o2m_scores] = net.head(detect.one2many, levels);
-  const auto [o2o_boxes, o2o_scores] = net.head(detect.levels, detached);
+  std::tie(o2m_boxes_, o2m_scores_) = net.head(detect.one2many, levels);
+  std::tie(o2o_boxes_, o2o_scores_) = net.head(detect.levels, detached);
+}
 
-  const loss::Yolo26Loss loss(backend, config);
+const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
+                                                const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                                const loss::LossConfig& config) {
+  tape_.set_input(input_, input);
+  tape_.forward();
+  if (!loss_ || !same_config(loss_->config(), config))
+    loss_ = std::make_unique<loss::Yolo26Loss>(backend_, config);
   loss::DeviceLossBatch loss_batch;
-  loss_batch.batch = batch;
-  loss_batch.num_classes = detect.nc;
-  loss_batch.image_height = height, loss_batch.image_width = width;
-  loss_batch.one2many = {&tape.buffer(o2m_boxes), &tape.buffer(o2m_scores)};
-  loss_batch.one2one = {&tape.buffer(o2o_boxes), &tape.buffer(o2o_scores)};
+  loss_batch.batch = batch_;
+  loss_batch.num_classes = num_classes_;
+  loss_batch.image_height = height_, loss_batch.image_width = width_;
+  loss_batch.one2many = {&tape_.buffer(o2m_boxes_), &tape_.buffer(o2m_scores_)};
+  loss_batch.one2one = {&tape_.buffer(o2o_boxes_), &tape_.buffer(o2o_scores_)};
   loss_batch.ground_truth = ground_truth;
-  const loss::DeviceLossResult result = loss.compute_device(loss_batch);
+  loss_->compute_device_into(loss_batch, result_);
+  tape_.backward({{o2m_boxes_, &result_.d_one2many_boxes},
+                  {o2m_scores_, &result_.d_one2many_scores},
+                  {o2o_boxes_, &result_.d_one2one_boxes},
+                  {o2o_scores_, &result_.d_one2one_scores}});
+  return result_;
+}
 
-  tape.seed(o2m_boxes, result.d_one2many_boxes);
-  tape.seed(o2m_scores, result.d_one2many_scores);
-  tape.seed(o2o_boxes, result.d_one2one_boxes);
-  tape.seed(o2o_scores, result.d_one2one_scores);
-  tape.backward();
-
+TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
+                                   const std::vector<float>& input, int batch, int height, int width,
+                                   const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                   const loss::LossConfig& config) {
+  TrainingPass pass(backend, model, batch, height, width);
+  const loss::DeviceLossResult& result = pass.run(input, ground_truth, config);
   TrainingGradients g;
   g.one2many = result.one2many, g.one2one = result.one2one;
   g.weights = result.weights, g.total = result.total;
-  g.parameters = reference::parameter_gradients(model, tape.conv_gradients());
+  g.parameters = reference::parameter_gradients(model, pass.tape().conv_gradients());
   double sum = 0;
   for (const ParameterGradient& p : g.parameters)
     for (double v : p.values) sum += v * v;

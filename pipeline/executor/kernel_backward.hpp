@@ -1,14 +1,19 @@
 // The kernel backward of the whole YOLO26 network: the forward of every layer and both heads on our kernels
 // through a GradientTape (the modules as spec/yolo26.md and the float64 reference's traced forward build
-// them), the loss on the device (Yolo26Loss: d total / d both heads' raw outputs), the tape's backward, and
-// the gradients reported in the checkpoint's own parameters (the per-channel BatchNorm chain rule on the
-// host). BatchNorm frozen; the one-to-one head reads detached features (no gradient from it reaches the
-// backbone and neck), as Ultralytics' end-to-end head in training. Float32 kernels on either backend.
+// them), the loss on the device (Yolo26Loss: d total / d both heads' raw outputs) and the tape's backward:
+// TrainingPass, built once per batch shape and run per batch (DeviceTrainEngine keeps one); kernel_gradients
+// runs one and reports the gradients in the checkpoint's own parameters (the per-channel BatchNorm chain
+// rule on the host). BatchNorm frozen; the one-to-one head reads detached features (no gradient from it
+// reaches the backbone and neck), as Ultralytics' end-to-end head in training. Float32 kernels on either
+// backend.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "nvrtc_runtime/backend.hpp"
+#include "pipeline/executor/gradient_tape.hpp"
 #include "pipeline/loss/loss_types.hpp"
+#include "pipeline/loss/yolo26_loss.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
@@ -21,6 +26,33 @@ struct TrainingGradients {
   double total = 0;
   std::vector<ParameterGradient> parameters;  // for_each_conv order, as the reference's
   double norm = 0;                            // L2 norm over all of them
+};
+
+// The network's forward, loss and backward at one batch shape, built once: the tape of every layer and both
+// heads (its convs read the weights `model` has at construction until their owner rewrites them: see
+// GradientTape::convs), a loss kept per LossConfig and its result's buffers. `model` must outlive it.
+// UsageError as kernel_gradients.
+class TrainingPass {
+ public:
+  TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width);
+  // Forward, loss and backward of `input` [batch, 3, height, width]: the loss's components come back, the
+  // gradients stay on the tape (GradientTape::convs).
+  const loss::DeviceLossResult& run(const std::vector<float>& input,
+                                    const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                    const loss::LossConfig& config);
+  GradientTape& tape() { return tape_; }
+  const GradientTape& tape() const { return tape_; }
+  int batch() const { return batch_; }
+  int height() const { return height_; }
+  int width() const { return width_; }
+
+ private:
+  Backend& backend_;
+  int batch_, height_, width_, num_classes_;
+  GradientTape tape_;
+  TapeTensor input_, o2m_boxes_, o2m_scores_, o2o_boxes_, o2o_scores_;
+  std::unique_ptr<loss::Yolo26Loss> loss_;  // made again when the config changes (the head weights' epoch)
+  loss::DeviceLossResult result_;
 };
 
 // Forward, loss and backward of one batch: `input` [batch, 3, height, width] (letterboxed, 0..1), one

@@ -64,10 +64,12 @@ class Yolo26Loss {
                           double grad_scale, HeadGradients<float>& grads) const;
   LossResult compute_host(const LossBatch& batch) const;
 
-  // Device path: the anchor grid and both heads' workspaces, kept for the next call of the same sizes.
+  // Device path: the anchor grid, the ground truth's buffers and both heads' workspaces, kept for the next
+  // call of the same sizes.
   struct DeviceWorkspace {
     int height = 0, width = 0, batch = 0, max_gts = 0;
     DeviceAnchorGrid anchors;
+    DeviceGroundTruth ground_truth;
     HeadLossWorkspace one2many, one2one;
   };
   DeviceWorkspace& device_workspace(const DeviceLossBatch& batch, int max_gts) const;

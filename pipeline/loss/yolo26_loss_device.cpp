@@ -67,7 +67,8 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
   const size_t anchor_count = make_anchor_grid(batch.image_height, batch.image_width).size();
   validate_device_batch(batch, anchor_count);
   DeviceWorkspace& ws = device_workspace(batch, max_ground_truth_rows(batch.ground_truth));
-  const DeviceGroundTruth gts = upload_ground_truth(backend_, batch.ground_truth, ws.max_gts);
+  DeviceGroundTruth& gts = ws.ground_truth;
+  upload_ground_truth_into(backend_, batch.ground_truth, ws.max_gts, gts);
   const size_t box_count = size_t(batch.batch) * 4 * anchor_count;
   const size_t score_count = size_t(batch.batch) * batch.num_classes * anchor_count;
 

@@ -1,0 +1,113 @@
+// `lab bench train-step`: builds DeviceTrainEngine at the batch shape, runs the warm-up iterations (the first
+// compiles and allocates), then times each iteration, and its accumulate() and step() apart; prints a few
+// lines or JSON.
+#include "lab/bench_train_step.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/compare.hpp"
+#include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/detect/model_locator.hpp"
+#include "pipeline/train/device_train_engine.hpp"
+#include "lab/bench_pipeline.hpp"
+#include "lab/size_options.hpp"
+#include "lab/table.hpp"
+
+namespace lab {
+namespace {
+
+// Seeded images and four boxes per image (classes in turn, sides 1/8 to 1/2 of the image).
+train::TrainBatch synthetic_batch(int batch, int imgsz, int classes, uint64_t seed) {
+  train::TrainBatch b;
+  b.batch = batch, b.height = imgsz, b.width = imgsz;
+  b.images = random_uniform(size_t(batch) * 3 * imgsz * imgsz, 0.0f, 1.0f, seed);
+  const std::vector<float> r = random_uniform(size_t(batch) * 16, 0.0f, 1.0f, seed + 1);
+  for (int i = 0; i < batch; ++i) {
+    std::vector<loss::GtBox> boxes;
+    for (int k = 0; k < 4; ++k) {
+      const float* v = &r[size_t(i * 16 + k * 4)];
+      const float w = imgsz * (0.125f + 0.375f * v[0]), h = imgsz * (0.125f + 0.375f * v[1]);
+      const float x = (imgsz - w) * v[2], y = (imgsz - h) * v[3];
+      boxes.push_back({(i * 4 + k) % classes, x, y, x + w, y + h});
+    }
+    b.ground_truth.push_back(boxes);
+  }
+  return b;
+}
+
+}  // namespace
+
+void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
+  const int imgsz = rounded_imgsz(o.imgsz);
+  check_batch_pixels(o.batch, imgsz);
+  const ModelLocation location = locate_model(default_model_search(o.model));
+  const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
+  const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
+  const std::unique_ptr<Backend> backend = make_backend(backend_name, state.context());
+  const bool device_timing = backend->has_device_timing();
+  const int iters = o.iters > 0 ? o.iters : (device_timing ? 20 : 2);
+  const int warmup = o.warmup >= 0 ? o.warmup : (device_timing ? 3 : 1);
+  const std::string device = backend->device().name;
+  if (!o.json)
+    std::cout << "bench train-step: " << location.path.string() << " (" << location.origin << ") on "
+              << backend_name << " (" << device << "), batch " << o.batch << ", " << imgsz << "x" << imgsz
+              << ", " << o.optimizer << ", float32\n"
+              << std::flush;
+  std::cerr << "lab: building the training pass, then " << std::max(warmup, 1) << " warm-up and " << iters
+            << " timed iterations\n";
+
+  train::DeviceTrainEngine engine(*backend, model, o.optimizer, o.batch, imgsz, imgsz);
+  const train::TrainBatch batch = synthetic_batch(o.batch, imgsz, model.nc, o.seed);
+  const loss::LossConfig config;
+  train::StepHyper hyper;
+  hyper.lr = {1e-4, 1e-4, 1e-4};  // small: the timed iterations stay near the checkpoint
+  for (int i = 0; i < std::max(warmup, 1); ++i) {
+    engine.accumulate(batch, config);
+    engine.step(hyper);
+  }
+  // Whole iterations, then as many with accumulate() and step() timed apart.
+  std::vector<double> iteration, accumulate, step;
+  double loss = 0;
+  for (int i = 0; i < iters; ++i)
+    iteration.push_back(backend->time_ms([&] {
+      loss = engine.accumulate(batch, config).total;
+      engine.step(hyper);
+    }));
+  for (int i = 0; i < iters; ++i) {
+    accumulate.push_back(backend->time_ms([&] { engine.accumulate(batch, config); }));
+    step.push_back(backend->time_ms([&] { engine.step(hyper); }));
+  }
+  const TimingStats it = timing_stats(iteration), acc = timing_stats(accumulate), st = timing_stats(step);
+  const double images_per_s = o.batch * 1e3 / it.median;
+  if (o.json) {
+    const nlohmann::json out = {{"model", location.path.string()},
+                                {"backend", backend_name},
+                                {"device", device},
+                                {"optimizer", o.optimizer},
+                                {"batch", o.batch},
+                                {"imgsz", imgsz},
+                                {"iters", iters},
+                                {"iteration_ms", it.median},
+                                {"iteration_min_ms", it.min},
+                                {"iteration_p90_ms", it.p90},
+                                {"accumulate_ms", acc.median},
+                                {"step_ms", st.median},
+                                {"images_per_s", images_per_s},
+                                {"last_loss", loss}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << "iteration (" << iters << " timed after " << std::max(warmup, 1) << " warm-up): median "
+            << format_ms(it.median) << ", min " << format_ms(it.min) << ", p90 " << format_ms(it.p90) << ", "
+            << format_sig(images_per_s, 4) << " images/s\n"
+            << "  accumulate (forward, loss, backward, BatchNorm chain rule): median "
+            << format_ms(acc.median) << "\n"
+            << "  step (clip, " << o.optimizer << ", gradients zeroed): median " << format_ms(st.median)
+            << "\n"
+            << "last loss " << format_sig(loss, 6) << "\n";
+}
+
+}  // namespace lab

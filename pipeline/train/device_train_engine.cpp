@@ -1,0 +1,267 @@
+// DeviceTrainEngine: the arenas laid out per checkpoint parameter in for_each_conv order, the fold tables of
+// each pass's ops, the launches of accumulate() and step(), and the downloads on request.
+#include "pipeline/train/device_train_engine.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/model/model_convs.hpp"
+
+namespace lab::train {
+namespace {
+
+constexpr size_t kAlign = 4;  // floats: every tensor of an arena starts at a 16-byte boundary
+
+size_t aligned(size_t floats) {
+  return (floats + kAlign - 1) / kAlign * kAlign;
+}
+
+std::string canonical_optimizer(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  if (lower == "sgd") return "SGD";
+  if (lower == "adamw") return "AdamW";
+  throw UsageError("optimizer '" + name + "': the device engine runs SGD or AdamW");
+}
+
+// Ultralytics' group of a checkpoint parameter: biases 2, BatchNorm weights 1, other weights 0.
+int group_of(const std::string& name) {
+  const auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with(".bias")) return 2;
+  if (ends_with(".bn.weight")) return 1;
+  return 0;
+}
+
+FoldTarget target_of(const ConvWeightLayout& l) {
+  return {l.data, l.out_stride, l.in_stride, l.tap_stride};
+}
+
+}  // namespace
+
+DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer,
+                                     int batch, int height, int width)
+    : backend_(backend),
+      model_(model),
+      optimizer_(canonical_optimizer(optimizer)),
+      hint_(batch, height, width),
+      fold_(backend),
+      clip_(backend),
+      sgd_(backend),
+      adamw_(backend) {
+  // The arenas: every checkpoint parameter, and the frozen statistics (running mean then var per conv).
+  size_t total = 0, frozen = 0;
+  std::vector<float> host_params, host_frozen;
+  for_each_conv(model_, [&](ConvSpec& conv) {
+    first_parameter_[conv.name] = parameters_.size();
+    for (const ParameterRef& ref : conv_parameters(conv)) {
+      Parameter p;
+      p.name = ref.name;
+      p.count = ref.values->size();
+      p.offset = total;
+      p.group = group_of(ref.name);
+      p.shape = p.group == 0
+                    ? std::vector<int64_t>{conv.c_out, conv.c_in / conv.groups, conv.kernel, conv.kernel}
+                    : std::vector<int64_t>{conv.c_out};
+      total += aligned(p.count);
+      host_params.resize(total, 0.0f);
+      std::copy(ref.values->begin(), ref.values->end(), host_params.begin() + long(p.offset));
+      parameters_.push_back(std::move(p));
+    }
+    if (conv.bn) {
+      frozen_offset_[conv.name] = frozen;
+      host_frozen.insert(host_frozen.end(), conv.bn->mean.begin(), conv.bn->mean.end());
+      host_frozen.insert(host_frozen.end(), conv.bn->var.begin(), conv.bn->var.end());
+      frozen += 2 * size_t(conv.c_out);
+    }
+  });
+  params_ = backend.upload_vector(host_params);
+  grads_ = backend.alloc_array<float>(total);
+  state0_ = backend.alloc_array<float>(total);
+  if (optimizer_ == "AdamW") state1_ = backend.alloc_array<float>(total);
+  for (const DeviceBuffer* b : {&grads_, &state0_, &state1_})
+    if (b->get()) backend.fill_bytes(b->get(), 0, b->bytes());
+  frozen_ = backend.upload_vector(host_frozen.empty() ? std::vector<float>{0.0f} : host_frozen);
+  norms_ = backend.alloc_array<double>(first_parameter_.size());
+  clip_out_ = backend.alloc_array<float>(2);
+
+  std::vector<OptimTensor> tensors;
+  for (const Parameter& p : parameters_)
+    tensors.push_back(in_place_tensor(
+        arena(params_, p.offset), arena(grads_, p.offset), arena(state0_, p.offset),
+        state1_.get() ? arena(state1_, p.offset) : nullptr, nullptr, (long long)p.count, p.group));
+  list_ = std::make_unique<OptimTensorList>(backend, std::move(tensors));
+  pass_for(batch, height, width);
+}
+
+std::unique_ptr<FoldConvTable> DeviceTrainEngine::fold_table(const TrainingPass& pass) const {
+  std::map<std::string, const TapeConv*> by_name;
+  for (const auto& c : pass.tape().convs()) by_name[c->spec->name] = c.get();
+  std::vector<FoldConv> entries;
+  for_each_conv(model_, [&](const ConvSpec& conv) {
+    const auto it = by_name.find(conv.name);
+    if (it == by_name.end())
+      throw RuntimeError("device train engine: conv '" + conv.name + "' is not on the tape");
+    const TapeConv& tc = *it->second;
+    const Parameter* p = &parameters_[first_parameter_.at(conv.name)];
+    FoldConv f{};
+    f.weight = arena(params_, p[0].offset);
+    f.d_weight = arena(grads_, p[0].offset);
+    if (conv.bn) {
+      const size_t frozen = frozen_offset_.at(conv.name);
+      f.gamma = arena(params_, p[1].offset), f.d_gamma = arena(grads_, p[1].offset);
+      f.beta = arena(params_, p[2].offset), f.d_beta = arena(grads_, p[2].offset);
+      f.mean = arena(frozen_, frozen), f.var = arena(frozen_, frozen + size_t(conv.c_out));
+      f.eps = conv.bn->eps;
+    } else {
+      f.beta = arena(params_, p[1].offset), f.d_beta = arena(grads_, p[1].offset);
+    }
+    f.c_out = conv.c_out, f.inputs = conv.c_in / conv.groups, f.taps = conv.kernel * conv.kernel;
+    f.folded[0] = target_of(tc.forward->weight_layout());
+    f.folded[1] = target_of(tc.backward->weight_layout());
+    f.folded_bias = tc.forward->bias_data();
+    f.d_folded_weight = tc.d_weight.as<const float>();
+    f.d_folded_bias = tc.d_bias.as<const float>();
+    entries.push_back(f);
+  });
+  return std::make_unique<FoldConvTable>(backend_, std::move(entries));
+}
+
+DeviceTrainEngine::Pass& DeviceTrainEngine::pass_for(int batch, int height, int width) {
+  const Shape shape{batch, height, width};
+  if (auto it = passes_.find(shape); it != passes_.end()) return it->second;
+  for (auto it = passes_.begin(); it != passes_.end();)  // keep the hint's beside the new one
+    it = it->first == hint_ ? std::next(it) : passes_.erase(it);
+  Pass& p = passes_[shape];
+  p.pass = std::make_unique<TrainingPass>(backend_, model_, batch, height, width);
+  p.table = fold_table(*p.pass);
+  return p;
+}
+
+std::string DeviceTrainEngine::describe() const {
+  return "kernel backward (float32) on " + backend_.name() + " (" + backend_.device().name + "), " +
+         optimizer_ + " on the device";
+}
+
+BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::LossConfig& config) {
+  if (batch.images.size() != size_t(batch.batch) * 3 * batch.height * batch.width)
+    throw UsageError("train batch: " + std::to_string(batch.images.size()) + " image values for " +
+                     std::to_string(batch.batch) + " images of " + std::to_string(batch.height) + "x" +
+                     std::to_string(batch.width));
+  Pass& p = pass_for(batch.batch, batch.height, batch.width);
+  if (p.folded_version != version_) {
+    fold_.fold(*p.table);
+    p.folded_version = version_;
+  }
+  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config);
+  fold_.backward(*p.table);
+  BatchLoss out;
+  out.one2many = r.one2many, out.one2one = r.one2one, out.weights = r.weights, out.total = r.total;
+  return out;
+}
+
+double DeviceTrainEngine::step(const StepHyper& hyper) {
+  float* norm = clip_out_.as<float>();
+  clip_.run(*list_, float(hyper.max_norm), norm, norm + 1);
+  ++steps_;
+  if (optimizer_ == "SGD") {
+    SgdSettings s;
+    s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
+    sgd_.step(*list_, s, int(steps_));
+  } else {
+    AdamwSettings s;
+    s.lr = hyper.lr, s.beta1 = hyper.momentum, s.weight_decay = hyper.weight_decay;
+    adamw_.step(*list_, s, int(steps_));
+  }
+  backend_.fill_bytes(grads_.get(), 0, grads_.bytes());
+  ++version_;  // every pass folds the new parameters before its next forward
+  float total = 0;
+  backend_.download(&total, norm, sizeof(float));
+  return total;
+}
+
+std::vector<std::pair<std::string, double>> DeviceTrainEngine::gradient_norms() const {
+  const FoldConvTable& table = *passes_.at(hint_).table;
+  fold_.grad_norms(table, norms_.as<double>());
+  const std::vector<double> norms = backend_.download_vector<double>(norms_, size_t(table.size()));
+  std::vector<std::pair<std::string, double>> out;
+  size_t i = 0;
+  for_each_conv(model_, [&](const ConvSpec& conv) { out.emplace_back(conv.name, norms[i++]); });
+  return out;
+}
+
+std::vector<float> DeviceTrainEngine::download(const DeviceBuffer& arena, const Parameter& p) const {
+  std::vector<float> v(p.count);
+  backend_.download(v.data(), arena.as<const float>() + p.offset, p.count * sizeof(float));
+  return v;
+}
+
+std::vector<ParameterGradient> DeviceTrainEngine::gradients() const {
+  const std::vector<float> all = backend_.download_vector<float>(grads_, grads_.bytes() / sizeof(float));
+  std::vector<ParameterGradient> out;
+  for (const Parameter& p : parameters_)
+    out.push_back(
+        {p.name, p.shape,
+         std::vector<double>(all.begin() + long(p.offset), all.begin() + long(p.offset + p.count))});
+  return out;
+}
+
+void DeviceTrainEngine::read_parameters(Yolo26Model& model) const {
+  const std::vector<float> all = backend_.download_vector<float>(params_, params_.bytes() / sizeof(float));
+  size_t i = 0;
+  for_each_conv(model, [&](ConvSpec& conv) {
+    for (const ParameterRef& ref : conv_parameters(conv)) {
+      if (i >= parameters_.size() || parameters_[i].name != ref.name ||
+          parameters_[i].count != ref.values->size())
+        throw UsageError("device train engine: the model's parameter '" + ref.name +
+                         "' is not the engine's (another network?)");
+      const Parameter& p = parameters_[i++];
+      std::copy(all.begin() + long(p.offset), all.begin() + long(p.offset + p.count), ref.values->begin());
+    }
+    fold_batchnorm(conv);
+  });
+  if (i != parameters_.size()) throw UsageError("device train engine: the model has fewer parameters");
+}
+
+OptimizerState DeviceTrainEngine::optimizer_state() const {
+  OptimizerState s;
+  s.name = optimizer_;
+  s.steps = steps_;
+  for (const Parameter& p : parameters_) {
+    if (optimizer_ == "SGD") {
+      s.tensors[p.name + ".momentum"] = download(state0_, p);
+    } else {
+      s.tensors[p.name + ".exp_avg"] = download(state0_, p);
+      s.tensors[p.name + ".exp_avg_sq"] = download(state1_, p);
+    }
+  }
+  return s;
+}
+
+void DeviceTrainEngine::load_optimizer_state(const OptimizerState& state) {
+  if (state.name != optimizer_)
+    throw UsageError("optimizer state of " + state.name + ", but this run's optimizer is " + optimizer_);
+  if (state.steps < 0) throw UsageError("optimizer state: a negative step count");
+  const std::vector<std::pair<const DeviceBuffer*, std::string>> buffers =
+      optimizer_ == "SGD" ? std::vector<std::pair<const DeviceBuffer*, std::string>>{{&state0_, ".momentum"}}
+                          : std::vector<std::pair<const DeviceBuffer*, std::string>>{
+                                {&state0_, ".exp_avg"}, {&state1_, ".exp_avg_sq"}};
+  for (const Parameter& p : parameters_)  // every tensor checked before any is written
+    for (const auto& [buffer, key] : buffers) {
+      const auto it = state.tensors.find(p.name + key);
+      if (it == state.tensors.end() || it->second.size() != p.count)
+        throw UsageError("optimizer state: '" + p.name + key + "' is missing or not of " +
+                         std::to_string(p.count) + " values");
+    }
+  for (const Parameter& p : parameters_)
+    for (const auto& [buffer, key] : buffers) {
+      const std::vector<float>& values = state.tensors.at(p.name + key);
+      backend_.upload(buffer->as<float>() + p.offset, values.data(), p.count * sizeof(float));
+    }
+  steps_ = state.steps;
+}
+
+}  // namespace lab::train

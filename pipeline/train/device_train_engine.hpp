@@ -1,0 +1,81 @@
+// DeviceTrainEngine: a TrainEngine whose training iteration stays on the device. Master parameters (the
+// checkpoint's conv.weight, bn.weight, bn.bias and plain conv weight/bias) float32 in one device arena, their
+// gradients accumulated in another across accumulate() calls, the optimizer's state in a third
+// (kernels/optim's OptimTensorList over them, Ultralytics' groups: conv weights 0, BatchNorm weights 1,
+// biases 2). accumulate(): the persistent TrainingPass (forward, device loss, backward on ops built once per
+// batch shape, reading the folded weights in place), then the BatchNorm chain rule on the device
+// (batchnorm_fold_backward). step(): clip, SGD (Nesterov) or AdamW, the fold of every conv into the weights
+// its ops read (batchnorm_fold), gradients zeroed. Only the loss's scalars and the clipped norm come back per
+// iteration. BatchNorm frozen; float32 kernels.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/optim/optim_op.hpp"
+#include "kernels/train/batchnorm_fold_op.hpp"
+#include "pipeline/executor/kernel_backward.hpp"
+#include "pipeline/train/train_engine.hpp"
+
+namespace lab::train {
+
+class DeviceTrainEngine : public TrainEngine {
+ public:
+  // `optimizer`: "SGD" or "AdamW" (any letter case; UsageError otherwise). The batch shape hint builds the
+  // pass the first accumulate() uses; another shape builds its own (the hint's is kept beside the latest).
+  DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer, int batch,
+                    int height, int width);
+
+  std::string describe() const override;
+  BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) override;
+  double step(const StepHyper& hyper) override;
+  std::vector<std::pair<std::string, double>> gradient_norms() const override;
+  void read_parameters(Yolo26Model& model) const override;
+  OptimizerState optimizer_state() const override;
+  void load_optimizer_state(const OptimizerState& state) override;
+
+  // The accumulated gradients, downloaded, per checkpoint parameter in for_each_conv order (as
+  // reference::parameter_gradients).
+  std::vector<ParameterGradient> gradients() const;
+
+ private:
+  struct Parameter {
+    std::string name;
+    std::vector<int64_t> shape;
+    size_t offset = 0, count = 0;  // floats into the arenas
+    int group = 0;
+  };
+  // A TrainingPass with the fold table of its ops, and the parameter version its weights were folded from.
+  struct Pass {
+    std::unique_ptr<TrainingPass> pass;
+    std::unique_ptr<FoldConvTable> table;
+    long long folded_version = -1;
+  };
+  using Shape = std::tuple<int, int, int>;
+
+  Pass& pass_for(int batch, int height, int width);
+  std::unique_ptr<FoldConvTable> fold_table(const TrainingPass& pass) const;
+  float* arena(const DeviceBuffer& b, size_t offset) const { return b.as<float>() + offset; }
+  std::vector<float> download(const DeviceBuffer& arena, const Parameter& p) const;
+
+  Backend& backend_;
+  Yolo26Model model_;  // shapes and names; its values are the starting parameters
+  std::string optimizer_;
+  Shape hint_;
+  std::vector<Parameter> parameters_;
+  std::map<std::string, size_t> first_parameter_;  // conv name -> its first entry in parameters_
+  DeviceBuffer params_, grads_, state0_, state1_, frozen_, norms_, clip_out_;
+  std::map<std::string, size_t> frozen_offset_;  // conv name -> its running mean (var follows)
+  std::map<Shape, Pass> passes_;  // the hint's, built at construction, and the latest other shape's
+  std::unique_ptr<OptimTensorList> list_;
+  BatchnormFoldOp fold_;
+  ClipGradNormOp clip_;
+  SgdOp sgd_;
+  AdamwOp adamw_;
+  long long version_ = 0;  // optimizer steps taken by this engine (the folds' parameter version)
+  long long steps_ = 0;    // the optimizer's step count (loaded with its state)
+};
+
+}  // namespace lab::train

@@ -1,0 +1,266 @@
+// DeviceTrainEngine (pipeline/train/device_train_engine) on a synthetic yolo26n (3 classes, both heads) at
+// 64x64: its loss and every checkpoint parameter's gradient against the float64 reference backward, the
+// gradients accumulated over two batches; three AdamW and three SGD steps with per-group learning rates
+// against kernels/optim's float64 reference steps on the engine's own gradients, then the forward on the
+// stepped parameters against a pass built from them on the host; the optimizer state's save/load round
+// trip; no device allocation and no weight upload after the first iteration. cpu emulator; [gpu] twins.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kernels/compare.hpp"
+#include "kernels/optim/optim_reference.hpp"
+#include "pipeline/executor/kernel_backward.hpp"
+#include "pipeline/model/model_convs.hpp"
+#include "pipeline/reference/reference_backward.hpp"
+#include "pipeline/train/device_train_engine.hpp"
+#include "tests/counting_backend.hpp"
+#include "tests/network_test_support.hpp"
+#include "tests/test_helpers.hpp"
+#include "tests/test_model_synthetic.hpp"
+
+using namespace lab;
+using train::DeviceTrainEngine;
+
+namespace {
+
+constexpr int kSize = 64;
+
+Yolo26Model small_model() {
+  return Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
+}
+
+train::TrainBatch make_batch(int batch, uint64_t seed) {
+  train::TrainBatch b;
+  b.batch = batch, b.height = kSize, b.width = kSize;
+  b.images = random_uniform(size_t(batch) * 3 * kSize * kSize, 0.0f, 1.0f, seed);
+  const std::vector<std::vector<loss::GtBox>> labels = {{{0, 4, 6, 40, 50}, {2, 30, 10, 60, 40}},
+                                                        {{1, 20, 24, 58, 62}}};
+  b.ground_truth.assign(labels.begin(), labels.begin() + batch);
+  return b;
+}
+
+// The checkpoint parameters of `model` in for_each_conv order, as float64.
+std::vector<std::vector<double>> parameters_of(Yolo26Model model) {
+  std::vector<std::vector<double>> out;
+  for_each_conv(model, [&](ConvSpec& conv) {
+    for (const ParameterRef& ref : conv_parameters(conv))
+      out.emplace_back(ref.values->begin(), ref.values->end());
+  });
+  return out;
+}
+
+// 1e-4 relative L2 per tensor, the kernel backward's own bar against the reference (test_kernel_backward:
+// float32 kernels against float64 through ~100 layers forward and back, measured ~1e-5); the engine adds the
+// chain rule in float64 rounded once (2^-24) and, after a second batch, one float32 addition per element.
+void check_gradients(Backend& backend, const std::string& what) {
+  const Yolo26Model model = small_model();
+  const train::TrainBatch batch = make_batch(2, 31);
+  DeviceTrainEngine engine(backend, model, "AdamW", batch.batch, kSize, kSize);
+  const train::BatchLoss loss = engine.accumulate(batch, loss::LossConfig{});
+  reference::RefTensor input(batch.batch, 3, kSize, kSize);
+  input.values = batch.images;
+  const reference::NetworkGradients want =
+      reference::reference_gradients(model, input, batch.ground_truth, loss::LossConfig{});
+  CHECK(loss.total == Approx(want.loss.total).epsilon(1e-4));
+  CHECK(loss.one2many.positives == want.loss.one2many.positives);
+
+  const std::vector<ParameterGradient> got = engine.gradients();
+  REQUIRE(got.size() == want.parameters.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(got[i].name == want.parameters[i].name);
+    REQUIRE(got[i].shape == want.parameters[i].shape);
+    const double rel = test::relative_l2(got[i].values, want.parameters[i].values);
+    INFO(what << ": " << got[i].name << " relative L2 " << rel);
+    CHECK(rel <= 1e-4);
+    worst = std::max(worst, rel);
+  }
+  // Per conv: the norm over its parameters, from the reference's gradients.
+  const std::vector<std::pair<std::string, double>> norms = engine.gradient_norms();
+  size_t p = 0;
+  for (const auto& [conv, norm] : norms) {
+    double sum = 0;
+    for (; p < want.parameters.size() && want.parameters[p].name.rfind(conv + ".", 0) == 0; ++p)
+      for (double v : want.parameters[p].values) sum += v * v;
+    INFO(what << ": gradient norm of " << conv);
+    CHECK(norm == Approx(std::sqrt(sum)).epsilon(1e-4).margin(1e-12));
+  }
+  CHECK(p == want.parameters.size());
+
+  // A second batch (the same one again) on the same pass: the gradients add up.
+  engine.accumulate(batch, loss::LossConfig{});
+  const std::vector<ParameterGradient> twice = engine.gradients();
+  double worst_twice = 0;
+  for (size_t i = 0; i < twice.size(); ++i) {
+    std::vector<double> doubled = want.parameters[i].values;
+    for (double& v : doubled) v *= 2;
+    worst_twice = std::max(worst_twice, test::relative_l2(twice[i].values, doubled));
+  }
+  CHECK(worst_twice <= 1e-4);
+  WARN(what << ": " << got.size() << " parameter gradients, worst relative L2 " << worst
+            << ", after two batches " << worst_twice);
+}
+
+// Three steps of `optimizer` with per-group learning rates, each checked against kernels/optim's float64
+// reference step (torch's formulas) applied to the engine's own accumulated gradients, clipped at a max norm
+// the gradients exceed. 2e-6 absolute + 1e-6 relative per weight: the optimizer runners' bar for float32
+// updates of float64 ones over a few steps (kernels/optim/optim_runners.cpp). Then the engine's forward on
+// the stepped parameters (folded on the device) against a pass built from them on the host.
+void check_steps(Backend& backend, const std::string& optimizer, const std::string& what) {
+  const Yolo26Model model = small_model();
+  const train::TrainBatch batch = make_batch(1, 41);
+  DeviceTrainEngine engine(backend, model, optimizer, batch.batch, kSize, kSize);
+  train::StepHyper hyper;
+  hyper.lr = {0.002, 0.0015, 0.004};
+  hyper.momentum = 0.9;
+  hyper.weight_decay = 5e-4;
+  hyper.max_norm = 1.0;
+  const std::vector<std::vector<double>> initial = parameters_of(model);
+  std::vector<std::vector<double>> param = initial, state0(param.size()), state1(param.size());
+  std::vector<double> losses;
+  for (int step = 1; step <= 3; ++step) {
+    losses.push_back(engine.accumulate(batch, loss::LossConfig{}).total);
+    const std::vector<ParameterGradient> grads = engine.gradients();
+    std::vector<std::vector<double>> g;
+    for (const ParameterGradient& p : grads) g.push_back(p.values);
+    const double norm = total_grad_norm_reference(g), scale = clip_scale_reference(norm, hyper.max_norm);
+    for (size_t i = 0; i < g.size(); ++i) {
+      for (double& v : g[i]) v *= scale;
+      const int group = grads[i].name.size() > 5 && grads[i].name.substr(grads[i].name.size() - 5) == ".bias"
+                            ? 2
+                        : grads[i].name.find(".bn.") != std::string::npos ? 1
+                                                                          : 0;
+      const double lr = hyper.lr[size_t(group)], wd = group == 0 ? hyper.weight_decay : 0.0;
+      if (optimizer == "SGD")
+        sgd_nesterov_reference_step(param[i], state0[i], g[i], lr, hyper.momentum, wd, step);
+      else
+        adamw_reference_step(param[i], state0[i], state1[i], g[i], lr, hyper.momentum, 0.999, 1e-8, wd, step);
+    }
+    CHECK(engine.step(hyper) == Approx(norm).epsilon(1e-5));
+    Yolo26Model stepped = model;
+    engine.read_parameters(stepped);
+    const std::vector<std::vector<double>> got = parameters_of(stepped);
+    size_t bad = 0, changed = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      for (size_t j = 0; j < got[i].size(); ++j) {
+        bad += std::fabs(got[i][j] - param[i][j]) > 2e-6 + 1e-6 * std::fabs(param[i][j]);
+        changed += got[i][j] != initial[i][j];
+      }
+    INFO(what << ": step " << step);
+    CHECK(bad == 0);
+    if (step == 3) {
+      CHECK(changed > 0);
+      const double after = engine.accumulate(batch, loss::LossConfig{}).total;
+      const TrainingGradients host = kernel_gradients(backend, stepped, batch.images, batch.batch, kSize,
+                                                      kSize, batch.ground_truth, loss::LossConfig{});
+      CHECK(after == Approx(host.total).epsilon(1e-6));
+      WARN(what << ": " << optimizer << " losses " << losses[0] << ", " << losses[1] << ", " << losses[2]
+                << ", " << after);
+    }
+  }
+}
+
+// Save after two steps, load into an engine made from the saved parameters, one more step on both: the same
+// parameters, bit for bit.
+void check_state_round_trip(Backend& backend, const std::string& optimizer) {
+  const Yolo26Model model = small_model();
+  const train::TrainBatch batch = make_batch(1, 51);
+  train::StepHyper hyper;
+  hyper.lr = {0.01, 0.01, 0.02};
+  DeviceTrainEngine a(backend, model, optimizer, 1, kSize, kSize);
+  for (int i = 0; i < 2; ++i) {
+    a.accumulate(batch, loss::LossConfig{});
+    a.step(hyper);
+  }
+  const train::OptimizerState state = a.optimizer_state();
+  CHECK(state.steps == 2);
+  Yolo26Model saved = model;
+  a.read_parameters(saved);
+  DeviceTrainEngine b(backend, saved, optimizer, 1, kSize, kSize);
+  b.load_optimizer_state(state);
+  for (DeviceTrainEngine* e : {&a, &b}) {
+    e->accumulate(batch, loss::LossConfig{});
+    e->step(hyper);
+  }
+  Yolo26Model pa = model, pb = model;
+  a.read_parameters(pa);
+  b.read_parameters(pb);
+  CHECK(parameters_of(pa) == parameters_of(pb));
+  CHECK(a.optimizer_state().tensors == b.optimizer_state().tensors);
+}
+
+// After the first iteration no device allocation at all, and no upload but the batch's own (the images and
+// the labels: independent of the network's ~100 convs).
+void check_no_allocations(Backend& inner) {
+  test::CountingBackend backend(inner);
+  const train::TrainBatch batch = make_batch(2, 61);
+  DeviceTrainEngine engine(backend, small_model(), "AdamW", batch.batch, kSize, kSize);
+  train::StepHyper hyper;
+  hyper.lr = {0.001, 0.001, 0.001};
+  const auto iteration = [&] {
+    engine.accumulate(batch, loss::LossConfig{});
+    engine.step(hyper);
+  };
+  iteration();
+  const size_t allocations = backend.allocations, uploads = backend.uploads;
+  iteration();
+  const size_t uploads_per_iteration = backend.uploads - uploads;
+  iteration();
+  CHECK(backend.allocations == allocations);
+  CHECK(backend.uploads - uploads == 2 * uploads_per_iteration);
+  CHECK(uploads_per_iteration <= 3);  // the images, the labels' rows and their counts
+  WARN("allocations: " << allocations << " in the first iteration, none after; uploads per iteration "
+                       << uploads_per_iteration);
+}
+
+}  // namespace
+
+TEST_CASE("DeviceTrainEngine: loss and gradients match the float64 reference on cpu", "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_gradients(*backend, "cpu");
+}
+
+TEST_CASE("DeviceTrainEngine: 3 AdamW and 3 SGD steps match the float64 optimizer on cpu", "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_steps(*backend, "AdamW", "cpu");
+  check_steps(*backend, "SGD", "cpu");
+}
+
+TEST_CASE("DeviceTrainEngine: the optimizer state's round trip continues identically on cpu",
+          "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_state_round_trip(*backend, "AdamW");
+  check_state_round_trip(*backend, "SGD");
+}
+
+TEST_CASE("DeviceTrainEngine: bad optimizer names and states are one-line errors", "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  const Yolo26Model model = small_model();
+  CHECK_THROWS_WITH(DeviceTrainEngine(*backend, model, "Adam", 1, kSize, kSize),
+                    "optimizer 'Adam': the device engine runs SGD or AdamW");
+  DeviceTrainEngine engine(*backend, model, "sgd", 1, kSize, kSize);
+  train::OptimizerState state = engine.optimizer_state();
+  state.name = "AdamW";
+  CHECK_THROWS_WITH(engine.load_optimizer_state(state),
+                    "optimizer state of AdamW, but this run's optimizer is SGD");
+  state = engine.optimizer_state();
+  state.tensors.erase(state.tensors.begin());
+  CHECK_THROWS_AS(engine.load_optimizer_state(state), UsageError);
+}
+
+TEST_CASE("DeviceTrainEngine: no allocation after the first iteration on cpu", "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_no_allocations(*backend);
+}
+
+TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", "[device_train][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  check_gradients(*backend, "cuda");
+  check_steps(*backend, "AdamW", "cuda");
+  check_steps(*backend, "SGD", "cuda");
+  check_state_round_trip(*backend, "AdamW");
+  check_no_allocations(*backend);
+}
