@@ -235,8 +235,8 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->add_option("--batch", p->batch, "pipeline, train-step: batch size")
       ->check(batch_range())
       ->capture_default_str();
-  cmd->add_option("--optimizer", t->optimizer, "train-step: SGD or AdamW")
-      ->check(CLI::IsMember({"SGD", "AdamW"}))
+  cmd->add_option("--optimizer", t->optimizer, "train-step: SGD, AdamW or MuSGD")
+      ->check(CLI::IsMember({"SGD", "AdamW", "MuSGD"}))
       ->capture_default_str();
   cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
       ->capture_default_str();

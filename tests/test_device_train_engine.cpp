@@ -14,6 +14,7 @@
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 #include "pipeline/train/device_train_engine.hpp"
+#include "pipeline/train/host_train_engine.hpp"
 #include "tests/counting_backend.hpp"
 #include "tests/network_test_support.hpp"
 #include "tests/test_helpers.hpp"
@@ -49,6 +50,25 @@ std::vector<std::vector<double>> parameters_of(Yolo26Model model) {
       out.emplace_back(ref.values->begin(), ref.values->end());
   });
   return out;
+}
+
+// The parameters an engine holds, read into a copy of `model`.
+std::vector<std::vector<double>> engine_parameters(const train::TrainEngine& engine,
+                                                   const Yolo26Model& model) {
+  Yolo26Model copy = model;
+  engine.read_parameters(copy);
+  return parameters_of(copy);
+}
+
+// Weights more than 2e-6 + 1e-6 |want| apart: the optimizer runners' bar for float32 updates against float64
+// ones over a few steps (kernels/optim/optim_runners.cpp).
+size_t weights_apart(const std::vector<std::vector<double>>& got,
+                     const std::vector<std::vector<double>>& want) {
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    for (size_t j = 0; j < want[i].size(); ++j)
+      bad += std::fabs(got[i][j] - want[i][j]) > 2e-6 + 1e-6 * std::fabs(want[i][j]);
+  return bad;
 }
 
 // 1e-4 relative L2 per tensor, the kernel backward's own bar against the reference (test_kernel_backward:
@@ -105,8 +125,7 @@ void check_gradients(Backend& backend, const std::string& what) {
 
 // Three steps of `optimizer` with per-group learning rates, each checked against kernels/optim's float64
 // reference step (torch's formulas) applied to the engine's own accumulated gradients, clipped at a max norm
-// the gradients exceed. 2e-6 absolute + 1e-6 relative per weight: the optimizer runners' bar for float32
-// updates of float64 ones over a few steps (kernels/optim/optim_runners.cpp). Then the engine's forward on
+// the gradients exceed (weights_apart's bar). Then the engine's forward on
 // the stepped parameters (folded on the device) against a pass built from them on the host.
 void check_steps(Backend& backend, const std::string& optimizer, const std::string& what) {
   const Yolo26Model model = small_model();
@@ -141,21 +160,15 @@ void check_steps(Backend& backend, const std::string& optimizer, const std::stri
     CHECK(engine.step(hyper) == Approx(norm).epsilon(1e-5));
     Yolo26Model stepped = model;
     engine.read_parameters(stepped);
-    const std::vector<std::vector<double>> got = parameters_of(stepped);
-    size_t bad = 0, changed = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-      for (size_t j = 0; j < got[i].size(); ++j) {
-        bad += std::fabs(got[i][j] - param[i][j]) > 2e-6 + 1e-6 * std::fabs(param[i][j]);
-        changed += got[i][j] != initial[i][j];
-      }
     INFO(what << ": step " << step);
-    CHECK(bad == 0);
+    CHECK(weights_apart(parameters_of(stepped), param) == 0);
     if (step == 3) {
-      CHECK(changed > 0);
+      CHECK(parameters_of(stepped) != initial);
       const double after = engine.accumulate(batch, loss::LossConfig{}).total;
       const TrainingGradients host = kernel_gradients(backend, stepped, batch.images, batch.batch, kSize,
                                                       kSize, batch.ground_truth, loss::LossConfig{});
-      CHECK(after == Approx(host.total).epsilon(1e-6));
+      // The same float32 weights but where NVRTC contracts the device fold's bias into an FMA (one ulp).
+      CHECK(after == Approx(host.total).epsilon(1e-5));
       WARN(what << ": " << optimizer << " losses " << losses[0] << ", " << losses[1] << ", " << losses[2]
                 << ", " << after);
     }
@@ -184,10 +197,7 @@ void check_state_round_trip(Backend& backend, const std::string& optimizer) {
     e->accumulate(batch, loss::LossConfig{});
     e->step(hyper);
   }
-  Yolo26Model pa = model, pb = model;
-  a.read_parameters(pa);
-  b.read_parameters(pb);
-  CHECK(parameters_of(pa) == parameters_of(pb));
+  CHECK(engine_parameters(a, model) == engine_parameters(b, model));
   CHECK(a.optimizer_state().tensors == b.optimizer_state().tensors);
 }
 
@@ -215,6 +225,46 @@ void check_no_allocations(Backend& inner) {
                        << uploads_per_iteration);
 }
 
+// DeviceTrainEngine and HostTrainEngine (the same kernel backward; the chain rule, accumulation and
+// optimizer on the host in float64) on the cpu backend: the same losses, norms and parameters (weights_apart:
+// the float32 optimizer against float64 on the same gradients) after one AdamW step or two SGD / MuSGD steps,
+// and the device engine's saved state continues on the host engine as on itself. AdamW stops at one step:
+// its early updates are about lr * sign(g), so the second step's gradients, from parameters a float32
+// rounding apart, flip the update of the few weights whose gradient is that rounding's size (19 of 2.5 M
+// here).
+void check_against_host_engine(Backend& backend, const std::string& optimizer) {
+  const Yolo26Model model = small_model();
+  const train::TrainBatch batch = make_batch(1, 71);
+  train::StepHyper hyper;
+  hyper.lr = {0.002, 0.0015, 0.004};
+  hyper.momentum = 0.9;
+  hyper.max_norm = 1.0;
+  DeviceTrainEngine device(backend, model, optimizer, 1, kSize, kSize);
+  train::HostTrainEngine host(model, "cpu", test::embedded_context(), optimizer);
+  for (int step = 1; step <= (optimizer == "AdamW" ? 1 : 2); ++step) {
+    INFO(optimizer << " step " << step);
+    CHECK(device.accumulate(batch, loss::LossConfig{}).total ==
+          Approx(host.accumulate(batch, loss::LossConfig{}).total).epsilon(1e-5));
+    const auto device_norms = device.gradient_norms(), host_norms = host.gradient_norms();
+    REQUIRE(device_norms.size() == host_norms.size());
+    for (size_t i = 0; i < host_norms.size(); ++i) {
+      CHECK(device_norms[i].first == host_norms[i].first);
+      CHECK(device_norms[i].second == Approx(host_norms[i].second).epsilon(1e-5).margin(1e-12));
+    }
+    CHECK(device.step(hyper) == Approx(host.step(hyper)).epsilon(1e-5));
+    CHECK(weights_apart(engine_parameters(device, model), engine_parameters(host, model)) == 0);
+  }
+  // The device engine's state, loaded into a host engine on its parameters: the next step as the device's.
+  Yolo26Model saved = model;
+  device.read_parameters(saved);
+  train::HostTrainEngine resumed(saved, "cpu", test::embedded_context(), optimizer);
+  resumed.load_optimizer_state(device.optimizer_state());
+  device.accumulate(batch, loss::LossConfig{});
+  resumed.accumulate(batch, loss::LossConfig{});
+  CHECK(device.step(hyper) == Approx(resumed.step(hyper)).epsilon(1e-5));
+  CHECK(weights_apart(engine_parameters(device, model), engine_parameters(resumed, model)) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("DeviceTrainEngine: loss and gradients match the float64 reference on cpu", "[device_train]") {
@@ -239,15 +289,33 @@ TEST_CASE("DeviceTrainEngine: bad optimizer names and states are one-line errors
   auto backend = make_backend("cpu", test::embedded_context());
   const Yolo26Model model = small_model();
   CHECK_THROWS_WITH(DeviceTrainEngine(*backend, model, "Adam", 1, kSize, kSize),
-                    "optimizer 'Adam': the device engine runs SGD or AdamW");
+                    "optimizer 'Adam': the device engine runs SGD, AdamW or MuSGD");
   DeviceTrainEngine engine(*backend, model, "sgd", 1, kSize, kSize);
   train::OptimizerState state = engine.optimizer_state();
   state.name = "AdamW";
   CHECK_THROWS_WITH(engine.load_optimizer_state(state),
                     "optimizer state of AdamW, but this run's optimizer is SGD");
   state = engine.optimizer_state();
+  state.steps = 1;
+  const std::string first = state.tensors.begin()->first;
   state.tensors.erase(state.tensors.begin());
-  CHECK_THROWS_AS(engine.load_optimizer_state(state), UsageError);
+  CHECK_THROWS_WITH(engine.load_optimizer_state(state), "optimizer state: no " + first + " after 1 steps");
+  state = engine.optimizer_state();
+  state.tensors[first].pop_back();
+  CHECK_THROWS_WITH(engine.load_optimizer_state(state),
+                    Catch::Matchers::StartsWith("optimizer state: " + first + " has "));
+  state = engine.optimizer_state();
+  state.tensors["model.99.cv1.conv.weight.momentum"] = {1.0f};
+  CHECK_THROWS_WITH(engine.load_optimizer_state(state),
+                    "optimizer state: 1 tensors name no parameter of the model");
+}
+
+TEST_CASE("DeviceTrainEngine agrees with HostTrainEngine on cpu, and its state resumes there",
+          "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_against_host_engine(*backend, "AdamW");
+  check_against_host_engine(*backend, "SGD");
+  check_against_host_engine(*backend, "MuSGD");
 }
 
 TEST_CASE("DeviceTrainEngine: no allocation after the first iteration on cpu", "[device_train]") {

@@ -23,7 +23,8 @@ std::string canonical_optimizer(const std::string& name) {
                  [](unsigned char c) { return char(std::tolower(c)); });
   if (lower == "sgd") return "SGD";
   if (lower == "adamw") return "AdamW";
-  throw UsageError("optimizer '" + name + "': the device engine runs SGD or AdamW");
+  if (lower == "musgd") return "MuSGD";
+  throw UsageError("optimizer '" + name + "': the device engine runs SGD, AdamW or MuSGD");
 }
 
 // Ultralytics' group of a checkpoint parameter: biases 2, BatchNorm weights 1, other weights 0.
@@ -51,7 +52,8 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
       fold_(backend),
       clip_(backend),
       sgd_(backend),
-      adamw_(backend) {
+      adamw_(backend),
+      musgd_(backend) {
   // The arenas: every checkpoint parameter, and the frozen statistics (running mean then var per conv).
   size_t total = 0, frozen = 0;
   std::vector<float> host_params, host_frozen;
@@ -81,7 +83,8 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
   params_ = backend.upload_vector(host_params);
   grads_ = backend.alloc_array<float>(total);
   state0_ = backend.alloc_array<float>(total);
-  if (optimizer_ == "AdamW") state1_ = backend.alloc_array<float>(total);
+  if (optimizer_ != "SGD") state1_ = backend.alloc_array<float>(total);
+  if (optimizer_ == "MuSGD") muon_update_ = backend.alloc_array<float>(total);
   for (const DeviceBuffer* b : {&grads_, &state0_, &state1_})
     if (b->get()) backend.fill_bytes(b->get(), 0, b->bytes());
   frozen_ = backend.upload_vector(host_frozen.empty() ? std::vector<float>{0.0f} : host_frozen);
@@ -89,10 +92,18 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
   clip_out_ = backend.alloc_array<float>(2);
 
   std::vector<OptimTensor> tensors;
-  for (const Parameter& p : parameters_)
-    tensors.push_back(in_place_tensor(
+  for (const Parameter& p : parameters_) {
+    OptimTensor t = in_place_tensor(
         arena(params_, p.offset), arena(grads_, p.offset), arena(state0_, p.offset),
-        state1_.get() ? arena(state1_, p.offset) : nullptr, nullptr, (long long)p.count, p.group));
+        state1_.get() ? arena(state1_, p.offset) : nullptr, nullptr, (long long)p.count, p.group);
+    MuonShape shape;  // MuSGD: every conv weight takes Muon's update, viewed [c_out, rest]
+    if (muon_update_.get() && p.group == 0) {
+      t.muon_update = arena(muon_update_, p.offset);
+      shape = {int(p.shape[0]), int(p.count / size_t(p.shape[0])), muon_update_scale(p.shape)};
+    }
+    tensors.push_back(t);
+    muon_shapes_.push_back(shape);
+  }
   list_ = std::make_unique<OptimTensorList>(backend, std::move(tensors));
   pass_for(batch, height, width);
 }
@@ -171,10 +182,14 @@ double DeviceTrainEngine::step(const StepHyper& hyper) {
     SgdSettings s;
     s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
     sgd_.step(*list_, s, int(steps_));
-  } else {
+  } else if (optimizer_ == "AdamW") {
     AdamwSettings s;
     s.lr = hyper.lr, s.beta1 = hyper.momentum, s.weight_decay = hyper.weight_decay;
     adamw_.step(*list_, s, int(steps_));
+  } else {
+    MusgdSettings s;  // muon.py's muon 0.5, sgd 0.5
+    s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
+    musgd_.step(*list_, muon_shapes_, s);
   }
   backend_.fill_bytes(grads_.get(), 0, grads_.bytes());
   ++version_;  // every pass folds the new parameters before its next forward
@@ -226,18 +241,22 @@ void DeviceTrainEngine::read_parameters(Yolo26Model& model) const {
   if (i != parameters_.size()) throw UsageError("device train engine: the model has fewer parameters");
 }
 
+std::vector<std::pair<const DeviceBuffer*, std::string>> DeviceTrainEngine::state_buffers() const {
+  if (optimizer_ == "SGD") return {{&state0_, ".momentum"}};
+  if (optimizer_ == "AdamW") return {{&state0_, ".exp_avg"}, {&state1_, ".exp_avg_sq"}};
+  return {{&state0_, ".momentum"}, {&state1_, ".muon_momentum"}};
+}
+
 OptimizerState DeviceTrainEngine::optimizer_state() const {
   OptimizerState s;
   s.name = optimizer_;
   s.steps = steps_;
-  for (const Parameter& p : parameters_) {
-    if (optimizer_ == "SGD") {
-      s.tensors[p.name + ".momentum"] = download(state0_, p);
-    } else {
-      s.tensors[p.name + ".exp_avg"] = download(state0_, p);
-      s.tensors[p.name + ".exp_avg_sq"] = download(state1_, p);
-    }
-  }
+  const auto buffers = state_buffers();
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    for (size_t k = 0; k < buffers.size(); ++k)
+      if (k == 0 || optimizer_ != "MuSGD" ||
+          muon_shapes_[i].rows > 0)  // MuSGD: Muon's buffer where it has one
+        s.tensors[parameters_[i].name + buffers[k].second] = download(*buffers[k].first, parameters_[i]);
   return s;
 }
 
@@ -245,21 +264,35 @@ void DeviceTrainEngine::load_optimizer_state(const OptimizerState& state) {
   if (state.name != optimizer_)
     throw UsageError("optimizer state of " + state.name + ", but this run's optimizer is " + optimizer_);
   if (state.steps < 0) throw UsageError("optimizer state: a negative step count");
-  const std::vector<std::pair<const DeviceBuffer*, std::string>> buffers =
-      optimizer_ == "SGD" ? std::vector<std::pair<const DeviceBuffer*, std::string>>{{&state0_, ".momentum"}}
-                          : std::vector<std::pair<const DeviceBuffer*, std::string>>{
-                                {&state0_, ".exp_avg"}, {&state1_, ".exp_avg_sq"}};
-  for (const Parameter& p : parameters_)  // every tensor checked before any is written
-    for (const auto& [buffer, key] : buffers) {
-      const auto it = state.tensors.find(p.name + key);
-      if (it == state.tensors.end() || it->second.size() != p.count)
-        throw UsageError("optimizer state: '" + p.name + key + "' is missing or not of " +
-                         std::to_string(p.count) + " values");
-    }
+  // As HostTrainEngine reads a state: a missing tensor is zero, but the first buffer after a step; every
+  // tensor of the state names a parameter and has its size. All checked before anything is written.
+  const auto buffers = state_buffers();
+  size_t used = 0;
   for (const Parameter& p : parameters_)
-    for (const auto& [buffer, key] : buffers) {
-      const std::vector<float>& values = state.tensors.at(p.name + key);
-      backend_.upload(buffer->as<float>() + p.offset, values.data(), p.count * sizeof(float));
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      const std::string key = p.name + buffers[k].second;
+      const auto it = state.tensors.find(key);
+      if (it == state.tensors.end()) {
+        if (k == 0 && state.steps > 0)
+          throw UsageError("optimizer state: no " + key + " after " + std::to_string(state.steps) + " steps");
+        continue;
+      }
+      if (it->second.size() != p.count)
+        throw UsageError("optimizer state: " + key + " has " + std::to_string(it->second.size()) +
+                         " values, the parameter " + std::to_string(p.count));
+      ++used;
+    }
+  if (used != state.tensors.size())
+    throw UsageError("optimizer state: " + std::to_string(state.tensors.size() - used) +
+                     " tensors name no parameter of the model");
+  for (const Parameter& p : parameters_)
+    for (const auto& [buffer, suffix] : buffers) {
+      float* slice = buffer->as<float>() + p.offset;
+      const auto it = state.tensors.find(p.name + suffix);
+      if (it == state.tensors.end())
+        backend_.fill_bytes(slice, 0, p.count * sizeof(float));
+      else
+        backend_.upload(slice, it->second.data(), p.count * sizeof(float));
     }
   steps_ = state.steps;
 }

@@ -4,9 +4,9 @@
 // (kernels/optim's OptimTensorList over them, Ultralytics' groups: conv weights 0, BatchNorm weights 1,
 // biases 2). accumulate(): the persistent TrainingPass (forward, device loss, backward on ops built once per
 // batch shape, reading the folded weights in place), then the BatchNorm chain rule on the device
-// (batchnorm_fold_backward). step(): clip, SGD (Nesterov) or AdamW, the fold of every conv into the weights
-// its ops read (batchnorm_fold), gradients zeroed. Only the loss's scalars and the clipped norm come back per
-// iteration. BatchNorm frozen; float32 kernels.
+// (batchnorm_fold_backward). step(): clip, SGD (Nesterov), AdamW or MuSGD, the fold of every conv into the
+// weights its ops read (batchnorm_fold), gradients zeroed. Only the loss's scalars and the clipped norm come
+// back per iteration. BatchNorm frozen; float32 kernels.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/optim/musgd_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 #include "kernels/train/batchnorm_fold_op.hpp"
 #include "pipeline/executor/kernel_backward.hpp"
@@ -23,8 +24,9 @@ namespace lab::train {
 
 class DeviceTrainEngine : public TrainEngine {
  public:
-  // `optimizer`: "SGD" or "AdamW" (any letter case; UsageError otherwise). The batch shape hint builds the
-  // pass the first accumulate() uses; another shape builds its own (the hint's is kept beside the latest).
+  // `optimizer`: "SGD", "AdamW" or "MuSGD" (any letter case; UsageError otherwise). The batch shape hint
+  // builds the pass the first accumulate() uses; another shape builds its own (the hint's is kept beside the
+  // latest).
   DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer, int batch,
                     int height, int width);
 
@@ -59,6 +61,8 @@ class DeviceTrainEngine : public TrainEngine {
   std::unique_ptr<FoldConvTable> fold_table(const TrainingPass& pass) const;
   float* arena(const DeviceBuffer& b, size_t offset) const { return b.as<float>() + offset; }
   std::vector<float> download(const DeviceBuffer& arena, const Parameter& p) const;
+  // The optimizer's state arenas and their tensors' name suffixes (as HostTrainEngine names them).
+  std::vector<std::pair<const DeviceBuffer*, std::string>> state_buffers() const;
 
   Backend& backend_;
   Yolo26Model model_;  // shapes and names; its values are the starting parameters
@@ -66,7 +70,8 @@ class DeviceTrainEngine : public TrainEngine {
   Shape hint_;
   std::vector<Parameter> parameters_;
   std::map<std::string, size_t> first_parameter_;  // conv name -> its first entry in parameters_
-  DeviceBuffer params_, grads_, state0_, state1_, frozen_, norms_, clip_out_;
+  DeviceBuffer params_, grads_, state0_, state1_, muon_update_, frozen_, norms_, clip_out_;
+  std::vector<MuonShape> muon_shapes_;           // per tensor of list_ (MuSGD)
   std::map<std::string, size_t> frozen_offset_;  // conv name -> its running mean (var follows)
   std::map<Shape, Pass> passes_;  // the hint's, built at construction, and the latest other shape's
   std::unique_ptr<OptimTensorList> list_;
@@ -74,6 +79,7 @@ class DeviceTrainEngine : public TrainEngine {
   ClipGradNormOp clip_;
   SgdOp sgd_;
   AdamwOp adamw_;
+  MusgdOp musgd_;
   long long version_ = 0;  // optimizer steps taken by this engine (the folds' parameter version)
   long long steps_ = 0;    // the optimizer's step count (loaded with its state)
 };
