@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "kernels/optim/optim_reference.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/reference_backward.hpp"
@@ -144,6 +145,42 @@ TEST_CASE("host engine: optimizer state round trip and refusals", "[train_engine
   CHECK_THROWS_WITH(other.load_optimizer_state(stray), Contains("1 tensors name no parameter"));
   CHECK_THROWS_WITH(HostTrainEngine(start, "tpu", test::embedded_context(), "SGD"),
                     Contains("--backend tpu"));
+}
+
+TEST_CASE("host engine: MuSGD takes Muon's update on weights, SGD's on the rest", "[train_engine]") {
+  const Yolo26Model start = synthetic_n();
+  const TrainBatch batch = noise_batch(6);
+  HostTrainEngine engine(start, "reference", test::embedded_context(), "MuSGD");
+  engine.accumulate(batch, loss::LossConfig{});
+  const StepHyper hyper{{0.01, 0.02, 0.03}, 0.9, 5e-4, 10};
+  const double norm = engine.step(hyper);
+  const OptimizerState state = engine.optimizer_state();
+  CHECK(state.tensors.count("model.2.cv1.conv.weight.muon_momentum") == 1);
+  CHECK(state.tensors.count("model.2.cv1.bn.bias.muon_momentum") == 0);
+
+  // One weight and one bias by hand: kernels/optim's MuSGD reference step on the clipped gradient.
+  reference::RefTensor input(1, 3, 64, 64);
+  input.values = batch.images;
+  const auto g = reference::reference_gradients(start, input, batch.ground_truth, loss::LossConfig{});
+  const double clip = std::min(1.0, 10 / (norm + 1e-6));
+  const auto before = parameters_of(start);
+  Yolo26Model trained;
+  engine.read_parameters(trained);
+  const auto after = parameters_of(trained);
+  int checked = 0;
+  for (const ParameterGradient& p : g.parameters) {
+    if (p.name != "model.2.cv1.conv.weight" && p.name != "model.2.cv1.bn.bias") continue;
+    ++checked;
+    std::vector<double> param(before.at(p.name).begin(), before.at(p.name).end()), grad = p.values, buf, muon_buf;
+    for (double& v : grad) v *= clip;
+    const bool weight = p.name == "model.2.cv1.conv.weight";
+    const int rows = weight ? int(p.shape[0]) : 0, cols = weight ? int(param.size() / p.shape[0]) : 0;
+    musgd_reference_step(param, buf, muon_buf, grad, rows, cols, 1.0, weight ? 0.01 : 0.03, 0.9,
+                         weight ? 5e-4 : 0.0, 0.5, 0.5);
+    const std::vector<float>& got = after.at(p.name);
+    for (size_t i = 0; i < param.size(); ++i) CHECK(got[i] == float(param[i]));
+  }
+  CHECK(checked == 2);
 }
 
 TEST_CASE("training state: saved and read back exactly", "[train_engine]") {

@@ -137,7 +137,8 @@ TEST_CASE("lab train --resume: an interrupted run continues exactly as the unint
   CHECK(lines(test::read_text(scratch.path / "runs" / "cut" / "results.csv")) == 3);
 }
 
-TEST_CASE("lab train: nominal-batch accumulation, and warm-up's accumulation from 1", "[train_loop]") {
+TEST_CASE("lab train: nominal-batch accumulation, warm-up's accumulation from 1, bad label lines skipped",
+          "[train_loop]") {
   if (!fs::exists(kModel)) {
     WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
     return;
@@ -157,6 +158,24 @@ TEST_CASE("lab train: nominal-batch accumulation, and warm-up's accumulation fro
   // Warm-up over 100 iterations: accumulate round(1 + 3 * ni / 100) is 1 up to iteration 16.
   o.warmup_epochs = 3;
   CHECK(stepped_at(o) == std::vector<long long>{0, 1, 2, 3, 4, 5, 6, 7});
+  o.epochs = 1;
+
+  // A label line with four fields and one with a class beyond `names`: both images skipped and counted, with
+  // a warning naming the file and line; the run trains on the other six (3 batches).
+  const fs::path labels = scratch.path / "data" / "labels" / "train";
+  test::write_file(labels / "000001.txt", "0 0.5 0.5 0.25 0.25\n0 0.5 0.5 0.2\n");
+  test::write_file(labels / "000002.txt", "5 0.5 0.5 0.25 0.25\n");
+  std::vector<std::string> logged;
+  Recorded r;
+  TrainHooks hooks = recording(r);
+  hooks.log = [&](const std::string& line) { logged.push_back(line); };
+  Trainer skipping(o, std::nullopt, test::embedded_context(), hooks);
+  CHECK_THAT(skipping.description()[1], Contains("2 corrupt skipped"));
+  REQUIRE(logged.size() == 2);
+  CHECK_THAT(logged[0], Contains("000001.txt:2:"));
+  CHECK_THAT(logged[1], Contains("000002.txt:1:"));
+  skipping.run();
+  CHECK(r.steps.size() == 3);
 }
 
 TEST_CASE("lab train: run folders, results.csv rows, bad datasets and options", "[train_loop]") {

@@ -121,6 +121,11 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   CHECK(o.lr0 == 0.01);
   CHECK(o.momentum == 0.937);
   CHECK(o.nbs == 64);
+  CHECK(o.augment.hsv_h == 0.015);
+  CHECK(o.augment.mosaic == 1.0);
+  CHECK(o.augment.close_mosaic == 10);
+  CHECK(o.patience == 100);
+  CHECK(o.warmup_bias_lr == 0.1);
   CHECK_NOTHROW(check_train_options(o));
 
   auto fails = [](TrainOptions bad, const std::string& message) {
@@ -142,6 +147,8 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--backend tpu: is not one of cpu, cuda, reference");
   bad = o, bad.name = "a/b";
   fails(bad, "--name a/b: must be one folder name");
+  bad = o, bad.augment.mosaic = 2;
+  fails(bad, "--mosaic 2");
   bad = o, bad.data = "";
   fails(bad, "--data '': needs a dataset YAML");
 
