@@ -52,6 +52,7 @@ void run_train(TrainCli cli, const CliState& state) {
   if (!cli.resuming && o.data.empty()) throw UsageError("lab train: DATA.yaml is required (or --resume)");
   o.imgsz = rounded_imgsz(o.imgsz);
   o.backend = resolved_backend(o.backend);
+  if (o.engine == "auto") o.engine = o.backend == "cuda" ? "device" : "host";
   Progress progress(true);
   train::TrainHooks hooks;
   hooks.log = [&](const std::string& line) {
@@ -102,7 +103,7 @@ void add_train_command(CLI::App& app, CliState& state) {
       "accumulation, validation of the EMA each epoch); outputs in runs/train/<name>/");
   auto cli = std::make_shared<TrainCli>();
   train::TrainOptions& o = cli->options;
-  o.backend = "auto";
+  o.backend = "auto", o.engine = "auto";
   cmd->add_option("data", o.data, "Dataset YAML (path, train, val, names)");
   add_model_option(cmd, o.model);
   cmd->add_option("--epochs", o.epochs, "Epochs to train")->capture_default_str();
@@ -157,7 +158,11 @@ void add_train_command(CLI::App& app, CliState& state) {
                   "float64 reference backward)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();
-  cmd->add_option("--engine", o.engine, "host: gradients and the optimizer step on the host")->capture_default_str();
+  cmd->add_option("--engine", o.engine,
+                  "auto (device on cuda, else host), host (gradients summed and the optimizer step on the host, "
+                  "float64), or device (parameters, gradients and optimizer state resident on the backend)")
+      ->check(CLI::IsMember({"auto", "host", "device"}))
+      ->capture_default_str();
   cmd->add_option("--precision", o.precision, "fp32 (fp16 / bf16 training are not built yet)")
       ->capture_default_str();
   cmd->footer(

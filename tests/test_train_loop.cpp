@@ -1,7 +1,8 @@
 // lab train's loop (pipeline/train/trainer) end to end on small synthetic datasets: the CI acceptance (the
 // cpu emulator fine-tunes yolo26n to a 2-class dataset and the loss falls by at least 30 %), a resumed run
-// continuing exactly as an uninterrupted one (cpu backend), the nominal-batch accumulation with and without
-// warm-up (reference backend), and the run's files, folders and one-line errors.
+// continuing exactly as an uninterrupted one (cpu backend), the device engine following the host engine, the
+// nominal-batch accumulation with and without warm-up (reference backend), and the run's files, folders and
+// one-line errors; the [gpu] twin runs the acceptance on cuda with the device engine.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -93,6 +94,45 @@ TEST_CASE("lab train on the cpu emulator: yolo26n on 3 tiny images, 8 steps, the
   for (const char* file : {"last.safetensors", "last.pt", "best.safetensors", "best.pt"})
     CHECK(fs::exists(trainer.folder() / "weights" / file));
   CHECK(fs::exists(trainer.folder() / "results.png"));
+}
+
+TEST_CASE("lab train --engine device on the cpu emulator follows the host engine on the float64 reference",
+          "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_device");
+  TrainOptions o = plain_options(synth(scratch.path, 3, 32, 5), scratch.path / "runs", "reference");
+  o.epochs = 3;
+  Recorded host, device;
+  Trainer(o, std::nullopt, test::embedded_context(), recording(host)).run();
+  o.backend = "cpu", o.engine = "device", o.name = "device";
+  Trainer on_device(o, std::nullopt, test::embedded_context(), recording(device));
+  CHECK_THAT(on_device.description()[3], Contains("on the device"));
+  on_device.run();
+  REQUIRE(device.steps.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(device.steps[i].loss.total == Approx(host.steps[i].loss.total).epsilon(1e-3));
+    CHECK(device.steps[i].grad_norm == Approx(host.steps[i].grad_norm).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %", "[train_loop][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_cuda");
+  TrainOptions o = plain_options(synth(scratch.path, 3, 32, 5), scratch.path / "runs", "cuda");
+  o.engine = "device";
+  Recorded r;
+  Trainer(o, std::nullopt, test::embedded_context(), recording(r)).run();
+  REQUIRE(r.steps.size() == 8);
+  const double last = (r.steps[6].loss.total + r.steps[7].loss.total) / 2;
+  INFO("loss " << r.steps[0].loss.total << " -> " << last);
+  CHECK(last <= 0.7 * r.steps[0].loss.total);
 }
 
 TEST_CASE("lab train --resume: an interrupted run continues exactly as the uninterrupted one (cpu)",

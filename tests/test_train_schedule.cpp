@@ -145,6 +145,10 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--precision fp16: mixed-precision training is not built yet");
   bad = o, bad.backend = "tpu";
   fails(bad, "--backend tpu: is not one of cpu, cuda, reference");
+  bad = o, bad.engine = "device", bad.backend = "reference";
+  fails(bad, "--engine device: runs our kernels: --backend cpu or cuda");
+  bad = o, bad.engine = "gpu";
+  fails(bad, "--engine gpu: is not one of host, device");
   bad = o, bad.name = "a/b";
   fails(bad, "--name a/b: must be one folder name");
   bad = o, bad.augment.mosaic = 2;

@@ -85,7 +85,9 @@ void check_train_options(const TrainOptions& o) {
   require(!o.name.empty() && o.name.find('/') == std::string::npos && o.name != "." && o.name != "..",
           "name", o.name, "must be one folder name");
   require_member(o.backend, "backend", {"cpu", "cuda", "reference"});
-  require_member(o.engine, "engine", {"host"});
+  require_member(o.engine, "engine", {"host", "device"});
+  require(o.engine == "host" || o.backend != "reference", "engine", o.engine,
+          "runs our kernels: --backend cpu or cuda (the reference trains with --engine host)");
   require_member(o.precision, "precision", {"fp32", "fp16", "bf16"});
   require(o.precision == "fp32", "precision", o.precision,
           "mixed-precision training is not built yet (fp32 only)");

@@ -26,7 +26,8 @@ struct TrainOptions {
   AugmentSettings augment;          // hsv_h .. mosaic, close_mosaic
   std::string project = "runs/train", name = "train";
   bool exist_ok = false;
-  std::string backend = "cpu", engine = "host", precision = "fp32";
+  std::string backend = "cpu", precision = "fp32";
+  std::string engine = "host";  // host (HostTrainEngine) or device (DeviceTrainEngine: our kernels only)
 };
 
 // UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 are

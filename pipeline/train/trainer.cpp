@@ -12,6 +12,7 @@
 #include "pipeline/dataset/data_yaml.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/train/class_reinit.hpp"
+#include "pipeline/train/device_train_engine.hpp"
 #include "pipeline/train/host_train_engine.hpp"
 #include "pipeline/train/model_checkpoint.hpp"
 #include "pipeline/train/results_csv.hpp"
@@ -95,7 +96,13 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
     position_ = std::move(state.position);
     optimizer_state = std::move(state.optimizer);
   }
-  engine_ = std::make_unique<HostTrainEngine>(model, options_.backend, context_, choice.name);
+  if (options_.engine == "device") {
+    device_ = make_backend(options_.backend, context_);
+    engine_ = std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch, options_.imgsz,
+                                                  options_.imgsz);
+  } else {
+    engine_ = std::make_unique<HostTrainEngine>(model, options_.backend, context_, choice.name);
+  }
   if (resume) engine_->load_optimizer_state(optimizer_state);
   ema_.emplace(std::move(ema_start), position_.ema_updates);
   model_ = std::move(model);

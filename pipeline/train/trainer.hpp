@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "nvrtc_runtime/backend.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/dataset/yolo_dataset.hpp"
@@ -105,6 +106,7 @@ class Trainer {
   std::vector<std::string> names_;
   dataset::Split val_split_;
   std::unique_ptr<TrainLoader> loader_;
+  std::unique_ptr<Backend> device_;  // the device engine's backend (declared first: it outlives the engine)
   std::unique_ptr<TrainEngine> engine_;
   std::optional<ModelEma> ema_;
   std::optional<LrSchedule> schedule_;
