@@ -87,6 +87,9 @@ class Trainer {
   const std::vector<std::string>& description() const { return description_; }
   const std::filesystem::path& folder() const { return folder_; }
   const TrainOptions& options() const { return options_; }
+  // The trained parameters as of the last optimizer step (read from the engine for the EMA after each step;
+  // valid in on_step): the viewer's Train panel draws the assignment of these weights.
+  const Yolo26Model& model() const { return model_; }
 
   TrainSummary run();
 
