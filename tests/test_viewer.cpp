@@ -2,8 +2,9 @@
 // kernel is listed at its line and the line is highlighted; a kernel run shows PASS; a kernel that faults is
 // reported with its name while the viewer goes on; YOLO26 draws its boxes and an attention map; edits of the
 // kernels the pipeline uses re-run it and show in the per-layer errors, or as a named fault beside the last
-// good run; the editor draws UTF-8. Without the
-// viewer binary, xvfb-run or a usable GL the tests WARN and return.
+// good run; the editor draws UTF-8; the Train panel trains on a synthetic dataset, pauses, draws each box's
+// positive anchors in its colour and stops, and names a bad dataset. Without the viewer binary, xvfb-run or a
+// usable GL the tests WARN and return.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include "nvrtc_runtime/kernel_tree.hpp"
 #include "kernels/runner.hpp"
 #include "harness/scenario_runner.hpp"
+#include "pipeline/dataset/synth_dataset.hpp"
+#include "tests/network_test_support.hpp"
 #include "tests/test_helpers.hpp"
 
 #ifndef LAB_VIEWER_BINARY
@@ -340,6 +343,51 @@ TEST_CASE("viewer: PTX and SASS beside the source, highlighted from a source lin
   const Png png = load_png(dir.path / "shots/ptx_lines.png");
   CHECK(png.count([](const unsigned char* p) { return p[0] > 70 && p[0] < 110 && p[1] > 50 && p[1] < 80 && p[2] < 40; }) >
         500);
+}
+
+TEST_CASE("viewer: the Train panel trains on a synthetic dataset, pauses, shows the assignment, stops; a bad "
+          "dataset is reported",
+          "[viewer]") {
+  const fs::path model = lab::test::assets_dir() / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: the yolo26n checkpoint is absent");
+    return;
+  }
+  lab::test::ScratchDir dir("viewer-train");
+  lab::dataset::SynthOptions synth;
+  synth.out = dir.path / "synth";
+  synth.classes = 2, synth.train = 8, synth.val = 2, synth.imgsz = 64, synth.seed = 5;
+  lab::dataset::write_synth_dataset(synth);
+  const std::string script = "select_panel Train\n"
+                             "set_train data " + (synth.out / "data.yaml").string() + "\n"
+                             "set_train model " + model.string() + "\n"
+                             "set_train project " + (dir.path / "runs").string() + "\n"
+                             "set_train epochs 2\nset_train batch 2\nset_train nbs 2\nset_train imgsz 64\n"
+                             "set_train backend cpu\nset_train every 100\n"
+                             "start_training\n"
+                             "wait_steps 2\n"
+                             "pause_training\n"
+                             "expect_text training: paused\n"
+                             "expect_text o2m box\n"
+                             "expect_text largest: model.\n"
+                             "select_train_tab assignment\n"
+                             "refresh_assignment\n"
+                             "show_anchors o2o off\n"
+                             "expect_text positives:\n"
+                             "expect_anchor_pixels\n"
+                             "screenshot assignment.png\n"
+                             "stop_training\n"
+                             "expect_text training: stopped\n"
+                             "set_train data " + (dir.path / "missing.yaml").string() + "\n"
+                             "start_training\n"
+                             "wait_steps 1\n"
+                             "expect_text training failed\n"
+                             "expect_text missing.yaml\n";
+  const ViewerRun r = run_viewer_script(dir.path, script);
+  if (r.skipped) return;
+  INFO(script << r.log);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir.path / "shots/assignment.png"));
 }
 
 #endif  // LAB_VIEWER_BINARY

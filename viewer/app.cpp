@@ -41,6 +41,7 @@ void init_state(ViewerState& s, const ViewerOptions& o) {
   s.scenarios = load_scenario_dir(s.scenarios_dir, s.scenario_errors);
   s.pipeline.executor = s.run.backend;
   s.pipeline.confidence = s.settings.confidence;
+  s.train.request.backend = s.run.backend;
 }
 
 // A file dropped on the window: opened in the Pipeline panel.
@@ -99,6 +100,7 @@ void draw_main_window(ViewerState& s) {
     panel("Kernels", draw_kernels_panel);
     panel("Run", draw_run_panel);
     panel("Pipeline", draw_pipeline_panel);
+    panel("Train", draw_train_panel);
     ImGui::EndTabBar();
   }
   ImGui::EndChild();

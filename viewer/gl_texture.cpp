@@ -3,6 +3,8 @@
 
 #include <GL/gl.h>
 
+#include <cstddef>
+
 namespace lab::viewer {
 
 GlTexture::~GlTexture() {
@@ -21,6 +23,13 @@ void GlTexture::upload(const std::vector<uint8_t>& rgba, int width, int height, 
   glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
   width_ = width;
   height_ = height;
+}
+
+std::vector<uint8_t> rgba_from_rgb(const std::vector<uint8_t>& rgb) {
+  std::vector<uint8_t> px(rgb.size() / 3 * 4, 255);
+  for (size_t i = 0; i < rgb.size() / 3; ++i)
+    for (size_t c = 0; c < 3; ++c) px[i * 4 + c] = rgb[i * 3 + c];
+  return px;
 }
 
 }  // namespace lab::viewer

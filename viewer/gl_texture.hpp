@@ -1,4 +1,5 @@
-// An RGBA8 OpenGL texture owned by one object (created on first upload, deleted with the object).
+// An RGBA8 OpenGL texture owned by one object (created on first upload, deleted with the object), and the
+// RGB -> RGBA conversion the image views upload through.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,5 +24,8 @@ class GlTexture {
   unsigned id_ = 0;
   int width_ = 0, height_ = 0;
 };
+
+// Opaque RGBA8 pixels of RGB8 ones (3 bytes per pixel, row major), for upload().
+std::vector<uint8_t> rgba_from_rgb(const std::vector<uint8_t>& rgb);
 
 }  // namespace lab::viewer

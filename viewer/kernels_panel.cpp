@@ -9,6 +9,7 @@
 
 #include "harness/resources.hpp"
 #include "viewer/panels.hpp"
+#include "viewer/requested_tab.hpp"
 #include "viewer/ui_text.hpp"
 #include "viewer/viewer_actions.hpp"
 
@@ -193,10 +194,7 @@ void draw_output_tabs(ViewerState& s) {
   const CompileOutcome& c = *s.kernels.compiled;
   if (!ImGui::BeginTabBar("compiler outputs")) return;
   const auto tab = [&](const char* label, const char* key) {
-    const bool request = s.kernels.output_tab == key;
-    const bool open = ImGui::BeginTabItem(label, nullptr, request ? ImGuiTabItemFlags_SetSelected : 0);
-    if (request) s.kernels.output_tab.clear();
-    return open;
+    return begin_requested_tab(label, key, s.kernels.output_tab);
   };
   if (tab("Compiler input", "source")) {
     read_only_text("##source", c.compiler_input);

@@ -7,5 +7,6 @@ namespace lab::viewer {
 void draw_kernels_panel(ViewerState& s);
 void draw_run_panel(ViewerState& s);
 void draw_pipeline_panel(ViewerState& s);
+void draw_train_panel(ViewerState& s);
 
 }  // namespace lab::viewer

@@ -12,6 +12,7 @@
 #include "viewer/panels.hpp"
 #include "pipeline/detect/detector.hpp"
 #include "pipeline/image/draw.hpp"
+#include "viewer/requested_tab.hpp"
 #include "viewer/ui_text.hpp"
 #include "viewer/viewer_actions.hpp"
 
@@ -20,22 +21,6 @@ namespace lab::viewer {
 namespace {
 
 const ImVec4 kRed(1.0f, 0.35f, 0.35f, 1.0f);
-
-void guarded(ViewerState& s, void (*action)(ViewerState&)) {
-  try {
-    action(s);
-    s.message.clear();
-  } catch (const std::exception& e) {
-    s.message = e.what();
-  }
-}
-
-std::vector<uint8_t> rgba_of(const Image& img) {
-  std::vector<uint8_t> px(static_cast<size_t>(img.width) * img.height * 4, 255);
-  for (size_t i = 0, n = static_cast<size_t>(img.width) * img.height; i < n; ++i)
-    for (int c = 0; c < 3; ++c) px[i * 4 + c] = img.rgb[i * 3 + c];
-  return px;
-}
 
 void draw_controls(ViewerState& s) {
   PipelineState& p = s.pipeline;
@@ -156,7 +141,7 @@ void draw_image_view(ViewerState& s, float max_w, float max_h) {
     return;
   }
   if (p.image_dirty) {
-    p.image_texture.upload(rgba_of(img), img.width, img.height, true);
+    p.image_texture.upload(rgba_from_rgb(img.rgb), img.width, img.height, true);
     p.image_dirty = false;
   }
   if (p.run) {
@@ -295,10 +280,7 @@ void draw_pipeline_panel(ViewerState& s) {
   if (p.job.valid()) ui_text("running YOLO26 on " + p.executor + " ...");
   if (ImGui::BeginTabBar("pipeline tabs")) {
     const auto tab = [&](const char* label, const char* key) {
-      const bool request = p.tab == key;
-      const bool open = ImGui::BeginTabItem(label, nullptr, request ? ImGuiTabItemFlags_SetSelected : 0);
-      if (request) p.tab.clear();
-      return open;
+      return begin_requested_tab(label, key, p.tab);
     };
     if (tab("Detections and attention", "detections")) {
       const bool have_run = p.run != nullptr;

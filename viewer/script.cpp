@@ -10,6 +10,7 @@
 #include "pipeline/detect/detector.hpp"
 #include "pipeline/image/draw.hpp"
 #include "viewer/screenshot.hpp"
+#include "viewer/train_actions.hpp"
 #include "viewer/ui_text.hpp"
 #include "viewer/viewer_actions.hpp"
 
@@ -26,6 +27,64 @@ constexpr double kActionTimeoutS = 900;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The rendered frame's colour at (x, y) of an image drawn at (image_x, image_y) with `scale`, against `want`.
+bool pixel_has(double x, double y, float image_x, float image_y, float scale, const Rgb& want, int height) {
+  const std::array<uint8_t, 3> got = read_framebuffer_pixel(static_cast<int>(image_x + x * scale),
+                                                            static_cast<int>(image_y + y * scale), height);
+  for (int c = 0; c < 3; ++c)
+    if (std::abs(int(got[c]) - int(want[c])) > 8) return false;
+  return true;
+}
+
+// "" when at least 3 of 4 boxes (others may cover a few pixels of them) show their colour, else what failed:
+// `none` without boxes, "N of M boxes <lacking>" + detail otherwise.
+std::string majority_problem(int boxes, int matching, const std::string& none, const std::string& lacking,
+                             const std::string& detail) {
+  if (boxes == 0) return none;
+  if (4 * matching >= 3 * boxes) return "";
+  return std::to_string(boxes - matching) + " of " + std::to_string(boxes) + " boxes " + lacking + detail;
+}
+
+// expect_box_pixels: each shown detection's class colour on its left or bottom edge.
+std::string box_pixel_problem(const ViewerState& s, int height) {
+  const PipelineState& p = s.pipeline;
+  int boxes = 0, matching = 0;
+  std::string detail;
+  for (const Detection& d : p.run->detections) {
+    if (d.score <= p.confidence) continue;
+    ++boxes;
+    const Rgb want = class_colour(d.class_id);
+    const bool ok = pixel_has(d.x1, (d.y1 + d.y2) / 2, p.image_x, p.image_y, p.image_scale, want, height) ||
+                    pixel_has((d.x1 + d.x2) / 2, d.y2, p.image_x, p.image_y, p.image_scale, want, height);
+    matching += ok ? 1 : 0;
+    if (!ok) detail += " " + d.name;
+  }
+  return majority_problem(boxes, matching, "no boxes above the confidence threshold",
+                          "lack their class colour on the screen:", detail);
+}
+
+// expect_anchor_pixels: the box's colour at the centre of one of its one-to-many positives (any: a tooltip or
+// another box's outline may cover some), for each box that has them.
+std::string anchor_pixel_problem(const ViewerState& s, int height) {
+  const TrainState& t = s.train;
+  int boxes = 0, matching = 0;
+  std::string detail;
+  const train::AssignmentView& v = t.progress.assignment->view;
+  for (size_t i = 0; i < v.boxes.size(); ++i) {
+    if (v.boxes[i].one2many.empty()) continue;
+    ++boxes;
+    const Rgb want = class_colour(static_cast<int>(i));
+    const auto shows = [&](const train::PositiveAnchor& p) {
+      return pixel_has(p.x, p.y, t.image_x, t.image_y, t.image_scale, want, height);
+    };
+    const bool ok = std::any_of(v.boxes[i].one2many.begin(), v.boxes[i].one2many.end(), shows);
+    matching += ok ? 1 : 0;
+    if (!ok) detail += " box " + std::to_string(i);
+  }
+  return majority_problem(boxes, matching, "no box has one-to-many positives",
+                          "lack their colour at their one-to-many positives:", detail);
 }
 
 }  // namespace
@@ -80,31 +139,38 @@ void ScriptRunner::after_render(const ViewerState& s, int width, int height) {
   if (!pixel_check_) return;
   const ScriptAction& a = *pixel_check_;
   pixel_check_ = nullptr;
-  const PipelineState& p = s.pipeline;
-  int boxes = 0, matching = 0;
-  std::string detail;
-  for (const Detection& d : p.run->detections) {
-    if (d.score <= p.confidence) continue;
-    ++boxes;
-    const Rgb want = class_colour(d.class_id);
-    const auto at = [&](double x, double y) {
-      return read_framebuffer_pixel(static_cast<int>(p.image_x + x * p.image_scale),
-                                    static_cast<int>(p.image_y + y * p.image_scale), height);
-    };
-    const auto same = [&](const std::array<uint8_t, 3>& got) {
-      for (int c = 0; c < 3; ++c)
-        if (std::abs(int(got[c]) - int(want[c])) > 8) return false;
-      return true;
-    };
-    const bool ok = same(at(d.x1, (d.y1 + d.y2) / 2)) || same(at((d.x1 + d.x2) / 2, d.y2));
-    matching += ok ? 1 : 0;
-    if (!ok) detail += " " + d.name;
+  const std::string problem =
+      a.verb == "expect_box_pixels" ? box_pixel_problem(s, height) : anchor_pixel_problem(s, height);
+  if (!problem.empty()) fail(a, problem);
+}
+
+void ScriptRunner::execute_train(ViewerState& s, const ScriptAction& a) {
+  const auto arg = [&](size_t i) -> const std::string& { return a.args.at(i); };
+  const std::string& v = a.verb;
+  if (v == "set_train") {
+    set_train_setting(s, arg(0), arg(1));
+  } else if (v == "start_training") {
+    start_training(s);
+  } else if (v == "pause_training") {
+    pause_training(s);
+  } else if (v == "resume_training") {
+    resume_training(s);
+  } else if (v == "stop_training") {
+    stop_training(s);
+  } else if (v == "wait_steps") {
+    s.train.wait_steps = static_cast<size_t>(script_int(a, 0, file_.string()));
+  } else if (v == "refresh_assignment") {
+    refresh_assignment(s);
+  } else if (v == "show_anchors") {
+    if ((arg(0) != "o2m" && arg(0) != "o2o") || (arg(1) != "on" && arg(1) != "off"))
+      throw UsageError("show_anchors expects o2m|o2o on|off");
+    (arg(0) == "o2m" ? s.train.show_one2many : s.train.show_one2one) = arg(1) == "on";
+  } else if (v == "select_train_tab") {
+    s.train.tab = arg(0);
+  } else if (v == "expect_anchor_pixels") {
+    if (!s.train.progress.assignment) throw UsageError("no assignment view to check");
+    pixel_check_ = &a;
   }
-  if (boxes == 0)
-    fail(a, "no boxes above the confidence threshold");
-  else if (4 * matching < 3 * boxes)
-    fail(a, std::to_string(boxes - matching) + " of " + std::to_string(boxes) +
-                " boxes lack their class colour on the screen:" + detail);
 }
 
 void ScriptRunner::execute(ViewerState& s, const ScriptAction& a) {
@@ -198,6 +264,8 @@ void ScriptRunner::execute(ViewerState& s, const ScriptAction& a) {
     pixel_check_ = &a;
   } else if (v == "frames") {
     settle_frames_ = script_int(a, 0, file_.string());
+  } else {
+    execute_train(s, a);
   }
 }
 

@@ -28,13 +28,14 @@ class ScriptRunner {
 
  private:
   void execute(ViewerState& s, const ScriptAction& a);
+  void execute_train(ViewerState& s, const ScriptAction& a);  // the Train panel's verbs
   void fail(const ScriptAction& a, const std::string& message);
 
   std::filesystem::path file_;
   std::vector<ScriptAction> actions_;
   std::filesystem::path screenshot_dir_;
   std::filesystem::path screenshot_;
-  const ScriptAction* pixel_check_ = nullptr;  // expect_box_pixels waiting for the rendered frame
+  const ScriptAction* pixel_check_ = nullptr;  // expect_box_pixels / expect_anchor_pixels: the next frame
   size_t next_ = 0;
   int settle_frames_ = 3;
   double busy_since_ = -1;

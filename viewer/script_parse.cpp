@@ -48,7 +48,17 @@ const std::map<std::string, VerbShape>& verbs() {
                                                      {"set_executor", {1, 1, false}},
                                                      {"expect_text", {1, 1, true}},
                                                      {"expect_no_text", {1, 1, true}},
-                                                     {"frames", {1, 1, false}}};
+                                                     {"frames", {1, 1, false}},
+                                                     {"set_train", {2, 2, true}},
+                                                     {"start_training", {0, 0, false}},
+                                                     {"pause_training", {0, 0, false}},
+                                                     {"resume_training", {0, 0, false}},
+                                                     {"stop_training", {0, 0, false}},
+                                                     {"wait_steps", {1, 1, false}},
+                                                     {"refresh_assignment", {0, 0, false}},
+                                                     {"show_anchors", {2, 2, false}},
+                                                     {"select_train_tab", {1, 1, false}},
+                                                     {"expect_anchor_pixels", {0, 0, false}}};
   return v;
 }
 
@@ -101,7 +111,8 @@ std::vector<ScriptAction> parse_script(const fs::path& file) {
   }
   for (const ScriptAction& a : actions) {
     if (a.verb == "insert_text" || a.verb == "set_seed" || a.verb == "click_error" || a.verb == "frames" ||
-        a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_source_line")
+        a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_source_line" ||
+        a.verb == "wait_steps")
       script_int(a, 0, file.string());
     if (a.verb == "click_pixel" || a.verb == "select_attention" || a.verb == "select_feature" ||
         a.verb == "click_assembly_line")

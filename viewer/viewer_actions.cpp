@@ -7,6 +7,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/detect/detector.hpp"
+#include "viewer/train_actions.hpp"
 
 namespace lab::viewer {
 
@@ -244,6 +245,7 @@ void start_reference_comparison(ViewerState& s) {
 }
 
 void poll_jobs(ViewerState& s, double now) {
+  poll_training(s);
   if (job_ready(s.pipeline.job)) {
     // A failed run (a faulting kernel, a compile error) is reported beside the last good run, which stays.
     PipelineRun done = s.pipeline.job.get();
@@ -304,9 +306,18 @@ void poll_jobs(ViewerState& s, double now) {
   }
 }
 
+void guarded(ViewerState& s, void (*action)(ViewerState&)) {
+  try {
+    action(s);
+    s.message.clear();
+  } catch (const std::exception& e) {
+    s.message = e.what();
+  }
+}
+
 bool busy(const ViewerState& s) {
   return s.kernels.compile_job.valid() || s.run.job.valid() || s.pipeline.job.valid() ||
-         s.pipeline.compare_job.valid() || s.pipeline.rerun_requested;
+         s.pipeline.compare_job.valid() || s.pipeline.rerun_requested || training_busy(s);
 }
 
 }  // namespace lab::viewer

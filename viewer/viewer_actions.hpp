@@ -40,6 +40,9 @@ void start_pipeline(ViewerState& s);
 void pick_query_pixel(ViewerState& s, int x, int y);
 void start_reference_comparison(ViewerState& s);
 
+// Runs a UI action: its failure (UsageError ...) becomes the status line's message, a success clears it.
+void guarded(ViewerState& s, void (*action)(ViewerState&));
+
 // Harvests finished jobs and triggers auto-compile; called once per frame.
 void poll_jobs(ViewerState& s, double now);
 bool busy(const ViewerState& s);

@@ -1,5 +1,6 @@
 // The viewer's whole UI state in plain structs: the kernel workspace, the Kernels panel (selection, editor,
-// compile job and its result), the Run panel (parameters, run job, result, heatmap), and settings.
+// compile job and its result), the Run panel (parameters, run job, result, heatmap), the Pipeline and Train
+// panels, and settings.
 #pragma once
 #include <filesystem>
 #include <future>
@@ -16,6 +17,7 @@
 #include "viewer/pipeline_session.hpp"
 #include "harness/scenario.hpp"
 #include "viewer/settings.hpp"
+#include "viewer/train_session.hpp"
 
 namespace lab::viewer {
 
@@ -89,6 +91,21 @@ struct PipelineState {
   std::string tab;  // requested tab: "detections", "features"
 };
 
+// The Train panel: the request being edited, the session (made by the first start) and the latest copy of
+// its progress with the plot series made from it.
+struct TrainState {
+  TrainRequest request;
+  std::unique_ptr<TrainSession> session;
+  TrainProgress progress;
+  std::vector<std::pair<std::string, std::vector<float>>> curves;  // loss components, lr, gradient norm
+  GlTexture image_texture;
+  long long texture_serial = 0;  // the assignment snapshot the texture shows
+  bool show_one2many = true, show_one2one = true;
+  size_t wait_steps = 0;             // a script's wait_steps: busy until this many steps (or the run ended)
+  std::string tab;                   // requested tab: "curves", "assignment"
+  float image_x = 0, image_y = 0, image_scale = 1;  // where the image was drawn last frame
+};
+
 struct ViewerState {
   KernelWorkspace workspace;
   std::vector<std::string> backends;  // usable here, preferred first
@@ -100,7 +117,8 @@ struct ViewerState {
   KernelsState kernels;
   RunState run;
   PipelineState pipeline;
-  std::string panel_request;  // "Kernels", "Run", "Pipeline": selected by the next frame
+  TrainState train;
+  std::string panel_request;  // "Kernels", "Run", "Pipeline", "Train": selected by the next frame
   std::string message;        // last action error, shown in the status bar
 };
 
