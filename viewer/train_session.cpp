@@ -196,6 +196,8 @@ train::TrainOptions train_options(const TrainRequest& request) {
 // that are due, pause and stop.
 void train_worker(std::shared_ptr<TrainSessionShared> shared, TrainRequest request, RuntimeContext context) {
   TrainSessionShared& sh = *shared;
+  std::shared_ptr<const Yolo26Model> last;
+  std::string failure;
   try {
     const AssignmentMaker maker(request, context);
     std::unique_ptr<train::Trainer> trainer;
@@ -243,7 +245,7 @@ void train_worker(std::shared_ptr<TrainSessionShared> shared, TrainRequest reque
       sh.changed();
     }
     trainer->run();
-    auto last = std::make_shared<const Yolo26Model>(trainer->model());
+    last = std::make_shared<const Yolo26Model>(trainer->model());
     bool pending = false;
     long long iteration = 0;
     {
@@ -252,20 +254,19 @@ void train_worker(std::shared_ptr<TrainSessionShared> shared, TrainRequest reque
       if (!sh.progress.steps.empty()) iteration = sh.progress.steps.back().iteration;
     }
     if (pending) publish_assignment(sh, make_at(iteration));  // asked for with the last iteration
-    std::lock_guard lock(sh.mutex);
-    sh.last_model = std::move(last);
-    sh.progress.phase = sh.progress.stop_requested ? TrainPhase::stopped : TrainPhase::finished;
-    sh.changed();
   } catch (const std::exception& e) {
-    std::lock_guard lock(sh.mutex);
-    sh.progress.phase = TrainPhase::failed;
-    sh.progress.failure = e.what();
-    sh.changed();
+    failure = e.what();
   }
+  // One update, so that the run is active until everything of it is settled (start() waits for that).
   std::lock_guard lock(sh.mutex);
-  sh.progress.assignment_pending = false;  // after a failure: asked for again, it is made between runs
-  sh.progress.pause_requested = false;
-  sh.last_request = request;
+  TrainProgress& p = sh.progress;
+  p.phase = !failure.empty()   ? TrainPhase::failed
+            : p.stop_requested ? TrainPhase::stopped
+                               : TrainPhase::finished;
+  p.failure = failure;
+  p.assignment_pending = false;  // one asked for as a run fails: made between runs when asked again
+  p.pause_requested = false;
+  if (last) sh.last_model = std::move(last), sh.last_request = request;
   sh.changed();
 }
 
