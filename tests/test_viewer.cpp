@@ -390,4 +390,19 @@ TEST_CASE("viewer: the Train panel trains on a synthetic dataset, pauses, shows 
   CHECK(fs::exists(dir.path / "shots/assignment.png"));
 }
 
+TEST_CASE("viewer: a bad Train panel setting is a one-line error naming the setting", "[viewer]") {
+  lab::test::ScratchDir dir("viewer-train-setting");
+  for (const auto& [line, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"set_train epochs 0", "train setting epochs: expected a positive whole number, got '0'"},
+           {"set_train backend tpu", "train setting backend: 'tpu' is not usable here"},
+           {"set_train speed 3", "unknown train setting 'speed'"}}) {
+    const ViewerRun r = run_viewer_script(dir.path, "select_panel Train\n" + line + "\n");
+    if (r.skipped) return;
+    INFO(r.log);
+    CHECK(r.exit_code == 1);
+    CHECK(lab::test::contains(r.log, "script.txt:2: set_train: " + message));
+  }
+}
+
 #endif  // LAB_VIEWER_BINARY

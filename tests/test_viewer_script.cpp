@@ -1,7 +1,7 @@
 // The viewer's script language against its documentation: every example of the action table in
 // docs/viewer.md ("Scripted mode") parses, the table documents every verb the parser accepts, and the
 // argument rules the table states (whole numbers where it says N, INDEX, X ...) are enforced; the screenshot
-// script parses.
+// scripts parse.
 #include <catch2/catch.hpp>
 
 #ifdef LAB_VIEWER_BINARY
@@ -73,8 +73,9 @@ TEST_CASE("viewer script: every documented action parses and every verb is docum
   CHECK(std::set<std::string>(verbs.begin(), verbs.end()) == documented);
 }
 
-TEST_CASE("viewer script: the screenshot script of docs/viewer.md parses", "[viewer_script]") {
+TEST_CASE("viewer script: the screenshot scripts of docs/viewer.md parse", "[viewer_script]") {
   CHECK_NOTHROW(lab::viewer::parse_script(fs::path(LAB_SOURCE_DIR) / "viewer/screenshots.script"));
+  CHECK_NOTHROW(lab::viewer::parse_script(fs::path(LAB_SOURCE_DIR) / "viewer/screenshots_train.script"));
 }
 
 TEST_CASE("viewer script: argument rules give FILE:LINE errors", "[viewer_script]") {
@@ -85,6 +86,13 @@ TEST_CASE("viewer script: argument rules give FILE:LINE errors", "[viewer_script
   CHECK(parse_error(f, "# comment\nclick_pixel 3\n") == f.string() + ":2: click_pixel needs 2 argument(s)");
   CHECK(parse_error(f, "set_executor cpu extra\n") == f.string() + ":1: too many arguments for set_executor");
   CHECK(parse_error(f, "fly_to_the_moon\n") == f.string() + ":1: unknown action 'fly_to_the_moon'");
+  CHECK(parse_error(f, "wait_steps many\n") == f.string() + ":1: wait_steps expects a whole number, got 'many'");
+  CHECK(parse_error(f, "set_train epochs\n") == f.string() + ":1: set_train needs 2 argument(s)");
+  // set_train's value is the rest of the line: a path with blanks stays whole.
+  lab::test::write_file(f, "set_train data /tmp/my data/data.yaml\n");
+  const auto actions = lab::viewer::parse_script(f);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].args == std::vector<std::string>{"data", "/tmp/my data/data.yaml"});
 }
 
 #endif  // LAB_VIEWER_BINARY
