@@ -100,10 +100,13 @@ void draw_panel(const std::string& title, const std::vector<double>& x, const st
   xs.pad();
   ys.pad();
   plcol0(kInk);
-  plvpor(0.2, 0.96, 0.12, 0.86);
+  plvpor(0.28, 0.96, 0.12, 0.86);
   plwind(xs.low, xs.high, ys.low, ys.high);
-  plbox("bcnst", 0, 0, "bcnstv", 0, 0);
-  plschr(0, 0.8);  // titles such as "metrics/mAP50-95(B)" fit the panel's width
+  plschr(0, 0.8);  // tick labels such as "0.875" and titles such as "metrics/mAP50-95(B)" fit the panel
+  plsyax(6, 0);    // plain numbers up to six digits: no "(x10^-3)" label above the axis
+  // Epochs are whole numbers: ticks one or more epochs apart.
+  const double epoch_tick = std::max(1.0, std::ceil((xs.high - xs.low) / 6));
+  plbox("bcnst", epoch_tick, 0, "bcnstv", 0, 0);
   plmtex("t", 1.4, 0.5, 0.5, title.c_str());
   plschr(0, 1.0);
   plcol0(kValues);
