@@ -188,6 +188,7 @@ train::TrainOptions train_options(const TrainRequest& request) {
   options.epochs = request.epochs, options.batch = request.batch, options.imgsz = request.imgsz;
   options.nbs = request.nbs;
   options.backend = request.backend;
+  options.engine = request.backend == "cuda" ? "device" : "host";  // as lab train's --engine auto
   if (!request.project.empty()) options.project = request.project;
   return options;
 }
