@@ -2,6 +2,7 @@
 // third one a plain conv without BatchNorm), one launch of each kernel: the fold into a plain and a
 // transposed layout, the chain rule from seeded folded gradients (into zeroed checkpoint gradients), the
 // per-conv norms; against float64 loops of the formulas (batchnorm_fold_params.cuh).
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/runner.hpp"
@@ -129,9 +130,15 @@ class BatchnormFoldInstance : public InstanceBase {
         make_check("d_conv_weight", {d_weight.size()}, d_weight, ref_dw, t),
         make_check("d_bn_bias", {d_beta.size()}, d_beta, ref_db, t)};
     if (!ref_dg.empty()) checks.push_back(make_check("d_bn_weight", {d_gamma.size()}, d_gamma, ref_dg, t));
+    // The device's float64 norms go through the check as float32: rounding alone moves each by up to half an
+    // ulp, 2^-24 of the largest norm (6e-5 at the yolo26n-sized case's ~1000; the H200 run failed the
+    // 3e-5 above on exactly that), so the norms' absolute bound is one float32 ulp of the largest.
     const std::vector<double> norms = fetch<double>(norms_, convs_.size());
+    const double largest_norm = *std::max_element(ref_norms.begin(), ref_norms.end());
+    const Tolerance norm_tolerance =
+        tol.value_or(Tolerance{1e-6, std::max(t.max_abs, std::ldexp(largest_norm, -23))});
     checks.push_back(make_check("grad_norms", {norms.size()}, std::vector<float>(norms.begin(), norms.end()),
-                                ref_norms, t));
+                                ref_norms, norm_tolerance));
     return checks;
   }
 
