@@ -3,7 +3,7 @@
 // panel drives it: start, iterations arrive with their loss components, lr and (at optimizer steps) gradient
 // norms, pause holds the run (no iteration arrives while paused; an assignment asked for meanwhile is made),
 // resume continues, stop ends it as `stopped` after the current iteration with its run folder written; a bad
-// dataset YAML fails the run with its one-line message while the session stays usable; an assignment asked
+// dataset YAML or model fails the run with its one-line message while the session stays usable; an assignment asked
 // for between runs is made from the request's model.
 #include <catch2/catch.hpp>
 
@@ -119,7 +119,7 @@ TEST_CASE("train session: start, iterations arrive, pause holds, resume, stop af
   CHECK(fs::exists(fs::path(p.folder) / "weights"));
 }
 
-TEST_CASE("train session: a bad dataset fails the run with its message; the session stays usable",
+TEST_CASE("train session: a bad dataset or model fails the run with its message; the session stays usable",
           "[train_panel]") {
   test::ScratchDir dir("train-session-bad");
   TrainSession session(test::embedded_context());
@@ -136,9 +136,16 @@ TEST_CASE("train session: a bad dataset fails the run with its message; the sess
   CHECK_FALSE(fs::exists(dir.path / "runs"));  // nothing written for a run that could not start
 
   CHECK_THROWS_AS(session.request_assignment(TrainRequest{}), UsageError);  // no dataset
-  session.start(request);  // a failed run can be started again
+
+  // A good dataset with a model that is not there: failed again (a failed run can be started again), the
+  // message names the model.
+  TrainRequest bad_model = tiny_request(dir.path);
+  bad_model.model = (dir.path / "no_such_model.pt").string();
+  session.start(bad_model);
   REQUIRE(wait_for(
       session, [](const TrainProgress& q) { return q.phase == TrainPhase::failed; }, 60));
+  CHECK(test::contains(session.progress().failure, "no_such_model.pt"));
+  CHECK_FALSE(fs::exists(dir.path / "runs"));
 }
 
 TEST_CASE("train session: an assignment asked for between runs is made from the request's model",
