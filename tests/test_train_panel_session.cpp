@@ -3,8 +3,8 @@
 // panel drives it: start, iterations arrive with their loss components, lr and (at optimizer steps) gradient
 // norms, pause holds the run (no iteration arrives while paused; an assignment asked for meanwhile is made),
 // resume continues, stop ends it as `stopped` after the current iteration with its run folder written; a bad
-// dataset YAML or model fails the run with its one-line message while the session stays usable; an assignment asked
-// for between runs is made from the request's model.
+// dataset YAML or model fails the run with its one-line message while the session stays usable; an assignment
+// asked for between runs is made from the request's model.
 #include <catch2/catch.hpp>
 
 #ifdef LAB_VIEWER_BINARY
