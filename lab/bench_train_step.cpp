@@ -80,6 +80,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
     accumulate.push_back(backend->time_ms([&] { engine.accumulate(batch, config); }));
     step.push_back(backend->time_ms([&] { engine.step(hyper); }));
   }
+  const std::string engine_text = engine.describe();
   const TimingStats it = timing_stats(iteration), acc = timing_stats(accumulate), st = timing_stats(step);
   const double images_per_s = o.batch * 1e3 / it.median;
   if (o.json) {
@@ -87,6 +88,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
                                 {"backend", backend_name},
                                 {"device", device},
                                 {"optimizer", o.optimizer},
+                                {"engine", engine_text},
                                 {"batch", o.batch},
                                 {"imgsz", imgsz},
                                 {"iters", iters},
@@ -100,7 +102,8 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << "iteration (" << iters << " timed after " << std::max(warmup, 1) << " warm-up): median "
+  std::cout << engine_text << "\n"
+            << "iteration (" << iters << " timed after " << std::max(warmup, 1) << " warm-up): median "
             << format_ms(it.median) << ", min " << format_ms(it.min) << ", p90 " << format_ms(it.p90) << ", "
             << format_sig(images_per_s, 4) << " images/s\n"
             << "  accumulate (forward, loss, backward, BatchNorm chain rule): median "

@@ -201,28 +201,51 @@ void check_state_round_trip(Backend& backend, const std::string& optimizer) {
   CHECK(a.optimizer_state().tensors == b.optimizer_state().tensors);
 }
 
+// A counting backend that takes graph captures where its inner one only replays the recorded work again
+// (the cpu emulator): the tape's graph path (capture once, replay) runs on cpu too.
+class CapturingBackend : public test::CountingBackend {
+ public:
+  using CountingBackend::CountingBackend;
+  bool can_capture_graphs() const override { return true; }
+};
+
 // After the first iteration no device allocation at all, and no upload but the batch's own (the images and
-// the labels: independent of the network's ~100 convs).
-void check_no_allocations(Backend& inner) {
-  test::CountingBackend backend(inner);
+// the labels: independent of the network's ~100 convs); from the second on, the forward and the backward are
+// one graph each, captured once, and the iterations' losses are those of an engine launching directly.
+void check_no_allocations(Backend& inner, bool force_graphs) {
+  std::unique_ptr<test::CountingBackend> counting = force_graphs
+                                                        ? std::make_unique<CapturingBackend>(inner)
+                                                        : std::make_unique<test::CountingBackend>(inner);
+  test::CountingBackend& backend = *counting;
   const train::TrainBatch batch = make_batch(2, 61);
   DeviceTrainEngine engine(backend, small_model(), "AdamW", batch.batch, kSize, kSize);
   train::StepHyper hyper;
   hyper.lr = {0.001, 0.001, 0.001};
+  std::vector<double> losses;
   const auto iteration = [&] {
-    engine.accumulate(batch, loss::LossConfig{});
+    losses.push_back(engine.accumulate(batch, loss::LossConfig{}).total);
     engine.step(hyper);
   };
   iteration();
   const size_t allocations = backend.allocations, uploads = backend.uploads;
+  CHECK(backend.captures == 0);
   iteration();
   const size_t uploads_per_iteration = backend.uploads - uploads;
   iteration();
   CHECK(backend.allocations == allocations);
   CHECK(backend.uploads - uploads == 2 * uploads_per_iteration);
   CHECK(uploads_per_iteration <= 3);  // the images, the labels' rows and their counts
+  CHECK(backend.captures == (backend.can_capture_graphs() ? 2u : 0u));
+  CHECK(engine.describe().find("without graphs") == std::string::npos);
+  if (force_graphs) {  // the replayed graphs compute what direct launches compute
+    DeviceTrainEngine direct(inner, small_model(), "AdamW", batch.batch, kSize, kSize);
+    for (double loss : losses) {
+      CHECK(direct.accumulate(batch, loss::LossConfig{}).total == loss);
+      direct.step(hyper);
+    }
+  }
   WARN("allocations: " << allocations << " in the first iteration, none after; uploads per iteration "
-                       << uploads_per_iteration);
+                       << uploads_per_iteration << "; graph captures " << backend.captures);
 }
 
 // DeviceTrainEngine and HostTrainEngine (the same kernel backward; the chain rule, accumulation and
@@ -320,7 +343,7 @@ TEST_CASE("DeviceTrainEngine agrees with HostTrainEngine on cpu, and its state r
 
 TEST_CASE("DeviceTrainEngine: no allocation after the first iteration on cpu", "[device_train]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  check_no_allocations(*backend);
+  check_no_allocations(*backend, true);
 }
 
 TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", "[device_train][gpu]") {
@@ -330,5 +353,5 @@ TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", 
   check_steps(*backend, "AdamW", "cuda");
   check_steps(*backend, "SGD", "cuda");
   check_state_round_trip(*backend, "AdamW");
-  check_no_allocations(*backend);
+  check_no_allocations(*backend, false);
 }

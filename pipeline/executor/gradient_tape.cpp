@@ -275,24 +275,49 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
   return y;
 }
 
+void GradientTape::run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs,
+                                 const std::function<void()>& work) {
+  if (!graph && runs > 0 && backend_.can_capture_graphs() && graph_error_.empty()) {
+    try {
+      graph = backend_.capture(work);
+    } catch (const std::exception& e) {
+      graph_error_ = e.what();
+    }
+  }
+  ++runs;
+  if (graph)
+    graph->replay();
+  else
+    work();
+}
+
 void GradientTape::forward() {
   if (splitk_workspace_.bytes() < splitk_floats_ * sizeof(float))
     splitk_workspace_ = backend_.alloc_array<float>(splitk_floats_);
-  for (const auto& f : forwards_) f();
+  run_or_replay(forward_graph_, forward_runs_, [this] {
+    for (const auto& f : forwards_) f();
+  });
 }
 
 void GradientTape::backward(const std::vector<Seed>& seeds) {
-  for (Node& node : nodes_) node.grad_live = false;
-  for (const Seed& s : seeds) {
+  for (const Seed& s : seeds)
     if (s.grad->bytes() < s.tensor.count() * sizeof(float))
       throw RuntimeError("gradient tape: seed smaller than its tensor");
-    add_grad(s.tensor, dense_view(s.grad->as<const float>(), s.tensor.channels, s.tensor.plane()), 0,
-             s.tensor.channels);
-  }
-  for (size_t i = backwards_.size(); i-- > 0;) {
-    backwards_[i]();
-    for (ScratchBuffer& s : scratch_) s.busy = false;  // reused behind this record's launches
-  }
+  std::vector<const void*> seed_buffers;
+  for (const Seed& s : seeds) seed_buffers.push_back(s.grad->get());
+  if (seed_buffers != graph_seeds_)
+    backward_graph_.reset();  // a graph reads the buffers it was captured with
+  graph_seeds_ = seed_buffers;
+  run_or_replay(backward_graph_, backward_runs_, [this, seeds] {
+    for (Node& node : nodes_) node.grad_live = false;
+    for (const Seed& s : seeds)
+      add_grad(s.tensor, dense_view(s.grad->as<const float>(), s.tensor.channels, s.tensor.plane()), 0,
+               s.tensor.channels);
+    for (size_t i = backwards_.size(); i-- > 0;) {
+      backwards_[i]();
+      for (ScratchBuffer& s : scratch_) s.busy = false;  // reused behind this record's launches
+    }
+  });
 }
 
 reference::ConvGradients GradientTape::conv_gradients() const {

@@ -5,7 +5,9 @@
 // order, backward() the backward records in reverse. Nothing is allocated by a replay once every buffer
 // exists (the first backward makes the gradient buffers and scratch; later ones reuse them), and nothing
 // waits for the device: one stream orders every launch, so scratch freed after a record is reused by the
-// next behind it.
+// next behind it. From the second run on, where the backend captures graphs, the forward and the backward
+// are each captured once and replayed as one graph (a capture that fails leaves the launches direct and
+// says why in graph_error()).
 // Tensors are dense float32 [B, C, H, W] device buffers owned by the tape. A tensor's gradient buffer is made
 // once; in each backward it is written whole by its first contribution when that covers the tensor
 // (GradientWrite::Overwrite: no memset), and later contributions add to it (Accumulate). A tensor that needs
@@ -87,6 +89,8 @@ class GradientTape {
   const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
   // d loss / d the folded weight and bias of each conv, downloaded, by conv name.
   reference::ConvGradients conv_gradients() const;
+  // Empty unless a graph capture failed (then its error; the replays launch directly).
+  const std::string& graph_error() const { return graph_error_; }
 
  private:
   struct Node {
@@ -113,6 +117,9 @@ class GradientTape {
     forwards_.push_back(std::move(forward));
     backwards_.push_back(std::move(backward));
   }
+  // Runs `work` directly the first time; later, where the backend captures graphs, captures it once into
+  // `graph` and replays that.
+  void run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs, const std::function<void()>& work);
 
   Backend& backend_;
   NnKernels kernels_;
@@ -134,6 +141,10 @@ class GradientTape {
   // by the first forward.
   size_t splitk_floats_ = 0;
   DeviceBuffer splitk_workspace_;
+  std::unique_ptr<LaunchGraph> forward_graph_, backward_graph_;
+  int forward_runs_ = 0, backward_runs_ = 0;
+  std::vector<const void*> graph_seeds_;  // the seed buffers the backward graph reads
+  std::string graph_error_;
 };
 
 }  // namespace lab

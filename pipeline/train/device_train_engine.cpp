@@ -153,8 +153,12 @@ DeviceTrainEngine::Pass& DeviceTrainEngine::pass_for(int batch, int height, int 
 }
 
 std::string DeviceTrainEngine::describe() const {
-  return "kernel backward (float32) on " + backend_.name() + " (" + backend_.device().name + "), " +
-         optimizer_ + " on the device";
+  std::string text = "kernel backward (float32) on " + backend_.name() + " (" + backend_.device().name +
+                     "), " + optimizer_ + " on the device";
+  for (const auto& [shape, pass] : passes_)
+    if (const std::string& error = pass.pass->tape().graph_error(); !error.empty())
+      return text + "; launched without graphs (the capture failed: " + error + ")";
+  return text;
 }
 
 BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::LossConfig& config) {
