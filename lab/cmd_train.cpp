@@ -97,10 +97,11 @@ void run_train(TrainCli cli, const CliState& state) {
 }  // namespace
 
 void add_train_command(CLI::App& app, CliState& state) {
-  auto* cmd = app.add_subcommand(
-      "train",
-      "Train YOLO26 on a YOLO-format dataset as Ultralytics does (warm-up, linear lr decay, EMA, nominal-batch "
-      "accumulation, validation of the EMA each epoch); outputs in runs/train/<name>/");
+  auto* cmd =
+      app.add_subcommand("train",
+                         "Train YOLO26 on a YOLO-format dataset as Ultralytics does (warm-up, linear lr "
+                         "decay, EMA, nominal-batch "
+                         "accumulation, validation of the EMA each epoch); outputs in runs/train/<name>/");
   auto cli = std::make_shared<TrainCli>();
   train::TrainOptions& o = cli->options;
   o.backend = "auto", o.engine = "auto";
@@ -115,13 +116,16 @@ void add_train_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--lr0", o.lr0, "Initial learning rate (SGD, AdamW, MuSGD; auto picks its own)")
       ->capture_default_str();
-  cmd->add_option("--lrf", o.lrf, "Final learning rate as a fraction of lr0 (linear decay)")->capture_default_str();
+  cmd->add_option("--lrf", o.lrf, "Final learning rate as a fraction of lr0 (linear decay)")
+      ->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum / AdamW beta1")->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay of the weights (scaled to the nominal batch)")
+  cmd->add_option("--weight-decay", o.weight_decay,
+                  "Weight decay of the weights (scaled to the nominal batch)")
       ->capture_default_str();
   cmd->add_option("--warmup-epochs", o.warmup_epochs, "Warm-up length in epochs (at least 100 iterations)")
       ->capture_default_str();
-  cmd->add_option("--warmup-momentum", o.warmup_momentum, "Momentum at the warm-up's start")->capture_default_str();
+  cmd->add_option("--warmup-momentum", o.warmup_momentum, "Momentum at the warm-up's start")
+      ->capture_default_str();
   cmd->add_option("--warmup-bias-lr", o.warmup_bias_lr, "Bias learning rate at the warm-up's start")
       ->capture_default_str();
   cmd->add_option("--nbs", o.nbs, "Nominal batch size (gradients accumulated to it)")->capture_default_str();
@@ -130,15 +134,18 @@ void add_train_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the shuffle, the augmentation and re-initialised layers")
       ->capture_default_str();
-  cmd->add_option("--workers", o.workers, "Loader threads (0: on the training thread)")->capture_default_str();
-  cmd->add_flag("--val,!--no-val", o.val, "Validate the EMA model after every epoch (else after the last only)")
+  cmd->add_option("--workers", o.workers, "Loader threads (0: on the training thread)")
+      ->capture_default_str();
+  cmd->add_flag("--val,!--no-val", o.val,
+                "Validate the EMA model after every epoch (else after the last only)")
       ->capture_default_str();
   cmd->add_option("--close-mosaic", o.augment.close_mosaic, "The last N epochs without mosaic")
       ->capture_default_str();
   cmd->add_option("--hsv-h", o.augment.hsv_h, "Hue gain")->capture_default_str();
   cmd->add_option("--hsv-s", o.augment.hsv_s, "Saturation gain")->capture_default_str();
   cmd->add_option("--hsv-v", o.augment.hsv_v, "Value gain")->capture_default_str();
-  cmd->add_option("--translate", o.augment.translate, "Translation, fraction of the size")->capture_default_str();
+  cmd->add_option("--translate", o.augment.translate, "Translation, fraction of the size")
+      ->capture_default_str();
   cmd->add_option("--scale", o.augment.scale, "Scale gain")->capture_default_str();
   cmd->add_option("--fliplr", o.augment.fliplr, "Horizontal flip probability")->capture_default_str();
   cmd->add_option("--mosaic", o.augment.mosaic, "Mosaic probability")->capture_default_str();
@@ -149,18 +156,21 @@ void add_train_command(CLI::App& app, CliState& state) {
   cmd->add_option("--name", o.name, "The run's folder name (train2, train3 ... when it exists)")
       ->capture_default_str();
   cmd->add_flag("--exist-ok", o.exist_ok, "Write into PROJECT/NAME even when it exists");
-  cmd->add_option("--resume", cli->resume,
-                  "Continue a run from its last state: its folder or weights/last_state.safetensors (alone: the "
-                  "newest run under --project)")
+  cmd->add_option(
+         "--resume", cli->resume,
+         "Continue a run from its last state: its folder or weights/last_state.safetensors (alone: the "
+         "newest run under --project)")
       ->expected(0, 1);
-  cmd->add_option("--backend", o.backend,
-                  "auto (cuda with a GPU, else cpu), cpu (our kernels on the emulator), cuda, or reference (the "
-                  "float64 reference backward)")
+  cmd->add_option(
+         "--backend", o.backend,
+         "auto (cuda with a GPU, else cpu), cpu (our kernels on the emulator), cuda, or reference (the "
+         "float64 reference backward)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();
-  cmd->add_option("--engine", o.engine,
-                  "auto (device on cuda, else host), host (gradients summed and the optimizer step on the host, "
-                  "float64), or device (parameters, gradients and optimizer state resident on the backend)")
+  cmd->add_option(
+         "--engine", o.engine,
+         "auto (device on cuda, else host), host (gradients summed and the optimizer step on the host, "
+         "float64), or device (parameters, gradients and optimizer state resident on the backend)")
       ->check(CLI::IsMember({"auto", "host", "device"}))
       ->capture_default_str();
   cmd->add_option("--precision", o.precision, "fp32 (fp16 / bf16 training are not built yet)")

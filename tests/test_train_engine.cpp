@@ -25,7 +25,8 @@ using namespace lab::train;
 namespace {
 
 Yolo26Model synthetic_n(int nc = 3) {
-  return Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = "n", .nc = nc, .one2many_head = true}));
+  return Yolo26Model::from_checkpoint(
+      test::synthetic_checkpoint({.scale = "n", .nc = nc, .one2many_head = true}));
 }
 
 // One 64x64 image of uniform noise with two boxes.
@@ -67,7 +68,8 @@ TEST_CASE("reference optimizer: one lr in every group is the plain step; a group
   CHECK(parameters_of(plain) == parameters_of(grouped));
 
   Yolo26Model biases_only = start;
-  reference::ReferenceOptimizer(settings).step(biases_only, grads.parameters, {{0, 0, 0.01}, 0.937, 5e-4, 10});
+  reference::ReferenceOptimizer(settings).step(biases_only, grads.parameters,
+                                               {{0, 0, 0.01}, 0.937, 5e-4, 10});
   const auto before = parameters_of(start), after = parameters_of(biases_only);
   int moved = 0;
   for (const auto& [name, values] : after) {
@@ -136,7 +138,8 @@ TEST_CASE("host engine: optimizer state round trip and refusals", "[train_engine
   CHECK(other.optimizer_state().tensors == state.tensors);
 
   HostTrainEngine adamw(start, "reference", test::embedded_context(), "AdamW");
-  CHECK_THROWS_WITH(adamw.load_optimizer_state(state), Contains("optimizer state of SGD cannot resume AdamW"));
+  CHECK_THROWS_WITH(adamw.load_optimizer_state(state),
+                    Contains("optimizer state of SGD cannot resume AdamW"));
   OptimizerState short_tensor = state;
   short_tensor.tensors["model.0.conv.weight.momentum"].pop_back();
   CHECK_THROWS_WITH(other.load_optimizer_state(short_tensor), Contains("model.0.conv.weight.momentum has"));
@@ -171,7 +174,8 @@ TEST_CASE("host engine: MuSGD takes Muon's update on weights, SGD's on the rest"
   for (const ParameterGradient& p : g.parameters) {
     if (p.name != "model.2.cv1.conv.weight" && p.name != "model.2.cv1.bn.bias") continue;
     ++checked;
-    std::vector<double> param(before.at(p.name).begin(), before.at(p.name).end()), grad = p.values, buf, muon_buf;
+    std::vector<double> param(before.at(p.name).begin(), before.at(p.name).end()), grad = p.values, buf,
+                                                                                   muon_buf;
     for (double& v : grad) v *= clip;
     const bool weight = p.name == "model.2.cv1.conv.weight";
     const int rows = weight ? int(p.shape[0]) : 0, cols = weight ? int(param.size() / p.shape[0]) : 0;
@@ -211,7 +215,8 @@ TEST_CASE("training state: saved and read back exactly", "[train_engine]") {
   CHECK_THROWS_WITH(load_train_state(path, synthetic_n(5)), Contains("last_state.safetensors"));
 }
 
-TEST_CASE("class re-initialisation: nc outputs in both class branches, Detect's class prior", "[train_engine]") {
+TEST_CASE("class re-initialisation: nc outputs in both class branches, Detect's class prior",
+          "[train_engine]") {
   Yolo26Model model = synthetic_n(3);
   const std::vector<std::string> names = {"a", "b", "c", "d", "e"};
   CHECK(needs_class_reinit(model, names));
@@ -250,7 +255,8 @@ TEST_CASE("class re-initialisation: nc outputs in both class branches, Detect's 
   input.values = batch.images;
   const auto g = reference::reference_gradients(model, input, batch.ground_truth, loss::LossConfig{});
   for (const ParameterGradient& p : g.parameters)
-    if (p.name == "model.23.one2one_cv3.1.2.weight") CHECK(p.values.size() == size_t(5 * detect.levels[1].cls.back().c_in));
+    if (p.name == "model.23.one2one_cv3.1.2.weight")
+      CHECK(p.values.size() == size_t(5 * detect.levels[1].cls.back().c_in));
   CHECK(g.loss.one2many.positives > 0);
 
   Yolo26Model same = synthetic_n(3);

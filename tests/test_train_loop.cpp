@@ -118,7 +118,8 @@ TEST_CASE("lab train --engine device on the cpu emulator follows the host engine
   }
 }
 
-TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %", "[train_loop][gpu]") {
+TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %",
+          "[train_loop][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   if (!fs::exists(kModel)) {
     WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
@@ -156,6 +157,7 @@ TEST_CASE("lab train --resume: an interrupted run continues exactly as the unint
   const TrainSummary stopped = cut.run();
   CHECK(stopped.interrupted);
   REQUIRE(first_part.steps.size() == 1);
+  CHECK(fs::exists(scratch.path / "runs" / "cut" / "weights" / "last.safetensors"));  // saved on the stop
   Trainer resumed(TrainOptions{}, (scratch.path / "runs" / "cut").string(), test::embedded_context(),
                   recording(second_part));
   CHECK(resumed.options().name == "cut");  // the run's own args.yaml
@@ -238,7 +240,8 @@ TEST_CASE("lab train: run folders, results.csv rows, bad datasets and options", 
   o.project = (scratch.path / "bad_runs").string();
   CHECK_THROWS_AS(Trainer(o, std::nullopt, test::embedded_context(), {}), UsageError);
   CHECK_THROWS_WITH(Trainer(o, std::nullopt, test::embedded_context(), {}), Contains("missing.yaml"));
-  test::write_file(scratch.path / "d" / "data.yaml", "path: .\ntrain: images/train\nval: images/val\nnames: [a]\n");
+  test::write_file(scratch.path / "d" / "data.yaml",
+                   "path: .\ntrain: images/train\nval: images/val\nnames: [a]\n");
   o.data = (scratch.path / "d" / "data.yaml").string();
   CHECK_THROWS_WITH(Trainer(o, std::nullopt, test::embedded_context(), {}), Contains("images/train"));
   o.epochs = 0;

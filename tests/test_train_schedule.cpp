@@ -18,7 +18,8 @@ using namespace lab;
 using namespace lab::train;
 
 TEST_CASE("lr schedule: warm-up and linear decay as Ultralytics", "[train_schedule]") {
-  ScheduleSettings s;  // lr0 0.01, lrf 0.01, momentum 0.937, warm-up 3 epochs from 0.8 / 0.1, nbs 64, batch 16
+  ScheduleSettings
+      s;  // lr0 0.01, lrf 0.01, momentum 0.937, warm-up 3 epochs from 0.8 / 0.1, nbs 64, batch 16
   s.epochs = 10, s.batches_per_epoch = 50;
   const LrSchedule schedule(s);
   CHECK(schedule.warmup_iterations() == 150);  // max(round(3 * 50), 100)
@@ -42,7 +43,7 @@ TEST_CASE("lr schedule: warm-up and linear decay as Ultralytics", "[train_schedu
   CHECK(half.momentum == Approx(0.8685));
   CHECK(half.accumulate == 2);  // round(2.5), half to even as numpy
 
-  const ScheduledStep last_warm = schedule.at(3, 0);  // ni 150: the warm-up's end point
+  const ScheduledStep last_warm = schedule.at(3, 0);            // ni 150: the warm-up's end point
   for (double lr : last_warm.lr) CHECK(lr == Approx(0.00703));  // 0.01 * (0.7 * 0.99 + 0.01)
   CHECK(last_warm.momentum == Approx(0.937));
   CHECK(last_warm.accumulate == 4);

@@ -1,8 +1,9 @@
 // A dataset with another class count than the checkpoint's: the class branches' last convs (cv3.i.2 and
-// one2one_cv3.i.2, plain Conv2d c -> nc with bias) rebuilt with nc outputs, as Ultralytics does when it builds
-// the model for the dataset and transfers only the checkpoint tensors whose shapes still match: the weight
-// with PyTorch's default Conv2d init (kaiming_uniform_(a=sqrt(5)): uniform in +-1/sqrt(fan_in)), the bias with
-// Detect.bias_init's class prior log(5 / nc / (640 / stride)^2). The model's nc and class names follow.
+// one2one_cv3.i.2, plain Conv2d c -> nc with bias) rebuilt with nc outputs, as Ultralytics does when it
+// builds the model for the dataset and transfers only the checkpoint tensors whose shapes still match: the
+// weight with PyTorch's default Conv2d init (kaiming_uniform_(a=sqrt(5)): uniform in +-1/sqrt(fan_in)), the
+// bias with Detect.bias_init's class prior log(5 / nc / (640 / stride)^2). The model's nc and class names
+// follow.
 #pragma once
 #include <cstdint>
 #include <string>

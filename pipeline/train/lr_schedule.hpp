@@ -1,8 +1,8 @@
 // The learning-rate, momentum and accumulation schedule of `lab train`, as Ultralytics' BaseTrainer runs it:
 // a warm-up over nw = max(round(warmup_epochs * batches_per_epoch), 100) iterations (np.interp from iteration
-// 0 to nw: the bias group's lr from warmup_bias_lr down, the other groups' from 0 up, each to lr0 * lf(epoch);
-// SGD's momentum from warmup_momentum up to momentum; the accumulation from 1 up to nbs / batch), then the
-// linear decay lf(e) = max(1 - e / epochs, 0) * (1 - lrf) + lrf, stepped once per epoch.
+// 0 to nw: the bias group's lr from warmup_bias_lr down, the other groups' from 0 up, each to lr0 *
+// lf(epoch); SGD's momentum from warmup_momentum up to momentum; the accumulation from 1 up to nbs / batch),
+// then the linear decay lf(e) = max(1 - e / epochs, 0) * (1 - lrf) + lrf, stepped once per epoch.
 #pragma once
 #include <array>
 

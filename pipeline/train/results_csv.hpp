@@ -12,8 +12,8 @@
 namespace lab::train {
 
 struct EpochRow {
-  int epoch = 0;       // 1-based, as the csv shows it
-  double seconds = 0;  // since the run started, summed over resumed parts
+  int epoch = 0;                       // 1-based, as the csv shows it
+  double seconds = 0;                  // since the run started, summed over resumed parts
   std::array<double, 3> train_loss{};  // box, cls, l1: the epoch's mean per image
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
   std::array<double, kParameterGroups> lr{};

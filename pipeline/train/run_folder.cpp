@@ -15,7 +15,8 @@ fs::path make_run_folder(const fs::path& project, const std::string& name, bool 
   for (int n = 2; !exist_ok && fs::exists(folder); ++n) folder = project / (name + std::to_string(n));
   std::error_code error;
   fs::create_directories(folder / "weights", error);
-  if (error) throw UsageError(printable_path(folder) + ": cannot create the run folder (" + error.message() + ")");
+  if (error)
+    throw UsageError(printable_path(folder) + ": cannot create the run folder (" + error.message() + ")");
   return folder;
 }
 

@@ -14,7 +14,8 @@ template <class Conv>
 auto state_tensors(Conv& conv) {
   using Tensor = decltype(&conv.weight);
   std::vector<std::pair<std::string, Tensor>> tensors;
-  if (!conv.bn) return decltype(tensors){{conv.name + ".weight", &conv.weight}, {conv.name + ".bias", &conv.bias}};
+  if (!conv.bn)
+    return decltype(tensors){{conv.name + ".weight", &conv.weight}, {conv.name + ".bias", &conv.bias}};
   return decltype(tensors){{conv.name + ".conv.weight", &conv.conv_weight},
                            {conv.name + ".bn.weight", &conv.bn->gamma},
                            {conv.name + ".bn.bias", &conv.bn->beta},

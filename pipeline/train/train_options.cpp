@@ -82,8 +82,8 @@ void check_train_options(const TrainOptions& o) {
   require_int(o.workers, "workers", 0, 256);
   require_real(o.max_norm, "max-norm", 0, 1e6, true);
   require(!o.project.empty(), "project", "''", "needs a folder");
-  require(!o.name.empty() && o.name.find('/') == std::string::npos && o.name != "." && o.name != "..",
-          "name", o.name, "must be one folder name");
+  require(!o.name.empty() && o.name.find('/') == std::string::npos && o.name != "." && o.name != "..", "name",
+          o.name, "must be one folder name");
   require_member(o.backend, "backend", {"cpu", "cuda", "reference"});
   require_member(o.engine, "engine", {"host", "device"});
   require(o.engine == "host" || o.backend != "reference", "engine", o.engine,
@@ -96,7 +96,8 @@ void check_train_options(const TrainOptions& o) {
 std::string args_yaml(const TrainOptions& options) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  visit_settings(options, [&](const char* key, const auto& value) { out << YAML::Key << key << YAML::Value << value; });
+  visit_settings(
+      options, [&](const char* key, const auto& value) { out << YAML::Key << key << YAML::Value << value; });
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -11,19 +11,19 @@
 namespace lab::train {
 
 struct TrainOptions {
-  std::string data;                 // dataset YAML
-  std::string model;                // checkpoint to start from; empty: yolo26n.pt as lab detect finds it
+  std::string data;   // dataset YAML
+  std::string model;  // checkpoint to start from; empty: yolo26n.pt as lab detect finds it
   int epochs = 100, batch = 16, imgsz = 640;
-  std::string optimizer = "auto";   // auto, SGD, AdamW, MuSGD
+  std::string optimizer = "auto";  // auto, SGD, AdamW, MuSGD
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 5e-4;
   double warmup_epochs = 3, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
-  int nbs = 64;                     // nominal batch size
-  int patience = 100;               // 0: never stop early
+  int nbs = 64;        // nominal batch size
+  int patience = 100;  // 0: never stop early
   uint64_t seed = 0;
   int workers = 8;
-  double max_norm = 10;             // gradient norm clipping
-  bool val = true;                  // validate after every epoch (false: after the last only)
-  AugmentSettings augment;          // hsv_h .. mosaic, close_mosaic
+  double max_norm = 10;     // gradient norm clipping
+  bool val = true;          // validate after every epoch (false: after the last only)
+  AugmentSettings augment;  // hsv_h .. mosaic, close_mosaic
   std::string project = "runs/train", name = "train";
   bool exist_ok = false;
   std::string backend = "cpu", precision = "fp32";

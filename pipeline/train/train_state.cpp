@@ -61,24 +61,22 @@ void save_train_state(const std::filesystem::path& path, const RunPosition& p, c
   add_model(tensors, "ema/", ema);
   for (const auto& [name, values] : optimizer.tensors)
     tensors.push_back(f32_tensor("optimizer/" + name, {int64_t(values.size())}, values));
-  const std::map<std::string, std::string> metadata = {
-      {"producer", "lab train"},
-      {"epoch", std::to_string(p.epoch)},
-      {"next_batch", std::to_string(p.next_batch)},
-      {"loss_box", exact(p.loss_sums[0])},
-      {"loss_cls", exact(p.loss_sums[1])},
-      {"loss_l1", exact(p.loss_sums[2])},
-      {"last_opt_step", std::to_string(p.last_opt_step)},
-      {"best_fitness", exact(p.best_fitness)},
-      {"best_epoch", std::to_string(p.best_epoch)},
-      {"ema_updates", std::to_string(p.ema_updates)},
-      {"seconds", exact(p.seconds)},
-      {"results_csv", p.results_csv},
-      {"optimizer", optimizer.name},
-      {"optimizer_steps", std::to_string(optimizer.steps)}};
-  write_file_atomically(path, [&](const std::filesystem::path& temporary) {
-    write_safetensors(temporary, tensors, metadata);
-  });
+  const std::map<std::string, std::string> metadata = {{"producer", "lab train"},
+                                                       {"epoch", std::to_string(p.epoch)},
+                                                       {"next_batch", std::to_string(p.next_batch)},
+                                                       {"loss_box", exact(p.loss_sums[0])},
+                                                       {"loss_cls", exact(p.loss_sums[1])},
+                                                       {"loss_l1", exact(p.loss_sums[2])},
+                                                       {"last_opt_step", std::to_string(p.last_opt_step)},
+                                                       {"best_fitness", exact(p.best_fitness)},
+                                                       {"best_epoch", std::to_string(p.best_epoch)},
+                                                       {"ema_updates", std::to_string(p.ema_updates)},
+                                                       {"seconds", exact(p.seconds)},
+                                                       {"results_csv", p.results_csv},
+                                                       {"optimizer", optimizer.name},
+                                                       {"optimizer_steps", std::to_string(optimizer.steps)}};
+  write_file_atomically(
+      path, [&](const std::filesystem::path& temporary) { write_safetensors(temporary, tensors, metadata); });
 }
 
 TrainState load_train_state(const std::filesystem::path& path, const Yolo26Model& structure) {
@@ -96,7 +94,8 @@ TrainState load_train_state(const std::filesystem::path& path, const Yolo26Model
   p.seconds = number(m, "seconds", path);
   const auto csv = m.find("results_csv"), optimizer = m.find("optimizer");
   if (csv == m.end() || optimizer == m.end())
-    throw UsageError(printable_path(path) + ": not a training state of lab train (no results_csv / optimizer)");
+    throw UsageError(printable_path(path) +
+                     ": not a training state of lab train (no results_csv / optimizer)");
   p.results_csv = csv->second;
   state.optimizer.name = optimizer->second;
   state.optimizer.steps = (long long)number(m, "optimizer_steps", path);

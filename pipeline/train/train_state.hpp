@@ -20,8 +20,8 @@ struct RunPosition {
   double best_fitness = -1;           // -1: none yet
   int best_epoch = -1;                // 0-based
   long long ema_updates = 0;
-  double seconds = 0;                 // training time so far
-  std::string results_csv;            // the file's content so far
+  double seconds = 0;       // training time so far
+  std::string results_csv;  // the file's content so far
 };
 
 struct TrainState {
@@ -30,8 +30,8 @@ struct TrainState {
   OptimizerState optimizer;
 };
 
-void save_train_state(const std::filesystem::path& path, const RunPosition& position, const Yolo26Model& model,
-                      const Yolo26Model& ema, const OptimizerState& optimizer);
+void save_train_state(const std::filesystem::path& path, const RunPosition& position,
+                      const Yolo26Model& model, const Yolo26Model& ema, const OptimizerState& optimizer);
 
 // Reads a state saved for a model of `structure`'s shape (the same checkpoint, classes re-initialised the
 // same way); UsageError naming the file for a missing tensor, a size that differs or bad metadata.

@@ -74,10 +74,11 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   loader_ = std::make_unique<TrainLoader>(train_split, options_.imgsz, options_.batch, options_.augment,
                                           options_.workers, options_.seed);
   const long long batches = (long long)loader_->batches_per_epoch();
-  const OptimizerChoice choice = choose_optimizer(
-      options_.optimizer, options_.lr0, options_.momentum,
-      auto_rule_iterations((long long)train_split.samples.size(), options_.batch, options_.nbs, options_.epochs),
-      model.nc);
+  const OptimizerChoice choice =
+      choose_optimizer(options_.optimizer, options_.lr0, options_.momentum,
+                       auto_rule_iterations((long long)train_split.samples.size(), options_.batch,
+                                            options_.nbs, options_.epochs),
+                       model.nc);
   ScheduleSettings schedule;
   schedule.epochs = options_.epochs, schedule.batches_per_epoch = batches;
   schedule.batch = options_.batch, schedule.nbs = options_.nbs;
@@ -98,8 +99,8 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   }
   if (options_.engine == "device") {
     device_ = make_backend(options_.backend, context_);
-    engine_ = std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch, options_.imgsz,
-                                                  options_.imgsz);
+    engine_ = std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch,
+                                                  options_.imgsz, options_.imgsz);
   } else {
     engine_ = std::make_unique<HostTrainEngine>(model, options_.backend, context_, choice.name);
   }
@@ -113,15 +114,15 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   }
   description_ = {
       "model " + location.path.string() + " (" + location.origin + ")" +
-          (checkpoint_classes != model_.nc ? ", class branches re-initialised for " + std::to_string(model_.nc) +
-                                                 " classes (the checkpoint has " +
-                                                 std::to_string(checkpoint_classes) + ")"
-                                           : ""),
+          (checkpoint_classes != model_.nc
+               ? ", class branches re-initialised for " + std::to_string(model_.nc) +
+                     " classes (the checkpoint has " + std::to_string(checkpoint_classes) + ")"
+               : ""),
       "train: " + train_split.report.summary() + "; val: " + val_split_.report.summary(),
       "optimizer: " + choice.name + "(lr=" + fixed(choice.lr) + ", momentum=" + fixed(choice.momentum) +
           ") with parameter groups weight(decay=" + fixed(weight_decay_) + "), bn(decay=0), bias(decay=0); " +
-          std::to_string(batches) + " batches of " + std::to_string(options_.batch) + " an epoch, nominal batch " +
-          std::to_string(options_.nbs) + " (a step every " +
+          std::to_string(batches) + " batches of " + std::to_string(options_.batch) +
+          " an epoch, nominal batch " + std::to_string(options_.nbs) + " (a step every " +
           std::to_string(nominal_accumulation(options_.batch, options_.nbs)) + " batches after warm-up)",
       "engine: " + engine_->describe(),
       (resume ? "resuming " : "writing ") + folder_.string() +
@@ -143,11 +144,13 @@ TrainSummary Trainer::run() {
     if (!finished) {
       interrupted = true;
       save_state();
+      save_trained_weights(ema_->model(), *base_, folder_ / "weights", "last", training_record(epoch - 1));
       break;
     }
     finish_epoch(epoch);
   }
-  return {folder_, position_.epoch, stopped_early_, interrupted, position_.best_fitness, position_.best_epoch};
+  return {folder_,     position_.epoch,        stopped_early_,
+          interrupted, position_.best_fitness, position_.best_epoch};
 }
 
 bool Trainer::train_epoch(int epoch) {
@@ -159,7 +162,8 @@ bool Trainer::train_epoch(int epoch) {
   for (; index < position_.next_batch; ++index) loader_->next();  // what the interrupted run already did
   for (std::optional<TrainBatch> batch; (batch = loader_->next()); ++index) {
     StepReport report;
-    report.epoch = epoch, report.epochs = options_.epochs, report.batch_index = index, report.batches = batches;
+    report.epoch = epoch, report.epochs = options_.epochs, report.batch_index = index,
+    report.batches = batches;
     report.iteration = index + batches * epoch;
     report.images = batch->batch;
     const ScheduledStep scheduled = schedule_->at(epoch, index);
@@ -169,13 +173,13 @@ bool Trainer::train_epoch(int epoch) {
     position_.loss_sums[0] += w.one2many * o2m.box + w.one2one * o2o.box;
     position_.loss_sums[1] += w.one2many * o2m.cls + w.one2one * o2o.cls;
     position_.loss_sums[2] += w.one2many * o2m.l1 + w.one2one * o2o.l1;
-    for (int c = 0; c < 3; ++c) report.mean_loss[size_t(c)] = position_.loss_sums[size_t(c)] / double(index + 1);
+    for (int c = 0; c < 3; ++c)
+      report.mean_loss[size_t(c)] = position_.loss_sums[size_t(c)] / double(index + 1);
     report.lr = last_lr_ = scheduled.lr;
     report.momentum = scheduled.momentum;
     if (report.iteration - position_.last_opt_step >= scheduled.accumulate) {
       if (hooks_.on_step) report.module_grad_norms = engine_->gradient_norms();
-      report.grad_norm =
-          engine_->step({scheduled.lr, scheduled.momentum, weight_decay_, options_.max_norm});
+      report.grad_norm = engine_->step({scheduled.lr, scheduled.momentum, weight_decay_, options_.max_norm});
       report.stepped = true;
       engine_->read_parameters(model_);
       ema_->update(model_);
@@ -218,8 +222,8 @@ void Trainer::finish_epoch(int epoch) {
   report.metrics = metrics_;
   report.seconds = position_.seconds;
 
-  EpochRow row{epoch + 1,        position_.seconds, report.train_loss, metrics_.precision,
-               metrics_.recall,  metrics_.map50,    metrics_.map50_95, report.lr};
+  EpochRow row{epoch + 1,       position_.seconds, report.train_loss, metrics_.precision,
+               metrics_.recall, metrics_.map50,    metrics_.map50_95, report.lr};
   if (position_.results_csv.empty()) position_.results_csv = results_csv_header();
   position_.results_csv += results_csv_row(row);
   position_.epoch = epoch + 1, position_.next_batch = 0, position_.loss_sums = {};
@@ -233,12 +237,17 @@ void Trainer::finish_epoch(int epoch) {
         " epochs; the best was epoch " + std::to_string(position_.best_epoch + 1));
 }
 
+TrainingRecord Trainer::training_record(int epoch) const {
+  return {epoch,
+          {{"metrics/precision(B)", metrics_.precision},
+           {"metrics/recall(B)", metrics_.recall},
+           {"metrics/mAP50(B)", metrics_.map50},
+           {"metrics/mAP50-95(B)", metrics_.map50_95},
+           {"fitness", fitness_of(metrics_)}}};
+}
+
 void Trainer::save_weights(const EpochReport& report) {
-  const TrainingRecord record{report.epoch, {{"metrics/precision(B)", metrics_.precision},
-                                      {"metrics/recall(B)", metrics_.recall},
-                                      {"metrics/mAP50(B)", metrics_.map50},
-                                      {"metrics/mAP50-95(B)", metrics_.map50_95},
-                                      {"fitness", fitness_of(metrics_)}}};
+  const TrainingRecord record = training_record(report.epoch);
   save_trained_weights(ema_->model(), *base_, folder_ / "weights", "last", record);
   if (report.best) save_trained_weights(ema_->model(), *base_, folder_ / "weights", "best", record);
   // From the second epoch on: one row has no curve (and plot_results does not return on a one-row csv yet).

@@ -5,7 +5,7 @@
 // (pipeline/val), fitness 0.1 * mAP50 + 0.9 * mAP50-95, `best` on improvement, `last` every epoch,
 // results.csv, early stop after `patience` epochs without improvement. Hooks report each iteration and epoch
 // (the CLI's progress bar and the viewer's Train panel) and can stop the run after the current iteration;
-// the state is then saved so that `--resume` continues at the next batch.
+// the state (and weights/last) is then saved so that `--resume` continues at the next batch.
 #pragma once
 #include <array>
 #include <filesystem>
@@ -19,6 +19,7 @@
 #include "nvrtc_runtime/backend.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/checkpoint/torch_checkpoint_writer.hpp"
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/metrics/ultralytics_metrics.hpp"
 #include "pipeline/train/lr_schedule.hpp"
@@ -33,16 +34,16 @@ class TrainLoader;
 
 // One iteration, told as it finishes.
 struct StepReport {
-  int epoch = 0, epochs = 0;          // 0-based epoch
+  int epoch = 0, epochs = 0;  // 0-based epoch
   long long batch_index = 0, batches = 0;
-  long long iteration = 0;            // ni = batch_index + batches * epoch
+  long long iteration = 0;  // ni = batch_index + batches * epoch
   int images = 0;
   BatchLoss loss;                     // this batch's
   std::array<double, 3> mean_loss{};  // box, cls, l1: the epoch's running mean per image (head-weighted)
   std::array<double, kParameterGroups> lr{};
   double momentum = 0;
-  bool stepped = false;                 // an optimizer step followed this batch
-  double grad_norm = 0;                 // when stepped: before clipping
+  bool stepped = false;                                           // an optimizer step followed this batch
+  double grad_norm = 0;                                           // when stepped: before clipping
   std::vector<std::pair<std::string, double>> module_grad_norms;  // when stepped: per conv module
 };
 
@@ -97,7 +98,9 @@ class Trainer {
   bool train_epoch(int epoch);  // false when stopped by the hook
   void finish_epoch(int epoch);
   void save_state();
-  void save_weights(const EpochReport& report);  // weights/last (and best): the EMA model; results.png
+  void save_weights(const EpochReport& report);
+  // The metrics weights/last and best record: of the last validation, after epoch `epoch` (0-based).
+  TrainingRecord training_record(int epoch) const;  // weights/last (and best): the EMA model; results.png
   void log(const std::string& line) const;
 
   TrainOptions options_;
