@@ -197,6 +197,9 @@ TEST_CASE("lab train: nominal-batch accumulation, warm-up's accumulation from 1,
     return at;
   };
   CHECK(stepped_at(o) == std::vector<long long>{3, 7});
+  CHECK_THROWS_WITH(
+      Trainer(TrainOptions{}, (scratch.path / "runs" / "train").string(), test::embedded_context(), {}),
+      Contains("the run finished its 2 epochs; nothing to resume"));
   // Warm-up over 100 iterations: accumulate round(1 + 3 * ni / 100) is 1 up to iteration 16.
   o.warmup_epochs = 3;
   CHECK(stepped_at(o) == std::vector<long long>{0, 1, 2, 3, 4, 5, 6, 7});

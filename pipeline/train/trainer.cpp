@@ -95,6 +95,9 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
     TrainState state = load_train_state(state_file, model);
     model = std::move(state.model), ema_start = std::move(state.ema);
     position_ = std::move(state.position);
+    if (position_.epoch >= options_.epochs)
+      throw UsageError("--resume " + printable_path(folder_) + ": the run finished its " +
+                       std::to_string(options_.epochs) + " epochs; nothing to resume");
     optimizer_state = std::move(state.optimizer);
   }
   if (options_.engine == "device") {
