@@ -129,6 +129,31 @@ TEST_CASE("results plot: results.csv -> results.png with drawing in every panel"
   CHECK(drawn(three, 2 * w3 + 10, panel_h, three.width, three.height) == 0);
 }
 
+TEST_CASE("results plot: the first epoch's one-row csv draws each value as a dot", "[train][plot]") {
+  // One row: the value and its smoothed twin differ by rounding only, a window of a few ulps on which
+  // PLplot's tick search never ended (lab train's first epoch hung there).
+  test::ScratchDir dir("results-plot-one-row");
+  const fs::path csv = dir.path / "results.csv", png = dir.path / "results.png";
+  test::write_file(csv,
+                   "epoch,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),metrics/recall(B),"
+                   "metrics/mAP50(B),metrics/mAP50-95(B)\n1,0.455584,1.87377,0.00553449,0.695289,0.685935,"
+                   "0.751719,0.701052\n");
+  train::plot_results(csv, png);
+  const Image image = decode_image(png);
+  const int panel_w = image.width / 5, panel_h = image.height / 2;
+  for (int panel = 0; panel < 7; ++panel) {
+    CAPTURE(panel);
+    const int x0 = panel % 5 * panel_w, y0 = panel / 5 * panel_h;
+    size_t blue = 0;
+    for (int y = y0; y < y0 + panel_h; ++y)
+      for (int x = x0; x < x0 + panel_w; ++x) {
+        const uint8_t* p = image.pixel(x, y);
+        blue += p[0] == 31 && p[1] == 119 && p[2] == 180;
+      }
+    CHECK(blue > 10);
+  }
+}
+
 TEST_CASE("results plot: the results.csv lab train writes gives 5 + 2 panels", "[train][plot]") {
   test::ScratchDir dir("results-plot-ours");
   std::string text = train::results_csv_header();

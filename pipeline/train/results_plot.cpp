@@ -62,9 +62,11 @@ struct Range {
     high = std::max(high, v);
   }
   // Widened by 5 % on each side (matplotlib's margin); an empty range becomes 0..1, a flat one gets a span.
+  // Flat includes a span of a few ulps (a single epoch's value and its smoothed twin differ by rounding):
+  // PLplot's tick search never ends on such a window.
   void pad() {
     if (low > high) low = 0, high = 1;
-    if (high == low) {
+    if (high - low <= 1e-9 * std::max({std::fabs(low), std::fabs(high), 1.0})) {
       const double half = std::max(std::fabs(low), 1.0) * 0.05;
       low -= half;
       high += half;

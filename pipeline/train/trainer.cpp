@@ -253,8 +253,6 @@ void Trainer::save_weights(const EpochReport& report) {
   const TrainingRecord record = training_record(report.epoch);
   save_trained_weights(ema_->model(), *base_, folder_ / "weights", "last", record);
   if (report.best) save_trained_weights(ema_->model(), *base_, folder_ / "weights", "best", record);
-  // From the second epoch on: one row has no curve (and plot_results does not return on a one-row csv yet).
-  if (report.epoch == 0) return;
   try {
     plot_results(folder_ / "results.csv", folder_ / "results.png");
   } catch (const UsageError& e) {  // the plot is a view of results.csv; training goes on without it
