@@ -262,7 +262,6 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->footer(
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
-      "  lab bench conv2d --backend cpu --param C_IN=64 --iters 5\n"
       "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
       "  lab bench train-step --batch 32 --imgsz 640       # forward, loss, backward, optimizer step\n");
   cmd->callback([&state, o, p, t] {

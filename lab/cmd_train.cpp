@@ -176,8 +176,8 @@ void add_train_command(CLI::App& app, CliState& state) {
   cmd->add_option("--precision", o.precision, "fp32 (fp16 / bf16 training are not built yet)")
       ->capture_default_str();
   cmd->footer(
+      "A dataset to try it on: lab data synth shapes --train 2000 --val 200\n\n"
       "Examples:\n"
-      "  lab data synth shapes --train 2000 --val 200\n"
       "  lab train shapes/data.yaml --model yolo26n.pt --epochs 10 --batch 32 --imgsz 640\n"
       "  lab train shapes/data.yaml --backend cpu --imgsz 64 --epochs 3 --batch 8 --name tiny\n"
       "  lab train --resume runs/train/tiny\n");

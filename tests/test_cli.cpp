@@ -544,7 +544,7 @@ TEST_CASE("lab list KERNEL shows one kernel, and suggests a name for a typo", "[
 
 TEST_CASE("every verb's --help ends with examples", "[cli]") {
   for (const std::string verb : {"list", "source", "run", "bench", "cache", "scenario", "scenario run", "demo",
-                                 "loss", "grad", "convert", "detect", "data", "data synth", "val"}) {
+                                 "loss", "grad", "convert", "detect", "data", "data synth", "val", "train"}) {
     INFO("lab " << verb << " --help");
     const LabResult r = run_lab(verb + " --help");
     CHECK(r.exit_code == 0);
