@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The PyTorch side of docs/PERFORMANCE.md's table, measured on the same GPU in the same run as `lab bench`.
 
-YOLO26 is rebuilt here with plain PyTorch modules from the same weights (the safetensors file that
-`lab convert` writes from the .pt: no Ultralytics needed), Conv + BatchNorm fused as Ultralytics' inference
-does, attention through scaled_dot_product_attention, the end-to-end top-k post-process of spec/yolo26.md.
+YOLO26 is rebuilt with plain PyTorch modules (yolo26_torch.py's build_model) from the same weights (the
+safetensors file that `lab convert` writes from the .pt: no Ultralytics needed), Conv + BatchNorm fused as
+Ultralytics' inference does, attention through scaled_dot_product_attention, the end-to-end top-k
+post-process of spec/yolo26.md.
 Rows (CUDA events, median over warm runs): eager and CUDA-graph forward at batch 1 (float32 with and without
 TF32; float16 and bfloat16 with the whole network in 16 bits), batch-32 throughput, the PSA attention core at
 yolo26n size, SDPA flash/cuDNN attention at 4x16x4096x{64,128} (skipped with --no-fa2). With --lab LAB it runs
@@ -18,227 +19,11 @@ Usage: python3 bench/compare_torch.py --weights yolo26n.safetensors [--golden bu
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 
 from sdpa_compare import time_ms  # CUDA-event median over warm runs, shared with the SDPA comparison
 from torch_predict_folder import predict_folder  # the Ultralytics-style predict loop of the folder row
-
-
-def load_safetensors(torch, path):
-    dtypes = {"F16": torch.float16, "F32": torch.float32, "BF16": torch.bfloat16, "F64": torch.float64,
-              "I64": torch.int64, "I32": torch.int32}
-    with open(path, "rb") as f:
-        header_len = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(header_len))
-        data = f.read()
-    tensors = {}
-    for key, info in header.items():
-        if key == "__metadata__" or info["dtype"] not in dtypes:
-            continue
-        begin, end = info["data_offsets"]
-        t = torch.frombuffer(bytearray(data[begin:end]), dtype=dtypes[info["dtype"]])
-        tensors[key] = t.reshape(info["shape"]).float()
-    return tensors, header.get("__metadata__", {})
-
-
-def build_model(torch, sd):
-    nn = torch.nn
-    F = torch.nn.functional
-
-    def fused(prefix):
-        """Conv weight with BatchNorm (eps 1e-3) folded in, or a plain Conv2d's weight and bias."""
-        if prefix + ".conv.weight" not in sd:
-            return sd[prefix + ".weight"], sd[prefix + ".bias"]
-        w = sd[prefix + ".conv.weight"]
-        g, b = sd[prefix + ".bn.weight"], sd[prefix + ".bn.bias"]
-        mean, var = sd[prefix + ".bn.running_mean"], sd[prefix + ".bn.running_var"]
-        inv = g / torch.sqrt(var + 1e-3)
-        return w * inv[:, None, None, None], b - mean * inv
-
-    class Conv(nn.Module):
-        """Conv2d (+ folded BN) (+ SiLU); a weight with one input channel per group of many is depthwise."""
-
-        def __init__(self, prefix, act=True, stride=1):
-            super().__init__()
-            w, bias = fused(prefix)
-            c_out, c_in_g, k, _ = w.shape
-            groups = c_out if c_in_g == 1 and c_out > 1 else 1
-            self.c = nn.Conv2d(c_in_g * groups, c_out, k, stride, k // 2, groups=groups, bias=True)
-            self.c.weight.data.copy_(w)
-            self.c.bias.data.copy_(bias)
-            self.act = act
-
-        def forward(self, x):
-            y = self.c(x)
-            return F.silu(y) if self.act else y
-
-    def in_ch(prefix):
-        return fused(prefix)[0].shape[1]
-
-    class Bottleneck(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(p + ".cv1"), Conv(p + ".cv2")
-            self.add = in_ch(p + ".cv1") == sd[p + ".cv2.conv.weight"].shape[0]
-
-        def forward(self, x):
-            y = self.cv2(self.cv1(x))
-            return x + y if self.add else y
-
-    class C3k(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.cv1, self.cv2, self.cv3 = Conv(p + ".cv1"), Conv(p + ".cv2"), Conv(p + ".cv3")
-            n = 0
-            while f"{p}.m.{n}.cv1.conv.weight" in sd:
-                n += 1
-            self.m = nn.Sequential(*[Bottleneck(f"{p}.m.{i}") for i in range(n)])
-
-        def forward(self, x):
-            return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
-
-    class Attention(nn.Module):
-        def __init__(self, p, dim):
-            super().__init__()
-            self.nh = max(dim // 64, 1)
-            self.hd = dim // self.nh
-            self.kd = self.hd // 2
-            self.qkv, self.proj = Conv(p + ".qkv", act=False), Conv(p + ".proj", act=False)
-            self.pe = Conv(p + ".pe", act=False)
-
-        def forward(self, x):
-            b, c, h, w = x.shape
-            n = h * w
-            q, k, v = self.qkv(x).view(b, self.nh, 2 * self.kd + self.hd, n).split([self.kd, self.kd, self.hd], 2)
-            # SDPA takes [B, heads, N, D]: queries attend over keys, values the V rows.
-            o = F.scaled_dot_product_attention(q.transpose(-2, -1), k.transpose(-2, -1), v.transpose(-2, -1))
-            y = o.transpose(-2, -1).reshape(b, c, h, w) + self.pe(v.reshape(b, c, h, w))
-            return self.proj(y)
-
-    class PSABlock(nn.Module):
-        def __init__(self, p, dim):
-            super().__init__()
-            self.attn = Attention(p + ".attn", dim)
-            self.ffn0, self.ffn1 = Conv(p + ".ffn.0"), Conv(p + ".ffn.1", act=False)
-
-        def forward(self, x):
-            x = x + self.attn(x)
-            return x + self.ffn1(self.ffn0(x))
-
-    class C3k2(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(p + ".cv1"), Conv(p + ".cv2")
-            self.c = sd[p + ".cv1.conv.weight"].shape[0] // 2
-            blocks = []
-            i = 0
-            while any(k.startswith(f"{p}.m.{i}.") for k in sd):
-                q = f"{p}.m.{i}"
-                if q + ".cv3.conv.weight" in sd:
-                    blocks.append(C3k(q))
-                elif q + ".0.cv1.conv.weight" in sd:
-                    blocks.append(nn.Sequential(Bottleneck(q + ".0"), PSABlock(q + ".1", self.c)))
-                else:
-                    blocks.append(Bottleneck(q))
-                i += 1
-            self.m = nn.ModuleList(blocks)
-
-        def forward(self, x):
-            ys = list(self.cv1(x).chunk(2, 1))
-            for m in self.m:
-                ys.append(m(ys[-1]))
-            return self.cv2(torch.cat(ys, 1))
-
-    class SPPF(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(p + ".cv1", act=False), Conv(p + ".cv2")
-            self.add = in_ch(p + ".cv1") == sd[p + ".cv2.conv.weight"].shape[0]
-
-        def forward(self, x):
-            ys = [self.cv1(x)]
-            for _ in range(3):
-                ys.append(F.max_pool2d(ys[-1], 5, 1, 2))
-            y = self.cv2(torch.cat(ys, 1))
-            return x + y if self.add else y
-
-    class C2PSA(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(p + ".cv1"), Conv(p + ".cv2")
-            self.c = sd[p + ".cv1.conv.weight"].shape[0] // 2
-            n = 0
-            while f"{p}.m.{n}.attn.qkv.conv.weight" in sd:
-                n += 1
-            self.m = nn.Sequential(*[PSABlock(f"{p}.m.{i}", self.c) for i in range(n)])
-
-        def forward(self, x):
-            a, b = self.cv1(x).split((self.c, self.c), 1)
-            return self.cv2(torch.cat((a, self.m(b)), 1))
-
-    class Detect(nn.Module):
-        def __init__(self, p):
-            super().__init__()
-            self.box, self.cls = nn.ModuleList(), nn.ModuleList()
-            for i in range(3):
-                b = f"{p}.one2one_cv2.{i}"
-                self.box.append(nn.Sequential(Conv(b + ".0"), Conv(b + ".1"), Conv(b + ".2", act=False)))
-                c = f"{p}.one2one_cv3.{i}"
-                self.cls.append(nn.Sequential(Conv(c + ".0.0"), Conv(c + ".0.1"), Conv(c + ".1.0"), Conv(c + ".1.1"),
-                                              Conv(c + ".2", act=False)))
-            self.nc = sd[f"{p}.one2one_cv3.0.2.weight"].shape[0]
-
-        def forward(self, xs):
-            b = xs[0].shape[0]
-            boxes = torch.cat([m(x).view(b, 4, -1) for m, x in zip(self.box, xs)], 2)
-            scores = torch.cat([m(x).view(b, self.nc, -1) for m, x in zip(self.cls, xs)], 2)
-            anchors, strides = [], []
-            for x, s in zip(xs, (8, 16, 32)):
-                h, w = x.shape[2:]
-                yy, xx = torch.meshgrid(torch.arange(h, device=x.device), torch.arange(w, device=x.device),
-                                        indexing="ij")
-                anchors.append(torch.stack((xx.flatten(), yy.flatten())).to(x.dtype) + 0.5)
-                strides.append(torch.full((h * w,), s, device=x.device, dtype=x.dtype))
-            a, st = torch.cat(anchors, 1), torch.cat(strides)
-            xyxy = torch.cat((a - boxes[:, :2], a + boxes[:, 2:]), 1) * st  # [B, 4, A]
-            prob = scores.sigmoid().transpose(1, 2)  # [B, A, nc]
-            k = min(300, prob.shape[1])
-            ori = prob.amax(-1).topk(k, dim=1).indices
-            s = prob.gather(1, ori[..., None].expand(-1, -1, self.nc))
-            top, flat = s.flatten(1).topk(k, dim=1)
-            anchor = ori.gather(1, flat // self.nc)
-            box = xyxy.transpose(1, 2).gather(1, anchor[..., None].expand(-1, -1, 4))
-            return torch.cat((box, top[..., None], (flat % self.nc)[..., None].to(box.dtype)), -1)
-
-    class Yolo26(nn.Module):
-        def __init__(self):
-            super().__init__()
-            kinds = {0: Conv, 1: Conv, 3: Conv, 5: Conv, 7: Conv, 17: Conv, 20: Conv, 9: SPPF, 10: C2PSA}
-            self.layers = nn.ModuleDict()
-            for i in range(23):
-                if i in (11, 12, 14, 15, 18, 21):
-                    continue
-                p = f"model.{i}"
-                cls = kinds.get(i, C3k2)
-                self.layers[str(i)] = Conv(p, stride=2) if cls is Conv else cls(p)
-            self.detect = Detect("model.23")
-
-        def forward(self, x):
-            y = {}
-            cat = {12: 6, 15: 4, 18: 13, 21: 10}
-            for i in range(23):
-                if i in (11, 14):
-                    x = F.interpolate(x, scale_factor=2.0, mode="nearest")
-                elif i in cat:
-                    x = torch.cat((x, y[cat[i]]), 1)
-                else:
-                    x = self.layers[str(i)](x)
-                y[i] = x
-            return self.detect([y[16], y[19], y[22]])
-
-    return Yolo26()
 
 
 def time_graph_replays(torch, model, dtype, tag, rows, args, dev):
@@ -369,6 +154,7 @@ def main():
         import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
+        from yolo26_torch import build_model, load_safetensors  # the network, shared with torch_train_step.py
     except ImportError as e:
         print(f"compare_torch: PyTorch is not available ({e})")
         return 0
@@ -376,15 +162,15 @@ def main():
         print("compare_torch: PyTorch sees no CUDA device")
         return 0
     dev = torch.device("cuda")
-    sd, _ = load_safetensors(torch, args.weights)
-    model = build_model(torch, sd).to(dev).eval()
+    sd, _ = load_safetensors(args.weights)
+    model = build_model(sd).to(dev).eval()
     print(f"GPU: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     rows = {}
 
     with torch.inference_mode():
         if args.golden and args.golden_input:
-            golden, _ = load_safetensors(torch, args.golden)
-            gin, _ = load_safetensors(torch, args.golden_input)
+            golden, _ = load_safetensors(args.golden)
+            gin, _ = load_safetensors(args.golden_input)
             torch.backends.cudnn.allow_tf32 = False
             out = model(gin["input"].to(dev)).cpu()
             ref = golden["output"]
@@ -403,7 +189,7 @@ def main():
             time_graph_replays(torch, model, torch.float32, tag, rows, args, dev)
         torch.backends.cudnn.allow_tf32 = True
         for tag, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
-            half = build_model(torch, sd).to(dev).eval().to(dtype)
+            half = build_model(sd).to(dev).eval().to(dtype)
             time_graph_replays(torch, half, dtype, tag, rows, args, dev)
         if args.compile:  # `half` is the fp16 network from the loop above
             compiled = torch.compile(half, mode="max-autotune")
