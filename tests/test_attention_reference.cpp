@@ -7,6 +7,7 @@
 #include "kernels/attention/attention_reference.hpp"
 #include "kernels/attention/psa_reference.hpp"
 #include "kernels/compare.hpp"
+#include "tests/finite_difference.hpp"
 
 using namespace lab;
 
@@ -22,24 +23,6 @@ double weighted_sum(const std::vector<double>& a, const std::vector<double>& w) 
   return s;
 }
 
-// Largest |analytic - numeric| over every element of `x`, relative to the largest |analytic|.
-template <class Loss>
-double finite_difference_error(std::vector<double>& x, const std::vector<double>& analytic, Loss loss) {
-  const double h = 1e-5;
-  double worst = 0, scale = 1e-12;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + h;
-    const double up = loss();
-    x[i] = saved - h;
-    const double down = loss();
-    x[i] = saved;
-    worst = std::max(worst, std::fabs((up - down) / (2 * h) - analytic[i]));
-    scale = std::max(scale, std::fabs(analytic[i]));
-  }
-  return worst / scale;
-}
-
 }  // namespace
 
 TEST_CASE("attention reference gradients match central finite differences", "[attention][reference]") {
@@ -52,9 +35,9 @@ TEST_CASE("attention reference gradients match central finite differences", "[at
     const auto g = attention_backward_reference(q, k, v, d_o, s);
     auto loss = [&] { return weighted_sum(attention_forward_reference(q, k, v, s).o, d_o); };
     INFO("Nq=" << n_q << " Nk=" << n_k << " D=" << d);
-    CHECK(finite_difference_error(q, g.dq, loss) < 1e-7);
-    CHECK(finite_difference_error(k, g.dk, loss) < 1e-7);
-    CHECK(finite_difference_error(v, g.dv, loss) < 1e-7);
+    CHECK(test::finite_difference_error(q, g.dq, loss) < 1e-7);
+    CHECK(test::finite_difference_error(k, g.dk, loss) < 1e-7);
+    CHECK(test::finite_difference_error(v, g.dv, loss) < 1e-7);
   }
 }
 
@@ -108,5 +91,5 @@ TEST_CASE("PSA reference gradient matches central finite differences", "[attenti
     const auto r = psa_attention_reference(qkv, s);
     return weighted_sum(r.x, g_x) + weighted_sum(r.v, g_v);
   };
-  CHECK(finite_difference_error(qkv, grad, loss) < 1e-7);
+  CHECK(test::finite_difference_error(qkv, grad, loss) < 1e-7);
 }

@@ -11,20 +11,8 @@
 // ~log2(n) roundings of 2^-24 here, more for the long per-thread runs of a smaller grid) depends on the
 // order; in float64 the norm is exact to its final float32 rounding whatever the order, and the wider adds
 // cost nothing in a pass bound by reading the gradients.
+#include "common/lab_block_sum.cuh"
 #include "optim/optim_common.cuh"
-
-// Sums v over the block's threads in shared memory (fixed tree: the same result on every run); thread 0
-// gets the total.
-__device__ __forceinline__ double optim_block_sum(double v) {
-  __shared__ double sums[lab::kOptimThreads];
-  sums[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = lab::kOptimThreads / 2; width > 0; width /= 2) {
-    if (int(threadIdx.x) < width) sums[threadIdx.x] += sums[threadIdx.x + width];
-    __syncthreads();
-  }
-  return sums[0];
-}
 
 __global__ void clip_grad_norm_partials(const lab::ClipPartialsParams p) {
   const int block = int(blockIdx.x);
@@ -36,14 +24,14 @@ __global__ void clip_grad_norm_partials(const lab::ClipPartialsParams p) {
     const double g = t.grad_in[i];
     sum += g * g;
   }
-  const double total = optim_block_sum(sum);
+  const double total = lab_block_sum<lab::kOptimThreads>(sum);
   if (threadIdx.x == 0) p.partials[block] = total;
 }
 
 __global__ void clip_grad_norm_finish(const lab::ClipFinishParams p) {
   double sum = 0.0;
   for (int i = int(threadIdx.x); i < p.n_partials; i += lab::kOptimThreads) sum += p.partials[i];
-  const double total = optim_block_sum(sum);
+  const double total = lab_block_sum<lab::kOptimThreads>(sum);
   if (threadIdx.x == 0) {
     const double norm = sqrt(total);
     const double coef = double(p.max_norm) / (norm + 1e-6);

@@ -9,21 +9,8 @@
 //                            checkpoint gradients, after each backward.
 //   conv_grad_norms          grid = the convs: the L2 norm of one conv's checkpoint gradients.
 #include "common/lab.cuh"
+#include "common/lab_block_sum.cuh"
 #include "train/batchnorm_fold_params.cuh"
-
-// Sums v over the block's threads in shared memory by a fixed tree; every thread gets the total.
-__device__ __forceinline__ double fold_block_sum(double v) {
-  __shared__ double sums[lab::kFoldThreads];
-  sums[threadIdx.x] = v;
-  __syncthreads();
-  for (int width = lab::kFoldThreads / 2; width > 0; width /= 2) {
-    if (int(threadIdx.x) < width) sums[threadIdx.x] += sums[threadIdx.x + width];
-    __syncthreads();
-  }
-  const double total = sums[0];
-  __syncthreads();
-  return total;
-}
 
 // The conv whose output channels hold block `b`: the last entry with first_channel <= b.
 __device__ __forceinline__ int fold_conv_of_block(const lab::FoldConv* convs, int n_convs, int b) {
@@ -79,7 +66,7 @@ __global__ void __launch_bounds__(lab::kFoldThreads)
     if (threadIdx.x == 0) c.d_beta[o] += c.d_folded_bias[o];
     return;
   }
-  const double total = fold_block_sum(through_weight);
+  const double total = lab_block_sum<lab::kFoldThreads>(through_weight);
   if (threadIdx.x == 0) {
     const double s = sqrt(double(c.var[o]) + c.eps);
     const double d_bias = c.d_folded_bias[o];
@@ -98,6 +85,6 @@ __global__ void __launch_bounds__(lab::kFoldThreads) conv_grad_norms(const lab::
     sum += double(c.d_beta[o]) * c.d_beta[o];
     if (c.gamma) sum += double(c.d_gamma[o]) * c.d_gamma[o];
   }
-  const double total = fold_block_sum(sum);
+  const double total = lab_block_sum<lab::kFoldThreads>(sum);
   if (threadIdx.x == 0) p.norms[blockIdx.x] = sqrt(total);
 }
