@@ -106,14 +106,15 @@ void check_kernels(const std::string& backend_name, const BatchNormLayout& l, bo
   for (size_t k = 0; k < c; ++k) want_dg[k] += earlier_gamma[k], want_db[k] += earlier_beta[k];
   // Bounds as the runner's (batchnorm_batch_runner.cpp): one float32 rounding of float64 values for the
   // statistics, float32 arithmetic on xhat for y and dx, float64 sums of float32 terms for d gamma, d beta.
-  const Tolerance stat{1e-6, 1e-6}, element{1e-6, 1e-5}, sum{1e-6, 1e-5 * std::sqrt(l.count())};
+  const Tolerance stat{1e-6, 1e-6}, element{1e-6, 1e-5}, sum{1e-5, 1e-5 * std::sqrt(l.count())};
+  const Tolerance dx{1e-5, 1e-5};  // cancellation at few values per channel (the runner's note)
   INFO(backend_name << " N=" << l.batch << " C=" << l.channels << " plane=" << l.plane << " silu=" << silu);
   check_output("mean", down(mean_d, c), s.mean, stat);
   check_output("inv_std", down(inv_std_d, c), inv_std, stat);
   check_output("running_mean", down(rm_d, c), want_rm, stat);
   check_output("running_var", down(rv_d, c), want_rv, stat);
   check_output("y", down(y_d, n), batchnorm_forward_reference(x, l, gamma, beta, kEps, silu), element);
-  check_output("dx", down(dx_d, n), g.dx, element);
+  check_output("dx", down(dx_d, n), g.dx, dx);
   check_output("d_gamma", down(dg_d, c), want_dg, sum);
   check_output("d_beta", down(db_d, c), want_db, sum);
 }

@@ -19,7 +19,10 @@ BatchStatistics batch_statistics_reference(const std::vector<double>& x, const B
     const double mean = sum / l.count();
     double squares = 0;
     for (int b = 0; b < l.batch; ++b)
-      for (long long p = 0; p < l.plane; ++p) squares += (x[l.index(b, c, p)] - mean) * (x[l.index(b, c, p)] - mean);
+      for (long long p = 0; p < l.plane; ++p) {
+        const double d = x[l.index(b, c, p)] - mean;
+        squares += d * d;
+      }
     s.mean[size_t(c)] = mean, s.var[size_t(c)] = squares / l.count();
   }
   return s;

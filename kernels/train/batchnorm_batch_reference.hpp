@@ -2,6 +2,7 @@
 // as plain loops apart from the kernels (batchnorm_batch.cu): statistics, the forward, its backward and the
 // running statistics' update. Tensors are [batch, channels, plane] row-major.
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace lab {
