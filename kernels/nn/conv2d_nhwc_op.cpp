@@ -25,16 +25,6 @@ DeviceBuffer span_of(const NhwcView& v, int64_t pixels, int channels) {
   return DeviceBuffer::borrow(v.data, size_t((pixels - 1) * v.pitch + channels) * 2);
 }
 
-void check_view(const char* name, const NhwcView& v, int channels) {
-  if (!v.data) throw UsageError(std::string("conv2d_nhwc: the ") + name + " tensor is not set");
-  if (v.pitch < channels || v.pitch % 8 != 0)
-    throw UsageError(std::string("conv2d_nhwc: the ") + name + " pitch " + std::to_string(v.pitch) +
-                     " is not a multiple of 8 of at least its " + std::to_string(channels) + " channels");
-  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
-    throw UsageError(std::string("conv2d_nhwc: the ") + name +
-                     " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
-}
-
 // [C_out][C_in][K][K] float -> [C_out][K*K][pitch] 16-bit, channels past C_in zero.
 std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const std::vector<float>& weight) {
   const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
@@ -50,6 +40,16 @@ std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const 
 
 int nhwc_min_pitch(int channels) {
   return (channels + 7) / 8 * 8;
+}
+
+void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int channels) {
+  if (!v.data) throw UsageError(std::string(op) + ": the " + name + " tensor is not set");
+  if (v.pitch < channels || v.pitch % 8 != 0)
+    throw UsageError(std::string(op) + ": the " + name + " pitch " + std::to_string(v.pitch) +
+                     " is not a multiple of 8 of at least its " + std::to_string(channels) + " channels");
+  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
+    throw UsageError(std::string(op) + ": the " + name +
+                     " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
 }
 
 Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out) {
@@ -147,9 +147,9 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   const Conv2dShape& s = shape_;
   const int ho = s.out_size(h), wo = s.out_size(w);
   const int64_t m = int64_t(batch) * ho * wo;
-  check_view("input", in, s.c_in);
-  check_view("output", out, s.c_out);
-  if (residual.data) check_view("residual", residual, s.c_out);
+  check_nhwc_view("conv2d_nhwc", "input", in, s.c_in);
+  check_nhwc_view("conv2d_nhwc", "output", out, s.c_out);
+  if (residual.data) check_nhwc_view("conv2d_nhwc", "residual", residual, s.c_out);
   if (block_m != 0 && block_m != 64 && block_m != 128)
     throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
   const int bm = block_m ? block_m : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);

@@ -42,6 +42,9 @@ std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_
 CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s);
 // The pitch (channels per pixel) an NHWC tensor of `channels` needs at least: rounded up to 8.
 int nhwc_min_pitch(int channels);
+// Throws UsageError naming `op` and the tensor (`name`: "input", "output" ...) unless v is set, 16-byte
+// aligned, and its pitch a multiple of 8 of at least `channels`.
+void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int channels);
 
 class Conv2dNhwcOp {
  public:

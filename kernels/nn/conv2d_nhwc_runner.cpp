@@ -10,6 +10,7 @@
 #include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/nn/nhwc_runner_support.hpp"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/errors.hpp"
 
@@ -103,22 +104,6 @@ const KernelSpec& conv2d_nhwc_spec() {
   return spec;
 }
 
-// [B][C][H][W] -> [B][H][W][pitch] patterns (channels past C: `fill`).
-std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& nchw, int batch, int c, int64_t plane, int pitch,
-                              uint16_t fill) {
-  std::vector<uint16_t> out(size_t(batch) * size_t(plane) * size_t(pitch), fill);
-  for (int b = 0; b < batch; ++b)
-    for (int ch = 0; ch < c; ++ch)
-      for (int64_t i = 0; i < plane; ++i)
-        out[(size_t(b) * plane + size_t(i)) * pitch + ch] = nchw[(size_t(b) * c + ch) * plane + size_t(i)];
-  return out;
-}
-
-// Values rounded to the element type, as floats.
-std::vector<float> rounded(const std::vector<float>& values, HalfType type) {
-  return half_bits_to_float(to_half_bits(values, type), type);
-}
-
 class Conv2dNhwcInstance : public InstanceBase {
  public:
   Conv2dNhwcInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
@@ -135,13 +120,13 @@ class Conv2dNhwcInstance : public InstanceBase {
         out_pitch_(pitch_param(p, "OUT_PITCH", out_offset_ + shape_.c_out)),
         block_m_(param_str(p, "BLOCK_M") == "auto" ? 0 : int(param_int(p, "BLOCK_M"))) {
     Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
-    in_nchw_ = rounded(inputs.in, type_);
-    weight_ = rounded(inputs.weight, type_);
+    in_nchw_ = rounded_to(inputs.in, type_);
+    weight_ = rounded_to(inputs.weight, type_);
     bias_ = std::move(inputs.bias);
     in_ = backend.upload_vector(
         to_nhwc(to_half_bits(in_nchw_, type_), batch_, shape_.c_in, int64_t(h_) * w_, in_pitch_, 0xffff));
     if (param_bool(p, "RESIDUAL")) {
-      residual_nchw_ = rounded(
+      residual_nchw_ = rounded_to(
           random_uniform(out_pixels() * shape_.c_out, -1.0f, 1.0f, derive_seed(seed, "residual")), type_);
       residual_ = backend.upload_vector(to_nhwc(to_half_bits(residual_nchw_, type_), batch_, shape_.c_out,
                                                 int64_t(ho_) * wo_, shape_.c_out, 0xffff));
@@ -160,34 +145,15 @@ class Conv2dNhwcInstance : public InstanceBase {
     const std::vector<uint16_t> all = fetch<uint16_t>(out_, out_pixels() * size_t(out_pitch_));
     const std::vector<double> ref_nchw =
         conv2d_reference(shape_, batch_, h_, w_, in_nchw_, weight_, bias_, residual_nchw_);
-    const size_t plane = size_t(ho_) * wo_, c_out = size_t(shape_.c_out);
-    std::vector<uint16_t> window(out_pixels() * c_out);
-    std::vector<double> ref(window.size());
-    std::vector<float> changed;  // 1 where a channel outside the slice lost its poison
-    double largest = 0;
-    for (size_t px = 0; px < out_pixels(); ++px) {
-      for (int ch = 0; ch < out_pitch_; ++ch) {
-        const uint16_t bits = all[px * size_t(out_pitch_) + size_t(ch)];
-        const bool inside = ch >= out_offset_ && ch < out_offset_ + shape_.c_out;
-        if (!inside) changed.push_back(bits == 0xffff ? 0.0f : 1.0f);
-        if (!inside) continue;
-        const size_t co = size_t(ch - out_offset_), b = px / plane;
-        window[px * c_out + co] = bits;
-        ref[px * c_out + co] = ref_nchw[(b * c_out + co) * plane + px % plane];
-        largest = std::max(largest, std::abs(ref[px * c_out + co]));
-      }
-    }
+    const size_t c_out = size_t(shape_.c_out);
+    const std::vector<double> ref = nchw_to_pixels(ref_nchw, batch_, shape_.c_out, int64_t(ho_) * wo_);
     // Products of 16-bit values are exact in float and the float32 sums of these O(1) terms are off by ~1e-6;
     // what remains is the output's rounding to the element type, at most half a unit in the last place:
     // 2^-11 (fp16) or 2^-8 (bf16) relative, rms ~ a third of that. max_abs: one unit at the largest
     // magnitude, rel_l2: twice the half unit. A dropped tap or channel block (>= 1 / 9 of a 3x3 sum) is off
     // by far more.
-    const double unit = type_ == HalfType::f16 ? 0x1p-10 : 0x1p-7;
-    const Tolerance bound{unit, unit * std::max(largest, 1.0)};
-    return {make_check("out", {size_t(batch_), size_t(ho_), size_t(wo_), c_out},
-                       half_bits_to_float(window, type_), ref, tol.value_or(bound)),
-            make_check("out_neighbours", {changed.size()}, changed, std::vector<double>(changed.size(), 0.0),
-                       Tolerance{0, 0}, false)};
+    return check_nhwc_slice(all, {size_t(batch_), size_t(ho_), size_t(wo_), c_out}, out_pitch_, out_offset_,
+                            type_, ref, tol.value_or(one_unit_tolerance(type_, ref)));
   }
 
   WorkCounts work() const override {

@@ -17,6 +17,10 @@
 
 namespace lab {
 
+// The one compile of nhwc_layers.cu for an element type: every entry's name expression, in the order
+// pack_input, depthwise3x3, maxpool, upsample2x, copy, to_planes.
+CompileRequest nhwc_layers_compile_request(HalfType type);
+
 class NhwcLayerOps {
  public:
   NhwcLayerOps(Backend& backend, HalfType type);

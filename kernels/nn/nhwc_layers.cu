@@ -1,0 +1,167 @@
+// nhwc_layers: YOLO26's layers besides the dense convolutions and attention on NHWC 16-bit activations (fp16
+// or bf16, DT = LAB_F16 / LAB_BF16), layouts as nhwc_layers_params.cuh says.
+//
+// Every kernel gives one thread a pixel's group of 8 channels (one 16-byte vector; a partial last group,
+// channels % 8, is read and written element by element so nothing past the slice is touched); block
+// nn::kThreads, a 1-D grid over pixels x groups. Arithmetic in float, results rounded to nearest even once on
+// the store; nothing is saved for a backward pass. One variant each (v1_vec8).
+//   nhwc_pack_input<DT>: float [B, 3, H*W] planes -> 8 channels a pixel (R, G, B, 5 zeros), the stem's input.
+//   nhwc_depthwise3x3<DT>: depthwise 3x3, stride 1, zero padding 1, float weights [C][9], + bias, optional
+//     SiLU, optional residual added after it (DWConv, the PSA `pe` conv).
+//   nhwc_maxpool<DT>: max over a K x K window (K odd, stride 1, -inf padding: SPPF's pools); a NaN in the
+//     window gives NaN, as in PyTorch.
+//   nhwc_upsample2x: nearest x2, output pixel (y, x) is input (y / 2, x / 2); bits copied.
+//   nhwc_copy: a channel slice copied into another (a Concat input feeding two concats); bits copied.
+//   nhwc_to_planes<DT>: -> float planes [B, C, A] at anchor offset `first` (the detect head's raw outputs);
+//     a thread takes one group of one pixel with pixels fastest, so a warp's float stores are contiguous.
+// The two bit copies need no element type: one entry serves fp16 and bf16.
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "nn/nn_common.cuh"
+#include "nn/nhwc_layers_params.cuh"
+
+namespace nhwc {
+
+// The thread's index in the 1-D grid.
+__device__ __forceinline__ long long thread_index() {
+  return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+// Channels c0.. of one pixel to float: `n` of them (8: one 16-byte load); v[n..7] = 0.
+template <int DT>
+__device__ __forceinline__ void load8(const unsigned short* p, int n, float (&v)[8]) {
+  if (n == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const uint32_t pairs[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = lab_to_float<DT>(uint16_t(pairs[i] & 0xffffu));
+      v[2 * i + 1] = lab_to_float<DT>(uint16_t(pairs[i] >> 16));
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = i < n ? lab_to_float<DT>(p[i]) : 0.0f;
+}
+
+// v[0..n) rounded to DT into channels c0.. of one pixel (8: one 16-byte store).
+template <int DT>
+__device__ __forceinline__ void store8(unsigned short* p, int n, const float (&v)[8]) {
+  if (n == 8) {
+    uint4 u;
+    u.x = lab_pack2<DT>(v[0], v[1]);
+    u.y = lab_pack2<DT>(v[2], v[3]);
+    u.z = lab_pack2<DT>(v[4], v[5]);
+    u.w = lab_pack2<DT>(v[6], v[7]);
+    *reinterpret_cast<uint4*>(p) = u;
+    return;
+  }
+  for (int i = 0; i < n; ++i) p[i] = uint16_t(lab_pack2<DT>(v[i], 0.0f) & 0xffffu);
+}
+
+// Channels c0.. of one pixel copied bit for bit: `n` of them (8: one 16-byte move).
+__device__ __forceinline__ void copy8(const unsigned short* from, unsigned short* to, int n) {
+  if (n == 8) {
+    *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    return;
+  }
+  for (int i = 0; i < n; ++i) to[i] = from[i];
+}
+
+}  // namespace nhwc
+
+template <int DT>
+__global__ void __launch_bounds__(nn::kThreads) nhwc_pack_input(const lab::NhwcPackInputParams p) {
+  const long long pixel = nhwc::thread_index();
+  if (pixel >= (long long)p.batch * p.plane) return;
+  const long long b = pixel / p.plane, i = pixel % p.plane;
+  const float* rgb = p.in + b * 3 * p.plane + i;
+  const float v[8] = {rgb[0], rgb[p.plane], rgb[2 * (long long)p.plane], 0.f, 0.f, 0.f, 0.f, 0.f};
+  nhwc::store8<DT>(p.out.data + pixel * p.out.pitch, 8, v);
+}
+
+template <int DT>
+__global__ void __launch_bounds__(nn::kThreads) nhwc_depthwise3x3(const lab::NhwcDepthwiseParams p) {
+  const int groups = (p.channels + 7) / 8;
+  const long long index = nhwc::thread_index();
+  if (index >= (long long)p.batch * p.h * p.w * groups) return;
+  const long long pixel = index / groups;
+  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  for (int ky = 0; ky < 3; ++ky) {
+    const int sy = y + ky - 1;
+    if (sy < 0 || sy >= p.h) continue;
+    for (int kx = 0; kx < 3; ++kx) {
+      const int sx = x + kx - 1;
+      if (sx < 0 || sx >= p.w) continue;
+      float v[8];
+      nhwc::load8<DT>(p.in.data + (pixel + (ky - 1) * (long long)p.w + (kx - 1)) * p.in.pitch + c0, n, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (i < n) acc[i] += v[i] * p.weight[(c0 + i) * 9 + ky * 3 + kx];
+    }
+  }
+  float res[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  if (p.residual.data) nhwc::load8<DT>(p.residual.data + pixel * p.residual.pitch + c0, n, res);
+  float out[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = i < n ? nn::bias_act(acc[i], p.bias[c0 + i], p.silu) + res[i] : 0.f;
+  nhwc::store8<DT>(p.out.data + pixel * p.out.pitch + c0, n, out);
+}
+
+template <int DT>
+__global__ void __launch_bounds__(nn::kThreads) nhwc_maxpool(const lab::NhwcMaxPoolParams p) {
+  const int groups = (p.channels + 7) / 8, r = p.kernel / 2;
+  const long long index = nhwc::thread_index();
+  if (index >= (long long)p.batch * p.h * p.w * groups) return;
+  const long long pixel = index / groups;
+  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
+  float best[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) best[i] = __uint_as_float(0xff800000u);  // -inf
+  for (int sy = max(y - r, 0); sy <= min(y + r, p.h - 1); ++sy)
+    for (int sx = max(x - r, 0); sx <= min(x + r, p.w - 1); ++sx) {
+      float v[8];
+      nhwc::load8<DT>(p.in.data + (pixel + (sy - y) * (long long)p.w + (sx - x)) * p.in.pitch + c0, n, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (v[i] > best[i] || v[i] != v[i]) best[i] = v[i];  // a NaN in the window stays (PyTorch)
+    }
+  nhwc::store8<DT>(p.out.data + pixel * p.out.pitch + c0, n, best);
+}
+
+__global__ void __launch_bounds__(nn::kThreads) nhwc_upsample2x(const lab::NhwcUpsampleParams p) {
+  const int groups = (p.channels + 7) / 8, wo = 2 * p.w_in, ho = 2 * p.h_in;
+  const long long index = nhwc::thread_index();
+  if (index >= (long long)p.batch * ho * wo * groups) return;
+  const long long pixel = index / groups;
+  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  const int x = int(pixel % wo), y = int(pixel / wo % ho);
+  const long long b = pixel / wo / ho, source = (b * p.h_in + y / 2) * p.w_in + x / 2;
+  nhwc::copy8(p.in.data + source * p.in.pitch + c0, p.out.data + pixel * p.out.pitch + c0, n);
+}
+
+__global__ void __launch_bounds__(nn::kThreads) nhwc_copy(const lab::NhwcCopyParams p) {
+  const int groups = (p.channels + 7) / 8;
+  const long long index = nhwc::thread_index();
+  if (index >= p.pixels * groups) return;
+  const long long pixel = index / groups;
+  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  nhwc::copy8(p.in.data + pixel * p.in.pitch + c0, p.out.data + pixel * p.out.pitch + c0, n);
+}
+
+template <int DT>
+__global__ void __launch_bounds__(nn::kThreads) nhwc_to_planes(const lab::NhwcToPlanesParams p) {
+  const int groups = (p.channels + 7) / 8;
+  const long long index = nhwc::thread_index();
+  if (index >= (long long)p.batch * groups * p.pixels) return;
+  const int i = int(index % p.pixels), g = int(index / p.pixels % groups);
+  const long long b = index / p.pixels / groups;
+  const int c0 = g * 8, n = min(8, p.channels - c0);
+  float v[8];
+  nhwc::load8<DT>(p.in.data + (b * p.pixels + i) * p.in.pitch + c0, n, v);
+  float* out = p.out + (b * p.channels + c0) * p.anchors + p.first + i;
+  for (int k = 0; k < n; ++k) out[k * (long long)p.anchors] = v[k];
+}

@@ -1,0 +1,61 @@
+// Host NHWC layouts, rounding and the slice check of the NHWC runners (nhwc_runner_support.hpp).
+#include "kernels/nn/nhwc_runner_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lab {
+
+std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& nchw, int batch, int c, int64_t plane, int pitch,
+                              uint16_t fill, int offset) {
+  std::vector<uint16_t> out(size_t(batch) * size_t(plane) * size_t(pitch), fill);
+  for (int b = 0; b < batch; ++b)
+    for (int ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < plane; ++i)
+        out[(size_t(b) * plane + size_t(i)) * pitch + offset + ch] =
+            nchw[(size_t(b) * c + ch) * plane + size_t(i)];
+  return out;
+}
+
+std::vector<double> nchw_to_pixels(const std::vector<double>& nchw, int batch, int c, int64_t plane) {
+  std::vector<double> out(nchw.size());
+  for (int b = 0; b < batch; ++b)
+    for (int ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < plane; ++i)
+        out[(size_t(b) * plane + size_t(i)) * c + ch] = nchw[(size_t(b) * c + ch) * plane + size_t(i)];
+  return out;
+}
+
+std::vector<float> rounded_to(const std::vector<float>& values, HalfType type) {
+  return half_bits_to_float(to_half_bits(values, type), type);
+}
+
+Tolerance one_unit_tolerance(HalfType type, const std::vector<double>& ref) {
+  double largest = 1.0;
+  for (double v : ref) largest = std::max(largest, std::abs(v));
+  const double unit = type == HalfType::f16 ? 0x1p-10 : 0x1p-7;
+  return {unit, unit * largest};
+}
+
+std::vector<OutputCheck> check_nhwc_slice(const std::vector<uint16_t>& all, const std::vector<size_t>& shape,
+                                          int pitch, int offset, HalfType type,
+                                          const std::vector<double>& ref, const Tolerance& tol) {
+  const int channels = int(shape.back());
+  const size_t pixels = all.size() / size_t(pitch);
+  std::vector<uint16_t> window;
+  std::vector<float> changed;  // 1 where an element outside the slice lost its poison
+  window.reserve(pixels * size_t(channels));
+  for (size_t px = 0; px < pixels; ++px)
+    for (int ch = 0; ch < pitch; ++ch) {
+      const uint16_t bits = all[px * size_t(pitch) + size_t(ch)];
+      if (ch >= offset && ch < offset + channels)
+        window.push_back(bits);
+      else
+        changed.push_back(bits == 0xffff ? 0.0f : 1.0f);
+    }
+  return {make_check("out", shape, half_bits_to_float(window, type), ref, tol),
+          make_check("out_neighbours", {changed.size()}, changed, std::vector<double>(changed.size(), 0.0),
+                     Tolerance{0, 0}, false)};
+}
+
+}  // namespace lab
