@@ -137,8 +137,11 @@ TEST_CASE("nhwc layer ops refuse bad views and sizes with one line naming the op
   CHECK_THROWS_WITH(ops.copy(16, 24, good, good), Contains("nhwc copy") && Contains("24 channels"));
   CHECK_THROWS_WITH(ops.upsample2x(1, 2, 2, 8, good, {data + 4, 16}),
                     Contains("nhwc upsample2x") && Contains("16-byte aligned"));
-  CHECK_THROWS_WITH(ops.depthwise3x3(1, 0, 4, 8, nullptr, nullptr, true, good, good),
+  const NhwcDepthwise depthwise(ops, 8, std::vector<float>(8 * 9), std::vector<float>(8), true);
+  CHECK_THROWS_WITH(depthwise.run(1, 0, 4, good, good),
                     Contains("nhwc depthwise3x3") && Contains("bad size"));
+  CHECK_THROWS_WITH(depthwise.run(1, 4, 4, good, good, {data, 4}),
+                    Contains("nhwc depthwise3x3") && Contains("residual pitch 4"));
   CHECK_THROWS_WITH(ops.pack_input(1, 4, 4, nullptr, good), Contains("nhwc pack_input"));
   CHECK_THROWS_WITH(ops.to_planes(1, 16, 8, good, reinterpret_cast<float*>(data), 20, 5),
                     Contains("nhwc to_planes") && Contains("20 anchors"));

@@ -6,8 +6,9 @@
 // nn::kThreads, a 1-D grid over pixels x groups. Arithmetic in float, results rounded to nearest even once on
 // the store; nothing is saved for a backward pass. One variant each (v1_vec8).
 //   nhwc_pack_input<DT>: float [B, 3, H*W] planes -> 8 channels a pixel (R, G, B, 5 zeros), the stem's input.
-//   nhwc_depthwise3x3<DT>: depthwise 3x3, stride 1, zero padding 1, float weights [C][9], + bias, optional
-//     SiLU, optional residual added after it (DWConv, the PSA `pe` conv).
+//   nhwc_depthwise3x3<DT>: depthwise 3x3, stride 1, zero padding 1, + bias, optional SiLU, optional residual
+//     added after it (DWConv, the PSA `pe` conv); float weights tap-major [9][C rounded up to 8], so a
+//     group's weights of a tap are two 16-byte loads (a warp's loads of one tap: 256 contiguous bytes).
 //   nhwc_maxpool<DT>: max over a K x K window (K odd, stride 1, -inf padding: SPPF's pools); a NaN in the
 //     window gives NaN, as in PyTorch.
 //   nhwc_upsample2x: nearest x2, output pixel (y, x) is input (y / 2, x / 2); bits copied.
@@ -59,6 +60,12 @@ __device__ __forceinline__ void store8(unsigned short* p, int n, const float (&v
   for (int i = 0; i < n; ++i) p[i] = uint16_t(lab_pack2<DT>(v[i], 0.0f) & 0xffffu);
 }
 
+// Eight floats from p (16-byte aligned), two 16-byte loads.
+__device__ __forceinline__ void load8f(const float* p, float (&v)[8]) {
+  const float4 lo = *reinterpret_cast<const float4*>(p), hi = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
 // Channels c0.. of one pixel copied bit for bit: `n` of them (8: one 16-byte move).
 __device__ __forceinline__ void copy8(const unsigned short* from, unsigned short* to, int n) {
   if (n == 8) {
@@ -95,18 +102,19 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_depthwise3x3(const lab::Nhw
     for (int kx = 0; kx < 3; ++kx) {
       const int sx = x + kx - 1;
       if (sx < 0 || sx >= p.w) continue;
-      float v[8];
+      float v[8], wt[8];
       nhwc::load8<DT>(p.in.data + (pixel + (ky - 1) * (long long)p.w + (kx - 1)) * p.in.pitch + c0, n, v);
+      nhwc::load8f(p.weight + (ky * 3 + kx) * groups * 8 + c0, wt);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        if (i < n) acc[i] += v[i] * p.weight[(c0 + i) * 9 + ky * 3 + kx];
+      for (int i = 0; i < 8; ++i) acc[i] += v[i] * wt[i];
     }
   }
   float res[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   if (p.residual.data) nhwc::load8<DT>(p.residual.data + pixel * p.residual.pitch + c0, n, res);
-  float out[8];
+  float bias[8], out[8];
+  nhwc::load8f(p.bias + c0, bias);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = i < n ? nn::bias_act(acc[i], p.bias[c0 + i], p.silu) + res[i] : 0.f;
+  for (int i = 0; i < 8; ++i) out[i] = nn::bias_act(acc[i], bias[i], p.silu) + res[i];
   nhwc::store8<DT>(p.out.data + pixel * p.out.pitch + c0, n, out);
 }
 

@@ -76,7 +76,6 @@ void NhwcLayerOps::depthwise3x3(int batch, int h, int w, int channels, const flo
                                 bool silu, NhwcView in, NhwcView out, NhwcView residual) const {
   const char* op = "nhwc depthwise3x3";
   check_sizes(op, batch, h, w, channels);
-  if (!weight || !bias) throw UsageError(std::string(op) + ": the weights or the bias are not set");
   check_nhwc_view(op, "input", in, channels);
   check_nhwc_view(op, "output", out, channels);
   if (residual.data) check_nhwc_view(op, "residual", residual, channels);
@@ -142,8 +141,14 @@ NhwcDepthwise::NhwcDepthwise(const NhwcLayerOps& ops, int channels, const std::v
                      std::to_string(bias.size()) + " biases given, " + std::to_string(channels) +
                      " channels need " + std::to_string(int64_t(channels) * 9) + " and " +
                      std::to_string(channels));
-  weight_ = ops.backend().upload_vector(weight);
-  bias_ = ops.backend().upload_vector(bias);
+  const int padded = nhwc_min_pitch(channels);
+  std::vector<float> tap_major(size_t(9) * padded, 0.0f), bias_padded(size_t(padded), 0.0f);
+  for (int c = 0; c < channels; ++c) {
+    for (int t = 0; t < 9; ++t) tap_major[size_t(t) * padded + c] = weight[size_t(c) * 9 + t];
+    bias_padded[size_t(c)] = bias[size_t(c)];
+  }
+  weight_ = ops.backend().upload_vector(tap_major);
+  bias_ = ops.backend().upload_vector(bias_padded);
 }
 
 void NhwcDepthwise::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual) const {

@@ -28,11 +28,6 @@ class NhwcLayerOps {
   // in float [batch, 3, h, w] (dense, the network input RGB / 255) -> out [batch, h, w] channels 0..2, and
   // channels 3..7 zero (the 8 channels a pitch-8 stem input holds).
   void pack_input(int batch, int h, int w, const float* in, NhwcView out) const;
-  // out = act(depthwise3x3(in) + bias) (+ residual when residual.data): stride 1, zero padding 1; weight
-  // float [channels][9] (BN folded, row-major taps), bias float [channels], both device pointers; in, out
-  // and residual [batch, h, w] x channels.
-  void depthwise3x3(int batch, int h, int w, int channels, const float* weight, const float* bias, bool silu,
-                    NhwcView in, NhwcView out, NhwcView residual = {}) const;
   // max_pool2d(kernel, stride 1, padding kernel / 2 with -inf), kernel odd; in, out [batch, h, w] x channels.
   void maxpool(int batch, int h, int w, int channels, int kernel, NhwcView in, NhwcView out) const;
   // Nearest x2: in [batch, h_in, w_in] -> out [batch, 2 h_in, 2 w_in], `channels` channels.
@@ -48,21 +43,28 @@ class NhwcLayerOps {
   HalfType type() const { return type_; }
 
  private:
+  friend class NhwcDepthwise;
+  // out = act(depthwise3x3(in) + bias) (+ residual when residual.data), the weights and bias on the device
+  // as NhwcDepthwise lays them out (nhwc_layers_params.cuh).
+  void depthwise3x3(int batch, int h, int w, int channels, const float* weight, const float* bias, bool silu,
+                    NhwcView in, NhwcView out, NhwcView residual) const;
+
   Backend& backend_;
   HalfType type_;
   std::shared_ptr<Module> module_;
   Kernel pack_input_, depthwise3x3_, maxpool_, upsample2x_, copy_, to_planes_;
 };
 
-// One depthwise 3x3 layer (YOLO26's DWConv, the PSA block's `pe`): its float32 weights [channels][9]
-// (ConvSpec::weight of a groups = channels conv, BN folded) and bias uploaded once; run() launches through
-// `ops`, which must outlive it.
+// One depthwise 3x3 layer (YOLO26's DWConv, the PSA block's `pe`): stride 1, zero padding 1, + bias, optional
+// SiLU, optional residual added after it. Its float32 weights [channels][9] (ConvSpec::weight of a groups =
+// channels conv, BN folded, taps (ky, kx) row-major) and bias are uploaded once, tap-major and padded to a
+// multiple of 8 channels (the kernel's layout); run() launches through `ops`, which must outlive it.
 class NhwcDepthwise {
  public:
   // Throws UsageError on channels < 1 or weight / bias sizes other than channels * 9 / channels.
   NhwcDepthwise(const NhwcLayerOps& ops, int channels, const std::vector<float>& weight,
                 const std::vector<float>& bias, bool silu);
-  // As NhwcLayerOps::depthwise3x3 with this layer's weights.
+  // in, out and residual [batch, h, w] x channels.
   void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}) const;
   int channels() const { return channels_; }
 

@@ -28,8 +28,9 @@ struct NhwcDepthwiseParams {
   NhwcSource in;        // [batch, h, w] x channels
   NhwcSource residual;  // data null, or of the output's shape: added after the activation
   NhwcTarget out;       // [batch, h, w] x channels
-  const float* weight;  // [channels][9]: taps (ky, kx) row-major
-  const float* bias;    // [channels]
+  const float* weight;  // [9][groups * 8], taps (ky, kx) row-major, groups = ceil(channels / 8): a tap's
+                        // weights of every channel side by side (two 16-byte loads a group), zeros past C
+  const float* bias;    // [groups * 8], zeros past C
   int batch, h, w, channels;
   int silu;  // 1: SiLU after the bias
 };
