@@ -1,6 +1,13 @@
-// PsaHalfOp: the 16-bit PSA attention forward on device buffers, one psa_attention_half<KD, DT> launch
-// (psa_tc.cu): fp16 / bf16 qkv [B, nh*4*KD, H, W] -> merged and v_out [B, nh*2*KD, H, W] in the same type
-// and L [BH, N] (natural-log logsumexp) in float. KEY_DIM 16 or 32 (psa_fused_problem).
+// PsaHalfOp: the 16-bit PSA attention forward on device buffers, one launch (psa_tc.cu): fp16 / bf16 qkv
+// (per head the channels [q (KD) | k (KD) | v (2 KD)]) -> merged and v_out (nh*2*KD channels) in the same
+// type and L [BH, N] (natural-log logsumexp) in float, BH = B * nh, N = H * W. KEY_DIM 16 or 32
+// (psa_fused_problem). Two layouts of the 16-bit tensors:
+//   forward       NCHW planes: qkv [B, nh*4*KD, H, W], merged and v_out [B, nh*2*KD, H, W]
+//                 (psa_attention_half<KD, DT>).
+//   forward_nhwc  NHWC views with a pitch: element (pixel, c) at data[pixel * pitch + c], pixel = b * N + n
+//                 (psa_attention_half_nhwc<KD, DT>). qkv's channels [0, nh*4*KD) are read; merged's and
+//                 v_out's channels [0, nh*2*KD) written, the rest of each pitch left unchanged, so merged and
+//                 v_out may be channel slices of wider tensors (pass the slice's first channel).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,7 +18,7 @@
 
 namespace lab {
 
-// The module PsaHalfOp compiles: psa_tc.cu with psa_attention_half<key_dim, DT>.
+// The module PsaHalfOp compiles: psa_tc.cu with psa_attention_half<key_dim, DT> and its _nhwc twin.
 CompileRequest psa_half_compile_request(HalfType type, int key_dim);
 
 class PsaHalfOp {
@@ -19,6 +26,10 @@ class PsaHalfOp {
   // UsageError for a key width without the kernel.
   PsaHalfOp(Backend& backend, HalfType type, const PsaDims& dims);
   void forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const;
+  // UsageError on a pitch below its tensor's channels or not a multiple of 8, or a pointer not 16-byte
+  // aligned (a channel offset not a multiple of 8).
+  void forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merged, int merged_pitch, uint16_t* v_out,
+                    int v_pitch, float* lse) const;
   const PsaDims& dims() const { return dims_; }
 
  private:
@@ -26,6 +37,7 @@ class PsaHalfOp {
   PsaDims dims_;
   std::shared_ptr<Module> module_;
   Kernel forward_;
+  Kernel forward_nhwc_;
 };
 
 }  // namespace lab
