@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "kernels/attention/psa_half_op.hpp"
 #include "kernels/runner.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -37,6 +38,23 @@ Params ragged_half(const char* dtype) {
   return {{"BH", "2"}, {"N_CTX_Q", "70"}, {"N_CTX_K", "45"}, {"HEAD_DIM", "32"}, {"DTYPE", dtype}};
 }
 const Params kPsa{{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}};
+
+// psa_attention_half's NHWC layout (qkv of pitch C + 8 with NaN padding, x and v into a channel slice of
+// pitch C + 16 whose other channels must keep their poison: the runner's x_neighbours / v_neighbours) in fp16
+// and bf16: yolo26n's P5 shape (1 x 2 heads x 400 tokens x KEY_DIM 32), an odd token count (301 = 7 x 43,
+// not a multiple of the 16-row CTA) at B 3, and KEY_DIM 16 with 3 heads (the 8-byte row pieces).
+void check_psa_nhwc(const std::string& backend_name) {
+  const std::vector<Params> shapes{
+      {{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "20"}, {"W", "20"}},
+      {{"B", "3"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "7"}, {"W", "43"}},
+      {{"B", "2"}, {"NUM_HEADS", "3"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}}};
+  for (Params p : shapes)
+    for (const char* dtype : {"f16", "bf16"}) {
+      p["DTYPE"] = dtype;
+      p["LAYOUT"] = "nhwc";
+      run_all_variants(backend_name, "psa_attention_half", p);
+    }
+}
 
 }  // namespace
 
@@ -84,6 +102,37 @@ TEST_CASE("fp16 and bf16 attention outputs never written fail their check as NaN
         CHECK(c.metrics.non_finite == c.metrics.count);
       }
     }
+}
+
+TEST_CASE("psa_attention_half on NHWC views matches the reference on the cpu backend",
+          "[attention][psa_nhwc]") {
+  check_psa_nhwc("cpu");
+}
+
+TEST_CASE("psa_attention_half on NHWC views matches the reference on the cuda backend",
+          "[attention][psa_nhwc][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_psa_nhwc("cuda");
+}
+
+TEST_CASE("PsaHalfOp::forward_nhwc refuses views the kernel cannot read, before launching",
+          "[attention][psa_nhwc]") {
+  auto cpu = make_backend("cpu", test::embedded_context());
+  const PsaHalfOp op(*cpu, HalfType::f16, PsaDims{1, 2, 32, 35, 0});  // qkv 256 channels, x and v 128
+  DeviceBuffer qkv = cpu->alloc_array<uint16_t>(35 * 264), out = cpu->alloc_array<uint16_t>(35 * 136);
+  DeviceBuffer lse = cpu->alloc_array<float>(2 * 35);
+  const uint16_t* in = qkv.as<const uint16_t>();
+  uint16_t* x = out.as<uint16_t>();
+  CHECK_THROWS_WITH(
+      op.forward_nhwc(in, 260, x, 136, x, 136, lse.as<float>()),
+      "psa_attention_half_nhwc: the qkv pitch 260 is not a multiple of 8 of at least its 256 channels");
+  CHECK_THROWS_WITH(
+      op.forward_nhwc(in, 264, x, 120, x, 136, lse.as<float>()),
+      "psa_attention_half_nhwc: the merged pitch 120 is not a multiple of 8 of at least its 128 channels");
+  CHECK_THROWS_WITH(
+      op.forward_nhwc(in, 264, x, 136, x + 4, 136, lse.as<float>()),
+      "psa_attention_half_nhwc: the v_out tensor is not 16-byte aligned (a channel offset not a "
+      "multiple of 8?)");
 }
 
 TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {

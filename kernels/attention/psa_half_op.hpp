@@ -26,13 +26,15 @@ class PsaHalfOp {
   // UsageError for a key width without the kernel.
   PsaHalfOp(Backend& backend, HalfType type, const PsaDims& dims);
   void forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const;
-  // UsageError on a pitch below its tensor's channels or not a multiple of 8, or a pointer not 16-byte
-  // aligned (a channel offset not a multiple of 8).
+  // UsageError (check_nhwc_view) on a view not set, a pitch below its tensor's channels or not a multiple
+  // of 8, or a pointer not 16-byte aligned (a channel offset not a multiple of 8).
   void forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merged, int merged_pitch, uint16_t* v_out,
                     int v_pitch, float* lse) const;
   const PsaDims& dims() const { return dims_; }
 
  private:
+  LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH), 256 threads
+
   Backend& backend_;
   PsaDims dims_;
   std::shared_ptr<Module> module_;

@@ -68,4 +68,20 @@ struct PsaHalfParams {
   float scale;  // softmax scale
 };
 
+// psa_attention_half_nhwc<KD, DT> (psa_tc.cu): the same on NHWC views with pitches: element (pixel, c) at
+// data[pixel * pitch + c], pixel = b * N + n; head h's channels [Q | K | V] from qkv channel h * 4 KD, its
+// merged and v_out channels from h * 2 KD. Pitches multiples of 8, pointers 16-byte aligned.
+struct PsaHalfNhwcParams {
+  const unsigned short* qkv;
+  unsigned short* merged;
+  unsigned short* v_out;
+  float* lse;  // [BH, N]
+  int qkv_pitch;
+  int merged_pitch;
+  int v_pitch;
+  int heads;  // per image: head bh is image bh / heads, head bh % heads
+  int n;
+  float scale;  // softmax scale
+};
+
 }  // namespace lab

@@ -1,6 +1,7 @@
 // The PSA kernel specs and their runners: psa_pack_qkv, psa_extract_v, psa_merge_attn (pure rearrangements,
 // exact), psa_attention / psa_attention_bwd (the composed PsaOp, checked against the Ultralytics formula
-// in float64) and psa_attention_half (PsaHalfOp: fp16 / bf16 qkv, the same formula on the rounded inputs).
+// in float64) and psa_attention_half (PsaHalfOp: fp16 / bf16 qkv, NCHW or NHWC views, the same formula on the
+// rounded inputs).
 // All six share the parameters; the composed two compile what PsaOp compiles.
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "kernels/attention/psa_half_op.hpp"
 #include "kernels/attention/psa_op.hpp"
 #include "kernels/attention/psa_reference.hpp"
+#include "kernels/nn/nhwc_runner_support.hpp"
 #include "kernels/runner.hpp"
 
 namespace lab {
@@ -220,21 +222,31 @@ class PsaBackwardInstance : public PsaAttentionInstance {
 };
 
 // psa_attention_half: seeded qkv rounded to fp16 / bf16, one PsaHalfOp forward, checked against the float64
-// formula on the rounded inputs.
+// formula on the rounded inputs. LAYOUT nhwc: qkv as an NHWC view of pitch C + 8 whose padding is NaN
+// (0xffff: a read of it would spoil the outputs), x and v written into the channel slice [8, 8 + C) of
+// poisoned views of pitch C + 16, whose other channels must keep their poison.
 class PsaHalfInstance : public InstanceBase {
  public:
+  static constexpr int kQkvPad = 8, kOutOffset = 8, kOutPad = 16;
+
   PsaHalfInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
       : InstanceBase(b),
         s_(psa_shape(p)),
         type_(parse_half_type(param_str(p, "DTYPE"))),
+        nhwc_(param_str(p, "LAYOUT") == "nhwc"),
         op_(b, type_, psa_dims(s_)),
         qkv_(to_half_bits(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")), type_)),
-        qkv_buf_(b.upload_vector(qkv_)),
-        x_(output_array<uint16_t>(s_.out_elems())),
-        v_(output_array<uint16_t>(s_.out_elems())),
+        qkv_buf_(b.upload_vector(
+            nhwc_ ? to_nhwc(qkv_, s_.batch, s_.qkv_channels(), s_.n(), qkv_pitch(), 0xffff) : qkv_)),
+        x_(output_array<uint16_t>(out_view_elems())),
+        v_(output_array<uint16_t>(out_view_elems())),
         lse_(output_array<float>(size_t(s_.batch_heads()) * s_.n())) {}
   void launch() override {
-    op_.forward(qkv_buf_.as<const uint16_t>(), x_.as<uint16_t>(), v_.as<uint16_t>(), lse_.as<float>());
+    if (nhwc_)
+      op_.forward_nhwc(qkv_buf_.as<const uint16_t>(), qkv_pitch(), x_.as<uint16_t>() + kOutOffset,
+                       out_pitch(), v_.as<uint16_t>() + kOutOffset, out_pitch(), lse_.as<float>());
+    else
+      op_.forward(qkv_buf_.as<const uint16_t>(), x_.as<uint16_t>(), v_.as<uint16_t>(), lse_.as<float>());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(half_bits_to_float(qkv_, type_)), s_);
@@ -245,13 +257,17 @@ class PsaHalfInstance : public InstanceBase {
     double largest = 0;
     for (double r : ref_.x) largest = std::max(largest, std::abs(r));
     const double u = unit_roundoff(type_);
+    const Tolerance x_tol = tol.value_or(Tolerance{4 * u, 8 * u * largest}), v_tol = tol.value_or(kExact);
     const size_t rows = size_t(s_.batch_heads()) * s_.n();
-    return {make_check("x", nchw(s_, s_.out_channels()), decode(x_, s_.out_elems()), ref_.x,
-                       tol.value_or(Tolerance{4 * u, 8 * u * largest})),
-            make_check("v", nchw(s_, s_.out_channels()), decode(v_, s_.out_elems()), ref_.v,
-                       tol.value_or(kExact)),
-            make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows), ref_.lse,
-                       tol.value_or(Tolerance{1e-5, 1e-4}))};
+    OutputCheck lse = make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows),
+                                 ref_.lse, tol.value_or(Tolerance{1e-5, 1e-4}));
+    if (!nhwc_)
+      return {make_check("x", nchw(s_, s_.out_channels()), decode(x_), ref_.x, x_tol),
+              make_check("v", nchw(s_, s_.out_channels()), decode(v_), ref_.v, v_tol), lse};
+    std::vector<OutputCheck> checks = slice_checks("x", x_, ref_.x, x_tol);
+    for (OutputCheck& c : slice_checks("v", v_, ref_.v, v_tol)) checks.push_back(std::move(c));
+    checks.push_back(std::move(lse));
+    return checks;
   }
   WorkCounts work() const override {
     const double n = s_.n();
@@ -261,11 +277,29 @@ class PsaHalfInstance : public InstanceBase {
   }
 
  private:
-  std::vector<float> decode(const DeviceBuffer& buf, size_t count) {
-    return half_bits_to_float(fetch<uint16_t>(buf, count), type_);
+  size_t pixels() const { return size_t(s_.batch) * s_.n(); }
+  int qkv_pitch() const { return s_.qkv_channels() + kQkvPad; }
+  int out_pitch() const { return s_.out_channels() + kOutPad; }
+  size_t out_view_elems() const { return nhwc_ ? pixels() * out_pitch() : s_.out_elems(); }
+  std::vector<float> decode(const DeviceBuffer& buf) {
+    return half_bits_to_float(fetch<uint16_t>(buf, s_.out_elems()), type_);
+  }
+  // check_nhwc_slice of x or v ([B, H, W, C] in the slice, the channels around it still poisoned), its
+  // outputs named `name` and `name`_neighbours.
+  std::vector<OutputCheck> slice_checks(const std::string& name, const DeviceBuffer& buf,
+                                        const std::vector<double>& ref_nchw, const Tolerance& tol) {
+    const int c = s_.out_channels();
+    std::vector<OutputCheck> checks =
+        check_nhwc_slice(fetch<uint16_t>(buf, out_view_elems()),
+                         {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(),
+                         kOutOffset, type_, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
+    checks[0].output = name;
+    checks[1].output = name + "_neighbours";
+    return checks;
   }
   PsaShape s_;
   HalfType type_;
+  bool nhwc_;
   PsaHalfOp op_;
   std::vector<uint16_t> qkv_;
   DeviceBuffer qkv_buf_, x_, v_, lse_;
@@ -286,6 +320,11 @@ KernelSpec half_spec() {
   ParamSpec dtype{"DTYPE", ParamSpec::Kind::Choice, "f16", "16-bit element type of qkv, x and v"};
   dtype.choices = {"f16", "bf16"};
   spec.params.push_back(dtype);
+  ParamSpec layout{"LAYOUT", ParamSpec::Kind::Choice, "nchw",
+                   "layout of the 16-bit tensors: nchw planes, or nhwc views with pitches wider than the "
+                   "channels (x and v written into a channel slice)"};
+  layout.choices = {"nchw", "nhwc"};
+  spec.params.push_back(layout);
   spec.compile = [](const std::string&, const Params& p) {
     return psa_half_compile_request(parse_half_type(param_str(p, "DTYPE")), int(param_int(p, "KEY_DIM")));
   };

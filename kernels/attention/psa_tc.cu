@@ -4,6 +4,8 @@
 //                                   psa_attention, with the `fused` variant's outputs and workspace.
 //   psa_attention_half<KD, DT>      fp16 / bf16 qkv (LAB_F16 / LAB_BF16), mma.sync m16n8k16 with float
 //                                   accumulation: merged and v_out in the same 16-bit type, L in float.
+//   psa_attention_half_nhwc<KD, DT> the same on NHWC views with pitches (wide loads of a token's channels;
+//                                   its comment says which orders change).
 // KD is 16 or 32 (YOLO26 uses 32); the value width is VD = 2 KD, both halves on the same scores.
 //
 // Work split (both kernels). One CTA of 8 warps owns 16 query rows (one mma M tile) of one head: grid
@@ -78,6 +80,40 @@ __device__ __forceinline__ void softmax_step(float (&s)[CH][4], WarpState<NT>& w
   }
 }
 
+// One softmax step of the 16-bit kernels over the CH 16-key tiles from tile0 (the warp's range ends at
+// `end`): S = Q K^T on the fragments kf (score tiles 2j and 2j + 1 are the two 8-key halves of tile j), the
+// masking of keys past the range or past N, the online softmax, then O += P V on the fragments vf with P
+// rounded to DT. The order of the KD sums and of the value columns is the caller's (its loads fix both).
+template <int DT, int CH, int KS, int NT>
+__device__ __forceinline__ void half_step(const uint32_t (&q)[KS][4], const uint32_t (&kf)[2 * CH][KS][2],
+                                          const uint32_t (&vf)[CH][NT][2], int tile0, int end, int n, int t,
+                                          float c_log2, WarpState<NT>& w) {
+  float s[2 * CH][4];
+#pragma unroll
+  for (int j = 0; j < 2 * CH; ++j) {
+    const int key0 = (tile0 + j / 2) * 16 + (j % 2) * 8;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) s[j][i] = 0.f;
+    if (tile0 + j / 2 < end) {  // warp-uniform
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) lab_mma_16816<DT>(s[j], q[ks], kf[j][ks]);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      s[j][i] = tile0 + j / 2 < end && key0 + 2 * t + i % 2 < n ? s[j][i] * c_log2 : kMasked;
+  }
+  softmax_step(s, w);
+#pragma unroll
+  for (int j = 0; j < CH; ++j) {
+    if (tile0 + j >= end) continue;  // warp-uniform
+    const uint32_t a[4] = {lab_pack2<DT>(s[2 * j][0], s[2 * j][1]), lab_pack2<DT>(s[2 * j][2], s[2 * j][3]),
+                           lab_pack2<DT>(s[2 * j + 1][0], s[2 * j + 1][1]),
+                           lab_pack2<DT>(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) lab_mma_16816<DT>(w.o[nt], a, vf[j][nt]);
+  }
+}
+
 // Shared memory of the merge: every warp's partial outputs [warp][row][VD + 8] (the pad keeps a warp's float2
 // stores conflict-free), maxima and sums [warp][row].
 template <int VD>
@@ -107,22 +143,45 @@ __device__ __forceinline__ void publish(const WarpState<NT>& w, MergeShared<VD>&
   }
 }
 
+// Row r's merge over the warps: each warp's weight exp2(m_w - m_all) (m_all the common maximum), the
+// rescaled sum and the natural-log logsumexp.
+struct RowMerge {
+  float weight[kWarps];
+  float l_all = 0.f;
+  float lse;
+};
+template <int VD>
+__device__ __forceinline__ RowMerge row_merge(const MergeShared<VD>& sh, int r) {
+  RowMerge m;
+  float m_all = kMasked;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sh.m[w][r]);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    m.weight[w] = exp2f(sh.m[w][r] - m_all);
+    m.l_all += sh.l[w][r] * m.weight[w];
+  }
+  m.lse = m_all * kLn2 + logf(m.l_all);
+  return m;
+}
+
+// Row r's output column `column` (as published: 8 nt + the accumulator column) under the merge m.
+template <int VD>
+__device__ __forceinline__ float merged_column(const MergeShared<VD>& sh, const RowMerge& m, int r,
+                                               int column) {
+  float o = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) o += sh.acc[w][r][column] * m.weight[w];
+  return o / m.l_all;
+}
+
 // Row r's output column `dim` over all warps, rescaled to the common maximum; `lse` its natural-log
 // logsumexp.
 template <int VD>
 __device__ __forceinline__ float merged_value(const MergeShared<VD>& sh, int r, int dim, float& lse) {
-  float m_all = kMasked;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sh.m[w][r]);
-  float l_all = 0.f, o = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    const float weight = exp2f(sh.m[w][r] - m_all);
-    l_all += sh.l[w][r] * weight;
-    o += sh.acc[w][r][dim] * weight;
-  }
-  lse = m_all * kLn2 + logf(l_all);
-  return o / l_all;
+  const RowMerge m = row_merge(sh, r);
+  lse = m.lse;
+  return merged_column(sh, m, r, dim);
 }
 
 // Publishes every warp's state, waits for the CTA, then spreads this CTA's outputs over its threads:
@@ -336,30 +395,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
         vf[j][nt][1] = pair(2, d, key + 8, d, key + 9);
       }
     }
-    float s[2 * CH][4];
-#pragma unroll
-    for (int j = 0; j < 2 * CH; ++j) {
-      const int key0 = (tile0 + j / 2) * 16 + (j % 2) * 8;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) s[j][i] = 0.f;
-      if (tile0 + j / 2 < end) {  // warp-uniform
-#pragma unroll
-        for (int ks = 0; ks < KS; ++ks) lab_mma_16816<DT>(s[j], q[ks], kf[j][ks]);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        s[j][i] = tile0 + j / 2 < end && key0 + 2 * t + i % 2 < n ? s[j][i] * c_log2 : psa_tc::kMasked;
-    }
-    psa_tc::softmax_step(s, w);
-#pragma unroll
-    for (int j = 0; j < CH; ++j) {
-      if (tile0 + j >= end) continue;  // warp-uniform
-      const uint32_t a[4] = {lab_pack2<DT>(s[2 * j][0], s[2 * j][1]), lab_pack2<DT>(s[2 * j][2], s[2 * j][3]),
-                             lab_pack2<DT>(s[2 * j + 1][0], s[2 * j + 1][1]),
-                             lab_pack2<DT>(s[2 * j + 1][2], s[2 * j + 1][3])};
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) lab_mma_16816<DT>(w.o[nt], a, vf[j][nt]);
-    }
+    psa_tc::half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
   }
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
@@ -370,5 +406,126 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
   for (int it = 0; it < kCopies; ++it) {
     const int i = threadIdx.x + it * psa_tc::kThreads, row = n0 + i % QB;
     if (row < n) params.v_out[(size_t(bh) * VD + i / QB) * n + row] = copy[it];
+  }
+}
+
+namespace psa_tc {
+// W 32-bit words (2 W 16-bit channels) at p, 16-byte (W 4) or 8-byte (W 2) aligned; zeros when !valid.
+template <int W>
+__device__ __forceinline__ void load_words(const uint16_t* p, bool valid, uint32_t (&words)[W]) {
+  static_assert(W == 2 || W == 4, "a row piece of 4 or 8 channels");
+  if constexpr (W == 4) {
+    uint4 v{};
+    if (valid) v = *reinterpret_cast<const uint4*>(p);
+    words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+  } else {
+    uint2 v{};
+    if (valid) v = *reinterpret_cast<const uint2*>(p);
+    words[0] = v.x, words[1] = v.y;
+  }
+}
+
+// 16-bit element e of `lo`'s words in the low half, element e of `hi`'s in the high half.
+template <int W>
+__device__ __forceinline__ uint32_t pair_halves(const uint32_t (&lo)[W], const uint32_t (&hi)[W], int e) {
+  return e % 2 == 0 ? (lo[e / 2] & 0xffffu) | hi[e / 2] << 16 : lo[e / 2] >> 16 | (hi[e / 2] & 0xffff0000u);
+}
+}  // namespace psa_tc
+
+// psa_attention_half_nhwc<KD, DT>: psa_attention_half on NHWC views with pitches (PsaHalfNhwcParams): the
+// same work split, steps and merge; only the loads and stores differ. A key's (or query's) channels are
+// contiguous, so each fragment comes from wide loads of row pieces, and the orders the sums do not care
+// about are chosen to make the pieces contiguous:
+//   Q and K (the KD sum): lane (g, t) loads channels [t KD / 4, (t + 1) KD / 4) of its rows (one 16-byte
+//     load at KD 32, 8 bytes at KD 16), and the 32-bit word 2 ks + i of the piece plays the mma k pair of
+//     register i (A: registers 0 / 2, B: 0 / 1) of k step ks; Q and K share the order, so S is the same dot
+//     product, summed in another order.
+//   V (the value columns): the B column g of value tile nt is value channel g NT + nt, so lane (g, t) loads
+//     channels [g NT, (g + 1) NT) of keys 2t, 2t + 1, 2t + 8, 2t + 9 (four wide loads per 16-key tile) and
+//     pairs the keys' halves; output column 8 nt + c is then value channel c NT + nt, undone at the store.
+// merged and v_out are written 4 channels (8 bytes) per thread, a row's channels by consecutive threads.
+// Block 256, grid (ceil(N / 16), BH); static shared memory: the merge.
+template <int KD, int DT>
+__global__ void __launch_bounds__(psa_tc::kThreads)
+    psa_attention_half_nhwc(const lab::PsaHalfNhwcParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, CH = 4, QB = psa_tc::kRows, W = KD / 8;
+  static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // Token `row` of this head: channels [Q | K | V] from its first.
+  auto token = [&](int row) { return params.qkv + (size_t(b) * n + row) * params.qkv_pitch + h * 4 * KD; };
+  __shared__ psa_tc::MergeShared<VD> sh;
+
+  // This CTA's rows of V, for v_out: piece i is row i / (VD / 4), channels 4 (i % (VD / 4)) .. + 3.
+  constexpr int kPieces = QB * VD / 4, kCopies = (kPieces + psa_tc::kThreads - 1) / psa_tc::kThreads;
+  uint32_t copy[kCopies][2];
+#pragma unroll
+  for (int it = 0; it < kCopies; ++it) {
+    const int i = threadIdx.x + it * psa_tc::kThreads, row = n0 + i / (VD / 4);
+    psa_tc::load_words(token(row) + 2 * KD + 4 * (i % (VD / 4)), i < kPieces && row < n, copy[it]);
+  }
+
+  uint32_t q[KS][4];
+  {
+    uint32_t lo[W], hi[W];  // rows g and g + 8
+    psa_tc::load_words(token(n0 + g) + t * W * 2, n0 + g < n, lo);
+    psa_tc::load_words(token(n0 + g + 8) + t * W * 2, n0 + g + 8 < n, hi);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      q[ks][0] = lo[2 * ks], q[ks][1] = hi[2 * ks], q[ks][2] = lo[2 * ks + 1], q[ks][3] = hi[2 * ks + 1];
+    }
+  }
+
+  const float c_log2 = params.scale * psa_tc::kLog2e;
+  psa_tc::WarpState<NT> w;
+  int begin, end;
+  psa_tc::key_tile_range((n + 15) / 16, warp, begin, end);
+  for (int tile0 = begin; tile0 < end; tile0 += CH) {
+    // Every load of the step issued before its first product, as in psa_attention_half.
+    uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
+#pragma unroll
+    for (int j = 0; j < 2 * CH; ++j) {
+      const int key = (tile0 + j / 2) * 16 + (j % 2) * 8 + g;
+      uint32_t piece[W];
+      psa_tc::load_words(token(key) + KD + t * W * 2, key < n, piece);
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) kf[j][ks][0] = piece[2 * ks], kf[j][ks][1] = piece[2 * ks + 1];
+    }
+#pragma unroll
+    for (int j = 0; j < CH; ++j) {
+      const int key = (tile0 + j) * 16 + 2 * t;
+      uint32_t v[4][W];  // keys 2t, 2t + 1, 2t + 8, 2t + 9 of the tile
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int row = key + k % 2 + 8 * (k / 2);
+        psa_tc::load_words(token(row) + 2 * KD + g * NT, row < n, v[k]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        vf[j][nt][0] = psa_tc::pair_halves(v[0], v[1], nt);
+        vf[j][nt][1] = psa_tc::pair_halves(v[2], v[3], nt);
+      }
+    }
+    psa_tc::half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+  }
+
+  psa_tc::publish(w, sh, warp, lane);
+  __syncthreads();
+#pragma unroll
+  for (int it = 0; it < kCopies; ++it) {
+    const int i = threadIdx.x + it * psa_tc::kThreads, r = i / (VD / 4), c0 = 4 * (i % (VD / 4)),
+              row = n0 + r;
+    if (i >= kPieces || row >= n) continue;
+    const size_t pixel = size_t(b) * n + row;
+    const psa_tc::RowMerge m = psa_tc::row_merge(sh, r);
+    float value[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      value[k] = psa_tc::merged_column(sh, m, r, 8 * ((c0 + k) % NT) + (c0 + k) / NT);
+    *reinterpret_cast<uint2*>(params.merged + pixel * params.merged_pitch + h * VD + c0) =
+        uint2{lab_pack2<DT>(value[0], value[1]), lab_pack2<DT>(value[2], value[3])};
+    *reinterpret_cast<uint2*>(params.v_out + pixel * params.v_pitch + h * VD + c0) =
+        uint2{copy[it][0], copy[it][1]};
+    if (c0 == 0) params.lse[size_t(bh) * n + row] = m.lse;
   }
 }
