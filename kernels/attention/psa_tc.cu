@@ -143,45 +143,22 @@ __device__ __forceinline__ void publish(const WarpState<NT>& w, MergeShared<VD>&
   }
 }
 
-// Row r's merge over the warps: each warp's weight exp2(m_w - m_all) (m_all the common maximum), the
-// rescaled sum and the natural-log logsumexp.
-struct RowMerge {
-  float weight[kWarps];
-  float l_all = 0.f;
-  float lse;
-};
-template <int VD>
-__device__ __forceinline__ RowMerge row_merge(const MergeShared<VD>& sh, int r) {
-  RowMerge m;
-  float m_all = kMasked;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sh.m[w][r]);
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    m.weight[w] = exp2f(sh.m[w][r] - m_all);
-    m.l_all += sh.l[w][r] * m.weight[w];
-  }
-  m.lse = m_all * kLn2 + logf(m.l_all);
-  return m;
-}
-
-// Row r's output column `column` (as published: 8 nt + the accumulator column) under the merge m.
-template <int VD>
-__device__ __forceinline__ float merged_column(const MergeShared<VD>& sh, const RowMerge& m, int r,
-                                               int column) {
-  float o = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) o += sh.acc[w][r][column] * m.weight[w];
-  return o / m.l_all;
-}
-
 // Row r's output column `dim` over all warps, rescaled to the common maximum; `lse` its natural-log
 // logsumexp.
 template <int VD>
 __device__ __forceinline__ float merged_value(const MergeShared<VD>& sh, int r, int dim, float& lse) {
-  const RowMerge m = row_merge(sh, r);
-  lse = m.lse;
-  return merged_column(sh, m, r, dim);
+  float m_all = kMasked;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, sh.m[w][r]);
+  float l_all = 0.f, o = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float weight = exp2f(sh.m[w][r] - m_all);
+    l_all += sh.l[w][r] * weight;
+    o += sh.acc[w][r][dim] * weight;
+  }
+  lse = m_all * kLn2 + logf(l_all);
+  return o / l_all;
 }
 
 // Publishes every warp's state, waits for the CTA, then spreads this CTA's outputs over its threads:
@@ -517,15 +494,14 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
               row = n0 + r;
     if (i >= kPieces || row >= n) continue;
     const size_t pixel = size_t(b) * n + row;
-    const psa_tc::RowMerge m = psa_tc::row_merge(sh, r);
-    float value[4];
+    float value[4], lse;  // the row's merge, redone per value (cheap next to the attention)
 #pragma unroll
     for (int k = 0; k < 4; ++k)
-      value[k] = psa_tc::merged_column(sh, m, r, 8 * ((c0 + k) % NT) + (c0 + k) / NT);
+      value[k] = psa_tc::merged_value(sh, r, 8 * ((c0 + k) % NT) + (c0 + k) / NT, lse);
     *reinterpret_cast<uint2*>(params.merged + pixel * params.merged_pitch + h * VD + c0) =
         uint2{lab_pack2<DT>(value[0], value[1]), lab_pack2<DT>(value[2], value[3])};
     *reinterpret_cast<uint2*>(params.v_out + pixel * params.v_pitch + h * VD + c0) =
         uint2{copy[it][0], copy[it][1]};
-    if (c0 == 0) params.lse[size_t(bh) * n + row] = m.lse;
+    if (c0 == 0) params.lse[size_t(bh) * n + row] = lse;
   }
 }
