@@ -196,6 +196,21 @@ __device__ __forceinline__ void key_tile_range(int tiles, int warp, int& begin, 
   begin = warp * tiles / kWarps;
   end = (warp + 1) * tiles / kWarps;
 }
+
+// The 16-bit kernels' walk over this warp's range of 16-key tiles, CH tiles per step: load(tile0, kf, vf)
+// fills the step's K and V fragments (every load issued before the step's first product), then half_step.
+template <int DT, int CH, int KS, int NT, class Load>
+__device__ __forceinline__ void attend_half(const uint32_t (&q)[KS][4], int n, int warp, int t, float scale,
+                                            Load load, WarpState<NT>& w) {
+  const float c_log2 = scale * kLog2e;
+  int begin, end;
+  key_tile_range((n + 15) / 16, warp, begin, end);
+  for (int tile0 = begin; tile0 < end; tile0 += CH) {
+    uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
+    load(tile0, kf, vf);
+    half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+  }
+}
 }  // namespace psa_tc
 
 // psa_attention_fused_tc<KD> (variant `fused_tc` of psa_attention): float32 qkv; writes merged, v_out, and
@@ -344,14 +359,9 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
     q[ks][3] = pair(0, c + 8, n0 + g + 8, c + 9, n0 + g + 8);
   }
 
-  const float c_log2 = params.scale * psa_tc::kLog2e;
+  // The step's K and V fragments. Score tiles 2j and 2j + 1 are the two 8-key halves of 16-key tile j.
   psa_tc::WarpState<NT> w;
-  int begin, end;
-  psa_tc::key_tile_range((n + 15) / 16, warp, begin, end);
-  for (int tile0 = begin; tile0 < end; tile0 += CH) {
-    // The step's K and V fragments, every load issued before the first product (as in the float32 kernel).
-    // Score tiles 2j and 2j + 1 are the two 8-key halves of 16-key tile j.
-    uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
 #pragma unroll
     for (int j = 0; j < 2 * CH; ++j) {
       const int key = (tile0 + j / 2) * 16 + (j % 2) * 8 + g;
@@ -372,8 +382,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
         vf[j][nt][1] = pair(2, d, key + 8, d, key + 9);
       }
     }
-    psa_tc::half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
-  }
+  };
+  psa_tc::attend_half<DT, CH>(q, n, warp, t, params.scale, load, w);
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
     params.merged[(size_t(bh) * VD + dim) * n + row] = uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
@@ -453,13 +463,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
     }
   }
 
-  const float c_log2 = params.scale * psa_tc::kLog2e;
   psa_tc::WarpState<NT> w;
-  int begin, end;
-  psa_tc::key_tile_range((n + 15) / 16, warp, begin, end);
-  for (int tile0 = begin; tile0 < end; tile0 += CH) {
-    // Every load of the step issued before its first product, as in psa_attention_half.
-    uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
 #pragma unroll
     for (int j = 0; j < 2 * CH; ++j) {
       const int key = (tile0 + j / 2) * 16 + (j % 2) * 8 + g;
@@ -483,8 +488,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
         vf[j][nt][1] = psa_tc::pair_halves(v[2], v[3], nt);
       }
     }
-    psa_tc::half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
-  }
+  };
+  psa_tc::attend_half<DT, CH>(q, n, warp, t, params.scale, load, w);
 
   psa_tc::publish(w, sh, warp, lane);
   __syncthreads();
