@@ -5,7 +5,11 @@
 // memory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <string>
+
 #include "kernels/nn/conv2d_nhwc_op.hpp"
+#include "kernels/nn/conv2d_nhwc_params.cuh"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "tests/test_helpers.hpp"
@@ -95,37 +99,30 @@ TEST_CASE("conv2d_nhwc matches the reference on the cpu backend", "[conv2d_nhwc]
            {{"C_IN", "136"}, {"C_OUT", "136"}, {"H", "5"}, {"W", "5"}, {"K", "1"}, {"IN_PITCH", "152"}});
 }
 
-TEST_CASE("conv2d_nhwc matches the reference on the cuda backend at yolo26n's shapes", "[conv2d_nhwc][gpu]") {
-  LAB_REQUIRE_GPU_OR_SKIP();
-  auto backend = make_backend("cuda", test::embedded_context());
-  for (const char* dtype : {"f16", "bf16"}) {
-    run_nhwc(*backend,
-             {{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "640"}, {"W", "640"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
-    run_nhwc(
-        *backend,
-        {{"C_IN", "64"}, {"C_OUT", "64"}, {"H", "80"}, {"W", "80"}, {"RESIDUAL", "true"}, {"DTYPE", dtype}});
-    run_nhwc(*backend,
-             {{"C_IN", "128"}, {"C_OUT", "256"}, {"H", "40"}, {"W", "40"}, {"K", "1"}, {"DTYPE", dtype}});
-    run_nhwc(
-        *backend,
-        {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
-  }
-  // Batch 32 into a concatenation slice; a 1x1 reading a channel slice.
-  run_nhwc(*backend, {{"B", "32"},
+TEST_CASE("conv2d_nhwc's persistent CTAs walk several tiles each on the cpu backend", "[conv2d_nhwc]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  const int sms = backend->device().multiprocessors;
+  // 1x1 32->32 in 64-pixel tiles, one reduction step a tile, four 8 x 8n images: about three tiles a CTA, so
+  // the ring's phases run on across tile boundaries and the producer loads ahead into the next tile.
+  const int n = std::min(256, 9 * sms / 4 + 1);
+  REQUIRE(conv2d_nhwc_grid(4 * n, 32, 64, sms) < 4 * n);
+  run_nhwc(*backend, {{"B", "4"},
                       {"C_IN", "32"},
                       {"C_OUT", "32"},
-                      {"H", "80"},
-                      {"W", "80"},
-                      {"OUT_OFFSET", "32"},
-                      {"OUT_PITCH", "96"}});
-  run_nhwc(*backend, {{"B", "4"},
-                      {"C_IN", "96"},
-                      {"C_OUT", "128"},
-                      {"H", "40"},
-                      {"W", "40"},
+                      {"H", "8"},
+                      {"W", std::to_string(8 * n)},
                       {"K", "1"},
-                      {"IN_PITCH", "192"},
+                      {"BLOCK_M", "64"},
                       {"RESIDUAL", "true"}});
+  // 3x3 16->144 at 16 x 8m in 128-pixel tiles x two N tiles (2m tiles), nine steps a tile, bf16.
+  const int m = std::min(256, sms + 1);
+  REQUIRE(conv2d_nhwc_grid(2 * m, 128, 128, sms) < 2 * m);
+  run_nhwc(*backend, {{"C_IN", "16"},
+                      {"C_OUT", "144"},
+                      {"H", "16"},
+                      {"W", std::to_string(8 * m)},
+                      {"BLOCK_M", "128"},
+                      {"DTYPE", "bf16"}});
 }
 
 TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv2d_nhwc]") {
@@ -145,6 +142,19 @@ TEST_CASE("conv2d_nhwc takes 64-pixel tiles where 128 would leave SMs idle", "[c
   CHECK(conv2d_nhwc_block_m(32 * 6400, 64, 132) == 128);  // batch 32
   CHECK(conv2d_nhwc_block_m(128 * 66, 256, 132) == 128);  // exactly 132 CTAs of 128
   CHECK(conv2d_nhwc_block_m(128 * 66 - 128, 256, 132) == 64);
+}
+
+TEST_CASE("conv2d_nhwc launches as many persistent CTAs as the SMs hold, at most one a tile",
+          "[conv2d_nhwc]") {
+  CHECK(conv2d_nhwc_ctas_per_sm(16, 2) == 2);
+  CHECK(conv2d_nhwc_ctas_per_sm(64, 2) == 2);
+  CHECK(conv2d_nhwc_ctas_per_sm(128, 2) == 1);
+  CHECK(conv2d_nhwc_ctas_per_sm(32, 1) == 3);
+  CHECK(conv2d_nhwc_ctas_per_sm(128, 1) == 2);
+  CHECK(conv2d_nhwc_grid(6400, 32, 128, 132) == 264);  // 32->32 1x1 at 160x160, batch 32: 24 tiles a CTA
+  CHECK(conv2d_nhwc_grid(6400, 128, 128, 132) == 132);
+  CHECK(conv2d_nhwc_grid(50, 64, 64, 132) == 50);  // fewer tiles than the SMs hold
+  CHECK(conv2d_nhwc_grid(1000, 16, 64, 132) == 396);
 }
 
 TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]") {
@@ -177,5 +187,13 @@ TEST_CASE(
       CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
       // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
       CHECK_THAT(r.log, !Contains("serialized"));
+      // Each instance's registers let conv2d_nhwc_ctas_per_sm CTAs share an SM (the persistent grid's size).
+      const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
+      for (int consumers : {1, 2}) {
+        const std::optional<int> registers = r.resources.at(size_t(consumers - 1)).registers;
+        REQUIRE(registers);
+        INFO(r.resources[size_t(consumers - 1)].kernel << ": " << *registers << " registers");
+        CHECK(*registers * 128 * (1 + consumers) * conv2d_nhwc_ctas_per_sm(t.bn, consumers) <= 65536);
+      }
     }
 }

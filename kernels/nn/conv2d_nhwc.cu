@@ -1,26 +1,31 @@
 // conv2d_nhwc: the dense Conv2d (1x1 stride 1, 3x3 stride 1 or 2, padding K / 2) on NHWC fp16 / bf16
 // activations for Hopper (sm_90a) — an implicit GEMM on wgmma with operands staged by TMA on an mbarrier
-// pipeline, warp specialised, with the fused epilogue the C3k2 / Concat blocks need.
+// pipeline, warp specialised and persistent, with the fused epilogue the C3k2 / Concat blocks need.
 //
 // GEMM view: out[m][co] = sum_{tap, ci} A[m][tap, ci] * W[co][tap][ci], m = (n, oy, ox) an output pixel
 // (M = N * Ho * Wo), the reduction walked tap by tap, BK channels at a time (Conv2dNhwcParams for layouts).
-//   - A tile (BM pixels x BK channels): 3x3, one im2col TMA load per (tap, channel block) from the CTA's
+//   - A tile (BM pixels x BK channels): 3x3, one im2col TMA load per (tap, channel block) from the tile's
 //     first output pixel (ox * stride - 1, oy * stride - 1, n) with the tap's offsets (kx, ky); the map's
 //     bounding box and traversal strides walk the next BM - 1 output pixels across rows and images, padding
 //     and pixels past the last image load as zeros. 1x1: a tiled load of rows m0.. of [M][C_in].
 //   - B tile (BN output channels x BK): a tiled load of the weights at (channel block, tap, n0).
 //   Rows of both tiles are BK * 2 bytes in the swizzle of that width (BK 64: 128B, 32: 64B, 16: 32B), which
 //   is the K-major canonical layout of lab_wgmma.cuh: descriptors with SBO 8 rows, +32 bytes per k16 step.
-// A CTA is 1 + CONSUMERS warpgroups (384 or 256 threads) and computes BM = 64 * CONSUMERS output pixels x BN
-// channels; grid (ceil(M / BM), ceil(C_out / BN)). CONSUMERS 1 doubles the CTAs of a small layer.
+// Output tiles are BM = 64 * CONSUMERS pixels x BN channels, numbered pixel tile major (tile t: pixels
+// t / n_tiles, channels t % n_tiles, so CTAs running side by side share their input rows in L2). The grid is
+// persistent: CTA b computes tiles b, b + gridDim.x, ... (the op launches as many CTAs as the SMs hold).
+// A CTA is 1 + CONSUMERS warpgroups (384 or 256 threads); CONSUMERS 1 doubles the tiles of a small layer.
 //   Warpgroup 0, the producer (with two consumers it gives registers back, setmaxnreg.dec); one thread walks
-//   the reduction steps (taps x channel blocks) and loads A and B of each into a ring of STAGES slots: it
-//   waits for the slot's `empty` mbarrier (from its second round), announces the slot's bytes on `full` and
-//   issues both copies.
+//   the reduction steps (taps x channel blocks) of every tile of the CTA, counting them on one step counter
+//   for the ring's slots and phases, and loads A and B of each into a ring of STAGES slots: it waits for the
+//   slot's `empty` mbarrier (from its second round), announces the slot's bytes on `full` and issues both
+//   copies. So the next tile's first loads are in flight while the consumers run this tile's epilogue.
 //   Warpgroups 1.. are the consumers (setmaxnreg.inc with two), warpgroup c owning pixels 64 (c - 1) .. + 63
-//   of the tile: per step, wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared memory, float
-//   accumulators), commit, and once the previous step's group has completed (wait_group 1) release that
-//   step's slot on `empty`.
+//   of each tile (the two cooperate on one tile: they share its B tile, and the ring's slots stay whole):
+//   per tile, zero the accumulators; per step, wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared
+//   memory, float accumulators), commit, and once the previous step's group has completed (wait_group 1)
+//   release that step's slot on `empty`; the tile's last slot is released once its products are done,
+//   before the epilogue.
 // Epilogue, from the accumulator registers (row 16 w + g + 8 h, channels 8 j + 2 q, +1 of lab_wgmma.cuh):
 //   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given, rounded to the element type and
 //   stored two channels (4 bytes) at a time into out[m * out_pitch + co]: a channel slice of a wider NHWC
@@ -51,14 +56,23 @@ __device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* 
   return lab_wgmma_desc(tile + 32 * kk, 16, 8 * BK * 2, swizzle_of(BK));
 }
 
+// Registers a thread of a CTA of THREADS threads gets at launch when CTAS of them share the SM's 64 K
+// (allocated 8 at a time), and what each consumer of two may grow to once the producer has dropped to 40.
+__device__ __forceinline__ constexpr int launch_registers(int threads, int ctas) {
+  return 65536 / (threads * ctas) / 8 * 8;
+}
+__device__ __forceinline__ constexpr int consumer_registers(int launch) {
+  return (3 * launch - 40) / 2 / 8 * 8;
+}
+
 }  // namespace conv_nhwc
 
 // KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
-// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES). Two CTAs of one
-// consumer share an SM (128 registers a thread, at most 97 KB of shared memory each), so one CTA's
-// prologue and epilogue overlap the other's products; a CTA of two consumers has the SM to itself.
+// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES), grid at most the
+// tile count. lab::conv2d_nhwc_ctas_per_sm CTAs share an SM (their registers bounded to fit), so one CTA's
+// epilogue overlaps the others' products and loads.
 template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 3 - CONSUMERS)
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS))
     conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
   using namespace conv_nhwc;
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
@@ -67,14 +81,15 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 3 - CONSUMERS)
   constexpr int BM = 64 * CONSUMERS;
   constexpr unsigned a_bytes = BM * BK * 2;
   constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, BK);
+  constexpr int launch_regs =
+      launch_registers(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS));
   LAB_DYNAMIC_SHARED(unsigned char, raw);
   unsigned char* base = lab_smem_align_1024(raw);
   uint64_t* full = reinterpret_cast<uint64_t*>(base + STAGES * stage_bytes);
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x, warpgroup = tid / 128;
-  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-  const int steps = KSIZE * KSIZE * p.channel_blocks;
+  const int steps = KSIZE * KSIZE * p.channel_blocks;  // per tile
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       lab_mbarrier_init(&full[s], 1);
@@ -87,63 +102,72 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), 3 - CONSUMERS)
   if (warpgroup == 0) {  // the producer
     if (CONSUMERS == 2) lab_setmaxnreg_dec<40>();
     if (tid != 0) return;
-    const int plane = p.ho * p.wo, image = m0 / plane, oy = m0 % plane / p.wo, ox = m0 % p.wo;
-    for (int k = 0; k < steps; ++k) {
-      const int s = k % STAGES, tap = k / p.channel_blocks, c0 = k % p.channel_blocks * BK;
-      if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
-      unsigned char* slot = base + s * stage_bytes;
-      lab_mbarrier_arrive_expect_tx(&full[s], stage_bytes);
-      if (KSIZE == 1)
-        lab_tma_load_2d(slot, &p.x_map, &full[s], c0, m0);
-      else
-        lab_tma_load_im2col_4d(slot, &p.x_map, &full[s], c0, ox * p.stride - 1, oy * p.stride - 1, image,
-                               (unsigned short)(tap % 3), (unsigned short)(tap / 3));
-      lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
+    int k = 0;  // the CTA's step counter over all its tiles: slot k % STAGES, round k / STAGES
+    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+      const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
+      const int plane = p.ho * p.wo, image = m0 / plane, oy = m0 % plane / p.wo, ox = m0 % p.wo;
+      for (int step = 0; step < steps; ++step, ++k) {
+        const int s = k % STAGES, tap = step / p.channel_blocks, c0 = step % p.channel_blocks * BK;
+        if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
+        unsigned char* slot = base + s * stage_bytes;
+        lab_mbarrier_arrive_expect_tx(&full[s], stage_bytes);
+        if (KSIZE == 1)
+          lab_tma_load_2d(slot, &p.x_map, &full[s], c0, m0);
+        else
+          lab_tma_load_im2col_4d(slot, &p.x_map, &full[s], c0, ox * p.stride - 1, oy * p.stride - 1, image,
+                                 (unsigned short)(tap % 3), (unsigned short)(tap / 3));
+        lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
+      }
     }
     return;
   }
 
-  // A consumer: pixels m0 + 64 c .. + 63. (One consumer keeps the registers of a 256-thread block.)
-  if (CONSUMERS == 2) lab_setmaxnreg_inc<232>();
+  // A consumer: pixels m0 + 64 c .. + 63 of each tile. (One consumer keeps the registers it launched with.)
+  if (CONSUMERS == 2) lab_setmaxnreg_inc<consumer_registers(launch_regs)>();
   const int c = warpgroup - 1;
-  float d[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-  for (int k = 0; k < steps; ++k) {
-    const int s = k % STAGES;
-    const unsigned char* a = base + s * stage_bytes + c * 64 * BK * 2;
-    const unsigned char* b = base + s * stage_bytes + a_bytes;
-    lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
-    lab_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk)
-      lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<BK>(a, kk), k_major_desc<BK>(b, kk), 1);
-    lab_wgmma_commit_group();
-    lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
-    if (k > 0) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
-  }
-  lab_wgmma_wait_group<0>();
-  lab_wgmma_hold(d);
-
   const int t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
+  int k = 0;  // the producer's step counter
+  for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
+    float d[BN / 2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = m0 + 64 * c + 16 * w + g + 8 * h;
-    if (m >= p.m) continue;
-    unsigned short* out = p.out + size_t(m) * p.out_pitch;
-    const unsigned short* res = p.residual ? p.residual + size_t(m) * p.res_pitch : nullptr;
+    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+    for (int step = 0; step < steps; ++step, ++k) {
+      const int s = k % STAGES;
+      const unsigned char* a = base + s * stage_bytes + c * 64 * BK * 2;
+      const unsigned char* b = base + s * stage_bytes + a_bytes;
+      lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
+      lab_wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int co = n0 + 8 * j + 2 * q;
-      if (co >= p.c_out) continue;  // c_out is even: co + 1 is inside too
-      float v0 = nn::bias_act(d[4 * j + 2 * h], p.bias[co], p.silu);
-      float v1 = nn::bias_act(d[4 * j + 2 * h + 1], p.bias[co + 1], p.silu);
-      if (res) {
-        const uint32_t pair = *reinterpret_cast<const uint32_t*>(res + co);
-        v0 += lab_to_float<DT>(uint16_t(pair & 0xffffu));
-        v1 += lab_to_float<DT>(uint16_t(pair >> 16));
+      for (int kk = 0; kk < BK / 16; ++kk)
+        lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<BK>(a, kk), k_major_desc<BK>(b, kk), 1);
+      lab_wgmma_commit_group();
+      lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
+      if (step > 0) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
+    }
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(d);
+    lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now
+
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + 64 * c + 16 * w + g + 8 * h;
+      if (m >= p.m) continue;
+      unsigned short* out = p.out + size_t(m) * p.out_pitch;
+      const unsigned short* res = p.residual ? p.residual + size_t(m) * p.res_pitch : nullptr;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int co = n0 + 8 * j + 2 * q;
+        if (co >= p.c_out) continue;  // c_out is even: co + 1 is inside too
+        float v0 = nn::bias_act(d[4 * j + 2 * h], p.bias[co], p.silu);
+        float v1 = nn::bias_act(d[4 * j + 2 * h + 1], p.bias[co + 1], p.silu);
+        if (res) {
+          const uint32_t pair = *reinterpret_cast<const uint32_t*>(res + co);
+          v0 += lab_to_float<DT>(uint16_t(pair & 0xffffu));
+          v1 += lab_to_float<DT>(uint16_t(pair >> 16));
+        }
+        *reinterpret_cast<uint32_t*>(out + co) = lab_pack2<DT>(v0, v1);
       }
-      *reinterpret_cast<uint32_t*>(out + co) = lab_pack2<DT>(v0, v1);
     }
   }
 }

@@ -2,6 +2,8 @@
 // of conv2d_nhwc.
 #include "kernels/nn/conv2d_nhwc_op.hpp"
 
+#include <algorithm>
+
 #include "kernels/nn/conv2d_nhwc_params.cuh"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/tensor_map.hpp"
@@ -37,6 +39,25 @@ std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const 
 }
 
 }  // namespace
+
+void check_nhwc_view(const std::string& op, const char* name, const NhwcView& v, int channels) {
+  if (!v.data) throw UsageError(op + ": the " + name + " tensor is not set");
+  if (v.pitch < channels || v.pitch % 8 != 0)
+    throw UsageError(op + ": the " + name + " pitch " + std::to_string(v.pitch) +
+                     " is not a multiple of 8 of at least its " + std::to_string(channels) + " channels");
+  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0)
+    throw UsageError(op + ": the " + name +
+                     " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
+}
+
+void check_conv_arguments(const std::string& op, const std::string& problem, const Conv2dShape& s,
+                          const std::vector<float>& weight, const std::vector<float>& bias) {
+  if (!problem.empty()) throw UsageError(problem);
+  if (weight.size() != size_t(s.weight_count()) || bias.size() != size_t(s.c_out))
+    throw UsageError(op + ": " + std::to_string(weight.size()) + " weights and " +
+                     std::to_string(bias.size()) + " biases given, the shape needs " +
+                     std::to_string(s.weight_count()) + " and " + std::to_string(s.c_out));
+}
 
 int nhwc_min_pitch(int channels) {
   return (channels + 7) / 8 * 8;
@@ -76,6 +97,10 @@ int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors) {
   return (m + 127) / 128 * ((c_out + bn - 1) / bn) >= multiprocessors ? 128 : 64;
 }
 
+int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors) {
+  return std::min<int64_t>(tiles, int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64));
+}
+
 std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m) {
   const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
   return "conv2d_nhwc<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
@@ -92,11 +117,7 @@ CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s) 
 Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
                            const std::vector<float>& weight, const std::vector<float>& bias)
     : backend_(backend), shape_(shape), type_(type), tiles_(conv2d_nhwc_tiles(shape.c_in, shape.c_out)) {
-  if (const std::string problem = conv2d_nhwc_problem(shape); !problem.empty()) throw UsageError(problem);
-  if (weight.size() != size_t(shape.weight_count()) || bias.size() != size_t(shape.c_out))
-    throw UsageError("conv2d_nhwc: " + std::to_string(weight.size()) + " weights and " +
-                     std::to_string(bias.size()) + " biases given, the shape needs " +
-                     std::to_string(shape.weight_count()) + " and " + std::to_string(shape.c_out));
+  check_conv_arguments("conv2d_nhwc", conv2d_nhwc_problem(shape), shape, weight, bias);
   const CompileRequest request = conv2d_nhwc_compile_request(type, shape);
   module_ = backend.compile(request);
   kernel_64_ = module_->kernel(request.name_expressions[0]);
@@ -154,12 +175,16 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
     throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
   const int bm = block_m ? block_m : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);
 
+  const int n_tiles = (s.c_out + tiles_.bn - 1) / tiles_.bn;
+  const int64_t tiles = (m + bm - 1) / bm * n_tiles;
   const Conv2dNhwcParams p{input_map({in.data, in.pitch, batch, h, w, bm}),
                            weight_map_,
                            bias_.as<const float>(),
                            residual.data,
                            out.data,
                            int(m),
+                           n_tiles,
+                           int(tiles),
                            s.c_out,
                            ho,
                            wo,
@@ -168,9 +193,10 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
                            out.pitch,
                            residual.pitch,
                            s.silu ? 1 : 0};
-  const LaunchConfig cfg{{unsigned((m + bm - 1) / bm), unsigned((s.c_out + tiles_.bn - 1) / tiles_.bn), 1},
-                         {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-                         conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages)};
+  const LaunchConfig cfg{
+      {unsigned(conv2d_nhwc_grid(tiles, tiles_.bn, bm, backend_.device().multiprocessors)), 1, 1},
+      {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
+      conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages)};
   backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
 }
 

@@ -36,10 +36,20 @@ std::string conv2d_nhwc_problem(const Conv2dShape& s);
 // Output pixels per CTA for M output pixels: 128 (two consumer warpgroups) when ceil(M / 128) x the N tiles
 // fill `multiprocessors` SMs, else 64 (one consumer, twice the CTAs).
 int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors);
+// The persistent grid of a layer of `tiles` output tiles (BN channels x BLOCK_M pixels): as many CTAs as
+// `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
+int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
 // The kernel name expression of a shape at a pixel tile of 64 or 128: conv2d_nhwc<DT, K, BN, BK, STAGES,
 // BLOCK_M / 64>; and the request compiling both tiles' instances (one module).
 std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m);
 CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s);
+// Throws UsageError with `problem` (a shape rule's message) unless it is empty, or ("<op>: N weights and M
+// biases given, ...") unless weight [c_out, c_in / groups, k, k] and bias [c_out] have the shape's sizes.
+void check_conv_arguments(const std::string& op, const std::string& problem, const Conv2dShape& s,
+                          const std::vector<float>& weight, const std::vector<float>& bias);
+// Throws UsageError ("<op>: the <name> ...") unless v is set, 16-byte aligned, and its pitch a multiple of 8
+// of at least `channels`.
+void check_nhwc_view(const std::string& op, const char* name, const NhwcView& v, int channels);
 // The pitch (channels per pixel) an NHWC tensor of `channels` needs at least: rounded up to 8.
 int nhwc_min_pitch(int channels);
 // Throws UsageError naming `op` and the tensor (`name`: "input", "output" ...) unless v is set, 16-byte

@@ -23,6 +23,8 @@ struct Conv2dNhwcParams {
   const unsigned short* residual;  // null, or NHWC of the output's shape: element (m, c) at m * res_pitch + c
   unsigned short* out;             // element (m, c) at m * out_pitch + c (the slice's channel 0)
   int m;                           // output pixels: N * Ho * Wo
+  int n_tiles;                     // ceil(C_out / BN): channel tiles per pixel tile
+  int tiles;                       // ceil(M / BM) * n_tiles: the output tiles the persistent grid walks
   int c_out;                       // a multiple of 8
   int ho, wo;                      // output height and width
   int stride;                      // 1 or 2 (3x3); 1 (1x1)
@@ -46,6 +48,13 @@ LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int bk) {
 // alignment slack (the kernel aligns the stages to the 128-byte swizzle pattern).
 LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int bk, int stages) {
   return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, bk) + unsigned(stages) * 16u + 1024u;
+}
+
+// CTAs of one instance an SM holds, the kernel's launch bounds (registers bounded to fit) and the op's
+// persistent grid (SMs x this): N tiles up to 64 channels (32 accumulators a consumer thread) fit one more.
+// Their shared memory fits too: at most 2 x 97 KB (two consumers, BN 64) or 3 x 66 KB (one consumer, BN 64).
+LAB_CONV2D_NHWC_FN int conv2d_nhwc_ctas_per_sm(int bn, int consumers) {
+  return (bn <= 64 ? 4 : 3) - consumers;
 }
 
 #undef LAB_CONV2D_NHWC_FN
