@@ -18,17 +18,19 @@ namespace lab {
 // Empty when conv2d_stem_nhwc runs the shape (C_in 3, K 3, stride 2, groups 1, C_out a multiple of 8 up to
 // 64), else the rule it breaks (one line).
 std::string conv2d_stem_nhwc_problem(const Conv2dShape& s);
+// The request compiling the instance of a shape: conv2d_stem_nhwc<DT, C_OUT>.
+CompileRequest conv2d_stem_nhwc_compile_request(HalfType type, const Conv2dShape& s);
 
 class Conv2dStemNhwcOp {
  public:
   // weight [c_out, 3, 3, 3], bias [c_out] (float32); throws UsageError on a shape conv2d_stem_nhwc_problem
   // refuses or wrong weight / bias sizes.
-  Conv2dStemNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type, const std::vector<float>& weight,
-                   const std::vector<float>& bias);
+  Conv2dStemNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
+                   const std::vector<float>& weight, const std::vector<float>& bias);
 
-  // out = act(conv(in) + bias); in: float32 NCHW [batch, 3, h, w], contiguous; out: NHWC [batch, ho, wo, c_out]
-  // (ho = shape.out_size(h)) as NhwcView says (pitch a multiple of 8 of at least c_out, 16-byte aligned: a
-  // channel slice of a wider buffer works). Throws UsageError on a bad view or size.
+  // out = act(conv(in) + bias); in: float32 NCHW [batch, 3, h, w], contiguous; out: NHWC [batch, ho, wo,
+  // c_out] (ho = shape.out_size(h)) as NhwcView says (pitch a multiple of 8 of at least c_out, 16-byte
+  // aligned: a channel slice of a wider buffer works). Throws UsageError on a bad view or size.
   void run(int batch, int h, int w, const float* in, NhwcView out) const;
 
   const Conv2dShape& shape() const { return shape_; }

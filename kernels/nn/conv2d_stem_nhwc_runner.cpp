@@ -1,0 +1,126 @@
+// conv2d_stem_nhwc's spec and runner: a seeded float32 NCHW input in [0, 1) (the network's scaled image),
+// seeded float32 weights and bias, the output written into the channel slice [OUT_OFFSET, OUT_OFFSET + C_OUT)
+// of a wider poisoned NHWC 16-bit buffer. Checked against conv2d_reference (float64) of the same float32
+// values under one unit in the last place of the element type, and the channels around the slice must keep
+// their poison (check_nhwc_slice of nhwc_runner_support).
+#include "kernels/common/half_type.hpp"
+#include "kernels/nn/conv2d_inputs.hpp"
+#include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/nn/conv2d_stem_nhwc_op.hpp"
+#include "kernels/nn/nhwc_runner_support.hpp"
+#include "kernels/runner.hpp"
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+namespace {
+
+Conv2dShape stem_shape(const Params& p) {
+  Conv2dShape s;
+  s.c_in = 3, s.kernel = 3, s.stride = 2;
+  s.c_out = int(param_int(p, "C_OUT"));
+  s.silu = param_bool(p, "SILU");
+  return s;
+}
+
+const KernelSpec& conv2d_stem_nhwc_spec() {
+  using K = ParamSpec::Kind;
+  static const KernelSpec spec{
+      .name = "conv2d_stem_nhwc",
+      .family = "nn",
+      .description =
+          "the network's first Conv2d (3 -> C_OUT, 3x3 stride 2, +bias, SiLU): float32 NCHW input to "
+          "NHWC fp16/bf16, direct float FMAs",
+      .source = "nn/conv2d_stem_nhwc.cu",
+      .variants = {{"direct",
+                    "one thread per output pixel, 27 float FMAs per channel with the weights broadcast from "
+                    "shared memory, 16-byte stores"}},
+      .params = {{"B", K::Int, "1", "batch", 1, 256},
+                 {"C_OUT", K::Int, "16", "output channels (a multiple of 8, up to 64)", 8, 64, false, {}, 8},
+                 {"H", K::Int, "16", "input height", 1, 2048},
+                 {"W", K::Int, "16", "input width", 1, 2048},
+                 {"SILU", K::Bool, "true", "SiLU after the bias"},
+                 {"DTYPE", K::Choice, "f16", "16-bit output type", 0, 0, false, {"f16", "bf16"}},
+                 {"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
+                 {"OUT_PITCH",
+                  K::Int,
+                  "0",
+                  "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
+                  0,
+                  4096,
+                  false,
+                  {},
+                  8}},
+      .validate =
+          [](const Params& p) {
+            if (param_int(p, "OUT_PITCH") &&
+                param_int(p, "OUT_PITCH") < param_int(p, "OUT_OFFSET") + param_int(p, "C_OUT"))
+              throw UsageError("parameter OUT_PITCH=" + p.at("OUT_PITCH") +
+                               " of conv2d_stem_nhwc is invalid: below OUT_OFFSET + C_OUT");
+          },
+      .compile =
+          [](const std::string&, const Params& p) {
+            return conv2d_stem_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), stem_shape(p));
+          }};
+  return spec;
+}
+
+class Conv2dStemNhwcInstance : public InstanceBase {
+ public:
+  Conv2dStemNhwcInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
+      : InstanceBase(backend),
+        shape_(stem_shape(p)),
+        type_(parse_half_type(param_str(p, "DTYPE"))),
+        batch_(int(param_int(p, "B"))),
+        h_(int(param_int(p, "H"))),
+        w_(int(param_int(p, "W"))),
+        out_offset_(int(param_int(p, "OUT_OFFSET"))),
+        out_pitch_(param_int(p, "OUT_PITCH") ? int(param_int(p, "OUT_PITCH")) : out_offset_ + shape_.c_out) {
+    Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
+    in_host_ = random_uniform(inputs.in.size(), 0.0f, 1.0f, derive_seed(seed, "image"));
+    weight_ = std::move(inputs.weight);
+    bias_ = std::move(inputs.bias);
+    in_ = backend.upload_vector(in_host_);
+    out_ = output_array<uint16_t>(out_pixels() * size_t(out_pitch_));
+    op_.emplace(backend, shape_, type_, weight_, bias_);
+  }
+
+  void launch() override {
+    op_->run(batch_, h_, w_, in_.as<const float>(), {out_.as<uint16_t>() + out_offset_, out_pitch_});
+  }
+
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    const std::vector<uint16_t> all = fetch<uint16_t>(out_, out_pixels() * size_t(out_pitch_));
+    const int64_t plane = int64_t(shape_.out_size(h_)) * shape_.out_size(w_);
+    const std::vector<double> ref = nchw_to_pixels(
+        conv2d_reference(shape_, batch_, h_, w_, in_host_, weight_, bias_, {}), batch_, shape_.c_out, plane);
+    // Float32 sums of 27 products of O(1) terms are off by ~1e-7 relative: the output's rounding to the
+    // element type is the error, one unit in the last place at most (one_unit_tolerance).
+    return check_nhwc_slice(
+        all, {size_t(batch_), size_t(shape_.out_size(h_)), size_t(shape_.out_size(w_)), size_t(shape_.c_out)},
+        out_pitch_, out_offset_, type_, ref, tol.value_or(one_unit_tolerance(type_, ref)));
+  }
+
+  WorkCounts work() const override {
+    const double outputs = double(out_pixels()) * shape_.c_out;
+    const double bytes =
+        4.0 * (double(in_host_.size()) + double(weight_.size()) + shape_.c_out) + 2.0 * outputs;
+    return {bytes, 2.0 * outputs * 27};
+  }
+
+ private:
+  size_t out_pixels() const {
+    return size_t(batch_) * size_t(shape_.out_size(h_)) * size_t(shape_.out_size(w_));
+  }
+
+  Conv2dShape shape_;
+  HalfType type_;
+  int batch_, h_, w_, out_offset_, out_pitch_;
+  std::vector<float> in_host_, weight_, bias_;
+  DeviceBuffer in_, out_;
+  std::optional<Conv2dStemNhwcOp> op_;
+};
+
+const bool registered = register_runner(conv2d_stem_nhwc_spec(), make_instance<Conv2dStemNhwcInstance>());
+
+}  // namespace
+}  // namespace lab
