@@ -42,12 +42,14 @@ const Params kPsa{{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "16"}, {"H", "5"},
 // psa_attention_half's NHWC layout (qkv of pitch C + 8 with NaN padding, x and v into a channel slice of
 // pitch C + 16 whose other channels must keep their poison: the runner's x_neighbours / v_neighbours) in fp16
 // and bf16: yolo26n's P5 shape (1 x 2 heads x 400 tokens x KEY_DIM 32), an odd token count (301 = 7 x 43,
-// not a multiple of the 16-row CTA) at B 3, and KEY_DIM 16 with 3 heads (the 8-byte row pieces).
+// not a multiple of the 16-row CTA) at B 3, KEY_DIM 16 with 3 heads (the 8-byte row pieces), and 600 tokens
+// (38 key tiles: warps with two steps, the second's loads issued after the first's products).
 void check_psa_nhwc(const std::string& backend_name) {
   const std::vector<Params> shapes{
       {{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "20"}, {"W", "20"}},
       {{"B", "3"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "7"}, {"W", "43"}},
-      {{"B", "2"}, {"NUM_HEADS", "3"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}}};
+      {{"B", "2"}, {"NUM_HEADS", "3"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}},
+      {{"B", "1"}, {"NUM_HEADS", "1"}, {"KEY_DIM", "32"}, {"H", "24"}, {"W", "25"}}};
   for (Params p : shapes)
     for (const char* dtype : {"f16", "bf16"}) {
       p["DTYPE"] = dtype;

@@ -198,17 +198,31 @@ __device__ __forceinline__ void key_tile_range(int tiles, int warp, int& begin, 
 }
 
 // The 16-bit kernels' walk over this warp's range of 16-key tiles, CH tiles per step: load(tile0, kf, vf)
-// fills the step's K and V fragments (every load issued before the step's first product), then half_step.
-template <int DT, int CH, int KS, int NT, class Load>
+// fills the step's K and V fragments, then half_step. HOIST: the first step's loads are issued before the
+// loop and each next step's after the current one's products. Loads in the loop body are scheduled by ptxas
+// within the body, and it sinks wide V loads behind the step's score products (a second global round trip
+// per step); issued in the block before the loop, every load of a warp's only step (N <= 512) precedes its
+// first product. The NCHW kernel keeps its loads in the body: its 208 scalar loads already precede the
+// products there, and hoisting them costs it 254 registers at KD 32 and spills at KD 16.
+template <int DT, int CH, bool HOIST, int KS, int NT, class Load>
 __device__ __forceinline__ void attend_half(const uint32_t (&q)[KS][4], int n, int warp, int t, float scale,
                                             Load load, WarpState<NT>& w) {
   const float c_log2 = scale * kLog2e;
   int begin, end;
   key_tile_range((n + 15) / 16, warp, begin, end);
-  for (int tile0 = begin; tile0 < end; tile0 += CH) {
+  if constexpr (HOIST) {
     uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
-    load(tile0, kf, vf);
-    half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+    if (begin < end) load(begin, kf, vf);
+    for (int tile0 = begin; tile0 < end; tile0 += CH) {
+      half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+      if (tile0 + CH < end) load(tile0 + CH, kf, vf);
+    }
+  } else {
+    for (int tile0 = begin; tile0 < end; tile0 += CH) {
+      uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
+      load(tile0, kf, vf);
+      half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+    }
   }
 }
 }  // namespace psa_tc
@@ -383,7 +397,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
       }
     }
   };
-  psa_tc::attend_half<DT, CH>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half<DT, CH, false>(q, n, warp, t, params.scale, load, w);
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
     params.merged[(size_t(bh) * VD + dim) * n + row] = uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
@@ -489,7 +503,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
       }
     }
   };
-  psa_tc::attend_half<DT, CH>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half<DT, CH, true>(q, n, warp, t, params.scale, load, w);
 
   psa_tc::publish(w, sh, warp, lane);
   __syncthreads();
