@@ -444,8 +444,9 @@ __device__ __forceinline__ uint32_t pair_halves(const uint32_t (&lo)[W], const u
 //   V (the value columns): the B column g of value tile nt is value channel g NT + nt, so lane (g, t) loads
 //     channels [g NT, (g + 1) NT) of keys 2t, 2t + 1, 2t + 8, 2t + 9 (four wide loads per 16-key tile) and
 //     pairs the keys' halves; output column 8 nt + c is then value channel c NT + nt, undone at the store.
-// merged and v_out are written 4 channels (8 bytes) per thread, a row's channels by consecutive threads.
-// Block 256, grid (ceil(N / 16), BH); static shared memory: the merge.
+// The first step's loads are issued before the key-tile loop (attend_half's HOIST: one round trip per
+// warp at N <= 512). merged and v_out are written 4 channels (8 bytes) per thread, a row's channels by
+// consecutive threads. Block 256, grid (ceil(N / 16), BH); static shared memory: the merge.
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_tc::kThreads)
     psa_attention_half_nhwc(const lab::PsaHalfNhwcParams params) {
