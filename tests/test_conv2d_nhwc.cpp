@@ -1,8 +1,8 @@
 // The Hopper NHWC convolution (conv2d_nhwc, kernels/nn/conv2d_nhwc.cu): against the float64 reference on the
 // cpu emulator (its wgmma, im2col / tiled TMA and mbarrier models) at small shapes and on the H200 at
 // yolo26n's real ones, every output element written again after poisoning and the channels around the output
-// slice untouched; the shapes it refuses; and its NVRTC build for sm_90a is HGMMA fed by TMA without local
-// memory.
+// slice untouched; the shapes it refuses; its persistent grid; and its NVRTC build for sm_90a is HGMMA fed by
+// TMA with 16-byte epilogue stores, without local memory, in registers that fit its CTAs per SM.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -184,6 +184,7 @@ TEST_CASE(
       CHECK_THAT(sass, Contains(kernel == 1 ? "UTMALDG.2D" : "UTMALDG.4D.IM2COL"));
       CHECK_THAT(sass, Contains("UTMALDG.3D"));
       CHECK_THAT(sass, Contains("USETMAXREG"));
+      CHECK_THAT(sass, Contains("STG.E.128"));  // the epilogue's 16-byte stores
       CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
       // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
       CHECK_THAT(r.log, !Contains("serialized"));

@@ -27,9 +27,11 @@
 //   release that step's slot on `empty`; the tile's last slot is released once its products are done,
 //   before the epilogue.
 // Epilogue, from the accumulator registers (row 16 w + g + 8 h, channels 8 j + 2 q, +1 of lab_wgmma.cuh):
-//   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given, rounded to the element type and
-//   stored two channels (4 bytes) at a time into out[m * out_pitch + co]: a channel slice of a wider NHWC
-//   buffer when out points at the slice's first channel.
+//   the four threads of a quad hold the 8 channels of a (row half h, group j) piece two each; a transpose
+//   within the quad (shuffles) gives each thread four whole pieces of the quad instead, so it computes
+//   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given (one 16-byte load), rounds to the
+//   element type and stores 8 channels (16 bytes) at a time into out[m * out_pitch + co]: a channel slice of
+//   a wider NHWC buffer when out points at the slice's first channel.
 // Precision: products of 16-bit values summed in float32; the output rounded once.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
@@ -63,6 +65,29 @@ __device__ __forceinline__ constexpr int launch_registers(int threads, int ctas)
 }
 __device__ __forceinline__ constexpr int consumer_registers(int launch) {
   return (3 * launch - 40) / 2 / 8 * 8;
+}
+
+// Transposes four values across the four threads of a quad (lanes 4 g .. 4 g + 3, q the lane's place): value
+// i of thread q becomes value q of thread i. Two butterfly rounds (lane xor 2, then xor 1) each swap the
+// values whose index bit differs from the thread's: four shuffles.
+__device__ __forceinline__ void quad_transpose(float (&a)[4], int q) {
+  const bool high = q & 2, low = q & 1;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float v = __shfl_xor_sync(LAB_FULL_MASK, high ? a[r] : a[r + 2], 2);
+    if (high)
+      a[r] = v;
+    else
+      a[r + 2] = v;
+  }
+#pragma unroll
+  for (int r = 0; r < 4; r += 2) {
+    const float v = __shfl_xor_sync(LAB_FULL_MASK, low ? a[r] : a[r + 1], 1);
+    if (low)
+      a[r] = v;
+    else
+      a[r + 1] = v;
+  }
 }
 
 }  // namespace conv_nhwc
@@ -126,7 +151,8 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
   if (CONSUMERS == 2) lab_setmaxnreg_inc<consumer_registers(launch_regs)>();
   const int c = warpgroup - 1;
   const int t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
-  int k = 0;  // the producer's step counter
+  constexpr int kPieces = BN / 4;  // (row half, 8-channel group) pieces of a thread's quad: 2 x BN / 8
+  int k = 0;                       // the producer's step counter
   for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
     const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
     float d[BN / 2];
@@ -149,25 +175,39 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
     lab_wgmma_hold(d);
     lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now
 
+    // The tile's (row half h, channel group j) pieces, four at a time: thread q of a quad gets piece p0 + q's
+    // 8 channels of its row, then adds bias (+ residual) and stores them as 16 bytes.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m0 + 64 * c + 16 * w + g + 8 * h;
-      if (m >= p.m) continue;
-      unsigned short* out = p.out + size_t(m) * p.out_pitch;
-      const unsigned short* res = p.residual ? p.residual + size_t(m) * p.res_pitch : nullptr;
+    for (int p0 = 0; p0 < kPieces; p0 += 4) {
+      float even[4], odd[4];  // piece p0 + k's channels 8 j + 2 q (even) and + 1 (odd) of this thread
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int co = n0 + 8 * j + 2 * q;
-        if (co >= p.c_out) continue;  // c_out is even: co + 1 is inside too
-        float v0 = nn::bias_act(d[4 * j + 2 * h], p.bias[co], p.silu);
-        float v1 = nn::bias_act(d[4 * j + 2 * h + 1], p.bias[co + 1], p.silu);
-        if (res) {
-          const uint32_t pair = *reinterpret_cast<const uint32_t*>(res + co);
-          v0 += lab_to_float<DT>(uint16_t(pair & 0xffffu));
-          v1 += lab_to_float<DT>(uint16_t(pair >> 16));
-        }
-        *reinterpret_cast<uint32_t*>(out + co) = lab_pack2<DT>(v0, v1);
+      for (int k = 0; k < 4; ++k) {
+        const int h = (p0 + k) / (BN / 8), j = (p0 + k) % (BN / 8);
+        even[k] = d[4 * j + 2 * h], odd[k] = d[4 * j + 2 * h + 1];
       }
+      quad_transpose(even, q), quad_transpose(odd, q);  // now: piece p0 + q's channels 8 j + 2 i (+ 1)
+      const int h = (p0 + q) / (BN / 8), j = (p0 + q) % (BN / 8);
+      const int m = m0 + 64 * c + 16 * w + g + 8 * h, co = n0 + 8 * j;
+      if (m >= p.m || co >= p.c_out) continue;  // c_out is a multiple of 8: the group is inside or outside
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[2 * i] = nn::bias_act(even[i], p.bias[co + 2 * i], p.silu);
+        v[2 * i + 1] = nn::bias_act(odd[i], p.bias[co + 2 * i + 1], p.silu);
+      }
+      if (p.residual) {
+        const uint4 r = *reinterpret_cast<const uint4*>(p.residual + size_t(m) * p.res_pitch + co);
+        const uint32_t words[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          v[2 * i] += lab_to_float<DT>(uint16_t(words[i] & 0xffffu));
+          v[2 * i + 1] += lab_to_float<DT>(uint16_t(words[i] >> 16));
+        }
+      }
+      uint4 packed;
+      packed.x = lab_pack2<DT>(v[0], v[1]), packed.y = lab_pack2<DT>(v[2], v[3]);
+      packed.z = lab_pack2<DT>(v[4], v[5]), packed.w = lab_pack2<DT>(v[6], v[7]);
+      *reinterpret_cast<uint4*>(p.out + size_t(m) * p.out_pitch + co) = packed;
     }
   }
 }

@@ -5,7 +5,7 @@
 //
 // Activations are NHWC 16-bit (fp16 or bf16) with a pitch: element (pixel, c) of a tensor lies at
 // data[pixel * pitch + c], pixel = (n * H + y) * W + x; the pitch and the channel offset of a slice are
-// multiples of 8 (16-byte rows for the tensor maps and 4-byte epilogue stores).
+// multiples of 8 (16-byte rows for the tensor maps and 16-byte epilogue stores).
 #pragma once
 
 namespace lab {
