@@ -22,8 +22,21 @@ Conv2dShape stem_shape(const Params& p) {
   return s;
 }
 
-const KernelSpec& conv2d_stem_nhwc_spec() {
+// The parameters: the shape, the output type, the output slice (nhwc_out_slice_params).
+std::vector<ParamSpec> conv2d_stem_nhwc_params() {
   using K = ParamSpec::Kind;
+  std::vector<ParamSpec> params{
+      {"B", K::Int, "1", "batch", 1, 256},
+      {"C_OUT", K::Int, "16", "output channels (a multiple of 8, up to 64)", 8, 64, false, {}, 8},
+      {"H", K::Int, "16", "input height", 1, 2048},
+      {"W", K::Int, "16", "input width", 1, 2048},
+      {"SILU", K::Bool, "true", "SiLU after the bias"},
+      {"DTYPE", K::Choice, "f16", "16-bit output type", 0, 0, false, {"f16", "bf16"}}};
+  for (const ParamSpec& slice : nhwc_out_slice_params()) params.push_back(slice);
+  return params;
+}
+
+const KernelSpec& conv2d_stem_nhwc_spec() {
   static const KernelSpec spec{
       .name = "conv2d_stem_nhwc",
       .family = "nn",
@@ -34,29 +47,8 @@ const KernelSpec& conv2d_stem_nhwc_spec() {
       .variants = {{"direct",
                     "one thread per output pixel, 27 float FMAs per channel with the weights broadcast from "
                     "shared memory, 16-byte stores"}},
-      .params = {{"B", K::Int, "1", "batch", 1, 256},
-                 {"C_OUT", K::Int, "16", "output channels (a multiple of 8, up to 64)", 8, 64, false, {}, 8},
-                 {"H", K::Int, "16", "input height", 1, 2048},
-                 {"W", K::Int, "16", "input width", 1, 2048},
-                 {"SILU", K::Bool, "true", "SiLU after the bias"},
-                 {"DTYPE", K::Choice, "f16", "16-bit output type", 0, 0, false, {"f16", "bf16"}},
-                 {"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
-                 {"OUT_PITCH",
-                  K::Int,
-                  "0",
-                  "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
-                  0,
-                  4096,
-                  false,
-                  {},
-                  8}},
-      .validate =
-          [](const Params& p) {
-            if (param_int(p, "OUT_PITCH") &&
-                param_int(p, "OUT_PITCH") < param_int(p, "OUT_OFFSET") + param_int(p, "C_OUT"))
-              throw UsageError("parameter OUT_PITCH=" + p.at("OUT_PITCH") +
-                               " of conv2d_stem_nhwc is invalid: below OUT_OFFSET + C_OUT");
-          },
+      .params = conv2d_stem_nhwc_params(),
+      .validate = [](const Params& p) { check_out_slice_params(p, "conv2d_stem_nhwc"); },
       .compile =
           [](const std::string&, const Params& p) {
             return conv2d_stem_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), stem_shape(p));
@@ -67,54 +59,37 @@ const KernelSpec& conv2d_stem_nhwc_spec() {
 class Conv2dStemNhwcInstance : public InstanceBase {
  public:
   Conv2dStemNhwcInstance(Backend& backend, const std::string&, const Params& p, uint64_t seed)
-      : InstanceBase(backend),
-        shape_(stem_shape(p)),
-        type_(parse_half_type(param_str(p, "DTYPE"))),
-        batch_(int(param_int(p, "B"))),
-        h_(int(param_int(p, "H"))),
-        w_(int(param_int(p, "W"))),
-        out_offset_(int(param_int(p, "OUT_OFFSET"))),
-        out_pitch_(param_int(p, "OUT_PITCH") ? int(param_int(p, "OUT_PITCH")) : out_offset_ + shape_.c_out) {
-    Conv2dInputs inputs = conv2d_random_inputs(shape_, batch_, h_, w_, seed);
+      : InstanceBase(backend), shape_(stem_shape(p)), io_(nhwc_conv_run(p, shape_)) {
+    Conv2dInputs inputs = conv2d_random_inputs(shape_, io_.batch, io_.h, io_.w, seed);
     in_host_ = random_uniform(inputs.in.size(), 0.0f, 1.0f, derive_seed(seed, "image"));
     weight_ = std::move(inputs.weight);
     bias_ = std::move(inputs.bias);
     in_ = backend.upload_vector(in_host_);
-    out_ = output_array<uint16_t>(out_pixels() * size_t(out_pitch_));
-    op_.emplace(backend, shape_, type_, weight_, bias_);
+    out_ = output_array<uint16_t>(io_.out_pixels() * size_t(io_.out_pitch));
+    op_.emplace(backend, shape_, io_.type, weight_, bias_);
   }
 
   void launch() override {
-    op_->run(batch_, h_, w_, in_.as<const float>(), {out_.as<uint16_t>() + out_offset_, out_pitch_});
+    op_->run(io_.batch, io_.h, io_.w, in_.as<const float>(),
+             {out_.as<uint16_t>() + io_.out_offset, io_.out_pitch});
   }
 
+  // Float32 sums of 27 products of O(1) terms: the output's rounding to the element type is the error.
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
-    const std::vector<uint16_t> all = fetch<uint16_t>(out_, out_pixels() * size_t(out_pitch_));
-    const int64_t plane = int64_t(shape_.out_size(h_)) * shape_.out_size(w_);
-    const std::vector<double> ref = nchw_to_pixels(
-        conv2d_reference(shape_, batch_, h_, w_, in_host_, weight_, bias_, {}), batch_, shape_.c_out, plane);
-    // Float32 sums of 27 products of O(1) terms are off by ~1e-7 relative: the output's rounding to the
-    // element type is the error, one unit in the last place at most (one_unit_tolerance).
-    return check_nhwc_slice(
-        all, {size_t(batch_), size_t(shape_.out_size(h_)), size_t(shape_.out_size(w_)), size_t(shape_.c_out)},
-        out_pitch_, out_offset_, type_, ref, tol.value_or(one_unit_tolerance(type_, ref)));
+    return io_.check(fetch<uint16_t>(out_, io_.out_pixels() * size_t(io_.out_pitch)),
+                     conv2d_reference(shape_, io_.batch, io_.h, io_.w, in_host_, weight_, bias_, {}), tol);
   }
 
   WorkCounts work() const override {
-    const double outputs = double(out_pixels()) * shape_.c_out;
+    const double outputs = double(io_.out_pixels()) * shape_.c_out;
     const double bytes =
         4.0 * (double(in_host_.size()) + double(weight_.size()) + shape_.c_out) + 2.0 * outputs;
     return {bytes, 2.0 * outputs * 27};
   }
 
  private:
-  size_t out_pixels() const {
-    return size_t(batch_) * size_t(shape_.out_size(h_)) * size_t(shape_.out_size(w_));
-  }
-
   Conv2dShape shape_;
-  HalfType type_;
-  int batch_, h_, w_, out_offset_, out_pitch_;
+  NhwcConvRun io_;
   std::vector<float> in_host_, weight_, bias_;
   DeviceBuffer in_, out_;
   std::optional<Conv2dStemNhwcOp> op_;

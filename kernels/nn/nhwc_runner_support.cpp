@@ -1,8 +1,11 @@
-// Host NHWC layouts, rounding and the slice check of the NHWC runners (nhwc_runner_support.hpp).
+// Host NHWC layouts, rounding, the slice check and the convolutions' sizes of the NHWC runners
+// (nhwc_runner_support.hpp).
 #include "kernels/nn/nhwc_runner_support.hpp"
 
 #include <algorithm>
 #include <cmath>
+
+#include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 
@@ -56,6 +59,48 @@ std::vector<OutputCheck> check_nhwc_slice(const std::vector<uint16_t>& all, cons
   return {make_check("out", shape, half_bits_to_float(window, type), ref, tol),
           make_check("out_neighbours", {changed.size()}, changed, std::vector<double>(changed.size(), 0.0),
                      Tolerance{0, 0}, false)};
+}
+
+std::vector<ParamSpec> nhwc_out_slice_params() {
+  using K = ParamSpec::Kind;
+  return {{"OUT_OFFSET", K::Int, "0", "first channel of the output slice", 0, 2048, false, {}, 8},
+          {"OUT_PITCH",
+           K::Int,
+           "0",
+           "channels per output pixel in memory (0: OUT_OFFSET + C_OUT)",
+           0,
+           4096,
+           false,
+           {},
+           8}};
+}
+
+void check_out_slice_params(const Params& p, const std::string& runner) {
+  if (param_int(p, "OUT_PITCH") &&
+      param_int(p, "OUT_PITCH") < param_int(p, "OUT_OFFSET") + param_int(p, "C_OUT"))
+    throw UsageError("parameter OUT_PITCH=" + p.at("OUT_PITCH") + " of " + runner +
+                     " is invalid: below OUT_OFFSET + C_OUT");
+}
+
+NhwcConvRun nhwc_conv_run(const Params& p, const Conv2dShape& s) {
+  const int h = int(param_int(p, "H")), w = int(param_int(p, "W")), offset = int(param_int(p, "OUT_OFFSET"));
+  return {parse_half_type(param_str(p, "DTYPE")),
+          int(param_int(p, "B")),
+          h,
+          w,
+          s.out_size(h),
+          s.out_size(w),
+          s.c_out,
+          offset,
+          param_int(p, "OUT_PITCH") ? int(param_int(p, "OUT_PITCH")) : offset + s.c_out};
+}
+
+std::vector<OutputCheck> NhwcConvRun::check(const std::vector<uint16_t>& all,
+                                            const std::vector<double>& ref_nchw,
+                                            const std::optional<Tolerance>& tol) const {
+  const std::vector<double> ref = nchw_to_pixels(ref_nchw, batch, c_out, int64_t(ho) * wo);
+  return check_nhwc_slice(all, {size_t(batch), size_t(ho), size_t(wo), size_t(c_out)}, out_pitch, out_offset,
+                          type, ref, tol.value_or(one_unit_tolerance(type, ref)));
 }
 
 }  // namespace lab

@@ -1,12 +1,17 @@
-// What the runners of the NHWC 16-bit kernels (conv2d_nhwc, nhwc_layers) share: planar [B][C][plane] host
-// values laid out as pixels with a pitch, float values rounded to an element type, and the check of an
-// output written into a channel slice of a wider poisoned buffer.
+// What the runners of the NHWC 16-bit kernels (conv2d_nhwc, conv2d_stem_nhwc, nhwc_layers) share: planar
+// [B][C][plane] host values laid out as pixels with a pitch, float values rounded to an element type, the
+// check of an output written into a channel slice of a wider poisoned buffer, and the convolutions' sizes.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/common/half_type.hpp"
 #include "kernels/compare.hpp"
+#include "kernels/kernel_spec.hpp"
+#include "kernels/nn/conv2d_shape.hpp"
 
 namespace lab {
 
@@ -31,5 +36,26 @@ Tolerance one_unit_tolerance(HalfType type, const std::vector<double>& ref);
 std::vector<OutputCheck> check_nhwc_slice(const std::vector<uint16_t>& all, const std::vector<size_t>& shape,
                                           int pitch, int offset, HalfType type,
                                           const std::vector<double>& ref, const Tolerance& tol);
+
+// The output slice's parameters of the NHWC convolution runners: OUT_OFFSET and OUT_PITCH (0: OUT_OFFSET +
+// C_OUT); and their rule, which throws UsageError ("parameter OUT_PITCH=.. of <runner> is invalid: below
+// OUT_OFFSET + C_OUT") when OUT_PITCH is given and cannot hold the slice.
+std::vector<ParamSpec> nhwc_out_slice_params();
+void check_out_slice_params(const Params& p, const std::string& runner);
+
+// The sizes the NHWC convolution runners (conv2d_nhwc, conv2d_stem_nhwc) read from their common parameters
+// B, H, W, DTYPE, OUT_OFFSET and OUT_PITCH (0: OUT_OFFSET + C_OUT), and the check of their output.
+struct NhwcConvRun {
+  HalfType type;
+  int batch, h, w, ho, wo, c_out, out_offset, out_pitch;
+  size_t out_pixels() const { return size_t(batch) * size_t(ho) * size_t(wo); }
+  // `all`: the downloaded output buffer; ref_nchw: conv2d_reference's [batch][c_out][ho][wo].
+  // check_nhwc_slice under `tol`, else one_unit_tolerance: products summed in float32 are off by ~1e-6 for
+  // these O(1) terms, the output's rounding to the element type by at most half a unit in the last place; a
+  // dropped tap or channel block (>= 1 / 9 of a 3x3 sum) is off by far more.
+  std::vector<OutputCheck> check(const std::vector<uint16_t>& all, const std::vector<double>& ref_nchw,
+                                 const std::optional<Tolerance>& tol) const;
+};
+NhwcConvRun nhwc_conv_run(const Params& p, const Conv2dShape& s);
 
 }  // namespace lab
