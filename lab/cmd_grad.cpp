@@ -18,6 +18,7 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/kernel_backward.hpp"
 #include "pipeline/loss/training_image.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "kernels/optim/optimizer_choice.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 #include "pipeline/reference/reference_optimizer.hpp"
@@ -37,6 +38,7 @@ struct GradOptions {
   int steps = 0;
   std::string optimizer = "auto";
   std::string backend = "reference";
+  std::string bn = "frozen";
   double lr = 0;  // 0: the optimizer choice's
 };
 
@@ -83,8 +85,13 @@ TrainingGradients training_gradients(reference::NetworkGradients g) {
 void run_grad(const GradOptions& o, CliState& state) {
   if (o.steps > 0 && o.backend != "reference")
     throw UsageError("--steps: the optimizer steps run on the float64 reference only (--backend reference)");
+  const BatchNormMode bn = batchnorm_mode(o.bn);
+  if (bn == BatchNormMode::Batch && o.backend != "reference")
+    throw UsageError("--bn batch: the kernel backward keeps BatchNorm frozen; batch statistics run on the "
+                     "float64 reference only (--backend reference)");
   const ModelLocation location = locate_model(default_model_search(o.model));
-  const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
+  Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
+  set_batchnorm_mode(model, bn);
   const loss::TrainingImage image =
       loss::load_training_image(o.image, o.labels, o.imgsz, !o.square, model.nc);
   reference::RefTensor input(1, 3, image.height, image.width);
@@ -110,7 +117,9 @@ void run_grad(const GradOptions& o, CliState& state) {
             << o.labels << " (" << image.ground_truth.size() << " boxes), " << computed_by << " in "
             << number(seconds) << " s\n"
             << "epoch 0 of 100: weights o2m " << number(g.weights.one2many) << ", o2o "
-            << number(g.weights.one2one) << "; BatchNorm frozen, one-to-one head on detached features\n\n";
+            << number(g.weights.one2one) << "; BatchNorm "
+            << (bn == BatchNormMode::Batch ? "with batch statistics" : "frozen")
+            << ", one-to-one head on detached features\n\n";
   Table table({"head", "box_loss", "cls_loss", "l1_loss", "positives"});
   for (const auto& [name, h] : {std::pair{"one2many", g.one2many}, std::pair{"one2one", g.one2one}})
     table.add({name, number(h.box), number(h.cls), number(h.l1), std::to_string(h.positives)});
@@ -127,7 +136,8 @@ void add_grad_command(CLI::App& app, CliState& state) {
   auto* cmd = app.add_subcommand(
       "grad",
       "YOLO26 training loss of one image and d total / d every checkpoint parameter (both heads, BatchNorm "
-      "frozen; the float64 reference backward, or the kernel backward with --backend cpu|cuda)");
+      "frozen or, with --bn batch, normalising with the batch's statistics; the float64 reference backward, "
+      "or the kernel backward with --backend cpu|cuda)");
   auto o = std::make_shared<GradOptions>();
   cmd->add_option("image", o->image, "Image file")->required();
   cmd->add_option("--labels", o->labels,
@@ -148,6 +158,12 @@ void add_grad_command(CLI::App& app, CliState& state) {
          "With --steps: auto (Ultralytics' choice for a short run: AdamW, lr fit to the class count), SGD "
          "(Nesterov) or AdamW (lr0 0.01, momentum 0.937)")
       ->check(CLI::IsMember({"auto", "SGD", "AdamW"}, CLI::ignore_case))
+      ->capture_default_str();
+  cmd->add_option("--bn", o->bn,
+                  "frozen (the checkpoint's running statistics folded into each conv) or batch (BatchNorm in "
+                  "train mode: the batch's mean and biased variance, as for training from scratch; float64 "
+                  "reference only)")
+      ->check(CLI::IsMember({"frozen", "batch"}))
       ->capture_default_str();
   cmd->add_option("--lr", o->lr, "With --steps: the learning rate instead of the optimizer choice's")
       ->check(CLI::PositiveNumber);

@@ -79,6 +79,18 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
     CHECK(std::sqrt(diff) <= 1e-4 * std::sqrt(norm) + 1e-12);
   }
 
+  // --bn batch: the same parameter tensors from the reference with batch statistics (checked against finite
+  // differences in test_reference_backward), other values than frozen BatchNorm's.
+  const std::string batch_out = (dir.path / "g_batch.safetensors").string();
+  const test::LabResult batch = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() +
+                                              " --bn batch --out " + batch_out);
+  INFO(batch.out << batch.err);
+  REQUIRE(batch.exit_code == 0);
+  CHECK(test::contains(batch.out, "BatchNorm with batch statistics"));
+  const SafetensorsFile batch_grads = SafetensorsFile::load(batch_out);
+  CHECK(batch_grads.keys() == grads.keys());
+  CHECK(batch_grads.floats("grad.model.0.bn.weight", {16}) != grads.floats("grad.model.0.bn.weight", {16}));
+
   struct Bad {
     std::string args, names;
   };
@@ -100,6 +112,12 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
       {common + (dir.path / "both.safetensors").string() + " --backend cpu --steps 1", "--steps"},
       {common + (dir.path / "o2o.safetensors").string() + " --backend cpu", "no one-to-many head"},
       {common + (dir.path / "both.safetensors").string() + " --backend gpu", "--backend"},
+      {common + (dir.path / "both.safetensors").string() + " --bn running", "--bn"},
+      {common + (dir.path / "both.safetensors").string() + " --bn batch --backend cpu", "--bn batch"},
+      // 32x32: layer 7's stride-2 conv has 1x1 maps, one value per channel at batch 1.
+      {(dir.path / "img.png").string() + " --labels " + (dir.path / "labels.txt").string() +
+           " --imgsz 32 --square --bn batch --model " + (dir.path / "both.safetensors").string(),
+       "model.7: batch-statistics BatchNorm needs at least two values per channel (batch 1 x 1 positions)"},
   };
   for (const Bad& b : bad) {
     const test::LabResult r =

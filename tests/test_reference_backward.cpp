@@ -14,6 +14,7 @@
 
 #include "kernels/nn/conv2d_backward_reference.hpp"
 #include "pipeline/loss/loss_reference.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/network.hpp"
@@ -309,6 +310,32 @@ TEST_CASE("reference backward: every module kind matches finite differences of a
   }
 }
 
+TEST_CASE("reference backward: batch-statistics BatchNorm normalises each conv with its batch's statistics",
+          "[reference_backward][batchnorm_batch]") {
+  Yolo26Model model = small_model();
+  set_batchnorm_mode(model, BatchNormMode::Batch);
+  RefTensor input(2, 3, 64, 64);
+  input.values = random_values(input.values.size(), 12, 0, 1);
+  const NetworkTrace trace = trace_network(model, input);
+  // Per channel of the stem, z has mean beta and variance gamma^2 var(u) / (var(u) + eps), u being the
+  // conv's output before the BatchNorm.
+  const ConvTrace& stem = trace.layers[0].conv;
+  const FrozenBatchNorm& bn = *model.layers[0].conv.bn;
+  for (int c = 0; c < stem.z.channels; ++c) {
+    double zu[2] = {0, 0}, zz[2] = {0, 0};
+    for (int b = 0; b < stem.z.batch; ++b)
+      for (size_t i = 0; i < stem.z.plane(); ++i) {
+        const double u = stem.u.channel(b, c)[i], z = stem.z.channel(b, c)[i];
+        zu[0] += u, zu[1] += u * u, zz[0] += z, zz[1] += z * z;
+      }
+    const double n = double(stem.z.batch) * stem.z.plane(), mean_z = zz[0] / n, mean_u = zu[0] / n;
+    const double var_u = zu[1] / n - mean_u * mean_u, var_z = zz[1] / n - mean_z * mean_z;
+    const double gamma = bn.gamma[size_t(c)];
+    CHECK(mean_z == Approx(bn.beta[size_t(c)]).margin(1e-5));
+    CHECK(var_z == Approx(gamma * gamma * var_u / (var_u + bn.eps)).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("reference backward: the real loss (assignment held fixed) matches finite differences",
           "[reference_backward]") {
   const Yolo26Model model = small_model();
@@ -433,21 +460,31 @@ ModuleUnderTest c3k2_layer(int index) {
       }};
 }
 
+// The C3k2 with Bottleneck (layer 2) and with C3k (layer 6), inputs seeded from `seed` and `seed + 1`.
+void check_c3k2_modules(const Yolo26Model& model, uint64_t seed) {
+  check_module(
+      model, c3k2_layer(2), random_input(layer(model, 1).out_channels, 6, 5, seed),
+      {{"model.2.cv1.bn.weight", 2}, {"model.2.m.0.cv1.conv.weight", 9}, {"model.2.cv2.bn.bias", 4}});
+  check_module(model, c3k2_layer(6), random_input(layer(model, 5).out_channels, 4, 4, seed + 1),
+               {{"model.6.m.0.cv3.conv.weight", 19},
+                {"model.6.m.0.m.1.cv1.bn.bias", 4},
+                {"model.6.m.0.cv2.bn.weight", 1}});
+}
+
 }  // namespace
+
+// Module-level finite differences with batch-statistics BatchNorm (the network's own max pools and maps
+// of a few values make whole-network differences too rough: kinks where a pool's maximum changes).
+TEST_CASE("reference backward: modules with batch-statistics BatchNorm match finite differences",
+          "[reference_backward][batchnorm_batch]") {
+  Yolo26Model model = small_model();
+  set_batchnorm_mode(model, BatchNormMode::Batch);
+  check_c3k2_modules(model, 51);
+}
 
 TEST_CASE("reference backward: each module matches finite differences on its own", "[reference_backward]") {
   const Yolo26Model model = small_model();
-  SECTION("C3k2 with Bottleneck (layer 2)") {
-    check_module(
-        model, c3k2_layer(2), random_input(layer(model, 1).out_channels, 6, 5, 41),
-        {{"model.2.cv1.bn.weight", 2}, {"model.2.m.0.cv1.conv.weight", 9}, {"model.2.cv2.bn.bias", 4}});
-  }
-  SECTION("C3k2 with C3k (layer 6)") {
-    check_module(model, c3k2_layer(6), random_input(layer(model, 5).out_channels, 4, 4, 42),
-                 {{"model.6.m.0.cv3.conv.weight", 19},
-                  {"model.6.m.0.m.1.cv1.bn.bias", 4},
-                  {"model.6.m.0.cv2.bn.weight", 1}});
-  }
+  SECTION("C3k2 with Bottleneck (layer 2) and with C3k (layer 6)") { check_c3k2_modules(model, 41); }
   SECTION("C3k2 with Bottleneck + PSABlock (layer 22)") {
     check_module(model, c3k2_layer(22), random_input(layer(model, 21).out_channels, 2, 3, 45),
                  {{"model.22.m.0.1.attn.qkv.bn.weight", 9},

@@ -30,6 +30,9 @@ struct ConvSpec {
   // a plain Conv2d with bias (no bn) has them as weight/bias themselves and conv_weight stays empty.
   std::vector<float> conv_weight;  // [c_out, c_in/groups, kernel, kernel], "<name>.conv.weight"
   std::optional<FrozenBatchNorm> bn;
+  // With bn: normalise with the batch's own statistics (BatchNorm in train mode, batchnorm_batch.hpp)
+  // instead of running weight/bias; set by use_batch_statistics for training from scratch.
+  bool batch_statistics = false;
   int out_size(int in_size) const { return (in_size + 2 * (kernel / 2) - kernel) / stride + 1; }
 };
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "kernels/attention/psa_reference.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
+#include "pipeline/reference/ref_batchnorm.hpp"
 #include "pipeline/reference/ref_ops.hpp"
 
 namespace lab::reference {
@@ -35,7 +37,7 @@ RefGrad backward_chain(const std::vector<ConvSpec>& chain, const RefTensor& x,
                        const std::vector<ConvTrace>& traces, RefGrad d, ConvGradients& grads,
                        bool input_grad) {
   for (size_t j = chain.size(); j-- > 0;)
-    d = conv2d_backward(chain[j], j == 0 ? x : traces[j - 1].y, traces[j].z, d, grads, j > 0 || input_grad);
+    d = backward_conv(chain[j], j == 0 ? x : traces[j - 1].y, traces[j], d, grads, j > 0 || input_grad);
   return d;
 }
 
@@ -57,8 +59,10 @@ RefGrad backward_c3k2_block(const C3k2BlockSpec& block, const RefTensor& x, cons
 }  // namespace
 
 RefGrad backward_conv(const ConvSpec& spec, const RefTensor& x, const ConvTrace& trace, const RefGrad& dy,
-                      ConvGradients& grads) {
-  return conv2d_backward(spec, x, trace.z, dy, grads);
+                      ConvGradients& grads, bool input_grad) {
+  if (!spec.batch_statistics) return conv2d_backward(spec, x, trace.z, dy, grads, input_grad);
+  const RefGrad du = batchnorm_batch_backward(spec, trace.u, dy, grads);
+  return conv2d_backward(unnormalised_conv(spec), x, trace.u, du, grads, input_grad);
 }
 
 RefGrad backward_bottleneck(const BottleneckSpec& spec, const RefTensor& x, const BottleneckTrace& trace,

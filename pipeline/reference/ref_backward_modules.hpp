@@ -12,7 +12,7 @@
 namespace lab::reference {
 
 RefGrad backward_conv(const ConvSpec& spec, const RefTensor& x, const ConvTrace& trace, const RefGrad& dy,
-                      ConvGradients& grads);
+                      ConvGradients& grads, bool input_grad = true);
 RefGrad backward_bottleneck(const BottleneckSpec& spec, const RefTensor& x, const BottleneckTrace& trace,
                             const RefGrad& dy, ConvGradients& grads);
 RefGrad backward_c3k(const C3kSpec& spec, const RefTensor& x, const C3kTrace& trace, const RefGrad& dy,

@@ -12,9 +12,12 @@
 
 namespace lab::reference {
 
-// d loss / d a convolution's folded weight [c_out, c_in/groups, k, k] and bias [c_out].
+// d loss / d a convolution's folded weight [c_out, c_in/groups, k, k] and bias [c_out]. With batch-statistics
+// BatchNorm (ConvSpec::batch_statistics): d conv.weight, the unused bias of the unnormalised conv (its sum
+// of du, zero up to rounding), and d bn.weight / d bn.bias in gamma / beta (empty otherwise).
 struct ConvGradient {
   std::vector<double> weight, bias;
+  std::vector<double> gamma, beta;
 };
 // Keyed by ConvSpec::name.
 using ConvGradients = std::map<std::string, ConvGradient>;

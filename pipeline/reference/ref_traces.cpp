@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "kernels/attention/psa_reference.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
+#include "pipeline/reference/ref_batchnorm.hpp"
 #include "pipeline/reference/ref_ops.hpp"
 
 namespace lab::reference {
@@ -32,7 +34,13 @@ const RefTensor& C3k2BlockTrace::out(C3k2BlockSpec::Kind kind) const {
 }
 
 ConvTrace trace_conv(const ConvSpec& spec, const RefTensor& x) {
-  ConvTrace t{conv2d_linear(spec, x), {}};
+  ConvTrace t;
+  if (spec.batch_statistics) {
+    t.u = conv2d_linear(unnormalised_conv(spec), x);
+    t.z = batchnorm_batch_forward(spec, t.u);
+  } else {
+    t.z = conv2d_linear(spec, x);
+  }
   t.y = t.z;
   if (spec.silu)
     for (float& v : t.y.values) v = float(double(v) / (1.0 + std::exp(-double(v))));

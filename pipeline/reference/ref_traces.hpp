@@ -12,8 +12,9 @@
 namespace lab::reference {
 
 struct ConvTrace {
-  RefTensor z;  // pre-activation conv(x) + b
+  RefTensor z;  // pre-activation conv(x) + b, or BatchNorm(u) with batch statistics
   RefTensor y;  // act(z): the output
+  RefTensor u;  // batch-statistics BatchNorm: conv(x) before it (empty otherwise)
 };
 
 struct BottleneckTrace {

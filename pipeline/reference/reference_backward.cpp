@@ -7,6 +7,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/loss/loss_reference.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/ref_backward_modules.hpp"
 #include "pipeline/reference/ref_ops.hpp"
@@ -78,7 +79,7 @@ void backward_layer(const LayerSpec& layer, const NetworkTrace& trace, const Ref
   switch (layer.kind) {
     case Kind::Conv:
       if (layer.index == 0) {  // the image: only the parameter gradients
-        conv2d_backward(layer.conv, in, t.conv.z, dy, grads, false);
+        backward_conv(layer.conv, in, t.conv, dy, grads, false);
         return;
       }
       add_to_source(layer.from[0], backward_conv(layer.conv, in, t.conv, dy, grads));
@@ -177,9 +178,13 @@ std::vector<ParameterGradient> parameter_gradients(const Yolo26Model& model, con
   std::vector<ParameterGradient> out;
   for_each_conv(model, [&](const ConvSpec& conv) {
     const auto it = grads.find(conv.name);
-    const ConvGradient zero{std::vector<double>(conv.weight.size()), std::vector<double>(conv.bias.size())};
+    const std::vector<double> zero_weight(conv.weight.size()), zero_channel(size_t(conv.c_out));
+    const ConvGradient zero{zero_weight, zero_channel, zero_channel, zero_channel};
     const ConvGradient& g = it == grads.end() ? zero : it->second;
-    for (ParameterGradient& p : conv_parameter_gradients(conv, g.weight, g.bias)) out.push_back(std::move(p));
+    for (ParameterGradient& p : conv.batch_statistics
+                                    ? batch_statistics_parameter_gradients(conv, g.weight, g.gamma, g.beta)
+                                    : conv_parameter_gradients(conv, g.weight, g.bias))
+      out.push_back(std::move(p));
   });
   return out;
 }
