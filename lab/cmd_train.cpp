@@ -175,6 +175,12 @@ void add_train_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--precision", o.precision, "fp32 (fp16 / bf16 training are not built yet)")
       ->capture_default_str();
+  cmd->add_option("--bn", o.bn,
+                  "frozen (the checkpoint's running statistics folded into each conv, for fine-tuning) or "
+                  "batch (BatchNorm in train mode, for training from scratch: the batch's statistics, the "
+                  "running ones updated with momentum 0.03 for validation and the saved weights; --engine "
+                  "host --backend reference only)")
+      ->capture_default_str();
   cmd->footer(
       "A dataset to try it on: lab data synth shapes --train 2000 --val 200\n\n"
       "Examples:\n"

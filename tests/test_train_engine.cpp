@@ -9,6 +9,7 @@
 
 #include "kernels/optim/optim_reference.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 #include "pipeline/reference/reference_optimizer.hpp"
@@ -120,6 +121,56 @@ TEST_CASE("host engine (reference): two accumulated batches step on the summed g
   engine.read_parameters(trained);
   CHECK(parameters_of(trained) == parameters_of(expected));
   CHECK_THROWS_AS(engine.step(hyper), RuntimeError);  // nothing accumulated since
+}
+
+namespace {
+
+// The running statistics of a batch-statistics model's BatchNorms, by conv name.
+std::map<std::string, std::vector<float>> running_statistics_of(const Yolo26Model& model) {
+  std::map<std::string, std::vector<float>> out;
+  for_each_conv(model, [&](const ConvSpec& conv) {
+    if (conv.bn) out[conv.name + ".mean"] = conv.bn->mean, out[conv.name + ".var"] = conv.bn->var;
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("host engine (reference) with batch-statistics BatchNorm: each forward moves the running statistics",
+          "[train_engine][batchnorm_batch]") {
+  Yolo26Model start = synthetic_n();
+  set_batchnorm_mode(start, BatchNormMode::Batch);
+  const TrainBatch a = noise_batch(1);
+  HostTrainEngine engine(start, "reference", test::embedded_context(), "SGD");
+  engine.accumulate(a, loss::LossConfig{});
+  Yolo26Model after;
+  engine.read_parameters(after);
+  // The stem's batch statistics by hand from its conv output before the BatchNorm, then PyTorch's update
+  // with momentum 0.03 and the unbiased variance.
+  reference::RefTensor input(1, 3, 64, 64);
+  input.values = a.images;
+  const reference::NetworkTrace trace = reference::trace_network(start, input);
+  const reference::RefTensor& u = trace.layers[0].conv.u;
+  const FrozenBatchNorm &before = *start.layers[0].conv.bn, &moved = *after.layers[0].conv.bn;
+  const double n = double(u.plane());
+  for (int c = 0; c < u.channels; ++c) {
+    double sum = 0, squares = 0;
+    for (size_t i = 0; i < u.plane(); ++i) sum += u.channel(0, c)[i];
+    const double mean = sum / n;
+    for (size_t i = 0; i < u.plane(); ++i) squares += (u.channel(0, c)[i] - mean) * (u.channel(0, c)[i] - mean);
+    const size_t k = size_t(c);
+    CHECK(moved.mean[k] == Approx(0.97 * before.mean[k] + 0.03 * mean).epsilon(1e-6));
+    CHECK(moved.var[k] == Approx(0.97 * before.var[k] + 0.03 * squares / (n - 1)).epsilon(1e-6));
+  }
+  // Every BatchNorm moved; the saved training state (what --resume reads) keeps them.
+  const auto started = running_statistics_of(start), moved_all = running_statistics_of(after);
+  size_t unchanged = 0;
+  for (const auto& [name, values] : moved_all) unchanged += values == started.at(name);
+  CHECK(unchanged == 0);
+  const test::ScratchDir scratch("train_state_bn");
+  save_train_state(scratch.path / "last_state.safetensors", RunPosition{}, after, after, engine.optimizer_state());
+  CHECK(running_statistics_of(load_train_state(scratch.path / "last_state.safetensors", synthetic_n()).model) ==
+        moved_all);
 }
 
 TEST_CASE("host engine: optimizer state round trip and refusals", "[train_engine]") {

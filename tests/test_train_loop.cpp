@@ -4,9 +4,12 @@
 // nominal-batch accumulation with and without warm-up (reference backend), and the run's files, folders and
 // one-line errors; the [gpu] twin runs the acceptance on cuda with the device engine.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/model/yolo26_model.hpp"
 #include "pipeline/dataset/synth_dataset.hpp"
 #include "pipeline/safetensors.hpp"
 #include "pipeline/train/results_csv.hpp"
@@ -116,6 +119,33 @@ TEST_CASE("lab train --engine device on the cpu emulator follows the host engine
     CHECK(device.steps[i].loss.total == Approx(host.steps[i].loss.total).epsilon(1e-3));
     CHECK(device.steps[i].grad_norm == Approx(host.steps[i].grad_norm).epsilon(1e-3));
   }
+}
+
+TEST_CASE("lab train --bn batch on the float64 reference: train-mode BatchNorm, running statistics saved",
+          "[train_loop][batchnorm_batch]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_bn_batch");
+  TrainOptions o = plain_options(synth(scratch.path, 3, 32, 9), scratch.path / "runs", "reference");
+  o.epochs = 2, o.bn = "batch", o.val = true;  // batch 3 at 32: three values a channel at stride 32
+  Recorded r;
+  Trainer trainer(o, std::nullopt, test::embedded_context(), recording(r));
+  trainer.run();
+  REQUIRE(r.steps.size() == 2);
+  for (const StepReport& step : r.steps) CHECK(std::isfinite(step.loss.total));
+  CHECK(r.epochs.back().validated);  // on the EMA's weights, folded with their running statistics
+  CHECK_THAT(test::read_text(trainer.folder() / "args.yaml"), Contains("bn: batch"));
+  // The saved weights carry running statistics moved by the two forwards (momentum 0.03).
+  const Yolo26Model start = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
+  const SafetensorsFile last = SafetensorsFile::load(trainer.folder() / "weights" / "last.safetensors");
+  const std::vector<float> mean = last.floats("model.0.bn.running_mean");
+  const std::vector<float>& before = start.layers[0].conv.bn->mean;
+  REQUIRE(mean.size() == before.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < mean.size(); ++i) moved += mean[i] != before[i];
+  CHECK(moved == mean.size());
 }
 
 TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %",

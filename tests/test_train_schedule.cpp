@@ -150,6 +150,14 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--engine device: runs our kernels: --backend cpu or cuda");
   bad = o, bad.engine = "gpu";
   fails(bad, "--engine gpu: is not one of host, device");
+  bad = o, bad.bn = "running";
+  fails(bad, "--bn running: is not one of frozen, batch");
+  bad = o, bad.bn = "batch";  // the default backend, cpu: the kernel backward keeps BatchNorm frozen
+  fails(bad, "--bn batch: batch statistics train on the float64 reference only");
+  bad.backend = "reference";
+  CHECK_NOTHROW(check_train_options(bad));
+  bad.batch = 1, bad.imgsz = 32;
+  fails(bad, "--bn batch: one value per channel at stride 32 (--batch 1 at --imgsz 32)");
   bad = o, bad.name = "a/b";
   fails(bad, "--name a/b: must be one folder name");
   bad = o, bad.augment.mosaic = 2;
@@ -163,6 +171,7 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   const std::string yaml = args_yaml(o);
   CHECK_THAT(yaml, Contains("epochs: 7"));
   CHECK_THAT(yaml, Contains("warmup_bias_lr: 0.1"));
+  CHECK_THAT(yaml, Contains("bn: frozen"));
   test::write_file(dir / "args.yaml", yaml);
   const TrainOptions back = read_args_yaml(dir / "args.yaml");
   CHECK(args_yaml(back) == yaml);

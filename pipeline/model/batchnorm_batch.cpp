@@ -13,6 +13,15 @@ void set_batchnorm_mode(Yolo26Model& model, BatchNormMode mode) {
   for_each_conv(model, [&](ConvSpec& conv) { conv.batch_statistics = conv.bn && mode == BatchNormMode::Batch; });
 }
 
+void update_running_statistics(ConvSpec& conv, const BatchStatistics& batch, double count, double momentum) {
+  FrozenBatchNorm& bn = *conv.bn;
+  std::vector<double> mean(bn.mean.begin(), bn.mean.end()), var(bn.var.begin(), bn.var.end());
+  running_statistics_update_reference(mean, var, batch, count, momentum);
+  bn.mean.assign(mean.begin(), mean.end());
+  bn.var.assign(var.begin(), var.end());
+  fold_batchnorm(conv);
+}
+
 ConvSpec unnormalised_conv(const ConvSpec& conv) {
   ConvSpec u = conv;
   u.weight = conv.conv_weight;

@@ -6,10 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "kernels/train/batchnorm_batch_reference.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {
+
+// Ultralytics' BatchNorm2d momentum (initialize_weights in ultralytics/utils/torch_utils.py; eps 1e-3 is
+// FrozenBatchNorm's).
+constexpr double kBatchNormMomentum = 0.03;
 
 // "frozen" (the running statistics folded into each conv) or "batch" (the batch's statistics).
 enum class BatchNormMode { Frozen, Batch };
@@ -19,6 +24,10 @@ BatchNormMode batchnorm_mode(const std::string& name);
 // Marks every conv with a BatchNorm to normalise with batch statistics (Batch) or with its folded running
 // statistics (Frozen).
 void set_batchnorm_mode(Yolo26Model& model, BatchNormMode mode);
+
+// running = (1 - momentum) running + momentum batch (the unbiased variance var * count / (count - 1) for
+// running_var), rounded to float32 as the checkpoint keeps them; then the conv is refolded with them.
+void update_running_statistics(ConvSpec& conv, const BatchStatistics& batch, double count, double momentum);
 
 // The conv under a batch-statistics BatchNorm: conv.weight, no bias, no activation; its output u is what
 // the BatchNorm normalises.

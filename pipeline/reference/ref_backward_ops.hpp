@@ -7,10 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "kernels/train/batchnorm_batch_reference.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 #include "pipeline/reference/ref_tensor.hpp"
 
 namespace lab::reference {
+
+// The per-channel statistics a batch-statistics BatchNorm normalised with, over `count` values a channel.
+struct ConvBatchStatistics {
+  BatchStatistics stats;
+  double count = 0;
+};
 
 // d loss / d a convolution's folded weight [c_out, c_in/groups, k, k] and bias [c_out]. With batch-statistics
 // BatchNorm (ConvSpec::batch_statistics): d conv.weight, the unused bias of the unnormalised conv (its sum
@@ -18,6 +25,7 @@ namespace lab::reference {
 struct ConvGradient {
   std::vector<double> weight, bias;
   std::vector<double> gamma, beta;
+  ConvBatchStatistics batch;  // batch-statistics BatchNorm: what the forward normalised with (else empty)
 };
 // Keyed by ConvSpec::name.
 using ConvGradients = std::map<std::string, ConvGradient>;

@@ -37,6 +37,7 @@ RefGrad batchnorm_batch_backward(const ConvSpec& spec, const RefTensor& u, const
   BatchNormGradientsReference g = batchnorm_backward_reference(
       widened(u.values), dy.values, l, widened(spec.bn->gamma), widened(spec.bn->beta), spec.bn->eps, spec.silu);
   ConvGradient& grad = grads[spec.name];
+  grad.batch = {batch_statistics_reference(widened(u.values), l), l.count()};
   accumulate(grad.gamma, g.d_gamma);
   accumulate(grad.beta, g.d_beta);
   RefGrad du(u.batch, u.channels, u.height, u.width);

@@ -14,7 +14,7 @@ namespace lab::reference {
 RefTensor batchnorm_batch_forward(const ConvSpec& spec, const RefTensor& u);
 
 // d loss / d u from d loss / d y (y = act(z), the conv's output), the batch statistics' terms included;
-// adds d bn.weight and d bn.bias to grads[spec.name].gamma / .beta.
+// adds d bn.weight and d bn.bias to grads[spec.name].gamma / .beta and keeps u's statistics in its .batch.
 RefGrad batchnorm_batch_backward(const ConvSpec& spec, const RefTensor& u, const RefGrad& dy,
                                  ConvGradients& grads);
 

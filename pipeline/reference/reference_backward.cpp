@@ -196,8 +196,10 @@ NetworkGradients reference_gradients(const Yolo26Model& model, const RefTensor& 
   NetworkGradients out;
   out.batch = loss_batch(model, trace, ground_truth);
   out.loss = loss::reference_loss(out.batch, config);
-  out.parameters =
-      parameter_gradients(model, backward_network(model, trace, out.loss.d_one2many, out.loss.d_one2one));
+  const ConvGradients grads = backward_network(model, trace, out.loss.d_one2many, out.loss.d_one2one);
+  out.parameters = parameter_gradients(model, grads);
+  for (const auto& [name, g] : grads)
+    if (g.batch.count > 0) out.batch_statistics[name] = g.batch;
   double sum = 0;
   for (const ParameterGradient& p : out.parameters)
     for (double v : p.values) sum += v * v;

@@ -5,6 +5,8 @@
 // end-to-end Detect head does in training: its parameters get gradients, the backbone and neck get theirs
 // through the one-to-many head only.
 #pragma once
+#include <map>
+#include <string>
 #include <vector>
 
 #include "pipeline/loss/loss_types.hpp"
@@ -55,6 +57,8 @@ struct NetworkGradients {
   loss::LossResultT<double> loss;
   std::vector<ParameterGradient> parameters;  // for_each_conv order
   double norm = 0;                            // L2 norm over all of them
+  // By conv name, the batch-statistics convs' statistics (for the running statistics' update).
+  std::map<std::string, ConvBatchStatistics> batch_statistics;
 };
 
 // Forward, loss (reference_loss, both heads) and backward of one batch.

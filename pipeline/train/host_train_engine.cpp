@@ -7,6 +7,7 @@
 #include "nvrtc_runtime/backend.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/kernel_backward.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 
@@ -67,6 +68,10 @@ BatchLoss HostTrainEngine::accumulate(const TrainBatch& batch, const loss::LossC
     reference::NetworkGradients g = reference::reference_gradients(model_, input, batch.ground_truth, config);
     out = {g.loss.one2many, g.loss.one2one, g.loss.weights, g.loss.total};
     grads = std::move(g.parameters);
+    for_each_conv(model_, [&](ConvSpec& conv) {  // BatchNorm in train mode: every forward moves them
+      if (const auto it = g.batch_statistics.find(conv.name); it != g.batch_statistics.end())
+        update_running_statistics(conv, it->second.stats, it->second.count, kBatchNormMomentum);
+    });
   }
   if (accumulated_.empty()) {
     accumulated_ = std::move(grads);

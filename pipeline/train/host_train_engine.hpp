@@ -3,7 +3,8 @@
 // (backend "reference"), accumulated in float64 per checkpoint parameter; the step is the float64 reference
 // optimizer (clip, then SGD / AdamW / MuSGD with the schedule's per-group lr and momentum) on the model's
 // float32 parameters, which are then refolded. The optimizer state is kept float32 between steps as torch
-// keeps it, so a saved state resumes exactly.
+// keeps it, so a saved state resumes exactly. A model marked for batch-statistics BatchNorm
+// (set_batchnorm_mode; the reference only) also moves its running statistics after every forward.
 #pragma once
 #include <memory>
 #include <string>

@@ -24,7 +24,7 @@ void visit_settings(Options& o, Visit&& visit) {
   visit("patience", o.patience), visit("seed", o.seed), visit("workers", o.workers);
   visit("max_norm", o.max_norm), visit("val", o.val), visit("project", o.project), visit("name", o.name);
   visit("exist_ok", o.exist_ok), visit("backend", o.backend), visit("engine", o.engine);
-  visit("precision", o.precision);
+  visit("precision", o.precision), visit("bn", o.bn);
   auto& a = o.augment;
   visit("hsv_h", a.hsv_h), visit("hsv_s", a.hsv_s), visit("hsv_v", a.hsv_v), visit("degrees", a.degrees);
   visit("translate", a.translate), visit("scale", a.scale), visit("shear", a.shear);
@@ -91,6 +91,13 @@ void check_train_options(const TrainOptions& o) {
   require_member(o.precision, "precision", {"fp32", "fp16", "bf16"});
   require(o.precision == "fp32", "precision", o.precision,
           "mixed-precision training is not built yet (fp32 only)");
+  require_member(o.bn, "bn", {"frozen", "batch"});
+  require(o.bn == "frozen" || o.backend == "reference", "bn", o.bn,
+          "batch statistics train on the float64 reference only (--engine host --backend reference)");
+  const long long deepest = (long long)(o.imgsz / 32) * (o.imgsz / 32);  // positions of a stride-32 map
+  require(o.bn == "frozen" || o.batch * deepest >= 2, "bn", o.bn,
+          "one value per channel at stride 32 (--batch 1 at --imgsz " + std::to_string(o.imgsz) +
+              "): batch statistics need two");
 }
 
 std::string args_yaml(const TrainOptions& options) {

@@ -11,6 +11,7 @@
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/dataset/data_yaml.hpp"
 #include "pipeline/detect/model_locator.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/train/class_reinit.hpp"
 #include "pipeline/train/device_train_engine.hpp"
 #include "pipeline/train/host_train_engine.hpp"
@@ -105,7 +106,10 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
     engine_ = std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch,
                                                   options_.imgsz, options_.imgsz);
   } else {
-    engine_ = std::make_unique<HostTrainEngine>(model, options_.backend, context_, choice.name);
+    Yolo26Model engine_model = model;  // the engine's forward in train mode; validation's EMA in eval mode
+    set_batchnorm_mode(engine_model, batchnorm_mode(options_.bn));
+    engine_ = std::make_unique<HostTrainEngine>(std::move(engine_model), options_.backend, context_,
+                                                choice.name);
   }
   if (resume) engine_->load_optimizer_state(optimizer_state);
   ema_.emplace(std::move(ema_start), position_.ema_updates);
