@@ -177,6 +177,10 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   CHECK(args_yaml(back) == yaml);
   CHECK(back.lr0 == 0.002);
   CHECK(back.name == "run x");
+  std::string before_bn = yaml;  // a run written before --bn existed resumes with BatchNorm frozen
+  before_bn.erase(before_bn.find("bn: frozen"), std::string("bn: frozen\n").size());
+  test::write_file(dir / "before_bn.yaml", before_bn);
+  CHECK(read_args_yaml(dir / "before_bn.yaml").bn == "frozen");
 
   test::write_file(dir / "short.yaml", "epochs: 3\n");
   CHECK_THROWS_WITH(read_args_yaml(dir / "short.yaml"), Contains("short.yaml: no 'data'"));

@@ -121,6 +121,7 @@ TrainOptions read_args_yaml(const std::filesystem::path& file) {
   TrainOptions options;
   visit_settings(options, [&](const char* key, auto& value) {
     const YAML::Node node = root[key];
+    if (!node && std::string(key) == "bn") return;  // a run from before --bn: frozen, the default
     if (!node) throw UsageError(where + ": no '" + key + "'");
     try {
       value = node.as<std::remove_reference_t<decltype(value)>>();

@@ -37,7 +37,8 @@ void check_train_options(const TrainOptions& options);
 
 // args.yaml: every setting as `key: value`, one a line, Ultralytics' key names.
 std::string args_yaml(const TrainOptions& options);
-// Reads args.yaml back; UsageError naming the file for one that does not parse or lacks a key.
+// Reads args.yaml back; UsageError naming the file for one that does not parse or lacks a key (but `bn`,
+// which runs from before the option lack: frozen).
 TrainOptions read_args_yaml(const std::filesystem::path& file);
 
 }  // namespace lab::train
