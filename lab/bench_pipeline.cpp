@@ -13,6 +13,7 @@
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/executor/kernel_network.hpp"
 #include "lab/precision_option.hpp"
+#include "pipeline/executor/activation_layout.hpp"
 #include "lab/report.hpp"
 #include "lab/size_options.hpp"
 #include "lab/table.hpp"
@@ -33,6 +34,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const int imgsz = rounded_imgsz(o.imgsz);
   check_batch_pixels(o.batch, imgsz);
   const Precision precision = precision_option(o.precision);
+  const LayoutChoice layout_choice = parse_layout_choice(o.layout);
   const ModelLocation location = locate_model(default_model_search(o.model));
   const Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
   const std::string backend_name = o.backend.empty() ? default_backend_name() : o.backend;
@@ -43,6 +45,8 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   const int warmup = o.warmup >= 0 ? o.warmup : (device_timing ? 10 : 0);
   const std::string device = backend->device().name;
   const int layer_passes = std::max(1, iters / 5);
+  KernelNetwork network(model, *backend, precision, layout_choice);  // a one-line error for a layout it cannot run
+  const std::string layout = layout_name(network.layout());
 
   // The header and a progress line before the long work (a first forward at batch 32 on the cpu takes
   // most of a minute); progress goes to stderr so that --json output stays one document.
@@ -50,12 +54,11 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
     std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
               << backend_name << " (" << device << "), batch " << o.batch << ", " << imgsz << "x" << imgsz
               << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
-              << "\n"
+              << ", layout " << layout << "\n"
               << std::flush;
   std::cerr << "lab: first forward (compile, plan" << (graph_replay ? ", graph capture" : "") << "), then "
             << warmup + iters << " replays and " << layer_passes << " timed layer by layer\n";
 
-  KernelNetwork network(model, *backend, precision);
   const std::vector<float> input = random_uniform(size_t(o.batch) * 3 * imgsz * imgsz, 0.0f, 1.0f, o.seed);
   network.forward(input.data(), o.batch, imgsz, imgsz);  // compile, plan, capture
   for (int i = 0; i < warmup; ++i) network.replay_ms();
@@ -89,6 +92,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
                           {"backend", backend_name},
                           {"device", device},
                           {"precision", precision_name(precision)},
+                          {"layout", layout},
                           {"batch", o.batch},
                           {"imgsz", imgsz},
                           {"iters", iters},

@@ -11,7 +11,8 @@ namespace lab {
 struct PipelineBenchOptions {
   std::string model;               // empty: the usual model lookup
   std::string backend;             // empty: cuda when present, else cpu
-  std::string precision = "fp32";  // of the dense convs: fp32 or tf32
+  std::string precision = "fp32";  // of the dense convs: fp32, tf32, fp16 or bf16
+  std::string layout = "auto";     // of the activations: auto, nchw or nhwc
   int batch = 1;
   int imgsz = 640;
   int iters = 0, warmup = -1;  // 0 / -1: the backend's default

@@ -12,6 +12,7 @@
 #include "lab/bench_train_step.hpp"
 #include "lab/commands.hpp"
 #include "lab/option_checks.hpp"
+#include "lab/layout_option.hpp"
 #include "lab/precision_option.hpp"
 #include "harness/report_json.hpp"
 #include "lab/report.hpp"
@@ -240,6 +241,9 @@ void add_bench_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
       ->capture_default_str();
+  cmd->add_option("--layout", p->layout, std::string("pipeline: ") + kLayoutHelp)
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+      ->capture_default_str();
   cmd->add_option("--imgsz", p->imgsz,
                   "pipeline, train-step: square input size (rounded up to a multiple of 32)")
       ->check(imgsz_range())
@@ -268,6 +272,7 @@ void add_bench_command(CLI::App& app, CliState& state) {
     if (o->kernel == "train-step") {
       if (p->precision != "fp32")
         throw UsageError("--precision " + p->precision + ": train-step runs float32");
+      if (p->layout != "auto") throw UsageError("--layout " + p->layout + ": train-step runs float32 NCHW");
       t->model = p->model, t->batch = p->batch, t->imgsz = p->imgsz, t->backend = o->backend;
       t->iters = o->iters, t->warmup = o->warmup, t->json = o->json, t->seed = o->seed;
       return bench_train_step(*t, state);

@@ -27,6 +27,7 @@
 #include "pipeline/image/image.hpp"
 #include "lab/network_options.hpp"
 #include "lab/option_checks.hpp"
+#include "lab/layout_option.hpp"
 #include "lab/precision_option.hpp"
 #include "harness/progress.hpp"
 #include "lab/size_options.hpp"
@@ -39,7 +40,8 @@ namespace fs = std::filesystem;
 
 struct DetectOptions {
   std::vector<std::string> inputs;
-  std::string model, backend = "auto", out, name = "predict", json, dump, precision = "fp32", devices = "0";
+  std::string model, backend = "auto", out, name = "predict", json, dump, precision = "fp32", devices = "0",
+                                   layout = "auto";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
   std::vector<int> classes;
@@ -112,6 +114,7 @@ void run_detect(DetectOptions o, CliState& state) {
   o.imgsz = rounded_imgsz(o.imgsz);
   check_batch_pixels(o.batch, o.imgsz);
   const Precision precision = precision_option(o.precision);
+  const LayoutChoice layout_choice = parse_layout_choice(o.layout);
   // With `--json -` the JSON document is standard output, so everything for people goes to stderr.
   const bool json_to_stdout = o.json == "-";
   std::ostream& human = json_to_stdout ? std::cerr : std::cout;
@@ -135,6 +138,7 @@ void run_detect(DetectOptions o, CliState& state) {
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
   options.precision = precision;
+  options.layout = layout_choice;
   options.classes = o.classes;
   const std::vector<int> devices = parse_devices(o.devices, executor);
   const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
@@ -143,10 +147,14 @@ void run_detect(DetectOptions o, CliState& state) {
       throw UsageError("--classes " + std::to_string(id) + ": the model has classes 0 to " +
                        std::to_string(network_model.class_names.size() - 1));
   const RuntimeContext context = state.context();
-  human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor << backend_note
-        << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
-        << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
-        << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+  std::string layout;  // the network's choice, known once the detectors exist
+  auto header = [&] {
+    human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
+          << backend_note << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
+          << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
+          << (runs_our_kernels(executor) ? ", layout " + layout : "")
+          << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+  };
 
   fs::path out_dir;  // made once every Detector exists, so a bad option or device creates nothing
   std::set<std::string> labels_written;
@@ -172,11 +180,14 @@ void run_detect(DetectOptions o, CliState& state) {
   hooks.make_detector = [&](int worker) {
     RuntimeContext device_context = context;
     device_context.options.device = devices[size_t(worker)];
-    return std::make_unique<Detector>(network_model, executor, device_context, options);
+    auto detector = std::make_unique<Detector>(network_model, executor, device_context, options);
+    if (worker == 0) layout = detector->activation_layout();
+    return detector;
   };
   auto streaming = start;  // when every Detector exists
   hooks.started = [&] {
     streaming = std::chrono::steady_clock::now();
+    header();
     out_dir = output_folder(o);
     std::error_code ec;
     if (o.save_txt) fs::create_directories(out_dir / "labels", ec);
@@ -229,7 +240,8 @@ void run_detect(DetectOptions o, CliState& state) {
   human << "\n";
   if (!o.json.empty()) {
     const DetectRunInfo run{lab_version(), model.path.string(), executor, precision_name(precision),
-                            o.imgsz,       o.conf,              !o.square, o.classes};
+                            o.imgsz,       o.conf,              !o.square, o.classes,
+                            layout};
     write_json_output(o.json, detections_json(run, results).dump(2) + "\n", human);
   }
   if (failed > 0) {
@@ -259,6 +271,9 @@ void add_detect_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   add_executor_option(cmd, o->backend);
   cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
+  cmd->add_option("--layout", o->layout, kLayoutHelp)
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+      ->capture_default_str();
   add_devices_option(cmd, o->devices);
   auto* name = cmd->add_option("--name", o->name,
                                "Output folder runs/detect/NAME, numbered NAME2, NAME3, ... when it exists")

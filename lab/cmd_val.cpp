@@ -9,6 +9,7 @@
 #include "lab/commands.hpp"
 #include "lab/network_options.hpp"
 #include "lab/option_checks.hpp"
+#include "lab/layout_option.hpp"
 #include "lab/precision_option.hpp"
 #include "lab/size_options.hpp"
 #include "lab/version.hpp"
@@ -23,7 +24,8 @@ namespace lab {
 namespace {
 
 struct ValOptions {
-  std::string data, model, backend = "auto", precision = "fp32", json, split = "val", devices = "0";
+  std::string data, model, backend = "auto", precision = "fp32", json, split = "val", devices = "0",
+                                   layout = "auto";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.001f;
 };
@@ -32,6 +34,7 @@ void run_val(ValOptions o, const CliState& state) {
   o.imgsz = rounded_imgsz(o.imgsz);
   check_batch_pixels(o.batch, o.imgsz);
   const Precision precision = precision_option(o.precision);
+  const LayoutChoice layout_choice = parse_layout_choice(o.layout);
   const bool json_to_stdout = o.json == "-";
   std::ostream& human = json_to_stdout ? std::cerr : std::cout;
 
@@ -51,14 +54,19 @@ void run_val(ValOptions o, const CliState& state) {
     std::cerr << "lab: warning: the model has " << network_model.class_names.size()
               << " classes, the dataset " << config.names.size()
               << ": predicted class ids are compared with the labels' as they are\n";
-  human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
-        << backend_note << ", imgsz " << o.imgsz << " rect"
-        << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
-        << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+  std::string layout;  // the network's choice, known once the detectors exist
+  auto header = [&] {
+    human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
+          << backend_note << ", imgsz " << o.imgsz << " rect"
+          << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
+          << (runs_our_kernels(executor) ? ", layout " + layout : "")
+          << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+  };
 
   DetectStreamOptions stream;
   stream.detector.imgsz = o.imgsz, stream.detector.rect = true, stream.detector.conf = o.conf;
   stream.detector.max_det = o.max_det, stream.detector.precision = precision;
+  stream.detector.layout = layout_choice;
   stream.batch = o.batch;
   stream.forward_workers = int(devices.size());
   // The forward workers mostly wait for their device; every other core decodes (val saves nothing).
@@ -70,8 +78,11 @@ void run_val(ValOptions o, const CliState& state) {
   hooks.make_detector = [&](int worker) {
     RuntimeContext device_context = context;
     device_context.options.device = devices[size_t(worker)];
-    return std::make_unique<Detector>(network_model, executor, device_context, stream.detector);
+    auto detector = std::make_unique<Detector>(network_model, executor, device_context, stream.detector);
+    if (worker == 0) layout = detector->activation_layout();
+    return detector;
   };
+  hooks.started = header;
   hooks.warn = [&](const std::string& line) {
     progress.finish();
     std::cerr << "lab: warning: " << line << "\n";
@@ -86,7 +97,7 @@ void run_val(ValOptions o, const CliState& state) {
   if (o.json.empty()) return;
   const val::ValRunInfo run{
       lab_version(), o.data, o.split, model.path.string(), executor, precision_name(precision),
-      o.imgsz,       o.conf};
+      o.imgsz,       o.conf,  layout};
   write_json_output(o.json, val::val_json(run, result, config.names).dump(2) + "\n", human);
 }
 
@@ -117,6 +128,9 @@ void add_val_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   add_executor_option(cmd, o->backend);
   cmd->add_option("--precision", o->precision, kPrecisionHelp)->capture_default_str();
+  cmd->add_option("--layout", o->layout, kLayoutHelp)
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
+      ->capture_default_str();
   add_devices_option(cmd, o->devices);
   cmd->add_option("--json", o->json,
                   "Write the metrics and every image's detections to this JSON file ('-': stdout)")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/nn/precision.hpp"
+#include "pipeline/executor/activation_layout.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {
@@ -30,6 +31,9 @@ class Network {
  public:
   virtual ~Network() = default;
   virtual std::string executor_name() const = 0;  // "reference", "cuda", "cpu"
+  // The activation layout between layers: "nchw" (float NCHW; the reference's float64 NCHW too) or "nhwc"
+  // (the kernel executor's 16-bit NHWC network, pipeline/executor/activation_layout.hpp).
+  virtual std::string activation_layout() const { return "nchw"; }
   virtual void forward(const float* input, int batch, int height, int width) = 0;
   // The same forward over images that lie apart, each [3, H, W] at its own address (staging slots): the
   // kernel executor uploads each one into the batch input without assembling the batch on the host; the
@@ -55,8 +59,10 @@ class Network {
 
 std::unique_ptr<Network> make_reference_network(const Yolo26Model& model);
 // `precision`: the network's precision; each conv runs at the precision pipeline/executor/precision_policy.hpp
-// gives its role (Fp32 keeps every kernel float32).
+// gives its role (Fp32 keeps every kernel float32). `layout`: the activation layout, or auto's choice
+// (pipeline/executor/activation_layout.hpp; UsageError for nhwc where it cannot run).
 std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
-                                             Precision precision = Precision::Fp32);
+                                             Precision precision = Precision::Fp32,
+                                             LayoutChoice layout = LayoutChoice::Nchw);
 
 }  // namespace lab

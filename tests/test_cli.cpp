@@ -409,7 +409,9 @@ TEST_CASE("lab bench --all-variants skips a variant that cannot run a case and n
   CHECK(named.exit_code == 2);
 }
 
-TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and say so", "[cli]") {
+TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and say so, with the layout auto "
+          "picked (nhwc on the cpu emulator)",
+          "[cli]") {
   const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
   if (!fs::exists(model)) {
     WARN("skipped: " << model.string() << " is absent");
@@ -424,6 +426,7 @@ TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and 
     REQUIRE(bench.exit_code == 0);
     const nlohmann::json j = nlohmann::json::parse(bench.out);
     CHECK(j["precision"] == precision);
+    CHECK(j["layout"] == "nhwc");
     CHECK(j["graph_ms"].get<double>() > 0);
     CHECK(!j["layers"].empty());
 
@@ -434,7 +437,7 @@ TEST_CASE("lab bench pipeline and lab detect run the fp16 and bf16 networks and 
                 " --out " + quoted(dir.path.string()));
     INFO(detect.out << detect.err);
     CHECK(detect.exit_code == 0);
-    CHECK(contains(detect.out, "precision " + precision));
+    CHECK(contains(detect.out, "precision " + precision + ", layout nhwc"));
     CHECK(fs::exists(dir.path / "bus.jpg"));
   }
 }

@@ -157,6 +157,20 @@ TEST_CASE("lab detect rejects an empty folder and bad options with exit 2", "[de
                                      quoted((dir.path / "none.pt").string()));
   CHECK(model.exit_code == 2);
   CHECK(contains(model.err, "none.pt"));
+
+  const LabResult layout = run_detect(quoted((dir.path / "small.png").string()) + " --layout nhcw");
+  CHECK(layout.exit_code == 2);
+  CHECK(contains(layout.err, "--layout"));
+  // 16-bit NHWC activations at float32: one line naming the option, no output folder.
+  const fs::path shared_model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (fs::exists(shared_model)) {
+    const LabResult fp32 = run_detect(quoted((dir.path / "small.png").string()) + " --backend cpu --model " +
+                                      quoted(shared_model.string()) + " --layout nhwc --out " +
+                                      quoted((dir.path / "runs").string()));
+    CHECK(fp32.exit_code == 2);
+    CHECK(fp32.err == "lab: --layout nhwc: 16-bit activations need --precision fp16 or bf16, not fp32\n");
+    CHECK_FALSE(fs::exists(dir.path / "runs"));
+  }
 }
 
 TEST_CASE("lab detect --dump writes every tensor of the forward, one safetensors file per image",

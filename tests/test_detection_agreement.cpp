@@ -5,8 +5,10 @@
 // scene. The same objects: every detection above conf 0.25 in one has a partner in the other of the same
 // class, its score within 0.03 (tf32, fp16) or 0.1 (bf16) and every box coordinate within 3 network-input
 // pixels. On the cpu emulator at imgsz 224 (what CI affords) plus the one case that failed before the policy
-// (bf16 on zidane.jpg at 640 square: the left person reported twice), on the GPU at 640. Each comparison prints
-// its worst score and box differences (docs/detect.md quotes them).
+// (bf16 on zidane.jpg at 640 square: the left person reported twice), on the GPU at 640. fp16 / bf16 run on the
+// activation layout `auto` picks (16-bit NHWC on the emulator and on an H200), and the float32 NCHW network
+// keeps a case of its own. Each comparison prints its worst score and box differences (docs/detect.md quotes
+// them).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -97,7 +99,8 @@ std::pair<float, float> worst_differences(const std::vector<float>& got, const s
 // Detections of our kernels on `executor` at `precision` against the reference's, for the samples named in
 // `only` (all when empty) in the letterbox modes `rects`.
 void check_agreement(const std::string& executor, int imgsz, Precision precision,
-                     std::vector<bool> rects = {true, false}, const std::string& only = "") {
+                     std::vector<bool> rects = {true, false}, const std::string& only = "",
+                     LayoutChoice layout = LayoutChoice::Auto) {
   const Yolo26Model* model = test::shared_yolo26n();
   if (!model) {
     WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
@@ -109,18 +112,18 @@ void check_agreement(const std::string& executor, int imgsz, Precision precision
     // partner just below it on the other.
     DetectorOptions options;
     options.imgsz = imgsz, options.rect = rect, options.conf = kConf - score_tol;
-    options.precision = precision;
+    options.precision = precision, options.layout = layout;
     Detector kernels(*model, executor, test::embedded_context(), options);
     for (const Sample& sample : samples()) {
       if (!only.empty() && sample.name != only) continue;
-      CAPTURE(sample.name, rect, precision_name(precision));
+      CAPTURE(sample.name, rect, precision_name(precision), kernels.activation_layout());
       const std::vector<float> got = detect_sample(kernels, sample);
       const std::vector<float>& want = reference_rows(*model, sample, imgsz, rect, options.conf);
       CHECK(test::match_detections(got, want, kConf, score_tol, kBoxTolerance) == "");
       const auto [score, box] = worst_differences(got, want);
-      std::printf("detections %s %s imgsz %d %s %s: worst score diff %.4f, box diff %.2f px\n", executor.c_str(),
-                  precision_name(precision).c_str(), imgsz, rect ? "rect" : "square", sample.name.c_str(),
-                  score, box);
+      std::printf("detections %s %s %s imgsz %d %s %s: worst score diff %.4f, box diff %.2f px\n",
+                  executor.c_str(), precision_name(precision).c_str(), kernels.activation_layout().c_str(), imgsz,
+                  rect ? "rect" : "square", sample.name.c_str(), score, box);
     }
   }
 }
@@ -144,6 +147,12 @@ TEST_CASE("bf16 detections on the cpu emulator are fp32's: both photos and the s
   check_agreement("cpu", kCpuImgsz, Precision::Bf16);
 }
 
+TEST_CASE("fp16 and bf16 detections of the float32 NCHW network on the cpu emulator are fp32's: bus.jpg rect",
+          "[agreement]") {
+  for (Precision precision : {Precision::Fp16, Precision::Bf16})
+    check_agreement("cpu", kCpuImgsz, precision, {true}, "bus.jpg", LayoutChoice::Nchw);
+}
+
 TEST_CASE("bf16 on the cpu emulator reports zidane.jpg's two persons once each at 640 square, as fp32",
           "[agreement]") {
   check_agreement("cpu", 640, Precision::Bf16, {false}, "zidane.jpg");
@@ -153,4 +162,6 @@ TEST_CASE("every precision's detections on the GPU at 640 are fp32's: both photo
           "[agreement][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   for (Precision precision : kPrecisions) check_agreement("cuda", 640, precision);
+  for (Precision precision : {Precision::Fp16, Precision::Bf16})
+    check_agreement("cuda", 640, precision, {true, false}, "", LayoutChoice::Nchw);
 }

@@ -90,6 +90,7 @@ nlohmann::json detections_json(const DetectRunInfo& run, const std::vector<Image
                         {"model", std::filesystem::path(run.model).lexically_normal().string()},
                         {"backend", run.backend},
                         {"precision", run.precision},
+                        {"layout", run.layout},
                         {"imgsz", run.imgsz},
                         {"conf", run.conf},
                         {"letterbox", run.rect ? "rect" : "square"}};

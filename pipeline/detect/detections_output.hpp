@@ -32,9 +32,10 @@ struct DetectRunInfo {
   float conf = 0.25f;
   bool rect = true;          // letterbox "rect" (minimum rectangle) or "square"
   std::vector<int> classes;  // --classes; empty: every class
+  std::string layout;        // the activation layout the network chose: "nchw" or "nhwc"
 };
 
-// {"lab_version", "model", "backend", "precision", "imgsz", "conf", "letterbox", ["classes",]
+// {"lab_version", "model", "backend", "precision", "layout", "imgsz", "conf", "letterbox", ["classes",]
 // "images": [image_json...]}, paths lexically normalised; "classes" only when the run filtered them.
 nlohmann::json detections_json(const DetectRunInfo& run, const std::vector<ImageDetections>& results);
 

@@ -44,11 +44,13 @@ Detector::Detector(Yolo26Model model, const std::string& executor, const Runtime
   if (options_.max_det <= 0) throw UsageError("--max-det must be positive");
   if (runs_our_kernels(executor)) {
     backend_ = make_backend(executor, context);
-    network_ = make_kernel_network(model_, *backend_, options_.precision);
+    network_ = make_kernel_network(model_, *backend_, options_.precision, options_.layout);
   } else {
     if (options_.precision != Precision::Fp32)
       throw UsageError("--precision " + precision_name(options_.precision) +
                        " needs a kernel backend (cuda or cpu): the reference forward accumulates in float64");
+    if (options_.layout == LayoutChoice::Nhwc)
+      throw UsageError("--layout nhwc needs a kernel backend (cuda or cpu): the reference forward is float64 NCHW");
     network_ = make_reference_network(model_);
   }
 }

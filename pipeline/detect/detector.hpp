@@ -25,6 +25,7 @@ struct DetectorOptions {
   std::vector<int> classes;  // keep only these class ids (after the top-k, as Ultralytics does); empty: all
   Precision precision =
       Precision::Fp32;  // of the dense convs on a kernel executor (the reference is float64)
+  LayoutChoice layout = LayoutChoice::Auto;  // of the activations on a kernel executor (activation_layout.hpp)
 };
 
 // A letterboxed image ready for a forward. Pre-processing is independent of the network, so it runs on any
@@ -60,6 +61,7 @@ class Detector {
   const Yolo26Model& model() const { return model_; }
   const DetectorOptions& options() const { return options_; }
   std::string executor_name() const;
+  std::string activation_layout() const { return network_->activation_layout(); }  // "nchw" or "nhwc"
   Network& network() { return *network_; }  // the last forward's tensors, for --dump and the viewer
 
   // Builds the network's plan (arena, captured graph) of each shape before the first forward needs it.

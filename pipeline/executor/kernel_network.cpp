@@ -1,5 +1,6 @@
 // The kernel executor: YOLO26 on our run-time-compiled kernels through a
-// Backend. The first forward compiles every module it needs in parallel
+// Backend, in the activation layout chosen at construction (float32 NCHW, or
+// 16-bit NHWC: nhwc_plan.hpp). The first forward compiles every module it needs in parallel
 // (Backend::precompile) and makes the network's ops. One plan per input shape (arena, launches, shape-dependent ops); a
 // plan's launches are captured once and replayed as a CUDA graph (on the cpu
 // emulator the replay runs them again). With layer timing on, it runs layer by
@@ -10,8 +11,16 @@
 #include <numeric>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/nhwc_plan.hpp"
+#include "pipeline/executor/nhwc_readback.hpp"
 
 namespace lab {
+
+KernelNetwork::KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision, LayoutChoice layout)
+    : model_(model),
+      backend_(backend),
+      precision_(precision),
+      layout_(choose_layout(layout, model, precision, backend)) {}
 
 void KernelNetwork::forward(const float* input, int batch, int height, int width) {
   ShapePlan& plan = plan_for(batch, height, width);
@@ -60,7 +69,9 @@ std::vector<std::string> KernelNetwork::tensor_names() const {
   std::vector<std::string> names;
   if (!last_) return names;
   for (const auto& [name, activation] : last_->tensors) names.push_back(name);
+  for (const auto& [name, activation] : last_->nhwc_tensors) names.push_back(name);
   for (const auto& attention : last_->attentions) names.push_back("attn." + attention->name);
+  for (const auto& attention : last_->half_attentions) names.push_back("attn." + attention->name);
   names.push_back("output");
   return names;
 }
@@ -73,15 +84,26 @@ double KernelNetwork::replay_ms() {
 
 ShapePlan& KernelNetwork::plan_for(int batch, int height, int width) {
   auto& plan = plans_[{batch, height, width}];
-  if (plan) return *plan;
-  // Every module this forward needs, compiled side by side; the ops then load them from the cache.
+  if (!plan) plan = build_plan(batch, height, width);
+  return *plan;
+}
+
+// Every module this forward needs, compiled side by side; the ops then load them from the cache.
+std::unique_ptr<ShapePlan> KernelNetwork::build_plan(int batch, int height, int width) {
+  if (layout_ == ActivationLayout::Nhwc) {
+    std::vector<CompileRequest> requests = nhwc_plan_compile_requests(model_, nhwc_half_type(precision_));
+    if (!nhwc_ops_)
+      for (CompileRequest& r : NhwcOps::compile_requests(model_, precision_)) requests.push_back(std::move(r));
+    backend_.precompile(requests);
+    if (!nhwc_ops_) nhwc_ops_ = std::make_unique<NhwcOps>(backend_, model_, precision_);
+    return build_nhwc_plan(*nhwc_ops_, model_, batch, height, width);
+  }
   std::vector<CompileRequest> requests = plan_compile_requests(model_, batch, height, width);
   if (!ops_)
     for (CompileRequest& r : NetworkOps::compile_requests(model_, precision_)) requests.push_back(std::move(r));
   backend_.precompile(requests);
   if (!ops_) ops_ = std::make_unique<NetworkOps>(backend_, model_, precision_);
-  plan = build_shape_plan(*ops_, model_, batch, height, width);
-  return *plan;
+  return build_shape_plan(*ops_, model_, batch, height, width);
 }
 
 LaunchGraph& KernelNetwork::graph_of(ShapePlan& plan) {
@@ -151,6 +173,12 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
   if (name == "output") return {name, {plan.batch, plan.max_det, 6}, detections()};
   for (const auto& attention : plan.attentions)
     if (name == "attn." + attention->name) return attention_map(*attention);
+  for (const auto& attention : plan.half_attentions)
+    if (name == "attn." + attention->name) return half_attention_map(backend_, *attention, plan.half_type);
+  if (auto nhwc = plan.nhwc_tensors.find(name); nhwc != plan.nhwc_tensors.end()) {
+    const NhwcActivation& a = nhwc->second;
+    return {name, {a.batch, a.channels, a.height, a.width}, download_nhwc(backend_, a, plan.half_type)};
+  }
   auto it = plan.tensors.find(name);
   if (it == plan.tensors.end())
     throw UsageError("unknown tensor '" + name + "' (see the network's tensor names)");
@@ -161,8 +189,8 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
 }
 
 std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
-                                             Precision precision) {
-  return std::make_unique<KernelNetwork>(model, backend, precision);
+                                             Precision precision, LayoutChoice layout) {
+  return std::make_unique<KernelNetwork>(model, backend, precision, layout);
 }
 
 }  // namespace lab

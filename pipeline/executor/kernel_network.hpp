@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/activation_layout.hpp"
+#include "pipeline/executor/nhwc_ops.hpp"
 #include "pipeline/executor/shape_plan.hpp"
 #include "pipeline/network.hpp"
 
@@ -14,10 +16,14 @@ namespace lab {
 
 class KernelNetwork : public Network {
  public:
-  // `precision`: the network's precision (precision_policy.hpp gives each conv's). Nothing is compiled
-  // before the first forward, which compiles every module it needs side by side.
-  KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision = Precision::Fp32)
-      : model_(model), backend_(backend), precision_(precision) {}
+  // `precision`: the network's precision (precision_policy.hpp gives each conv's); `layout`: the activation
+  // layout (activation_layout.hpp: UsageError for nhwc where it cannot run). Nothing is compiled before the
+  // first forward, which compiles every module it needs side by side.
+  KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision = Precision::Fp32,
+                LayoutChoice layout = LayoutChoice::Nchw);
+
+  ActivationLayout layout() const { return layout_; }
+  std::string activation_layout() const override { return layout_name(layout_); }
 
   std::string executor_name() const override { return backend_.name(); }
 
@@ -41,6 +47,7 @@ class KernelNetwork : public Network {
     return *last_;
   }
   ShapePlan& plan_for(int batch, int height, int width);
+  std::unique_ptr<ShapePlan> build_plan(int batch, int height, int width);
   void run(ShapePlan& plan);  // the forward of an uploaded input
   void run_timed(ShapePlan& plan);
   LaunchGraph& graph_of(ShapePlan& plan);
@@ -50,7 +57,9 @@ class KernelNetwork : public Network {
   Yolo26Model model_;
   Backend& backend_;
   Precision precision_;
-  std::unique_ptr<NetworkOps> ops_;  // made by the first forward
+  ActivationLayout layout_;
+  std::unique_ptr<NetworkOps> ops_;       // made by the first forward (nchw)
+  std::unique_ptr<NhwcOps> nhwc_ops_;     // made by the first forward (nhwc)
   std::map<std::tuple<int, int, int>, std::unique_ptr<ShapePlan>> plans_;
   ShapePlan* last_ = nullptr;
   bool layer_timing_ = false;

@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/psa_half_op.hpp"
 #include "kernels/attention/psa_op.hpp"
 #include "kernels/detect/topk_postprocess.hpp"
 #include "pipeline/executor/activation.hpp"
 #include "pipeline/executor/network_ops.hpp"
+#include "pipeline/executor/nhwc_activation.hpp"
 
 namespace lab {
 
@@ -31,6 +33,15 @@ struct AttentionRun {
   PsaWorkspace workspace;
 };
 
+// One PSA attention block of the 16-bit NHWC network: its op, where its qkv lies and the logsumexp it writes
+// (for the maps, rebuilt on the host).
+struct HalfAttentionRun {
+  std::string name;  // "model.10.m.0.attn"
+  std::unique_ptr<PsaHalfOp> op;
+  NhwcActivation qkv;
+  float* lse = nullptr;  // [B * heads, N]
+};
+
 struct ShapePlan {
   int batch = 0, height = 0, width = 0;
   Arena arena;
@@ -41,6 +52,11 @@ struct ShapePlan {
   float* splitk_workspace = nullptr;          // one splitk_floats region per lane
   int max_det = 0;
   std::vector<std::unique_ptr<AttentionRun>> attentions;
+  // The 16-bit NHWC network (nhwc_plan.hpp): its layers ("layer00".."layer22"; "input" and the head's float
+  // planes stay in `tensors`), their element type, and its attention blocks.
+  std::map<std::string, NhwcActivation> nhwc_tensors;
+  HalfType half_type = HalfType::f16;
+  std::vector<std::unique_ptr<HalfAttentionRun>> half_attentions;
   std::unique_ptr<TopkPostprocessOp> topk;
   std::unique_ptr<LaunchGraph> graph;
 };

@@ -19,9 +19,10 @@ struct ValRunInfo {
   std::string lab_version, data, split, model, backend, precision;
   int imgsz = 640;
   float conf = 0.001f;
+  std::string layout;  // the activation layout the network chose: "nchw" or "nhwc"
 };
 
-// {"lab_version", "data", "split", "model", "backend", "precision", "imgsz", "conf",
+// {"lab_version", "data", "split", "model", "backend", "precision", "layout", "imgsz", "conf",
 //  "dataset": {"images", "labelled", "background_no_label", "background_empty", "corrupt", "duplicates"},
 //  "metrics": {"images", "instances", "precision", "recall", "map50", "map50_95"},
 //  "classes": [{"class", "name", "images", "instances", "precision", "recall", "map50", "map50_95"}],

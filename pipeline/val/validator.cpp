@@ -35,6 +35,7 @@ ValResult validate(const dataset::Split& split, const DetectStreamOptions& strea
   }
   DetectStreamHooks detect;
   detect.make_detector = hooks.make_detector;
+  detect.started = hooks.started;
   detect.save = [](Image&, const ImageDetections&) { return std::vector<FileWrite>{}; };
   detect.progress = hooks.progress;
   detect.finished = [&](const ImageDetections& image) {

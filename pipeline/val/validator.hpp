@@ -30,6 +30,7 @@ std::vector<metrics::Prediction> predictions_of(const ImageDetections& image);
 
 struct ValHooks {
   std::function<std::unique_ptr<Detector>(int worker)> make_detector;
+  std::function<void()> started;  // every detector exists; the images follow
   std::function<void(const std::string& line)> warn;  // an image skipped because it does not decode
   std::function<void(size_t index, size_t total, const std::string& file)> progress;
 };

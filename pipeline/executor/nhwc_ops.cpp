@@ -1,0 +1,92 @@
+// NhwcOps: walks the model description once, uploading each conv's folded weights for the NHWC kernels (the
+// head's last convs padded to 8 output channels).
+#include "pipeline/executor/nhwc_ops.hpp"
+
+#include <algorithm>
+
+#include "kernels/detect/anchor_grid.hpp"
+#include "kernels/detect/topk_postprocess.hpp"
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/model_walk.hpp"
+#include "pipeline/executor/network_ops.hpp"
+
+namespace lab {
+namespace {
+
+// The names of the Detect head's last 1x1 convs (box -> 4, class -> nc), whose outputs get padded.
+std::set<std::string> head_outputs(const Yolo26Model& model) {
+  std::set<std::string> names;
+  for (const LayerSpec& l : model.layers)
+    if (l.kind == LayerSpec::Kind::Detect)
+      for (const DetectLevelSpec& level : l.detect.levels) names.insert({level.box.back().name, level.cls.back().name});
+  return names;
+}
+
+// A copy of `c` with its outputs padded to a multiple of 8 by zero weights and biases.
+ConvSpec padded_outputs(const ConvSpec& c) {
+  ConvSpec p = c;
+  p.c_out = nhwc_min_pitch(c.c_out);
+  p.weight.resize(size_t(p.c_out) * c.c_in / c.groups * c.kernel * c.kernel, 0.0f);
+  p.bias.resize(size_t(p.c_out), 0.0f);
+  return p;
+}
+
+// Each conv of the NHWC network as its kernel runs it: depthwise convs as they are, dense ones with the
+// head's outputs padded.
+template <class F>
+void for_each_nhwc_conv(const Yolo26Model& model, F&& f) {
+  const std::set<std::string> padded = head_outputs(model);
+  for (const LayerSpec& l : model.layers)
+    for_each_conv(l, [&](const ConvSpec& c) { f(padded.count(c.name) ? padded_outputs(c) : c); });
+}
+
+}  // namespace
+
+HalfType nhwc_half_type(Precision precision) {
+  if (precision == Precision::Fp16) return HalfType::f16;
+  if (precision == Precision::Bf16) return HalfType::bf16;
+  throw UsageError("the NHWC network runs fp16 or bf16, not " + precision_name(precision));
+}
+
+std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, Precision precision) {
+  const HalfType type = nhwc_half_type(precision);
+  std::vector<CompileRequest> requests{nhwc_layers_compile_request(type)};
+  for_each_nhwc_conv(model, [&](const ConvSpec& c) {
+    if (c.groups != 1) return;
+    CompileRequest r = conv2d_nhwc_compile_request(type, conv_shape(c));
+    if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
+  });
+  requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
+  requests.push_back(topk_postprocess_spec().compile_request("v1_radix_bitonic", {}));
+  return requests;
+}
+
+NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision)
+    : backend_(backend), layers_(backend, nhwc_half_type(precision)) {
+  for_each_nhwc_conv(model, [this](const ConvSpec& c) {
+    if (c.groups == 1)
+      convs_[c.name] = std::make_unique<Conv2dNhwcOp>(backend_, conv_shape(c), type(), c.weight, c.bias);
+    else
+      depthwise_[c.name] = std::make_unique<NhwcDepthwise>(layers_, c.c_in, c.weight, c.bias, c.silu);
+  });
+}
+
+const Conv2dNhwcOp& NhwcOps::conv(const ConvSpec& spec) const {
+  auto it = convs_.find(spec.name);
+  if (it == convs_.end()) throw RuntimeError("no NHWC conv op for '" + spec.name + "'");
+  return *it->second;
+}
+
+const NhwcDepthwise& NhwcOps::depthwise(const ConvSpec& spec) const {
+  auto it = depthwise_.find(spec.name);
+  if (it == depthwise_.end()) throw RuntimeError("no NHWC depthwise op for '" + spec.name + "'");
+  return *it->second;
+}
+
+const DetectDecodeOp& NhwcOps::decode(int height, int width) {
+  auto& op = decodes_[{height, width}];
+  if (!op) op = std::make_unique<DetectDecodeOp>(backend_, make_anchor_grid(height, width));
+  return *op;
+}
+
+}  // namespace lab

@@ -1,0 +1,48 @@
+// The kernel ops of the 16-bit NHWC network on one backend, made once at load (NetworkOps' twin for
+// --layout nhwc): every dense conv as a Conv2dNhwcOp (wgmma + TMA) with its weights in the kernel's layout,
+// every depthwise conv (the head's DWConvs, the PSA blocks' pe) as an NhwcDepthwise, the layer ops
+// (pack_input, maxpool, upsample, copy, to_planes) of one element type, and the float32 detect decode per
+// image size. The Detect head's last 1x1 convs get their outputs padded to 8 channels with zero rows (4 -> 8,
+// nc -> a multiple of 8): NHWC rows are 16 bytes; to_planes reads only the real channels.
+#pragma once
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/detect/detect_decode.hpp"
+#include "kernels/nn/conv2d_nhwc_op.hpp"
+#include "kernels/nn/nhwc_layers_op.hpp"
+#include "kernels/nn/precision.hpp"
+#include "pipeline/model/yolo26_model.hpp"
+
+namespace lab {
+
+// The element type of the NHWC network at `precision` (fp16 or bf16; UsageError otherwise).
+HalfType nhwc_half_type(Precision precision);
+
+class NhwcOps {
+ public:
+  NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision);
+  // The modules the constructor and decode() compile (for Backend::precompile).
+  static std::vector<CompileRequest> compile_requests(const Yolo26Model& model, Precision precision);
+
+  Backend& backend() const { return backend_; }
+  HalfType type() const { return layers_.type(); }
+  const NhwcLayerOps& layers() const { return layers_; }
+  // By the spec's state-dict name: a dense conv (groups 1), or a depthwise one (groups = channels).
+  const Conv2dNhwcOp& conv(const ConvSpec& spec) const;
+  const NhwcDepthwise& depthwise(const ConvSpec& spec) const;
+  // Made (compiled, anchor grid uploaded) on the first use of an input size in pixels.
+  const DetectDecodeOp& decode(int height, int width);
+
+ private:
+  Backend& backend_;
+  NhwcLayerOps layers_;
+  std::map<std::string, std::unique_ptr<Conv2dNhwcOp>> convs_;
+  std::map<std::string, std::unique_ptr<NhwcDepthwise>> depthwise_;
+  std::map<std::pair<int, int>, std::unique_ptr<DetectDecodeOp>> decodes_;
+};
+
+}  // namespace lab

@@ -1,0 +1,58 @@
+// NHWC readback: one download of a view's span, converted to float and transposed to NCHW on the host; the
+// attention maps from q, k and the logsumexp.
+#include "pipeline/executor/nhwc_readback.hpp"
+
+#include <cmath>
+
+#include "nvrtc_runtime/backend.hpp"
+
+namespace lab {
+namespace {
+
+// The 16-bit elements of `a`'s span (pixel p's channel c at p * pitch + c) as floats.
+std::vector<float> download_span(Backend& backend, const NhwcActivation& a, HalfType type) {
+  std::vector<uint16_t> bits(size_t(a.pixels() - 1) * size_t(a.pitch) + size_t(a.channels));
+  backend.download(bits.data(), a.data, bits.size() * sizeof(uint16_t));
+  return half_bits_to_float(bits, type);
+}
+
+}  // namespace
+
+std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a, HalfType type) {
+  const std::vector<float> span = download_span(backend, a, type);
+  const size_t plane = size_t(a.height) * size_t(a.width);
+  std::vector<float> nchw(size_t(a.batch) * size_t(a.channels) * plane);
+  for (size_t b = 0; b < size_t(a.batch); ++b)
+    for (size_t p = 0; p < plane; ++p)
+      for (size_t c = 0; c < size_t(a.channels); ++c)
+        nchw[(b * size_t(a.channels) + c) * plane + p] = span[(b * plane + p) * size_t(a.pitch) + c];
+  return nchw;
+}
+
+NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run, HalfType type) {
+  const PsaDims& d = run.op->dims();
+  const size_t n = size_t(d.n), heads = size_t(d.num_heads), kd = size_t(d.key_dim), pitch = size_t(run.qkv.pitch);
+  const size_t maps = size_t(d.batch_heads());
+  const std::vector<float> qkv = download_span(backend, run.qkv, type);
+  std::vector<float> lse(maps * n);
+  backend.download(lse.data(), run.lse, lse.size() * sizeof(float));
+  NamedTensor t{"attn." + run.name, {d.batch, d.num_heads, d.n, d.n}, std::vector<float>(maps * n * n)};
+  for (size_t bh = 0; bh < maps; ++bh) {
+    const size_t b = bh / heads, h = bh % heads;
+    // Per head the channels [q (KD) | k (KD) | v (2 KD)]; token i of image b is pixel b * N + i.
+    auto q = [&](size_t i) { return &qkv[(b * n + i) * pitch + h * 4 * kd]; };
+    auto k = [&](size_t j) { return &qkv[(b * n + j) * pitch + h * 4 * kd + kd]; };
+    for (size_t i = 0; i < n; ++i) {
+      const float* qi = q(i);
+      for (size_t j = 0; j < n; ++j) {
+        const float* kj = k(j);
+        double dot = 0;
+        for (size_t c = 0; c < kd; ++c) dot += double(qi[c]) * double(kj[c]);
+        t.values[(bh * n + i) * n + j] = float(std::exp(double(d.scale) * dot - double(lse[bh * n + i])));
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace lab

@@ -1,0 +1,103 @@
+// The 16-bit NHWC network (--layout nhwc: pack_input, wgmma + TMA convs, depthwise, maxpool, upsample, the
+// PSA attention on NHWC views, to_planes into the float decode / top-k) against the CPU reference forward,
+// tensor by tensor in the NCHW network's names and float shapes, with the attention maps rebuilt on the host
+// from the kernel's q, k and logsumexp; then the layout choice (auto, nchw, nhwc) and its errors. On the cpu
+// emulator at a small rectangular batch (what CI affords), on the GPU at 640 on the golden input.
+#include <catch2/catch.hpp>
+
+#include "kernels/compare.hpp"
+#include "pipeline/executor/activation_layout.hpp"
+#include "pipeline/network.hpp"
+#include "pipeline/safetensors.hpp"
+#include "tests/network_compare.hpp"
+#include "tests/network_test_support.hpp"
+#include "tests/test_helpers.hpp"
+
+using namespace lab;
+
+namespace {
+
+// The NHWC network rounds every activation to 16 bits on top of the NCHW network's 16-bit operands: a
+// relative error of the element type's unit roundoff (fp16 4.9e-4, bf16 3.9e-3) added at each of the ~100
+// layers a value passes. Measured on the cpu test below (batch 2, 64x96): see kNhwcFp16 / kNhwcBf16.
+test::NetworkTolerance nhwc_tolerance(Precision p) {
+  // fp16: the NCHW network's fp16 bar (1e-2) still holds: the activations' 11 significant bits add less than
+  // the operands' rounding already does.
+  constexpr test::NetworkTolerance kNhwcFp16{1e-2, 2e-2f, 1.0f};
+  // bf16: the NCHW network's bf16 bar (5e-2; 8 significant bits), the same score floor.
+  constexpr test::NetworkTolerance kNhwcBf16{5e-2, 1e-1f, 4.0f, 0.05f};
+  return p == Precision::Bf16 ? kNhwcBf16 : kNhwcFp16;
+}
+
+}  // namespace
+
+TEST_CASE("the nhwc network on the cpu emulator matches the reference forward layer by layer (fp16, bf16)",
+          "[nhwc_network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto backend = make_backend("cpu", test::embedded_context());
+  const int batch = 2, height = 64, width = 96;  // rectangular, two images: the im2col maps cross images
+  const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261202);
+  for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
+    CAPTURE(precision_name(precision));
+    test::compare_with_reference(*model, *backend, input, batch, height, width, precision, LayoutChoice::Nhwc,
+                                 nhwc_tolerance(precision));
+  }
+}
+
+TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",
+          "[nhwc_network][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto backend = make_backend("cuda", test::embedded_context());
+  const auto golden = SafetensorsFile::load(test::assets_dir() / "goldens" / "bus640_golden_0.safetensors");
+  const std::vector<float> bus = golden.floats("input", {1, 3, 640, 640});
+  for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
+    CAPTURE(precision_name(precision));
+    test::compare_with_reference(*model, *backend, bus, 1, 640, 640, precision, LayoutChoice::Nhwc,
+                                 nhwc_tolerance(precision));
+  }
+}
+
+TEST_CASE("auto picks nhwc for fp16 / bf16 on the cpu emulator, nchw otherwise; nhwc where it cannot run is a "
+          "one-line error",
+          "[nhwc_network]") {
+  const Yolo26Model* model = test::shared_yolo26n();
+  if (!model) {
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
+    return;
+  }
+  auto backend = make_backend("cpu", test::embedded_context());
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Bf16, *backend) == ActivationLayout::Nhwc);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp32, *backend) == ActivationLayout::Nchw);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Tf32, *backend) == ActivationLayout::Nchw);
+  CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp16, *backend) == ActivationLayout::Nchw);
+  CHECK(make_kernel_network(*model, *backend, Precision::Fp16, LayoutChoice::Auto)->activation_layout() ==
+        "nhwc");
+  CHECK_THROWS_WITH(make_kernel_network(*model, *backend, Precision::Fp32, LayoutChoice::Nhwc),
+                    "--layout nhwc: 16-bit activations need --precision fp16 or bf16, not fp32");
+  CHECK_THROWS_WITH(parse_layout_choice("nhcw"), "--layout nhcw: unknown (valid: auto, nchw, nhwc)");
+
+  // A concatenation input at a channel offset NHWC rows cannot start at: nhwc names the layer, auto falls
+  // back to nchw.
+  Yolo26Model odd = *model;
+  int concat = -1;
+  for (const LayerSpec& l : odd.layers)
+    if (l.kind == LayerSpec::Kind::Concat && concat < 0) concat = l.index;
+  REQUIRE(concat > 0);
+  const LayerSpec& cat = odd.layers[size_t(concat)];
+  const int first_input = cat.from[0] < 0 ? concat + cat.from[0] : cat.from[0];
+  odd.layers[size_t(first_input)].out_channels += 4;
+  const std::string label = std::string("layer") + (concat < 10 ? "0" : "") + std::to_string(concat);
+  CHECK(choose_layout(LayoutChoice::Auto, odd, Precision::Fp16, *backend) == ActivationLayout::Nchw);
+  CHECK_THROWS_WITH(choose_layout(LayoutChoice::Nhwc, odd, Precision::Fp16, *backend),
+                    Catch::StartsWith("--layout nhwc: " + label + ": a concatenated input at channel offset"));
+}
