@@ -6,8 +6,8 @@
 // class, its score within 0.03 (tf32, fp16) or 0.1 (bf16) and every box coordinate within 3 network-input
 // pixels. On the cpu emulator at imgsz 224 (what CI affords) plus the one case that failed before the policy
 // (bf16 on zidane.jpg at 640 square: the left person reported twice), on the GPU at 640. Every precision runs
-// on the activation layout `auto` picks (fp16: 16-bit NHWC on the emulator and on an H200; the others float32
-// NCHW), and fp16 on NCHW keeps a case of its own. Each comparison prints its worst score and box differences (docs/detect.md quotes
+// on the activation layout `auto` picks (fp16 / bf16: 16-bit NHWC on the emulator and on an H200; the others
+// float32 NCHW), and fp16 / bf16 on NCHW keep a case of their own. Each comparison prints its worst score and box differences (docs/detect.md quotes
 // them).
 #include <catch2/catch.hpp>
 
@@ -147,9 +147,10 @@ TEST_CASE("bf16 detections on the cpu emulator are fp32's: both photos and the s
   check_agreement("cpu", kCpuImgsz, Precision::Bf16);
 }
 
-TEST_CASE("fp16 detections of the float32 NCHW network on the cpu emulator are fp32's: bus.jpg rect",
+TEST_CASE("fp16 and bf16 detections of the float32 NCHW network on the cpu emulator are fp32's: bus.jpg rect",
           "[agreement]") {
-  check_agreement("cpu", kCpuImgsz, Precision::Fp16, {true}, "bus.jpg", LayoutChoice::Nchw);
+  for (Precision precision : {Precision::Fp16, Precision::Bf16})
+    check_agreement("cpu", kCpuImgsz, precision, {true}, "bus.jpg", LayoutChoice::Nchw);
 }
 
 TEST_CASE("bf16 on the cpu emulator reports zidane.jpg's two persons once each at 640 square, as fp32",
@@ -161,5 +162,6 @@ TEST_CASE("every precision's detections on the GPU at 640 are fp32's: both photo
           "[agreement][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   for (Precision precision : kPrecisions) check_agreement("cuda", 640, precision);
-  check_agreement("cuda", 640, Precision::Fp16, {true, false}, "", LayoutChoice::Nchw);
+  for (Precision precision : {Precision::Fp16, Precision::Bf16})
+    check_agreement("cuda", 640, precision, {true, false}, "", LayoutChoice::Nchw);
 }

@@ -57,8 +57,8 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
   }
 }
 
-TEST_CASE("auto picks nhwc for fp16 on the cpu emulator, nchw otherwise (bf16 too); nhwc where it cannot run is "
-          "a one-line error",
+TEST_CASE("auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the float stem), nchw otherwise; nhwc "
+          "where it cannot run is a one-line error",
           "[nhwc_network]") {
   const Yolo26Model* model = test::shared_yolo26n();
   if (!model) {
@@ -67,8 +67,12 @@ TEST_CASE("auto picks nhwc for fp16 on the cpu emulator, nchw otherwise (bf16 to
   }
   auto backend = make_backend("cpu", test::embedded_context());
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
-  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Bf16, *backend) == ActivationLayout::Nchw);
-  CHECK(choose_layout(LayoutChoice::Nhwc, *model, Precision::Bf16, *backend) == ActivationLayout::Nhwc);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Bf16, *backend) == ActivationLayout::Nhwc);
+  // bf16 needs the float stem under auto: a stem conv2d_stem_nhwc does not run (C_OUT above 64) keeps it NCHW.
+  Yolo26Model wide_stem = *model;
+  wide_stem.layers[0].conv.c_out = 72;
+  CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Bf16, *backend) == ActivationLayout::Nchw);
+  CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp32, *backend) == ActivationLayout::Nchw);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Tf32, *backend) == ActivationLayout::Nchw);
   CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp16, *backend) == ActivationLayout::Nchw);

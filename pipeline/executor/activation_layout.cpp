@@ -8,6 +8,7 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/model_walk.hpp"
 #include "pipeline/executor/network_ops.hpp"
+#include "pipeline/executor/nhwc_ops.hpp"
 
 namespace lab {
 namespace {
@@ -110,11 +111,11 @@ ActivationLayout choose_layout(LayoutChoice choice, const Yolo26Model& model, Pr
   if (choice == LayoutChoice::Nchw) return ActivationLayout::Nchw;
   const std::string problem = nhwc_problem(model, precision, backend);
   if (choice == LayoutChoice::Nhwc && !problem.empty()) throw UsageError("--layout nhwc: " + problem);
-  // auto keeps bf16 on NCHW: bf16 activations (8 significant bits at every layer, the stem on the rounded
-  // image too) do not report what fp32 reports. Measured on the cpu emulator, zidane.jpg at 640 square: the
-  // right person at 0.37 plus a duplicate at 0.27 (fp16 NHWC: 0.92, one box), where the bf16 NCHW network
-  // (float32 activations, the stem in float32) agrees with fp32. docs/detect.md, "Activation layout".
-  const bool accurate = precision == Precision::Fp16;
+  // auto takes bf16 to NHWC only with the float stem (conv2d_stem_nhwc): a bf16 stem on the image rounded to
+  // bf16 does not report what fp32 reports. Measured on the cpu emulator, zidane.jpg at 640 square, bf16 NHWC
+  // with a bf16 stem: the right person at 0.37 plus a duplicate at 0.27; with the float stem 0.85, one box
+  // (fp16 NHWC: 0.92). docs/detect.md, "Activation layout".
+  const bool accurate = precision == Precision::Fp16 || float_stem(model) != nullptr;
   return problem.empty() && (choice == LayoutChoice::Nhwc || accurate) ? ActivationLayout::Nhwc
                                                                         : ActivationLayout::Nchw;
 }

@@ -42,6 +42,12 @@ void for_each_nhwc_conv(const Yolo26Model& model, F&& f) {
 
 }  // namespace
 
+const ConvSpec* float_stem(const Yolo26Model& model) {
+  if (model.layers.empty() || model.layers[0].kind != LayerSpec::Kind::Conv) return nullptr;
+  const ConvSpec& c = model.layers[0].conv;
+  return conv2d_stem_nhwc_problem(conv_shape(c)).empty() ? &c : nullptr;
+}
+
 HalfType nhwc_half_type(Precision precision) {
   if (precision == Precision::Fp16) return HalfType::f16;
   if (precision == Precision::Bf16) return HalfType::bf16;
@@ -51,9 +57,11 @@ HalfType nhwc_half_type(Precision precision) {
 std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, Precision precision) {
   const HalfType type = nhwc_half_type(precision);
   std::vector<CompileRequest> requests{nhwc_layers_compile_request(type)};
+  const ConvSpec* stem = float_stem(model);
   for_each_nhwc_conv(model, [&](const ConvSpec& c) {
     if (c.groups != 1) return;
-    CompileRequest r = conv2d_nhwc_compile_request(type, conv_shape(c));
+    CompileRequest r = stem && c.name == stem->name ? conv2d_stem_nhwc_compile_request(type, conv_shape(c))
+                                                    : conv2d_nhwc_compile_request(type, conv_shape(c));
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
@@ -63,8 +71,12 @@ std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, 
 
 NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision)
     : backend_(backend), layers_(backend, nhwc_half_type(precision)) {
-  for_each_nhwc_conv(model, [this](const ConvSpec& c) {
-    if (c.groups == 1)
+  const ConvSpec* stem = float_stem(model);
+  for_each_nhwc_conv(model, [&](const ConvSpec& c) {
+    if (stem && c.name == stem->name) {
+      stem_name_ = c.name;
+      stem_ = std::make_unique<Conv2dStemNhwcOp>(backend_, conv_shape(c), type(), c.weight, c.bias);
+    } else if (c.groups == 1)
       convs_[c.name] = std::make_unique<Conv2dNhwcOp>(backend_, conv_shape(c), type(), c.weight, c.bias);
     else
       depthwise_[c.name] = std::make_unique<NhwcDepthwise>(layers_, c.c_in, c.weight, c.bias, c.silu);

@@ -1,6 +1,7 @@
 // The kernel ops of the 16-bit NHWC network on one backend, made once at load (NetworkOps' twin for
-// --layout nhwc): every dense conv as a Conv2dNhwcOp (wgmma + TMA) with its weights in the kernel's layout,
-// every depthwise conv (the head's DWConvs, the PSA blocks' pe) as an NhwcDepthwise, the layer ops
+// --layout nhwc): the stem (layer 0) as a Conv2dStemNhwcOp (float FMAs on the float32 input, the output
+// rounded once: the image never rounded to 16 bits; where its kernel runs the shape), every other dense conv as
+// a Conv2dNhwcOp (wgmma + TMA) with its weights in the kernel's layout, every depthwise conv (the head's DWConvs, the PSA blocks' pe) as an NhwcDepthwise, the layer ops
 // (pack_input, maxpool, upsample, copy, to_planes) of one element type, and the float32 detect decode per
 // image size. The Detect head's last 1x1 convs get their outputs padded to 8 channels with zero rows (4 -> 8,
 // nc -> a multiple of 8): NHWC rows are 16 bytes; to_planes reads only the real channels.
@@ -13,11 +14,15 @@
 
 #include "kernels/detect/detect_decode.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
+#include "kernels/nn/conv2d_stem_nhwc_op.hpp"
 #include "kernels/nn/nhwc_layers_op.hpp"
 #include "kernels/nn/precision.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab {
+
+// The stem (layer 0's Conv) when conv2d_stem_nhwc runs its shape (float FMAs on the float input), else null.
+const ConvSpec* float_stem(const Yolo26Model& model);
 
 // The element type of the NHWC network at `precision` (fp16 or bf16; UsageError otherwise).
 HalfType nhwc_half_type(Precision precision);
@@ -34,6 +39,11 @@ class NhwcOps {
   // By the spec's state-dict name: a dense conv (groups 1), or a depthwise one (groups = channels).
   const Conv2dNhwcOp& conv(const ConvSpec& spec) const;
   const NhwcDepthwise& depthwise(const ConvSpec& spec) const;
+  // The stem op when `spec` is the stem and conv2d_stem_nhwc runs it (it then reads the float input), else null.
+  const Conv2dStemNhwcOp* stem(const ConvSpec& spec) const {
+    return stem_ && spec.name == stem_name_ ? stem_.get() : nullptr;
+  }
+  bool has_stem() const { return stem_ != nullptr; }
   // Made (compiled, anchor grid uploaded) on the first use of an input size in pixels.
   const DetectDecodeOp& decode(int height, int width);
 
@@ -42,6 +52,8 @@ class NhwcOps {
   NhwcLayerOps layers_;
   std::map<std::string, std::unique_ptr<Conv2dNhwcOp>> convs_;
   std::map<std::string, std::unique_ptr<NhwcDepthwise>> depthwise_;
+  std::string stem_name_;
+  std::unique_ptr<Conv2dStemNhwcOp> stem_;
   std::map<std::pair<int, int>, std::unique_ptr<DetectDecodeOp>> decodes_;
 };
 

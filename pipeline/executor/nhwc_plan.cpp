@@ -34,11 +34,20 @@ class NhwcPlanBuilder : public PlanWalk<NhwcPlanBuilder, NhwcActivation> {
 
  private:
   NhwcOps& ops_;
+  const float* float_input_ = nullptr;  // the plan's float NCHW input, which the stem op reads
 };
 
 void NhwcPlanBuilder::build(const Yolo26Model& model) {
   const Activation input = plan_.arena.take_activation(plan_.batch, 3, plan_.height, plan_.width);
   plan_.tensors["input"] = input;
+  float_input_ = input.data;
+  if (ops_.has_stem()) {
+    // The stem op reads the float input itself: the walk's input is only its shape.
+    NhwcActivation shape;
+    shape.batch = plan_.batch, shape.channels = 3, shape.height = plan_.height, shape.width = plan_.width;
+    walk(model, shape);
+    return;
+  }
   const NhwcActivation packed = alloc(3, plan_.height, plan_.width);
   layer_ = layer_name(0);  // the packing counts to the first layer's time
   if (!measuring_) {
@@ -53,14 +62,18 @@ void NhwcPlanBuilder::build(const Yolo26Model& model) {
 
 void NhwcPlanBuilder::conv(const ConvSpec& spec, const NhwcActivation& in, const NhwcActivation& out,
                            const NhwcActivation* residual) {
-  const int c_out = spec.groups == 1 ? ops_.conv(spec).shape().c_out : spec.c_out;  // the head's padded
+  const bool dense = spec.groups == 1 && !ops_.stem(spec);
+  const int c_out = dense ? ops_.conv(spec).shape().c_out : spec.c_out;  // the head's padded
   if (in.channels != spec.c_in || out.channels != c_out || out.height != spec.out_size(in.height) ||
       out.width != spec.out_size(in.width))
     throw RuntimeError("plan: conv '" + spec.name + "' shapes do not chain");
   if (measuring_) return;
   const int batch = in.batch, h = in.height, w = in.width;
   const NhwcView src = in.view(), dst = out.view(), res = residual ? residual->view() : NhwcView{};
-  if (spec.groups == 1) {
+  if (const Conv2dStemNhwcOp* stem = ops_.stem(spec)) {
+    const float* image = float_input_;
+    record([stem, batch, h, w, image, dst] { stem->run(batch, h, w, image, dst); });
+  } else if (spec.groups == 1) {
     const Conv2dNhwcOp& op = ops_.conv(spec);
     record([&op, batch, h, w, src, dst, res] { op.run(batch, h, w, src, dst, res); });
   } else {

@@ -1,5 +1,6 @@
-// The launch plan of one input shape for the 16-bit NHWC network (--layout nhwc): the float32 NCHW input
-// packed to NHWC (pitch 8), every module of spec/yolo26.md on fp16 / bf16 NHWC views in one arena through
+// The launch plan of one input shape for the 16-bit NHWC network (--layout nhwc): the stem reading the float32
+// NCHW input (conv2d_stem_nhwc; where it does not run the stem's shape, the input packed to NHWC pitch 8 for
+// conv2d_nhwc), every module of spec/yolo26.md on fp16 / bf16 NHWC views in one arena through
 // NhwcOps (wgmma + TMA dense convs with fused bias / SiLU / residual / concat slice, depthwise, maxpool into
 // the SPPF slices, upsample into the concat slice, the PSA attention on NHWC views), the Detect head's
 // branches on lanes ending in to_planes into the float [B, 4, A] / [B, nc, A] planes the float32 decode and
