@@ -6,10 +6,16 @@
 #include <sstream>
 
 #include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/safetensors.hpp"
 
 namespace lab::test {
 
 std::filesystem::path assets_dir() { return LAB_ASSETS_DIR; }
+
+std::vector<float> bus640_input() {
+  return SafetensorsFile::load(assets_dir() / "goldens" / "bus640_golden_0.safetensors")
+      .floats("input", {1, 3, 640, 640});
+}
 
 const Yolo26Model* shared_yolo26n() {
   static const std::unique_ptr<Yolo26Model> model = []() -> std::unique_ptr<Yolo26Model> {

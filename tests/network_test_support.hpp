@@ -13,6 +13,8 @@ namespace lab::test {
 // The model of ../shared/assets/models/yolo26n.pt, or nullptr (with a WARN by the caller) when absent.
 const Yolo26Model* shared_yolo26n();
 std::filesystem::path assets_dir();
+// The golden letterboxed bus image [1, 3, 640, 640] of the shared assets (goldens/bus640_golden_0).
+std::vector<float> bus640_input();
 
 double relative_l2(const std::vector<float>& got, const std::vector<float>& want);
 // The same of float64 tensors; absolute L2 when `want` is all zeros.

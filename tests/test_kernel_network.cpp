@@ -17,7 +17,6 @@
 #include "tests/network_test_support.hpp"
 #include "pipeline/executor/network_ops.hpp"
 #include "pipeline/network.hpp"
-#include "pipeline/safetensors.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -62,8 +61,7 @@ TEST_CASE("kernel network on the GPU matches the reference forward at 640x640 at
     return;
   }
   auto backend = make_backend("cuda", test::embedded_context());
-  const auto golden = SafetensorsFile::load(test::assets_dir() / "goldens" / "bus640_golden_0.safetensors");
-  const std::vector<float> bus = golden.floats("input", {1, 3, 640, 640});
+  const std::vector<float> bus = test::bus640_input();
   for (Precision precision : kPrecisions) {
     CAPTURE(precision_name(precision));
     test::compare_with_reference(*model, *backend, bus, 1, 640, 640, precision);
