@@ -36,6 +36,26 @@ NetworkTolerance network_tolerance(Precision p) {
   return p == Precision::Bf16 ? kBf16 : kTf32;
 }
 
+std::pair<std::string, double> compare_tensors(Network& reference, Network& kernels, double bar) {
+  const std::vector<std::string> names = kernels.tensor_names();
+  double worst = 0;
+  std::string worst_name;
+  for (const std::string& name : reference.tensor_names()) {
+    // The kernel executor runs inference only: it skips the one-to-many head the reference also computes.
+    if (name == "output" || name.rfind("head.one2many.", 0) == 0) continue;
+    CAPTURE(name);
+    REQUIRE(std::find(names.begin(), names.end(), name) != names.end());
+    const NamedTensor want = reference.tensor(name), got = kernels.tensor(name);
+    REQUIRE(got.shape == want.shape);
+    CHECK(test::non_finite_count(got.values) == 0);
+    const double rel = test::relative_l2(got.values, want.values);
+    CAPTURE(rel);
+    CHECK(rel < bar);
+    if (rel > worst) worst = rel, worst_name = name;
+  }
+  return {worst_name, worst};
+}
+
 void compare_with_reference(const Yolo26Model& model, Backend& backend, const std::vector<float>& input,
                             int batch, int height, int width, Precision precision, LayoutChoice layout,
                             const NetworkTolerance& tol) {
@@ -44,23 +64,7 @@ void compare_with_reference(const Yolo26Model& model, Backend& backend, const st
   auto kernels = make_kernel_network(model, backend, precision, layout);
   REQUIRE(kernels->activation_layout() == (layout == LayoutChoice::Nhwc ? "nhwc" : "nchw"));
   kernels->forward(input.data(), batch, height, width);
-
-  const std::vector<std::string> names = kernels->tensor_names();
-  double worst = 0;
-  std::string worst_name;
-  for (const std::string& name : reference->tensor_names()) {
-    // The kernel executor runs inference only: it skips the one-to-many head the reference also computes.
-    if (name == "output" || name.rfind("head.one2many.", 0) == 0) continue;
-    CAPTURE(name);
-    REQUIRE(std::find(names.begin(), names.end(), name) != names.end());
-    const NamedTensor want = reference->tensor(name), got = kernels->tensor(name);
-    REQUIRE(got.shape == want.shape);
-    CHECK(test::non_finite_count(got.values) == 0);
-    const double rel = test::relative_l2(got.values, want.values);
-    CAPTURE(rel);
-    CHECK(rel < tol.layer_rel_l2);
-    if (rel > worst) worst = rel, worst_name = name;
-  }
+  const auto [worst_name, worst] = compare_tensors(*reference, *kernels, tol.layer_rel_l2);
   // The measured error of each precision (docs/detect.md quotes it).
   std::printf("kernel network %s %s, batch %d, %dx%d: worst tensor %s rel_l2 %.2e (bar %.0e)\n",
               precision_name(precision).c_str(), kernels->activation_layout().c_str(), batch, height, width,

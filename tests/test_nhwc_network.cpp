@@ -5,12 +5,15 @@
 // emulator at a small rectangular batch (what CI affords), on the GPU at 640 on the golden input.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include "kernels/compare.hpp"
 #include "pipeline/executor/activation_layout.hpp"
 #include "pipeline/network.hpp"
 #include "tests/network_compare.hpp"
 #include "tests/network_test_support.hpp"
 #include "tests/test_helpers.hpp"
+#include "tests/test_model_synthetic.hpp"
 
 using namespace lab;
 
@@ -36,6 +39,35 @@ TEST_CASE("the nhwc network on the cpu emulator matches the reference forward la
     test::compare_with_reference(*model, *backend, input, batch, height, width, precision, LayoutChoice::Nhwc,
                                  test::network_tolerance(precision));
   }
+}
+
+namespace {
+
+// A random-weight model at fp16 on NHWC against the reference, every tensor under the fp16 bar (random
+// weights: no detection check, their scores are near-ties). Returns the stem's output channels.
+int check_synthetic(const std::string& scale, int height, int width) {
+  const Yolo26Model model =
+      Yolo26Model::from_checkpoint(test::synthetic_checkpoint({.scale = scale, .nc = 3, .seed = 5}));
+  auto backend = make_backend("cpu", test::embedded_context());
+  const auto input = random_uniform(size_t(3) * height * width, 0.0f, 1.0f, 20261202);
+  auto reference = make_reference_network(model);
+  reference->forward(input.data(), 1, height, width);
+  auto kernels = make_kernel_network(model, *backend, Precision::Fp16, LayoutChoice::Nhwc);
+  kernels->forward(input.data(), 1, height, width);
+  const auto [name, worst] =
+      test::compare_tensors(*reference, *kernels, test::network_tolerance(Precision::Fp16).layer_rel_l2);
+  std::printf("synthetic yolo26%s nc 3, fp16 nhwc, %dx%d: worst tensor %s rel_l2 %.2e\n", scale.c_str(), height,
+              width, name.c_str(), worst);
+  return model.layers[0].conv.c_out;
+}
+
+}  // namespace
+
+TEST_CASE("the nhwc network runs random-weight models with 3 classes as the reference does: yolo26s (class "
+          "outputs padded 3 -> 8), yolo26x (a 96-channel stem: the input packed for conv2d_nhwc)",
+          "[nhwc_network]") {
+  CHECK(check_synthetic("s", 64, 96) == 32);  // conv2d_stem_nhwc runs the stem (up to 64 channels)
+  CHECK(check_synthetic("x", 32, 64) == 96);
 }
 
 TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",
