@@ -345,6 +345,7 @@ TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings
   CHECK(j["lab_version"] == "0.1.0");
   CHECK(j["backend"] == "reference");
   CHECK(j["precision"] == "fp32");
+  CHECK(j["layout"] == "nchw");
   CHECK(j["imgsz"] == 320);
   CHECK(j["conf"].get<double>() == Approx(0.25));
   CHECK(j["letterbox"] == "rect");
