@@ -16,6 +16,7 @@ RuntimeContext ContextOptions::context() const {
   ctx.options.verbose = verbose;
   ctx.options.check_bounds = check_bounds;
   ctx.options.timeout_seconds = timeout;
+  ctx.options.programmatic_launch = !no_pdl;
   show_compile_progress();
   return ctx;
 }

@@ -20,6 +20,9 @@ void add_global_options(CLI::App& app, CliState& state) {
                  "exiting or reaching a barrier (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--no-pdl", state.no_pdl,
+               "cuda backend: launch the 16-bit NHWC network's kernels without Programmatic Dependent Launch "
+               "(for A/B timing; the results are the same)");
 }
 
 }  // namespace lab

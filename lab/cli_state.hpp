@@ -1,5 +1,5 @@
 // The global options every verb shares (--kernels-dir, --cache-dir, --arch, --verbose, --check-bounds,
-// --timeout, --scenarios-dir: the harness's ContextOptions) and the exit status the verbs report.
+// --timeout, --no-pdl, --scenarios-dir: the harness's ContextOptions) and the exit status the verbs report.
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -26,6 +26,12 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   size_t dynamic_shared_bytes = 0;
+  // Programmatic Dependent Launch: the kernel calls lab_grid_dependency_wait()
+  // (common/lab_grid_dependency.cuh) before it reads or writes global memory that earlier launches touch, so
+  // it may start while its stream predecessor still runs (the predecessor's lab_launch_dependents() or exit
+  // lets it). Only an op whose kernels all wait sets this; a backend whose programmatic_launch() is false
+  // launches it plainly.
+  bool programmatic_dependent = false;
 };
 
 // An entry point of a compiled module; valid while its module lives.
@@ -99,6 +105,11 @@ class Backend {
   // capture() records the launches as one graph replayed as a single launch (cuda); false: a replay runs the
   // recorded work again (cpu).
   virtual bool can_capture_graphs() const = 0;
+  // Launches with LaunchConfig::programmatic_dependent overlap their stream predecessor's tail, also inside a
+  // captured graph (cuda on sm_90 and later); cpu accepts the flag and runs launches one after another, so a
+  // dependent's wait is met at once. False when RuntimeOptions::programmatic_launch is off (lab --no-pdl, for
+  // A/B measurement): every launch is then a plain one.
+  virtual bool programmatic_launch() const = 0;
 
   // Compiles (or loads from the cache) a source of the kernel tree. Throws CompileError on failure.
   virtual std::shared_ptr<Module> compile(const CompileRequest& request) = 0;

@@ -101,6 +101,13 @@ DeviceInfo select_device(const RuntimeOptions& options) {
   return info;
 }
 
+int compute_capability_major(int ordinal) {
+  int major = 0;
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal),
+        "cudaDeviceGetAttribute(compute capability)");
+  return major;
+}
+
 // CUDA's current device is per thread, so one backend is driven from that thread (lab detect --devices
 // gives each GPU a worker thread with its own backend).
 class CudaBackend : public Backend {
@@ -108,7 +115,9 @@ class CudaBackend : public Backend {
   explicit CudaBackend(RuntimeContext context)
       : context_(std::move(context)),
         info_(select_device(context_.options)),
-        modules_(nvrtc_module_compiler(context_, info_.arch)) {
+        modules_(nvrtc_module_compiler(context_, info_.arch)),
+        programmatic_(context_.options.programmatic_launch &&
+                      compute_capability_major(context_.options.device) >= 9) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     current_ = stream_;
     check(cudaEventCreate(&start_), "cudaEventCreate");
@@ -176,9 +185,18 @@ class CudaBackend : public Backend {
     }
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
-    check(cudaLaunchKernel(fn, grid, block, const_cast<void**>(args.pointers.data()), c.dynamic_shared_bytes,
-                           current_),
-          "launching kernel " + kernel.name_expression);
+    void** arguments = const_cast<void**>(args.pointers.data());
+    if (c.programmatic_dependent && programmatic_) {
+      // Captured into a graph, the attribute becomes a programmatic edge from the predecessor's kernel node.
+      cudaLaunchAttribute overlap{};
+      overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      overlap.val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t config{grid, block, c.dynamic_shared_bytes, current_, &overlap, 1};
+      check(cudaLaunchKernelExC(&config, fn, arguments), "launching kernel " + kernel.name_expression);
+    } else {
+      check(cudaLaunchKernel(fn, grid, block, arguments, c.dynamic_shared_bytes, current_),
+            "launching kernel " + kernel.name_expression);
+    }
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
   }
   void synchronize() override {
@@ -197,6 +215,7 @@ class CudaBackend : public Backend {
 
   bool has_device_timing() const override { return true; }
   bool can_capture_graphs() const override { return true; }
+  bool programmatic_launch() const override { return programmatic_; }
 
   std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
@@ -264,6 +283,7 @@ class CudaBackend : public Backend {
   std::vector<Lane> lanes_;
   cudaEvent_t fork_ = nullptr;
   int forked_ = 0;
+  bool programmatic_;  // Programmatic Dependent Launch: sm_90+ and not switched off
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::string last_kernel_;
 };

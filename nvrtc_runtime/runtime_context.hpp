@@ -20,6 +20,9 @@ struct RuntimeOptions {
   // reaching a barrier or warp collective (an infinite loop, a spin-wait that cannot end); 0: no limit.
   double timeout_seconds = kDefaultCpuTimeoutSeconds;
   int device = 0;             // cuda backend: the GPU's ordinal (its methods run with that device current)
+  // Launches marked LaunchConfig::programmatic_dependent use Programmatic Dependent Launch where the backend
+  // can (Backend::programmatic_launch); false: plain launches, for A/B measurement (lab --no-pdl).
+  bool programmatic_launch = true;
 };
 
 struct RuntimeContext {

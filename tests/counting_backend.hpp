@@ -19,6 +19,7 @@ class CountingBackend : public Backend {
   DeviceInfo device() const override { return inner_.device(); }
   bool has_device_timing() const override { return inner_.has_device_timing(); }
   bool can_capture_graphs() const override { return inner_.can_capture_graphs(); }
+  bool programmatic_launch() const override { return inner_.programmatic_launch(); }
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
     std::shared_ptr<Module> module = inner_.compile(request);
     compile_misses += !module->result().cache_hit;

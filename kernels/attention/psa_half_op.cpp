@@ -48,7 +48,9 @@ void PsaHalfOp::forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merge
   check_nhwc_view(kNhwc, "v_out", {v_out, v_pitch}, out_channels);
   const PsaHalfNhwcParams p{qkv,          merged,  v_out,           lse,     qkv_pitch,
                             merged_pitch, v_pitch, dims_.num_heads, dims_.n, dims_.softmax_scale()};
-  backend_.launch(forward_nhwc_, launch_shape(), kernel_params(p));
+  LaunchConfig cfg = launch_shape();
+  cfg.programmatic_dependent = true;  // psa_attention_half_nhwc waits for its predecessor (not the NCHW one)
+  backend_.launch(forward_nhwc_, cfg, kernel_params(p));
 }
 
 LaunchConfig PsaHalfOp::launch_shape() const {

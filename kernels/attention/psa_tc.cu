@@ -34,6 +34,7 @@
 // hi lo + lo hi, about 2^-21 relative per product; the softmax runs in float32 with exp2f as `fused` does.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "common/lab_grid_dependency.cuh"
 #include "attention/psa_params.cuh"
 
 namespace psa_tc {
@@ -457,6 +458,10 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
   // Token `row` of this head: channels [Q | K | V] from its first.
   auto token = [&](int row) { return params.qkv + (size_t(b) * n + row) * params.qkv_pitch + h * 4 * KD; };
   __shared__ psa_tc::MergeShared<VD> sh;
+  // Programmatic Dependent Launch: every load of qkv and store comes after the previous launch's completion;
+  // the next launch may start at once (its CTAs take only room this grid leaves free).
+  lab_grid_dependency_wait();
+  lab_launch_dependents();
 
   // This CTA's rows of V, for v_out: piece i is row i / (VD / 4), channels 4 (i % (VD / 4)) .. + 3.
   constexpr int kPieces = QB * VD / 4, kCopies = (kPieces + psa_tc::kThreads - 1) / psa_tc::kThreads;

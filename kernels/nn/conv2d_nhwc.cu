@@ -40,6 +40,7 @@
 #include "common/lab_swizzle.cuh"
 #include "common/lab_tma.cuh"
 #include "common/lab_wgmma.cuh"
+#include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
 #include "nn/conv2d_nhwc_params.cuh"
 
@@ -123,6 +124,11 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
     lab_fence_mbarrier_init();
   }
   __syncthreads();
+  // Programmatic Dependent Launch: the setup above overlaps the previous launch; the TMA loads of the input,
+  // the residual loads and the stores come after its completion. The next launch may start now: all of
+  // this grid's CTAs are resident, so its CTAs only take room this grid leaves free and run their setup.
+  lab_grid_dependency_wait();
+  lab_launch_dependents();
 
   if (warpgroup == 0) {  // the producer
     if (CONSUMERS == 2) lab_setmaxnreg_dec<40>();

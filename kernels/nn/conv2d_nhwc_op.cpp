@@ -196,7 +196,8 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   const LaunchConfig cfg{
       {unsigned(conv2d_nhwc_grid(tiles, tiles_.bn, bm, backend_.device().multiprocessors)), 1, 1},
       {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-      conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages)};
+      conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages),
+      /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
 }
 

@@ -11,6 +11,7 @@
 // element type and stored 8 channels (16 bytes) at a time into out[m * out_pitch ..].
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
 #include "nn/conv2d_stem_nhwc_params.cuh"
 
@@ -28,6 +29,10 @@ __global__ void __launch_bounds__(lab::kConv2dStemThreads)
     reinterpret_cast<float*>(weight)[i] = p.weight[co * kTaps + tap];
   }
   __syncthreads();
+  // Programmatic Dependent Launch: the weights (uploaded once, written by no kernel) are staged while the
+  // previous launch finishes; the input planes are read and the output written after its completion.
+  lab_grid_dependency_wait();
+  lab_launch_dependents();
 
   const int m = blockIdx.x * blockDim.x + tid;
   if (m >= p.m) return;

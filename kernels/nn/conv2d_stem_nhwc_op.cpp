@@ -48,7 +48,8 @@ void Conv2dStemNhwcOp::run(int batch, int h, int w, const float* in, NhwcView ou
       out.pitch, shape_.silu ? 1 : 0};
   const LaunchConfig cfg{{unsigned((m + kConv2dStemThreads - 1) / kConv2dStemThreads), 1, 1},
                          {unsigned(kConv2dStemThreads), 1, 1},
-                         0};
+                         0,
+                         /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   backend_.launch(kernel_, cfg, kernel_params(p));
 }
 

@@ -18,10 +18,19 @@
 // The two bit copies need no element type: one entry serves fp16 and bf16.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
 #include "nn/nhwc_layers_params.cuh"
 
 namespace nhwc {
+
+// Programmatic Dependent Launch, after a thread's bounds check: its loads and stores come after the previous
+// launch's completion, and the next launch may start at once (each kernel here is one short pass, so the
+// earliest trigger hides the most of the next one's launch).
+__device__ __forceinline__ void after_predecessor() {
+  lab_grid_dependency_wait();
+  lab_launch_dependents();
+}
 
 // The thread's index in the 1-D grid.
 __device__ __forceinline__ long long thread_index() {
@@ -81,6 +90,7 @@ template <int DT>
 __global__ void __launch_bounds__(nn::kThreads) nhwc_pack_input(const lab::NhwcPackInputParams p) {
   const long long pixel = nhwc::thread_index();
   if (pixel >= (long long)p.batch * p.plane) return;
+  nhwc::after_predecessor();
   const long long b = pixel / p.plane, i = pixel % p.plane;
   const float* rgb = p.in + b * 3 * p.plane + i;
   const float v[8] = {rgb[0], rgb[p.plane], rgb[2 * (long long)p.plane], 0.f, 0.f, 0.f, 0.f, 0.f};
@@ -92,6 +102,7 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_depthwise3x3(const lab::Nhw
   const int groups = (p.channels + 7) / 8;
   const long long index = nhwc::thread_index();
   if (index >= (long long)p.batch * p.h * p.w * groups) return;
+  nhwc::after_predecessor();
   const long long pixel = index / groups;
   const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
   const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
@@ -123,6 +134,7 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_maxpool(const lab::NhwcMaxP
   const int groups = (p.channels + 7) / 8, r = p.kernel / 2;
   const long long index = nhwc::thread_index();
   if (index >= (long long)p.batch * p.h * p.w * groups) return;
+  nhwc::after_predecessor();
   const long long pixel = index / groups;
   const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
   const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
@@ -144,6 +156,7 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_upsample2x(const lab::NhwcU
   const int groups = (p.channels + 7) / 8, wo = 2 * p.w_in, ho = 2 * p.h_in;
   const long long index = nhwc::thread_index();
   if (index >= (long long)p.batch * ho * wo * groups) return;
+  nhwc::after_predecessor();
   const long long pixel = index / groups;
   const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
   const int x = int(pixel % wo), y = int(pixel / wo % ho);
@@ -155,6 +168,7 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_copy(const lab::NhwcCopyPar
   const int groups = (p.channels + 7) / 8;
   const long long index = nhwc::thread_index();
   if (index >= p.pixels * groups) return;
+  nhwc::after_predecessor();
   const long long pixel = index / groups;
   const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
   nhwc::copy8(p.in.data + pixel * p.in.pitch + c0, p.out.data + pixel * p.out.pitch + c0, n);
@@ -165,6 +179,7 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_to_planes(const lab::NhwcTo
   const int groups = (p.channels + 7) / 8;
   const long long index = nhwc::thread_index();
   if (index >= (long long)p.batch * groups * p.pixels) return;
+  nhwc::after_predecessor();
   const int i = int(index % p.pixels), g = int(index / p.pixels % groups);
   const long long b = index / p.pixels / groups;
   const int c0 = g * 8, n = min(8, p.channels - c0);

@@ -19,7 +19,10 @@ int groups_of(int channels) {
 
 LaunchConfig grid_for(const char* op, int64_t threads) {
   if (threads > kMaxThreads) throw UsageError(std::string(op) + ": the tensor is too large");
-  return {{unsigned((threads + kThreads - 1) / kThreads), 1, 1}, {kThreads, 1, 1}, 0};
+  return {{unsigned((threads + kThreads - 1) / kThreads), 1, 1},
+          {kThreads, 1, 1},
+          0,
+          /*programmatic_dependent=*/true};  // every kernel of nhwc_layers.cu waits for its predecessor
 }
 
 // Throws UsageError naming `op` unless every size is >= 1 and one image's plane (h x w) fits an int.

@@ -148,6 +148,8 @@ class CpuBackend : public Backend {
 
   bool has_device_timing() const override { return false; }
   bool can_capture_graphs() const override { return false; }
+  // A launch runs to completion before the next starts, so a programmatic dependent's wait is met at once.
+  bool programmatic_launch() const override { return context_.options.programmatic_launch; }
 
   void release(void* ptr) noexcept override { memory_.release(ptr); }
 

@@ -10,7 +10,8 @@
 //   cp.async primitives of common/lab_mma.cuh: lab_emu_mma.hpp; Hopper's wgmma of common/lab_wgmma.cuh:
 //   lab_emu_wgmma.hpp; the mbarriers and TMA copies of common/lab_mbarrier.cuh and common/lab_tma.cuh:
 //   lab_emu_mbarrier.hpp, lab_emu_tma.hpp; the named barriers of common/lab_named_barrier.cuh:
-//   lab_emu_named_barrier.hpp
+//   lab_emu_named_barrier.hpp; Programmatic Dependent Launch's calls of common/lab_grid_dependency.cuh:
+//   lab_emu_grid_dependency.hpp
 #pragma once
 
 #ifndef LAB_CPU_EMULATOR
@@ -101,4 +102,5 @@ static constexpr int warpSize = 32;
 #include "lab_emu_tensor_map.hpp"
 #include "lab_emu_mbarrier.hpp"
 #include "lab_emu_named_barrier.hpp"
+#include "lab_emu_grid_dependency.hpp"
 #include "lab_emu_tma.hpp"
