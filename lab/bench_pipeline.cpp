@@ -53,8 +53,10 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
   if (!o.json)
     std::cout << "bench pipeline: " << location.path.string() << " (" << location.origin << ") on "
               << backend_name << " (" << device << "), batch " << o.batch << ", " << imgsz << "x" << imgsz
-              << ", " << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
-              << ", layout " << layout << "\n"
+              << ", "
+              << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
+              << ", layout " << layout << ", programmatic dependent launch "
+              << (backend->programmatic_launch() ? "on" : "off (--no-pdl, or below sm_90)") << "\n"
               << std::flush;
   std::cerr << "lab: first forward (compile, plan" << (graph_replay ? ", graph capture" : "") << "), then "
             << warmup + iters << " replays and " << layer_passes << " timed layer by layer\n";
@@ -93,6 +95,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
                           {"device", device},
                           {"precision", precision_name(precision)},
                           {"layout", layout},
+                          {"programmatic_launch", backend->programmatic_launch()},
                           {"batch", o.batch},
                           {"imgsz", imgsz},
                           {"iters", iters},
