@@ -54,12 +54,12 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   if (!o.json)
     std::cout << "bench train-step: " << location.path.string() << " (" << location.origin << ") on "
               << backend_name << " (" << device << "), batch " << o.batch << ", " << imgsz << "x" << imgsz
-              << ", " << o.optimizer << ", float32\n"
+              << ", " << o.optimizer << ", " << precision_name(o.precision) << "\n"
               << std::flush;
   std::cerr << "lab: building the training pass, then " << std::max(warmup, 1) << " warm-up and " << iters
             << " timed iterations\n";
 
-  train::DeviceTrainEngine engine(*backend, model, o.optimizer, o.batch, imgsz, imgsz);
+  train::DeviceTrainEngine engine(*backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
   const train::TrainBatch batch = synthetic_batch(o.batch, imgsz, model.nc, o.seed);
   const loss::LossConfig config;
   train::StepHyper hyper;
@@ -88,6 +88,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
                                 {"backend", backend_name},
                                 {"device", device},
                                 {"optimizer", o.optimizer},
+                                {"precision", precision_name(o.precision)},
                                 {"engine", engine_text},
                                 {"batch", o.batch},
                                 {"imgsz", imgsz},

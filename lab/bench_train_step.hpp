@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "kernels/nn/precision.hpp"
 #include "lab/cli_state.hpp"
 
 namespace lab {
@@ -12,6 +13,7 @@ struct TrainStepBenchOptions {
   std::string model;    // empty: the usual model lookup
   std::string backend;  // empty: cuda when present, else cpu
   std::string optimizer = "AdamW";
+  Precision precision = Precision::Fp32;  // fp32, fp16 or bf16
   int batch = 1;
   int imgsz = 640;
   int iters = 0, warmup = -1;  // 0 / -1: the backend's default

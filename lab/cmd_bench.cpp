@@ -239,7 +239,8 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->add_option("--optimizer", t->optimizer, "train-step: SGD, AdamW or MuSGD")
       ->check(CLI::IsMember({"SGD", "AdamW", "MuSGD"}))
       ->capture_default_str();
-  cmd->add_option("--precision", p->precision, std::string("pipeline: ") + kPrecisionHelp)
+  cmd->add_option("--precision", p->precision,
+                  std::string("pipeline: ") + kPrecisionHelp + "; train-step: fp32, fp16 or bf16")
       ->capture_default_str();
   cmd->add_option("--layout", p->layout, std::string("pipeline: ") + kLayoutHelp)
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}))
@@ -270,9 +271,10 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "  lab bench train-step --batch 32 --imgsz 640       # forward, loss, backward, optimizer step\n");
   cmd->callback([&state, o, p, t] {
     if (o->kernel == "train-step") {
-      if (p->precision != "fp32")
-        throw UsageError("--precision " + p->precision + ": train-step runs float32");
-      if (p->layout != "auto") throw UsageError("--layout " + p->layout + ": train-step runs float32 NCHW");
+      t->precision = precision_option(p->precision);
+      if (t->precision == Precision::Tf32)
+        throw UsageError("--precision tf32: train-step runs fp32, fp16 or bf16");
+      if (p->layout != "auto") throw UsageError("--layout " + p->layout + ": train-step runs NCHW");
       t->model = p->model, t->batch = p->batch, t->imgsz = p->imgsz, t->backend = o->backend;
       t->iters = o->iters, t->warmup = o->warmup, t->json = o->json, t->seed = o->seed;
       return bench_train_step(*t, state);

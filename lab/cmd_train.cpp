@@ -3,6 +3,7 @@
 // epoch with the validation metrics, and the run folder's outputs (runs/train/<name>/: args.yaml,
 // results.csv, weights/). Ctrl-C stops after the current iteration and saves the state `--resume` reads.
 #include <atomic>
+#include <cstdio>
 #include <csignal>
 #include <iostream>
 
@@ -33,6 +34,14 @@ std::string losses_text(const std::array<double, 3>& loss) {
   return "box " + number(loss[0]) + "  cls " + number(loss[1]) + "  l1 " + number(loss[2]);
 }
 
+// fp16 runs: "  scale 65536 (1 skipped)"; empty otherwise.
+std::string loss_scale_text(const std::optional<train::LossScaleState>& s) {
+  if (!s) return "";
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%g", s->scale);
+  return "  scale " + std::string(scale) + " (" + std::to_string(s->skipped_steps) + " skipped)";
+}
+
 // auto: cuda with a GPU, else the cpu emulator (the float64 reference trains only when asked for).
 std::string resolved_backend(const std::string& backend) {
   if (backend != "auto") return backend;
@@ -59,10 +68,12 @@ void run_train(TrainCli cli, const CliState& state) {
     progress.finish();
     std::cerr << "lab: " << line << "\n";
   };
+  std::optional<train::LossScaleState> loss_scale;  // the last step's (fp16)
   hooks.on_step = [&](const train::StepReport& r) {
+    if (r.loss_scale) loss_scale = r.loss_scale;
     progress.update(size_t(r.batch_index + 1), size_t(r.batches),
                     "epoch " + std::to_string(r.epoch + 1) + "/" + std::to_string(r.epochs) + "  " +
-                        losses_text(r.mean_loss));
+                        losses_text(r.mean_loss) + loss_scale_text(loss_scale));
   };
   hooks.on_epoch = [&](const train::EpochReport& r) {
     progress.finish();
@@ -173,7 +184,8 @@ void add_train_command(CLI::App& app, CliState& state) {
          "float64), or device (parameters, gradients and optimizer state resident on the backend)")
       ->check(CLI::IsMember({"auto", "host", "device"}))
       ->capture_default_str();
-  cmd->add_option("--precision", o.precision, "fp32 (fp16 / bf16 training are not built yet)")
+  cmd->add_option("--precision", o.precision,
+                  "fp32, or fp16 / bf16 conv products (float32 master weights; --engine device)")
       ->capture_default_str();
   cmd->add_option("--bn", o.bn,
                   "frozen (the checkpoint's running statistics folded into each conv, for fine-tuning) or "

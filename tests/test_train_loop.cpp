@@ -60,6 +60,56 @@ size_t lines(const std::string& text) {
   return size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
+// A run of 4 steps, and the same run stopped after its first step and resumed: the same steps, parameters,
+// EMA, optimizer state (with fp16's loss scaler) and results.csv rows. `engine`, `precision`: the run's.
+void check_resume(const std::string& folder, const std::string& engine, const std::string& precision) {
+  const test::ScratchDir scratch(folder);
+  TrainOptions o = plain_options(synth(scratch.path, 2, 32, 9), scratch.path / "runs", "cpu");
+  o.epochs = 2, o.batch = 1, o.nbs = 1;  // 2 batches an epoch, 4 steps
+  o.engine = engine, o.precision = precision;
+
+  Recorded whole;
+  Trainer(o, std::nullopt, test::embedded_context(), recording(whole)).run();
+  REQUIRE(whole.steps.size() == 4);
+
+  Recorded first_part, second_part;
+  TrainOptions interrupted = o;
+  interrupted.name = "cut";
+  Trainer cut(interrupted, std::nullopt, test::embedded_context(), recording(first_part, 1));
+  const TrainSummary stopped = cut.run();
+  CHECK(stopped.interrupted);
+  REQUIRE(first_part.steps.size() == 1);
+  CHECK(fs::exists(scratch.path / "runs" / "cut" / "weights" / "last.safetensors"));  // saved on the stop
+  Trainer resumed(TrainOptions{}, (scratch.path / "runs" / "cut").string(), test::embedded_context(),
+                  recording(second_part));
+  CHECK(resumed.options().name == "cut");  // the run's own args.yaml
+  resumed.run();
+  REQUIRE(second_part.steps.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const StepReport &a = whole.steps[i + 1], &b = second_part.steps[i];
+    CHECK(a.iteration == b.iteration);
+    CHECK(a.loss.total == b.loss.total);
+    CHECK(a.grad_norm == b.grad_norm);
+    CHECK(a.mean_loss == b.mean_loss);
+    CHECK(a.loss_scale == b.loss_scale);
+    CHECK(b.loss_scale.has_value() == (precision == "fp16"));
+  }
+  // The same EMA, parameters and optimizer state at the end; results.csv the same but for the time column.
+  const SafetensorsFile ended = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "train"));
+  const SafetensorsFile resumed_end = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "cut"));
+  REQUIRE(ended.keys() == resumed_end.keys());
+  for (const char* key : {"optimizer_steps", "loss_scale", "loss_scale_growth_tracker", "skipped_steps"}) {
+    const auto& a = ended.metadata();
+    const auto& b = resumed_end.metadata();
+    CHECK(a.count(key) == b.count(key));
+    if (a.count(key) && b.count(key)) CHECK(a.at(key) == b.at(key));
+  }
+  CHECK(ended.metadata().count("loss_scale") == (precision == "fp16" ? 1u : 0u));
+  for (const std::string& key : ended.keys()) CHECK(ended.floats(key) == resumed_end.floats(key));
+  CHECK(whole.epochs.back().metrics.map50_95 == second_part.epochs.back().metrics.map50_95);
+  CHECK(lines(test::read_text(scratch.path / "runs" / "cut" / "results.csv")) == 3);
+}
+
 }  // namespace
 
 TEST_CASE("lab train on the cpu emulator: yolo26n on 3 tiny images, 8 steps, the loss falls by 30 %",
@@ -172,41 +222,54 @@ TEST_CASE("lab train --resume: an interrupted run continues exactly as the unint
     WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
     return;
   }
-  const test::ScratchDir scratch("train_resume");
-  TrainOptions o = plain_options(synth(scratch.path, 2, 32, 9), scratch.path / "runs", "cpu");
-  o.epochs = 2, o.batch = 1, o.nbs = 1;  // 2 batches an epoch, 4 steps
+  check_resume("train_resume", "host", "fp32");
+}
 
-  Recorded whole;
-  Trainer(o, std::nullopt, test::embedded_context(), recording(whole)).run();
-  REQUIRE(whole.steps.size() == 4);
-
-  Recorded first_part, second_part;
-  TrainOptions interrupted = o;
-  interrupted.name = "cut";
-  Trainer cut(interrupted, std::nullopt, test::embedded_context(), recording(first_part, 1));
-  const TrainSummary stopped = cut.run();
-  CHECK(stopped.interrupted);
-  REQUIRE(first_part.steps.size() == 1);
-  CHECK(fs::exists(scratch.path / "runs" / "cut" / "weights" / "last.safetensors"));  // saved on the stop
-  Trainer resumed(TrainOptions{}, (scratch.path / "runs" / "cut").string(), test::embedded_context(),
-                  recording(second_part));
-  CHECK(resumed.options().name == "cut");  // the run's own args.yaml
-  resumed.run();
-  REQUIRE(second_part.steps.size() == 3);
-  for (size_t i = 0; i < 3; ++i) {
-    const StepReport &a = whole.steps[i + 1], &b = second_part.steps[i];
-    CHECK(a.iteration == b.iteration);
-    CHECK(a.loss.total == b.loss.total);
-    CHECK(a.grad_norm == b.grad_norm);
-    CHECK(a.mean_loss == b.mean_loss);
+TEST_CASE("lab train --resume at fp16 (device engine): the loss scaler continues with the run (cpu)",
+          "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
   }
-  // The same EMA, parameters and optimizer state at the end; results.csv the same but for the time column.
-  const SafetensorsFile ended = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "train"));
-  const SafetensorsFile resumed_end = SafetensorsFile::load(last_state_path(scratch.path / "runs" / "cut"));
-  REQUIRE(ended.keys() == resumed_end.keys());
-  for (const std::string& key : ended.keys()) CHECK(ended.floats(key) == resumed_end.floats(key));
-  CHECK(whole.epochs.back().metrics.map50_95 == second_part.epochs.back().metrics.map50_95);
-  CHECK(lines(test::read_text(scratch.path / "runs" / "cut" / "results.csv")) == 3);
+  check_resume("train_resume_fp16", "device", "fp16");
+}
+
+TEST_CASE("lab train --precision fp16 (CLI, cpu emulator): the loss falls by 30 % in 8 steps",
+          "[train_loop]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_fp16_cli");
+  const fs::path data = synth(scratch.path, 3, 32, 5);
+  const test::LabResult r = test::run_lab(
+      "train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
+      " --backend cpu --engine device --precision fp16 --imgsz 32 --epochs 8 --batch 3 --nbs 3 --workers 0"
+      " --optimizer AdamW --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0"
+      " --scale 0 --fliplr 0 --mosaic 0 --project " +
+      test::quoted((scratch.path / "runs").string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("fp16 products, float32 master weights"));
+  const std::vector<ResultsColumn> columns =
+      read_results_csv(scratch.path / "runs" / "train" / "results.csv");
+  const auto column = [&](const std::string& name) {
+    for (const ResultsColumn& c : columns)
+      if (c.name == name) return c.values;
+    FAIL("no column " << name);
+    return std::vector<double>{};
+  };
+  const std::vector<double> box = column("train/box_loss"), cls = column("train/cls_loss"),
+                            l1 = column("train/l1_loss");
+  REQUIRE(box.size() == 8);
+  const double first = box[0] + cls[0] + l1[0];
+  const double last = (box[6] + cls[6] + l1[6] + box[7] + cls[7] + l1[7]) / 2;
+  INFO("loss " << first << " -> " << last << " (mean of the last two epochs)");
+  CHECK(last <= 0.7 * first);
+  // No growth in 8 steps: the scale is 2^16 halved once per skipped step, and most steps were taken.
+  const double skipped = column("amp/skipped_steps").back();
+  CHECK(column("amp/loss_scale").back() == std::ldexp(65536.0, -int(skipped)));
+  CHECK(skipped <= 2);
 }
 
 TEST_CASE("lab train: nominal-batch accumulation, warm-up's accumulation from 1, bad label lines skipped",
@@ -287,7 +350,7 @@ TEST_CASE("lab train (CLI): bad input is one line and exit 2, nothing written", 
   const std::string project = " --project " + test::quoted((scratch.path / "runs").string());
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {test::quoted((scratch.path / "none.yaml").string()), "none.yaml"},
-           {"data.yaml --precision bf16", "--precision bf16: mixed-precision training is not built yet"},
+           {"data.yaml --precision bf16", "--precision bf16: 16-bit training runs on the device engine"},
            {"data.yaml --lr0 2", "--lr0 2: must be in (0, 1]"},
            {"", "DATA.yaml is required (or --resume)"},
            {"--resume " + test::quoted((scratch.path / "nowhere").string()), "no training state at"}}) {

@@ -129,7 +129,11 @@ std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dSha
   return {};
 }
 
-ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s) {
+ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision precision) {
+  std::optional<ConvBackwardVariant> half;
+  if (precision == Precision::Fp16) half = ConvBackwardVariant::Fp16;
+  if (precision == Precision::Bf16) half = ConvBackwardVariant::Bf16;
+  if (half && conv_backward_variant_problem(*half, s).empty()) return *half;
   return conv_backward_variant_problem(ConvBackwardVariant::Tiled, s).empty() ? ConvBackwardVariant::Tiled
                                                                              : ConvBackwardVariant::Direct;
 }

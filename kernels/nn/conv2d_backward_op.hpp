@@ -2,8 +2,8 @@
 // backward (dz from dy and the forward's pre-activation z), the input gradient dx and the weight and bias
 // gradients dW, db. Variants per gradient: v1_direct (any kernel size, stride, groups), v2_tiled (groups == 1,
 // kernel sizes 1, 3, 5: implicit GEMMs), v3_fp16 / v4_bf16 (v2 on fp16 / bf16 tensor cores, float accumulation,
-// float32 results); the op picks v2 where it runs, else v1 (the 16-bit ones only when forced). The specs of
-// the runners conv2d_dgrad and conv2d_wgrad live here too.
+// float32 results); the op picks v2 where it runs, else v1 (the 16-bit ones when forced, or chosen at a
+// 16-bit precision). The specs of the runners conv2d_dgrad and conv2d_wgrad live here too.
 #pragma once
 #include <memory>
 #include <optional>
@@ -12,6 +12,7 @@
 
 #include "kernels/kernel_spec.hpp"
 #include "kernels/nn/conv2d_shape.hpp"
+#include "kernels/nn/precision.hpp"
 #include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
@@ -26,8 +27,9 @@ const KernelSpec& conv2d_wgrad_spec();
 std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s);
+// At Fp16 / Bf16 the matching mma variant (v3_fp16 / v4_bf16) where it runs; otherwise (and at Fp32, Tf32)
 // v2_tiled where it runs, else v1_direct.
-ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s);
+ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // The kernel name expressions of each gradient at a shape: conv2d_dgrad_tiled<3, 64>, conv2d_wgrad_direct, ...
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);

@@ -225,10 +225,9 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
 }
 
 ConvWeightLayout Conv2dOp::weight_layout() const {
-  if (mma_type(variant_))
-    throw UsageError("conv2d " + shape_text(shape_) + ": " + conv_variant_name(variant_) +
-                     " keeps 16-bit weights, not float32 ones to rewrite");
   const long long c_out = shape_.c_out, taps = (long long)shape_.kernel * shape_.kernel;
+  if (std::optional<HalfType> type = mma_type(variant_))  // [c_out, red_pad] 16-bit (pad_half_weights)
+    return {weight_.get(), weight_row_pad_, taps, 1, type};
   if (is_implicit_gemm(variant_)) return {weight_.as<float>(), 1, taps * c_out, c_out};  // [red, c_out]
   return {weight_.as<float>(), (long long)(shape_.c_in / shape_.groups) * taps, taps, 1};
 }

@@ -65,7 +65,7 @@ class Conv2dOp {
   const Conv2dShape& shape() const { return shape_; }
   ConvVariant variant() const { return variant_; }
   // The device weights in the variant's layout, and the bias [c_out]: what run() reads, for an owner that
-  // rewrites them between runs (the training step's BatchNorm fold). UsageError for the 16-bit variants.
+  // rewrites them between runs (the training step's BatchNorm fold); v5 / v6: their 16-bit operands.
   ConvWeightLayout weight_layout() const;
   float* bias_data() const { return bias_.as<float>(); }
 

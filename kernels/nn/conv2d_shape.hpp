@@ -1,6 +1,9 @@
 // Conv2dShape: the static shape of one Conv2d layer (weight [c_out, c_in/groups, kernel, kernel], padding
 // kernel/2, optional SiLU), shared by Conv2dOp and the CPU reference.
 #pragma once
+#include <optional>
+
+#include "kernels/common/half_type.hpp"
 
 namespace lab {
 
@@ -13,11 +16,13 @@ struct Conv2dShape {
   bool depthwise() const { return groups == c_in && groups == c_out; }
 };
 
-// Where an op keeps a float32 copy of its weights, so that training can rewrite them in place: element
-// (o, i, t) of [c_out, c_in/groups, kernel*kernel] at data[o * out_stride + i * in_stride + t * tap_stride].
+// Where an op keeps a copy of its weights (float32, or the 16-bit operands of v5 / v6), so that training can
+// rewrite them in place: element (o, i, t) of [c_out, c_in/groups, kernel*kernel] at
+// data[o * out_stride + i * in_stride + t * tap_stride].
 struct ConvWeightLayout {
-  float* data = nullptr;
+  void* data = nullptr;
   long long out_stride = 0, in_stride = 0, tap_stride = 0;
+  std::optional<HalfType> half;  // the 16-bit type of data's elements (v5_fp16 / v6_bf16); float32 without
 };
 
 }  // namespace lab

@@ -4,11 +4,12 @@
 //   batchnorm_fold           grid = the table's output channels, block = kFoldThreads: w' and b' of one
 //   output
 //                            channel, written in every target layout (the forward op's, the input-gradient
-//                            op's), after each optimizer step.
-//   batchnorm_fold_backward  same grid: the chain rule of one output channel from d w' and d b', added to the
-//                            checkpoint gradients, after each backward.
+//                            op's; float32 or the 16-bit operands of v5 / v6), after each optimizer step.
+//   batchnorm_fold_backward  same grid: the chain rule of one output channel from d w' and d b' (unscaled by
+//                            the fp16 loss scale), added to the checkpoint gradients, after each backward.
 //   conv_grad_norms          grid = the convs: the L2 norm of one conv's checkpoint gradients.
 #include "common/lab.cuh"
+#include "common/lab_mma.cuh"
 #include "common/lab_block_sum.cuh"
 #include "train/batchnorm_fold_params.cuh"
 
@@ -41,7 +42,13 @@ __global__ void __launch_bounds__(lab::kFoldThreads) batchnorm_fold(const lab::B
     const int i = j / c.taps, t = j % c.taps;
     for (int k = 0; k < lab::kFoldTargets; ++k) {
       const lab::FoldTarget& target = c.folded[k];
-      if (target.data) target.data[o * target.out_stride + i * target.in_stride + t * target.tap_stride] = w;
+      if (!target.data) continue;
+      const long long at = o * target.out_stride + i * target.in_stride + t * target.tap_stride;
+      if (target.element == lab::kFoldFloat32)
+        static_cast<float*>(target.data)[at] = w;
+      else  // the float32 w' rounded to 16 bits (nearest even), as Conv2dOp uploads v5 / v6 weights
+        static_cast<uint16_t*>(target.data)[at] = uint16_t(
+            target.element == lab::kFoldF16 ? lab_pack2<LAB_F16>(w, 0.0f) : lab_pack2<LAB_BF16>(w, 0.0f));
     }
   }
   if (threadIdx.x == 0)
@@ -58,18 +65,18 @@ __global__ void __launch_bounds__(lab::kFoldThreads)
   const double factor = fold_factor(c, o);
   double through_weight = 0.0;
   for (int j = int(threadIdx.x); j < per_out; j += lab::kFoldThreads) {
-    const double g = c.d_folded_weight[row + j];
+    const double g = double(c.d_folded_weight[row + j]) * p.unscale;
     c.d_weight[row + j] += float(g * factor);
     through_weight += g * double(c.weight[row + j]);
   }
   if (!c.gamma) {
-    if (threadIdx.x == 0) c.d_beta[o] += c.d_folded_bias[o];
+    if (threadIdx.x == 0) c.d_beta[o] += float(double(c.d_folded_bias[o]) * p.unscale);
     return;
   }
   const double total = lab_block_sum<lab::kFoldThreads>(through_weight);
   if (threadIdx.x == 0) {
     const double s = sqrt(double(c.var[o]) + c.eps);
-    const double d_bias = c.d_folded_bias[o];
+    const double d_bias = double(c.d_folded_bias[o]) * p.unscale;
     c.d_gamma[o] += float((total - d_bias * double(c.mean[o])) / s);
     c.d_beta[o] += float(d_bias);
   }

@@ -56,11 +56,11 @@ BatchnormFoldOp::BatchnormFoldOp(Backend& backend)
       norms_(backend, batchnorm_fold_spec(), "v1_channel", "conv_grad_norms") {}
 
 void BatchnormFoldOp::fold(const FoldConvTable& table) const {
-  fold_.launch(per_channel(table), BatchnormFoldParams{table.device_table(), table.size()});
+  fold_.launch(per_channel(table), BatchnormFoldParams{table.device_table(), table.size(), 1.0});
 }
 
-void BatchnormFoldOp::backward(const FoldConvTable& table) const {
-  backward_.launch(per_channel(table), BatchnormFoldParams{table.device_table(), table.size()});
+void BatchnormFoldOp::backward(const FoldConvTable& table, double unscale) const {
+  backward_.launch(per_channel(table), BatchnormFoldParams{table.device_table(), table.size(), unscale});
 }
 
 void BatchnormFoldOp::grad_norms(const FoldConvTable& table, double* norms) const {

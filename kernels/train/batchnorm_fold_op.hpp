@@ -34,8 +34,9 @@ class BatchnormFoldOp {
   explicit BatchnormFoldOp(Backend& backend);
   // Every conv's folded weight (into each target) and bias.
   void fold(const FoldConvTable& table) const;
-  // Every conv's checkpoint gradients += the chain rule of its folded gradients.
-  void backward(const FoldConvTable& table) const;
+  // Every conv's checkpoint gradients += the chain rule of its folded gradients times `unscale` (1 / the fp16
+  // loss scale they carry).
+  void backward(const FoldConvTable& table, double unscale = 1.0) const;
   // norms[c] (device, [table.size()] doubles) = the L2 norm of conv c's checkpoint gradients.
   void grad_norms(const FoldConvTable& table, double* norms) const;
 

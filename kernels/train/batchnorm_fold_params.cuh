@@ -9,11 +9,16 @@ namespace lab {
 constexpr int kFoldThreads = 128;  // threads per block of every fold kernel
 constexpr int kFoldTargets = 2;    // layouts one fold writes (a conv's forward op and its input-gradient op)
 
+// The element type of a fold target: float32, or the 16-bit operands of the tensor-core convs (rounded to
+// nearest even once, from the float64 product).
+enum FoldElement : int { kFoldFloat32 = 0, kFoldF16 = 1, kFoldBf16 = 2 };
+
 // Where a folded weight goes: element (o, i, t) of [c_out, inputs, taps] at
-// data[o * out_stride + i * in_stride + t * tap_stride]. data null: no target.
+// data[o * out_stride + i * in_stride + t * tap_stride], of type `element`. data null: no target.
 struct FoldTarget {
-  float* data;
+  void* data;
   long long out_stride, in_stride, tap_stride;
+  int element;  // FoldElement (kFoldFloat32 when left out of an initializer)
 };
 
 // One conv: its checkpoint parameters, where its folded weight and bias go, and where the chain rule reads
@@ -40,10 +45,12 @@ struct FoldConv {
 // batchnorm_fold: w' = w * gamma / sqrt(var + eps), b' = beta - mean * gamma / sqrt(var + eps), in float64
 // rounded once (as the host's fold_batchnorm).
 // batchnorm_fold_backward: the chain rule, added to the checkpoint gradients (s = sqrt(var + eps)):
-// d w += g' * gamma / s; d gamma += (sum_i g'[o, i] * w[o, i] - d' * mean) / s; d beta += d'.
+// d w += g' * gamma / s; d gamma += (sum_i g'[o, i] * w[o, i] - d' * mean) / s; d beta += d', where g' and
+// d' are the folded gradients times `unscale` (1 / the fp16 loss scale, a power of two: exact; 1 without).
 struct BatchnormFoldParams {
   const FoldConv* convs;  // [n_convs]
   int n_convs;
+  double unscale;  // batchnorm_fold_backward only
 };
 
 // conv_grad_norms: norms[c] = the L2 norm of conv c's checkpoint gradients (d_weight, d_gamma, d_beta), one

@@ -9,11 +9,13 @@
 #include "kernels/attention/psa_op.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/network_ops.hpp"
+#include "pipeline/executor/precision_policy.hpp"
 
 namespace lab {
 
-GradientTape::GradientTape(Backend& backend)
+GradientTape::GradientTape(Backend& backend, Precision precision)
     : backend_(backend),
+      precision_(precision),
       kernels_(backend),
       backward_kernels_(backend),
       copy_(kernels_),
@@ -117,10 +119,12 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const Conv2dShape shape = conv_shape(spec);
   Conv2dShape linear = shape;
   linear.silu = false;
-  const ConvBackwardVariant variant = choose_conv_backward_variant(shape);
+  // The stem is the first conv built (it reads the image); forward and backward at its role's precision.
+  const Precision precision = conv_precision(convs_.empty() ? ConvRole::Stem : ConvRole::Body, precision_);
+  const ConvBackwardVariant variant = choose_conv_backward_variant(shape, precision);
   TapeConv& c = *convs_.emplace_back(std::make_unique<TapeConv>());
   c.spec = &spec;
-  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias);
+  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias, precision);
   c.backward = std::make_unique<Conv2dBackwardOp>(
       backend_, shape, spec.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant);
   c.d_weight = backend_.alloc_array<float>(spec.weight.size());

@@ -15,7 +15,10 @@
 // record whose output got no gradient is skipped: its contributions are all zero. Each conv's folded weight
 // and bias gradients (overwritten by every backward) and the weights its ops read are exposed per conv
 // (convs()): a training engine folds its parameters into those weights and takes the chain rule from those
-// gradients on the device; conv_gradients() downloads them. Float32 throughout (fp32 kernels).
+// gradients on the device; conv_gradients() downloads them. Tensors and gradients are float32; at a 16-bit
+// precision each conv's forward, input- and weight-gradient products run on fp16 / bf16 tensor cores (the
+// precision policy's arithmetic for the conv's role: the first conv built is the stem), accumulating in
+// float.
 #pragma once
 #include <functional>
 #include <map>
@@ -54,7 +57,7 @@ struct TapeConv {
 
 class GradientTape {
  public:
-  explicit GradientTape(Backend& backend);
+  explicit GradientTape(Backend& backend, Precision precision = Precision::Fp32);
   ~GradientTape();
 
   // A tensor that needs no gradient, its values set by set_input before a forward (the network input).
@@ -122,6 +125,7 @@ class GradientTape {
   void run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs, const std::function<void()>& work);
 
   Backend& backend_;
+  Precision precision_;
   NnKernels kernels_;
   NnBackwardKernels backward_kernels_;
   CopyPlanesOp copy_;

@@ -152,8 +152,9 @@ bool same_config(const loss::LossConfig& a, const loss::LossConfig& b) {
 
 }  // namespace
 
-TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width)
-    : backend_(backend), batch_(batch), height_(height), width_(width), tape_(backend) {
+TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width,
+                           Precision precision)
+    : backend_(backend), batch_(batch), height_(height), width_(width), tape_(backend, precision) {
   check_trainable(model, height, width);
   const LayerSpec& detect_layer = model.layers.back();
   const DetectSpec& detect = detect_layer.detect;
@@ -172,7 +173,7 @@ TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch
 
 const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
                                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                                const loss::LossConfig& config) {
+                                                const loss::LossConfig& config, double loss_scale) {
   tape_.set_input(input_, input);
   tape_.forward();
   if (!loss_ || !same_config(loss_->config(), config))
@@ -184,7 +185,7 @@ const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
   loss_batch.one2many = {&tape_.buffer(o2m_boxes_), &tape_.buffer(o2m_scores_)};
   loss_batch.one2one = {&tape_.buffer(o2o_boxes_), &tape_.buffer(o2o_scores_)};
   loss_batch.ground_truth = ground_truth;
-  loss_->compute_device_into(loss_batch, result_);
+  loss_->compute_device_into(loss_batch, result_, loss_scale);
   tape_.backward({{o2m_boxes_, &result_.d_one2many_boxes},
                   {o2m_scores_, &result_.d_one2many_scores},
                   {o2o_boxes_, &result_.d_one2one_boxes},

@@ -5,7 +5,7 @@
 // runs one and reports the gradients in the checkpoint's own parameters (the per-channel BatchNorm chain
 // rule on the host). BatchNorm frozen; the one-to-one head reads detached features (no gradient from it
 // reaches the backbone and neck), as Ultralytics' end-to-end head in training. Float32 kernels on either
-// backend.
+// backend, or 16-bit conv products (TrainingPass's precision).
 #pragma once
 #include <memory>
 #include <vector>
@@ -34,12 +34,14 @@ struct TrainingGradients {
 // UsageError as kernel_gradients.
 class TrainingPass {
  public:
-  TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width);
+  // `precision`: the convs' arithmetic (GradientTape's); gradients stay float32.
+  TrainingPass(Backend& backend, const Yolo26Model& model, int batch, int height, int width,
+               Precision precision = Precision::Fp32);
   // Forward, loss and backward of `input` [batch, 3, height, width]: the loss's components come back, the
-  // gradients stay on the tape (GradientTape::convs).
+  // gradients (of loss_scale * total: fp16 training's loss scale) stay on the tape (GradientTape::convs).
   const loss::DeviceLossResult& run(const std::vector<float>& input,
                                     const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                    const loss::LossConfig& config);
+                                    const loss::LossConfig& config, double loss_scale = 1.0);
   GradientTape& tape() { return tape_; }
   const GradientTape& tape() const { return tape_; }
   int batch() const { return batch_; }

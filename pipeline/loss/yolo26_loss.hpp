@@ -53,7 +53,9 @@ class Yolo26Loss {
   // The same into `result`, whose gradient buffers are reused when large enough (allocated otherwise), as
   // are the loss's own workspaces between calls: a training loop that keeps one result allocates nothing
   // after its first step (unless a batch brings more gts per image than any before). Not for concurrent use.
-  void compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result) const;
+  // The gradients are d (gradient_scale * total) (fp16 training's loss scale); the components are unscaled.
+  void compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
+                           double gradient_scale = 1.0) const;
   const LossConfig& config() const { return config_; }
   LossPath path() const { return path_; }
 

@@ -62,7 +62,8 @@ DeviceLossResult Yolo26Loss::compute_device(const DeviceLossBatch& batch) const 
   return result;
 }
 
-void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result) const {
+void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
+                                     double gradient_scale) const {
   if (!device_) throw UsageError("loss: compute_device needs a Yolo26Loss made for the device path");
   const size_t anchor_count = make_anchor_grid(batch.image_height, batch.image_width).size();
   validate_device_batch(batch, anchor_count);
@@ -78,7 +79,8 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
   ensure_floats(backend_, result.d_one2one_boxes, box_count);
   ensure_floats(backend_, result.d_one2one_scores, score_count);
   const auto gains = [&](double weight) {
-    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain, batch.batch * weight};
+    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain,
+                         batch.batch * weight * gradient_scale};
   };
   device_->launch({*batch.one2many.boxes, *batch.one2many.scores, batch.num_classes, batch.image_height,
                    batch.image_width, ws.anchors, gts},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/model/model_convs.hpp"
@@ -38,22 +39,27 @@ int group_of(const std::string& name) {
 }
 
 FoldTarget target_of(const ConvWeightLayout& l) {
-  return {l.data, l.out_stride, l.in_stride, l.tap_stride};
+  const int element = !l.half ? kFoldFloat32 : *l.half == HalfType::f16 ? kFoldF16 : kFoldBf16;
+  return {l.data, l.out_stride, l.in_stride, l.tap_stride, element};
 }
 
 }  // namespace
 
 DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer,
-                                     int batch, int height, int width)
+                                     int batch, int height, int width, Precision precision)
     : backend_(backend),
       model_(model),
       optimizer_(canonical_optimizer(optimizer)),
+      precision_(precision),
       hint_(batch, height, width),
       fold_(backend),
       clip_(backend),
       sgd_(backend),
       adamw_(backend),
       musgd_(backend) {
+  if (precision == Precision::Tf32)
+    throw UsageError("precision tf32: the device engine trains in fp32, fp16 or bf16");
+  if (precision == Precision::Fp16) scaler_.emplace();
   // The arenas: every checkpoint parameter, and the frozen statistics (running mean then var per conv).
   size_t total = 0, frozen = 0;
   std::vector<float> host_params, host_frozen;
@@ -147,14 +153,17 @@ DeviceTrainEngine::Pass& DeviceTrainEngine::pass_for(int batch, int height, int 
   for (auto it = passes_.begin(); it != passes_.end();)  // keep the hint's beside the new one
     it = it->first == hint_ ? std::next(it) : passes_.erase(it);
   Pass& p = passes_[shape];
-  p.pass = std::make_unique<TrainingPass>(backend_, model_, batch, height, width);
+  p.pass = std::make_unique<TrainingPass>(backend_, model_, batch, height, width, precision_);
   p.table = fold_table(*p.pass);
   return p;
 }
 
 std::string DeviceTrainEngine::describe() const {
-  std::string text = "kernel backward (float32) on " + backend_.name() + " (" + backend_.device().name +
-                     "), " + optimizer_ + " on the device";
+  const std::string arithmetic = precision_ == Precision::Fp32
+                                     ? "float32"
+                                     : precision_name(precision_) + " products, float32 master weights";
+  std::string text = "kernel backward (" + arithmetic + ") on " + backend_.name() + " (" +
+                     backend_.device().name + "), " + optimizer_ + " on the device";
   for (const auto& [shape, pass] : passes_)
     if (const std::string& error = pass.pass->tape().graph_error(); !error.empty())
       return text + "; launched without graphs (the capture failed: " + error + ")";
@@ -171,8 +180,9 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
     fold_.fold(*p.table);
     p.folded_version = version_;
   }
-  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config);
-  fold_.backward(*p.table);
+  const double scale = scaler_ ? scaler_->scale() : 1.0;
+  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config, scale);
+  fold_.backward(*p.table, 1.0 / scale);
   BatchLoss out;
   out.one2many = r.one2many, out.one2one = r.one2one, out.weights = r.weights, out.total = r.total;
   return out;
@@ -181,6 +191,20 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
 double DeviceTrainEngine::step(const StepHyper& hyper) {
   float* norm = clip_out_.as<float>();
   clip_.run(*list_, float(hyper.max_norm), norm, norm + 1);
+  float total = 0;
+  if (scaler_) {  // the norm first: it says whether to step
+    backend_.download(&total, norm, sizeof(float));
+    if (scaler_->update(std::isfinite(total))) optimizer_step(hyper);
+  } else {
+    optimizer_step(hyper);
+  }
+  backend_.fill_bytes(grads_.get(), 0, grads_.bytes());
+  ++version_;  // every pass folds the new parameters before its next forward
+  if (!scaler_) backend_.download(&total, norm, sizeof(float));
+  return total;
+}
+
+void DeviceTrainEngine::optimizer_step(const StepHyper& hyper) {
   ++steps_;
   if (optimizer_ == "SGD") {
     SgdSettings s;
@@ -195,11 +219,11 @@ double DeviceTrainEngine::step(const StepHyper& hyper) {
     s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
     musgd_.step(*list_, muon_shapes_, s);
   }
-  backend_.fill_bytes(grads_.get(), 0, grads_.bytes());
-  ++version_;  // every pass folds the new parameters before its next forward
-  float total = 0;
-  backend_.download(&total, norm, sizeof(float));
-  return total;
+}
+
+std::optional<LossScaleState> DeviceTrainEngine::loss_scale() const {
+  if (!scaler_) return std::nullopt;
+  return scaler_->state();
 }
 
 std::vector<std::pair<std::string, double>> DeviceTrainEngine::gradient_norms() const {
@@ -255,6 +279,7 @@ OptimizerState DeviceTrainEngine::optimizer_state() const {
   OptimizerState s;
   s.name = optimizer_;
   s.steps = steps_;
+  s.loss_scale = loss_scale();
   const auto buffers = state_buffers();
   for (size_t i = 0; i < parameters_.size(); ++i)
     for (size_t k = 0; k < buffers.size(); ++k)
@@ -268,6 +293,12 @@ void DeviceTrainEngine::load_optimizer_state(const OptimizerState& state) {
   if (state.name != optimizer_)
     throw UsageError("optimizer state of " + state.name + ", but this run's optimizer is " + optimizer_);
   if (state.steps < 0) throw UsageError("optimizer state: a negative step count");
+  if (state.loss_scale.has_value() != scaler_.has_value())
+    throw UsageError(std::string("optimizer state: ") +
+                     (scaler_ ? "no loss scale for this fp16 run" : "a loss scale (fp16) for this run of " +
+                                                                        precision_name(precision_)));
+  if (state.loss_scale && !(state.loss_scale->scale > 0 && std::isfinite(state.loss_scale->scale)))
+    throw UsageError("optimizer state: the loss scale is not a positive number");
   // As HostTrainEngine reads a state: a missing tensor is zero, but the first buffer after a step; every
   // tensor of the state names a parameter and has its size. All checked before anything is written.
   const auto buffers = state_buffers();
@@ -299,6 +330,7 @@ void DeviceTrainEngine::load_optimizer_state(const OptimizerState& state) {
         backend_.upload(slice, it->second.data(), p.count * sizeof(float));
     }
   steps_ = state.steps;
+  if (scaler_) scaler_.emplace(*state.loss_scale);
 }
 
 }  // namespace lab::train

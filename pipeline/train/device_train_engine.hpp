@@ -6,7 +6,11 @@
 // batch shape, reading the folded weights in place), then the BatchNorm chain rule on the device
 // (batchnorm_fold_backward). step(): clip, SGD (Nesterov), AdamW or MuSGD, the fold of every conv into the
 // weights its ops read (batchnorm_fold), gradients zeroed. Only the loss's scalars and the clipped norm come
-// back per iteration. BatchNorm frozen; float32 kernels.
+// back per iteration. BatchNorm frozen. At Precision::Fp16 / Bf16 the convs' products run on 16-bit tensor
+// cores (TrainingPass's precision; the fold writes the forward's 16-bit operands); master parameters,
+// gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
+// loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
+// pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/nn/precision.hpp"
 #include "kernels/optim/musgd_op.hpp"
 #include "kernels/optim/optim_op.hpp"
 #include "kernels/train/batchnorm_fold_op.hpp"
@@ -26,13 +31,14 @@ class DeviceTrainEngine : public TrainEngine {
  public:
   // `optimizer`: "SGD", "AdamW" or "MuSGD" (any letter case; UsageError otherwise). The batch shape hint
   // builds the pass the first accumulate() uses; another shape builds its own (the hint's is kept beside the
-  // latest).
+  // latest). `precision`: Fp32, Fp16 or Bf16 (UsageError for Tf32).
   DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer, int batch,
-                    int height, int width);
+                    int height, int width, Precision precision = Precision::Fp32);
 
   std::string describe() const override;
   BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) override;
   double step(const StepHyper& hyper) override;
+  std::optional<LossScaleState> loss_scale() const override;
   std::vector<std::pair<std::string, double>> gradient_norms() const override;
   void read_parameters(Yolo26Model& model) const override;
   OptimizerState optimizer_state() const override;
@@ -63,10 +69,13 @@ class DeviceTrainEngine : public TrainEngine {
   std::vector<float> download(const DeviceBuffer& arena, const Parameter& p) const;
   // The optimizer's state arenas and their tensors' name suffixes (as HostTrainEngine names them).
   std::vector<std::pair<const DeviceBuffer*, std::string>> state_buffers() const;
+  void optimizer_step(const StepHyper& hyper);  // the step of the engine's optimizer on the clipped gradients
 
   Backend& backend_;
   Yolo26Model model_;  // shapes and names; its values are the starting parameters
   std::string optimizer_;
+  Precision precision_;
+  std::optional<LossScaler> scaler_;  // fp16 only
   Shape hint_;
   std::vector<Parameter> parameters_;
   std::map<std::string, size_t> first_parameter_;  // conv name -> its first entry in parameters_

@@ -14,15 +14,18 @@
 
 namespace lab::train {
 
-std::string results_csv_header() {
-  return "epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),metrics/recall(B),"
-         "metrics/mAP50(B),metrics/mAP50-95(B),lr/pg0,lr/pg1,lr/pg2\n";
+std::string results_csv_header(bool loss_scale) {
+  return std::string("epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),"
+                     "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),lr/pg0,lr/pg1,lr/pg2") +
+         (loss_scale ? ",amp/loss_scale,amp/skipped_steps\n" : "\n");
 }
 
 std::string results_csv_row(const EpochRow& row) {
-  const std::vector<double> values = {double(row.epoch), row.seconds,   row.train_loss[0], row.train_loss[1],
+  std::vector<double> values = {double(row.epoch), row.seconds,   row.train_loss[0], row.train_loss[1],
                                       row.train_loss[2], row.precision, row.recall,        row.map50,
                                       row.map50_95,      row.lr[0],     row.lr[1],         row.lr[2]};
+  if (row.loss_scale)
+    values.insert(values.end(), {row.loss_scale->scale, double(row.loss_scale->skipped_steps)});
   std::string line;
   for (double v : values) {
     char text[32];

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,12 @@ struct EpochRow {
   std::array<double, 3> train_loss{};  // box, cls, l1: the epoch's mean per image
   double precision = 0, recall = 0, map50 = 0, map50_95 = 0;
   std::array<double, kParameterGroups> lr{};
+  std::optional<LossScaleState> loss_scale;  // fp16 runs: the loss scaler at the epoch's end
 };
 
-// "epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),...,lr/pg0,lr/pg1,lr/pg2\n"
-std::string results_csv_header();
+// "epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B),...,lr/pg0,lr/pg1,lr/pg2\n";
+// with `loss_scale` (fp16 runs) two more columns: amp/loss_scale, amp/skipped_steps.
+std::string results_csv_header(bool loss_scale = false);
 std::string results_csv_row(const EpochRow& row);
 
 struct ResultsColumn {

@@ -7,12 +7,14 @@
 #include <array>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "pipeline/loss/loss_types.hpp"
 #include "pipeline/model/yolo26_model.hpp"
+#include "pipeline/train/loss_scaler.hpp"
 
 namespace lab::train {
 
@@ -44,11 +46,12 @@ struct StepHyper {
 };
 
 // An optimizer's state for `--resume`: its name, the steps taken and its per-parameter tensors by name
-// ("<parameter>.momentum", "<parameter>.exp_avg", "<parameter>.exp_avg_sq").
+// ("<parameter>.momentum", "<parameter>.exp_avg", "<parameter>.exp_avg_sq"), and fp16 training's loss scaler.
 struct OptimizerState {
   std::string name;
   long long steps = 0;
   std::map<std::string, std::vector<float>> tensors;
+  std::optional<LossScaleState> loss_scale;  // fp16 only
 };
 
 class TrainEngine {
@@ -60,8 +63,11 @@ class TrainEngine {
   // to those accumulated since the last step.
   virtual BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) = 0;
   // Clips the accumulated gradient at hyper.max_norm, takes one step of the engine's optimizer and zeroes the
-  // gradients. Returns the gradient's L2 norm before clipping.
+  // gradients. Returns the gradient's L2 norm before clipping. With a loss scaler (fp16) the step is skipped
+  // where that norm is not finite.
   virtual double step(const StepHyper& hyper) = 0;
+  // fp16 training's loss scaler after the last step; nullopt without one.
+  virtual std::optional<LossScaleState> loss_scale() const { return std::nullopt; }
   // The accumulated gradient's L2 norm per conv module (ConvSpec::name), in network order; for the Train
   // panel. Valid between accumulate() and step().
   virtual std::vector<std::pair<std::string, double>> gradient_norms() const = 0;

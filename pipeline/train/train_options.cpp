@@ -89,8 +89,8 @@ void check_train_options(const TrainOptions& o) {
   require(o.engine == "host" || o.backend != "reference", "engine", o.engine,
           "runs our kernels: --backend cpu or cuda (the reference trains with --engine host)");
   require_member(o.precision, "precision", {"fp32", "fp16", "bf16"});
-  require(o.precision == "fp32", "precision", o.precision,
-          "mixed-precision training is not built yet (fp32 only)");
+  require(o.precision == "fp32" || o.engine == "device", "precision", o.precision,
+          "16-bit training runs on the device engine (--engine device)");
   require_member(o.bn, "bn", {"frozen", "batch"});
   require(o.bn == "frozen" || o.backend == "reference", "bn", o.bn,
           "batch statistics train on the float64 reference only (--engine host --backend reference)");

@@ -31,8 +31,8 @@ struct TrainOptions {
   std::string bn = "frozen";    // frozen or batch (batch-statistics BatchNorm: the float64 reference only)
 };
 
-// UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 are
-// refused as not built yet.
+// UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 only with
+// the device engine.
 void check_train_options(const TrainOptions& options);
 
 // args.yaml: every setting as `key: value`, one a line, Ultralytics' key names.

@@ -61,7 +61,7 @@ void save_train_state(const std::filesystem::path& path, const RunPosition& p, c
   add_model(tensors, "ema/", ema);
   for (const auto& [name, values] : optimizer.tensors)
     tensors.push_back(f32_tensor("optimizer/" + name, {int64_t(values.size())}, values));
-  const std::map<std::string, std::string> metadata = {{"producer", "lab train"},
+  std::map<std::string, std::string> metadata = {{"producer", "lab train"},
                                                        {"epoch", std::to_string(p.epoch)},
                                                        {"next_batch", std::to_string(p.next_batch)},
                                                        {"loss_box", exact(p.loss_sums[0])},
@@ -75,6 +75,11 @@ void save_train_state(const std::filesystem::path& path, const RunPosition& p, c
                                                        {"results_csv", p.results_csv},
                                                        {"optimizer", optimizer.name},
                                                        {"optimizer_steps", std::to_string(optimizer.steps)}};
+  if (const std::optional<LossScaleState>& s = optimizer.loss_scale) {  // fp16
+    metadata["loss_scale"] = exact(s->scale);
+    metadata["loss_scale_growth_tracker"] = std::to_string(s->growth_tracker);
+    metadata["skipped_steps"] = std::to_string(s->skipped_steps);
+  }
   write_file_atomically(
       path, [&](const std::filesystem::path& temporary) { write_safetensors(temporary, tensors, metadata); });
 }
@@ -99,6 +104,10 @@ TrainState load_train_state(const std::filesystem::path& path, const Yolo26Model
   p.results_csv = csv->second;
   state.optimizer.name = optimizer->second;
   state.optimizer.steps = (long long)number(m, "optimizer_steps", path);
+  if (m.count("loss_scale"))
+    state.optimizer.loss_scale = LossScaleState{number(m, "loss_scale", path),
+                                                (long long)number(m, "loss_scale_growth_tracker", path),
+                                                (long long)number(m, "skipped_steps", path)};
   read_model(file, "train/", state.model);
   read_model(file, "ema/", state.ema);
   const std::string prefix = "optimizer/";

@@ -103,8 +103,9 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   }
   if (options_.engine == "device") {
     device_ = make_backend(options_.backend, context_);
-    engine_ = std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch,
-                                                  options_.imgsz, options_.imgsz);
+    engine_ =
+        std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch, options_.imgsz,
+                                            options_.imgsz, *parse_precision(options_.precision));
   } else {
     Yolo26Model engine_model = model;  // the engine's forward in train mode; validation's EMA in eval mode
     set_batchnorm_mode(engine_model, batchnorm_mode(options_.bn));
@@ -188,6 +189,7 @@ bool Trainer::train_epoch(int epoch) {
       if (hooks_.on_step) report.module_grad_norms = engine_->gradient_norms();
       report.grad_norm = engine_->step({scheduled.lr, scheduled.momentum, weight_decay_, options_.max_norm});
       report.stepped = true;
+      report.loss_scale = engine_->loss_scale();
       engine_->read_parameters(model_);
       ema_->update(model_);
       position_.last_opt_step = report.iteration;
@@ -230,8 +232,9 @@ void Trainer::finish_epoch(int epoch) {
   report.seconds = position_.seconds;
 
   EpochRow row{epoch + 1,       position_.seconds, report.train_loss, metrics_.precision,
-               metrics_.recall, metrics_.map50,    metrics_.map50_95, report.lr};
-  if (position_.results_csv.empty()) position_.results_csv = results_csv_header();
+               metrics_.recall, metrics_.map50,    metrics_.map50_95, report.lr,
+               engine_->loss_scale()};
+  if (position_.results_csv.empty()) position_.results_csv = results_csv_header(row.loss_scale.has_value());
   position_.results_csv += results_csv_row(row);
   position_.epoch = epoch + 1, position_.next_batch = 0, position_.loss_sums = {};
   position_.ema_updates = ema_->updates();

@@ -44,6 +44,7 @@ struct StepReport {
   double momentum = 0;
   bool stepped = false;                                           // an optimizer step followed this batch
   double grad_norm = 0;                                           // when stepped: before clipping
+  std::optional<LossScaleState> loss_scale;                       // when stepped, fp16: the scaler after it
   std::vector<std::pair<std::string, double>> module_grad_norms;  // when stepped: per conv module
 };
 
