@@ -27,11 +27,6 @@ namespace {
 
 constexpr int kSize = 64;
 
-Yolo26Model small_model() {
-  return Yolo26Model::from_checkpoint(
-      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
-}
-
 train::TrainBatch make_batch(int batch, uint64_t seed) {
   train::TrainBatch b;
   b.batch = batch, b.height = kSize, b.width = kSize;
@@ -75,7 +70,7 @@ size_t weights_apart(const std::vector<std::vector<double>>& got,
 // float32 kernels against float64 through ~100 layers forward and back, measured ~1e-5); the engine adds the
 // chain rule in float64 rounded once (2^-24) and, after a second batch, one float32 addition per element.
 void check_gradients(Backend& backend, const std::string& what) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = make_batch(2, 31);
   DeviceTrainEngine engine(backend, model, "AdamW", batch.batch, kSize, kSize);
   const train::BatchLoss loss = engine.accumulate(batch, loss::LossConfig{});
@@ -128,7 +123,7 @@ void check_gradients(Backend& backend, const std::string& what) {
 // the gradients exceed (weights_apart's bar). Then the engine's forward on
 // the stepped parameters (folded on the device) against a pass built from them on the host.
 void check_steps(Backend& backend, const std::string& optimizer, const std::string& what) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = make_batch(1, 41);
   DeviceTrainEngine engine(backend, model, optimizer, batch.batch, kSize, kSize);
   train::StepHyper hyper;
@@ -178,7 +173,7 @@ void check_steps(Backend& backend, const std::string& optimizer, const std::stri
 // Save after two steps, load into an engine made from the saved parameters, one more step on both: the same
 // parameters, bit for bit.
 void check_state_round_trip(Backend& backend, const std::string& optimizer) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = make_batch(1, 51);
   train::StepHyper hyper;
   hyper.lr = {0.01, 0.01, 0.02};
@@ -218,7 +213,7 @@ void check_no_allocations(Backend& inner, bool force_graphs) {
                                                         : std::make_unique<test::CountingBackend>(inner);
   test::CountingBackend& backend = *counting;
   const train::TrainBatch batch = make_batch(2, 61);
-  DeviceTrainEngine engine(backend, small_model(), "AdamW", batch.batch, kSize, kSize);
+  DeviceTrainEngine engine(backend, test::synthetic_trainable_yolo26n(), "AdamW", batch.batch, kSize, kSize);
   train::StepHyper hyper;
   hyper.lr = {0.001, 0.001, 0.001};
   std::vector<double> losses;
@@ -238,7 +233,7 @@ void check_no_allocations(Backend& inner, bool force_graphs) {
   CHECK(backend.captures == (backend.can_capture_graphs() ? 2u : 0u));
   CHECK(engine.describe().find("without graphs") == std::string::npos);
   if (force_graphs) {  // the replayed graphs compute what direct launches compute
-    DeviceTrainEngine direct(inner, small_model(), "AdamW", batch.batch, kSize, kSize);
+    DeviceTrainEngine direct(inner, test::synthetic_trainable_yolo26n(), "AdamW", batch.batch, kSize, kSize);
     for (double loss : losses) {
       CHECK(direct.accumulate(batch, loss::LossConfig{}).total == loss);
       direct.step(hyper);
@@ -256,7 +251,7 @@ void check_no_allocations(Backend& inner, bool force_graphs) {
 // rounding apart, flip the update of the few weights whose gradient is that rounding's size (19 of 2.5 M
 // here).
 void check_against_host_engine(Backend& backend, const std::string& optimizer) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = make_batch(1, 71);
   train::StepHyper hyper;
   hyper.lr = {0.002, 0.0015, 0.004};
@@ -310,7 +305,7 @@ TEST_CASE("DeviceTrainEngine: the optimizer state's round trip continues identic
 
 TEST_CASE("DeviceTrainEngine: bad optimizer names and states are one-line errors", "[device_train]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   CHECK_THROWS_WITH(DeviceTrainEngine(*backend, model, "Adam", 1, kSize, kSize),
                     "optimizer 'Adam': the device engine runs SGD, AdamW or MuSGD");
   DeviceTrainEngine engine(*backend, model, "sgd", 1, kSize, kSize);

@@ -27,11 +27,6 @@ namespace {
 
 constexpr int kSize = 64;
 
-Yolo26Model small_model() {
-  return Yolo26Model::from_checkpoint(
-      test::synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
-}
-
 train::TrainBatch two_images() {
   train::TrainBatch b;
   b.batch = 2, b.height = kSize, b.width = kSize;
@@ -61,7 +56,7 @@ Bars bars_of(Precision p) {
 }
 
 void check_precision(Backend& backend, Precision precision, const std::string& what) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = two_images();
   DeviceTrainEngine fp32(backend, model, "AdamW", batch.batch, kSize, kSize);
   DeviceTrainEngine half(backend, model, "AdamW", batch.batch, kSize, kSize, precision);
@@ -93,7 +88,7 @@ void check_precision(Backend& backend, Precision precision, const std::string& w
 
 // The stem (layer 0) at the policy's precision for its role, every dense body conv on 16-bit tensor cores.
 void check_variants(Backend& backend) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   for (Precision p : {Precision::Fp16, Precision::Bf16}) {
     const TrainingPass pass(backend, model, 1, kSize, kSize, p);
     const auto& convs = pass.tape().convs();
@@ -123,7 +118,7 @@ std::vector<std::vector<double>> parameters_of(const train::TrainEngine& engine,
 // engine's unscaled gradients, clipped: the clip saw the unscaled norm. Weights within 2e-6 + 1e-6 |w| (the
 // optimizer runners' bar for float32 updates against float64 ones).
 void check_unscale_before_clip(Backend& backend) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = two_images();
   DeviceTrainEngine engine(backend, model, "SGD", batch.batch, kSize, kSize, Precision::Fp16);
   engine.accumulate(batch, loss::LossConfig{});
@@ -155,7 +150,7 @@ void check_unscale_before_clip(Backend& backend) {
 // next step is taken and doubles the scale. And the state's round trip: two engines, one continued from the
 // other's state, take the same next step bit for bit.
 void check_overflow_and_growth(Backend& backend) {
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const train::TrainBatch batch = two_images();
   train::StepHyper hyper;
   hyper.lr = {0.002, 0.0015, 0.004};
@@ -216,7 +211,7 @@ TEST_CASE("DeviceTrainEngine: fp16 loss scaling (unscale before clip, overflow, 
 TEST_CASE("DeviceTrainEngine: tf32 and mismatched loss-scale states are one-line errors",
           "[device_train_precision]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  const Yolo26Model model = small_model();
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
   CHECK_THROWS_WITH(DeviceTrainEngine(*backend, model, "SGD", 1, kSize, kSize, Precision::Tf32),
                     "precision tf32: the device engine trains in fp32, fp16 or bf16");
   DeviceTrainEngine fp16(*backend, model, "SGD", 1, kSize, kSize, Precision::Fp16);

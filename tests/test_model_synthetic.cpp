@@ -180,4 +180,8 @@ Checkpoint synthetic_checkpoint(const SyntheticModelOptions& o) {
   return c;
 }
 
+Yolo26Model synthetic_trainable_yolo26n() {
+  return Yolo26Model::from_checkpoint(synthetic_checkpoint({.scale = "n", .nc = 3, .one2many_head = true}));
+}
+
 }  // namespace lab::test

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/model/yolo26_model.hpp"
 
 namespace lab::test {
 
@@ -17,6 +18,9 @@ struct SyntheticModelOptions {
 
 // The checkpoint (names "class0".., nc set, scale left empty so the builder must derive it).
 Checkpoint synthetic_checkpoint(const SyntheticModelOptions& options);
+
+// The training tests' network: the synthetic yolo26n with 3 classes and both heads, built.
+Yolo26Model synthetic_trainable_yolo26n();
 
 // The output channels of layers 0..22 for the scale, from the spec's channel formula.
 std::vector<int> spec_layer_channels(const std::string& scale);
