@@ -142,8 +142,11 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--momentum 1.5");
   bad = o, bad.optimizer = "Adam";
   fails(bad, "--optimizer Adam is not one of auto, SGD, AdamW, MuSGD");
-  bad = o, bad.precision = "fp16";
-  fails(bad, "--precision fp16: mixed-precision training is not built yet");
+  bad = o, bad.precision = "fp16", bad.engine = "host";
+  fails(bad, "--precision fp16: 16-bit training runs on the device engine (--engine device)");
+  TrainOptions half = o;
+  half.precision = "bf16", half.engine = "device", half.backend = "cpu";
+  CHECK_NOTHROW(check_train_options(half));
   bad = o, bad.backend = "tpu";
   fails(bad, "--backend tpu: is not one of cpu, cuda, reference");
   bad = o, bad.engine = "device", bad.backend = "reference";
