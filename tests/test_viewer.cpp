@@ -64,7 +64,12 @@ ViewerRun run_viewer_script(const fs::path& dir, const std::string& script) {
   }
   lab::test::write_file(dir / "script.txt", script);
   const fs::path kernels = copy_kernel_tree(dir);
-  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' " + std::string(LAB_VIEWER_BINARY) +
+  // The viewer's own exit status goes to a file: xvfb-run's status also reports its own clean-up (it exited 5
+  // once in CI after the viewer had exited 1, "problem while cleaning up temporary directory").
+  const fs::path exit_file = dir / "viewer-exit-status.txt";
+  fs::remove(exit_file);
+  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' sh -c '\"$0\" \"$@\"; echo $? > " +
+                              exit_file.string() + "' " + std::string(LAB_VIEWER_BINARY) +
                               " --script " + (dir / "script.txt").string() + " --screenshot-dir " +
                               (dir / "shots").string() + " --kernels-dir " + kernels.string() +
                               " --config-dir " + (dir / "config").string() + " --cache-dir " +
@@ -72,6 +77,7 @@ ViewerRun run_viewer_script(const fs::path& dir, const std::string& script) {
                               " --width 1600 --height 1000 > " + (dir / "log.txt").string() + " 2>&1";
   const int status = std::system(command.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (fs::exists(exit_file)) r.exit_code = std::stoi(read_all(exit_file));
   r.log = read_all(dir / "log.txt");
   if (r.log.find("cannot initialise GLFW") != std::string::npos ||
       r.log.find("cannot create an OpenGL 3 window") != std::string::npos) {
