@@ -110,6 +110,10 @@ class Backend {
   // dependent's wait is met at once. False when RuntimeOptions::programmatic_launch is off (lab --no-pdl, for
   // A/B measurement): every launch is then a plain one.
   virtual bool programmatic_launch() const = 0;
+  // Kernels compiled for the architecture-specific target (CompileRequest::arch_specific: wgmma, TMA,
+  // setmaxnreg) run here: a compute capability 9.0 GPU (sm_90a code runs on no other), or the cpu emulator,
+  // which models those instructions.
+  virtual bool runs_arch_specific_kernels() const = 0;
 
   // Compiles (or loads from the cache) a source of the kernel tree. Throws CompileError on failure.
   virtual std::shared_ptr<Module> compile(const CompileRequest& request) = 0;

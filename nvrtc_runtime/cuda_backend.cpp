@@ -117,7 +117,8 @@ class CudaBackend : public Backend {
         info_(select_device(context_.options)),
         modules_(nvrtc_module_compiler(context_, info_.arch)),
         programmatic_(context_.options.programmatic_launch &&
-                      compute_capability_major(context_.options.device) >= 9) {
+                      compute_capability_major(context_.options.device) >= 9),
+        arch_specific_(info_.arch == "sm_90") {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     current_ = stream_;
     check(cudaEventCreate(&start_), "cudaEventCreate");
@@ -216,6 +217,7 @@ class CudaBackend : public Backend {
   bool has_device_timing() const override { return true; }
   bool can_capture_graphs() const override { return true; }
   bool programmatic_launch() const override { return programmatic_; }
+  bool runs_arch_specific_kernels() const override { return arch_specific_; }
 
   std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
@@ -284,6 +286,7 @@ class CudaBackend : public Backend {
   cudaEvent_t fork_ = nullptr;
   int forked_ = 0;
   bool programmatic_;  // Programmatic Dependent Launch: sm_90+ and not switched off
+  bool arch_specific_;  // sm_90a code runs: a compute capability 9.0 device (cuda_compiler.cpp's rule)
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::string last_kernel_;
 };

@@ -20,6 +20,7 @@ class CountingBackend : public Backend {
   bool has_device_timing() const override { return inner_.has_device_timing(); }
   bool can_capture_graphs() const override { return inner_.can_capture_graphs(); }
   bool programmatic_launch() const override { return inner_.programmatic_launch(); }
+  bool runs_arch_specific_kernels() const override { return inner_.runs_arch_specific_kernels(); }
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
     std::shared_ptr<Module> module = inner_.compile(request);
     compile_misses += !module->result().cache_hit;

@@ -1,6 +1,8 @@
-// Backend capabilities are queries each backend answers (has_device_timing, can_capture_graphs), checked here
-// against what each backend observably does: cpu times on the host's wall clock and replays a capture by
-// running the recorded work again; cuda replays a captured graph without calling the recording function.
+// Backend capabilities are queries each backend answers (has_device_timing, can_capture_graphs,
+// runs_arch_specific_kernels), checked here against what each backend observably does: cpu times on the host's
+// wall clock and replays a capture by running the recorded work again; cuda replays a captured graph without
+// calling the recording function. Both run sm_90a kernels here (the emulator models wgmma / TMA; the [gpu]
+// suite's H200 is compute capability 9.0): test_emulator_wgmma and the NHWC network's tests run them.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -16,6 +18,7 @@ TEST_CASE("the cpu backend times on the wall clock and replays a capture by runn
   auto backend = make_backend("cpu", test::embedded_context());
   CHECK_FALSE(backend->has_device_timing());
   CHECK_FALSE(backend->can_capture_graphs());
+  CHECK(backend->runs_arch_specific_kernels());
 
   const double ms = backend->time_ms([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); });
   CHECK(ms >= 30.0);  // host work with no launch at all is timed: the wall clock
@@ -34,6 +37,7 @@ TEST_CASE("the cuda backend times with device events and replays a captured grap
   auto backend = make_backend("cuda", test::embedded_context());
   CHECK(backend->has_device_timing());
   CHECK(backend->can_capture_graphs());
+  CHECK(backend->runs_arch_specific_kernels() == (backend->device().arch == "sm_90"));
 
   const size_t bytes = 256;
   DeviceBuffer buffer = backend->alloc(bytes);

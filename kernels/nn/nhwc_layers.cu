@@ -37,6 +37,27 @@ __device__ __forceinline__ long long thread_index() {
   return (long long)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
+// One thread's item of a grid over [pixels][groups of 8 channels]: its pixel, its first channel c0 and the
+// n <= 8 channels there (the last group may be short).
+struct ChannelGroup {
+  int groups;
+  long long pixel;
+  int c0, n;
+};
+
+// The thread's item; false (the thread has nothing to do) past pixels * groups. A thread with an item waits
+// for its predecessor grid first.
+__device__ __forceinline__ bool channel_group(long long pixels, int channels, ChannelGroup& item) {
+  item.groups = (channels + 7) / 8;
+  const long long index = thread_index();
+  if (index >= pixels * item.groups) return false;
+  after_predecessor();
+  item.pixel = index / item.groups;
+  item.c0 = int(index % item.groups) * 8;
+  item.n = min(8, channels - item.c0);
+  return true;
+}
+
 // Channels c0.. of one pixel to float: `n` of them (8: one 16-byte load); v[n..7] = 0.
 template <int DT>
 __device__ __forceinline__ void load8(const unsigned short* p, int n, float (&v)[8]) {
@@ -99,12 +120,10 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_pack_input(const lab::NhwcP
 
 template <int DT>
 __global__ void __launch_bounds__(nn::kThreads) nhwc_depthwise3x3(const lab::NhwcDepthwiseParams p) {
-  const int groups = (p.channels + 7) / 8;
-  const long long index = nhwc::thread_index();
-  if (index >= (long long)p.batch * p.h * p.w * groups) return;
-  nhwc::after_predecessor();
-  const long long pixel = index / groups;
-  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  nhwc::ChannelGroup item;
+  if (!nhwc::channel_group((long long)p.batch * p.h * p.w, p.channels, item)) return;
+  const long long pixel = item.pixel;
+  const int groups = item.groups, c0 = item.c0, n = item.n;
   const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   for (int ky = 0; ky < 3; ++ky) {
@@ -131,12 +150,10 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_depthwise3x3(const lab::Nhw
 
 template <int DT>
 __global__ void __launch_bounds__(nn::kThreads) nhwc_maxpool(const lab::NhwcMaxPoolParams p) {
-  const int groups = (p.channels + 7) / 8, r = p.kernel / 2;
-  const long long index = nhwc::thread_index();
-  if (index >= (long long)p.batch * p.h * p.w * groups) return;
-  nhwc::after_predecessor();
-  const long long pixel = index / groups;
-  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  nhwc::ChannelGroup item;
+  if (!nhwc::channel_group((long long)p.batch * p.h * p.w, p.channels, item)) return;
+  const long long pixel = item.pixel;
+  const int c0 = item.c0, n = item.n, r = p.kernel / 2;
   const int x = int(pixel % p.w), y = int(pixel / p.w % p.h);
   float best[8];
 #pragma unroll
@@ -153,25 +170,21 @@ __global__ void __launch_bounds__(nn::kThreads) nhwc_maxpool(const lab::NhwcMaxP
 }
 
 __global__ void __launch_bounds__(nn::kThreads) nhwc_upsample2x(const lab::NhwcUpsampleParams p) {
-  const int groups = (p.channels + 7) / 8, wo = 2 * p.w_in, ho = 2 * p.h_in;
-  const long long index = nhwc::thread_index();
-  if (index >= (long long)p.batch * ho * wo * groups) return;
-  nhwc::after_predecessor();
-  const long long pixel = index / groups;
-  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
+  const int wo = 2 * p.w_in, ho = 2 * p.h_in;
+  nhwc::ChannelGroup item;
+  if (!nhwc::channel_group((long long)p.batch * ho * wo, p.channels, item)) return;
+  const long long pixel = item.pixel;
+  const int c0 = item.c0, n = item.n;
   const int x = int(pixel % wo), y = int(pixel / wo % ho);
   const long long b = pixel / wo / ho, source = (b * p.h_in + y / 2) * p.w_in + x / 2;
   nhwc::copy8(p.in.data + source * p.in.pitch + c0, p.out.data + pixel * p.out.pitch + c0, n);
 }
 
 __global__ void __launch_bounds__(nn::kThreads) nhwc_copy(const lab::NhwcCopyParams p) {
-  const int groups = (p.channels + 7) / 8;
-  const long long index = nhwc::thread_index();
-  if (index >= p.pixels * groups) return;
-  nhwc::after_predecessor();
-  const long long pixel = index / groups;
-  const int c0 = int(index % groups) * 8, n = min(8, p.channels - c0);
-  nhwc::copy8(p.in.data + pixel * p.in.pitch + c0, p.out.data + pixel * p.out.pitch + c0, n);
+  nhwc::ChannelGroup item;
+  if (!nhwc::channel_group(p.pixels, p.channels, item)) return;
+  nhwc::copy8(p.in.data + item.pixel * p.in.pitch + item.c0, p.out.data + item.pixel * p.out.pitch + item.c0,
+              item.n);
 }
 
 template <int DT>

@@ -150,6 +150,8 @@ class CpuBackend : public Backend {
   bool can_capture_graphs() const override { return false; }
   // A launch runs to completion before the next starts, so a programmatic dependent's wait is met at once.
   bool programmatic_launch() const override { return context_.options.programmatic_launch; }
+  // The emulator models wgmma, TMA, mbarrier and setmaxnreg.
+  bool runs_arch_specific_kernels() const override { return true; }
 
   void release(void* ptr) noexcept override { memory_.release(ptr); }
 

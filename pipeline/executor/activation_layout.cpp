@@ -75,13 +75,6 @@ std::string layer_problem(const Yolo26Model& model, const LayerSpec& l) {
   return p;
 }
 
-// sm_90a kernels (CompileRequest::arch_specific) run on a compute capability 9.0 GPU and on the cpu emulator,
-// which models wgmma / TMA / mbarrier: the one device whose arch is not a GPU's "sm_XY" (DeviceInfo::arch).
-bool runs_sm90a(const Backend& backend) {
-  const std::string arch = backend.device().arch;
-  return arch == "sm_90" || arch.rfind("sm_", 0) != 0;
-}
-
 }  // namespace
 
 std::string layout_name(ActivationLayout layout) {
@@ -98,7 +91,7 @@ LayoutChoice parse_layout_choice(const std::string& value) {
 std::string nhwc_problem(const Yolo26Model& model, Precision precision, const Backend& backend) {
   if (precision != Precision::Fp16 && precision != Precision::Bf16)
     return "16-bit activations need --precision fp16 or bf16, not " + precision_name(precision);
-  if (!runs_sm90a(backend))
+  if (!backend.runs_arch_specific_kernels())
     return "the wgmma / TMA kernels need a Hopper GPU (sm_90a), not " + backend.device().name + " (" +
            backend.device().arch + ")";
   for (const LayerSpec& l : model.layers)
