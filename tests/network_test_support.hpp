@@ -28,3 +28,13 @@ std::string match_detections(const std::vector<float>& got, const std::vector<fl
                              float score_tol, float box_tol);
 
 }  // namespace lab::test
+
+// In a test: `name` = the shared checkpoint's model; where it is absent, a WARN naming it and `return
+// __VA_ARGS__` (nothing in a TEST_CASE, nullptr in a helper returning a pointer).
+#define LAB_SHARED_YOLO26N_OR_RETURN(name, ...)                       \
+  const lab::Yolo26Model* name = lab::test::shared_yolo26n();         \
+  if (!name) {                                                        \
+    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");   \
+    return __VA_ARGS__;                                               \
+  }                                                                   \
+  static_assert(true, "a semicolon follows")

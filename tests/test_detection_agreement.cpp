@@ -101,11 +101,7 @@ std::pair<float, float> worst_differences(const std::vector<float>& got, const s
 void check_agreement(const std::string& executor, int imgsz, Precision precision,
                      std::vector<bool> rects = {true, false}, const std::string& only = "",
                      LayoutChoice layout = LayoutChoice::Auto) {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   const float score_tol = score_tolerance(precision);
   for (bool rect : rects) {
     // Both sides keep rows down to conf - tolerance, so an object just above conf on one side finds its

@@ -23,11 +23,7 @@
 using namespace lab;
 
 TEST_CASE("kernel network on the cpu emulator matches the reference forward layer by layer", "[network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   const int batch = 2, height = 96, width = 128;  // rectangular, small enough for the emulator
   const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261130);
@@ -38,11 +34,7 @@ TEST_CASE(
     "tensor-core (tf32 / fp16 / bf16) kernel networks on the cpu emulator match the reference forward layer "
     "by layer",
     "[network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   const int batch = 2, height = 96, width = 128;
   const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261130);
@@ -55,11 +47,7 @@ TEST_CASE(
 TEST_CASE("kernel network on the GPU matches the reference forward at 640x640 at every precision",
           "[network][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cuda", test::embedded_context());
   const std::vector<float> bus = test::bus640_input();
   for (Precision precision : kPrecisions) {
@@ -83,11 +71,7 @@ struct CountedNetwork {
   std::unique_ptr<Network> network;
 };
 std::unique_ptr<CountedNetwork> counted_network(const std::string& backend_name) {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return nullptr;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model, nullptr);
   auto counted = std::make_unique<CountedNetwork>(backend_name);
   counted->network = make_kernel_network(*model, counted->backend);
   return counted;
@@ -156,11 +140,7 @@ TEST_CASE("on the GPU, a forward over page-locked staging slots equals the forwa
 }
 
 TEST_CASE("a kernel network names only the nn kernel instances its convs use", "[network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   const NnKernelNames all = all_nn_kernel_names();
   auto has_prefix = [](const std::vector<std::string>& names, const std::string& prefix) {
     return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
@@ -178,11 +158,7 @@ TEST_CASE("a kernel network names only the nn kernel instances its convs use", "
 }
 
 TEST_CASE("a kernel network's first forward compiles every module it needs ahead, side by side", "[network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   // An empty cache: any module the ops compile that Backend::precompile did not is a cache miss.
   test::ScratchDir cache("network-precompile");
   auto cpu = make_backend("cpu", test::make_context(KernelTree::embedded(), cache.path));

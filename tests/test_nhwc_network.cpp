@@ -26,11 +26,7 @@ using namespace lab;
 
 TEST_CASE("the nhwc network on the cpu emulator matches the reference forward layer by layer (fp16, bf16)",
           "[nhwc_network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   const int batch = 2, height = 64, width = 96;  // rectangular, two images: the im2col maps cross images
   const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261202);
@@ -73,11 +69,7 @@ TEST_CASE("the nhwc network runs random-weight models with 3 classes as the refe
 TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",
           "[nhwc_network][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cuda", test::embedded_context());
   const std::vector<float> bus = test::bus640_input();
   for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
@@ -90,11 +82,7 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
 TEST_CASE("auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the float stem), nchw otherwise; nhwc "
           "where it cannot run is a one-line error",
           "[nhwc_network]") {
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Bf16, *backend) == ActivationLayout::Nhwc);

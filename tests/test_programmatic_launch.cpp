@@ -269,11 +269,7 @@ TEST_CASE(
     "programmatic launch: the NHWC network gives the same bytes with and without it at batch 1 on the GPU",
     "[programmatic_launch][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  const Yolo26Model* model = test::shared_yolo26n();
-  if (!model) {
-    WARN("skipped: ../shared/assets/models/yolo26n.pt is absent");
-    return;
-  }
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto on = make_backend("cuda", context_with_pdl(test::embedded_context(), true));
   auto off = make_backend("cuda", context_with_pdl(test::embedded_context(), false));
   const std::vector<float> bus = test::bus640_input();
