@@ -165,6 +165,14 @@ class Backend {
   virtual void fork_lanes(int /*count*/) {}
   virtual void use_lane(int /*lane*/) {}
   virtual void join_lanes() {}
+  // The CUDA stream (cudaStream_t) the following launches go to, i.e. the current lane's, for a library that
+  // enqueues its own work in order with the backend's (NCCL, pipeline/distributed); nullptr on backends
+  // without CUDA streams.
+  virtual void* native_stream() { return nullptr; }
+  // Lets the calling thread drive this backend: on cuda it makes the backend's device current (CUDA's current
+  // device is per thread, and the constructor sets it only on the constructing thread); nothing elsewhere. A
+  // rank thread calls it first when the backend was made on another thread.
+  virtual void use_on_this_thread() {}
 
   // Typed helpers.
   template <class T>

@@ -261,6 +261,12 @@ class CudaBackend : public Backend {
     current_ = stream_;
   }
 
+  void* native_stream() override { return current_; }
+  void use_on_this_thread() override {
+    const int ordinal = context_.options.device;
+    check(cudaSetDevice(ordinal), "cudaSetDevice(" + std::to_string(ordinal) + ")");
+  }
+
   int occupancy_blocks_per_sm(const Kernel& k, int threads, size_t smem) override {
     int blocks = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.handle, threads, smem),

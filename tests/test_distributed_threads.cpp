@@ -103,11 +103,19 @@ void check_device_all_reduce(int rank_count, size_t count) {
 
 }  // namespace
 
-TEST_CASE("thread communicator: device all-reduce of 2 and 3 cpu ranks equals the float64 sum, same bits everywhere",
-          "[distributed]") {
-  SECTION("2 ranks") { check_device_all_reduce(2, 10007); }
-  SECTION("3 ranks") { check_device_all_reduce(3, 4099); }
-  SECTION("3 ranks, fewer values than ranks") { check_device_all_reduce(3, 2); }
+TEST_CASE(
+    "thread communicator: device all-reduce of 2 and 3 cpu ranks equals the float64 sum, same bits "
+    "everywhere",
+    "[distributed]") {
+  SECTION("2 ranks") {
+    check_device_all_reduce(2, 10007);
+  }
+  SECTION("3 ranks") {
+    check_device_all_reduce(3, 4099);
+  }
+  SECTION("3 ranks, fewer values than ranks") {
+    check_device_all_reduce(3, 2);
+  }
 }
 
 TEST_CASE("thread communicator: host all-reduce, broadcast and barrier", "[distributed]") {

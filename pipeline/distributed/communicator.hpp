@@ -27,8 +27,8 @@ class Communicator {
   // Ordering: the reduction reads the buffer after all the work already issued on the backend's CURRENT lane
   // (Backend::use_lane) and every launch later issued on that same lane sees the sum.
   // - NCCL: enqueued on the current lane's CUDA stream and returns at once. To overlap it with later work
-  //   (gradient buckets during the backward), fork a lane for communication, issue all_reduce_sum there, go on
-  //   launching on another lane, and join_lanes() before the optimizer reads the gradients.
+  //   (gradient buckets during the backward), fork a lane for communication, issue all_reduce_sum there, go
+  //   on launching on another lane, and join_lanes() before the optimizer reads the gradients.
   // - threads: returns when the sum has been written (the call synchronises the backend), so it overlaps only
   //   with other threads' work.
   // The host reads the result after Backend::synchronize() (download() does it).

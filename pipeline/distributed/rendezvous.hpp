@@ -32,4 +32,9 @@ std::unique_ptr<Rendezvous> make_file_rendezvous(const std::filesystem::path& fi
 std::unique_ptr<Rendezvous> make_tcp_rendezvous(const std::string& host_port,
                                                 double timeout_seconds = kDefaultRendezvousTimeoutSeconds);
 
+// From a command line's `--rendezvous FILE` and `--master host:port` (empty when not given): the one given,
+// or nullptr for neither. UsageError when both are.
+std::unique_ptr<Rendezvous> make_rendezvous(const std::string& file, const std::string& master,
+                                            double timeout_seconds = kDefaultRendezvousTimeoutSeconds);
+
 }  // namespace lab

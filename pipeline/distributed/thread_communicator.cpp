@@ -63,7 +63,9 @@ void ThreadCommunicator::barrier() {
   group_->arrive_and_wait();
 }
 
-void ThreadCommunicator::abort(const std::string& why) noexcept { group_->poison(rank_, why); }
+void ThreadCommunicator::abort(const std::string& why) noexcept {
+  group_->poison(rank_, why);
+}
 
 std::vector<std::unique_ptr<Communicator>> make_thread_communicators(const std::vector<Backend*>& backends) {
   auto group = std::make_shared<ThreadGroup>(int(backends.size()));

@@ -25,8 +25,8 @@ class ThreadCommunicator : public Communicator {
   void abort(const std::string& why) noexcept override;
 
  private:
-  // Publishes `data`, checks every rank gave `count` elements, and sums them in rank order: each rank sums its
-  // share of the elements over all ranks and writes the sum into every rank's buffer.
+  // Publishes `data`, checks every rank gave `count` elements, and sums them in rank order: each rank sums
+  // its share of the elements over all ranks and writes the sum into every rank's buffer.
   template <class T>
   void sum_in_rank_order(T* data, size_t count, const char* operation);
   // Publishes `data` with `count`, waits for every rank, and throws when the counts differ.

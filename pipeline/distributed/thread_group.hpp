@@ -1,6 +1,6 @@
 // The meeting point of ranks that are threads of one process: a reusable barrier that a failed rank poisons,
 // and one slot per rank where the ranks publish the buffers of the collective they are in. ThreadCommunicator
-// builds its operations from these.
+// builds its operations from these; NcclCommunicator's local ranks share one for its poison alone.
 #pragma once
 #include <condition_variable>
 #include <cstddef>
@@ -29,9 +29,11 @@ class ThreadGroup {
 
   // The first poison wins; every wait, now and later, throws its message.
   void poison(int rank, const std::string& why) noexcept;
+  // Throws the poison's RuntimeError, if any (for ranks that wait elsewhere, e.g. on a CUDA stream).
+  void throw_if_poisoned();
 
  private:
-  void throw_if_poisoned() const;
+  void throw_if_poisoned_locked() const;
 
   std::vector<Slot> slots_;
   std::mutex mutex_;
