@@ -11,6 +11,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/distributed/make_communicators.hpp"
+#include "pipeline/distributed/nccl_communicator.hpp"
 #include "pipeline/distributed/nccl_library.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "tests/error_message.hpp"
@@ -36,6 +37,39 @@ struct NcclLibraryOverride {
   bool had = false;
 };
 
+// In a [multi_gpu] test: leave it, reported skipped by ctest, where fewer than `n` GPUs exist.
+#define LAB_REQUIRE_GPUS_OR_SKIP(n)                                                  \
+  do {                                                                               \
+    LAB_REQUIRE_GPU_OR_SKIP();                                                       \
+    if (lab::cuda_device_count() < (n)) {                                            \
+      WARN("skipped: needs " << (n) << " GPUs, found " << lab::cuda_device_count()); \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
+
+// Two CUDA ranks (devices 0 and 1) and their NCCL communicators, made on this thread.
+struct TwoGpuRanks {
+  TwoGpuRanks() {
+    for (int device = 0; device < 2; ++device) {
+      lab::RuntimeContext context = lab::test::embedded_context();
+      context.options.device = device;
+      backends.push_back(lab::make_backend("cuda", context));
+      raw.push_back(backends.back().get());
+    }
+    communicators = lab::make_communicators(raw, {});
+  }
+  std::vector<lab::Communicator*> pointers() const {
+    return {communicators[0].get(), communicators[1].get()};
+  }
+  std::vector<std::unique_ptr<lab::Backend>> backends;
+  std::vector<lab::Backend*> raw;
+  std::vector<std::unique_ptr<lab::Communicator>> communicators;
+};
+
+std::string toolkit_nccl() {
+  return "/usr/local/cuda/lib64/libnccl.so.2";
+}
+
 }  // namespace
 
 TEST_CASE("NCCL missing: one line naming the library and LAB_NCCL_LIBRARY", "[distributed]") {
@@ -56,7 +90,7 @@ TEST_CASE("NCCL: a library without the functions is refused, naming the missing 
 }
 
 TEST_CASE("NCCL: the CUDA toolkit's libnccl.so.2 loads with every function the layer uses", "[distributed]") {
-  const std::string toolkit_library = "/usr/local/cuda/lib64/libnccl.so.2";
+  const std::string toolkit_library = toolkit_nccl();
   if (!std::filesystem::exists(toolkit_library)) {
     WARN("skipped: no " << toolkit_library << " on this machine");
     return;
@@ -97,22 +131,22 @@ TEST_CASE("make_communicators: cpu ranks stay in one process, and bad setups are
         "--devices: no ranks to connect");
 }
 
-TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on both", "[gpu][multi_gpu]") {
-  LAB_REQUIRE_GPU_OR_SKIP();
-  const int gpus = lab::cuda_device_count();
-  if (gpus < 2) {
-    WARN("skipped: needs 2 GPUs, found " << gpus);
+TEST_CASE("NCCL communicators refuse a backend without CUDA streams before any NCCL work", "[distributed]") {
+  if (!std::filesystem::exists(toolkit_nccl())) {
+    WARN("skipped: no " << toolkit_nccl() << " on this machine");
     return;
   }
-  std::vector<std::unique_ptr<lab::Backend>> backends;
-  std::vector<lab::Backend*> raw;
-  for (int device = 0; device < 2; ++device) {
-    lab::RuntimeContext context = lab::test::embedded_context();
-    context.options.device = device;
-    backends.push_back(lab::make_backend("cuda", context));
-    raw.push_back(backends.back().get());
-  }
-  const auto communicators = lab::make_communicators(raw, {});
+  NcclLibraryOverride toolkit(toolkit_nccl());
+  auto cpu = lab::make_backend("cpu", lab::test::embedded_context());
+  lab::DistributedSetup setup;
+  setup.origin = "--devices 0,1";
+  CHECK(error_message<lab::UsageError>([&] { lab::make_nccl_communicators({cpu.get()}, setup); }) ==
+        "--devices 0,1: NCCL needs cuda backends, not cpu");
+}
+
+TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on both", "[gpu][multi_gpu]") {
+  LAB_REQUIRE_GPUS_OR_SKIP(2);
+  TwoGpuRanks ranks;
   const size_t count = (1u << 20) + 3;
   std::vector<std::vector<float>> inputs(2), results(2);
   for (int r = 0; r < 2; ++r) {
@@ -122,16 +156,21 @@ TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on bo
     for (float& x : inputs[size_t(r)]) x = normal(engine);
   }
   std::vector<double> host_sums(2);
-  lab::run_rank_threads({communicators[0].get(), communicators[1].get()}, [&](int r) {
-    lab::Backend& backend = *raw[size_t(r)];
+  std::vector<std::string> broadcasts(2);
+  lab::run_rank_threads(ranks.pointers(), [&](int r) {
+    lab::Backend& backend = *ranks.raw[size_t(r)];
+    lab::Communicator& communicator = *ranks.communicators[size_t(r)];
     backend.use_on_this_thread();
     lab::DeviceBuffer buffer = backend.upload_vector(inputs[size_t(r)]);
-    communicators[size_t(r)]->all_reduce_sum(buffer.as<float>(), count);
+    communicator.all_reduce_sum(buffer.as<float>(), count);
     results[size_t(r)] = backend.download_vector<float>(buffer, count);
     double value = r + 0.25;
-    communicators[size_t(r)]->all_reduce_sum_host(&value, 1);
+    communicator.all_reduce_sum_host(&value, 1);
     host_sums[size_t(r)] = value;
-    communicators[size_t(r)]->barrier();
+    std::string text = r == 1 ? "rank one's" : "??????????";
+    communicator.broadcast_host(text.data(), text.size(), 1);
+    broadcasts[size_t(r)] = text;
+    communicator.barrier();
   });
   for (size_t i = 0; i < count; ++i) {
     const double exact = double(inputs[0][i]) + double(inputs[1][i]);
@@ -140,4 +179,30 @@ TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on bo
   }
   CHECK(std::memcmp(results[0].data(), results[1].data(), count * sizeof(float)) == 0);
   CHECK(host_sums == std::vector<double>{1.5, 1.5});
+  CHECK(broadcasts == std::vector<std::string>{"rank one's", "rank one's"});
+}
+
+TEST_CASE("NCCL on 2 GPUs: a throwing rank makes the other fail with its message instead of hanging",
+          "[gpu][multi_gpu]") {
+  LAB_REQUIRE_GPUS_OR_SKIP(2);
+  TwoGpuRanks ranks;
+  std::string other;
+  const std::string error = lab::test::error_message<lab::UsageError>([&] {
+    lab::run_rank_threads(ranks.pointers(), [&](int r) {
+      lab::Backend& backend = *ranks.raw[size_t(r)];
+      backend.use_on_this_thread();
+      if (r == 1) throw lab::UsageError("rank 1's images are gone");
+      try {
+        lab::DeviceBuffer buffer = backend.alloc_array<float>(1024);
+        ranks.communicators[0]->all_reduce_sum(buffer.as<float>(), 1024);  // waits on device for rank 1
+        double value = 1;
+        ranks.communicators[0]->all_reduce_sum_host(&value, 1);  // polls: sees rank 1's failure
+      } catch (const lab::RuntimeError& e) {
+        other = e.what();
+        throw;
+      }
+    });
+  });
+  CHECK(error == "rank 1's images are gone");
+  CHECK(other == "rank 1 failed: rank 1's images are gone");
 }

@@ -125,6 +125,8 @@ void NcclCommunicator::abort(const std::string& why) noexcept {
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(
     const std::vector<Backend*>& local_backends, const DistributedSetup& setup) {
   const NcclLibrary& nccl = load_nccl(setup.origin);
+  std::vector<int> devices;  // before any NCCL work: a backend without a CUDA stream fails here
+  for (Backend* b : local_backends) devices.push_back(device_of(*b, setup.origin));
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const int local = int(local_backends.size());
   const int world = setup.node_count * local;
@@ -143,8 +145,6 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(
     std::memcpy(&id, agreed.data(), sizeof id);
   }
 
-  std::vector<int> devices;
-  for (Backend* b : local_backends) devices.push_back(device_of(*b, setup.origin));
   int previous = 0;
   check_cuda(cudaGetDevice(&previous), 0, "cudaGetDevice");
   std::vector<ncclComm_t> comms(size_t(local), nullptr);
