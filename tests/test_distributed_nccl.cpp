@@ -81,6 +81,22 @@ TEST_CASE("NCCL missing: one line naming the library and LAB_NCCL_LIBRARY", "[di
         "wheel, or Debian's libnccl2)");
 }
 
+TEST_CASE("NCCL missing: making NCCL communicators stops at that line, and lab does not link NCCL",
+          "[distributed]") {
+  NcclLibraryOverride missing("/nonexistent/libnccl.so.2");
+  auto cpu = lab::make_backend("cpu", lab::test::embedded_context());
+  lab::DistributedSetup setup;
+  setup.origin = "--devices 0,1";
+  CHECK(lab::test::contains(
+      error_message<lab::UsageError>([&] { lab::make_nccl_communicators({cpu.get()}, setup); }),
+      "--devices 0,1: NCCL is not available (/nonexistent/libnccl.so.2: cannot open shared object file"));
+  // lab starts where NCCL is absent: the library is opened at run time, never a link dependency.
+  const lab::test::LabResult linked = lab::test::run_command("ldd " + lab::test::quoted(LAB_BINARY));
+  REQUIRE(linked.exit_code == 0);
+  CHECK(lab::test::contains(linked.out, "libc.so"));
+  CHECK(!lab::test::contains(linked.out, "nccl"));
+}
+
 TEST_CASE("NCCL: a library without the functions is refused, naming the missing one", "[distributed]") {
   NcclLibraryOverride not_nccl("libm.so.6");
   CHECK(error_message<lab::UsageError>([] { lab::load_nccl("--devices all"); }) ==
