@@ -61,12 +61,19 @@ void NcclCommunicator::all_reduce_sum(float* device_data, size_t count) {
 void NcclCommunicator::through_device(void* bytes, size_t n,
                                       const std::function<void(void* staged, cudaStream_t)>& collective) {
   check_usable();
-  if (staging_.bytes() < n) staging_ = backend_.alloc(n);
+  if (staging_.bytes() < n) {
+    staging_ = backend_.alloc(n);
+    pinned_ = backend_.alloc_host(n);
+  }
   const cudaStream_t s = stream();
-  check_cuda(cudaMemcpyAsync(staging_.get(), bytes, n, cudaMemcpyHostToDevice, s), rank_, "staging for NCCL");
+  if (n) std::memcpy(pinned_.get(), bytes, n);
+  check_cuda(cudaMemcpyAsync(staging_.get(), pinned_.get(), n, cudaMemcpyHostToDevice, s), rank_,
+             "staging for NCCL");
   collective(staging_.get(), s);
-  check_cuda(cudaMemcpyAsync(bytes, staging_.get(), n, cudaMemcpyDeviceToHost, s), rank_, "staging for NCCL");
+  check_cuda(cudaMemcpyAsync(pinned_.get(), staging_.get(), n, cudaMemcpyDeviceToHost, s), rank_,
+             "staging for NCCL");
   wait(s);
+  if (n) std::memcpy(bytes, pinned_.get(), n);
 }
 
 void NcclCommunicator::all_reduce_sum_host(double* values, size_t count) {

@@ -38,7 +38,7 @@ class NcclCommunicator : public Communicator {
   void check(ncclResult_t result, const char* what) const;
   // Throws when this communicator was aborted or another local rank failed.
   void check_usable();
-  // Copies `bytes` to the staging buffer, runs `collective` on it, copies back, and waits.
+  // Copies `bytes` to the device staging buffer, runs `collective` on it, copies back, and waits.
   void through_device(void* bytes, size_t n,
                       const std::function<void(void* staged, cudaStream_t)>& collective);
   // Polls the stream until done; a local failure or an NCCL asynchronous error aborts this rank's
@@ -53,6 +53,9 @@ class NcclCommunicator : public Communicator {
   Backend& backend_;
   std::shared_ptr<ThreadGroup> local_;
   DeviceBuffer staging_;
+  // Page-locked, so that the copy back is asynchronous and wait() polls (a copy to pageable memory would
+  // block inside CUDA until the collective ends, which a failed peer never lets happen).
+  HostBuffer pinned_;
   bool aborted_ = false;
 };
 
