@@ -105,6 +105,12 @@ TEST_CASE(
     CHECK(error_message<lab::UsageError>([&] { lab::make_file_rendezvous(file, 5)->exchange(1, 2, {}); }) ==
           file.string() + ": rank 0 wrote it for 4 processes, this one is of 2");
   }
+  SECTION("rank 0 ignores an acknowledgement a killed run left") {
+    lab::test::write_file(fs::path(file.string() + ".ack1"), "ok\n");
+    CHECK(error_message<lab::RuntimeError>([&] {
+            lab::make_file_rendezvous(file, 0.2)->exchange(0, 2, {1, 2});
+          }) == file.string() + ": rendezvous timed out after 0.2 s (rank 1 did not acknowledge)");
+  }
   SECTION("rank 0 waits for an acknowledgement that never comes") {
     CHECK(error_message<lab::RuntimeError>([&] {
             lab::make_file_rendezvous(file, 0.2)->exchange(0, 3, {1, 2});

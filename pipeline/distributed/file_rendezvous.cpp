@@ -64,13 +64,14 @@ class FileRendezvous : public Rendezvous {
     const auto deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
     if (rank == 0) {
+      remove_acknowledgements(world);  // a killed run's, which would pass for this run's
       write_file_atomically(file_, encode(world, bytes_of_rank0));
       for (int r = 1; r < world; ++r) {
         wait_for(ack_of(file_, r), deadline, "rank " + std::to_string(r) + " did not acknowledge");
       }
       std::error_code ec;
       fs::remove(file_, ec);
-      for (int r = 1; r < world; ++r) fs::remove(ack_of(file_, r), ec);
+      remove_acknowledgements(world);
       return bytes_of_rank0;
     }
     wait_for(file_, deadline, "rank 0 did not write it");
@@ -80,6 +81,11 @@ class FileRendezvous : public Rendezvous {
   }
 
  private:
+  void remove_acknowledgements(int world) const {
+    std::error_code ec;
+    for (int r = 1; r < world; ++r) fs::remove(ack_of(file_, r), ec);
+  }
+
   void wait_for(const fs::path& path, Clock::time_point deadline, const std::string& what) const {
     while (!present(path)) {
       if (Clock::now() >= deadline) {
