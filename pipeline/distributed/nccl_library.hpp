@@ -8,22 +8,21 @@
 
 namespace lab {
 
-// The handful of NCCL functions the communicators use.
+// The handful of NCCL functions the communicators use, typed from nccl.h's declarations (decltype never
+// references the symbols, so nothing is linked).
 struct NcclLibrary {
   std::string path;  // what was opened
-  ncclResult_t (*get_version)(int*) = nullptr;
-  const char* (*get_error_string)(ncclResult_t) = nullptr;
-  ncclResult_t (*get_unique_id)(ncclUniqueId*) = nullptr;
-  ncclResult_t (*comm_init_rank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
-  ncclResult_t (*comm_destroy)(ncclComm_t) = nullptr;
-  ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
-  ncclResult_t (*comm_get_async_error)(ncclComm_t, ncclResult_t*) = nullptr;
-  ncclResult_t (*all_reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                             cudaStream_t) = nullptr;
-  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  ncclResult_t (*group_start)() = nullptr;
-  ncclResult_t (*group_end)() = nullptr;
+  decltype(&ncclGetVersion) get_version = nullptr;
+  decltype(&ncclGetErrorString) get_error_string = nullptr;
+  decltype(&ncclGetUniqueId) get_unique_id = nullptr;
+  decltype(&ncclCommInitRank) comm_init_rank = nullptr;
+  decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclCommAbort) comm_abort = nullptr;
+  decltype(&ncclCommGetAsyncError) comm_get_async_error = nullptr;
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
 };
 
 // Opens the library once per path and keeps it for the process. Throws UsageError "<origin>: NCCL is not
