@@ -1,6 +1,6 @@
 // NCCL through the communicator layer: the one-line error where the library is missing, the toolkit's library
 // found with every function the layer uses, the factory's refusals, and ([gpu][multi_gpu]) an NCCL all-reduce
-// on two GPUs against a float64 sum, skipped where fewer than two GPUs exist.
+// on two GPUs against a float64 sum, skipped where fewer than two GPUs exist; ([gpu]) one rank on one GPU.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -47,10 +47,10 @@ struct NcclLibraryOverride {
     }                                                                                \
   } while (0)
 
-// Two CUDA ranks (devices 0 and 1) and their NCCL communicators, made on this thread.
-struct TwoGpuRanks {
-  TwoGpuRanks() {
-    for (int device = 0; device < 2; ++device) {
+// CUDA ranks on devices 0 .. count-1 and their NCCL communicators, made on this thread.
+struct GpuRanks {
+  explicit GpuRanks(int count) {
+    for (int device = 0; device < count; ++device) {
       lab::RuntimeContext context = lab::test::embedded_context();
       context.options.device = device;
       backends.push_back(lab::make_backend("cuda", context));
@@ -59,7 +59,9 @@ struct TwoGpuRanks {
     communicators = lab::make_communicators(raw, {});
   }
   std::vector<lab::Communicator*> pointers() const {
-    return {communicators[0].get(), communicators[1].get()};
+    std::vector<lab::Communicator*> out;
+    for (const auto& c : communicators) out.push_back(c.get());
+    return out;
   }
   std::vector<std::unique_ptr<lab::Backend>> backends;
   std::vector<lab::Backend*> raw;
@@ -160,9 +162,38 @@ TEST_CASE("NCCL communicators refuse a backend without CUDA streams before any N
         "--devices 0,1: NCCL needs cuda backends, not cpu");
 }
 
+// The NCCL path on the one-GPU machine the [gpu] suite runs on: the library loads (LAB_NCCL_LIBRARY), one
+// rank's communicator initialises, and its collectives return their input.
+TEST_CASE("NCCL with one rank on one GPU: the all-reduce and the host collectives return their input",
+          "[gpu][distributed]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  GpuRanks ranks(1);
+  const size_t count = 4099;
+  std::vector<float> input(count);
+  std::mt19937 engine(5u);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (float& x : input) x = normal(engine);
+  std::vector<float> result;
+  double value = 2.75;
+  std::string text = "rank zero";
+  lab::run_rank_threads(ranks.pointers(), [&](int) {
+    lab::Backend& backend = *ranks.raw[0];
+    backend.use_on_this_thread();
+    lab::DeviceBuffer buffer = backend.upload_vector(input);
+    ranks.communicators[0]->all_reduce_sum(buffer.as<float>(), count);
+    result = backend.download_vector<float>(buffer, count);
+    ranks.communicators[0]->all_reduce_sum_host(&value, 1);
+    ranks.communicators[0]->broadcast_host(text.data(), text.size(), 0);
+    ranks.communicators[0]->barrier();
+  });
+  CHECK(result == input);
+  CHECK(value == 2.75);
+  CHECK(text == "rank zero");
+}
+
 TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on both", "[gpu][multi_gpu]") {
   LAB_REQUIRE_GPUS_OR_SKIP(2);
-  TwoGpuRanks ranks;
+  GpuRanks ranks(2);
   const size_t count = (1u << 20) + 3;
   std::vector<std::vector<float>> inputs(2), results(2);
   for (int r = 0; r < 2; ++r) {
@@ -201,7 +232,7 @@ TEST_CASE("NCCL all-reduce on 2 GPUs equals the float64 sum, the same bits on bo
 TEST_CASE("NCCL on 2 GPUs: a throwing rank makes the other fail with its message instead of hanging",
           "[gpu][multi_gpu]") {
   LAB_REQUIRE_GPUS_OR_SKIP(2);
-  TwoGpuRanks ranks;
+  GpuRanks ranks(2);
   std::string other;
   const std::string error = lab::test::error_message<lab::UsageError>([&] {
     lab::run_rank_threads(ranks.pointers(), [&](int r) {
