@@ -86,9 +86,6 @@ void run_grad(const GradOptions& o, CliState& state) {
   if (o.steps > 0 && o.backend != "reference")
     throw UsageError("--steps: the optimizer steps run on the float64 reference only (--backend reference)");
   const BatchNormMode bn = batchnorm_mode(o.bn);
-  if (bn == BatchNormMode::Batch && o.backend != "reference")
-    throw UsageError("--bn batch: the kernel backward keeps BatchNorm frozen; batch statistics run on the "
-                     "float64 reference only (--backend reference)");
   const ModelLocation location = locate_model(default_model_search(o.model));
   Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(location.path));
   set_batchnorm_mode(model, bn);
@@ -161,8 +158,7 @@ void add_grad_command(CLI::App& app, CliState& state) {
       ->capture_default_str();
   cmd->add_option("--bn", o->bn,
                   "frozen (the checkpoint's running statistics folded into each conv) or batch (BatchNorm in "
-                  "train mode: the batch's mean and biased variance, as for training from scratch; float64 "
-                  "reference only)")
+                  "train mode: the batch's mean and biased variance, as for training from scratch)")
       ->check(CLI::IsMember({"frozen", "batch"}))
       ->capture_default_str();
   cmd->add_option("--lr", o->lr, "With --steps: the learning rate instead of the optimizer choice's")

@@ -3,7 +3,9 @@
 // gradients accumulated over two batches; three AdamW and three SGD steps with per-group learning rates
 // against kernels/optim's float64 reference steps on the engine's own gradients, then the forward on the
 // stepped parameters against a pass built from them on the host; the optimizer state's save/load round
-// trip; no device allocation and no weight upload after the first iteration. cpu emulator; [gpu] twins.
+// trip; no device allocation and no weight upload after the first iteration. With batch-statistics BatchNorm
+// ([batchnorm_batch]): the gradients against the kernel backward's, and the steps, norms, parameters and running
+// statistics against HostTrainEngine's. cpu emulator; [gpu] twins.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "kernels/compare.hpp"
 #include "kernels/optim/optim_reference.hpp"
 #include "pipeline/executor/kernel_backward.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/reference/reference_backward.hpp"
 #include "pipeline/train/device_train_engine.hpp"
@@ -35,6 +38,31 @@ train::TrainBatch make_batch(int batch, uint64_t seed) {
                                                         {{1, 20, 24, 58, 62}}};
   b.ground_truth.assign(labels.begin(), labels.begin() + batch);
   return b;
+}
+
+// The synthetic yolo26n, its BatchNorm frozen or normalising with the batch's statistics.
+Yolo26Model trainable_model(BatchNormMode bn) {
+  Yolo26Model model = test::synthetic_trainable_yolo26n();
+  set_batchnorm_mode(model, bn);
+  return model;
+}
+
+// Every BatchNorm's running mean and variance of `model`, in for_each_conv order.
+std::vector<std::vector<float>> running_statistics(Yolo26Model model) {
+  std::vector<std::vector<float>> out;
+  for_each_conv(model, [&](const ConvSpec& conv) {
+    if (!conv.bn) return;
+    out.push_back(conv.bn->mean);
+    out.push_back(conv.bn->var);
+  });
+  return out;
+}
+
+// Those of an engine, read into a copy of `model`.
+std::vector<std::vector<float>> running_statistics(const train::TrainEngine& engine, const Yolo26Model& model) {
+  Yolo26Model copy = model;
+  engine.read_parameters(copy);
+  return running_statistics(copy);
 }
 
 // The checkpoint parameters of `model` in for_each_conv order, as float64.
@@ -116,6 +144,45 @@ void check_gradients(Backend& backend, const std::string& what) {
   CHECK(worst_twice <= 1e-4);
   WARN(what << ": " << got.size() << " parameter gradients, worst relative L2 " << worst
             << ", after two batches " << worst_twice);
+}
+
+// Batch-statistics BatchNorm: the engine's checkpoint gradients are the kernel backward's (checked against the
+// reference in test_kernel_backward) bit for bit, as no chain rule scales them: conv.weight from the conv's
+// backward, bn.weight / bn.bias from the BatchNorm's, added once to zeroed gradients; the per-conv norms are
+// theirs.
+void check_batch_statistics_gradients(Backend& backend, const std::string& what) {
+  const Yolo26Model model = trainable_model(BatchNormMode::Batch);
+  const train::TrainBatch batch = make_batch(2, 31);
+  DeviceTrainEngine engine(backend, model, "SGD", batch.batch, kSize, kSize);
+  const train::BatchLoss loss = engine.accumulate(batch, loss::LossConfig{});
+  const TrainingGradients want =
+      kernel_gradients(backend, model, batch.images, batch.batch, kSize, kSize, batch.ground_truth, {});
+  CHECK(loss.total == want.total);
+  const std::vector<ParameterGradient> got = engine.gradients();
+  REQUIRE(got.size() == want.parameters.size());
+  size_t p = 0;
+  for (const auto& [conv, norm] : engine.gradient_norms()) {
+    double sum = 0;
+    for (; p < got.size() && got[p].name.rfind(conv + ".", 0) == 0; ++p) {
+      INFO(what << ": " << got[p].name);
+      CHECK(got[p].name == want.parameters[p].name);
+      CHECK(got[p].values == want.parameters[p].values);
+      for (double v : want.parameters[p].values) sum += v * v;
+    }
+    INFO(what << ": gradient norm of " << conv);
+    CHECK(norm == Approx(std::sqrt(sum)).epsilon(1e-12).margin(1e-12));
+  }
+  CHECK(p == got.size());
+  // The same batch again: the forward normalises with the batch's own statistics (the running ones it moved
+  // are not read), so the gradients are exactly twice (g + g rounds exactly).
+  engine.accumulate(batch, loss::LossConfig{});
+  const std::vector<ParameterGradient> twice = engine.gradients();
+  for (size_t i = 0; i < twice.size(); ++i) {
+    std::vector<double> doubled = want.parameters[i].values;
+    for (double& v : doubled) v *= 2;
+    INFO(what << ": " << twice[i].name << " after two batches");
+    CHECK(twice[i].values == doubled);
+  }
 }
 
 // Three steps of `optimizer` with per-group learning rates, each checked against kernels/optim's float64
@@ -250,8 +317,11 @@ void check_no_allocations(Backend& inner, bool force_graphs) {
 // its early updates are about lr * sign(g), so the second step's gradients, from parameters a float32
 // rounding apart, flip the update of the few weights whose gradient is that rounding's size (19 of 2.5 M
 // here).
-void check_against_host_engine(Backend& backend, const std::string& optimizer) {
-  const Yolo26Model model = test::synthetic_trainable_yolo26n();
+// With batch-statistics BatchNorm both engines' forwards move the running statistics alike (the same
+// kernels): equal after every step, and moved from the checkpoint's.
+void check_against_host_engine(Backend& backend, const std::string& optimizer,
+                               BatchNormMode bn = BatchNormMode::Frozen) {
+  const Yolo26Model model = trainable_model(bn);
   const train::TrainBatch batch = make_batch(1, 71);
   train::StepHyper hyper;
   hyper.lr = {0.002, 0.0015, 0.004};
@@ -271,7 +341,9 @@ void check_against_host_engine(Backend& backend, const std::string& optimizer) {
     }
     CHECK(device.step(hyper) == Approx(host.step(hyper)).epsilon(1e-5));
     CHECK(weights_apart(engine_parameters(device, model), engine_parameters(host, model)) == 0);
+    CHECK(running_statistics(device, model) == running_statistics(host, model));
   }
+  CHECK((running_statistics(device, model) != running_statistics(model)) == (bn == BatchNormMode::Batch));
   // The device engine's state, loaded into a host engine on its parameters: the next step as the device's.
   Yolo26Model saved = model;
   device.read_parameters(saved);
@@ -336,6 +408,14 @@ TEST_CASE("DeviceTrainEngine agrees with HostTrainEngine on cpu, and its state r
   check_against_host_engine(*backend, "MuSGD");
 }
 
+TEST_CASE("DeviceTrainEngine with batch-statistics BatchNorm on cpu: gradients as the kernel backward's; steps and "
+          "running statistics as HostTrainEngine's",
+          "[device_train][batchnorm_batch]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_batch_statistics_gradients(*backend, "cpu");
+  check_against_host_engine(*backend, "SGD", BatchNormMode::Batch);
+}
+
 TEST_CASE("DeviceTrainEngine: no allocation after the first iteration on cpu", "[device_train]") {
   auto backend = make_backend("cpu", test::embedded_context());
   check_no_allocations(*backend, true);
@@ -349,4 +429,11 @@ TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", 
   check_steps(*backend, "SGD", "cuda");
   check_state_round_trip(*backend, "AdamW");
   check_no_allocations(*backend, false);
+}
+
+TEST_CASE("DeviceTrainEngine with batch-statistics BatchNorm on cuda", "[device_train][batchnorm_batch][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  check_batch_statistics_gradients(*backend, "cuda");
+  check_against_host_engine(*backend, "SGD", BatchNormMode::Batch);
 }

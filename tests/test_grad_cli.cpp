@@ -1,6 +1,7 @@
 // `lab grad` end to end on a synthetic yolo26n (both heads) at 64x64: the loss table, the gradient file (one
 // float32 grad.<name> tensor per checkpoint parameter, written atomically), --steps, --backend cpu (the kernel
-// backward) against the reference's file, and one-line errors with exit 2 for bad input (an image that does
+// backward) against the reference's file, --bn batch on both backwards (the kernels' file against the
+// reference's), and one-line errors with exit 2 for bad input (an image that does
 // not decode, a malformed label line, a class the model does not have, a checkpoint without the one-to-many
 // head, an unknown optimizer or backend, --steps off the reference).
 #include <catch2/catch.hpp>
@@ -65,19 +66,21 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
   INFO(cpu.out << cpu.err);
   REQUIRE(cpu.exit_code == 0);
   CHECK(test::contains(cpu.out, "kernel backward (float32) on cpu"));
-  const SafetensorsFile kernel_grads = SafetensorsFile::load(kernel_out);
-  REQUIRE(kernel_grads.keys() == grads.keys());
-  for (const std::string& key : grads.keys()) {
-    const std::vector<int64_t> shape = grads.info(key).shape;
-    const std::vector<float> want = grads.floats(key, shape), got = kernel_grads.floats(key, shape);
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-      norm += double(want[i]) * want[i];
+  const auto check_same_tensors = [](const SafetensorsFile& got_file, const SafetensorsFile& want_file) {
+    REQUIRE(got_file.keys() == want_file.keys());
+    for (const std::string& key : want_file.keys()) {
+      const std::vector<int64_t> shape = want_file.info(key).shape;
+      const std::vector<float> want = want_file.floats(key, shape), got = got_file.floats(key, shape);
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        norm += double(want[i]) * want[i];
+      }
+      INFO(key << ": |diff| " << std::sqrt(diff) << ", |reference| " << std::sqrt(norm));
+      CHECK(std::sqrt(diff) <= 1e-4 * std::sqrt(norm) + 1e-12);
     }
-    INFO(key << ": |diff| " << std::sqrt(diff) << ", |reference| " << std::sqrt(norm));
-    CHECK(std::sqrt(diff) <= 1e-4 * std::sqrt(norm) + 1e-12);
-  }
+  };
+  check_same_tensors(SafetensorsFile::load(kernel_out), grads);
 
   // --bn batch: the same parameter tensors from the reference with batch statistics (checked against finite
   // differences in test_reference_backward), other values than frozen BatchNorm's.
@@ -90,6 +93,15 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
   const SafetensorsFile batch_grads = SafetensorsFile::load(batch_out);
   CHECK(batch_grads.keys() == grads.keys());
   CHECK(batch_grads.floats("grad.model.0.bn.weight", {16}) != grads.floats("grad.model.0.bn.weight", {16}));
+  // --bn batch --backend cpu: the kernel backward with batch statistics writes the reference's tensors (the
+  // same 1e-4 bar: tests/test_kernel_backward.cpp's batch-statistics case).
+  const std::string batch_cpu_out = (dir.path / "g_batch_cpu.safetensors").string();
+  const test::LabResult batch_cpu = test::run_lab("grad " + common + (dir.path / "both.safetensors").string() +
+                                                  " --bn batch --backend cpu --out " + batch_cpu_out);
+  INFO(batch_cpu.out << batch_cpu.err);
+  REQUIRE(batch_cpu.exit_code == 0);
+  CHECK(test::contains(batch_cpu.out, "BatchNorm with batch statistics"));
+  check_same_tensors(SafetensorsFile::load(batch_cpu_out), batch_grads);
 
   struct Bad {
     std::string args, names;
@@ -113,10 +125,12 @@ TEST_CASE("lab grad writes every parameter's gradient and rejects bad input with
       {common + (dir.path / "o2o.safetensors").string() + " --backend cpu", "no one-to-many head"},
       {common + (dir.path / "both.safetensors").string() + " --backend gpu", "--backend"},
       {common + (dir.path / "both.safetensors").string() + " --bn running", "--bn"},
-      {common + (dir.path / "both.safetensors").string() + " --bn batch --backend cpu", "--bn batch"},
-      // 32x32: layer 7's stride-2 conv has 1x1 maps, one value per channel at batch 1.
+      // 32x32: layer 7's stride-2 conv has 1x1 maps, one value per channel at batch 1 (either backward).
       {(dir.path / "img.png").string() + " --labels " + (dir.path / "labels.txt").string() +
            " --imgsz 32 --square --bn batch --model " + (dir.path / "both.safetensors").string(),
+       "model.7: batch-statistics BatchNorm needs at least two values per channel (batch 1 x 1 positions)"},
+      {(dir.path / "img.png").string() + " --labels " + (dir.path / "labels.txt").string() +
+           " --imgsz 32 --square --bn batch --backend cpu --model " + (dir.path / "both.safetensors").string(),
        "model.7: batch-statistics BatchNorm needs at least two values per channel (batch 1 x 1 positions)"},
   };
   for (const Bad& b : bad) {

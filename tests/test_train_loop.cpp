@@ -198,6 +198,50 @@ TEST_CASE("lab train --bn batch on the float64 reference: train-mode BatchNorm, 
   CHECK(moved == mean.size());
 }
 
+TEST_CASE("lab train --bn batch --engine device (CLI, cpu emulator): the loss falls by 30 %, running "
+          "statistics saved",
+          "[train_loop][batchnorm_batch]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("train_bn_batch_cli");
+  const fs::path data = synth(scratch.path, 3, 32, 5);
+  // The fp32 acceptance run's settings (plain_options) with batch statistics: batch 3 at 32, three values a
+  // channel at stride 32.
+  const test::LabResult r = test::run_lab(
+      "train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
+      " --backend cpu --engine device --bn batch --imgsz 32 --epochs 8 --batch 3 --nbs 3 --workers 0"
+      " --optimizer AdamW --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0"
+      " --scale 0 --fliplr 0 --mosaic 0 --project " +
+      test::quoted((scratch.path / "runs").string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<ResultsColumn> columns =
+      read_results_csv(scratch.path / "runs" / "train" / "results.csv");
+  std::vector<double> total;
+  for (const char* name : {"train/box_loss", "train/cls_loss", "train/l1_loss"})
+    for (const ResultsColumn& c : columns)
+      if (c.name == name) {
+        total.resize(c.values.size(), 0.0);
+        for (size_t i = 0; i < c.values.size(); ++i) total[i] += c.values[i];
+      }
+  REQUIRE(total.size() == 8);
+  const double last = (total[6] + total[7]) / 2;
+  INFO("loss " << total[0] << " -> " << last << " (mean of the last two epochs)");
+  CHECK(last <= 0.7 * total[0]);
+  // The saved weights carry the running statistics the device moved (momentum 0.03 per forward).
+  const Yolo26Model start = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
+  const SafetensorsFile saved =
+      SafetensorsFile::load(scratch.path / "runs" / "train" / "weights" / "last.safetensors");
+  const std::vector<float> mean = saved.floats("model.0.bn.running_mean");
+  const std::vector<float>& before = start.layers[0].conv.bn->mean;
+  REQUIRE(mean.size() == before.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < mean.size(); ++i) moved += mean[i] != before[i];
+  CHECK(moved == mean.size());
+}
+
 TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %",
           "[train_loop][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();

@@ -155,10 +155,14 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--engine gpu: is not one of host, device");
   bad = o, bad.bn = "running";
   fails(bad, "--bn running: is not one of frozen, batch");
-  bad = o, bad.bn = "batch";  // the default backend, cpu: the kernel backward keeps BatchNorm frozen
-  fails(bad, "--bn batch: batch statistics train on the float64 reference only");
-  bad.backend = "reference";
-  CHECK_NOTHROW(check_train_options(bad));
+  for (const auto& [engine, backend] : {std::pair{"host", "reference"}, std::pair{"host", "cpu"},
+                                        std::pair{"host", "cuda"}, std::pair{"device", "cpu"},
+                                        std::pair{"device", "cuda"}}) {
+    TrainOptions batch_statistics = o;  // every engine and backend trains with batch statistics
+    batch_statistics.bn = "batch", batch_statistics.engine = engine, batch_statistics.backend = backend;
+    CHECK_NOTHROW(check_train_options(batch_statistics));
+  }
+  bad = o, bad.bn = "batch", bad.engine = "device", bad.backend = "cpu";
   bad.batch = 1, bad.imgsz = 32;
   fails(bad, "--bn batch: one value per channel at stride 32 (--batch 1 at --imgsz 32)");
   bad = o, bad.name = "a/b";

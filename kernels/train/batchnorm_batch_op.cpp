@@ -6,18 +6,14 @@
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
-namespace {
-
-LaunchConfig per_channel(int channels) {
+LaunchConfig batchnorm_per_channel(int channels) {
   return {{unsigned(channels), 1, 1}, {unsigned(kBatchNormThreads), 1, 1}};
 }
 
-LaunchConfig per_element(long long count) {
+LaunchConfig batchnorm_per_element(long long count) {
   return {{unsigned((count + kBatchNormThreads - 1) / kBatchNormThreads), 1, 1},
           {unsigned(kBatchNormThreads), 1, 1}};
 }
-
-}  // namespace
 
 const KernelSpec& batchnorm_batch_spec() {
   using K = ParamSpec::Kind;
@@ -59,15 +55,15 @@ BatchNormBatchOp::BatchNormBatchOp(Backend& backend)
 
 void BatchNormBatchOp::statistics(const BatchNormStatsParams& p) const {
   require_batch_statistics(p.batch, p.plane, "batchnorm_stats");
-  stats_.launch(per_channel(p.channels), p);
+  stats_.launch(batchnorm_per_channel(p.channels), p);
 }
 
-void BatchNormBatchOp::apply(const BatchNormApplyParams& p) const { apply_.launch(per_element(p.count), p); }
+void BatchNormBatchOp::apply(const BatchNormApplyParams& p) const { apply_.launch(batchnorm_per_element(p.count), p); }
 
 void BatchNormBatchOp::backward(const BatchNormBackwardParams& p) const {
   require_batch_statistics(p.batch, p.plane, "batchnorm_backward");
-  reduce_.launch(per_channel(p.channels), p);
-  input_.launch(per_element((long long)p.batch * p.channels * p.plane), p);
+  reduce_.launch(batchnorm_per_channel(p.channels), p);
+  input_.launch(batchnorm_per_element((long long)p.batch * p.channels * p.plane), p);
 }
 
 }  // namespace lab

@@ -15,6 +15,11 @@ const KernelSpec& batchnorm_batch_spec();
 // one value has no variance to normalise by, as PyTorch's "Expected more than 1 value per channel".
 void require_batch_statistics(int batch, long long plane, const char* where);
 
+// The launch shapes of the batch-statistics BatchNorm kernels (batchnorm_batch.cu, batchnorm_sync.cu): one
+// block of kBatchNormThreads per channel, or one thread per element (or channel).
+LaunchConfig batchnorm_per_channel(int channels);
+LaunchConfig batchnorm_per_element(long long count);
+
 class BatchNormBatchOp {
  public:
   explicit BatchNormBatchOp(Backend& backend);

@@ -112,27 +112,31 @@ TapeTensor GradientTape::detach(const TapeTensor& x) {
 TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const TapeTensor* residual) {
   if (x.channels != spec.c_in) throw RuntimeError("gradient tape: conv '" + spec.name + "' input channels");
   const int batch = x.batch, h = x.height, w = x.width;
+  TapeConv& c = *convs_.emplace_back(std::make_unique<TapeConv>());
+  c.spec = &spec;
+  if (spec.batch_statistics) c.bn = make_tape_batchnorm(backend_, spec);
+  // The ops run the conv itself (conv.weight, no bias or activation) under batch-statistics BatchNorm.
+  const ConvSpec& run = c.bn ? c.bn->unnormalised : spec;
+  // The stem is the first conv built (it reads the image); forward and backward at its role's precision.
+  const Precision precision = conv_precision(convs_.size() == 1 ? ConvRole::Stem : ConvRole::Body, precision_);
+  const Conv2dShape shape = conv_shape(run);
+  Conv2dShape linear = shape;
+  linear.silu = false;
+  const ConvBackwardVariant variant = choose_conv_backward_variant(shape, precision);
+  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, run.weight, run.bias, precision);
+  c.backward = std::make_unique<Conv2dBackwardOp>(
+      backend_, shape, run.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant);
+  c.d_weight = backend_.alloc_array<float>(run.weight.size());
+  c.d_bias = backend_.alloc_array<float>(run.bias.size());
+  backend_.fill_bytes(c.d_weight.get(), 0, c.d_weight.bytes());
+  backend_.fill_bytes(c.d_bias.get(), 0, c.d_bias.bytes());
+  splitk_floats_ = std::max(splitk_floats_, c.forward->splitk_workspace_floats(batch, h, w));
+  if (c.bn) return batchnorm_conv(c, x, residual);
+
   const TapeTensor y = make(batch, spec.c_out, spec.out_size(h), spec.out_size(w));
   // z = conv(x) + b, the pre-activation the SiLU backward needs; y = act(z) (+ residual) from it.
   const bool separate_z = spec.silu || residual;
   const TapeTensor z = separate_z ? make(batch, spec.c_out, y.height, y.width, false) : y;
-  const Conv2dShape shape = conv_shape(spec);
-  Conv2dShape linear = shape;
-  linear.silu = false;
-  // The stem is the first conv built (it reads the image); forward and backward at its role's precision.
-  const Precision precision = conv_precision(convs_.empty() ? ConvRole::Stem : ConvRole::Body, precision_);
-  const ConvBackwardVariant variant = choose_conv_backward_variant(shape, precision);
-  TapeConv& c = *convs_.emplace_back(std::make_unique<TapeConv>());
-  c.spec = &spec;
-  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, spec.weight, spec.bias, precision);
-  c.backward = std::make_unique<Conv2dBackwardOp>(
-      backend_, shape, spec.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant);
-  c.d_weight = backend_.alloc_array<float>(spec.weight.size());
-  c.d_bias = backend_.alloc_array<float>(spec.bias.size());
-  backend_.fill_bytes(c.d_weight.get(), 0, c.d_weight.bytes());
-  backend_.fill_bytes(c.d_bias.get(), 0, c.d_bias.bytes());
-  splitk_floats_ = std::max(splitk_floats_, c.forward->splitk_workspace_floats(batch, h, w));
-
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
@@ -147,26 +151,30 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
         const float* dy = grad_view(y).data;
         if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
         const float* dz = dy;
-        const Conv2dBackwardOp& back = *conv->backward;
         if (silu) {
           float* dz_silu = scratch(y.count());
-          back.silu_backward((long long)y.count(), dy, data(z), dz_silu);
+          conv->backward->silu_backward((long long)y.count(), dy, data(z), dz_silu);
           dz = dz_silu;
         }
-        float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-        back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv->d_weight.as<float>(),
-                         conv->d_bias.as<float>(), workspace);
-        if (!needs_grad(x)) return;
-        if (!has_grad(x)) {
-          const auto [target, write] = grad_target(x);
-          back.input_grad(x.batch, x.height, x.width, dz, target.data);
-        } else {
-          float* dx = scratch(x.count());
-          back.input_grad(x.batch, x.height, x.width, dz, dx);
-          add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
-        }
+        conv_backward(*conv, x, dz);
       });
   return y;
+}
+
+void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz) {
+  const Conv2dBackwardOp& back = *conv.backward;
+  float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
+  back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(), conv.d_bias.as<float>(),
+                   workspace);
+  if (!needs_grad(x)) return;
+  if (!has_grad(x)) {
+    const auto [target, write] = grad_target(x);
+    back.input_grad(x.batch, x.height, x.width, dz, target.data);
+  } else {
+    float* dx = scratch(x.count());
+    back.input_grad(x.batch, x.height, x.width, dz, dx);
+    add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
+  }
 }
 
 TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {
@@ -281,7 +289,7 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
 
 void GradientTape::run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs,
                                  const std::function<void()>& work) {
-  if (!graph && runs > 0 && backend_.can_capture_graphs() && graph_error_.empty()) {
+  if (!graph && runs > 0 && backend_.can_capture_graphs() && graph_error_.empty() && !sync_) {
     try {
       graph = backend_.capture(work);
     } catch (const std::exception& e) {
@@ -332,6 +340,13 @@ reference::ConvGradients GradientTape::conv_gradients() const {
     const std::vector<float> b = backend_.download_vector<float>(c->d_bias, c->spec->bias.size());
     g.weight.assign(w.begin(), w.end());
     g.bias.assign(b.begin(), b.end());
+    if (c->bn) {
+      const size_t channels = size_t(c->spec->c_out);
+      const std::vector<float> gamma = backend_.download_vector<float>(c->bn->d_gamma, channels);
+      const std::vector<float> beta = backend_.download_vector<float>(c->bn->d_beta, channels);
+      g.gamma.assign(gamma.begin(), gamma.end());
+      g.beta.assign(beta.begin(), beta.end());
+    }
   }
   return out;
 }

@@ -19,10 +19,19 @@
 // precision each conv's forward, input- and weight-gradient products run on fp16 / bf16 tensor cores (the
 // precision policy's arithmetic for the conv's role: the first conv built is the stem), accumulating in
 // float.
+// A conv marked ConvSpec::batch_statistics runs BatchNorm in train mode (gradient_tape_batchnorm.cpp): the
+// conv without bias or activation (conv.weight) into u, then batchnorm_stats (the batch's mean and inverse
+// standard deviation, and the running statistics moved by Ultralytics' momentum), batchnorm_apply (+ SiLU;
+// a residual is added after it by silu_residual); the backward runs batchnorm_backward_reduce / _input
+// (d bn.weight, d bn.bias and du, the statistics' terms included), then the conv's own backward on u. Float32
+// at every precision (only the conv's products are 16-bit). With synchronise_batch_statistics (data-parallel
+// ranks, SyncBatchNorm) the per-channel sums are summed over every rank between the partial sums and the
+// normalisation, in the forward and the backward (kernels/train/batchnorm_sync.cu).
 #pragma once
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +40,8 @@
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/plane_backward_ops.hpp"
 #include "kernels/nn/plane_ops.hpp"
+#include "kernels/train/batchnorm_batch_op.hpp"
+#include "kernels/train/batchnorm_sync_op.hpp"
 #include "kernels/train/silu_residual_op.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 #include "pipeline/reference/ref_backward_ops.hpp"
@@ -45,11 +56,40 @@ struct TapeTensor {
   size_t count() const { return size_t(batch) * channels * size_t(plane()); }
 };
 
+// The batch-statistics BatchNorm of a conv on the tape. gamma and beta start as the spec's bn.weight and
+// bn.bias (a training engine rewrites them in place before a forward); every forward moves the running
+// statistics at running_mean / running_var (the tape's own `running` copy of the spec's unless rebound,
+// before the first forward, e.g. to a training engine's); d_gamma / d_beta are overwritten by every backward
+// that reaches the conv.
+struct TapeBatchNorm {
+  ConvSpec unnormalised;  // what the conv's ops run: conv.weight, zero bias, no activation
+  DeviceBuffer gamma, beta, running;  // [c_out], [c_out], [2 c_out]: running mean then var
+  float* running_mean = nullptr;
+  float* running_var = nullptr;
+  DeviceBuffer mean, inv_std;    // [c_out] the last forward's batch statistics
+  DeviceBuffer d_gamma, d_beta;  // [c_out] d loss / d bn.weight, bn.bias
+  DeviceBuffer sums;             // the backward's per-channel sums (doubles), or the synchronised path's floats
+};
+// The BatchNorm of a conv marked batch_statistics, its buffers made and the spec's parameters uploaded.
+std::unique_ptr<TapeBatchNorm> make_tape_batchnorm(Backend& backend, const ConvSpec& spec);
+
+// Sums over data-parallel ranks for synchronised batch statistics: all_reduce_sum(device floats, count) adds
+// every rank's values in place, ordered after the work already issued on the tape's backend (what
+// Communicator::all_reduce_sum of pipeline/distributed does); `ranks` ranks take part, each running the same
+// batch shape, so a channel's statistics are over ranks * batch * plane values.
+struct BatchStatisticsSync {
+  std::function<void(float* device_data, size_t count)> all_reduce_sum;
+  int ranks = 1;
+};
+
 // One conv of the tape: its spec (the model's, which outlives the tape), the ops that run it (their weights
 // start as spec.weight / spec.bias) and d loss / d its folded weight [c_out, c_in/groups, k, k] and bias
-// [c_out] after a backward (zero where no gradient reached it).
+// [c_out] after a backward (zero where no gradient reached it). Under batch-statistics BatchNorm (`bn` set)
+// the ops run bn->unnormalised and d_weight is d loss / d conv.weight (d_bias, the unnormalised conv's bias
+// gradient, is unused: a sum of du, zero up to rounding).
 struct TapeConv {
   const ConvSpec* spec = nullptr;
+  std::unique_ptr<TapeBatchNorm> bn;
   std::unique_ptr<Conv2dOp> forward;
   std::unique_ptr<Conv2dBackwardOp> backward;
   DeviceBuffer d_weight, d_bias;
@@ -66,7 +106,8 @@ class GradientTape {
   // The same values, cut from the tape: no gradient flows back through it (Ultralytics' detach()).
   TapeTensor detach(const TapeTensor& x);
 
-  // act(conv(x) + b) (+ residual), BatchNorm folded (spec.weight / spec.bias); `spec` must outlive the tape.
+  // act(conv(x) + b) (+ residual), BatchNorm folded (spec.weight / spec.bias), or normalised with the
+  // batch's statistics when spec.batch_statistics; `spec` must outlive the tape.
   TapeTensor conv(const ConvSpec& spec, const TapeTensor& x, const TapeTensor* residual = nullptr);
   TapeTensor slice(const TapeTensor& x, int first, int count);  // channels [first, first + count)
   TapeTensor concat(const std::vector<TapeTensor>& parts);      // along channels
@@ -90,8 +131,17 @@ class GradientTape {
   void backward(const std::vector<Seed>& seeds);
   // The convs in the order the forward runs them.
   const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
-  // d loss / d the folded weight and bias of each conv, downloaded, by conv name.
+  // d loss / d the folded weight and bias of each conv, downloaded, by conv name (batch-statistics convs:
+  // d conv.weight, and d bn.weight / d bn.bias in gamma / beta).
   reference::ConvGradients conv_gradients() const;
+  // Each batch-statistics conv's running statistics, downloaded, by conv name.
+  struct RunningStatistics {
+    std::vector<float> mean, var;
+  };
+  std::map<std::string, RunningStatistics> running_statistics() const;
+  // Sums the batch statistics over data-parallel ranks from now on (set before the first forward). The
+  // tape then launches directly (no graph capture: the sums may wait on the host).
+  void synchronise_batch_statistics(BatchStatisticsSync sync);
   // Empty unless a graph capture failed (then its error; the replays launch directly).
   const std::string& graph_error() const { return graph_error_; }
 
@@ -109,6 +159,10 @@ class GradientTape {
   bool has_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].grad_live; }
   bool needs_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].needs_grad; }
   PlaneView grad_view(const TapeTensor& t) const;
+  // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
+  TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
+  // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients, x's gradient.
+  void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz);
   // Where a contribution to all of t's gradient goes, and how: the first of a backward overwrites.
   std::pair<PlaneView, GradientWrite> grad_target(const TapeTensor& t);
   // t's gradient channels [first, first + src channels) += src ([batch, channels, plane] view).
@@ -133,6 +187,9 @@ class GradientTape {
   UpsampleNearest2xOp upsample_;
   UpsampleNearest2xBackwardOp upsample_backward_;
   SiluResidualOp activation_;
+  std::unique_ptr<BatchNormBatchOp> batchnorm_;  // made by the first batch-statistics conv
+  std::unique_ptr<BatchNormSyncOp> batchnorm_sync_;
+  std::optional<BatchStatisticsSync> sync_;
   std::vector<Node> nodes_;
   std::vector<std::function<void()>> forwards_, backwards_;
   struct ScratchBuffer {

@@ -203,6 +203,7 @@ TrainingGradients kernel_gradients(Backend& backend, const Yolo26Model& model,
   g.one2many = result.one2many, g.one2one = result.one2one;
   g.weights = result.weights, g.total = result.total;
   g.parameters = reference::parameter_gradients(model, pass.tape().conv_gradients());
+  g.running_statistics = pass.tape().running_statistics();
   double sum = 0;
   for (const ParameterGradient& p : g.parameters)
     for (double v : p.values) sum += v * v;

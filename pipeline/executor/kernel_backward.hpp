@@ -3,11 +3,15 @@
 // them), the loss on the device (Yolo26Loss: d total / d both heads' raw outputs) and the tape's backward:
 // TrainingPass, built once per batch shape and run per batch (DeviceTrainEngine keeps one); kernel_gradients
 // runs one and reports the gradients in the checkpoint's own parameters (the per-channel BatchNorm chain
-// rule on the host). BatchNorm frozen; the one-to-one head reads detached features (no gradient from it
+// rule on the host). BatchNorm frozen, or normalising with the batch's statistics where the model's convs are
+// marked batch_statistics (GradientTape: then conv.weight, bn.weight, bn.bias come straight from the conv and
+// BatchNorm backward, and each forward moves the running statistics); the one-to-one head reads detached features (no gradient from it
 // reaches the backbone and neck), as Ultralytics' end-to-end head in training. Float32 kernels on either
 // backend, or 16-bit conv products (TrainingPass's precision).
 #pragma once
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nvrtc_runtime/backend.hpp"
@@ -26,6 +30,8 @@ struct TrainingGradients {
   double total = 0;
   std::vector<ParameterGradient> parameters;  // for_each_conv order, as the reference's
   double norm = 0;                            // L2 norm over all of them
+  // Batch-statistics convs: the running statistics after the forward moved them (by conv name).
+  std::map<std::string, GradientTape::RunningStatistics> running_statistics;
 };
 
 // The network's forward, loss and backward at one batch shape, built once: the tape of every layer and both

@@ -111,7 +111,28 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
     muon_shapes_.push_back(shape);
   }
   list_ = std::make_unique<OptimTensorList>(backend, std::move(tensors));
+  std::vector<FoldConv> norm_entries;
+  for_each_conv(model_, [&](const ConvSpec& conv) { norm_entries.push_back(checkpoint_entry(conv)); });
+  norm_table_ = std::make_unique<FoldConvTable>(backend, std::move(norm_entries));
   pass_for(batch, height, width);
+}
+
+FoldConv DeviceTrainEngine::checkpoint_entry(const ConvSpec& conv) const {
+  const Parameter* p = &parameters_[first_parameter_.at(conv.name)];
+  FoldConv f{};
+  f.weight = arena(params_, p[0].offset);
+  f.d_weight = arena(grads_, p[0].offset);
+  if (conv.bn) {
+    const size_t frozen = frozen_offset_.at(conv.name);
+    f.gamma = arena(params_, p[1].offset), f.d_gamma = arena(grads_, p[1].offset);
+    f.beta = arena(params_, p[2].offset), f.d_beta = arena(grads_, p[2].offset);
+    f.mean = arena(frozen_, frozen), f.var = arena(frozen_, frozen + size_t(conv.c_out));
+    f.eps = conv.bn->eps;
+  } else {
+    f.beta = arena(params_, p[1].offset), f.d_beta = arena(grads_, p[1].offset);
+  }
+  f.c_out = conv.c_out, f.inputs = conv.c_in / conv.groups, f.taps = conv.kernel * conv.kernel;
+  return f;
 }
 
 std::unique_ptr<FoldConvTable> DeviceTrainEngine::fold_table(const TrainingPass& pass) const {
@@ -123,26 +144,32 @@ std::unique_ptr<FoldConvTable> DeviceTrainEngine::fold_table(const TrainingPass&
     if (it == by_name.end())
       throw RuntimeError("device train engine: conv '" + conv.name + "' is not on the tape");
     const TapeConv& tc = *it->second;
-    const Parameter* p = &parameters_[first_parameter_.at(conv.name)];
-    FoldConv f{};
-    f.weight = arena(params_, p[0].offset);
-    f.d_weight = arena(grads_, p[0].offset);
-    if (conv.bn) {
-      const size_t frozen = frozen_offset_.at(conv.name);
-      f.gamma = arena(params_, p[1].offset), f.d_gamma = arena(grads_, p[1].offset);
-      f.beta = arena(params_, p[2].offset), f.d_beta = arena(grads_, p[2].offset);
-      f.mean = arena(frozen_, frozen), f.var = arena(frozen_, frozen + size_t(conv.c_out));
-      f.eps = conv.bn->eps;
-    } else {
-      f.beta = arena(params_, p[1].offset), f.d_beta = arena(grads_, p[1].offset);
-    }
-    f.c_out = conv.c_out, f.inputs = conv.c_in / conv.groups, f.taps = conv.kernel * conv.kernel;
+    FoldConv f = checkpoint_entry(conv);
     f.folded[0] = target_of(tc.forward->weight_layout());
     f.folded[1] = target_of(tc.backward->weight_layout());
-    f.folded_bias = tc.forward->bias_data();
     f.d_folded_weight = tc.d_weight.as<const float>();
-    f.d_folded_bias = tc.d_bias.as<const float>();
-    entries.push_back(f);
+    if (!tc.bn) {
+      f.folded_bias = tc.forward->bias_data();
+      f.d_folded_bias = tc.d_bias.as<const float>();
+      entries.push_back(f);
+      return;
+    }
+    // Batch statistics: nothing to fold, every parameter is used as it is. Two entries without BatchNorm
+    // (gamma null: the fold a copy, the chain rule the identity): conv.weight into the ops' layouts with
+    // bn.bias as its "bias", copied into the tape's BatchNorm (the ops' own bias stays 0); and bn.weight as
+    // the bias of a conv with no weights. Their chain rule adds the tape's d conv.weight, d bn.bias and
+    // d bn.weight to the checkpoint gradients, times the fp16 loss scale's unscale.
+    FoldConv weight = f;
+    weight.gamma = nullptr;
+    weight.folded_bias = tc.bn->beta.as<float>();
+    weight.d_folded_bias = tc.bn->d_beta.as<const float>();
+    entries.push_back(weight);
+    FoldConv gamma{};
+    gamma.beta = f.gamma, gamma.d_beta = f.d_gamma;
+    gamma.c_out = conv.c_out, gamma.inputs = 0, gamma.taps = 1;
+    gamma.folded_bias = tc.bn->gamma.as<float>();
+    gamma.d_folded_bias = tc.bn->d_gamma.as<const float>();
+    entries.push_back(gamma);
   });
   return std::make_unique<FoldConvTable>(backend_, std::move(entries));
 }
@@ -154,6 +181,13 @@ DeviceTrainEngine::Pass& DeviceTrainEngine::pass_for(int batch, int height, int 
     it = it->first == hint_ ? std::next(it) : passes_.erase(it);
   Pass& p = passes_[shape];
   p.pass = std::make_unique<TrainingPass>(backend_, model_, batch, height, width, precision_);
+  for (const auto& c : p.pass->tape().convs())
+    if (c->bn) {  // every pass moves the engine's running statistics
+      const size_t frozen = frozen_offset_.at(c->spec->name);
+      c->bn->running_mean = arena(frozen_, frozen);
+      c->bn->running_var = arena(frozen_, frozen + size_t(c->spec->c_out));
+    }
+  if (sync_) p.pass->tape().synchronise_batch_statistics(*sync_);
   p.table = fold_table(*p.pass);
   return p;
 }
@@ -226,8 +260,13 @@ std::optional<LossScaleState> DeviceTrainEngine::loss_scale() const {
   return scaler_->state();
 }
 
+void DeviceTrainEngine::synchronise_batch_statistics(const BatchStatisticsSync& sync) {
+  sync_ = sync;
+  for (auto& [shape, pass] : passes_) pass.pass->tape().synchronise_batch_statistics(sync);
+}
+
 std::vector<std::pair<std::string, double>> DeviceTrainEngine::gradient_norms() const {
-  const FoldConvTable& table = *passes_.at(hint_).table;
+  const FoldConvTable& table = *norm_table_;
   fold_.grad_norms(table, norms_.as<double>());
   const std::vector<double> norms = backend_.download_vector<double>(norms_, size_t(table.size()));
   std::vector<std::pair<std::string, double>> out;
@@ -254,8 +293,15 @@ std::vector<ParameterGradient> DeviceTrainEngine::gradients() const {
 
 void DeviceTrainEngine::read_parameters(Yolo26Model& model) const {
   const std::vector<float> all = backend_.download_vector<float>(params_, params_.bytes() / sizeof(float));
+  const std::vector<float> running = backend_.download_vector<float>(frozen_, frozen_.bytes() / sizeof(float));
   size_t i = 0;
   for_each_conv(model, [&](ConvSpec& conv) {
+    if (const auto it = frozen_offset_.find(conv.name); it != frozen_offset_.end() && conv.bn) {
+      // the running statistics: batch-statistics BatchNorm moved them, frozen BatchNorm left them
+      const auto mean = running.begin() + long(it->second), var = mean + conv.c_out;
+      conv.bn->mean.assign(mean, var);
+      conv.bn->var.assign(var, var + conv.c_out);
+    }
     for (const ParameterRef& ref : conv_parameters(conv)) {
       if (i >= parameters_.size() || parameters_[i].name != ref.name ||
           parameters_[i].count != ref.values->size())

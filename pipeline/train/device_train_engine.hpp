@@ -6,7 +6,11 @@
 // batch shape, reading the folded weights in place), then the BatchNorm chain rule on the device
 // (batchnorm_fold_backward). step(): clip, SGD (Nesterov), AdamW or MuSGD, the fold of every conv into the
 // weights its ops read (batchnorm_fold), gradients zeroed. Only the loss's scalars and the clipped norm come
-// back per iteration. BatchNorm frozen. At Precision::Fp16 / Bf16 the convs' products run on 16-bit tensor
+// back per iteration. BatchNorm frozen, or (convs marked batch_statistics, GradientTape) normalising with
+// the batch's statistics: then those convs are not folded (the fold copies conv.weight, bn.weight, bn.bias
+// to where the tape reads them), d bn.weight / d bn.bias come straight from the BatchNorm backward, and the
+// running statistics live on the device, moved by every forward and downloaded by read_parameters. Their
+// BatchNorm runs in float32 at every precision. At Precision::Fp16 / Bf16 the convs' products run on 16-bit tensor
 // cores (TrainingPass's precision; the fold writes the forward's 16-bit operands); master parameters,
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
@@ -14,6 +18,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -44,6 +49,12 @@ class DeviceTrainEngine : public TrainEngine {
   OptimizerState optimizer_state() const override;
   void load_optimizer_state(const OptimizerState& state) override;
 
+  // Data-parallel ranks: batch statistics summed over every rank (GradientTape::synchronise_batch_statistics)
+  // in every pass, those built and those to come. Each rank's engine calls it once with its communicator,
+  // e.g. {[&comm](float* d, size_t n) { comm.all_reduce_sum(d, n); }, comm.size()}, before its first
+  // accumulate(). Without it each rank normalises with its own slice's statistics.
+  void synchronise_batch_statistics(const BatchStatisticsSync& sync);
+
   // The accumulated gradients, downloaded, per checkpoint parameter in for_each_conv order (as
   // reference::parameter_gradients).
   std::vector<ParameterGradient> gradients() const;
@@ -64,6 +75,8 @@ class DeviceTrainEngine : public TrainEngine {
   using Shape = std::tuple<int, int, int>;
 
   Pass& pass_for(int batch, int height, int width);
+  // A conv's entry of the checkpoint arenas (parameters, gradients, frozen statistics; no fold targets).
+  FoldConv checkpoint_entry(const ConvSpec& conv) const;
   std::unique_ptr<FoldConvTable> fold_table(const TrainingPass& pass) const;
   float* arena(const DeviceBuffer& b, size_t offset) const { return b.as<float>() + offset; }
   std::vector<float> download(const DeviceBuffer& arena, const Parameter& p) const;
@@ -79,10 +92,13 @@ class DeviceTrainEngine : public TrainEngine {
   Shape hint_;
   std::vector<Parameter> parameters_;
   std::map<std::string, size_t> first_parameter_;  // conv name -> its first entry in parameters_
-  DeviceBuffer params_, grads_, state0_, state1_, muon_update_, frozen_, norms_, clip_out_;
+  DeviceBuffer params_, grads_, state0_, state1_, muon_update_, norms_, clip_out_;
+  DeviceBuffer frozen_;  // running mean then var per conv with BatchNorm (moved by batch statistics)
   std::vector<MuonShape> muon_shapes_;           // per tensor of list_ (MuSGD)
   std::map<std::string, size_t> frozen_offset_;  // conv name -> its running mean (var follows)
   std::map<Shape, Pass> passes_;  // the hint's, built at construction, and the latest other shape's
+  std::unique_ptr<FoldConvTable> norm_table_;  // one checkpoint entry per conv: the per-conv gradient norms
+  std::optional<BatchStatisticsSync> sync_;
   std::unique_ptr<OptimTensorList> list_;
   BatchnormFoldOp fold_;
   ClipGradNormOp clip_;

@@ -62,6 +62,12 @@ BatchLoss HostTrainEngine::accumulate(const TrainBatch& batch, const loss::LossC
                                            batch.width, batch.ground_truth, config);
     out = {g.one2many, g.one2one, g.weights, g.total};
     grads = std::move(g.parameters);
+    for_each_conv(model_, [&](ConvSpec& conv) {  // BatchNorm in train mode: the kernels moved them
+      if (const auto it = g.running_statistics.find(conv.name); it != g.running_statistics.end()) {
+        conv.bn->mean = it->second.mean, conv.bn->var = it->second.var;
+        fold_batchnorm(conv);
+      }
+    });
   } else {
     reference::RefTensor input(batch.batch, 3, batch.height, batch.width);
     input.values = batch.images;

@@ -4,7 +4,8 @@
 // optimizer (clip, then SGD / AdamW / MuSGD with the schedule's per-group lr and momentum) on the model's
 // float32 parameters, which are then refolded. The optimizer state is kept float32 between steps as torch
 // keeps it, so a saved state resumes exactly. A model marked for batch-statistics BatchNorm
-// (set_batchnorm_mode; the reference only) also moves its running statistics after every forward.
+// (set_batchnorm_mode) also moves its running statistics after every forward (by the float64 reference's
+// update, or by the kernels' on cpu / cuda), then refolds them.
 #pragma once
 #include <memory>
 #include <string>

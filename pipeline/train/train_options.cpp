@@ -92,8 +92,6 @@ void check_train_options(const TrainOptions& o) {
   require(o.precision == "fp32" || o.engine == "device", "precision", o.precision,
           "16-bit training runs on the device engine (--engine device)");
   require_member(o.bn, "bn", {"frozen", "batch"});
-  require(o.bn == "frozen" || o.backend == "reference", "bn", o.bn,
-          "batch statistics train on the float64 reference only (--engine host --backend reference)");
   const long long deepest = (long long)(o.imgsz / 32) * (o.imgsz / 32);  // positions of a stride-32 map
   require(o.bn == "frozen" || o.batch * deepest >= 2, "bn", o.bn,
           "one value per channel at stride 32 (--batch 1 at --imgsz " + std::to_string(o.imgsz) +

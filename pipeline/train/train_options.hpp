@@ -28,7 +28,7 @@ struct TrainOptions {
   bool exist_ok = false;
   std::string backend = "cpu", precision = "fp32";
   std::string engine = "host";  // host (HostTrainEngine) or device (DeviceTrainEngine: our kernels only)
-  std::string bn = "frozen";    // frozen or batch (batch-statistics BatchNorm: the float64 reference only)
+  std::string bn = "frozen";    // frozen or batch (batch-statistics BatchNorm)
 };
 
 // UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 only with

@@ -101,14 +101,14 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
                        std::to_string(options_.epochs) + " epochs; nothing to resume");
     optimizer_state = std::move(state.optimizer);
   }
+  Yolo26Model engine_model = model;  // the engine's forward in train mode; validation's EMA in eval mode
+  set_batchnorm_mode(engine_model, batchnorm_mode(options_.bn));
   if (options_.engine == "device") {
     device_ = make_backend(options_.backend, context_);
-    engine_ =
-        std::make_unique<DeviceTrainEngine>(*device_, model, choice.name, options_.batch, options_.imgsz,
-                                            options_.imgsz, *parse_precision(options_.precision));
+    engine_ = std::make_unique<DeviceTrainEngine>(*device_, engine_model, choice.name, options_.batch,
+                                                  options_.imgsz, options_.imgsz,
+                                                  *parse_precision(options_.precision));
   } else {
-    Yolo26Model engine_model = model;  // the engine's forward in train mode; validation's EMA in eval mode
-    set_batchnorm_mode(engine_model, batchnorm_mode(options_.bn));
     engine_ = std::make_unique<HostTrainEngine>(std::move(engine_model), options_.backend, context_,
                                                 choice.name);
   }

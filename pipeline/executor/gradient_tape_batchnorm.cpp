@@ -1,0 +1,103 @@
+// GradientTape's batch-statistics BatchNorm: the conv without bias or activation into u, the statistics (the
+// running update with Ultralytics' momentum; over every rank when synchronised), the normalisation and
+// activation (+ residual); backward: the BatchNorm backward down to du, then the conv's own backward.
+#include <algorithm>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/gradient_tape.hpp"
+#include "pipeline/model/batchnorm_batch.hpp"
+
+namespace lab {
+
+std::unique_ptr<TapeBatchNorm> make_tape_batchnorm(Backend& backend, const ConvSpec& spec) {
+  if (!spec.bn) throw RuntimeError("gradient tape: conv '" + spec.name + "' has no BatchNorm to normalise");
+  const FrozenBatchNorm& bn = *spec.bn;
+  auto t = std::make_unique<TapeBatchNorm>();
+  t->unnormalised = unnormalised_conv(spec);
+  t->gamma = backend.upload_vector(bn.gamma);
+  t->beta = backend.upload_vector(bn.beta);
+  std::vector<float> running = bn.mean;
+  running.insert(running.end(), bn.var.begin(), bn.var.end());
+  t->running = backend.upload_vector(running);
+  t->running_mean = t->running.as<float>();
+  t->running_var = t->running_mean + spec.c_out;
+  const size_t channels = size_t(spec.c_out);
+  t->mean = backend.alloc_array<float>(channels);
+  t->inv_std = backend.alloc_array<float>(channels);
+  t->d_gamma = backend.alloc_array<float>(channels);
+  t->d_beta = backend.alloc_array<float>(channels);
+  t->sums = backend.alloc_array<double>(2 * channels);  // room for 2 channels doubles or floats
+  return t;
+}
+
+TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual) {
+  const ConvSpec& spec = *c.spec;
+  // Each rank's slice needs two values a channel (synchronised or not): named by the conv, at build time.
+  require_batch_statistics(x.batch, int64_t(spec.out_size(x.height)) * spec.out_size(x.width), spec.name.c_str());
+  if (!batchnorm_) batchnorm_ = std::make_unique<BatchNormBatchOp>(backend_);
+  const TapeTensor y = make(x.batch, spec.c_out, spec.out_size(x.height), spec.out_size(x.width));
+  const TapeTensor u = make(y.batch, y.channels, y.height, y.width, false);  // conv(x), what BatchNorm normalises
+  // With a residual, z = BatchNorm(u) and y = act(z) + residual; without, y = act(BatchNorm(u)) directly.
+  const TapeTensor z = residual ? make(y.batch, y.channels, y.height, y.width, false) : y;
+  const TapeTensor res = residual ? *residual : TapeTensor{};
+  const TapeConv* conv = &c;
+  const int silu = spec.silu ? 1 : 0;
+  const double eps = spec.bn->eps;
+  record(
+      [this, conv, x, y, u, z, res, silu, eps] {
+        conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {}, splitk_workspace_.as<float>());
+        TapeBatchNorm& bn = *conv->bn;
+        const BatchNormStatsParams stats{data(u), bn.mean.as<float>(), bn.inv_std.as<float>(), bn.running_mean,
+                                         bn.running_var, eps, kBatchNormMomentum, u.batch, u.channels, u.plane()};
+        if (sync_)
+          batchnorm_sync_->statistics(stats, bn.sums.as<float>(), sync_->ranks, sync_->all_reduce_sum);
+        else
+          batchnorm_->statistics(stats);
+        batchnorm_->apply({data(u), bn.mean.as<float>(), bn.inv_std.as<float>(), bn.gamma.as<float>(),
+                           bn.beta.as<float>(), data(z), u.channels, res.id >= 0 ? 0 : silu, u.plane(),
+                           (long long)u.count()});
+        if (res.id >= 0) activation_.run((long long)y.count(), data(z), data(res), data(y), silu != 0);
+      },
+      [this, conv, x, y, u, res, silu] {
+        if (!has_grad(y)) return;
+        if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
+        TapeBatchNorm& bn = *conv->bn;
+        backend_.fill_bytes(bn.d_gamma.get(), 0, bn.d_gamma.bytes());  // the kernels add to them
+        backend_.fill_bytes(bn.d_beta.get(), 0, bn.d_beta.bytes());
+        float* du = scratch(u.count());
+        double* sums = bn.sums.as<double>();
+        const BatchNormBackwardParams p{data(u),           grad_view(y).data,     bn.mean.as<float>(),
+                                        bn.inv_std.as<float>(), bn.gamma.as<float>(), bn.beta.as<float>(),
+                                        sums,              sums + u.channels,     bn.d_gamma.as<float>(),
+                                        bn.d_beta.as<float>(),  du,                u.batch,
+                                        u.channels,        silu,                  u.plane()};
+        if (sync_)
+          batchnorm_sync_->backward(p, bn.sums.as<float>(), sync_->ranks, sync_->all_reduce_sum);
+        else
+          batchnorm_->backward(p);
+        conv_backward(*conv, x, du);
+      });
+  return y;
+}
+
+std::map<std::string, GradientTape::RunningStatistics> GradientTape::running_statistics() const {
+  std::map<std::string, RunningStatistics> out;
+  for (const auto& c : convs_) {
+    if (!c->bn) continue;
+    const size_t channels = size_t(c->spec->c_out);
+    RunningStatistics& r = out[c->spec->name];
+    r.mean.resize(channels), r.var.resize(channels);
+    backend_.download(r.mean.data(), c->bn->running_mean, channels * sizeof(float));
+    backend_.download(r.var.data(), c->bn->running_var, channels * sizeof(float));
+  }
+  return out;
+}
+
+void GradientTape::synchronise_batch_statistics(BatchStatisticsSync sync) {
+  if (!sync.all_reduce_sum || sync.ranks < 1)
+    throw UsageError("gradient tape: synchronised batch statistics need an all-reduce and at least one rank");
+  if (!batchnorm_sync_) batchnorm_sync_ = std::make_unique<BatchNormSyncOp>(backend_);
+  sync_ = std::move(sync);
+}
+
+}  // namespace lab
