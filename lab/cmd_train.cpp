@@ -187,11 +187,12 @@ void add_train_command(CLI::App& app, CliState& state) {
   cmd->add_option("--precision", o.precision,
                   "fp32, or fp16 / bf16 conv products (float32 master weights; --engine device)")
       ->capture_default_str();
-  cmd->add_option("--bn", o.bn,
-                  "frozen (the checkpoint's running statistics folded into each conv, for fine-tuning) or "
-                  "batch (BatchNorm in train mode, for training from scratch: the batch's statistics, the "
-                  "running ones updated with momentum 0.03 for validation and the saved weights; BatchNorm in "
-                  "float32 at every precision)")
+  cmd->add_option(
+         "--bn", o.bn,
+         "frozen (the checkpoint's running statistics folded into each conv, for fine-tuning) or "
+         "batch (BatchNorm in train mode, for training from scratch: the batch's statistics, the "
+         "running ones updated with momentum 0.03 for validation and the saved weights; BatchNorm in "
+         "float32 at every precision)")
       ->capture_default_str();
   cmd->footer(
       "A dataset to try it on: lab data synth shapes --train 2000 --val 200\n\n"

@@ -4,8 +4,8 @@
 // against kernels/optim's float64 reference steps on the engine's own gradients, then the forward on the
 // stepped parameters against a pass built from them on the host; the optimizer state's save/load round
 // trip; no device allocation and no weight upload after the first iteration. With batch-statistics BatchNorm
-// ([batchnorm_batch]): the gradients against the kernel backward's, and the steps, norms, parameters and running
-// statistics against HostTrainEngine's. cpu emulator; [gpu] twins.
+// ([batchnorm_batch]): the gradients against the kernel backward's, and the steps, norms, parameters and
+// running statistics against HostTrainEngine's. cpu emulator; [gpu] twins.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -59,7 +59,8 @@ std::vector<std::vector<float>> running_statistics(Yolo26Model model) {
 }
 
 // Those of an engine, read into a copy of `model`.
-std::vector<std::vector<float>> running_statistics(const train::TrainEngine& engine, const Yolo26Model& model) {
+std::vector<std::vector<float>> running_statistics(const train::TrainEngine& engine,
+                                                   const Yolo26Model& model) {
   Yolo26Model copy = model;
   engine.read_parameters(copy);
   return running_statistics(copy);
@@ -146,10 +147,10 @@ void check_gradients(Backend& backend, const std::string& what) {
             << ", after two batches " << worst_twice);
 }
 
-// Batch-statistics BatchNorm: the engine's checkpoint gradients are the kernel backward's (checked against the
-// reference in test_kernel_backward) bit for bit, as no chain rule scales them: conv.weight from the conv's
-// backward, bn.weight / bn.bias from the BatchNorm's, added once to zeroed gradients; the per-conv norms are
-// theirs.
+// Batch-statistics BatchNorm: the engine's checkpoint gradients are the kernel backward's (checked against
+// the reference in test_kernel_backward) bit for bit, as no chain rule scales them: conv.weight from the
+// conv's backward, bn.weight / bn.bias from the BatchNorm's, added once to zeroed gradients; the per-conv
+// norms are theirs.
 void check_batch_statistics_gradients(Backend& backend, const std::string& what) {
   const Yolo26Model model = trainable_model(BatchNormMode::Batch);
   const train::TrainBatch batch = make_batch(2, 31);
@@ -408,9 +409,10 @@ TEST_CASE("DeviceTrainEngine agrees with HostTrainEngine on cpu, and its state r
   check_against_host_engine(*backend, "MuSGD");
 }
 
-TEST_CASE("DeviceTrainEngine with batch-statistics BatchNorm on cpu: gradients as the kernel backward's; steps and "
-          "running statistics as HostTrainEngine's",
-          "[device_train][batchnorm_batch]") {
+TEST_CASE(
+    "DeviceTrainEngine with batch-statistics BatchNorm on cpu: gradients as the kernel backward's; steps and "
+    "running statistics as HostTrainEngine's",
+    "[device_train][batchnorm_batch]") {
   auto backend = make_backend("cpu", test::embedded_context());
   check_batch_statistics_gradients(*backend, "cpu");
   check_against_host_engine(*backend, "SGD", BatchNormMode::Batch);
@@ -431,7 +433,8 @@ TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", 
   check_no_allocations(*backend, false);
 }
 
-TEST_CASE("DeviceTrainEngine with batch-statistics BatchNorm on cuda", "[device_train][batchnorm_batch][gpu]") {
+TEST_CASE("DeviceTrainEngine with batch-statistics BatchNorm on cuda",
+          "[device_train][batchnorm_batch][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
   check_batch_statistics_gradients(*backend, "cuda");

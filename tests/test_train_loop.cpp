@@ -43,6 +43,15 @@ TrainOptions plain_options(const fs::path& data, const fs::path& project, const 
   return o;
 }
 
+// `lab train` (CLI) on the cpu emulator's device engine with plain_options' settings and `extra` options.
+test::LabResult run_plain_cli(const fs::path& data, const fs::path& project, const std::string& extra) {
+  return test::run_lab("train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
+                       " --backend cpu --engine device --imgsz 32 --batch 3 --nbs 3 --workers 0 --optimizer AdamW"
+                       " --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0 --scale 0"
+                       " --fliplr 0 --mosaic 0 --project " +
+                       test::quoted(project.string()) + " " + extra);
+}
+
 struct Recorded {
   std::vector<StepReport> steps;
   std::vector<EpochReport> epochs;
@@ -198,23 +207,18 @@ TEST_CASE("lab train --bn batch on the float64 reference: train-mode BatchNorm, 
   CHECK(moved == mean.size());
 }
 
-TEST_CASE("lab train --bn batch --engine device (CLI, cpu emulator): the loss falls by 30 %, running "
-          "statistics saved",
-          "[train_loop][batchnorm_batch]") {
+TEST_CASE(
+    "lab train --bn batch --engine device (CLI, cpu emulator): the loss falls by 30 %, running "
+    "statistics saved",
+    "[train_loop][batchnorm_batch]") {
   if (!fs::exists(kModel)) {
     WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
     return;
   }
   const test::ScratchDir scratch("train_bn_batch_cli");
   const fs::path data = synth(scratch.path, 3, 32, 5);
-  // The fp32 acceptance run's settings (plain_options) with batch statistics: batch 3 at 32, three values a
-  // channel at stride 32.
-  const test::LabResult r = test::run_lab(
-      "train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
-      " --backend cpu --engine device --bn batch --imgsz 32 --epochs 8 --batch 3 --nbs 3 --workers 0"
-      " --optimizer AdamW --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0"
-      " --scale 0 --fliplr 0 --mosaic 0 --project " +
-      test::quoted((scratch.path / "runs").string()));
+  // Batch 3 at 32: three values a channel at stride 32.
+  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--bn batch --epochs 8");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<ResultsColumn> columns =
@@ -286,12 +290,7 @@ TEST_CASE("lab train --precision fp16 (CLI, cpu emulator): the loss falls by 30 
   }
   const test::ScratchDir scratch("train_fp16_cli");
   const fs::path data = synth(scratch.path, 3, 32, 5);
-  const test::LabResult r = test::run_lab(
-      "train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
-      " --backend cpu --engine device --precision fp16 --imgsz 32 --epochs 10 --batch 3 --nbs 3 --workers 0"
-      " --optimizer AdamW --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0"
-      " --scale 0 --fliplr 0 --mosaic 0 --project " +
-      test::quoted((scratch.path / "runs").string()));
+  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--precision fp16 --epochs 10");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out + r.err, Contains("fp16 products, float32 master weights"));

@@ -155,9 +155,9 @@ TEST_CASE("train options: defaults, ranges named, args.yaml round trip", "[train
   fails(bad, "--engine gpu: is not one of host, device");
   bad = o, bad.bn = "running";
   fails(bad, "--bn running: is not one of frozen, batch");
-  for (const auto& [engine, backend] : {std::pair{"host", "reference"}, std::pair{"host", "cpu"},
-                                        std::pair{"host", "cuda"}, std::pair{"device", "cpu"},
-                                        std::pair{"device", "cuda"}}) {
+  for (const auto& [engine, backend] :
+       {std::pair{"host", "reference"}, std::pair{"host", "cpu"}, std::pair{"host", "cuda"},
+        std::pair{"device", "cpu"}, std::pair{"device", "cuda"}}) {
     TrainOptions batch_statistics = o;  // every engine and backend trains with batch statistics
     batch_statistics.bn = "batch", batch_statistics.engine = engine, batch_statistics.backend = backend;
     CHECK_NOTHROW(check_train_options(batch_statistics));

@@ -43,17 +43,8 @@ __global__ void __launch_bounds__(lab::kBatchNormThreads) batchnorm_apply(const 
 __global__ void __launch_bounds__(lab::kBatchNormThreads)
     batchnorm_backward_reduce(const lab::BatchNormBackwardParams p) {
   const int c = int(blockIdx.x);
-  const float mean = p.mean[c], inv_std = p.inv_std[c], gamma = p.gamma[c], beta = p.beta[c];
-  const auto dz_at = [&](long long i, float xhat) {
-    return batchnorm_grad_z(p.dy[i], gamma * xhat + beta, p.silu);
-  };
-  const double sum_dz = channel_sum(p.batch, p.channels, p.plane, c, [&](long long i) {
-    return double(dz_at(i, (p.x[i] - mean) * inv_std));
-  });
-  const double sum_dz_xhat = channel_sum(p.batch, p.channels, p.plane, c, [&](long long i) {
-    const float xhat = (p.x[i] - mean) * inv_std;
-    return double(dz_at(i, xhat)) * double(xhat);
-  });
+  const BatchNormDzSums sums = batchnorm_dz_sums(p, c);
+  const double sum_dz = sums.dz, sum_dz_xhat = sums.dz_xhat;
   if (threadIdx.x != 0) return;
   p.sum_dz[c] = sum_dz;
   p.sum_dz_xhat[c] = sum_dz_xhat;
@@ -67,10 +58,6 @@ __global__ void __launch_bounds__(lab::kBatchNormThreads)
   const long long count = (long long)p.batch * p.channels * p.plane;
   if (i >= count) return;
   const int c = int((i / p.plane) % p.channels);
-  const float inv_std = p.inv_std[c], gamma = p.gamma[c];
-  const float xhat = (p.x[i] - p.mean[c]) * inv_std;
-  const double dz = batchnorm_grad_z(p.dy[i], gamma * xhat + p.beta[c], p.silu);
-  const double m = double(p.batch) * double(p.plane);
-  p.dx[i] = float(double(gamma) * double(inv_std) *
-                  (dz - p.sum_dz[c] / m - double(xhat) * p.sum_dz_xhat[c] / m));
+  p.dx[i] = batchnorm_input_grad(p, i, c, p.sum_dz, p.sum_dz_xhat,
+                                 [&] { return double(p.batch) * double(p.plane); });
 }

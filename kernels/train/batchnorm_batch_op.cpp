@@ -58,7 +58,9 @@ void BatchNormBatchOp::statistics(const BatchNormStatsParams& p) const {
   stats_.launch(batchnorm_per_channel(p.channels), p);
 }
 
-void BatchNormBatchOp::apply(const BatchNormApplyParams& p) const { apply_.launch(batchnorm_per_element(p.count), p); }
+void BatchNormBatchOp::apply(const BatchNormApplyParams& p) const {
+  apply_.launch(batchnorm_per_element(p.count), p);
+}
 
 void BatchNormBatchOp::backward(const BatchNormBackwardParams& p) const {
   require_batch_statistics(p.batch, p.plane, "batchnorm_backward");

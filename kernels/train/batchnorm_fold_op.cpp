@@ -12,8 +12,8 @@ std::vector<FoldConv> numbered(std::vector<FoldConv> convs) {
   if (convs.empty()) throw UsageError("batchnorm fold: the conv table is empty");
   int channels = 0;
   for (FoldConv& c : convs) {
-    if (c.c_out < 1 || c.inputs < 1 || c.taps < 1)
-      throw UsageError("batchnorm fold: a conv of the table has no weights");
+    if (c.c_out < 1 || c.inputs < 0 || c.taps < 1)
+      throw UsageError("batchnorm fold: a conv of the table has no output channels or taps");
     c.first_channel = channels;
     channels += c.c_out;
   }

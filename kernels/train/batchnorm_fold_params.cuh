@@ -23,7 +23,9 @@ struct FoldTarget {
 
 // One conv: its checkpoint parameters, where its folded weight and bias go, and where the chain rule reads
 // the folded gradients and adds the checkpoint gradients. With gamma null the conv has no BatchNorm: beta is
-// its bias, the fold a copy and the chain rule the identity.
+// its bias, the fold a copy and the chain rule the identity. inputs 0: no weights (weight, folded targets,
+// d_folded_weight and d_weight unused), only the per-channel beta: copied to folded_bias, d_folded_bias added
+// to d_beta.
 struct FoldConv {
   const float* weight;  // [c_out, inputs, taps] conv.weight (a plain conv's weight)
   const float* gamma;   // [c_out] bn.weight, or null

@@ -45,17 +45,8 @@ __global__ void __launch_bounds__(lab::kBatchNormThreads)
 __global__ void __launch_bounds__(lab::kBatchNormThreads)
     batchnorm_backward_partial_sums(const lab::BatchNormSyncBackwardParams p) {
   const int c = int(blockIdx.x);
-  const float mean = p.mean[c], inv_std = p.inv_std[c], gamma = p.gamma[c], beta = p.beta[c];
-  const auto dz_at = [&](long long i, float xhat) {
-    return batchnorm_grad_z(p.dy[i], gamma * xhat + beta, p.silu);
-  };
-  const double sum_dz = channel_sum(p.batch, p.channels, p.plane, c, [&](long long i) {
-    return double(dz_at(i, (p.x[i] - mean) * inv_std));
-  });
-  const double sum_dz_xhat = channel_sum(p.batch, p.channels, p.plane, c, [&](long long i) {
-    const float xhat = (p.x[i] - mean) * inv_std;
-    return double(dz_at(i, xhat)) * double(xhat);
-  });
+  const BatchNormDzSums sums = batchnorm_dz_sums(p, c);
+  const double sum_dz = sums.dz, sum_dz_xhat = sums.dz_xhat;
   if (threadIdx.x != 0) return;
   p.sums[c] = float(sum_dz);
   p.sums[p.channels + c] = float(sum_dz_xhat);
@@ -69,9 +60,5 @@ __global__ void __launch_bounds__(lab::kBatchNormThreads)
   const long long count = (long long)p.batch * p.channels * p.plane;
   if (i >= count) return;
   const int c = int((i / p.plane) % p.channels);
-  const float inv_std = p.inv_std[c], gamma = p.gamma[c];
-  const float xhat = (p.x[i] - p.mean[c]) * inv_std;
-  const double dz = batchnorm_grad_z(p.dy[i], gamma * xhat + p.beta[c], p.silu);
-  p.dx[i] = float(double(gamma) * double(inv_std) *
-                  (dz - double(p.sums[c]) / p.count - double(xhat) * double(p.sums[p.channels + c]) / p.count));
+  p.dx[i] = batchnorm_input_grad(p, i, c, p.sums, p.sums + p.channels, [&] { return p.count; });
 }

@@ -8,12 +8,14 @@ const KernelSpec& batchnorm_sync_spec() {
   static const KernelSpec spec{
       .name = "batchnorm_sync",
       .family = "train",
-      .description = "synchronised batch-statistics BatchNorm on one data-parallel rank: per-channel partial "
-                     "sums around the caller's all-reduces, the statistics and the input gradient from the "
-                     "all-ranks sums",
+      .description =
+          "synchronised batch-statistics BatchNorm on one data-parallel rank: per-channel partial "
+          "sums around the caller's all-reduces, the statistics and the input gradient from the "
+          "all-ranks sums",
       .source = "train/batchnorm_sync.cu",
-      .variants = {{"v1_channel", "one block per channel for the float64 fixed-order sums, one thread per "
-                                  "channel or element for the rest"}},
+      .variants = {{"v1_channel",
+                    "one block per channel for the float64 fixed-order sums, one thread per "
+                    "channel or element for the rest"}},
       .entries = {"batchnorm_partial_sums", "batchnorm_sync_statistics", "batchnorm_backward_partial_sums",
                   "batchnorm_backward_input_sync"}};
   return spec;
@@ -36,18 +38,19 @@ void BatchNormSyncOp::statistics(const BatchNormStatsParams& p, float* sums, int
   partial.centre_sum = sums, partial.out = squares;
   partial_.launch(batchnorm_per_channel(p.channels), partial);
   all_reduce(squares, size_t(p.channels));
-  const BatchNormSyncStatsParams stats{sums,          squares, p.mean,    p.inv_std, p.running_mean,
-                                       p.running_var, p.eps,   p.momentum, count,    p.channels};
+  const BatchNormSyncStatsParams stats{sums,          squares, p.mean,     p.inv_std, p.running_mean,
+                                       p.running_var, p.eps,   p.momentum, count,     p.channels};
   stats_.launch(batchnorm_per_element(p.channels), stats);
 }
 
 void BatchNormSyncOp::backward(const BatchNormBackwardParams& p, float* sums, int ranks,
                                const ChannelAllReduce& all_reduce) const {
   require_batch_statistics(p.batch * ranks, p.plane, "batchnorm_sync_backward");
-  const BatchNormSyncBackwardParams s{p.x,       p.dy,     p.mean, p.inv_std,
-                                      p.gamma,   p.beta,   sums,   p.d_gamma,
-                                      p.d_beta,  p.dx,     double(ranks) * double(p.batch) * double(p.plane),
-                                      p.batch,   p.channels, p.silu, p.plane};
+  BatchNormSyncBackwardParams s{};
+  s.x = p.x, s.dy = p.dy, s.mean = p.mean, s.inv_std = p.inv_std, s.gamma = p.gamma, s.beta = p.beta;
+  s.sums = sums, s.d_gamma = p.d_gamma, s.d_beta = p.d_beta, s.dx = p.dx;
+  s.count = double(ranks) * double(p.batch) * double(p.plane);
+  s.batch = p.batch, s.channels = p.channels, s.silu = p.silu, s.plane = p.plane;
   backward_partial_.launch(batchnorm_per_channel(p.channels), s);
   all_reduce(sums, 2 * size_t(p.channels));
   input_.launch(batchnorm_per_element((long long)p.batch * p.channels * p.plane), s);

@@ -25,11 +25,13 @@ class BatchNormSyncOp {
   // batchnorm_stats' outputs (p.mean, p.inv_std, the running update when p.running_mean is set) over `ranks`
   // ranks of p.batch images each: two all-reduces of p.channels floats (the sums, then the squared
   // deviations from the all-ranks mean). `sums`: [2 p.channels] device floats of scratch.
-  void statistics(const BatchNormStatsParams& p, float* sums, int ranks, const ChannelAllReduce& all_reduce) const;
+  void statistics(const BatchNormStatsParams& p, float* sums, int ranks,
+                  const ChannelAllReduce& all_reduce) const;
   // BatchNormBatchOp::backward over `ranks` ranks: d gamma, d beta of this rank's values (added; the ranks'
   // parameter gradients are summed afterwards like every other), dx from the all-ranks sums (one all-reduce
   // of 2 p.channels floats into `sums`; p.sum_dz / p.sum_dz_xhat are not used).
-  void backward(const BatchNormBackwardParams& p, float* sums, int ranks, const ChannelAllReduce& all_reduce) const;
+  void backward(const BatchNormBackwardParams& p, float* sums, int ranks,
+                const ChannelAllReduce& all_reduce) const;
 
  private:
   CompiledKernel partial_, stats_, backward_partial_, input_;

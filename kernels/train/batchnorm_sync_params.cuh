@@ -1,8 +1,9 @@
-// Parameters of the synchronised batch-statistics BatchNorm kernels (batchnorm_sync.cu), shared by the kernels
-// and the host that launches them: plain data, passed by value. Data-parallel ranks each hold their own dense
-// float32 [batch, channels, plane] slice of the batch; a channel's statistics are over all ranks' values
-// (`count` of them): SyncBatchNorm. Each rank computes float32 partial sums of its slice, the caller sums them
-// over the ranks in place (an all-reduce) between the launches, and the next launch reads the totals.
+// Parameters of the synchronised batch-statistics BatchNorm kernels (batchnorm_sync.cu), shared by the
+// kernels and the host that launches them: plain data, passed by value. Data-parallel ranks each hold their
+// own dense float32 [batch, channels, plane] slice of the batch; a channel's statistics are over all ranks'
+// values (`count` of them): SyncBatchNorm. Each rank computes float32 partial sums of its slice, the caller
+// sums them over the ranks in place (an all-reduce) between the launches, and the next launch reads the
+// totals.
 #pragma once
 
 namespace lab {

@@ -118,7 +118,8 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   // The ops run the conv itself (conv.weight, no bias or activation) under batch-statistics BatchNorm.
   const ConvSpec& run = c.bn ? c.bn->unnormalised : spec;
   // The stem is the first conv built (it reads the image); forward and backward at its role's precision.
-  const Precision precision = conv_precision(convs_.size() == 1 ? ConvRole::Stem : ConvRole::Body, precision_);
+  const Precision precision =
+      conv_precision(convs_.size() == 1 ? ConvRole::Stem : ConvRole::Body, precision_);
   const Conv2dShape shape = conv_shape(run);
   Conv2dShape linear = shape;
   linear.silu = false;
@@ -164,8 +165,8 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
 void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz) {
   const Conv2dBackwardOp& back = *conv.backward;
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-  back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(), conv.d_bias.as<float>(),
-                   workspace);
+  back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(),
+                   conv.d_bias.as<float>(), workspace);
   if (!needs_grad(x)) return;
   if (!has_grad(x)) {
     const auto [target, write] = grad_target(x);

@@ -62,13 +62,13 @@ struct TapeTensor {
 // before the first forward, e.g. to a training engine's); d_gamma / d_beta are overwritten by every backward
 // that reaches the conv.
 struct TapeBatchNorm {
-  ConvSpec unnormalised;  // what the conv's ops run: conv.weight, zero bias, no activation
+  ConvSpec unnormalised;              // what the conv's ops run: conv.weight, zero bias, no activation
   DeviceBuffer gamma, beta, running;  // [c_out], [c_out], [2 c_out]: running mean then var
   float* running_mean = nullptr;
   float* running_var = nullptr;
   DeviceBuffer mean, inv_std;    // [c_out] the last forward's batch statistics
   DeviceBuffer d_gamma, d_beta;  // [c_out] d loss / d bn.weight, bn.bias
-  DeviceBuffer sums;             // the backward's per-channel sums (doubles), or the synchronised path's floats
+  DeviceBuffer sums;  // the backward's per-channel sums (doubles), or the synchronised path's floats
 };
 // The BatchNorm of a conv marked batch_statistics, its buffers made and the spec's parameters uploaded.
 std::unique_ptr<TapeBatchNorm> make_tape_batchnorm(Backend& backend, const ConvSpec& spec);

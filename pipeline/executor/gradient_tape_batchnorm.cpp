@@ -33,10 +33,12 @@ std::unique_ptr<TapeBatchNorm> make_tape_batchnorm(Backend& backend, const ConvS
 TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual) {
   const ConvSpec& spec = *c.spec;
   // Each rank's slice needs two values a channel (synchronised or not): named by the conv, at build time.
-  require_batch_statistics(x.batch, int64_t(spec.out_size(x.height)) * spec.out_size(x.width), spec.name.c_str());
+  require_batch_statistics(x.batch, int64_t(spec.out_size(x.height)) * spec.out_size(x.width),
+                           spec.name.c_str());
   if (!batchnorm_) batchnorm_ = std::make_unique<BatchNormBatchOp>(backend_);
   const TapeTensor y = make(x.batch, spec.c_out, spec.out_size(x.height), spec.out_size(x.width));
-  const TapeTensor u = make(y.batch, y.channels, y.height, y.width, false);  // conv(x), what BatchNorm normalises
+  const TapeTensor u =
+      make(y.batch, y.channels, y.height, y.width, false);  // conv(x), what BatchNorm normalises
   // With a residual, z = BatchNorm(u) and y = act(z) + residual; without, y = act(BatchNorm(u)) directly.
   const TapeTensor z = residual ? make(y.batch, y.channels, y.height, y.width, false) : y;
   const TapeTensor res = residual ? *residual : TapeTensor{};
@@ -47,8 +49,16 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
       [this, conv, x, y, u, z, res, silu, eps] {
         conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {}, splitk_workspace_.as<float>());
         TapeBatchNorm& bn = *conv->bn;
-        const BatchNormStatsParams stats{data(u), bn.mean.as<float>(), bn.inv_std.as<float>(), bn.running_mean,
-                                         bn.running_var, eps, kBatchNormMomentum, u.batch, u.channels, u.plane()};
+        const BatchNormStatsParams stats{data(u),
+                                         bn.mean.as<float>(),
+                                         bn.inv_std.as<float>(),
+                                         bn.running_mean,
+                                         bn.running_var,
+                                         eps,
+                                         kBatchNormMomentum,
+                                         u.batch,
+                                         u.channels,
+                                         u.plane()};
         if (sync_)
           batchnorm_sync_->statistics(stats, bn.sums.as<float>(), sync_->ranks, sync_->all_reduce_sum);
         else
@@ -66,11 +76,13 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
         backend_.fill_bytes(bn.d_beta.get(), 0, bn.d_beta.bytes());
         float* du = scratch(u.count());
         double* sums = bn.sums.as<double>();
-        const BatchNormBackwardParams p{data(u),           grad_view(y).data,     bn.mean.as<float>(),
-                                        bn.inv_std.as<float>(), bn.gamma.as<float>(), bn.beta.as<float>(),
-                                        sums,              sums + u.channels,     bn.d_gamma.as<float>(),
-                                        bn.d_beta.as<float>(),  du,                u.batch,
-                                        u.channels,        silu,                  u.plane()};
+        BatchNormBackwardParams p{};
+        p.x = data(u), p.dy = grad_view(y).data, p.mean = bn.mean.as<float>(),
+        p.inv_std = bn.inv_std.as<float>();
+        p.gamma = bn.gamma.as<float>(), p.beta = bn.beta.as<float>();
+        p.sum_dz = sums, p.sum_dz_xhat = sums + u.channels;
+        p.d_gamma = bn.d_gamma.as<float>(), p.d_beta = bn.d_beta.as<float>(), p.dx = du;
+        p.batch = u.batch, p.channels = u.channels, p.silu = silu, p.plane = u.plane();
         if (sync_)
           batchnorm_sync_->backward(p, bn.sums.as<float>(), sync_->ranks, sync_->all_reduce_sum);
         else

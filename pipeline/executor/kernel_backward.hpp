@@ -5,9 +5,9 @@
 // runs one and reports the gradients in the checkpoint's own parameters (the per-channel BatchNorm chain
 // rule on the host). BatchNorm frozen, or normalising with the batch's statistics where the model's convs are
 // marked batch_statistics (GradientTape: then conv.weight, bn.weight, bn.bias come straight from the conv and
-// BatchNorm backward, and each forward moves the running statistics); the one-to-one head reads detached features (no gradient from it
-// reaches the backbone and neck), as Ultralytics' end-to-end head in training. Float32 kernels on either
-// backend, or 16-bit conv products (TrainingPass's precision).
+// BatchNorm backward, and each forward moves the running statistics); the one-to-one head reads detached
+// features (no gradient from it reaches the backbone and neck), as Ultralytics' end-to-end head in training.
+// Float32 kernels on either backend, or 16-bit conv products (TrainingPass's precision).
 #pragma once
 #include <map>
 #include <memory>

@@ -293,7 +293,8 @@ std::vector<ParameterGradient> DeviceTrainEngine::gradients() const {
 
 void DeviceTrainEngine::read_parameters(Yolo26Model& model) const {
   const std::vector<float> all = backend_.download_vector<float>(params_, params_.bytes() / sizeof(float));
-  const std::vector<float> running = backend_.download_vector<float>(frozen_, frozen_.bytes() / sizeof(float));
+  const std::vector<float> running =
+      backend_.download_vector<float>(frozen_, frozen_.bytes() / sizeof(float));
   size_t i = 0;
   for_each_conv(model, [&](ConvSpec& conv) {
     if (const auto it = frozen_offset_.find(conv.name); it != frozen_offset_.end() && conv.bn) {

@@ -10,8 +10,8 @@
 // the batch's statistics: then those convs are not folded (the fold copies conv.weight, bn.weight, bn.bias
 // to where the tape reads them), d bn.weight / d bn.bias come straight from the BatchNorm backward, and the
 // running statistics live on the device, moved by every forward and downloaded by read_parameters. Their
-// BatchNorm runs in float32 at every precision. At Precision::Fp16 / Bf16 the convs' products run on 16-bit tensor
-// cores (TrainingPass's precision; the fold writes the forward's 16-bit operands); master parameters,
+// BatchNorm runs in float32 at every precision. At Precision::Fp16 / Bf16 the convs' products run on 16-bit
+// tensor cores (TrainingPass's precision; the fold writes the forward's 16-bit operands); master parameters,
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
 // pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
