@@ -319,7 +319,10 @@ void check_no_allocations(Backend& inner, bool force_graphs) {
 // rounding apart, flip the update of the few weights whose gradient is that rounding's size (19 of 2.5 M
 // here).
 // With batch-statistics BatchNorm both engines' forwards move the running statistics alike (the same
-// kernels): equal after every step, and moved from the checkpoint's.
+// kernels): equal, and moved from the checkpoint's. It stops at one step too: its gradients here (batch 1,
+// four values a channel at stride 32) are so ill-conditioned that the second step's, from parameters a float32
+// rounding apart, differ by ~6 % (measured; a one-ulp nudge of a batch-1 input moves the reference's own
+// gradients by ~1e-3, against 2e-8 with frozen BatchNorm).
 void check_against_host_engine(Backend& backend, const std::string& optimizer,
                                BatchNormMode bn = BatchNormMode::Frozen) {
   const Yolo26Model model = trainable_model(bn);
@@ -330,7 +333,8 @@ void check_against_host_engine(Backend& backend, const std::string& optimizer,
   hyper.max_norm = 1.0;
   DeviceTrainEngine device(backend, model, optimizer, 1, kSize, kSize);
   train::HostTrainEngine host(model, "cpu", test::embedded_context(), optimizer);
-  for (int step = 1; step <= (optimizer == "AdamW" ? 1 : 2); ++step) {
+  const int steps = optimizer == "AdamW" || bn == BatchNormMode::Batch ? 1 : 2;
+  for (int step = 1; step <= steps; ++step) {
     INFO(optimizer << " step " << step);
     CHECK(device.accumulate(batch, loss::LossConfig{}).total ==
           Approx(host.accumulate(batch, loss::LossConfig{}).total).epsilon(1e-5));

@@ -43,10 +43,11 @@ TrainOptions plain_options(const fs::path& data, const fs::path& project, const 
   return o;
 }
 
-// `lab train` (CLI) on the cpu emulator's device engine with plain_options' settings and `extra` options.
+// `lab train` (CLI) on the cpu emulator's device engine with plain_options' settings (but imgsz and epochs)
+// and `extra` options.
 test::LabResult run_plain_cli(const fs::path& data, const fs::path& project, const std::string& extra) {
   return test::run_lab("train " + test::quoted(data.string()) + " --model " + test::quoted(kModel.string()) +
-                       " --backend cpu --engine device --imgsz 32 --batch 3 --nbs 3 --workers 0 --optimizer AdamW"
+                       " --backend cpu --engine device --batch 3 --nbs 3 --workers 0 --optimizer AdamW"
                        " --lr0 0.0015 --warmup-epochs 0 --hsv-h 0 --hsv-s 0 --hsv-v 0 --translate 0 --scale 0"
                        " --fliplr 0 --mosaic 0 --project " +
                        test::quoted(project.string()) + " " + extra);
@@ -217,8 +218,11 @@ TEST_CASE(
   }
   const test::ScratchDir scratch("train_bn_batch_cli");
   const fs::path data = synth(scratch.path, 3, 32, 5);
-  // Batch 3 at 32: three values a channel at stride 32.
-  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--bn batch --epochs 8");
+  // At 64 (batch 3: twelve values a channel at stride 32), not 32: at 32 the switch of the pretrained model's
+  // BatchNorm to the three values a channel of a batch makes the loss jump and training chaotic, on the
+  // float64 reference as on the kernels (reference, lr0 0.0005: 3.3 -> 6.3 in 8 steps). At 64 the reference
+  // goes 11.12 -> 6.10 in 7 steps, and this run follows it (measured 11.12 -> 5.74).
+  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--bn batch --imgsz 64 --epochs 7");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<ResultsColumn> columns =
@@ -230,8 +234,8 @@ TEST_CASE(
         total.resize(c.values.size(), 0.0);
         for (size_t i = 0; i < c.values.size(); ++i) total[i] += c.values[i];
       }
-  REQUIRE(total.size() == 8);
-  const double last = (total[6] + total[7]) / 2;
+  REQUIRE(total.size() == 7);
+  const double last = (total[5] + total[6]) / 2;
   INFO("loss " << total[0] << " -> " << last << " (mean of the last two epochs)");
   CHECK(last <= 0.7 * total[0]);
   // The saved weights carry the running statistics the device moved (momentum 0.03 per forward).
@@ -290,7 +294,7 @@ TEST_CASE("lab train --precision fp16 (CLI, cpu emulator): the loss falls by 30 
   }
   const test::ScratchDir scratch("train_fp16_cli");
   const fs::path data = synth(scratch.path, 3, 32, 5);
-  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--precision fp16 --epochs 10");
+  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--precision fp16 --imgsz 32 --epochs 10");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out + r.err, Contains("fp16 products, float32 master weights"));

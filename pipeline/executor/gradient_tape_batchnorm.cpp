@@ -26,6 +26,8 @@ std::unique_ptr<TapeBatchNorm> make_tape_batchnorm(Backend& backend, const ConvS
   t->inv_std = backend.alloc_array<float>(channels);
   t->d_gamma = backend.alloc_array<float>(channels);
   t->d_beta = backend.alloc_array<float>(channels);
+  backend.fill_bytes(t->d_gamma.get(), 0, t->d_gamma.bytes());  // zero until a backward reaches the conv
+  backend.fill_bytes(t->d_beta.get(), 0, t->d_beta.bytes());
   t->sums = backend.alloc_array<double>(2 * channels);  // room for 2 channels doubles or floats
   return t;
 }
@@ -37,8 +39,8 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
                            spec.name.c_str());
   if (!batchnorm_) batchnorm_ = std::make_unique<BatchNormBatchOp>(backend_);
   const TapeTensor y = make(x.batch, spec.c_out, spec.out_size(x.height), spec.out_size(x.width));
-  const TapeTensor u =
-      make(y.batch, y.channels, y.height, y.width, false);  // conv(x), what BatchNorm normalises
+  // u = conv(x), what the BatchNorm normalises (kept for its backward).
+  const TapeTensor u = make(y.batch, y.channels, y.height, y.width, false);
   // With a residual, z = BatchNorm(u) and y = act(z) + residual; without, y = act(BatchNorm(u)) directly.
   const TapeTensor z = residual ? make(y.batch, y.channels, y.height, y.width, false) : y;
   const TapeTensor res = residual ? *residual : TapeTensor{};
@@ -49,16 +51,11 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
       [this, conv, x, y, u, z, res, silu, eps] {
         conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {}, splitk_workspace_.as<float>());
         TapeBatchNorm& bn = *conv->bn;
-        const BatchNormStatsParams stats{data(u),
-                                         bn.mean.as<float>(),
-                                         bn.inv_std.as<float>(),
-                                         bn.running_mean,
-                                         bn.running_var,
-                                         eps,
-                                         kBatchNormMomentum,
-                                         u.batch,
-                                         u.channels,
-                                         u.plane()};
+        BatchNormStatsParams stats{};
+        stats.x = data(u), stats.mean = bn.mean.as<float>(), stats.inv_std = bn.inv_std.as<float>();
+        stats.running_mean = bn.running_mean, stats.running_var = bn.running_var;
+        stats.eps = eps, stats.momentum = kBatchNormMomentum;
+        stats.batch = u.batch, stats.channels = u.channels, stats.plane = u.plane();
         if (sync_)
           batchnorm_sync_->statistics(stats, bn.sums.as<float>(), sync_->ranks, sync_->all_reduce_sum);
         else
@@ -77,8 +74,8 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
         float* du = scratch(u.count());
         double* sums = bn.sums.as<double>();
         BatchNormBackwardParams p{};
-        p.x = data(u), p.dy = grad_view(y).data, p.mean = bn.mean.as<float>(),
-        p.inv_std = bn.inv_std.as<float>();
+        p.x = data(u), p.dy = grad_view(y).data;
+        p.mean = bn.mean.as<float>(), p.inv_std = bn.inv_std.as<float>();
         p.gamma = bn.gamma.as<float>(), p.beta = bn.beta.as<float>();
         p.sum_dz = sums, p.sum_dz_xhat = sums + u.channels;
         p.d_gamma = bn.d_gamma.as<float>(), p.d_beta = bn.d_beta.as<float>(), p.dx = du;
