@@ -70,6 +70,18 @@ size_t lines(const std::string& text) {
   return size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
+// Every running mean of the stem's BatchNorm in the run's weights/last moved from the checkpoint's.
+void check_running_mean_moved(const fs::path& run) {
+  const Yolo26Model start = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
+  const SafetensorsFile last = SafetensorsFile::load(run / "weights" / "last.safetensors");
+  const std::vector<float> mean = last.floats("model.0.bn.running_mean");
+  const std::vector<float>& before = start.layers[0].conv.bn->mean;
+  REQUIRE(mean.size() == before.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < mean.size(); ++i) moved += mean[i] != before[i];
+  CHECK(moved == mean.size());
+}
+
 // A run of 4 steps, and the same run stopped after its first step and resumed: the same steps, parameters,
 // EMA, optimizer state (with fp16's loss scaler) and results.csv rows. `engine`, `precision`: the run's.
 void check_resume(const std::string& folder, const std::string& engine, const std::string& precision) {
@@ -198,14 +210,7 @@ TEST_CASE("lab train --bn batch on the float64 reference: train-mode BatchNorm, 
   CHECK(r.epochs.back().validated);  // on the EMA's weights, folded with their running statistics
   CHECK_THAT(test::read_text(trainer.folder() / "args.yaml"), Contains("bn: batch"));
   // The saved weights carry running statistics moved by the two forwards (momentum 0.03).
-  const Yolo26Model start = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
-  const SafetensorsFile last = SafetensorsFile::load(trainer.folder() / "weights" / "last.safetensors");
-  const std::vector<float> mean = last.floats("model.0.bn.running_mean");
-  const std::vector<float>& before = start.layers[0].conv.bn->mean;
-  REQUIRE(mean.size() == before.size());
-  size_t moved = 0;
-  for (size_t i = 0; i < mean.size(); ++i) moved += mean[i] != before[i];
-  CHECK(moved == mean.size());
+  check_running_mean_moved(trainer.folder());
 }
 
 TEST_CASE(
@@ -239,15 +244,7 @@ TEST_CASE(
   INFO("loss " << total[0] << " -> " << last << " (mean of the last two epochs)");
   CHECK(last <= 0.7 * total[0]);
   // The saved weights carry the running statistics the device moved (momentum 0.03 per forward).
-  const Yolo26Model start = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
-  const SafetensorsFile saved =
-      SafetensorsFile::load(scratch.path / "runs" / "train" / "weights" / "last.safetensors");
-  const std::vector<float> mean = saved.floats("model.0.bn.running_mean");
-  const std::vector<float>& before = start.layers[0].conv.bn->mean;
-  REQUIRE(mean.size() == before.size());
-  size_t moved = 0;
-  for (size_t i = 0; i < mean.size(); ++i) moved += mean[i] != before[i];
-  CHECK(moved == mean.size());
+  check_running_mean_moved(scratch.path / "runs" / "train");
 }
 
 TEST_CASE("lab train on cuda (device engine): the acceptance run, the loss falls by 30 %",
@@ -294,7 +291,8 @@ TEST_CASE("lab train --precision fp16 (CLI, cpu emulator): the loss falls by 30 
   }
   const test::ScratchDir scratch("train_fp16_cli");
   const fs::path data = synth(scratch.path, 3, 32, 5);
-  const test::LabResult r = run_plain_cli(data, scratch.path / "runs", "--precision fp16 --imgsz 32 --epochs 10");
+  const test::LabResult r =
+      run_plain_cli(data, scratch.path / "runs", "--precision fp16 --imgsz 32 --epochs 10");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out + r.err, Contains("fp16 products, float32 master weights"));
