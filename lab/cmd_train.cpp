@@ -2,6 +2,7 @@
 // the run does, a progress line per epoch with the running mean loss components, one line per finished
 // epoch with the validation metrics, and the run folder's outputs (runs/train/<name>/: args.yaml,
 // results.csv, weights/). Ctrl-C stops after the current iteration and saves the state `--resume` reads.
+// `--devices 0,1` trains data-parallel, one rank per device (pipeline/train/data_parallel_trainer).
 #include <atomic>
 #include <cstdio>
 #include <csignal>
@@ -14,7 +15,7 @@
 #include "lab/size_options.hpp"
 #include "lab/table.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
-#include "pipeline/train/trainer.hpp"
+#include "pipeline/train/data_parallel_trainer.hpp"
 
 namespace lab {
 namespace {
@@ -61,7 +62,8 @@ void run_train(TrainCli cli, const CliState& state) {
   if (!cli.resuming && o.data.empty()) throw UsageError("lab train: DATA.yaml is required (or --resume)");
   o.imgsz = rounded_imgsz(o.imgsz);
   o.backend = resolved_backend(o.backend);
-  if (o.engine == "auto") o.engine = o.backend == "cuda" ? "device" : "host";
+  const bool several_devices = o.devices == "all" || o.devices.find(',') != std::string::npos;
+  if (o.engine == "auto") o.engine = o.backend == "cuda" || several_devices ? "device" : "host";
   Progress progress(true);
   train::TrainHooks hooks;
   hooks.log = [&](const std::string& line) {
@@ -86,7 +88,7 @@ void run_train(TrainCli cli, const CliState& state) {
   };
   hooks.should_stop = [] { return interrupt_requested.load(); };
 
-  train::Trainer trainer(o, cli.resuming ? std::optional<std::string>(cli.resume) : std::nullopt,
+  train::DataParallelTrainer trainer(o, cli.resuming ? std::optional<std::string>(cli.resume) : std::nullopt,
                          state.context(), hooks);
   for (const std::string& line : trainer.description()) std::cout << line << "\n";
   std::cout << std::flush;
@@ -184,6 +186,10 @@ void add_train_command(CLI::App& app, CliState& state) {
          "float64), or device (parameters, gradients and optimizer state resident on the backend)")
       ->check(CLI::IsMember({"auto", "host", "device"}))
       ->capture_default_str();
+  cmd->add_option("--devices", o.devices,
+                  "Data-parallel ranks, one per device: 0,1 or all (every CUDA GPU); with --backend cpu, "
+                  "emulated ranks 0..n-1. --batch is the total, split evenly; rank 0 writes the run")
+      ->capture_default_str();
   cmd->add_option("--precision", o.precision,
                   "fp32, or fp16 / bf16 conv products (float32 master weights; --engine device)")
       ->capture_default_str();
@@ -199,6 +205,7 @@ void add_train_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab train shapes/data.yaml --model yolo26n.pt --epochs 10 --batch 32 --imgsz 640\n"
       "  lab train shapes/data.yaml --backend cpu --imgsz 64 --epochs 3 --batch 8 --name tiny\n"
+      "  lab train shapes/data.yaml --devices 0,1 --batch 64  (two GPUs, 32 images each)\n"
       "  lab train --resume runs/train/tiny\n");
   cmd->callback([&state, cli, cmd] {
     TrainCli run = *cli;

@@ -73,7 +73,17 @@ HeadLossWorkspace HeadLossOp::allocate(int batch, int max_gts, int anchors) cons
 void HeadLossOp::launch(const HeadLossInputs& in, const loss::AssignerSettings& settings,
                         const HeadLossGains& gains, HeadLossWorkspace& ws, const DeviceBuffer& d_boxes,
                         const DeviceBuffer& d_logits) const {
+  assign(in, settings, ws);
+  launch_terms(in, gains, ws, d_boxes, d_logits);
+}
+
+void HeadLossOp::assign(const HeadLossInputs& in, const loss::AssignerSettings& settings,
+                        HeadLossWorkspace& ws) const {
   assign_.assign_into(in.boxes, in.logits, in.classes, in.anchors, in.gts, settings, ws.assignment);
+}
+
+void HeadLossOp::launch_terms(const HeadLossInputs& in, const HeadLossGains& gains, HeadLossWorkspace& ws,
+                              const DeviceBuffer& d_boxes, const DeviceBuffer& d_logits) const {
   const int batch = in.gts.batch, a = in.anchors.count;
   const size_t n = size_t(batch) * a;
   if (d_boxes.bytes() < 4 * n * sizeof(float) || d_logits.bytes() < n * in.classes * sizeof(float))

@@ -44,9 +44,15 @@ class HeadLossOp {
   explicit HeadLossOp(Backend& backend, int block_n = 256);
   HeadLossWorkspace allocate(int batch, int max_gts, int anchors) const;
   // Writes d total / d boxes and d total / d logits (d_boxes [B, 4, A], d_logits [B, classes, A]); UsageError
-  // when sizes disagree.
+  // when sizes disagree. assign() then launch_terms().
   void launch(const HeadLossInputs& in, const loss::AssignerSettings& settings, const HeadLossGains& gains,
               HeadLossWorkspace& ws, const DeviceBuffer& d_boxes, const DeviceBuffer& d_logits) const;
+  // The two halves of launch(): the assignment (ws.assignment, with its target_score_sum), then the terms,
+  // gradients and sums, which read the normaliser from ws.assignment.target_score_sum. Between them a
+  // data-parallel loss replaces that sum by the sum over every rank (Yolo26Loss).
+  void assign(const HeadLossInputs& in, const loss::AssignerSettings& settings, HeadLossWorkspace& ws) const;
+  void launch_terms(const HeadLossInputs& in, const HeadLossGains& gains, HeadLossWorkspace& ws,
+                    const DeviceBuffer& d_boxes, const DeviceBuffer& d_logits) const;
   // Waits for the launches and downloads the sums.
   HeadLossSums sums(const HeadLossWorkspace& ws) const;
 

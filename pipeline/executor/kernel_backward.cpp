@@ -173,7 +173,8 @@ TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch
 
 const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
                                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                                const loss::LossConfig& config, double loss_scale) {
+                                                const loss::LossConfig& config, double loss_scale,
+                                                const loss::SumOverRanks& sum_over_ranks) {
   tape_.set_input(input_, input);
   tape_.forward();
   if (!loss_ || !same_config(loss_->config(), config))
@@ -185,6 +186,7 @@ const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
   loss_batch.one2many = {&tape_.buffer(o2m_boxes_), &tape_.buffer(o2m_scores_)};
   loss_batch.one2one = {&tape_.buffer(o2o_boxes_), &tape_.buffer(o2o_scores_)};
   loss_batch.ground_truth = ground_truth;
+  loss_batch.sum_over_ranks = sum_over_ranks;
   loss_->compute_device_into(loss_batch, result_, loss_scale);
   tape_.backward({{o2m_boxes_, &result_.d_one2many_boxes},
                   {o2m_scores_, &result_.d_one2many_scores},

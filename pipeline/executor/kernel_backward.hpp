@@ -45,9 +45,11 @@ class TrainingPass {
                Precision precision = Precision::Fp32);
   // Forward, loss and backward of `input` [batch, 3, height, width]: the loss's components come back, the
   // gradients (of loss_scale * total: fp16 training's loss scale) stay on the tape (GradientTape::convs).
+  // With `sum_over_ranks` the batch is one rank's share of a data-parallel batch (loss::DeviceLossBatch).
   const loss::DeviceLossResult& run(const std::vector<float>& input,
                                     const std::vector<std::vector<loss::GtBox>>& ground_truth,
-                                    const loss::LossConfig& config, double loss_scale = 1.0);
+                                    const loss::LossConfig& config, double loss_scale = 1.0,
+                                    const loss::SumOverRanks& sum_over_ranks = {});
   GradientTape& tape() { return tape_; }
   const GradientTape& tape() const { return tape_; }
   int batch() const { return batch_; }

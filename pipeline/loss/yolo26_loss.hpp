@@ -6,6 +6,7 @@
 //   host: the float64 host assigner, the L1 term and the chain rule on the host; CIoU and BCE on the kernels
 //     through CiouOp / ClsBceOp. Kept as the second implementation the device path is checked against.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "kernels/loss/head_loss_op.hpp"
@@ -23,12 +24,21 @@ struct DeviceHeadOutputs {
   const DeviceBuffer* scores = nullptr;
 };
 
+// Data-parallel training: sums `count` host values in place over every rank (Communicator::
+// all_reduce_sum_host); every rank calls it the same number of times with the same counts.
+using SumOverRanks = std::function<void(double* values, size_t count)>;
+
 struct DeviceLossBatch {
   int batch = 1;
   int num_classes = 80;
   int image_height = 640, image_width = 640;  // network input, pixels
   DeviceHeadOutputs one2many, one2one;
   std::vector<std::vector<GtBox>> ground_truth;  // one list per image
+  // Set: this batch is one rank's share of a batch split over ranks. The loss is then the whole batch's
+  // (docs/distributed.md): each head's normaliser is the target-score sum over every rank, the `batch *`
+  // factor the images over every rank, and the components the whole batch's; the gradients are this rank's
+  // share of the whole loss's, so that their sum over the ranks is its gradient.
+  SumOverRanks sum_over_ranks;
 };
 
 // The components as LossResult has them; the gradients d total / d raw outputs in device buffers laid out
@@ -75,6 +85,9 @@ class Yolo26Loss {
     HeadLossWorkspace one2many, one2one;
   };
   DeviceWorkspace& device_workspace(const DeviceLossBatch& batch, int max_gts) const;
+  // Replaces each head's target-score sum on the device by its sum over every rank; returns the images over
+  // every rank.
+  double share_normalisers(const SumOverRanks& sum_over_ranks, DeviceWorkspace& ws) const;
 
   Backend& backend_;
   LossConfig config_;

@@ -1,5 +1,7 @@
 // Yolo26Loss's device path: both heads through HeadLossOp with the head outputs and the gradients in device
-// buffers; the ground truth is uploaded, the five sums of each head downloaded.
+// buffers; the ground truth is uploaded, the five sums of each head downloaded. Data-parallel: the
+// normalisers and the image count summed over the ranks between the assignment and the terms, the term sums
+// after them.
 #include <algorithm>
 #include <string>
 
@@ -36,6 +38,17 @@ HeadLoss head_components(const HeadLossSums& s, const LossConfig& config) {
 // Reallocates a buffer of fewer than `count` floats.
 void ensure_floats(Backend& backend, DeviceBuffer& buffer, size_t count) {
   if (buffer.bytes() < count * sizeof(float)) buffer = backend.alloc_array<float>(count);
+}
+
+// The term sums of both heads summed over every rank.
+void sum_terms(const SumOverRanks& sum_over_ranks, HeadLossSums& one2many, HeadLossSums& one2one) {
+  double terms[8] = {one2many.box, one2many.cls, one2many.l1, double(one2many.positives),
+                     one2one.box,  one2one.cls,  one2one.l1,  double(one2one.positives)};
+  sum_over_ranks(terms, 8);
+  for (auto [head, k] : {std::pair{&one2many, 0}, std::pair{&one2one, 4}}) {
+    head->box = terms[k], head->cls = terms[k + 1], head->l1 = terms[k + 2];
+    head->positives = int(terms[k + 3]);
+  }
 }
 
 }  // namespace
@@ -78,22 +91,41 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
   ensure_floats(backend_, result.d_one2many_scores, score_count);
   ensure_floats(backend_, result.d_one2one_boxes, box_count);
   ensure_floats(backend_, result.d_one2one_scores, score_count);
+  const HeadLossInputs one2many{*batch.one2many.boxes, *batch.one2many.scores, batch.num_classes,
+                                batch.image_height,    batch.image_width,     ws.anchors,
+                                gts};
+  const HeadLossInputs one2one{*batch.one2one.boxes, *batch.one2one.scores, batch.num_classes,
+                               batch.image_height,   batch.image_width,    ws.anchors,
+                               gts};
+  device_->assign(one2many, config_.one2many, ws.one2many);
+  device_->assign(one2one, config_.one2one, ws.one2one);
+  double images = batch.batch;
+  if (batch.sum_over_ranks) images = share_normalisers(batch.sum_over_ranks, ws);
   const auto gains = [&](double weight) {
-    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain,
-                         batch.batch * weight * gradient_scale};
+    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain, images * weight * gradient_scale};
   };
-  device_->launch({*batch.one2many.boxes, *batch.one2many.scores, batch.num_classes, batch.image_height,
-                   batch.image_width, ws.anchors, gts},
-                  config_.one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
-                  result.d_one2many_scores);
-  device_->launch({*batch.one2one.boxes, *batch.one2one.scores, batch.num_classes, batch.image_height,
-                   batch.image_width, ws.anchors, gts},
-                  config_.one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
-                  result.d_one2one_scores);
-  result.one2many = head_components(device_->sums(ws.one2many), config_);
-  result.one2one = head_components(device_->sums(ws.one2one), config_);
-  result.total = batch.batch * (result.weights.one2many * result.one2many.sum() +
-                                result.weights.one2one * result.one2one.sum());
+  device_->launch_terms(one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
+                        result.d_one2many_scores);
+  device_->launch_terms(one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
+                        result.d_one2one_scores);
+  HeadLossSums o2m = device_->sums(ws.one2many), o2o = device_->sums(ws.one2one);
+  if (batch.sum_over_ranks) sum_terms(batch.sum_over_ranks, o2m, o2o);
+  result.one2many = head_components(o2m, config_);
+  result.one2one = head_components(o2o, config_);
+  result.total = images * (result.weights.one2many * result.one2many.sum() +
+                           result.weights.one2one * result.one2one.sum());
 }
+
+double Yolo26Loss::share_normalisers(const SumOverRanks& sum_over_ranks, DeviceWorkspace& ws) const {
+  HeadLossWorkspace* heads[2] = {&ws.one2many, &ws.one2one};
+  double shared[3] = {0, 0, double(ws.batch)};  // each head's target-score sum, the images
+  for (int h = 0; h < 2; ++h)
+    backend_.download(&shared[h], heads[h]->assignment.target_score_sum.get(), sizeof(double));
+  sum_over_ranks(shared, 3);
+  for (int h = 0; h < 2; ++h)
+    backend_.upload(heads[h]->assignment.target_score_sum.get(), &shared[h], sizeof(double));
+  return shared[2];
+}
+
 
 }  // namespace lab::loss

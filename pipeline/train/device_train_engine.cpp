@@ -7,12 +7,14 @@
 #include <cmath>
 
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/distributed/communicator.hpp"
 #include "pipeline/model/model_convs.hpp"
 
 namespace lab::train {
 namespace {
 
 constexpr size_t kAlign = 4;  // floats: every tensor of an arena starts at a 16-byte boundary
+constexpr size_t kBucketBytes = size_t(25) << 20;  // DistributedDataParallel's bucket_cap_mb
 
 size_t aligned(size_t floats) {
   return (floats + kAlign - 1) / kAlign * kAlign;
@@ -46,7 +48,8 @@ FoldTarget target_of(const ConvWeightLayout& l) {
 }  // namespace
 
 DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer,
-                                     int batch, int height, int width, Precision precision)
+                                     int batch, int height, int width, Precision precision,
+                                     Communicator* ranks)
     : backend_(backend),
       model_(model),
       optimizer_(canonical_optimizer(optimizer)),
@@ -56,7 +59,8 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
       clip_(backend),
       sgd_(backend),
       adamw_(backend),
-      musgd_(backend) {
+      musgd_(backend),
+      ranks_(ranks) {
   if (precision == Precision::Tf32)
     throw UsageError("precision tf32: the device engine trains in fp32, fp16 or bf16");
   if (precision == Precision::Fp16) scaler_.emplace();
@@ -114,6 +118,15 @@ DeviceTrainEngine::DeviceTrainEngine(Backend& backend, const Yolo26Model& model,
   std::vector<FoldConv> norm_entries;
   for_each_conv(model_, [&](const ConvSpec& conv) { norm_entries.push_back(checkpoint_entry(conv)); });
   norm_table_ = std::make_unique<FoldConvTable>(backend, std::move(norm_entries));
+  // Whole parameters per bucket, from the last (the backward's first gradients) to the first.
+  for (size_t end = total, i = parameters_.size(); i > 0;) {
+    size_t begin = end;
+    while (i > 0 && (begin == end || (end - parameters_[i - 1].offset) * sizeof(float) <= kBucketBytes))
+      begin = parameters_[--i].offset;
+    if (i == 0) begin = 0;
+    buckets_.emplace_back(begin, end - begin);
+    end = begin;
+  }
   pass_for(batch, height, width);
 }
 
@@ -215,14 +228,24 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
     p.folded_version = version_;
   }
   const double scale = scaler_ ? scaler_->scale() : 1.0;
-  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config, scale);
+  loss::SumOverRanks sum_over_ranks;
+  if (ranks_) sum_over_ranks = [this](double* values, size_t count) { ranks_->all_reduce_sum_host(values, count); };
+  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks);
   fold_.backward(*p.table, 1.0 / scale);
+  gradients_summed_ = false;
   BatchLoss out;
   out.one2many = r.one2many, out.one2one = r.one2one, out.weights = r.weights, out.total = r.total;
   return out;
 }
 
+void DeviceTrainEngine::sum_gradients_over_ranks() const {
+  if (!ranks_ || gradients_summed_) return;
+  for (const auto& [first, count] : buckets_) ranks_->all_reduce_sum(arena(grads_, first), count);
+  gradients_summed_ = true;
+}
+
 double DeviceTrainEngine::step(const StepHyper& hyper) {
+  sum_gradients_over_ranks();  // the clip's norm and the loss scaler's decision: the same on every rank
   float* norm = clip_out_.as<float>();
   clip_.run(*list_, float(hyper.max_norm), norm, norm + 1);
   float total = 0;
@@ -266,6 +289,7 @@ void DeviceTrainEngine::synchronise_batch_statistics(const BatchStatisticsSync& 
 }
 
 std::vector<std::pair<std::string, double>> DeviceTrainEngine::gradient_norms() const {
+  sum_gradients_over_ranks();
   const FoldConvTable& table = *norm_table_;
   fold_.grad_norms(table, norms_.as<double>());
   const std::vector<double> norms = backend_.download_vector<double>(norms_, size_t(table.size()));

@@ -15,6 +15,10 @@
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
 // pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
+// Data-parallel (a Communicator): each rank's engine runs its share of the batch with the whole batch's loss
+// (loss::DeviceLossBatch::sum_over_ranks); before the clip of a step (after the backward of the micro-batch
+// the step follows; none during accumulation) the accumulated gradients are summed over the ranks in buckets
+// of about 25 MB, the last layers' first, so that every rank clips, scales and steps identically.
 #pragma once
 #include <map>
 #include <memory>
@@ -30,15 +34,21 @@
 #include "pipeline/executor/kernel_backward.hpp"
 #include "pipeline/train/train_engine.hpp"
 
+namespace lab {
+class Communicator;
+}
+
 namespace lab::train {
 
 class DeviceTrainEngine : public TrainEngine {
  public:
   // `optimizer`: "SGD", "AdamW" or "MuSGD" (any letter case; UsageError otherwise). The batch shape hint
   // builds the pass the first accumulate() uses; another shape builds its own (the hint's is kept beside the
-  // latest). `precision`: Fp32, Fp16 or Bf16 (UsageError for Tf32).
+  // latest). `precision`: Fp32, Fp16 or Bf16 (UsageError for Tf32). `ranks`: this rank's communicator in
+  // data-parallel training (its backend is `backend`), null for one rank.
   DeviceTrainEngine(Backend& backend, const Yolo26Model& model, const std::string& optimizer, int batch,
-                    int height, int width, Precision precision = Precision::Fp32);
+                    int height, int width, Precision precision = Precision::Fp32,
+                    Communicator* ranks = nullptr);
 
   std::string describe() const override;
   BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) override;
@@ -56,8 +66,10 @@ class DeviceTrainEngine : public TrainEngine {
   void synchronise_batch_statistics(const BatchStatisticsSync& sync);
 
   // The accumulated gradients, downloaded, per checkpoint parameter in for_each_conv order (as
-  // reference::parameter_gradients).
+  // reference::parameter_gradients); data-parallel: this rank's until a step or gradient_norms() sums them.
   std::vector<ParameterGradient> gradients() const;
+  // Data-parallel: the gradient arena's buckets as (first float, floats), in the order they are summed.
+  const std::vector<std::pair<size_t, size_t>>& gradient_buckets() const { return buckets_; }
 
  private:
   struct Parameter {
@@ -83,6 +95,7 @@ class DeviceTrainEngine : public TrainEngine {
   // The optimizer's state arenas and their tensors' name suffixes (as HostTrainEngine names them).
   std::vector<std::pair<const DeviceBuffer*, std::string>> state_buffers() const;
   void optimizer_step(const StepHyper& hyper);  // the step of the engine's optimizer on the clipped gradients
+  void sum_gradients_over_ranks() const;        // once after each accumulation: the buckets, all-reduced
 
   Backend& backend_;
   Yolo26Model model_;  // shapes and names; its values are the starting parameters
@@ -107,6 +120,9 @@ class DeviceTrainEngine : public TrainEngine {
   MusgdOp musgd_;
   long long version_ = 0;  // optimizer steps taken by this engine (the folds' parameter version)
   long long steps_ = 0;    // the optimizer's step count (loaded with its state)
+  Communicator* ranks_;    // data-parallel: this rank's; null for one rank
+  std::vector<std::pair<size_t, size_t>> buckets_;  // data-parallel: the gradient arena's, last layers first
+  mutable bool gradients_summed_ = false;
 };
 
 }  // namespace lab::train

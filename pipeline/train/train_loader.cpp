@@ -22,13 +22,14 @@ uint64_t mixed_seed(uint64_t key, uint64_t value) {
 }  // namespace
 
 TrainLoader::TrainLoader(const dataset::Split& split, int imgsz, int batch, AugmentSettings augment,
-                         int workers, uint64_t seed)
+                         int workers, uint64_t seed, RankShard shard)
     : samples_(split.samples),
       report_(split.report),
       imgsz_(imgsz),
       batch_(batch),
       augment_(augment),
       seed_(seed),
+      positions_(shard_positions(split.samples.size(), shard)),
       reported_(split.samples.size(), 0) {
   if (samples_.empty()) throw UsageError("no usable images to train on (" + report_.summary() + ")");
   if (imgsz < 1) throw UsageError("--imgsz " + std::to_string(imgsz) + ": must be at least 1");
@@ -54,10 +55,12 @@ void TrainLoader::start_epoch(int epoch, int epochs) {
     item_done_.wait(lock, [&] { return in_flight_ == 0; });
     epoch_key_ = mixed_seed(seed_, uint64_t(epoch));
     mosaic_ = augment_.mosaic > 0 && epoch < epochs - augment_.close_mosaic;
-    order_.resize(samples_.size());
-    for (size_t k = 0; k < order_.size(); ++k) order_[k] = k;
+    std::vector<size_t> shuffle(samples_.size());
+    for (size_t k = 0; k < shuffle.size(); ++k) shuffle[k] = k;
     dataset::SynthRandom random(epoch_key_);
-    for (size_t k = order_.size(); k > 1; --k) std::swap(order_[k - 1], order_[random.next() % k]);
+    for (size_t k = shuffle.size(); k > 1; --k) std::swap(shuffle[k - 1], shuffle[random.next() % k]);
+    order_.resize(positions_.size());
+    for (size_t k = 0; k < order_.size(); ++k) order_[k] = shuffle[positions_[k] % shuffle.size()];
     items_.assign(order_.size(), Item{});
     buffers_.clear();
     next_claim_ = next_batch_ = 0;
@@ -67,7 +70,7 @@ void TrainLoader::start_epoch(int epoch, int epochs) {
 }
 
 size_t TrainLoader::batches_per_epoch() const {
-  return (samples_.size() + size_t(batch_) - 1) / size_t(batch_);
+  return (positions_.size() + size_t(batch_) - 1) / size_t(batch_);
 }
 
 const dataset::SplitReport& TrainLoader::report() const {
@@ -127,7 +130,7 @@ void TrainLoader::work() {
     });
     if (stopping_) return;
     const size_t position = next_claim_++;
-    const uint64_t item_seed = mixed_seed(epoch_key_, position);
+    const uint64_t item_seed = mixed_seed(epoch_key_, positions_[position]);
     const size_t sample = order_[position];
     const bool mosaic = mosaic_;
     Item item;
@@ -171,7 +174,8 @@ std::optional<TrainBatch> TrainLoader::next() {
       if (threads_.empty())
         for (size_t position = begin; position < end; ++position)
           items_[position] =
-              prepare(order_[position], mixed_seed(epoch_key_, position), mosaic_, batch_slot(position));
+              prepare(order_[position], mixed_seed(epoch_key_, positions_[position]), mosaic_,
+                      batch_slot(position));
       else
         item_done_.wait(lock, [&] {
           return std::all_of(items_.begin() + long(begin), items_.begin() + long(end),

@@ -4,7 +4,9 @@
 // imgsz RGB / 255 with their boxes in pixels (the workers write each image into its batch's buffer). The same
 // (seed, epoch) gives the same batches whatever the number of workers. An image that does not decode is left
 // out of its batch (which comes out short; a batch left empty is passed over) and counted in report() with a
-// one-line warning naming the file; a split where no image decodes is a UsageError.
+// one-line warning naming the file; a split where no image decodes is a UsageError. Data-parallel training
+// gives each rank's loader its RankShard: the rank's positions of the shuffle, each image augmented from its
+// position in the whole epoch, so that the ranks together prepare what one rank would at the whole batch.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -19,16 +21,17 @@
 
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/train/augment_settings.hpp"
+#include "pipeline/train/rank_shard.hpp"
 #include "pipeline/train/train_engine.hpp"
 
 namespace lab::train {
 
 class TrainLoader {
  public:
-  // workers 0 prepares the images in next() on the calling thread. UsageError for an empty split, imgsz or
-  // batch below 1, workers below 0, settings out of range (check_augment_settings).
+  // workers 0 prepares the images in next() on the calling thread. `batch`: this rank's. UsageError for an
+  // empty split, imgsz or batch below 1, workers below 0, settings out of range (check_augment_settings).
   TrainLoader(const dataset::Split& split, int imgsz, int batch, AugmentSettings augment, int workers,
-              uint64_t seed);
+              uint64_t seed, RankShard shard = {});
   ~TrainLoader();
   TrainLoader(const TrainLoader&) = delete;
   TrainLoader& operator=(const TrainLoader&) = delete;
@@ -36,7 +39,7 @@ class TrainLoader {
   // Starts epoch `epoch` (0-based) of `epochs`: reshuffles from (seed, epoch); mosaic is off from epoch
   // epochs - close_mosaic on. Work still under way for the previous epoch is dropped.
   void start_epoch(int epoch, int epochs);
-  size_t batches_per_epoch() const;  // ceil(images / batch), the last batch may be short
+  size_t batches_per_epoch() const;  // ceil(the rank's images / batch), the last batch may be short
   // The epoch's next batch; blocks while the workers prepare it; nullopt at the epoch's end (and before the
   // first start_epoch).
   std::optional<TrainBatch> next();
@@ -68,6 +71,7 @@ class TrainLoader {
   int imgsz_, batch_;
   AugmentSettings augment_;
   uint64_t seed_;
+  std::vector<size_t> positions_;  // the rank's positions in the epoch's padded shuffle (shard_positions)
   std::function<void(const std::string&)> warn_;
   std::vector<char> reported_;  // per sample: its decoding failure is in report_
   size_t undecodable_ = 0;
@@ -76,7 +80,7 @@ class TrainLoader {
   std::condition_variable work_ready_, item_done_;
   bool started_ = false, stopping_ = false, mosaic_ = false;
   uint64_t epoch_key_ = 0;
-  std::vector<size_t> order_;                     // the epoch's shuffle: position -> sample
+  std::vector<size_t> order_;                     // the rank's part of the epoch's shuffle: position -> sample
   std::vector<Item> items_;                       // per position
   std::map<size_t, std::vector<float>> buffers_;  // per batch being prepared: [batch, 3, imgsz, imgsz]
   size_t next_claim_ = 0, next_batch_ = 0;

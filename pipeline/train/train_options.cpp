@@ -9,6 +9,8 @@
 #include "kernels/optim/optimizer_choice.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
+#include "nvrtc_runtime/runtime_context.hpp"
+#include "pipeline/train/device_list.hpp"
 
 namespace lab::train {
 namespace {
@@ -24,7 +26,7 @@ void visit_settings(Options& o, Visit&& visit) {
   visit("patience", o.patience), visit("seed", o.seed), visit("workers", o.workers);
   visit("max_norm", o.max_norm), visit("val", o.val), visit("project", o.project), visit("name", o.name);
   visit("exist_ok", o.exist_ok), visit("backend", o.backend), visit("engine", o.engine);
-  visit("precision", o.precision), visit("bn", o.bn);
+  visit("precision", o.precision), visit("bn", o.bn), visit("devices", o.devices);
   auto& a = o.augment;
   visit("hsv_h", a.hsv_h), visit("hsv_s", a.hsv_s), visit("hsv_v", a.hsv_v), visit("degrees", a.degrees);
   visit("translate", a.translate), visit("scale", a.scale), visit("shear", a.shear);
@@ -92,6 +94,15 @@ void check_train_options(const TrainOptions& o) {
   require(o.precision == "fp32" || o.engine == "device", "precision", o.precision,
           "16-bit training runs on the device engine (--engine device)");
   require_member(o.bn, "bn", {"frozen", "batch"});
+  const size_t ranks = device_list(o.devices, o.backend, cuda_device_count()).size();
+  if (ranks > 1) {
+    const std::string devices = "(--devices " + o.devices + ")";
+    require(o.engine == "device", "engine", o.engine, "data-parallel training " + devices + " runs the device engine");
+    require(o.bn == "frozen", "bn", o.bn,
+            "batch statistics are not synchronised over ranks yet " + devices + "; train with --bn frozen");
+    require(o.batch % int(ranks) == 0, "batch", std::to_string(o.batch),
+            "the total batch does not divide over " + std::to_string(ranks) + " ranks " + devices);
+  }
   const long long deepest = (long long)(o.imgsz / 32) * (o.imgsz / 32);  // positions of a stride-32 map
   require(o.bn == "frozen" || o.batch * deepest >= 2, "bn", o.bn,
           "one value per channel at stride 32 (--batch 1 at --imgsz " + std::to_string(o.imgsz) +
@@ -119,7 +130,8 @@ TrainOptions read_args_yaml(const std::filesystem::path& file) {
   TrainOptions options;
   visit_settings(options, [&](const char* key, auto& value) {
     const YAML::Node node = root[key];
-    if (!node && std::string(key) == "bn") return;  // a run from before --bn: frozen, the default
+    if (!node && (std::string(key) == "bn" || std::string(key) == "devices"))
+      return;  // a run from before --bn / --devices: frozen, one rank
     if (!node) throw UsageError(where + ": no '" + key + "'");
     try {
       value = node.as<std::remove_reference_t<decltype(value)>>();

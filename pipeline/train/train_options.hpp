@@ -29,16 +29,18 @@ struct TrainOptions {
   std::string backend = "cpu", precision = "fp32";
   std::string engine = "host";  // host (HostTrainEngine) or device (DeviceTrainEngine: our kernels only)
   std::string bn = "frozen";    // frozen or batch (batch-statistics BatchNorm)
+  std::string devices;          // data-parallel ranks (device_list.hpp); empty: one rank
 };
 
 // UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 only with
-// the device engine.
+// the device engine; several --devices only with the device engine, frozen BatchNorm and a batch that
+// divides over them.
 void check_train_options(const TrainOptions& options);
 
 // args.yaml: every setting as `key: value`, one a line, Ultralytics' key names.
 std::string args_yaml(const TrainOptions& options);
-// Reads args.yaml back; UsageError naming the file for one that does not parse or lacks a key (but `bn`,
-// which runs from before the option lack: frozen).
+// Reads args.yaml back; UsageError naming the file for one that does not parse or lacks a key (but `bn` and
+// `devices`, which runs from before the options lack: frozen, one rank).
 TrainOptions read_args_yaml(const std::filesystem::path& file);
 
 }  // namespace lab::train

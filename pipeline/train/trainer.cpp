@@ -7,6 +7,7 @@
 #include "kernels/optim/optimizer_choice.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/printable_text.hpp"
+#include "pipeline/distributed/communicator.hpp"
 #include "pipeline/atomic_file.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/dataset/data_yaml.hpp"
@@ -41,8 +42,8 @@ double fitness_of(const metrics::DetectionMetrics& m) {
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const RuntimeContext& context,
-                 TrainHooks hooks)
-    : options_(std::move(options)), hooks_(std::move(hooks)), context_(context) {
+                 TrainHooks hooks, TrainRank rank)
+    : options_(std::move(options)), hooks_(std::move(hooks)), context_(context), rank_(rank) {
   std::filesystem::path state_file;
   if (resume) {
     state_file = resume_state_path(*resume, options_.project);
@@ -50,6 +51,12 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
     options_ = read_args_yaml(folder_ / "args.yaml");
   }
   check_train_options(options_);
+  const int ranks = rank_.communicator ? rank_.communicator->size() : 1;
+  if (options_.batch % ranks != 0)
+    throw UsageError("--batch " + std::to_string(options_.batch) + ": the total batch does not divide over " +
+                     std::to_string(ranks) + " ranks");
+  if (ranks > 1 && options_.engine != "device")
+    throw UsageError("--engine " + options_.engine + ": data-parallel training runs the device engine");
 
   const dataset::DataConfig data = dataset::read_data_yaml(options_.data);
   dataset::Split train_split = dataset::read_split(data, "train");
@@ -72,8 +79,10 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   const int checkpoint_classes = model.nc;
   adopt_classes(model, data.names, options_.seed);
 
-  loader_ = std::make_unique<TrainLoader>(train_split, options_.imgsz, options_.batch, options_.augment,
-                                          options_.workers, options_.seed);
+  const int rank_batch = options_.batch / ranks;
+  loader_ = std::make_unique<TrainLoader>(
+      train_split, options_.imgsz, rank_batch, options_.augment, options_.workers, options_.seed,
+      RankShard{rank_.communicator ? rank_.communicator->rank() : 0, ranks});
   const long long batches = (long long)loader_->batches_per_epoch();
   const OptimizerChoice choice =
       choose_optimizer(options_.optimizer, options_.lr0, options_.momentum,
@@ -104,10 +113,11 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   Yolo26Model engine_model = model;  // the engine's forward in train mode; validation's EMA in eval mode
   set_batchnorm_mode(engine_model, batchnorm_mode(options_.bn));
   if (options_.engine == "device") {
-    device_ = make_backend(options_.backend, context_);
-    engine_ = std::make_unique<DeviceTrainEngine>(*device_, engine_model, choice.name, options_.batch,
-                                                  options_.imgsz, options_.imgsz,
-                                                  *parse_precision(options_.precision));
+    if (!rank_.backend) device_ = make_backend(options_.backend, context_);
+    Backend& backend = rank_.backend ? *rank_.backend : *device_;
+    engine_ = std::make_unique<DeviceTrainEngine>(backend, engine_model, choice.name, rank_batch, options_.imgsz,
+                                                  options_.imgsz, *parse_precision(options_.precision),
+                                                  rank_.communicator);
   } else {
     engine_ = std::make_unique<HostTrainEngine>(std::move(engine_model), options_.backend, context_,
                                                 choice.name);
@@ -116,7 +126,7 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   ema_.emplace(std::move(ema_start), position_.ema_updates);
   model_ = std::move(model);
 
-  if (!resume) {
+  if (!resume && lead()) {
     folder_ = make_run_folder(options_.project, options_.name, options_.exist_ok);
     write_file_atomically(folder_ / "args.yaml", args_yaml(options_));
   }
@@ -132,7 +142,10 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
           std::to_string(batches) + " batches of " + std::to_string(options_.batch) +
           " an epoch, nominal batch " + std::to_string(options_.nbs) + " (a step every " +
           std::to_string(nominal_accumulation(options_.batch, options_.nbs)) + " batches after warm-up)",
-      "engine: " + engine_->describe(),
+      "engine: " + engine_->describe() +
+          (ranks > 1 ? "; data-parallel over " + std::to_string(ranks) + " ranks (devices " + options_.devices +
+                           "), " + std::to_string(rank_batch) + " images a rank per batch"
+                     : ""),
       (resume ? "resuming " : "writing ") + folder_.string() +
           (resume ? " at epoch " + std::to_string(position_.epoch + 1) : "")};
 }
@@ -143,6 +156,17 @@ void Trainer::log(const std::string& line) const {
   if (hooks_.log) hooks_.log(line);
 }
 
+bool Trainer::lead() const {
+  return !rank_.communicator || rank_.communicator->rank() == 0;
+}
+
+bool Trainer::agreed(bool rank0_value) const {
+  if (!rank_.communicator) return rank0_value;
+  char value = rank0_value;
+  rank_.communicator->broadcast_host(&value, 1, 0);
+  return value != 0;
+}
+
 TrainSummary Trainer::run() {
   bool interrupted = false;
   for (int epoch = position_.epoch; epoch < options_.epochs && !stopped_early_; ++epoch) {
@@ -151,8 +175,10 @@ TrainSummary Trainer::run() {
     position_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
     if (!finished) {
       interrupted = true;
-      save_state();
-      save_trained_weights(ema_->model(), *base_, folder_ / "weights", "last", training_record(epoch - 1));
+      if (lead()) {
+        save_state();
+        save_trained_weights(ema_->model(), *base_, folder_ / "weights", "last", training_record(epoch - 1));
+      }
       break;
     }
     finish_epoch(epoch);
@@ -190,12 +216,14 @@ bool Trainer::train_epoch(int epoch) {
       report.grad_norm = engine_->step({scheduled.lr, scheduled.momentum, weight_decay_, options_.max_norm});
       report.stepped = true;
       report.loss_scale = engine_->loss_scale();
-      engine_->read_parameters(model_);
-      ema_->update(model_);
+      if (lead()) {
+        engine_->read_parameters(model_);
+        ema_->update(model_);
+      }
       position_.last_opt_step = report.iteration;
     }
     if (hooks_.on_step) hooks_.on_step(report);
-    if (hooks_.should_stop && hooks_.should_stop()) {
+    if (agreed(hooks_.should_stop && hooks_.should_stop())) {
       position_.epoch = epoch, position_.next_batch = index + 1;
       return false;
     }
@@ -205,6 +233,11 @@ bool Trainer::train_epoch(int epoch) {
 }
 
 void Trainer::finish_epoch(int epoch) {
+  if (!lead()) {  // rank 0 validates and writes; the others learn whether it stops early
+    position_.epoch = epoch + 1, position_.next_batch = 0, position_.loss_sums = {};
+    stopped_early_ = agreed(false);
+    return;
+  }
   EpochReport report;
   report.epoch = epoch, report.epochs = options_.epochs, report.lr = last_lr_;
   const double batches = double(std::max<long long>(position_.next_batch, 1));
@@ -242,6 +275,7 @@ void Trainer::finish_epoch(int epoch) {
   write_file_atomically(folder_ / "results.csv", position_.results_csv);
   save_weights(report);
   if (hooks_.on_epoch) hooks_.on_epoch(report);
+  stopped_early_ = agreed(stopped_early_);
   if (stopped_early_)
     log("stopping early: no improvement in the last " + std::to_string(options_.patience) +
         " epochs; the best was epoch " + std::to_string(position_.best_epoch + 1));

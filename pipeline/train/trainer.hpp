@@ -6,6 +6,10 @@
 // results.csv, early stop after `patience` epochs without improvement. Hooks report each iteration and epoch
 // (the CLI's progress bar and the viewer's Train panel) and can stop the run after the current iteration;
 // the state (and weights/last) is then saved so that `--resume` continues at the next batch.
+// Data-parallel (a TrainRank per rank, train_on_devices): every rank runs its own Trainer on its own backend
+// and loader shard with the total batch's schedule; the device engine sums the loss and the gradients over
+// the ranks. Rank 0 alone writes the run folder, validates, keeps the EMA and calls the hooks; its stop
+// decisions (the hook, early stopping) are broadcast so that every rank leaves at the same iteration.
 #pragma once
 #include <array>
 #include <filesystem>
@@ -28,9 +32,20 @@
 #include "pipeline/train/train_options.hpp"
 #include "pipeline/train/train_state.hpp"
 
+namespace lab {
+class Communicator;
+}
+
 namespace lab::train {
 
 class TrainLoader;
+
+// One rank of a data-parallel run: its communicator and the backend its device engine runs on. The default
+// (no communicator): the only rank, on a backend of its own.
+struct TrainRank {
+  Communicator* communicator = nullptr;
+  Backend* backend = nullptr;
+};
 
 // One iteration, told as it finishes.
 struct StepReport {
@@ -80,9 +95,10 @@ class Trainer {
   // Reads the dataset and the model, picks the optimizer and builds the engine, then creates the run folder
   // (PROJECT/NAME, incremented) with args.yaml; with `resume` (a run folder or state file, empty: the newest
   // under the project), the run's own args.yaml and state instead. A bad dataset or model is a UsageError
-  // before anything is written.
+  // before anything is written. `rank`: this Trainer's rank of a data-parallel run (options.batch stays the
+  // total; UsageError when it does not divide over the ranks); ranks other than 0 write nothing.
   Trainer(TrainOptions options, std::optional<std::string> resume, const RuntimeContext& context,
-          TrainHooks hooks);
+          TrainHooks hooks, TrainRank rank = {});
   ~Trainer();
 
   // "train: 64 images ..., optimizer AdamW(lr=0.001667, momentum=0.9) ..." lines for the run's header.
@@ -103,6 +119,8 @@ class Trainer {
   // The metrics weights/last and best record: of the last validation, after epoch `epoch` (0-based).
   TrainingRecord training_record(int epoch) const;  // weights/last (and best): the EMA model; results.png
   void log(const std::string& line) const;
+  bool lead() const;                    // rank 0 (or the only rank): writes, validates, keeps the EMA
+  bool agreed(bool rank0_value) const;  // rank 0's value on every rank
 
   TrainOptions options_;
   TrainHooks hooks_;
@@ -113,7 +131,8 @@ class Trainer {
   std::vector<std::string> names_;
   dataset::Split val_split_;
   std::unique_ptr<TrainLoader> loader_;
-  std::unique_ptr<Backend> device_;  // the device engine's backend (declared first: it outlives the engine)
+  TrainRank rank_;
+  std::unique_ptr<Backend> device_;  // the device engine's own backend (declared first: it outlives the engine)
   std::unique_ptr<TrainEngine> engine_;
   std::optional<ModelEma> ema_;
   std::optional<LrSchedule> schedule_;

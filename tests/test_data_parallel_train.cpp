@@ -1,0 +1,259 @@
+// `lab train --devices` (issue 21) on the cpu emulator, ranks as threads: the sampler's split (disjoint,
+// covering, the same count per rank) and the loaders' batches (the ranks' images together are one rank's at
+// the whole batch, augmentation included); a 2-rank run against a 1-rank run at the same total batch
+// (parameters within float32 reduction-order error), rank 0 alone writing and calling the hooks, an
+// interrupted 2-rank run resumed exactly; --devices' and the option checks' one-line errors, on the CLI too.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "nvrtc_runtime/errors.hpp"
+#include "pipeline/checkpoint/checkpoint.hpp"
+#include "pipeline/dataset/data_yaml.hpp"
+#include "pipeline/dataset/synth_dataset.hpp"
+#include "pipeline/model/batchnorm_fold.hpp"
+#include "pipeline/model/model_convs.hpp"
+#include "pipeline/safetensors.hpp"
+#include "pipeline/train/data_parallel_trainer.hpp"
+#include "pipeline/train/class_reinit.hpp"
+#include "pipeline/train/device_list.hpp"
+#include "pipeline/train/rank_shard.hpp"
+#include "pipeline/train/run_folder.hpp"
+#include "pipeline/train/train_loader.hpp"
+#include "tests/test_helpers.hpp"
+
+using Catch::Matchers::Contains;
+using namespace lab;
+using namespace lab::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModel = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+
+fs::path synth(const fs::path& root, int train, uint64_t seed) {
+  dataset::SynthOptions o;
+  o.out = root / "data", o.classes = 2, o.train = train, o.val = 1, o.imgsz = 32, o.seed = seed;
+  dataset::write_synth_dataset(o);
+  return o.out / "data.yaml";
+}
+
+// 2 epochs of 4 images, a step per batch of 4 (2 a rank), augmentation on (Ultralytics' defaults).
+TrainOptions options(const fs::path& data, const fs::path& project, const std::string& devices) {
+  TrainOptions o;
+  o.data = data.string(), o.model = kModel.string(), o.project = project.string();
+  o.imgsz = 32, o.epochs = 2, o.batch = 4, o.nbs = 4, o.workers = 0, o.val = false;
+  o.warmup_epochs = 0, o.optimizer = "AdamW", o.lr0 = 0.0015;
+  o.backend = "cpu", o.engine = "device", o.devices = devices;
+  return o;
+}
+
+struct Recorded {
+  std::vector<StepReport> steps;
+  int epochs = 0;
+};
+
+TrainHooks recording(Recorded& r, long long stop_after = -1) {
+  TrainHooks hooks;
+  hooks.on_step = [&r](const StepReport& s) { r.steps.push_back(s); };
+  hooks.on_epoch = [&r](const EpochReport&) { ++r.epochs; };
+  hooks.should_stop = [&r, stop_after] { return (long long)r.steps.size() == stop_after; };
+  return hooks;
+}
+
+// The trained parameters ("train/<name>") of a run's state, in for_each_conv order.
+std::vector<double> trained(const fs::path& run, Yolo26Model structure) {
+  const SafetensorsFile state = SafetensorsFile::load(last_state_path(run));
+  std::vector<double> out;
+  for_each_conv(structure, [&](ConvSpec& conv) {
+    for (const ParameterRef& ref : conv_parameters(conv))
+      for (float v : state.floats("train/" + ref.name)) out.push_back(v);
+  });
+  return out;
+}
+
+std::vector<double> flat(Yolo26Model model) {
+  std::vector<double> out;
+  for_each_conv(model, [&](ConvSpec& conv) {
+    for (const ParameterRef& ref : conv_parameters(conv)) out.insert(out.end(), ref.values->begin(), ref.values->end());
+  });
+  return out;
+}
+
+// The boxes as numbers, for comparison.
+std::vector<double> boxes(const std::vector<loss::GtBox>& gts) {
+  std::vector<double> out;
+  for (const loss::GtBox& g : gts) out.insert(out.end(), {double(g.cls), g.x1, g.y1, g.x2, g.y2});
+  return out;
+}
+
+// The model a run on `data` starts from: the checkpoint, its class branches re-initialised for the data's.
+Yolo26Model starting_model(const fs::path& data, uint64_t seed) {
+  Yolo26Model model = Yolo26Model::from_checkpoint(load_checkpoint(kModel));
+  adopt_classes(model, dataset::read_data_yaml(data.string()).names, seed);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("RankShard: the ranks' positions are disjoint, cover the epoch and are as many on every rank",
+          "[distributed]") {
+  for (size_t images = 1; images <= 11; ++images)
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      INFO(images << " images, " << ranks << " ranks");
+      std::set<size_t> positions, covered;
+      for (int rank = 0; rank < ranks; ++rank) {
+        const std::vector<size_t> mine = shard_positions(images, {rank, ranks});
+        CHECK(mine.size() == (images + size_t(ranks) - 1) / size_t(ranks));
+        for (size_t p : mine) {
+          CHECK(p % size_t(ranks) == size_t(rank));
+          CHECK(positions.insert(p).second);  // no position taken twice
+          covered.insert(p % images);
+        }
+      }
+      CHECK(covered.size() == images);                                   // every image
+      CHECK(positions.size() == shard_images(images, ranks) * size_t(ranks));  // padded to a multiple of ranks
+      CHECK(*positions.rbegin() == positions.size() - 1);                // the positions 0 .. padded - 1
+    }
+  CHECK_THROWS_WITH(shard_positions(4, {2, 2}), "rank 2 of 2: not a rank of the run");
+}
+
+TEST_CASE("TrainLoader shards: 2 ranks' batches are 1 rank's at the whole batch, augmented alike",
+          "[distributed]") {
+  const test::ScratchDir scratch("dp_loader");
+  const dataset::DataConfig data = dataset::read_data_yaml(synth(scratch.path, 5, 3).string());
+  const dataset::Split split = dataset::read_split(data, "train");
+  const AugmentSettings augment;  // Ultralytics' defaults: mosaic, affine, HSV, flip
+  TrainLoader one(split, 32, 2, augment, 0, 7);
+  TrainLoader rank0(split, 32, 1, augment, 0, 7, {0, 2}), rank1(split, 32, 1, augment, 2, 7, {1, 2});
+  CHECK(one.batches_per_epoch() == 3);
+  for (TrainLoader* r : {&rank0, &rank1}) CHECK(r->batches_per_epoch() == 3);  // 5 images padded to 6
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (TrainLoader* l : {&one, &rank0, &rank1}) l->start_epoch(epoch, 2);
+    for (int k = 0; k < 3; ++k) {
+      const TrainBatch whole = *one.next(), a = *rank0.next(), b = *rank1.next();
+      INFO("epoch " << epoch << " batch " << k);
+      REQUIRE(a.batch == 1);
+      REQUIRE(b.batch == 1);
+      const size_t floats = a.images.size();
+      CHECK(std::vector<float>(whole.images.begin(), whole.images.begin() + long(floats)) == a.images);
+      CHECK(boxes(whole.ground_truth[0]) == boxes(a.ground_truth[0]));
+      if (k < 2) {  // the last position of the padded epoch repeats the shuffle's first image
+        CHECK(std::vector<float>(whole.images.begin() + long(floats), whole.images.end()) == b.images);
+        CHECK(whole.files[1] == b.files[0]);
+      }
+    }
+    CHECK_FALSE(rank1.next());
+  }
+}
+
+TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 alone writes; resume",
+          "[distributed]") {
+  if (!fs::exists(kModel)) {
+    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+    return;
+  }
+  const test::ScratchDir scratch("dp_train");
+  const fs::path data = synth(scratch.path, 4, 11), runs = scratch.path / "runs";
+  TrainOptions single = options(data, runs, ""), split = options(data, runs, "0,1");
+  single.name = "single", split.name = "split";
+
+  Recorded one, two;
+  const Yolo26Model structure = starting_model(data, single.seed);
+  const std::vector<double> start = flat(structure);
+  DataParallelTrainer(single, std::nullopt, test::embedded_context(), recording(one)).run();
+  DataParallelTrainer split_run(split, std::nullopt, test::embedded_context(), recording(two));
+  CHECK(split_run.ranks() == 2);
+  CHECK_THAT(split_run.description()[3], Contains("data-parallel over 2 ranks (devices 0,1), 2 images a rank"));
+  const TrainSummary summary = split_run.run();
+  CHECK(summary.epochs_done == 2);
+
+  // The hooks: rank 0's alone, each step once, with the whole batch's loss.
+  REQUIRE(two.steps.size() == one.steps.size());
+  REQUIRE(two.steps.size() == 2);
+  CHECK(two.epochs == 2);
+  for (size_t i = 0; i < one.steps.size(); ++i) {
+    CHECK(two.steps[i].loss.total == Approx(one.steps[i].loss.total).epsilon(1e-6));
+    CHECK(two.steps[i].grad_norm == Approx(one.steps[i].grad_norm).epsilon(1e-5));
+  }
+  // Parameters: float32 reduction order apart, relative to the update (test_data_parallel_engine's bar).
+  const std::vector<double> a = trained(runs / "single", structure), b = trained(runs / "split", structure);
+  double distance = 0, update = 0;
+  for (size_t i = 0; i < a.size(); ++i) distance += (a[i] - b[i]) * (a[i] - b[i]), update += (a[i] - start[i]) * (a[i] - start[i]);
+  INFO("2 ranks vs 1: apart by " << std::sqrt(distance / update) << " of the update");
+  CHECK(update > 0);
+  CHECK(std::sqrt(distance / update) <= 1e-4);
+
+  // Rank 0 alone wrote: one folder for the split run, with the devices in its args.yaml.
+  std::set<std::string> folders;
+  for (const auto& entry : fs::directory_iterator(runs)) folders.insert(entry.path().filename().string());
+  CHECK(folders == std::set<std::string>{"single", "split"});
+  CHECK(read_args_yaml(runs / "split" / "args.yaml").devices == "0,1");
+  CHECK(fs::exists(runs / "split" / "weights" / "last.safetensors"));
+
+  // Stopped after its first step and resumed (every rank from the same state): the uninterrupted run's end.
+  TrainOptions cut = split;
+  cut.name = "cut";
+  Recorded first, rest;
+  CHECK(DataParallelTrainer(cut, std::nullopt, test::embedded_context(), recording(first, 1)).run().interrupted);
+  DataParallelTrainer resumed(TrainOptions{}, (runs / "cut").string(), test::embedded_context(), recording(rest));
+  CHECK(resumed.ranks() == 2);
+  resumed.run();
+  REQUIRE(rest.steps.size() == 1);
+  CHECK(rest.steps[0].loss.total == two.steps[1].loss.total);
+  CHECK(trained(runs / "cut", structure) == b);
+}
+
+TEST_CASE("--devices: bad lists, missing devices and inconsistent options are one-line errors",
+          "[distributed]") {
+  CHECK(device_list("", "cpu", 0).empty());
+  CHECK(device_list("0,1", "cpu", 0) == std::vector<int>{0, 1});
+  CHECK(device_list("1,0", "cpu", 0) == std::vector<int>{1, 0});
+  CHECK(device_list("all", "cuda", 3) == std::vector<int>{0, 1, 2});
+  CHECK(device_list("1", "cuda", 2) == std::vector<int>{1});
+  for (const auto& [devices, backend, gpus, message] : std::vector<std::tuple<std::string, std::string, int, std::string>>{
+           {"0,0", "cpu", 0, "--devices 0,0: device 0 is listed twice"},
+           {"0,1,1", "cuda", 2, "--devices 0,1,1: device 1 is listed twice"},
+           {"5", "cuda", 1, "--devices 5: no CUDA device 5 (this machine has 1)"},
+           {"5", "cpu", 0, "--devices 5: the cpu emulator's 1 rank(s) are devices 0..0"},
+           {"all", "cpu", 0, "--devices all: every CUDA GPU, but --backend cpu has none"},
+           {"0,", "cpu", 0, "--devices 0,: '' is not a device number"},
+           {"a,b", "cpu", 0, "--devices a,b: 'a' is not a device number"},
+           {"-1", "cuda", 1, "--devices -1: '-1' is not a device number"},
+           {"0,1", "reference", 0, "--devices 0,1: the reference backend trains on one rank"}}) {
+    INFO(devices << " on " << backend);
+    CHECK_THROWS_WITH(device_list(devices, backend, gpus), Contains(message));
+  }
+  TrainOptions o;
+  o.data = "data.yaml", o.backend = "cpu", o.engine = "device", o.devices = "0,1", o.batch = 4;
+  CHECK_NOTHROW(check_train_options(o));
+  o.batch = 5;
+  CHECK_THROWS_WITH(check_train_options(o),
+                    "--batch 5: the total batch does not divide over 2 ranks (--devices 0,1)");
+  o.batch = 4, o.engine = "host";
+  CHECK_THROWS_WITH(check_train_options(o),
+                    "--engine host: data-parallel training (--devices 0,1) runs the device engine");
+  o.engine = "device", o.bn = "batch";
+  CHECK_THROWS_WITH(check_train_options(o), Contains("--bn batch: batch statistics are not synchronised over ranks yet"));
+}
+
+TEST_CASE("lab train --devices (CLI): bad lists are one line and exit 2, nothing written", "[distributed]") {
+  const test::ScratchDir scratch("dp_cli");
+  const fs::path data = synth(scratch.path, 2, 5);
+  const std::string common = "train " + test::quoted(data.string()) + " --backend cpu --imgsz 32 --project " +
+                             test::quoted((scratch.path / "runs").string());
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --devices 0,0", "--devices 0,0: device 0 is listed twice"},
+           {" --devices 5", "--devices 5: the cpu emulator's 1 rank(s) are devices 0..0"},
+           {" --devices 0,1 --batch 3", "--batch 3: the total batch does not divide over 2 ranks"},
+           {" --devices 0,1 --engine host", "--engine host: data-parallel training (--devices 0,1) runs the device engine"}}) {
+    const test::LabResult r = test::run_lab(common + args);
+    INFO(args << " -> " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK_FALSE(fs::exists(scratch.path / "runs"));
+}
