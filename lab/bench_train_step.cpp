@@ -2,6 +2,7 @@
 // compiles and allocates), then times each iteration, and its accumulate() and step() apart; prints a few
 // lines or JSON.
 #include "lab/bench_train_step.hpp"
+#include "lab/bench_train_step_ranks.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -17,10 +18,8 @@
 #include "lab/table.hpp"
 
 namespace lab {
-namespace {
 
-// Seeded images and four boxes per image (classes in turn, sides 1/8 to 1/2 of the image).
-train::TrainBatch synthetic_batch(int batch, int imgsz, int classes, uint64_t seed) {
+train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed) {
   train::TrainBatch b;
   b.batch = batch, b.height = imgsz, b.width = imgsz;
   b.images = random_uniform(size_t(batch) * 3 * imgsz * imgsz, 0.0f, 1.0f, seed);
@@ -38,9 +37,8 @@ train::TrainBatch synthetic_batch(int batch, int imgsz, int classes, uint64_t se
   return b;
 }
 
-}  // namespace
-
 void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
+  if (!o.devices.empty()) return bench_train_step_ranks(o, state);
   const int imgsz = rounded_imgsz(o.imgsz);
   check_batch_pixels(o.batch, imgsz);
   const ModelLocation location = locate_model(default_model_search(o.model));
@@ -60,7 +58,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
             << " timed iterations\n";
 
   train::DeviceTrainEngine engine(*backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
-  const train::TrainBatch batch = synthetic_batch(o.batch, imgsz, model.nc, o.seed);
+  const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed);
   const loss::LossConfig config;
   train::StepHyper hyper;
   hyper.lr = {1e-4, 1e-4, 1e-4};  // small: the timed iterations stay near the checkpoint

@@ -1,11 +1,13 @@
 // `lab bench train-step`: one training iteration of DeviceTrainEngine (forward, loss with the assignment,
 // backward, BatchNorm chain rule, clip and optimizer step, refold) on a seeded synthetic batch, timed over
-// warm iterations (median / min / p90, CUDA events on cuda).
+// warm iterations (median / min / p90, CUDA events on cuda). With --devices, images/s per world size
+// (bench_train_step_ranks).
 #pragma once
 #include <string>
 
 #include "kernels/nn/precision.hpp"
 #include "lab/cli_state.hpp"
+#include "pipeline/train/train_engine.hpp"
 
 namespace lab {
 
@@ -19,8 +21,12 @@ struct TrainStepBenchOptions {
   int iters = 0, warmup = -1;  // 0 / -1: the backend's default
   bool json = false;
   uint64_t seed = 1;
+  std::string devices;  // data-parallel ranks (pipeline/train/device_list.hpp); empty: one
 };
 
 void bench_train_step(const TrainStepBenchOptions& options, CliState& state);
+
+// Seeded images and four boxes per image (classes in turn, sides 1/8 to 1/2 of the image).
+train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed);
 
 }  // namespace lab

@@ -236,6 +236,9 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->add_option("--batch", p->batch, "pipeline, train-step: batch size")
       ->check(batch_range())
       ->capture_default_str();
+  cmd->add_option("--devices", t->devices,
+                  "train-step: data-parallel ranks (0,1 or all; cpu: emulated 0..n-1), --batch images each: "
+                  "images/s on one rank and on all of them");
   cmd->add_option("--optimizer", t->optimizer, "train-step: SGD, AdamW or MuSGD")
       ->check(CLI::IsMember({"SGD", "AdamW", "MuSGD"}))
       ->capture_default_str();
@@ -268,7 +271,8 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
       "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
-      "  lab bench train-step --batch 32 --imgsz 640       # forward, loss, backward, optimizer step\n");
+      "  lab bench train-step --batch 32 --imgsz 640       # forward, loss, backward, optimizer step\n"
+      "  lab bench train-step --batch 32 --devices 0,1     # images/s on one GPU and on two\n");
   cmd->callback([&state, o, p, t] {
     if (o->kernel == "train-step") {
       t->precision = precision_option(p->precision);
@@ -279,6 +283,8 @@ void add_bench_command(CLI::App& app, CliState& state) {
       t->iters = o->iters, t->warmup = o->warmup, t->json = o->json, t->seed = o->seed;
       return bench_train_step(*t, state);
     }
+    if (!t->devices.empty())
+      throw UsageError("--devices " + t->devices + ": only train-step runs on several devices");
     if (o->kernel != "pipeline") return bench(*o, state);
     p->backend = o->backend, p->iters = o->iters, p->warmup = o->warmup, p->json = o->json, p->seed = o->seed;
     bench_pipeline(*p, state);

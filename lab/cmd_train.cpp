@@ -89,7 +89,7 @@ void run_train(TrainCli cli, const CliState& state) {
   hooks.should_stop = [] { return interrupt_requested.load(); };
 
   train::DataParallelTrainer trainer(o, cli.resuming ? std::optional<std::string>(cli.resume) : std::nullopt,
-                         state.context(), hooks);
+                                     state.context(), hooks);
   for (const std::string& line : trainer.description()) std::cout << line << "\n";
   std::cout << std::flush;
   interrupt_requested = false;

@@ -12,7 +12,6 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/dataset/data_yaml.hpp"
-#include "pipeline/dataset/synth_dataset.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/model_convs.hpp"
 #include "pipeline/safetensors.hpp"
@@ -23,6 +22,7 @@
 #include "pipeline/train/run_folder.hpp"
 #include "pipeline/train/train_loader.hpp"
 #include "tests/test_helpers.hpp"
+#include "tests/train_run_support.hpp"
 
 using Catch::Matchers::Contains;
 using namespace lab;
@@ -31,37 +31,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModel = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
-
-fs::path synth(const fs::path& root, int train, uint64_t seed) {
-  dataset::SynthOptions o;
-  o.out = root / "data", o.classes = 2, o.train = train, o.val = 1, o.imgsz = 32, o.seed = seed;
-  dataset::write_synth_dataset(o);
-  return o.out / "data.yaml";
-}
+const fs::path kModel = test::shared_yolo26n_path();
 
 // 2 epochs of 4 images, a step per batch of 4 (2 a rank), augmentation on (Ultralytics' defaults).
 TrainOptions options(const fs::path& data, const fs::path& project, const std::string& devices) {
-  TrainOptions o;
-  o.data = data.string(), o.model = kModel.string(), o.project = project.string();
-  o.imgsz = 32, o.epochs = 2, o.batch = 4, o.nbs = 4, o.workers = 0, o.val = false;
-  o.warmup_epochs = 0, o.optimizer = "AdamW", o.lr0 = 0.0015;
-  o.backend = "cpu", o.engine = "device", o.devices = devices;
+  TrainOptions o = test::plain_train_options(data, project, "cpu");
+  o.epochs = 2, o.batch = 4, o.nbs = 4, o.augment = AugmentSettings{};
+  o.optimizer = "SGD", o.lr0 = 0.01, o.engine = "device", o.devices = devices;
   return o;
 }
 
-struct Recorded {
-  std::vector<StepReport> steps;
-  int epochs = 0;
-};
-
-TrainHooks recording(Recorded& r, long long stop_after = -1) {
-  TrainHooks hooks;
-  hooks.on_step = [&r](const StepReport& s) { r.steps.push_back(s); };
-  hooks.on_epoch = [&r](const EpochReport&) { ++r.epochs; };
-  hooks.should_stop = [&r, stop_after] { return (long long)r.steps.size() == stop_after; };
-  return hooks;
-}
+using test::recording;
 
 // The trained parameters ("train/<name>") of a run's state, in for_each_conv order.
 std::vector<double> trained(const fs::path& run, Yolo26Model structure) {
@@ -77,7 +57,8 @@ std::vector<double> trained(const fs::path& run, Yolo26Model structure) {
 std::vector<double> flat(Yolo26Model model) {
   std::vector<double> out;
   for_each_conv(model, [&](ConvSpec& conv) {
-    for (const ParameterRef& ref : conv_parameters(conv)) out.insert(out.end(), ref.values->begin(), ref.values->end());
+    for (const ParameterRef& ref : conv_parameters(conv))
+      out.insert(out.end(), ref.values->begin(), ref.values->end());
   });
   return out;
 }
@@ -113,9 +94,10 @@ TEST_CASE("RankShard: the ranks' positions are disjoint, cover the epoch and are
           covered.insert(p % images);
         }
       }
-      CHECK(covered.size() == images);                                   // every image
-      CHECK(positions.size() == shard_images(images, ranks) * size_t(ranks));  // padded to a multiple of ranks
-      CHECK(*positions.rbegin() == positions.size() - 1);                // the positions 0 .. padded - 1
+      CHECK(covered.size() == images);  // every image
+      CHECK(positions.size() ==
+            shard_images(images, ranks) * size_t(ranks));  // padded to a multiple of ranks
+      CHECK(*positions.rbegin() == positions.size() - 1);  // the positions 0 .. padded - 1
     }
   CHECK_THROWS_WITH(shard_positions(4, {2, 2}), "rank 2 of 2: not a rank of the run");
 }
@@ -123,7 +105,8 @@ TEST_CASE("RankShard: the ranks' positions are disjoint, cover the epoch and are
 TEST_CASE("TrainLoader shards: 2 ranks' batches are 1 rank's at the whole batch, augmented alike",
           "[distributed]") {
   const test::ScratchDir scratch("dp_loader");
-  const dataset::DataConfig data = dataset::read_data_yaml(synth(scratch.path, 5, 3).string());
+  const dataset::DataConfig data =
+      dataset::read_data_yaml(test::synth_train_dataset(scratch.path, 5, 32, 3).string());
   const dataset::Split split = dataset::read_split(data, "train");
   const AugmentSettings augment;  // Ultralytics' defaults: mosaic, affine, HSV, flip
   TrainLoader one(split, 32, 2, augment, 0, 7);
@@ -156,33 +139,35 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 al
     return;
   }
   const test::ScratchDir scratch("dp_train");
-  const fs::path data = synth(scratch.path, 4, 11), runs = scratch.path / "runs";
+  const fs::path data = test::synth_train_dataset(scratch.path, 4, 32, 11), runs = scratch.path / "runs";
   TrainOptions single = options(data, runs, ""), split = options(data, runs, "0,1");
   single.name = "single", split.name = "split";
 
-  Recorded one, two;
+  test::RecordedRun one, two;
   const Yolo26Model structure = starting_model(data, single.seed);
   const std::vector<double> start = flat(structure);
   DataParallelTrainer(single, std::nullopt, test::embedded_context(), recording(one)).run();
   DataParallelTrainer split_run(split, std::nullopt, test::embedded_context(), recording(two));
   CHECK(split_run.ranks() == 2);
-  CHECK_THAT(split_run.description()[3], Contains("data-parallel over 2 ranks (devices 0,1), 2 images a rank"));
+  CHECK_THAT(split_run.description()[3],
+             Contains("data-parallel over 2 ranks (devices 0,1), 2 images a rank"));
   const TrainSummary summary = split_run.run();
   CHECK(summary.epochs_done == 2);
 
   // The hooks: rank 0's alone, each step once, with the whole batch's loss.
   REQUIRE(two.steps.size() == one.steps.size());
   REQUIRE(two.steps.size() == 2);
-  CHECK(two.epochs == 2);
+  CHECK(two.epochs.size() == 2);
   for (size_t i = 0; i < one.steps.size(); ++i) {
     CHECK(two.steps[i].loss.total == Approx(one.steps[i].loss.total).epsilon(1e-6));
     CHECK(two.steps[i].grad_norm == Approx(one.steps[i].grad_norm).epsilon(1e-5));
   }
-  // Parameters: float32 reduction order apart, relative to the update (test_data_parallel_engine's bar).
+  // Parameters: float32 reduction order apart, relative to the update (test_data_parallel_engine's SGD bar).
   const std::vector<double> a = trained(runs / "single", structure), b = trained(runs / "split", structure);
   double distance = 0, update = 0;
-  for (size_t i = 0; i < a.size(); ++i) distance += (a[i] - b[i]) * (a[i] - b[i]), update += (a[i] - start[i]) * (a[i] - start[i]);
-  INFO("2 ranks vs 1: apart by " << std::sqrt(distance / update) << " of the update");
+  for (size_t i = 0; i < a.size(); ++i)
+    distance += (a[i] - b[i]) * (a[i] - b[i]), update += (a[i] - start[i]) * (a[i] - start[i]);
+  WARN("lab train, 2 ranks vs 1: parameters apart by " << std::sqrt(distance / update) << " of the update");
   CHECK(update > 0);
   CHECK(std::sqrt(distance / update) <= 1e-4);
 
@@ -196,14 +181,18 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 al
   // Stopped after its first step and resumed (every rank from the same state): the uninterrupted run's end.
   TrainOptions cut = split;
   cut.name = "cut";
-  Recorded first, rest;
-  CHECK(DataParallelTrainer(cut, std::nullopt, test::embedded_context(), recording(first, 1)).run().interrupted);
-  DataParallelTrainer resumed(TrainOptions{}, (runs / "cut").string(), test::embedded_context(), recording(rest));
+  test::RecordedRun first, rest;
+  CHECK(DataParallelTrainer(cut, std::nullopt, test::embedded_context(), recording(first, 1))
+            .run()
+            .interrupted);
+  DataParallelTrainer resumed(TrainOptions{}, (runs / "cut").string(), test::embedded_context(),
+                              recording(rest));
   CHECK(resumed.ranks() == 2);
   resumed.run();
   REQUIRE(rest.steps.size() == 1);
   CHECK(rest.steps[0].loss.total == two.steps[1].loss.total);
-  CHECK(trained(runs / "cut", structure) == b);
+  const bool resumed_exactly = trained(runs / "cut", structure) == b;  // (not expanded: 2.6M values)
+  CHECK(resumed_exactly);
 }
 
 TEST_CASE("--devices: bad lists, missing devices and inconsistent options are one-line errors",
@@ -213,7 +202,8 @@ TEST_CASE("--devices: bad lists, missing devices and inconsistent options are on
   CHECK(device_list("1,0", "cpu", 0) == std::vector<int>{1, 0});
   CHECK(device_list("all", "cuda", 3) == std::vector<int>{0, 1, 2});
   CHECK(device_list("1", "cuda", 2) == std::vector<int>{1});
-  for (const auto& [devices, backend, gpus, message] : std::vector<std::tuple<std::string, std::string, int, std::string>>{
+  for (const auto& [devices, backend, gpus, message] :
+       std::vector<std::tuple<std::string, std::string, int, std::string>>{
            {"0,0", "cpu", 0, "--devices 0,0: device 0 is listed twice"},
            {"0,1,1", "cuda", 2, "--devices 0,1,1: device 1 is listed twice"},
            {"5", "cuda", 1, "--devices 5: no CUDA device 5 (this machine has 1)"},
@@ -236,19 +226,22 @@ TEST_CASE("--devices: bad lists, missing devices and inconsistent options are on
   CHECK_THROWS_WITH(check_train_options(o),
                     "--engine host: data-parallel training (--devices 0,1) runs the device engine");
   o.engine = "device", o.bn = "batch";
-  CHECK_THROWS_WITH(check_train_options(o), Contains("--bn batch: batch statistics are not synchronised over ranks yet"));
+  CHECK_THROWS_WITH(check_train_options(o),
+                    Contains("--bn batch: batch statistics are not synchronised over ranks yet"));
 }
 
-TEST_CASE("lab train --devices (CLI): bad lists are one line and exit 2, nothing written", "[distributed]") {
+TEST_CASE("lab train / bench train-step --devices (CLI): bad lists are one line and exit 2, nothing written",
+          "[distributed]") {
   const test::ScratchDir scratch("dp_cli");
-  const fs::path data = synth(scratch.path, 2, 5);
+  const fs::path data = test::synth_train_dataset(scratch.path, 2, 32, 5);
   const std::string common = "train " + test::quoted(data.string()) + " --backend cpu --imgsz 32 --project " +
                              test::quoted((scratch.path / "runs").string());
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --devices 0,0", "--devices 0,0: device 0 is listed twice"},
            {" --devices 5", "--devices 5: the cpu emulator's 1 rank(s) are devices 0..0"},
            {" --devices 0,1 --batch 3", "--batch 3: the total batch does not divide over 2 ranks"},
-           {" --devices 0,1 --engine host", "--engine host: data-parallel training (--devices 0,1) runs the device engine"}}) {
+           {" --devices 0,1 --engine host",
+            "--engine host: data-parallel training (--devices 0,1) runs the device engine"}}) {
     const test::LabResult r = test::run_lab(common + args);
     INFO(args << " -> " << r.err);
     CHECK(r.exit_code == 2);
@@ -256,4 +249,14 @@ TEST_CASE("lab train --devices (CLI): bad lists are one line and exit 2, nothing
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
   CHECK_FALSE(fs::exists(scratch.path / "runs"));
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bench train-step --backend cpu --devices 0,0", "--devices 0,0: device 0 is listed twice"},
+           {"bench pipeline --backend cpu --devices 0,1",
+            "--devices 0,1: only train-step runs on several devices"}}) {
+    const test::LabResult r = test::run_lab(args);
+    INFO(args << " -> " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }

@@ -91,18 +91,18 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
   ensure_floats(backend_, result.d_one2many_scores, score_count);
   ensure_floats(backend_, result.d_one2one_boxes, box_count);
   ensure_floats(backend_, result.d_one2one_scores, score_count);
-  const HeadLossInputs one2many{*batch.one2many.boxes, *batch.one2many.scores, batch.num_classes,
-                                batch.image_height,    batch.image_width,     ws.anchors,
-                                gts};
-  const HeadLossInputs one2one{*batch.one2one.boxes, *batch.one2one.scores, batch.num_classes,
-                               batch.image_height,   batch.image_width,    ws.anchors,
-                               gts};
+  const auto inputs = [&](const DeviceHeadOutputs& head) {
+    return HeadLossInputs{*head.boxes, *head.scores, batch.num_classes, batch.image_height, batch.image_width,
+                          ws.anchors,  gts};
+  };
+  const HeadLossInputs one2many = inputs(batch.one2many), one2one = inputs(batch.one2one);
   device_->assign(one2many, config_.one2many, ws.one2many);
   device_->assign(one2one, config_.one2one, ws.one2one);
   double images = batch.batch;
   if (batch.sum_over_ranks) images = share_normalisers(batch.sum_over_ranks, ws);
   const auto gains = [&](double weight) {
-    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain, images * weight * gradient_scale};
+    return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain,
+                         images * weight * gradient_scale};
   };
   device_->launch_terms(one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
                         result.d_one2many_scores);
@@ -126,6 +126,5 @@ double Yolo26Loss::share_normalisers(const SumOverRanks& sum_over_ranks, DeviceW
     backend_.upload(heads[h]->assignment.target_score_sum.get(), &shared[h], sizeof(double));
   return shared[2];
 }
-
 
 }  // namespace lab::loss

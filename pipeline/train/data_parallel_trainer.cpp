@@ -1,7 +1,7 @@
 // DataParallelTrainer (data_parallel_trainer.hpp).
 #include "pipeline/train/data_parallel_trainer.hpp"
 
-#include "pipeline/distributed/make_communicators.hpp"
+#include "pipeline/distributed/thread_communicator.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "pipeline/train/device_list.hpp"
 #include "pipeline/train/run_folder.hpp"
@@ -11,27 +11,31 @@ namespace lab::train {
 DataParallelTrainer::DataParallelTrainer(TrainOptions options, std::optional<std::string> resume,
                                          const RuntimeContext& context, TrainHooks hooks) {
   TrainOptions run = options;  // the run's settings: a resumed run's own
-  if (resume) run = read_args_yaml(resume_state_path(*resume, options.project).parent_path().parent_path() /
-                                   "args.yaml");
+  if (resume)
+    run =
+        read_args_yaml(resume_state_path(*resume, options.project).parent_path().parent_path() / "args.yaml");
   const std::vector<int> devices = device_list(run.devices, run.backend, cuda_device_count());
   if (devices.size() <= 1) {  // one rank: on the listed device, without a communicator
     RuntimeContext one = context;
     if (!devices.empty()) one.options.device = devices.front();
-    trainers_.push_back(std::make_unique<Trainer>(std::move(options), std::move(resume), one, std::move(hooks)));
+    trainers_.push_back(
+        std::make_unique<Trainer>(std::move(options), std::move(resume), one, std::move(hooks)));
     return;
   }
   std::vector<Backend*> local;
-  for (int device : devices) {
-    RuntimeContext rank_context = context;
-    rank_context.options.device = device;  // cuda: the GPU; cpu: a backend of its own
-    backends_.push_back(make_backend(run.backend, rank_context));
+  std::vector<RuntimeContext> contexts(devices.size(), context);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    contexts[r].options.device =
+        devices[r];  // cuda: the GPU (rank 0's validates there); cpu: its own backend
+    backends_.push_back(make_backend(run.backend, contexts[r]));
     local.push_back(backends_.back().get());
   }
-  communicators_ = make_communicators(local);
+  communicators_ = make_thread_communicators(local);
   trainers_.resize(devices.size());
   for (size_t r = devices.size(); r-- > 0;)
-    trainers_[r] = std::make_unique<Trainer>(options, resume, context, r == 0 ? std::move(hooks) : TrainHooks{},
-                                             TrainRank{communicators_[r].get(), backends_[r].get()});
+    trainers_[r] =
+        std::make_unique<Trainer>(options, resume, contexts[r], r == 0 ? std::move(hooks) : TrainHooks{},
+                                  TrainRank{communicators_[r].get(), backends_[r].get()});
 }
 
 DataParallelTrainer::~DataParallelTrainer() = default;
@@ -41,7 +45,8 @@ TrainSummary DataParallelTrainer::run() {
   std::vector<Communicator*> communicators;
   for (const auto& c : communicators_) communicators.push_back(c.get());
   std::vector<TrainSummary> summaries(trainers_.size());
-  run_rank_threads(communicators, [&](int rank) { summaries[size_t(rank)] = trainers_[size_t(rank)]->run(); });
+  run_rank_threads(communicators,
+                   [&](int rank) { summaries[size_t(rank)] = trainers_[size_t(rank)]->run(); });
   return summaries.front();
 }
 

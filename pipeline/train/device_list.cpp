@@ -21,7 +21,8 @@ std::vector<int> numbers(const std::string& devices, const std::string& where) {
     const std::string item = devices.substr(begin, end - begin);
     if (item.empty() || item.size() > 4 ||
         !std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); }))
-      throw UsageError(where + ": '" + printable(item) + "' is not a device number (a list like 0,1, or all)");
+      throw UsageError(where + ": '" + printable(item) +
+                       "' is not a device number (a list like 0,1, or all)");
     out.push_back(std::stoi(item));
     if (end == devices.size()) return out;
     begin = end + 1;
@@ -33,7 +34,8 @@ std::vector<int> numbers(const std::string& devices, const std::string& where) {
 std::vector<int> device_list(const std::string& devices, const std::string& backend, int cuda_devices) {
   if (devices.empty()) return {};
   const std::string where = "--devices " + printable(devices);
-  if (backend == "reference") throw UsageError(where + ": the reference backend trains on one rank, the host");
+  if (backend == "reference")
+    throw UsageError(where + ": the reference backend trains on one rank, the host");
   std::vector<int> list;
   if (devices == "all") {
     if (backend != "cuda" || cuda_devices < 1)

@@ -7,9 +7,9 @@
 
 namespace lab::train {
 
-// The ranks' device ordinals in rank order (empty for ""). `cuda_devices`: the GPUs this machine has. One-line
-// UsageError naming --devices for a malformed list, a device listed twice, a CUDA device that does not exist,
-// "all" without CUDA, a cpu rank outside 0..n-1, or any list on the reference backend.
+// The ranks' device ordinals in rank order (empty for ""). `cuda_devices`: the GPUs this machine has.
+// One-line UsageError naming --devices for a malformed list, a device listed twice, a CUDA device that does
+// not exist, "all" without CUDA, a cpu rank outside 0..n-1, or any list on the reference backend.
 std::vector<int> device_list(const std::string& devices, const std::string& backend, int cuda_devices);
 
 }  // namespace lab::train

@@ -229,8 +229,10 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
   }
   const double scale = scaler_ ? scaler_->scale() : 1.0;
   loss::SumOverRanks sum_over_ranks;
-  if (ranks_) sum_over_ranks = [this](double* values, size_t count) { ranks_->all_reduce_sum_host(values, count); };
-  const loss::DeviceLossResult& r = p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks);
+  if (ranks_)
+    sum_over_ranks = [this](double* values, size_t count) { ranks_->all_reduce_sum_host(values, count); };
+  const loss::DeviceLossResult& r =
+      p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks);
   fold_.backward(*p.table, 1.0 / scale);
   gradients_summed_ = false;
   BatchLoss out;

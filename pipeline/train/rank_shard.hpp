@@ -1,7 +1,7 @@
 // The data split of data-parallel training, as torch's DistributedSampler makes it: every rank shuffles the
 // epoch alike (TrainLoader: from the seed and the epoch), the shuffle is padded to a multiple of the ranks by
-// repeating its start, and rank r takes the positions r, r + ranks, r + 2 ranks ... of it. Every rank gets the
-// same number of images, so every rank runs the same iterations; one rank (the default) takes them all.
+// repeating its start, and rank r takes the positions r, r + ranks, r + 2 ranks ... of it. Every rank gets
+// the same number of images, so every rank runs the same iterations; one rank (the default) takes them all.
 #pragma once
 #include <cstddef>
 #include <vector>

@@ -173,9 +173,8 @@ std::optional<TrainBatch> TrainLoader::next() {
       const size_t end = std::min(begin + size_t(batch_), order_.size());
       if (threads_.empty())
         for (size_t position = begin; position < end; ++position)
-          items_[position] =
-              prepare(order_[position], mixed_seed(epoch_key_, positions_[position]), mosaic_,
-                      batch_slot(position));
+          items_[position] = prepare(order_[position], mixed_seed(epoch_key_, positions_[position]), mosaic_,
+                                     batch_slot(position));
       else
         item_done_.wait(lock, [&] {
           return std::all_of(items_.begin() + long(begin), items_.begin() + long(end),

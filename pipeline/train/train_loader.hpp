@@ -80,7 +80,7 @@ class TrainLoader {
   std::condition_variable work_ready_, item_done_;
   bool started_ = false, stopping_ = false, mosaic_ = false;
   uint64_t epoch_key_ = 0;
-  std::vector<size_t> order_;                     // the rank's part of the epoch's shuffle: position -> sample
+  std::vector<size_t> order_;                     // the rank's share of the shuffle: position -> sample
   std::vector<Item> items_;                       // per position
   std::map<size_t, std::vector<float>> buffers_;  // per batch being prepared: [batch, 3, imgsz, imgsz]
   size_t next_claim_ = 0, next_batch_ = 0;

@@ -97,7 +97,8 @@ void check_train_options(const TrainOptions& o) {
   const size_t ranks = device_list(o.devices, o.backend, cuda_device_count()).size();
   if (ranks > 1) {
     const std::string devices = "(--devices " + o.devices + ")";
-    require(o.engine == "device", "engine", o.engine, "data-parallel training " + devices + " runs the device engine");
+    require(o.engine == "device", "engine", o.engine,
+            "data-parallel training " + devices + " runs the device engine");
     require(o.bn == "frozen", "bn", o.bn,
             "batch statistics are not synchronised over ranks yet " + devices + "; train with --bn frozen");
     require(o.batch % int(ranks) == 0, "batch", std::to_string(o.batch),

@@ -143,8 +143,8 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
           " an epoch, nominal batch " + std::to_string(options_.nbs) + " (a step every " +
           std::to_string(nominal_accumulation(options_.batch, options_.nbs)) + " batches after warm-up)",
       "engine: " + engine_->describe() +
-          (ranks > 1 ? "; data-parallel over " + std::to_string(ranks) + " ranks (devices " + options_.devices +
-                           "), " + std::to_string(rank_batch) + " images a rank per batch"
+          (ranks > 1 ? "; data-parallel over " + std::to_string(ranks) + " ranks (devices " +
+                           options_.devices + "), " + std::to_string(rank_batch) + " images a rank per batch"
                      : ""),
       (resume ? "resuming " : "writing ") + folder_.string() +
           (resume ? " at epoch " + std::to_string(position_.epoch + 1) : "")};

@@ -132,7 +132,8 @@ class Trainer {
   dataset::Split val_split_;
   std::unique_ptr<TrainLoader> loader_;
   TrainRank rank_;
-  std::unique_ptr<Backend> device_;  // the device engine's own backend (declared first: it outlives the engine)
+  std::unique_ptr<Backend>
+      device_;  // the device engine's own backend (declared first: it outlives the engine)
   std::unique_ptr<TrainEngine> engine_;
   std::optional<ModelEma> ema_;
   std::optional<LrSchedule> schedule_;
