@@ -242,21 +242,13 @@ TEST_CASE("lab train / bench train-step --devices (CLI): bad lists are one line 
            {" --devices 0,1 --batch 3", "--batch 3: the total batch does not divide over 2 ranks"},
            {" --devices 0,1 --engine host",
             "--engine host: data-parallel training (--devices 0,1) runs the device engine"}}) {
-    const test::LabResult r = test::run_lab(common + args);
-    INFO(args << " -> " << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Contains(message));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    test::check_usage_error(common + args, message);
   }
   CHECK_FALSE(fs::exists(scratch.path / "runs"));
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {"bench train-step --backend cpu --devices 0,0", "--devices 0,0: device 0 is listed twice"},
            {"bench pipeline --backend cpu --devices 0,1",
             "--devices 0,1: only train-step runs on several devices"}}) {
-    const test::LabResult r = test::run_lab(args);
-    INFO(args << " -> " << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Contains(message));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    test::check_usage_error(args, message);
   }
 }

@@ -1,7 +1,12 @@
 // The `lab train` loop tests' shared helpers (train_run_support.hpp).
 #include "tests/train_run_support.hpp"
 
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
 #include "pipeline/dataset/synth_dataset.hpp"
+#include "tests/test_helpers.hpp"
 
 namespace lab::test {
 
@@ -34,6 +39,14 @@ train::TrainHooks recording(RecordedRun& r, long long stop_after) {
   hooks.on_epoch = [&r](const train::EpochReport& e) { r.epochs.push_back(e); };
   hooks.should_stop = [&r, stop_after] { return (long long)r.steps.size() == stop_after; };
   return hooks;
+}
+
+void check_usage_error(const std::string& args, const std::string& message) {
+  const LabResult r = run_lab(args);
+  INFO(args << " -> " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.err, message));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 }  // namespace lab::test

@@ -28,4 +28,7 @@ struct RecordedRun {
 // Hooks that record into `r` and ask to stop after `stop_after` steps (-1: never).
 train::TrainHooks recording(RecordedRun& r, long long stop_after = -1);
 
+// Runs `lab ARGS` and checks the refusal: exit 2 and one line on stderr that contains `message`.
+void check_usage_error(const std::string& args, const std::string& message);
+
 }  // namespace lab::test
