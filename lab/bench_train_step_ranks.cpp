@@ -12,7 +12,7 @@
 #include "lab/table.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
-#include "pipeline/distributed/thread_communicator.hpp"
+#include "pipeline/distributed/make_communicators.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "pipeline/train/device_list.hpp"
 #include "pipeline/train/device_train_engine.hpp"
@@ -47,9 +47,10 @@ WorldTiming time_world(const TrainStepBenchOptions& o, CliState& state, const st
     local.push_back(backends.back().get());
   }
   std::vector<std::unique_ptr<Communicator>> communicators;
-  if (devices.size() > 1) communicators = make_thread_communicators(local);
+  if (devices.size() > 1) communicators = make_communicators(local);
   std::vector<double> ms;
   const auto rank_body = [&](int rank) {
+    backends[size_t(rank)]->use_on_this_thread();
     Communicator* ranks = communicators.empty() ? nullptr : communicators[size_t(rank)].get();
     train::DeviceTrainEngine engine(*backends[size_t(rank)], model, o.optimizer, o.batch, imgsz, imgsz,
                                     o.precision, ranks);

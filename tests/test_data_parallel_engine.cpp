@@ -4,7 +4,7 @@
 // reduction-order error, and every rank holds bit-identical parameters (the clip and the step agree); the
 // control: ranks that sum the gradients but normalise each loss by their own target-score sum and images
 // (what summing per-rank losses would do) miss that bar by orders of magnitude. cpu emulator; a [gpu]
-// [multi_gpu] twin on two GPUs, skipped elsewhere with "needs 2 GPUs, found N".
+// [multi_gpu] twin on two GPUs (NCCL), skipped elsewhere with "needs 2 GPUs, found N".
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "kernels/compare.hpp"
-#include "pipeline/distributed/thread_communicator.hpp"
+#include "pipeline/distributed/make_communicators.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "pipeline/model/batchnorm_fold.hpp"
 #include "pipeline/model/model_convs.hpp"
@@ -130,7 +130,7 @@ std::vector<RankRun> train_ranks(const std::string& backend_name, const std::str
     runs[0] = train_rank(*backends[0], model, optimizer, 0, 1, nullptr, precision);
     return runs;
   }
-  const std::vector<std::unique_ptr<Communicator>> communicators = make_thread_communicators(local);
+  const std::vector<std::unique_ptr<Communicator>> communicators = make_communicators(local);
   std::vector<std::unique_ptr<GradientsOnly>> controls;
   std::vector<Communicator*> used;
   for (const auto& c : communicators) {
@@ -138,6 +138,7 @@ std::vector<RankRun> train_ranks(const std::string& backend_name, const std::str
     used.push_back(normalised ? c.get() : controls.back().get());
   }
   run_rank_threads(used, [&](int r) {
+    backends[size_t(r)]->use_on_this_thread();
     runs[size_t(r)] =
         train_rank(*backends[size_t(r)], model, optimizer, r, ranks, used[size_t(r)], precision);
   });
@@ -237,7 +238,7 @@ TEST_CASE("data-parallel: the gradient buckets cover the arena once, the last la
   for (const auto& [first, count] : buckets) CHECK(count * sizeof(float) <= (size_t(25) << 20));
 }
 
-TEST_CASE("data-parallel on 2 GPUs: 2 ranks x 2 images give 1 rank x 4 images' parameters",
+TEST_CASE("data-parallel on 2 GPUs (NCCL): 2 ranks x 2 images give 1 rank x 4 images' parameters",
           "[distributed][gpu][multi_gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   if (cuda_device_count() < 2) {

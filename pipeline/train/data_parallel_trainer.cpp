@@ -1,7 +1,7 @@
 // DataParallelTrainer (data_parallel_trainer.hpp).
 #include "pipeline/train/data_parallel_trainer.hpp"
 
-#include "pipeline/distributed/thread_communicator.hpp"
+#include "pipeline/distributed/make_communicators.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "pipeline/train/device_list.hpp"
 #include "pipeline/train/run_folder.hpp"
@@ -25,17 +25,18 @@ DataParallelTrainer::DataParallelTrainer(TrainOptions options, std::optional<std
   std::vector<Backend*> local;
   std::vector<RuntimeContext> contexts(devices.size(), context);
   for (size_t r = 0; r < devices.size(); ++r) {
-    contexts[r].options.device =
-        devices[r];  // cuda: the GPU (rank 0's validates there); cpu: its own backend
+    contexts[r].options.device = devices[r];  // cuda: the GPU (rank 0 validates there); cpu: unused
     backends_.push_back(make_backend(run.backend, contexts[r]));
     local.push_back(backends_.back().get());
   }
-  communicators_ = make_thread_communicators(local);
+  communicators_ = make_communicators(local);
   trainers_.resize(devices.size());
-  for (size_t r = devices.size(); r-- > 0;)
+  for (size_t r = devices.size(); r-- > 0;) {
+    backends_[r]->use_on_this_thread();  // cuda: its device current while its Trainer compiles and uploads
     trainers_[r] =
         std::make_unique<Trainer>(options, resume, contexts[r], r == 0 ? std::move(hooks) : TrainHooks{},
                                   TrainRank{communicators_[r].get(), backends_[r].get()});
+  }
 }
 
 DataParallelTrainer::~DataParallelTrainer() = default;
@@ -45,8 +46,10 @@ TrainSummary DataParallelTrainer::run() {
   std::vector<Communicator*> communicators;
   for (const auto& c : communicators_) communicators.push_back(c.get());
   std::vector<TrainSummary> summaries(trainers_.size());
-  run_rank_threads(communicators,
-                   [&](int rank) { summaries[size_t(rank)] = trainers_[size_t(rank)]->run(); });
+  run_rank_threads(communicators, [&](int rank) {
+    backends_[size_t(rank)]->use_on_this_thread();
+    summaries[size_t(rank)] = trainers_[size_t(rank)]->run();
+  });
   return summaries.front();
 }
 

@@ -1,6 +1,6 @@
 // `lab train --devices`: the run's ranks, one thread each (run_rank_threads), each with its own backend (the
-// GPU it names, or a cpu emulator of its own), communicator (ThreadCommunicator, on every backend for now:
-// NCCL between GPUs comes with make_communicators) and Trainer (TrainRank). One rank (no --devices, or a
+// GPU it names, or a cpu emulator of its own), communicator (make_communicators: NCCL between GPUs, threads
+// between cpu ranks) and Trainer (TrainRank). One rank (no --devices, or a
 // single device) is a plain Trainer on that device, without a communicator. docs/distributed.md, section "data-parallel training".
 #pragma once
 #include <memory>
