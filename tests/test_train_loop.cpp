@@ -401,7 +401,11 @@ TEST_CASE("lab train (CLI): bad input is one line and exit 2, nothing written", 
            {"data.yaml --lr0 2", "--lr0 2: must be in (0, 1]"},
            {"", "DATA.yaml is required (or --resume)"},
            {"--resume " + test::quoted((scratch.path / "nowhere").string()), "no training state at"}}) {
-    test::check_usage_error("train " + args + project, message);
+    const test::LabResult r = test::run_lab("train " + args + project);
+    INFO(args << " -> " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
   CHECK_FALSE(fs::exists(scratch.path / "runs"));
 }
