@@ -204,9 +204,8 @@ void add_train_command(CLI::App& app, CliState& state) {
       "A dataset to try it on: lab data synth shapes --train 2000 --val 200\n\n"
       "Examples:\n"
       "  lab train shapes/data.yaml --model yolo26n.pt --epochs 10 --batch 32 --imgsz 640\n"
-      "  lab train shapes/data.yaml --backend cpu --imgsz 64 --epochs 3 --batch 8 --name tiny\n"
       "  lab train shapes/data.yaml --devices 0,1 --batch 64  (two GPUs, 32 images each)\n"
-      "  lab train --resume runs/train/tiny\n");
+      "  lab train --resume runs/train/train\n");
   cmd->callback([&state, cli, cmd] {
     TrainCli run = *cli;
     run.resuming = cmd->count("--resume") > 0;

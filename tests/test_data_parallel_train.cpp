@@ -195,7 +195,7 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 al
   CHECK(resumed_exactly);
 }
 
-TEST_CASE("--devices: bad lists, missing devices and inconsistent options are one-line errors",
+TEST_CASE("the --devices option: bad lists, missing devices and inconsistent options are one-line errors",
           "[distributed]") {
   CHECK(device_list("", "cpu", 0).empty());
   CHECK(device_list("0,1", "cpu", 0) == std::vector<int>{0, 1});
