@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <functional>
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/dataset/data_yaml.hpp"
@@ -13,26 +12,19 @@
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/image/image.hpp"
 #include "tests/fuzz_support.hpp"
+#include "tests/error_message.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
 using namespace lab::dataset;
 using lab::test::contains;
+using lab::test::error_message;
 using lab::test::read_text;
 using lab::test::ScratchDir;
 using lab::test::write_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // A dataset root with data.yaml naming 3 classes and `val: images/val`.
 fs::path make_root(const fs::path& root) {
@@ -65,7 +57,7 @@ TEST_CASE("data YAML: names as a list or a mapping, nc, relative paths, split li
   CHECK(b.root == dir.path);  // no path: the YAML's folder
   CHECK(b.names == std::vector<std::string>{"person", "bike", "car"});
   CHECK(b.train.empty());
-  CHECK(error_of([&] { split_sources(b, "train"); }) ==
+  CHECK(error_message<UsageError>([&] { split_sources(b, "train"); }) ==
         (dir.path / "b.yaml").string() + ": no 'train' split");
 
   write_file(dir.path / "c.yaml", "val: v\nnc: 2\n");
@@ -76,7 +68,7 @@ TEST_CASE("data YAML: malformed files are one-line errors naming the file and li
   ScratchDir dir("data-yaml-bad");
   const auto error_for = [&](const std::string& text) {
     write_file(dir.path / "d.yaml", text);
-    return error_of([&] { read_data_yaml(dir.path / "d.yaml"); });
+    return error_message<UsageError>([&] { read_data_yaml(dir.path / "d.yaml"); });
   };
   const std::string file = (dir.path / "d.yaml").string();
   CHECK(error_for("val: v\nnames: [a, b\n").rfind(file + ":3: not valid YAML (", 0) == 0);
@@ -88,7 +80,7 @@ TEST_CASE("data YAML: malformed files are one-line errors naming the file and li
         file + ":2: 'names' must be a list or a mapping of class id to name");
   CHECK(error_for("val: [v, [w]]\nnames: [a]\n") == file + ":1: 'val' must be a non-empty string");
   CHECK(error_for("- a\n- b\n") == file + ": expected a mapping with path, train, val, names");
-  CHECK(error_of([&] {
+  CHECK(error_message<UsageError>([&] {
           read_data_yaml(dir.path / "absent.yaml");
         }).rfind((dir.path / "absent.yaml").string() + ": cannot read dataset YAML", 0) == 0);
 }
@@ -180,13 +172,13 @@ TEST_CASE("a split: list files, and missing folders or no images are errors nami
   CHECK(listed.samples[1].labels[0].cls == 2);
 
   write_file(dir.path / "missing.yaml", "val: images/absent\nnames: [a]\n");
-  CHECK(error_of([&] { read_split(read_data_yaml(dir.path / "missing.yaml"), "val"); }) ==
+  CHECK(error_message<UsageError>([&] { read_split(read_data_yaml(dir.path / "missing.yaml"), "val"); }) ==
         (dir.path / "images" / "absent").string() + ": no such folder or image list");
   fs::create_directories(dir.path / "images" / "empty");
   write_file(dir.path / "empty.yaml", "val: images/empty\nnames: [a]\n");
-  CHECK(error_of([&] { read_split(read_data_yaml(dir.path / "empty.yaml"), "val"); }) ==
+  CHECK(error_message<UsageError>([&] { read_split(read_data_yaml(dir.path / "empty.yaml"), "val"); }) ==
         "no images (jpg, jpeg, png, bmp) in " + (dir.path / "images" / "empty").string());
-  CHECK(error_of([&] { read_split(read_data_yaml(yaml), "train"); }) ==
+  CHECK(error_message<UsageError>([&] { read_split(read_data_yaml(yaml), "train"); }) ==
         (dir.path / "images" / "train").string() + ": no such folder or image list");
 }
 
@@ -245,17 +237,17 @@ TEST_CASE("lab data synth: refuses a non-empty folder and leaves nothing on fail
   options.train = 2, options.val = 1, options.imgsz = 64;
   options.out = dir.path / "taken";
   write_file(dir.path / "taken" / "keep.txt", "mine");
-  CHECK(error_of([&] { write_synth_dataset(options); }) ==
+  CHECK(error_message<UsageError>([&] { write_synth_dataset(options); }) ==
         (dir.path / "taken").string() +
             ": already exists (the dataset is written only to a new or empty folder)");
   CHECK(read_text(dir.path / "taken" / "keep.txt") == "mine");
   options.out = dir.path / "absent" / "ds";
-  CHECK(error_of([&] { write_synth_dataset(options); }) ==
+  CHECK(error_message<UsageError>([&] { write_synth_dataset(options); }) ==
         (dir.path / "absent" / "ds").string() + ": cannot create the dataset (folder '" +
             (dir.path / "absent").string() + "' does not exist)");
   options.out = dir.path / "ds";
   options.classes = 9;
-  CHECK(error_of([&] { write_synth_dataset(options); }) == "--classes 9: from 1 to 8 (one shape per class)");
+  CHECK(error_message<UsageError>([&] { write_synth_dataset(options); }) == "--classes 9: from 1 to 8 (one shape per class)");
   // Nothing but the first fixture is left: no dataset, no temporary folder.
   size_t entries = 0;
   for (const auto& entry : fs::directory_iterator(dir.path)) entries += entry.path().filename() != "taken";

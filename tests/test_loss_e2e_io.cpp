@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -15,6 +14,7 @@
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/loss/labels.hpp"
 #include "pipeline/safetensors.hpp"
+#include "tests/error_message.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -35,15 +35,6 @@ void write_raw(const std::filesystem::path& path, const std::string& header,
   out.write(reinterpret_cast<const char*>(&n), 8);
   out << header;
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 const std::filesystem::path kGoldens = std::filesystem::path(LAB_ASSETS_DIR) / "goldens";
@@ -77,9 +68,9 @@ TEST_CASE("safetensors round trip and dtype conversion", "[loss_e2e][safetensors
   CHECK(f.floats("e.f64") == std::vector<float>{0.1f, -3.5f});
   CHECK(f.floats("f.bool") == std::vector<float>{0.0f, 1.0f});
   CHECK(f.floats("g.scalar") == std::vector<float>{2.5f});
-  CHECK(error_of([&] { f.floats("a.f32", {4}); }).find("has shape [2, 2], expected [4]") !=
+  CHECK(test::error_message<UsageError>([&] { f.floats("a.f32", {4}); }).find("has shape [2, 2], expected [4]") !=
         std::string::npos);
-  const std::string missing = error_of([&] { f.info("nope"); });
+  const std::string missing = test::error_message<UsageError>([&] { f.info("nope"); });
   CHECK(missing.find("t.safetensors") != std::string::npos);
   CHECK(missing.find("no tensor named 'nope'") != std::string::npos);
 }
@@ -89,7 +80,7 @@ TEST_CASE("malformed safetensors files give one-line errors naming the file and 
   test::ScratchDir dir("safetensors_bad");
   const auto p = dir.path / "bad.safetensors";
   const std::vector<uint8_t> four_floats(16, 0);
-  auto load_error = [&] { return error_of([&] { SafetensorsFile::load(p); }); };
+  auto load_error = [&] { return test::error_message<UsageError>([&] { SafetensorsFile::load(p); }); };
 
   test::write_file(p, "abc");
   CHECK(load_error().find("truncated header") != std::string::npos);
@@ -114,7 +105,7 @@ TEST_CASE("malformed safetensors files give one-line errors naming the file and 
   write_raw(p, R"({"x": {"dtype": "F32", "shape": [4]}})", four_floats);
   CHECK(load_error().find("needs an object with dtype, shape and data_offsets") != std::string::npos);
   CHECK(load_error().find(p.string()) == 0);
-  CHECK(error_of([&] { SafetensorsFile::load(dir.path / "absent.safetensors"); }).find("(no such file)") !=
+  CHECK(test::error_message<UsageError>([&] { SafetensorsFile::load(dir.path / "absent.safetensors"); }).find("(no such file)") !=
         std::string::npos);
 }
 
@@ -143,10 +134,10 @@ TEST_CASE("YOLO labels and the letterbox map boxes into the network input", "[lo
   CHECK(gts[1].y2 == Approx(0.85 * 640));
 
   test::write_file(dir.path / "bad.txt", "0 0.5 0.5 0.1 0.1\nperson 0.5 0.5 0.1 0.1\n");
-  CHECK(error_of([&] { read_yolo_labels(dir.path / "bad.txt"); }).find("bad.txt:2: class 'person'") !=
+  CHECK(test::error_message<UsageError>([&] { read_yolo_labels(dir.path / "bad.txt"); }).find("bad.txt:2: class 'person'") !=
         std::string::npos);
   test::write_file(dir.path / "short.txt", "0 0.5 0.5 0.1\n");
-  CHECK(error_of([&] { read_yolo_labels(dir.path / "short.txt"); }).find("short.txt:1: expected") !=
+  CHECK(test::error_message<UsageError>([&] { read_yolo_labels(dir.path / "short.txt"); }).find("short.txt:1: expected") !=
         std::string::npos);
 
   if (std::filesystem::exists(kGoldens / "bus_loss.json")) {
