@@ -1,7 +1,8 @@
-// The Hopper Flash Attention forward (variant `wgmma` of flash_attn2_fwd_half, flash_attn_wgmma.cu): against
-// the float64 reference on the cpu emulator (its wgmma, TMA and mbarrier models) and on the H200, every output
-// element written again after poisoning; and its NVRTC build for sm_90a really is HGMMA with TMA and no local
-// memory (no GPU needed).
+// The Hopper Flash Attention forward (variants `wgmma` and `wgmma_pipelined` of flash_attn2_fwd_half,
+// flash_attn_wgmma.cu and flash_attn_wgmma_pipelined.cu): against the float64 reference on the cpu emulator
+// (its wgmma, TMA and mbarrier models) and on the H200, every output element written again after poisoning;
+// and their NVRTC builds for sm_90a really are HGMMA with TMA, unserialised, and no local memory (no GPU
+// needed).
 #include <catch2/catch.hpp>
 
 #include "kernels/attention/flash_attn_wgmma_op.hpp"
@@ -14,26 +15,35 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// Runs the wgmma variant twice (the second time after poisoning its outputs) and requires every check to pass.
-void run_wgmma(const std::string& backend_name, const Params& given) {
+// The Hopper variants, each with its kernel.
+const struct {
+  const char* variant;
+  CompileRequest (*request)(HalfType, int);
+} kVariants[] = {{"wgmma", fa_wgmma_compile_request},
+                 {"wgmma_pipelined", fa_wgmma_pipelined_compile_request}};
+
+// Runs a Hopper variant twice (the second time after poisoning its outputs) and requires every check to pass.
+void run_wgmma(const std::string& backend_name, const char* variant, const Params& given) {
   auto backend = make_backend(backend_name, test::embedded_context());
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
   const Params p = resolve_params(r, given);
-  auto inst = r.instantiate(*backend, "wgmma", p, 7);
+  auto inst = r.instantiate(*backend, variant, p, 7);
   for (int round = 0; round < 2; ++round) {
     if (round) inst->poison();
     inst->launch();
     for (auto& c : inst->check(std::nullopt)) {
-      INFO(backend_name << " HEAD_DIM " << p.at("HEAD_DIM") << " " << p.at("DTYPE") << " Nq " << p.at("N_CTX_Q")
-                        << " Nk " << p.at("N_CTX_K") << " " << c.output << " rel_l2=" << c.metrics.rel_l2
-                        << " max_abs=" << c.metrics.max_abs << " non_finite=" << c.metrics.non_finite);
+      INFO(backend_name << " " << variant << " HEAD_DIM " << p.at("HEAD_DIM") << " " << p.at("DTYPE")
+                        << " Nq " << p.at("N_CTX_Q") << " Nk " << p.at("N_CTX_K") << " " << c.output
+                        << " rel_l2=" << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs
+                        << " non_finite=" << c.metrics.non_finite);
       CHECK(c.pass);
     }
   }
 }
 
 // Key counts that wrap the K/V ring (more tiles than stages: 3 at HEAD_DIM 64, 2 above) and end in a partial
-// tile; query counts that end in a partial block of 128.
+// tile (the pipelined schedule's loop, its peeled first tile and its last P V); query counts that end in a
+// partial block of 128.
 const struct {
   const char* head_dim;
   const char* n_q;
@@ -42,46 +52,62 @@ const struct {
 
 }  // namespace
 
-TEST_CASE("the Hopper flash attention forward (wgmma) matches the reference on the cpu backend", "[attention]") {
-  for (const auto& s : kShapes)
-    for (const char* dtype : {"f16", "bf16"})
-      run_wgmma("cpu", {{"BH", "2"}, {"N_CTX_Q", s.n_q}, {"N_CTX_K", s.n_k}, {"HEAD_DIM", s.head_dim},
-                        {"DTYPE", dtype}});
-  // One key and one query: a single, almost empty tile.
-  run_wgmma("cpu", {{"BH", "1"}, {"N_CTX_Q", "1"}, {"N_CTX_K", "1"}, {"HEAD_DIM", "64"}});
+TEST_CASE(
+    "the Hopper flash attention forwards (wgmma and wgmma_pipelined) match the reference on the cpu backend",
+    "[attention]") {
+  for (const auto& v : kVariants) {
+    for (const auto& s : kShapes)
+      for (const char* dtype : {"f16", "bf16"})
+        run_wgmma("cpu", v.variant,
+                  {{"BH", "2"},
+                   {"N_CTX_Q", s.n_q},
+                   {"N_CTX_K", s.n_k},
+                   {"HEAD_DIM", s.head_dim},
+                   {"DTYPE", dtype}});
+    // One key and one query: a single, almost empty tile (the pipelined loop runs no iteration).
+    run_wgmma("cpu", v.variant, {{"BH", "1"}, {"N_CTX_Q", "1"}, {"N_CTX_K", "1"}, {"HEAD_DIM", "64"}});
+  }
 }
 
-TEST_CASE("the Hopper flash attention forward (wgmma) matches the reference on the cuda backend",
-          "[attention][gpu]") {
+TEST_CASE(
+    "the Hopper flash attention forwards (wgmma and wgmma_pipelined) match the reference on the cuda backend",
+    "[attention][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  for (const char* d : {"64", "128", "256"})
-    for (const char* dtype : {"f16", "bf16"})
-      run_wgmma("cuda", {{"BH", "3"}, {"N_CTX_Q", "1000"}, {"N_CTX_K", "777"}, {"HEAD_DIM", d}, {"DTYPE", dtype}});
-  run_wgmma("cuda", {{"BH", "2"}, {"N_CTX_Q", "400"}, {"N_CTX_K", "400"}, {"HEAD_DIM", "64"}});
+  for (const auto& v : kVariants) {
+    for (const char* d : {"64", "128", "256"})
+      for (const char* dtype : {"f16", "bf16"})
+        run_wgmma("cuda", v.variant,
+                  {{"BH", "3"}, {"N_CTX_Q", "1000"}, {"N_CTX_K", "777"}, {"HEAD_DIM", d}, {"DTYPE", dtype}});
+    run_wgmma("cuda", v.variant, {{"BH", "2"}, {"N_CTX_Q", "400"}, {"N_CTX_K", "400"}, {"HEAD_DIM", "64"}});
+  }
 }
 
-TEST_CASE("the wgmma variant refuses HEAD_DIM 32 with its rule", "[attention]") {
+TEST_CASE("the wgmma variants refuse HEAD_DIM 32 with their rule", "[attention]") {
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
   const Params p = resolve_params(r, {{"HEAD_DIM", "32"}});
-  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma", p), Contains("HEAD_DIM 64, 128 or 256"));
+  for (const auto& v : kVariants)
+    CHECK_THROWS_WITH(check_variant_runs(r.spec(), v.variant, p), Contains("HEAD_DIM 64, 128 or 256"));
   CHECK_NOTHROW(check_variant_runs(r.spec(), "mma", p));
 }
 
 TEST_CASE(
-    "the wgmma forward compiles with NVRTC for sm_90a to HGMMA and TMA loads, unserialised, without local memory",
+    "the wgmma forwards compile with NVRTC for sm_90a to HGMMA and TMA loads, unserialised, without local "
+    "memory",
     "[attention]") {
   const RuntimeContext ctx = test::embedded_context();
-  for (int head_dim : {64, 128, 256}) {
-    INFO("HEAD_DIM " << head_dim);
-    const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache, fa_wgmma_compile_request(HalfType::f16, head_dim), "sm_90");
-    CHECK(r.target == "sm_90a");
-    const std::string sass = disassemble_sass(r);
-    CHECK_THAT(sass, Contains("HGMMA.64x"));
-    CHECK_THAT(sass, Contains(".tnspB"));  // V read MN-major
-    CHECK_THAT(sass, Contains("UTMALDG.3D"));
-    CHECK_THAT(sass, Contains("USETMAXREG"));
-    CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
-    // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
-    CHECK_THAT(r.log, !Contains("serialized"));
-  }
+  for (const auto& v : kVariants)
+    for (int head_dim : {64, 128, 256}) {
+      INFO(v.variant << " HEAD_DIM " << head_dim);
+      const CompileResult r =
+          compile_with_nvrtc(*ctx.tree, *ctx.cache, v.request(HalfType::f16, head_dim), "sm_90");
+      CHECK(r.target == "sm_90a");
+      const std::string sass = disassemble_sass(r);
+      CHECK_THAT(sass, Contains("HGMMA.64x"));
+      CHECK_THAT(sass, Contains(".tnspB"));  // V read MN-major
+      CHECK_THAT(sass, Contains("UTMALDG.3D"));
+      CHECK_THAT(sass, Contains("USETMAXREG"));
+      CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
+      // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
+      CHECK_THAT(r.log, !Contains("serialized"));
+    }
 }

@@ -64,11 +64,13 @@ struct Half16 {
   }
 };
 
-// The Hopper forward (flash_attn_wgmma.cu): the same elements, rounding and tolerances as Half16, another op.
+// The Hopper forward in one of its schedules (flash_attn_wgmma.cu, flash_attn_wgmma_pipelined.cu): the same
+// elements, rounding and tolerances as Half16, another op.
+template <WgmmaSchedule SCHEDULE>
 struct HalfWgmma : Half16 {
   using Op = FlashAttnWgmmaOp;
   using Half16::Half16;
-  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim}; }
+  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE}; }
 };
 
 // The Hopper backward (flash_attn_wgmma_bwd.cu): the same elements and tolerances as Half16, another op, dQ
@@ -87,26 +89,38 @@ const KernelVariant kWgmma{
     "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
     "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
     [](const Params& p) { return fa_wgmma_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
+const KernelVariant kWgmmaPipelined{
+    "wgmma_pipelined",
+    "wgmma, each consumer warpgroup running the softmax of key tile j while P V of tile j - 1 is on the "
+    "tensor cores (HEAD_DIM 64, 128 or 256)",
+    kWgmma.problem};
 const KernelVariant kWgmmaBackward{
     "wgmma",
     "Hopper (sm_90a): a CTA per 128 keys, dK and dV in registers over the query tiles, Q and dO by TMA on an "
     "mbarrier ring, two wgmma consumer warpgroups, dQ by float vector reductions (HEAD_DIM 64 or 128)",
     [](const Params& p) { return fa_wgmma_bwd_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
 
-// A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes; the variant
-// `wgmma` compiles `wgmma_request` instead.
+// The kernel a Hopper variant compiles, by element type and HEAD_DIM.
+struct WgmmaRequest {
+  std::string variant;
+  CompileRequest (*request)(HalfType, int);
+};
+
+// A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes; the Hopper
+// variants compile their `wgmma` request instead.
 KernelSpec half_spec(const char* name, const char* description, std::vector<KernelVariant> variants,
-                     CompileRequest (*wgmma_request)(HalfType, int)) {
+                     std::vector<WgmmaRequest> wgmma) {
   return {.name = name,
           .family = "attention",
           .description = description,
           .source = kFlashAttn2MmaSource,
           .variants = std::move(variants),
           .params = half_param_specs(),
-          .compile = [wgmma_request](const std::string& variant, const Params& p) {
+          .compile = [wgmma](const std::string& variant, const Params& p) {
             const HalfType type = parse_half_type(param_str(p, "DTYPE"));
             const int head_dim = int(param_int(p, "HEAD_DIM"));
-            if (variant == kWgmma.name) return wgmma_request(type, head_dim);
+            for (const WgmmaRequest& w : wgmma)
+              if (variant == w.variant) return w.request(type, head_dim);
             return fa2_half_compile_request(type, head_dim, fa2_mma_config(variant, p));
           }};
 }
@@ -118,18 +132,28 @@ std::unique_ptr<Instance> make_by_variant(Backend& b, const std::string& variant
   if (variant == kWgmma.name) return make_instance<INSTANCE<WGMMA>>()(b, variant, p, seed);
   return make_instance<INSTANCE<Half16>>()(b, variant, p, seed);
 }
+// The forward's instance: make_by_variant, and `wgmma_pipelined` on the pipelined schedule.
+std::unique_ptr<Instance> make_forward(Backend& b, const std::string& variant, const Params& p,
+                                       uint64_t seed) {
+  if (variant == kWgmmaPipelined.name)
+    return make_instance<AttentionForwardInstance<HalfWgmma<WgmmaSchedule::pipelined>>>()(b, variant, p,
+                                                                                          seed);
+  return make_by_variant<AttentionForwardInstance, HalfWgmma<WgmmaSchedule::serial>>(b, variant, p, seed);
+}
 template <class P>
 using DkdvInstance = AttentionGradientKernelInstance<P, GradientKernel::dkdv>;
 
 const KernelVariant kMma{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
-const KernelSpec forward_spec =
-    half_spec("flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores",
-              {kMma, kWgmma}, fa_wgmma_compile_request);
+const KernelSpec forward_spec = half_spec(
+    "flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores",
+    {kMma, kWgmma, kWgmmaPipelined},
+    {{kWgmma.name, fa_wgmma_compile_request}, {kWgmmaPipelined.name, fa_wgmma_pipelined_compile_request}});
 
 // A backward runner: half_spec with OL.
 KernelSpec half_backward_spec(const char* name, const char* description,
                               std::vector<KernelVariant> variants) {
-  KernelSpec spec = half_spec(name, description, std::move(variants), fa_wgmma_bwd_compile_request);
+  KernelSpec spec =
+      half_spec(name, description, std::move(variants), {{kWgmma.name, fa_wgmma_bwd_compile_request}});
   spec.params.push_back(forward_outputs_param());
   return spec;
 }
@@ -152,7 +176,7 @@ const KernelSpec dkdv_spec = half_backward_spec("flash_attn2_bwd_dkdv_half",
                                                 {kMma, kWgmmaBackward});
 
 const bool registered =
-    register_runner(forward_spec, make_by_variant<AttentionForwardInstance, HalfWgmma>) &&
+    register_runner(forward_spec, make_forward) &&
     register_runner(backward_spec, make_by_variant<AttentionBackwardInstance, HalfWgmmaBackward>) &&
     register_runner(dq_spec, make_instance<AttentionGradientKernelInstance<Half16, GradientKernel::dq>>()) &&
     register_runner(dkdv_spec, make_by_variant<DkdvInstance, HalfWgmmaBackward>);

@@ -1,0 +1,178 @@
+// The steps the two schedules of the Hopper Flash Attention forward share (flash_attn_wgmma.cu: one tile at a
+// time; flash_attn_wgmma_pipelined.cu: the scores of tile j beside P V of tile j - 1): the CTA's
+// shared-memory regions and mbarriers, the producer warpgroup, the consumer's products, online softmax, P as
+// wgmma A fragments, and the epilogue. Layouts, precision and the CTA shape are described in
+// flash_attn_wgmma.cu.
+#pragma once
+
+namespace fa_wgmma {
+
+constexpr int kBlockM = 128;  // query rows per CTA: 64 per consumer warpgroup
+constexpr int kThreads = 384;
+
+// Byte offsets of the shared-memory regions of one configuration; SPLIT_EMPTY: K and V of a stage are
+// released on their own "empty" barriers (one more barrier per stage).
+template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY = false>
+struct Smem {
+  static constexpr unsigned q_elems = kBlockM * HEAD_DIM;
+  static constexpr unsigned tile_elems = BN * HEAD_DIM;  // one K or V stage
+  static constexpr unsigned k = q_elems * 2;
+  static constexpr unsigned v = k + STAGES * tile_elems * 2;
+  static constexpr unsigned barriers = v + STAGES * tile_elems * 2;
+  static constexpr unsigned bytes = barriers + (1 + (SPLIT_EMPTY ? 4 : 3) * STAGES) * 8;
+};
+
+// The CTA's tiles and mbarriers in its dynamic shared memory (aligned up to 1024 bytes): Q, the K and V
+// rings, then Q's "full" barrier, K's and V's "full" barriers and the "empty" barriers, one per stage (K's
+// then V's with SPLIT_EMPTY; else k_empty and v_empty are the same barriers, released by both).
+template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY = false>
+struct FwdShared {
+  using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
+  uint16_t *q, *k, *v;
+  uint64_t *q_full, *k_full, *v_full, *k_empty, *v_empty;
+
+  __device__ explicit FwdShared(unsigned char* base)
+      : q(reinterpret_cast<uint16_t*>(base)),
+        k(reinterpret_cast<uint16_t*>(base + S::k)),
+        v(reinterpret_cast<uint16_t*>(base + S::v)),
+        q_full(reinterpret_cast<uint64_t*>(base + S::barriers)),
+        k_full(q_full + 1),
+        v_full(k_full + STAGES),
+        k_empty(v_full + STAGES),
+        v_empty(SPLIT_EMPTY ? k_empty + STAGES : k_empty) {}
+  __device__ const uint16_t* k_stage(int s) const { return k + s * S::tile_elems; }
+  __device__ const uint16_t* v_stage(int s) const { return v + s * S::tile_elems; }
+
+  // Thread 0 initialises the barriers; every thread of the CTA then passes the block barrier.
+  __device__ void init_barriers(int tid) const {
+    if (tid == 0) {
+      lab_mbarrier_init(q_full, 1);
+      for (int s = 0; s < STAGES; ++s) {
+        lab_mbarrier_init(&k_full[s], 1);
+        lab_mbarrier_init(&v_full[s], 1);
+        lab_mbarrier_init(&k_empty[s], 256);  // every consumer thread
+        if (SPLIT_EMPTY) lab_mbarrier_init(&v_empty[s], 256);
+      }
+      lab_fence_mbarrier_init();
+    }
+    __syncthreads();
+  }
+};
+
+// The producer's one thread: the Q block of rows m0.. of head bh once, then the K and V tiles of every key
+// tile into the ring, each stage's K (V) refilled once its empty barrier has completed.
+template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY>
+__device__ __forceinline__ void produce_tiles(const lab::FlashAttnWgmmaFwdParams& p,
+                                              const FwdShared<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>& sh, int m0,
+                                              int bh, int tiles) {
+  using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
+  constexpr int kBlocks = HEAD_DIM / kColumns;
+  lab_mbarrier_arrive_expect_tx(sh.q_full, S::q_elems * 2);
+  for (int b = 0; b < kBlocks; ++b)
+    lab_tma_load_3d(sh.q + b * kBlockM * kColumns, &p.q_map, sh.q_full, b * kColumns, m0, bh);
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % STAGES;
+    if (j >= STAGES) lab_mbarrier_wait_parity(&sh.k_empty[s], (j / STAGES - 1) & 1);
+    lab_mbarrier_arrive_expect_tx(&sh.k_full[s], S::tile_elems * 2);
+    for (int b = 0; b < kBlocks; ++b)
+      lab_tma_load_3d(sh.k + s * S::tile_elems + b * BN * kColumns, &p.k_map, &sh.k_full[s], b * kColumns,
+                      j * BN, bh);
+    if (SPLIT_EMPTY && j >= STAGES) lab_mbarrier_wait_parity(&sh.v_empty[s], (j / STAGES - 1) & 1);
+    lab_mbarrier_arrive_expect_tx(&sh.v_full[s], S::tile_elems * 2);
+    for (int b = 0; b < kBlocks; ++b)
+      lab_tma_load_3d(sh.v + s * S::tile_elems + b * BN * kColumns, &p.v_map, &sh.v_full[s], b * kColumns,
+                      j * BN, bh);
+  }
+}
+
+// Issues S = Q K^T of one key tile (HEAD_DIM / 16 products, no fence, no commit): Q's 64 rows of this
+// consumer and the K stage `kt`, both K-major in shared memory.
+template <int DT, int HEAD_DIM, int BN>
+__device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const uint16_t* sq_rows,
+                                             const uint16_t* kt) {
+#pragma unroll
+  for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+    lab_wgmma_ss<DT, BN, 0, 0>(sc, k_major_desc(sq_rows, kBlockM, kk), k_major_desc(kt, BN, kk), kk > 0);
+}
+
+// Issues O += P V of one key tile (BN / 16 products, no fence, no commit): P from registers, the V stage
+// `vt` MN-major (64-column blocks BN * 128 bytes apart).
+template <int DT, int HEAD_DIM, int BN>
+__device__ __forceinline__ void issue_pv(float (&o)[HEAD_DIM / 2], const uint32_t (&pa)[BN / 16][4],
+                                         const uint16_t* vt) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) lab_wgmma_rs<DT, HEAD_DIM, 1>(o, pa[kk], mn_major_desc(vt, BN, kk), 1);
+}
+
+// The online softmax of key tile j on this thread's scores (accumulator element i: row 16 w + g +
+// 8 ((i / 2) % 2), key j BN + 8 (i / 4) + 2 q + i % 2): sc becomes P (unrounded), row_max / row_sum move to
+// this tile, alpha is the factor O is rescaled by. Keys past n_k (only in the last tile; every row keeps one
+// key there) score kMasked, whose exponent is 0. Scores stay unscaled until the exponent (scale > 0).
+template <int BN>
+__device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n_k, int q, float scale_log2,
+                                               float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
+  if ((j + 1) * BN > n_k) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i)
+      if (j * BN + 8 * (i / 4) + 2 * q + i % 2 >= n_k) sc[i] = kMasked;
+  }
+  float tile_max[2] = {kMasked, kMasked};
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
+    alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
+    row_max[r] = m_new;
+    row_sum[r] *= alpha[r];
+  }
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) {
+    sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
+    row_sum[(i / 2) % 2] += sc[i];
+  }
+}
+
+// O *= alpha, row by row.
+template <int HEAD_DIM>
+__device__ __forceinline__ void rescale_output(float (&o)[HEAD_DIM / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+}
+
+// P rounded to the element type as wgmma's A fragments: accumulator elements 8 kk .. 8 kk + 7 are exactly
+// k16 chunk kk's (row g, columns 2q..), (row g + 8, 2q..), (row g, 2q + 8..), (row g + 8, 2q + 8..) pairs.
+template <int DT, int BN>
+__device__ __forceinline__ void pack_p(const float (&sc)[BN / 2], uint32_t (&pa)[BN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pa[kk][r] = lab_pack2<DT>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+}
+
+// O = acc / rowsum rounded to the element type, two columns per 4-byte store; L by one thread per row.
+// row0 is the thread's first output row (16 w + g of consumer c's 64).
+template <int DT, int HEAD_DIM>
+__device__ __forceinline__ void store_outputs(const lab::FlashAttnWgmmaFwdParams& p,
+                                              const float (&o)[HEAD_DIM / 2], const float (&row_max)[2],
+                                              const float (&row_sum)[2], int bh, int row0, int q) {
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = lab_group4_sum(row_sum[r]);
+    inv[r] = 1.f / sum;
+    const int row = row0 + 8 * r;
+    if (q == 0 && row < p.n_q) p.lse[size_t(bh) * p.n_q + row] = (row_max[r] + log2f(sum)) * kLn2;
+  }
+#pragma unroll
+  for (int i = 0; i < HEAD_DIM / 2; i += 2) {
+    const int row = row0 + 8 * ((i / 2) % 2);
+    if (row >= p.n_q) continue;
+    const int col = 8 * (i / 4) + 2 * q;
+    const float f = inv[(i / 2) % 2];
+    *reinterpret_cast<uint32_t*>(p.o + (size_t(bh) * p.n_q + row) * HEAD_DIM + col) =
+        lab_pack2<DT>(o[i] * f, o[i + 1] * f);
+  }
+}
+
+}  // namespace fa_wgmma

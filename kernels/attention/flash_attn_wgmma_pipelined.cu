@@ -1,0 +1,103 @@
+// flash_attn_wgmma_pipelined: the Hopper Flash Attention forward of flash_attn_wgmma.cu (same CTA, producer,
+// shared memory, layouts, precision and outputs) with each consumer's tiles pipelined inside the warpgroup:
+// the softmax of tile j runs while P V of tile j - 1 is on the tensor cores.
+//
+// Consumer schedule (FA3's intra-warpgroup overlap). Tile 0 is peeled: S_0, wait, softmax -> P_0, then wait
+// for V_0. Then for each next tile j: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back as two commit
+// groups; wait for S_j only (wait_group 1) and release K_j; the online softmax of S_j while P_{j-1} V_{j-1}
+// runs; wait for V_j (used by the next iteration) and for P_{j-1} V_{j-1} (wait_group 0); release V_{j-1};
+// rescale O by tile j's alpha (O now holds tiles 0..j-1 at tile j's row maxima); round P_j into the A
+// fragments (not earlier: P_{j-1}'s fragments are the running product's operands until the wait). Last,
+// O += P_last V_last. Every wgmma is outside a branch (ptxas would serialise all of them, C7520). Registers:
+// S_j (BN / 2 floats), P_{j-1} (BN / 4) and O (HEAD_DIM / 2) are live together.
+// K and V of a stage have their own empty barriers (FwdShared's SPLIT_EMPTY): V_{j-1} is released a whole
+// softmax after K_j, and with one barrier the producer could refill neither until then.
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "common/lab_tensor_map.cuh"
+#include "common/lab_mbarrier.cuh"
+#include "common/lab_swizzle.cuh"
+#include "common/lab_tma.cuh"
+#include "common/lab_wgmma.cuh"
+#include "attention/flash_attn_wgmma_params.cuh"
+#include "attention/flash_attn_wgmma_tiles.cuh"
+#include "attention/flash_attn_wgmma_fwd_steps.cuh"
+
+// Forward: grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Smem<..., true>::bytes + 1024
+// (the regions are aligned up to 1024 bytes inside it).
+template <int DT, int HEAD_DIM, int BN, int STAGES>
+__global__ void __launch_bounds__(384, 1)
+    flash_attn_wgmma_fwd_pipelined(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
+  using namespace fa_wgmma;
+  static_assert(HEAD_DIM % kColumns == 0 && BN % 16 == 0, "HEAD_DIM is a multiple of 64, BN of 16");
+  LAB_DYNAMIC_SHARED(unsigned char, raw);
+  const FwdShared<HEAD_DIM, BN, STAGES, true> sh(lab_smem_align_1024(raw));
+
+  const int tid = threadIdx.x, warpgroup = tid / 128;
+  const int bh = blockIdx.y, m0 = blockIdx.x * kBlockM;
+  const int tiles = (p.n_k + BN - 1) / BN;
+  sh.init_barriers(tid);
+
+  if (warpgroup == 0) {  // the producer
+    lab_setmaxnreg_dec<24>();
+    if (tid == 0) produce_tiles(p, sh, m0, bh, tiles);
+    return;
+  }
+
+  // A consumer: rows 64 c .. 64 c + 63 of the block (accumulator layout in flash_attn_wgmma.cu).
+  lab_setmaxnreg_inc<240>();
+  const int c = warpgroup - 1, t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
+  const uint16_t* sq_rows = sh.q + c * 64 * kColumns;
+  const float scale_log2 = p.scale * kLog2e;
+  float o[HEAD_DIM / 2];
+#pragma unroll
+  for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.f;
+  float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
+  float sc[BN / 2];
+  uint32_t pa[BN / 16][4];
+
+  // Tile 0: its scores and softmax; O is still zero, so neither a rescale nor a product yet.
+  lab_mbarrier_wait_parity(sh.q_full, 0);
+  lab_mbarrier_wait_parity(&sh.k_full[0], 0);
+  lab_wgmma_fence();
+  issue_scores<DT, HEAD_DIM, BN>(sc, sq_rows, sh.k_stage(0));
+  lab_wgmma_commit_group();
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(sc);
+  lab_mbarrier_arrive(&sh.k_empty[0]);
+  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  pack_p<DT, BN>(sc, pa);
+  lab_mbarrier_wait_parity(&sh.v_full[0], 0);
+
+  for (int j = 1; j < tiles; ++j) {
+    const int s = j % STAGES, prev = (j - 1) % STAGES;
+    lab_mbarrier_wait_parity(&sh.k_full[s], (j / STAGES) & 1);
+    lab_wgmma_fence();
+    issue_scores<DT, HEAD_DIM, BN>(sc, sq_rows, sh.k_stage(s));
+    lab_wgmma_commit_group();
+    issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
+    lab_wgmma_commit_group();
+    lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
+    lab_wgmma_hold(sc);
+    lab_mbarrier_arrive(&sh.k_empty[s]);
+    online_softmax<BN>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's packing,
+    // and the wait for V_j (a loop, so a block boundary) keeps ptxas from hoisting the wgmma wait above it.
+    lab_wgmma_hold(sc);
+    lab_wgmma_hold(row_sum);
+    lab_mbarrier_wait_parity(&sh.v_full[s], (j / STAGES) & 1);
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(o);
+    lab_mbarrier_arrive(&sh.v_empty[prev]);
+    rescale_output<HEAD_DIM>(o, alpha);
+    pack_p<DT, BN>(sc, pa);
+  }
+
+  const int last = (tiles - 1) % STAGES;
+  lab_wgmma_fence();
+  issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(last));
+  lab_wgmma_commit_group();
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(o);
+  store_outputs<DT, HEAD_DIM>(p, o, row_max, row_sum, bh, m0 + 64 * c + 16 * w + g, q);
+}
