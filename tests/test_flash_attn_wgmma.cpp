@@ -111,3 +111,26 @@ TEST_CASE(
       CHECK_THAT(r.log, !Contains("serialized"));
     }
 }
+
+TEST_CASE("the pipelined wgmma forward's SASS runs the softmax between wait_group 1 and wait_group 0",
+          "[attention]") {
+  // ptxas hoists the wait for P V above the exponentials unless a block boundary stops it (the kernel's V
+  // wait); then the softmax no longer overlaps P V. Every exponential of a tile (BN / 2 a thread, plus the
+  // two of alpha) must lie between the loop's DEPBAR.LE 1 and the DEPBAR.LE 0 that follows it.
+  const RuntimeContext ctx = test::embedded_context();
+  const struct { int head_dim, bn; } tiles[] = {{64, 128}, {128, 128}, {256, 64}};
+  for (const auto& t : tiles) {
+    INFO("HEAD_DIM " << t.head_dim);
+    const CompileResult r = compile_with_nvrtc(
+        *ctx.tree, *ctx.cache, fa_wgmma_pipelined_compile_request(HalfType::bf16, t.head_dim), "sm_90");
+    const std::string sass = disassemble_sass(r);
+    const size_t wait1 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x1");
+    REQUIRE(wait1 != std::string::npos);
+    const size_t wait0 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x0", wait1);
+    REQUIRE(wait0 != std::string::npos);
+    int exponentials = 0;
+    for (size_t at = sass.find("MUFU.EX2", wait1); at < wait0; at = sass.find("MUFU.EX2", at + 1))
+      ++exponentials;
+    CHECK(exponentials >= t.bn / 2 + 2);
+  }
+}

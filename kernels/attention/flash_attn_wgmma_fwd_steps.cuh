@@ -27,6 +27,7 @@ struct Smem {
 // then V's with SPLIT_EMPTY; else k_empty and v_empty are the same barriers, released by both).
 template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY = false>
 struct FwdShared {
+  static_assert(HEAD_DIM % kColumns == 0 && BN % 16 == 0, "HEAD_DIM is a multiple of 64, BN of 16");
   using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
   uint16_t *q, *k, *v;
   uint64_t *q_full, *k_full, *v_full, *k_empty, *v_empty;
@@ -85,6 +86,42 @@ __device__ __forceinline__ void produce_tiles(const lab::FlashAttnWgmmaFwdParams
   }
 }
 
+// The CTA's start, every thread: thread 0 initialises the barriers; warpgroup 0 becomes the producer (gives
+// registers back, its thread 0 issues every copy) and returns false; the consumers take registers and return
+// true.
+template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY>
+__device__ __forceinline__ bool start_consumer(const lab::FlashAttnWgmmaFwdParams& p,
+                                               const FwdShared<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>& sh,
+                                               int tiles) {
+  const int tid = threadIdx.x;
+  sh.init_barriers(tid);
+  if (tid / 128 == 0) {
+    lab_setmaxnreg_dec<24>();
+    if (tid == 0) produce_tiles(p, sh, blockIdx.x * kBlockM, blockIdx.y, tiles);
+    return false;
+  }
+  lab_setmaxnreg_inc<240>();
+  return true;
+}
+
+// A consumer thread: warpgroup c + 1 owns rows 64 c .. 64 c + 63 of the block. Accumulator element i of this
+// thread is row 16 w + g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 q + i % 2 (common/lab_wgmma.cuh); row0 is
+// its first output row in the head, sq_rows the consumer's 64 rows of Q; scale_log2 the scores' factor in the
+// log2 domain.
+struct ConsumerThread {
+  int bh, q, row0;
+  const uint16_t* sq_rows;
+  float scale_log2;
+  __device__ ConsumerThread(const uint16_t* sq, float scale) {
+    const int tid = threadIdx.x, c = tid / 128 - 1, t = tid % 128, w = t / 32, g = t % 32 / 4;
+    bh = blockIdx.y;
+    q = t % 4;
+    row0 = blockIdx.x * kBlockM + 64 * c + 16 * w + g;
+    sq_rows = sq + c * 64 * kColumns;
+    scale_log2 = scale * kLog2e;
+  }
+};
+
 // Issues S = Q K^T of one key tile (HEAD_DIM / 16 products, no fence, no commit): Q's 64 rows of this
 // consumer and the K stage `kt`, both K-major in shared memory.
 template <int DT, int HEAD_DIM, int BN>
@@ -131,6 +168,13 @@ __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n
     sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
     row_sum[(i / 2) % 2] += sc[i];
   }
+}
+
+// O = 0 before the first tile.
+template <int HEAD_DIM>
+__device__ __forceinline__ void zero_output(float (&o)[HEAD_DIM / 2]) {
+#pragma unroll
+  for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.f;
 }
 
 // O *= alpha, row by row.

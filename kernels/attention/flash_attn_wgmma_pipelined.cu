@@ -29,29 +29,14 @@ template <int DT, int HEAD_DIM, int BN, int STAGES>
 __global__ void __launch_bounds__(384, 1)
     flash_attn_wgmma_fwd_pipelined(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
   using namespace fa_wgmma;
-  static_assert(HEAD_DIM % kColumns == 0 && BN % 16 == 0, "HEAD_DIM is a multiple of 64, BN of 16");
   LAB_DYNAMIC_SHARED(unsigned char, raw);
   const FwdShared<HEAD_DIM, BN, STAGES, true> sh(lab_smem_align_1024(raw));
 
-  const int tid = threadIdx.x, warpgroup = tid / 128;
-  const int bh = blockIdx.y, m0 = blockIdx.x * kBlockM;
   const int tiles = (p.n_k + BN - 1) / BN;
-  sh.init_barriers(tid);
-
-  if (warpgroup == 0) {  // the producer
-    lab_setmaxnreg_dec<24>();
-    if (tid == 0) produce_tiles(p, sh, m0, bh, tiles);
-    return;
-  }
-
-  // A consumer: rows 64 c .. 64 c + 63 of the block (accumulator layout in flash_attn_wgmma.cu).
-  lab_setmaxnreg_inc<240>();
-  const int c = warpgroup - 1, t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
-  const uint16_t* sq_rows = sh.q + c * 64 * kColumns;
-  const float scale_log2 = p.scale * kLog2e;
+  if (!start_consumer(p, sh, tiles)) return;
+  const ConsumerThread me(sh.q, p.scale);
   float o[HEAD_DIM / 2];
-#pragma unroll
-  for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.f;
+  zero_output<HEAD_DIM>(o);
   float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
   float sc[BN / 2];
   uint32_t pa[BN / 16][4];
@@ -60,12 +45,12 @@ __global__ void __launch_bounds__(384, 1)
   lab_mbarrier_wait_parity(sh.q_full, 0);
   lab_mbarrier_wait_parity(&sh.k_full[0], 0);
   lab_wgmma_fence();
-  issue_scores<DT, HEAD_DIM, BN>(sc, sq_rows, sh.k_stage(0));
+  issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(0));
   lab_wgmma_commit_group();
   lab_wgmma_wait_group<0>();
   lab_wgmma_hold(sc);
   lab_mbarrier_arrive(&sh.k_empty[0]);
-  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  online_softmax<BN>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
   pack_p<DT, BN>(sc, pa);
   lab_mbarrier_wait_parity(&sh.v_full[0], 0);
 
@@ -73,14 +58,14 @@ __global__ void __launch_bounds__(384, 1)
     const int s = j % STAGES, prev = (j - 1) % STAGES;
     lab_mbarrier_wait_parity(&sh.k_full[s], (j / STAGES) & 1);
     lab_wgmma_fence();
-    issue_scores<DT, HEAD_DIM, BN>(sc, sq_rows, sh.k_stage(s));
+    issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(s));
     lab_wgmma_commit_group();
     issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
     lab_wgmma_commit_group();
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
     lab_wgmma_hold(sc);
     lab_mbarrier_arrive(&sh.k_empty[s]);
-    online_softmax<BN>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
     // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's packing,
     // and the wait for V_j (a loop, so a block boundary) keeps ptxas from hoisting the wgmma wait above it.
     lab_wgmma_hold(sc);
@@ -99,5 +84,5 @@ __global__ void __launch_bounds__(384, 1)
   lab_wgmma_commit_group();
   lab_wgmma_wait_group<0>();
   lab_wgmma_hold(o);
-  store_outputs<DT, HEAD_DIM>(p, o, row_max, row_sum, bh, m0 + 64 * c + 16 * w + g, q);
+  store_outputs<DT, HEAD_DIM>(p, o, row_max, row_sum, me.bh, me.row0, me.q);
 }
