@@ -22,6 +22,18 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
+struct StagedLetterbox;  // pipeline/image/staged_letterbox.hpp
+
+// One image of a batch, as it lies in host memory: letterboxed float planes [3, H, W], or (where the network
+// letterboxes on the device) a staged letterbox, the source pixels and resize taps.
+struct ImageInput {
+  ImageInput() = default;
+  ImageInput(const float* planes) : nchw(planes) {}
+  ImageInput(const StagedLetterbox* block) : staged(block) {}
+  const float* nchw = nullptr;
+  const StagedLetterbox* staged = nullptr;
+};
+
 struct LayerTime {
   std::string name;  // "layer00" .. "layer23", "decode", "topk"
   double ms = 0;
@@ -35,11 +47,14 @@ class Network {
   // (the kernel executor's 16-bit NHWC network, pipeline/executor/activation_layout.hpp).
   virtual std::string activation_layout() const { return "nchw"; }
   virtual void forward(const float* input, int batch, int height, int width) = 0;
-  // The same forward over images that lie apart, each [3, H, W] at its own address (staging slots): the
-  // kernel executor uploads each one into the batch input without assembling the batch on the host; the
-  // default assembles it and calls forward(). Returns the milliseconds the input took to reach the network
-  // (the uploads, or the assembly); the rest of the call is the forward.
-  virtual double forward_images(const std::vector<const float*>& images, int height, int width);
+  // The same forward over images that lie apart, each at its own address (staging slots): the kernel
+  // executor uploads each one into the batch input without assembling the batch on the host, and letterboxes
+  // the staged ones there (letterbox_resize); the default assembles the batch and calls forward() (a staged
+  // image is a UsageError: see letterboxes_on_device). Returns the milliseconds the input took to reach the
+  // network (the uploads and device letterboxes, or the assembly); the rest of the call is the forward.
+  virtual double forward_images(const std::vector<ImageInput>& images, int height, int width);
+  // Whether forward_images takes staged letterboxes (the kernel executor).
+  virtual bool letterboxes_on_device() const { return false; }
   // Builds what a forward of this shape needs (the kernel executor: its modules, arena and captured graph) so
   // that the forward itself only runs; the default has nothing to build.
   virtual void prepare(int /*batch*/, int /*height*/, int /*width*/) {}

@@ -186,7 +186,7 @@ class Stream {
       const auto start = Clock::now();
       image = decode_image(files_[index]);
       decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      prepared = prepare_image(*image, files_[index].string(), options_.detector, staging);
+      prepared = prepare_image(*image, files_[index].string(), options_.detector, staging, device_letterbox_);
     } catch (const UsageError& e) {
       error = e.what();
     } catch (const std::bad_alloc&) {
@@ -218,6 +218,7 @@ class Stream {
     {
       std::lock_guard lock(mutex_);
       if (worker == 0) {
+        device_letterbox_ = detector->letterboxes_on_device();
         staging_ = std::move(staging);
         for (size_t k = slots; k-- > 0;) free_staging_.push_back(staging_.as<float>() + k * floats);
       }
@@ -342,6 +343,7 @@ class Stream {
   const size_t window_;  // decoded or in-flight images ahead of the reported output
 
   HostBuffer staging_;                // the slots, allocated by forward worker 0's Detector
+  bool device_letterbox_ = false;     // the slots take staged letterboxes (its network letterboxes them)
   std::vector<float*> free_staging_;  // slots no file holds
 
   std::mutex mutex_;

@@ -6,6 +6,7 @@
 
 #include "nvrtc_runtime/backend.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/image/staged_letterbox.hpp"
 
 namespace lab {
 namespace {
@@ -69,15 +70,19 @@ size_t max_input_floats(const DetectorOptions& options) {
 }
 
 PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options,
-                            float* nchw) {
+                            float* slot, bool stage) {
   const auto start = Clock::now();
   PreparedImage p;
   p.file = file;
   p.width = image.width;
   p.height = image.height;
   p.geometry = letterbox_geometry(image.width, image.height, options.imgsz, options.rect);
-  letterbox_into_nchw(image, p.geometry, nchw);
-  p.nchw = nchw;
+  if (stage && staged_letterbox_layout(p.geometry).bytes <= max_input_floats(options) * sizeof(float)) {
+    p.input = stage_letterbox(image, p.geometry, slot);
+  } else {
+    letterbox_into_nchw(image, p.geometry, slot);
+    p.input = slot;
+  }
   p.preprocess_ms = ms_since(start);
   return p;
 }
@@ -107,7 +112,7 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
   if (images.empty()) throw UsageError("detect: no images in the batch");
   const int batch = int(images.size());
   std::vector<ImageDetections> results(images.size());
-  std::vector<const float*> inputs;
+  std::vector<ImageInput> inputs;
   for (size_t i = 0; i < images.size(); ++i) {
     const PreparedImage& p = *images[i];
     ImageDetections& r = results[i];
@@ -118,7 +123,7 @@ std::vector<ImageDetections> Detector::detect(const std::vector<const PreparedIm
     r.geometry = p.geometry;
     if (r.geometry.width != results[0].geometry.width || r.geometry.height != results[0].geometry.height)
       throw UsageError("detect: " + p.file + " has another letterboxed shape than " + results[0].file);
-    inputs.push_back(p.nchw);
+    inputs.push_back(p.input);
     r.times.preprocess_ms = p.preprocess_ms;
   }
 

@@ -28,20 +28,23 @@ struct DetectorOptions {
   LayoutChoice layout = LayoutChoice::Auto;  // of the activations on a kernel executor (activation_layout.hpp)
 };
 
-// A letterboxed image ready for a forward. Pre-processing is independent of the network, so it runs on any
-// thread (the host workers of detect_stream) while another batch is in the forward.
+// An image ready for a forward, letterboxed or staged for the device's letterbox. Pre-processing is
+// independent of the network, so it runs on any thread (the host workers of detect_stream) while another
+// batch is in the forward.
 struct PreparedImage {
   std::string file;
   int width = 0, height = 0;  // the source image
   LetterboxGeometry geometry;
-  const float* nchw = nullptr;  // [3, geometry.height, geometry.width], RGB / 255, in the caller's memory
+  ImageInput input;  // in the caller's memory: [3, geometry.height, geometry.width] RGB / 255, or staged
   double preprocess_ms = 0;
 };
 // The floats one letterboxed image of these options needs at most (3 x imgsz x imgsz).
 size_t max_input_floats(const DetectorOptions& options);
-// Letterboxes `image` into `nchw` (room for max_input_floats(options)), e.g. a staging slot.
+// Prepares `image` in `slot` (room for max_input_floats(options) floats, 16-byte aligned, e.g. a staging
+// slot): with `stage` and where its block fits the slot, as a staged letterbox (staged_letterbox.hpp: a copy of
+// the pixels, for a network that letterboxes on the device), else letterboxed into float planes.
 PreparedImage prepare_image(const Image& image, const std::string& file, const DetectorOptions& options,
-                            float* nchw);
+                            float* slot, bool stage = false);
 
 // The executors a forward runs on, by the user's word: our kernels on each backend available here (its name),
 // then the CPU reference ("reference").
@@ -63,6 +66,7 @@ class Detector {
   std::string executor_name() const;
   std::string activation_layout() const { return network_->activation_layout(); }  // "nchw" or "nhwc"
   Network& network() { return *network_; }  // the last forward's tensors, for --dump and the viewer
+  bool letterboxes_on_device() const { return network_->letterboxes_on_device(); }
 
   // Builds the network's plan (arena, captured graph) of each shape before the first forward needs it.
   void prepare(const std::vector<BatchShape>& shapes);

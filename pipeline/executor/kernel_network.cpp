@@ -12,6 +12,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/nhwc_plan.hpp"
+#include "pipeline/image/staged_letterbox.hpp"
 #include "pipeline/executor/nhwc_readback.hpp"
 
 namespace lab {
@@ -29,13 +30,34 @@ void KernelNetwork::forward(const float* input, int batch, int height, int width
   run(plan);
 }
 
-double KernelNetwork::forward_images(const std::vector<const float*>& images, int height, int width) {
+double KernelNetwork::forward_images(const std::vector<ImageInput>& images, int height, int width) {
   ShapePlan& plan = plan_for(int(images.size()), height, width);
   const auto start = std::chrono::steady_clock::now();
   float* in = plan.tensors.at("input").data;
   const size_t per_image = size_t(3) * size_t(height) * size_t(width);
-  for (size_t i = 0; i < images.size(); ++i)
-    backend_.upload_async(in + i * per_image, images[i], per_image * sizeof(float));
+  size_t staged_bytes = 0;
+  for (const ImageInput& image : images)
+    if (image.staged) {
+      const LetterboxGeometry& g = image.staged->geometry;
+      if (g.width != width || g.height != height)
+        throw UsageError("forward_images: a staged letterbox of " + std::to_string(g.width) + "x" +
+                         std::to_string(g.height) + " in a batch of " + std::to_string(width) + "x" +
+                         std::to_string(height));
+      staged_bytes += image.staged->bytes;
+    }
+  if (staged_bytes > staged_.bytes()) staged_ = backend_.alloc(staged_bytes);
+  if (staged_bytes > 0 && !letterbox_) letterbox_ = std::make_unique<LetterboxResizeOp>(backend_);
+  unsigned char* block = staged_.as<unsigned char>();
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (images[i].nchw) {
+      backend_.upload_async(in + i * per_image, images[i].nchw, per_image * sizeof(float));
+      continue;
+    }
+    const StagedLetterbox& staged = *images[i].staged;
+    backend_.upload_async(block, &staged, staged.bytes);
+    letterbox_->launch(letterbox_resize_params(staged, block, in + i * per_image));
+    block += staged.bytes;
+  }
   backend_.synchronize();  // the images' memory may be refilled from here on
   const double upload_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <tuple>
 
+#include "kernels/preprocess/letterbox_resize_op.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/activation_layout.hpp"
 #include "pipeline/executor/nhwc_ops.hpp"
@@ -28,7 +29,8 @@ class KernelNetwork : public Network {
   std::string executor_name() const override { return backend_.name(); }
 
   void forward(const float* input, int batch, int height, int width) override;
-  double forward_images(const std::vector<const float*>& images, int height, int width) override;
+  double forward_images(const std::vector<ImageInput>& images, int height, int width) override;
+  bool letterboxes_on_device() const override { return true; }
   void prepare(int batch, int height, int width) override;
   std::vector<float> detections() override;
   std::vector<std::string> tensor_names() const override;
@@ -64,6 +66,8 @@ class KernelNetwork : public Network {
   ShapePlan* last_ = nullptr;
   bool layer_timing_ = false;
   std::vector<LayerTime> times_;
+  std::unique_ptr<LetterboxResizeOp> letterbox_;  // made by the first staged image
+  DeviceBuffer staged_;                           // the staged images' blocks, grown to the largest batch's
 };
 
 }  // namespace lab

@@ -13,7 +13,6 @@ namespace {
 
 constexpr int kCoefBits = 11;  // OpenCV INTER_RESIZE_COEF_BITS
 constexpr int kCoefScale = 1 << kCoefBits;
-constexpr uint8_t kPadValue = 114;
 
 // Python's round(): half to even (the default floating-point rounding mode).
 int round_half_even(double v) {
@@ -26,23 +25,19 @@ int16_t to_coefficient(float v) {
   return int16_t(std::clamp(r, long(INT16_MIN), long(INT16_MAX)));
 }
 
-// One axis of OpenCV's resize tables: source index and fixed-point weights (w0 for index, w1 for index+1).
-struct AxisTap {
-  int index0 = 0, index1 = 0;
-  int16_t weight0 = 0, weight1 = 0;
-};
+}  // namespace
 
 // Columns: OpenCV clamps the position itself (fx = 0 at both borders). Rows: it keeps fy and clamps the row
 // indices instead. Both are reproduced exactly here, including the float arithmetic.
-std::vector<AxisTap> axis_taps(int source_size, int target_size, bool clamp_position) {
+std::vector<LetterboxTap> resize_taps(int source_size, int target_size, bool columns) {
   const double scale = 1.0 / (double(target_size) / double(source_size));
-  std::vector<AxisTap> taps(static_cast<size_t>(target_size));
+  std::vector<LetterboxTap> taps(static_cast<size_t>(target_size));
   for (int d = 0; d < target_size; ++d) {
     float f = float((d + 0.5) * scale - 0.5);
     int s = int(std::floor(f));
     f -= float(s);
-    AxisTap& tap = taps[size_t(d)];
-    if (clamp_position) {
+    LetterboxTap& tap = taps[size_t(d)];
+    if (columns) {
       if (s < 0) f = 0, s = 0;
       if (s >= source_size - 1) f = 0, s = source_size - 1;
       tap.index0 = s;
@@ -56,6 +51,8 @@ std::vector<AxisTap> axis_taps(int source_size, int target_size, bool clamp_posi
   }
   return taps;
 }
+
+namespace {
 
 // OpenCV's vectorised vertical pass (VResizeLinearVec_32s8u), which produces every pixel of rows wider than
 // one SIMD register: ((b0 * (S0 >> 4)) >> 16) + ((b1 * (S1 >> 4)) >> 16), then a rounding shift by 2 and a
@@ -94,9 +91,9 @@ void resize_rows(const Image& source, int width, int height, Emit&& emit) {
     return;
   }
   std::vector<ColumnTap> columns;
-  for (const AxisTap& t : axis_taps(source.width, width, true))
+  for (const LetterboxTap& t : resize_taps(source.width, width, true))
     columns.push_back({t.index0 * 3, t.index1 * 3, t.weight0, t.weight1});
-  const std::vector<AxisTap> ys = axis_taps(source.height, height, false);
+  const std::vector<LetterboxTap> ys = resize_taps(source.height, height, false);
   const size_t row_values = size_t(width) * 3;
   std::vector<int32_t> sums(row_values * 2);
   int32_t* rows[2] = {sums.data(), sums.data() + row_values};
@@ -123,7 +120,7 @@ void resize_rows(const Image& source, int width, int height, Emit&& emit) {
   };
   std::vector<uint8_t> line(row_values);
   for (int y = 0; y < height; ++y) {
-    const AxisTap& t = ys[size_t(y)];
+    const LetterboxTap& t = ys[size_t(y)];
     const int32_t* r0 = horizontal(t.index0);
     const int32_t* r1 = horizontal(t.index1);
     vertical_row(r0, r1, t.weight0, t.weight1, line.data(), row_values);
@@ -171,7 +168,7 @@ Image resize_bilinear(const Image& source, int width, int height) {
 }
 
 Image letterbox(const Image& source, const LetterboxGeometry& g) {
-  Image out(g.width, g.height, kPadValue);
+  Image out(g.width, g.height, kLetterboxPad);
   resize_rows(source, g.resized_width, g.resized_height, [&](int y, const uint8_t* row) {
     std::copy_n(row, size_t(g.resized_width) * 3, out.pixel(g.left, g.top + y));
   });
@@ -181,7 +178,7 @@ Image letterbox(const Image& source, const LetterboxGeometry& g) {
 void letterbox_into_nchw(const Image& source, const LetterboxGeometry& g, float* out) {
   const size_t plane = size_t(g.width) * size_t(g.height);
   const std::array<float, 256>& unit = byte_to_unit();
-  const float pad = unit[kPadValue];
+  const float pad = unit[kLetterboxPad];
   const size_t right = size_t(g.left) + size_t(g.resized_width);
   for (size_t c = 0; c < 3; ++c) {
     float* p = out + c * plane;

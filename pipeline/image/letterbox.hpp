@@ -3,11 +3,15 @@
 // the centre; then NCHW float RGB / 255 for the network, and the inverse mapping of boxes back to the
 // original image.
 #pragma once
+#include <cstdint>
 #include <vector>
 
+#include "kernels/preprocess/letterbox_resize_params.cuh"
 #include "pipeline/image/image.hpp"
 
 namespace lab {
+
+constexpr uint8_t kLetterboxPad = 114;  // the padding byte (Ultralytics' grey)
 
 struct LetterboxGeometry {
   int source_width = 0, source_height = 0;
@@ -24,6 +28,11 @@ LetterboxGeometry letterbox_geometry(int width, int height, int imgsz, bool rect
 // OpenCV cv::resize(src, (width, height), INTER_LINEAR) for 3-channel 8-bit images, bit for bit: half-pixel
 // centres, 11-bit fixed-point weights, border rows/columns clamped.
 Image resize_bilinear(const Image& source, int width, int height);
+
+// The taps of that resize along one axis, `source_size` -> `target_size` pixels: `columns` (OpenCV clamps the
+// sample position at the borders) or rows (it clamps the two row indices instead). The device letterbox
+// (letterbox_resize) runs on these very tables.
+std::vector<LetterboxTap> resize_taps(int source_size, int target_size, bool columns);
 
 // Resize + pad (114) to geometry.width x geometry.height.
 Image letterbox(const Image& source, const LetterboxGeometry& geometry);
