@@ -12,16 +12,12 @@
 // Kernels (variant v1_radix_bitonic):
 //   topk_anchor_keys  one thread per anchor: max key over classes (coalesced over anchors). Block 256, grid
 //                     (ceil(A / 256), B).
-//   topk_select       one CTA of 1024 threads per image. Stage 1: radix-select the K-th largest
+//   topk_select       one CTA of 1024 threads per image. For each stage: radix-select the K-th largest
 //                     composite key (8-bit digits from the top, a 256-bin shared histogram per pass, a warp
 //                     scan to pick the digit, early exit once the digit's bin holds exactly the remaining
 //                     count), gather the K keys >= it into shared slots, bitonic-sort the next power of two
-//                     slots (<= 1024) descending. Stage 2 needs only the pairs whose key reaches T, the K-th
-//                     anchor's best key: the K anchors' best pairs are K pairs with keys >= T, so a pair below
-//                     T ranks below K others. One pass gathers those candidates into the slots; when they fit
-//                     (the usual case: about K of the K * nc pairs) a bitonic sort of them gives stage 2.
-//                     Otherwise (massive ties at T) stage 2 writes its K * nc keys to pair_keys and
-//                     radix-selects as stage 1. Grid (B).
+//                     slots (<= 1024) descending. Stage 2 first writes its K * nc keys to pair_keys. Grid
+//                     (B).
 #include "common/lab.cuh"
 #include "detect/topk_postprocess_params.cuh"
 
@@ -51,29 +47,6 @@ struct SelectState {
   int exact;       // the digit's bin holds exactly the count still needed
   int gathered;
 };
-
-// Sorts slots[0, padded) descending (padded a power of two); begins and ends with a barrier.
-__device__ void sort_descending(unsigned long long* slots, int padded) {
-  __syncthreads();
-  for (int size = 2; size <= padded; size <<= 1)
-    for (int stride = size / 2; stride > 0; stride >>= 1) {
-      for (int i = threadIdx.x; i < padded; i += kThreads) {
-        const int j = i ^ stride;
-        if (j > i) {
-          const unsigned long long a = slots[i], b = slots[j];
-          if ((a < b) == ((i & size) == 0)) slots[i] = b, slots[j] = a;
-        }
-      }
-      __syncthreads();
-    }
-}
-
-// The smallest power of two >= n (n >= 1).
-__device__ __forceinline__ int power_of_two_above(int n) {
-  int padded = 1;
-  while (padded < n) padded <<= 1;
-  return padded;
-}
 
 // slots[0, k) = the k largest composites of keys[0, n) (index = position), sorted descending.
 __device__ void select_sorted(const unsigned* keys, int n, int k, unsigned* hist, unsigned long long* slots,
@@ -119,14 +92,26 @@ __device__ void select_sorted(const unsigned* keys, int n, int k, unsigned* hist
   }
   // prefix is now a threshold with exactly k composites >= it.
   if (tid == 0) state->gathered = 0;
-  const int padded = power_of_two_above(k);
+  int padded = 1;
+  while (padded < k) padded <<= 1;
   for (int i = tid; i < padded; i += kThreads) slots[i] = 0;  // 0 is below every real composite
   __syncthreads();
   for (int i = tid; i < n; i += kThreads) {
     const unsigned long long c = composite(keys[i], unsigned(i));
     if (c >= prefix) slots[atomicAdd(&state->gathered, 1)] = c;
   }
-  sort_descending(slots, padded);
+  __syncthreads();
+  for (int size = 2; size <= padded; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int i = tid; i < padded; i += kThreads) {
+        const int j = i ^ stride;
+        if (j > i) {
+          const unsigned long long a = slots[i], b = slots[j];
+          if ((a < b) == ((i & size) == 0)) slots[i] = b, slots[j] = a;
+        }
+      }
+      __syncthreads();
+    }
 }
 
 }  // namespace topk
@@ -159,30 +144,13 @@ __global__ void __launch_bounds__(topk::kThreads) topk_select(const lab::TopkSel
 
   topk::select_sorted(anchor_keys + (size_t)b * anchors, anchors, k, hist, slots, &state);
   for (int r = tid; r < k; r += topk::kThreads) best_anchor[r] = topk::composite_index(slots[r]);
-  const unsigned threshold = unsigned(slots[k - 1] >> 32);  // T: the K-th anchor's best key
-  if (tid == 0) state.gathered = 0;
   __syncthreads();
 
-  // Stage 2's candidates, the pairs with key >= T, into the slots while they fit.
-  for (int j = tid; j < k * classes; j += topk::kThreads) {
-    const unsigned key = topk::ordered_key(logits_b[(size_t)(j % classes) * anchors + best_anchor[j / classes]]);
-    if (key < threshold) continue;
-    const int at = atomicAdd(&state.gathered, 1);
-    if (at < topk::kSlots) slots[at] = topk::composite(key, unsigned(j));
-  }
-  __syncthreads();
-  const int candidates = state.gathered;
-  if (candidates <= topk::kSlots) {
-    const int padded = topk::power_of_two_above(candidates);
-    for (int i = candidates + tid; i < padded; i += topk::kThreads) slots[i] = 0;
-    topk::sort_descending(slots, padded);
-  } else {
-    unsigned* pairs = pair_keys + (size_t)b * k * classes;
-    for (int j = tid; j < k * classes; j += topk::kThreads)
-      pairs[j] = topk::ordered_key(logits_b[(size_t)(j % classes) * anchors + best_anchor[j / classes]]);
-    __syncthreads();  // the block's global writes are visible to the whole block after the barrier
-    topk::select_sorted(pairs, k * classes, k, hist, slots, &state);
-  }
+  unsigned* pairs = pair_keys + (size_t)b * k * classes;
+  for (int j = tid; j < k * classes; j += topk::kThreads)
+    pairs[j] = topk::ordered_key(logits_b[(size_t)(j % classes) * anchors + best_anchor[j / classes]]);
+  __syncthreads();  // the block's global writes are visible to the whole block after the barrier
+  topk::select_sorted(pairs, k * classes, k, hist, slots, &state);
 
   const float* boxes_b = boxes + (size_t)b * 4 * anchors;
   for (int r = tid; r < k; r += topk::kThreads) {
