@@ -120,7 +120,7 @@ TEST_CASE("psa_attention_half on NHWC views matches the reference on the cuda ba
 TEST_CASE("PsaHalfOp::forward_nhwc refuses views the kernel cannot read, before launching",
           "[attention][psa_nhwc]") {
   auto cpu = make_backend("cpu", test::embedded_context());
-  const PsaHalfOp op(*cpu, HalfType::f16, PsaDims{1, 2, 32, 35, 0});  // qkv 256 channels, x and v 128
+  const PsaHalfOp op(*cpu, "mma", HalfType::f16, PsaDims{1, 2, 32, 35, 0});  // qkv 256 channels, x and v 128
   DeviceBuffer qkv = cpu->alloc_array<uint16_t>(35 * 264), out = cpu->alloc_array<uint16_t>(35 * 136);
   DeviceBuffer lse = cpu->alloc_array<float>(2 * 35);
   const uint16_t* in = qkv.as<const uint16_t>();
@@ -135,6 +135,8 @@ TEST_CASE("PsaHalfOp::forward_nhwc refuses views the kernel cannot read, before 
       op.forward_nhwc(in, 264, x, 136, x + 4, 136, lse.as<float>()),
       "psa_attention_half_nhwc: the v_out tensor is not 16-byte aligned (a channel offset not a "
       "multiple of 8?)");
+  CHECK_THROWS_WITH(PsaHalfOp(*cpu, "wgmma", HalfType::f16, PsaDims{1, 2, 32, 35, 0}),
+                    "the 16-bit PSA attention has no variant 'wgmma' (mma, mma_w16)");
 }
 
 TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
@@ -178,14 +180,16 @@ void check_psa_tensor_core_accuracy(const std::string& backend_name) {
     const std::map<std::string, double> tc = psa_rel_l2(backend_name, "psa_attention", "fused_tc", p);
     CHECK(tc.at("x") < 1e-6);
     CHECK(tc.at("L") < 1e-6);
-    // 16-bit: measured rel_l2 of x 0.47u-0.48u (fp16, u = 2^-11; bf16, u = 2^-8), as flash_attn2_fwd_half.
-    for (const char* dtype : {"f16", "bf16"}) {
-      Params half = p;
-      half["DTYPE"] = dtype;
-      const double u = std::string(dtype) == "f16" ? 0x1p-11 : 0x1p-8;
-      const std::map<std::string, double> h = psa_rel_l2(backend_name, "psa_attention_half", "mma", half);
-      CHECK(h.at("x") < u);
-    }
+    // 16-bit: measured rel_l2 of x 0.47u-0.48u (fp16, u = 2^-11; bf16, u = 2^-8), as flash_attn2_fwd_half;
+    // the same bound for both variants (mma_w16 only merges more partial states).
+    for (const char* variant : {"mma", "mma_w16"})
+      for (const char* dtype : {"f16", "bf16"}) {
+        Params half = p;
+        half["DTYPE"] = dtype;
+        const double u = std::string(dtype) == "f16" ? 0x1p-11 : 0x1p-8;
+        const std::map<std::string, double> h = psa_rel_l2(backend_name, "psa_attention_half", variant, half);
+        CHECK(h.at("x") < u);
+      }
   }
 }
 
@@ -257,4 +261,7 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(
       psa_half.instantiate(*cpu, "mma", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),
       "variant mma of psa_attention_half cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(
+      psa_half.instantiate(*cpu, "mma_w16", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),
+      "variant mma_w16 of psa_attention_half cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
 }

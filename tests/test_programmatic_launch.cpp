@@ -122,7 +122,7 @@ std::vector<uint8_t> nhwc_chain_bytes(Backend& backend) {
   NhwcDepthwise depthwise(layers, 32, random_floats(32 * 9, 8, 0.3f), random_floats(32, 9, 0.1f), true);
   PsaDims dims;
   dims.batch = batch, dims.num_heads = 1, dims.key_dim = 16, dims.n = ho * wo;
-  PsaHalfOp psa(backend, type, dims);
+  PsaHalfOp psa(backend, kPsaHalfNetworkVariant, type, dims);
 
   const size_t pixels = size_t(batch) * ho * wo, big = size_t(batch) * h * w;
   auto tensor = [&](size_t count) {
@@ -223,8 +223,10 @@ TEST_CASE(
       {"conv2d_nhwc 1x1", conv2d_nhwc_compile_request(HalfType::bf16, {32, 64, 1, 1}), 2},
       {"conv2d_stem_nhwc", conv2d_stem_nhwc_compile_request(HalfType::f16, {3, 16, 3, 2}), 1},
       {"nhwc_layers", nhwc_layers_compile_request(HalfType::f16), 6},
-      // psa_attention_half (NCHW, launched plainly) and psa_attention_half_nhwc share the module.
-      {"psa_attention_half*", psa_half_compile_request(HalfType::f16, 16), 1},
+      // psa_attention_half (NCHW, launched plainly) and psa_attention_half_nhwc share the module; so do
+      // their _w16 versions.
+      {"psa_attention_half*", psa_half_compile_request("mma", HalfType::f16, 16), 1},
+      {"psa_attention_half*_w16", psa_half_compile_request("mma_w16", HalfType::f16, 16), 1},
   };
   for (const Expect& m : modules) {
     INFO(m.what);

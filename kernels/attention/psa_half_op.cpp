@@ -1,5 +1,6 @@
-// PsaHalfOp: the launch shape of psa_attention_half and psa_attention_half_nhwc (16 query rows and 256
-// threads per CTA, static shared memory only; psa_tc.cu) and the checks of the NHWC views.
+// PsaHalfOp: the launch shapes of psa_attention_half and psa_attention_half_nhwc (16 query rows per CTA; 256
+// threads and static shared memory only, psa_tc.cu; or their _w16 versions, 512 threads and
+// psa_w16_shared_bytes of dynamic shared memory, psa_tc_w16.cu) and the checks of the NHWC views.
 #include "kernels/attention/psa_half_op.hpp"
 
 #include "kernels/attention/psa_params.cuh"
@@ -9,11 +10,20 @@
 namespace lab {
 namespace {
 
-std::string kernel_name(const char* kernel, HalfType type, int key_dim) {
-  return std::string(kernel) + "<" + std::to_string(key_dim) + ", " + half_type_template_arg(type) + ">";
-}
 constexpr const char* kNchw = "psa_attention_half";
 constexpr const char* kNhwc = "psa_attention_half_nhwc";
+
+// true for "mma_w16", false for "mma".
+bool is_w16(const std::string& variant) {
+  if (variant != "mma" && variant != "mma_w16")
+    throw UsageError("the 16-bit PSA attention has no variant '" + variant + "' (mma, mma_w16)");
+  return variant == "mma_w16";
+}
+
+std::string kernel_name(const char* kernel, bool w16, HalfType type, int key_dim) {
+  return std::string(kernel) + (w16 ? "_w16<" : "<") + std::to_string(key_dim) + ", " +
+         half_type_template_arg(type) + ">";
+}
 
 const PsaDims& checked(const PsaDims& dims) {
   if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
@@ -23,16 +33,20 @@ const PsaDims& checked(const PsaDims& dims) {
 
 }  // namespace
 
-CompileRequest psa_half_compile_request(HalfType type, int key_dim) {
-  return {kPsaTcSource, {}, {kernel_name(kNchw, type, key_dim), kernel_name(kNhwc, type, key_dim)}};
+CompileRequest psa_half_compile_request(const std::string& variant, HalfType type, int key_dim) {
+  const bool w16 = is_w16(variant);
+  return {w16 ? kPsaTcW16Source : kPsaTcSource,
+          {},
+          {kernel_name(kNchw, w16, type, key_dim), kernel_name(kNhwc, w16, type, key_dim)}};
 }
 
-PsaHalfOp::PsaHalfOp(Backend& backend, HalfType type, const PsaDims& dims)
+PsaHalfOp::PsaHalfOp(Backend& backend, const std::string& variant, HalfType type, const PsaDims& dims)
     : backend_(backend),
       dims_(checked(dims)),
-      module_(backend.compile(psa_half_compile_request(type, dims.key_dim))),
-      forward_(module_->kernel(kernel_name(kNchw, type, dims.key_dim))),
-      forward_nhwc_(module_->kernel(kernel_name(kNhwc, type, dims.key_dim))) {}
+      w16_(is_w16(variant)),
+      module_(backend.compile(psa_half_compile_request(variant, type, dims.key_dim))),
+      forward_(module_->kernel(kernel_name(kNchw, w16_, type, dims.key_dim))),
+      forward_nhwc_(module_->kernel(kernel_name(kNhwc, w16_, type, dims.key_dim))) {}
 
 void PsaHalfOp::forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const {
   const int bh = dims_.batch_heads(), n = dims_.n;
@@ -49,12 +63,14 @@ void PsaHalfOp::forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merge
   const PsaHalfNhwcParams p{qkv,          merged,  v_out,           lse,     qkv_pitch,
                             merged_pitch, v_pitch, dims_.num_heads, dims_.n, dims_.softmax_scale()};
   LaunchConfig cfg = launch_shape();
-  cfg.programmatic_dependent = true;  // psa_attention_half_nhwc waits for its predecessor (not the NCHW one)
+  cfg.programmatic_dependent = true;  // the _nhwc kernels wait for their predecessor (not the NCHW ones)
   backend_.launch(forward_nhwc_, cfg, kernel_params(p));
 }
 
 LaunchConfig PsaHalfOp::launch_shape() const {
-  return {{unsigned((dims_.n + 15) / 16), unsigned(dims_.batch_heads()), 1}, {256, 1, 1}};
+  const Dim3 grid{unsigned((dims_.n + 15) / 16), unsigned(dims_.batch_heads()), 1};
+  if (w16_) return {grid, {32 * kPsaW16Warps, 1, 1}, size_t(psa_w16_shared_bytes(dims_.key_dim))};
+  return {grid, {256, 1, 1}};
 }
 
 }  // namespace lab

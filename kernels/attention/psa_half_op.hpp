@@ -8,9 +8,12 @@
 //                 (psa_attention_half_nhwc<KD, DT>). qkv's channels [0, nh*4*KD) are read; merged's and
 //                 v_out's channels [0, nh*2*KD) written, the rest of each pitch left unchanged, so merged and
 //                 v_out may be channel slices of wider tensors (pass the slice's first channel).
+// Two variants of both kernels: "mma" (psa_tc.cu: 8 warps share a CTA's keys) and "mma_w16" (psa_tc_w16.cu:
+// 16 warps, a shorter chain per warp; the _w16 entries).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/attention/psa_op.hpp"
 #include "kernels/common/half_type.hpp"
@@ -18,13 +21,16 @@
 
 namespace lab {
 
-// The module PsaHalfOp compiles: psa_tc.cu with psa_attention_half<key_dim, DT> and its _nhwc twin.
-CompileRequest psa_half_compile_request(HalfType type, int key_dim);
+// The module PsaHalfOp compiles for `variant`: psa_tc.cu with psa_attention_half<key_dim, DT> and its _nhwc
+// twin ("mma"), or psa_tc_w16.cu with their _w16 versions ("mma_w16"); UsageError for another variant.
+CompileRequest psa_half_compile_request(const std::string& variant, HalfType type, int key_dim);
+// The variant the 16-bit NHWC network runs.
+inline constexpr const char* kPsaHalfNetworkVariant = "mma_w16";
 
 class PsaHalfOp {
  public:
-  // UsageError for a key width without the kernel.
-  PsaHalfOp(Backend& backend, HalfType type, const PsaDims& dims);
+  // UsageError for a key width without the kernel or an unknown variant.
+  PsaHalfOp(Backend& backend, const std::string& variant, HalfType type, const PsaDims& dims);
   void forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const;
   // UsageError (check_nhwc_view) on a view not set, a pitch below its tensor's channels or not a multiple
   // of 8, or a pointer not 16-byte aligned (a channel offset not a multiple of 8).
@@ -33,10 +39,11 @@ class PsaHalfOp {
   const PsaDims& dims() const { return dims_; }
 
  private:
-  LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH), 256 threads
+  LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH); 256 threads, or 512 and the shared memory
 
   Backend& backend_;
   PsaDims dims_;
+  bool w16_;
   std::shared_ptr<Module> module_;
   Kernel forward_;
   Kernel forward_nhwc_;

@@ -84,4 +84,17 @@ struct PsaHalfNhwcParams {
   float scale;  // softmax scale
 };
 
+// psa_tc_w16.cu's CTA: 16 warps share its keys; its dynamic shared memory holds every warp's partial outputs
+// [warp][16 rows][2 KD + kPsaW16Pad] and maxima and sums [warp][16 rows], all float.
+constexpr int kPsaW16Warps = 16;
+constexpr int kPsaW16Pad = 4;
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define LAB_PSA_W16_FN __host__ __device__ constexpr
+#else
+#define LAB_PSA_W16_FN constexpr
+#endif
+LAB_PSA_W16_FN int psa_w16_shared_bytes(int key_dim) {
+  return int(sizeof(float)) * kPsaW16Warps * 16 * (2 * key_dim + kPsaW16Pad + 2);
+}
+
 }  // namespace lab

@@ -229,12 +229,12 @@ class PsaHalfInstance : public InstanceBase {
  public:
   static constexpr int kQkvPad = 8, kOutOffset = 8, kOutPad = 16;
 
-  PsaHalfInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
+  PsaHalfInstance(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
       : InstanceBase(b),
         s_(psa_shape(p)),
         type_(parse_half_type(param_str(p, "DTYPE"))),
         nhwc_(param_str(p, "LAYOUT") == "nhwc"),
-        op_(b, type_, psa_dims(s_)),
+        op_(b, variant, type_, psa_dims(s_)),
         qkv_(to_half_bits(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")), type_)),
         qkv_buf_(b.upload_vector(
             nhwc_ ? to_nhwc(qkv_, s_.batch, s_.qkv_channels(), s_.n(), qkv_pitch(), 0xffff) : qkv_)),
@@ -306,7 +306,7 @@ class PsaHalfInstance : public InstanceBase {
   PsaAttentionRef ref_;
 };
 
-// The 16-bit forward: the PSA parameters plus the element type; one variant, KEY_DIM 16 or 32.
+// The 16-bit forward: the PSA parameters plus the element type and layout; two variants, KEY_DIM 16 or 32.
 KernelSpec half_spec() {
   KernelSpec spec =
       psa_spec("psa_attention_half",
@@ -315,6 +315,10 @@ KernelSpec half_spec() {
                {{"mma",
                  "16 query rows per CTA, the keys split over its 8 warps, both value halves on "
                  "shared scores (KEY_DIM 16, 32)",
+                 fused_problem},
+                {"mma_w16",
+                 "16 query rows per CTA, the keys split over its 16 warps (one or two 16-key tiles each up "
+                 "to N 512), the warps merged by half-warp shuffles after one barrier (KEY_DIM 16, 32)",
                  fused_problem}});
   spec.source = kPsaTcSource;
   ParamSpec dtype{"DTYPE", ParamSpec::Kind::Choice, "f16", "16-bit element type of qkv, x and v"};
@@ -325,8 +329,9 @@ KernelSpec half_spec() {
                    "channels (x and v written into a channel slice)"};
   layout.choices = {"nchw", "nhwc"};
   spec.params.push_back(layout);
-  spec.compile = [](const std::string&, const Params& p) {
-    return psa_half_compile_request(parse_half_type(param_str(p, "DTYPE")), int(param_int(p, "KEY_DIM")));
+  spec.compile = [](const std::string& variant, const Params& p) {
+    return psa_half_compile_request(variant, parse_half_type(param_str(p, "DTYPE")),
+                                    int(param_int(p, "KEY_DIM")));
   };
   return spec;
 }

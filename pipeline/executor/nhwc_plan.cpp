@@ -97,7 +97,7 @@ void NhwcPlanBuilder::attention(const AttentionSpec& a, const NhwcActivation& qk
   if (measuring_) return;
   auto run = std::make_unique<HalfAttentionRun>();
   run->name = a.name;
-  run->op = std::make_unique<PsaHalfOp>(ops_.backend(), ops_.type(), dims);
+  run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant, ops_.type(), dims);
   run->qkv = qkv;
   run->lse = lse;
   const PsaHalfOp* op = run->op.get();
@@ -166,7 +166,7 @@ void NhwcPlanBuilder::detect(const DetectSpec& d, const std::vector<NhwcActivati
 std::vector<CompileRequest> nhwc_plan_compile_requests(const Yolo26Model& model, HalfType type) {
   std::vector<CompileRequest> requests;
   for_each_attention(model, [&](const AttentionSpec& a, const LayerSpec&) {
-    CompileRequest r = psa_half_compile_request(type, a.key_dim);
+    CompileRequest r = psa_half_compile_request(kPsaHalfNetworkVariant, type, a.key_dim);
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   return requests;

@@ -1,0 +1,204 @@
+// psa_tc_w16: the 16-bit PSA attention core with a CTA's keys split over 16 warps (variant `mma_w16` of
+// psa_attention_half; layouts, operand orders and the per-warp step as psa_tc.cu's psa_attention_half):
+//   psa_attention_half_w16<KD, DT>       NCHW planes (PsaHalfParams)
+//   psa_attention_half_nhwc_w16<KD, DT>  NHWC views with pitches (PsaHalfNhwcParams; waits for its predecessor
+//                                        with Programmatic Dependent Launch, as psa_attention_half_nhwc)
+// KD 16 or 32, VD = 2 KD, DT = LAB_F16 or LAB_BF16.
+//
+// Why: the 8-warp kernels run 50 CTAs at yolo26n's size (N 400, 2 heads) and are latency chains: each warp
+// walks 3-4 16-key tiles, then the CTA's merge recomputes a row's statistics for every output value. Here one
+// CTA of 16 warps (512 threads, 128 registers each) still owns 16 query rows, each warp takes one or two
+// 16-key tiles (CH = 2: one step up to N = 512, its K and V loads issued before its first product), so a
+// warp's dependent chain is about half as long; the merge costs one barrier and no recomputation:
+//   - every warp leaves its partial state in shared memory with the outputs in value-channel order
+//     ([warp][row][VD + 4] floats, dynamic: lab::psa_w16_shared_bytes);
+//   - after one __syncthreads, warps 0-7 merge: 16 threads per row, thread j reads warp j's (max, sum), the
+//     row's max, sum and every warp's weight exp2(m_j - m) / l come from half-warp shuffles, and the thread
+//     sums PW = VD / 16 contiguous channels over the 16 warps (one vector shared load per warp), written by
+//     one PW-channel store; warps 8-15 meanwhile copy the CTA's rows of V to v_out (loaded then: registers
+//     are short during the key walk).
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "common/lab_grid_dependency.cuh"
+#include "attention/psa_params.cuh"
+#include "attention/psa_tc_parts.cuh"
+
+namespace psa_w16 {
+constexpr int kWarps = lab::kPsaW16Warps;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kMergeThreads = psa_tc::kRows * kWarps;  // 16 per row: warps 0-7
+constexpr int kCh = 2;                                  // 16-key tiles per softmax step
+
+// Every warp's partial outputs by value channel, maxima and sums (the layout psa_w16_shared_bytes counts).
+template <int VD>
+struct Shared {
+  static constexpr int kLd = VD + lab::kPsaW16Pad;
+  float acc[kWarps][psa_tc::kRows][kLd];
+  float m[kWarps][psa_tc::kRows];
+  float l[kWarps][psa_tc::kRows];
+};
+
+// Leaves this warp's state in `sh`: accumulator column 8 nt + c (rows g, g + 8) at value channel channel(col).
+template <int VD, int NT, class Channel>
+__device__ __forceinline__ void publish(const psa_tc::WarpState<NT>& w, Shared<VD>& sh, int warp, int lane,
+                                        Channel channel) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = g + 8 * h;
+    const float l_row = lab_group4_sum(w.l[h]);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      sh.acc[warp][row][channel(8 * nt + 2 * t)] = w.o[nt][2 * h];
+      sh.acc[warp][row][channel(8 * nt + 2 * t + 1)] = w.o[nt][2 * h + 1];
+    }
+    if (t == 0) {
+      sh.m[warp][row] = w.m[h];
+      sh.l[warp][row] = l_row;
+    }
+  }
+}
+
+// PW floats at p (16-byte aligned for 4, 8-byte for 2).
+template <int PW>
+__device__ __forceinline__ void load_floats(const float* p, float (&v)[PW]) {
+  static_assert(PW == 2 || PW == 4, "a merge piece of 2 or 4 channels");
+  if constexpr (PW == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+    const float2 x = *reinterpret_cast<const float2*>(p);
+    v[0] = x.x, v[1] = x.y;
+  }
+}
+
+// Run by the kMergeThreads first threads after the barrier: thread (r = x / 16, j = x % 16) merges channels
+// [PW j, PW j + PW) of row r over the warps: store(row, c0, values, lse, first) for rows below N (lse: the row's
+// natural-log logsumexp; first: j == 0, one thread per row).
+template <int VD, class Store>
+__device__ __forceinline__ void merge_rows(const Shared<VD>& sh, int n, int n0, Store store) {
+  constexpr int PW = VD / kWarps;
+  const int r = threadIdx.x / kWarps, j = threadIdx.x % kWarps;
+  const float m_j = sh.m[j][r];
+  float m_all = m_j;
+#pragma unroll
+  for (int offset = 1; offset < kWarps; offset *= 2)
+    m_all = fmaxf(m_all, __shfl_xor_sync(LAB_FULL_MASK, m_all, offset));
+  const float e_j = exp2f(m_j - m_all);  // 0 for a warp without keys (m_j = kMasked)
+  float l_all = sh.l[j][r] * e_j;
+#pragma unroll
+  for (int offset = 1; offset < kWarps; offset *= 2) l_all += __shfl_xor_sync(LAB_FULL_MASK, l_all, offset);
+  const float weight_j = e_j / l_all;
+  float value[PW] = {};
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float weight = __shfl_sync(LAB_FULL_MASK, weight_j, w, kWarps);
+    float part[PW];
+    load_floats(&sh.acc[w][r][PW * j], part);
+#pragma unroll
+    for (int k = 0; k < PW; ++k) value[k] += weight * part[k];
+  }
+  if (n0 + r < n) store(n0 + r, PW * j, value, m_all * psa_tc::kLn2 + logf(l_all), j == 0);
+}
+
+// PW values rounded to DT, packed into PW / 2 words.
+template <int DT, int PW>
+__device__ __forceinline__ void store_packed(uint16_t* p, const float (&v)[PW]) {
+  if constexpr (PW == 4)
+    *reinterpret_cast<uint2*>(p) = uint2{lab_pack2<DT>(v[0], v[1]), lab_pack2<DT>(v[2], v[3])};
+  else
+    *reinterpret_cast<uint32_t*>(p) = lab_pack2<DT>(v[0], v[1]);
+}
+}  // namespace psa_w16
+
+// psa_attention_half_w16<KD, DT>: NCHW planes, the loads in the step as psa_attention_half (HOIST false:
+// hoisted, its scalar loads spill at 128 registers). Block 512, grid (ceil(N / 16), BH), dynamic shared memory
+// lab::psa_w16_shared_bytes(KD). v_out: warps 8-15 copy the CTA's rows of the V planes while warps 0-7 merge
+// (4 elements each at KD 32, a channel's 16 rows by 16 consecutive threads).
+template <int KD, int DT>
+__global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(const lab::PsaHalfParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
+  static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
+  static_assert(sizeof(psa_w16::Shared<VD>) == lab::psa_w16_shared_bytes(KD), "the launch's shared bytes");
+  const uint16_t* __restrict__ qkv = params.qkv;
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint16_t* head = qkv + size_t(bh) * 4 * KD * n;
+  LAB_DYNAMIC_SHARED(psa_w16::Shared<VD>, sh);
+
+  const psa_tc::NchwHalfHead<KD> src{head, n};
+  uint32_t q[KS][4];
+  src.query(n0, g, t, q);
+  psa_tc::WarpState<NT> w;
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
+    src.fragments(tile0, g, t, kf, vf);
+  };
+  psa_tc::attend_half<DT, CH, false, psa_w16::kWarps>(q, n, warp, t, params.scale, load, w);
+
+  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
+  __syncthreads();
+  constexpr int kCopyThreads = psa_w16::kThreads - psa_w16::kMergeThreads, kCopies = VD * QB / kCopyThreads;
+  const int copier = int(threadIdx.x) - psa_w16::kMergeThreads;  // < 0 on the merging warps
+  if (copier < 0) {
+    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+#pragma unroll
+      for (int k = 0; k < VD / 16; ++k)
+        params.merged[(size_t(bh) * VD + c0 + k) * n + row] = uint16_t(lab_pack2<DT>(value[k], 0.f) & 0xffffu);
+      if (first) params.lse[size_t(bh) * n + row] = lse;
+    });
+  } else {
+    uint16_t copy[kCopies];
+    psa_tc::load_rows<2 * KD, kCopyThreads>(head, n, n0, 2 * KD, copier, copy);
+#pragma unroll
+    for (int it = 0; it < kCopies; ++it) {
+      const int i = copier + it * kCopyThreads, row = n0 + i % QB;
+      if (row < n) params.v_out[(size_t(bh) * VD + i / QB) * n + row] = copy[it];
+    }
+  }
+}
+
+// psa_attention_half_nhwc_w16<KD, DT>: NHWC views with pitches (psa_attention_half_nhwc's loads and channel
+// orders: output column 8 nt + c is value channel c NT + nt, published in channel order). Block 512, grid
+// (ceil(N / 16), BH), dynamic shared memory lab::psa_w16_shared_bytes(KD). v_out: warps 8-15 copy 16-byte
+// row pieces (8 channels) while warps 0-7 merge. Pitches multiples of 8, pointers 16-byte aligned.
+template <int KD, int DT>
+__global__ void __launch_bounds__(psa_w16::kThreads)
+    psa_attention_half_nhwc_w16(const lab::PsaHalfNhwcParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
+  static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
+  static_assert(sizeof(psa_w16::Shared<VD>) == lab::psa_w16_shared_bytes(KD), "the launch's shared bytes");
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // Token `row` of this head: channels [Q | K | V] from its first.
+  auto token = [&](int row) { return params.qkv + (size_t(b) * n + row) * params.qkv_pitch + h * 4 * KD; };
+  LAB_DYNAMIC_SHARED(psa_w16::Shared<VD>, sh);
+  // Programmatic Dependent Launch, as psa_attention_half_nhwc: loads and stores after the wait.
+  lab_grid_dependency_wait();
+  lab_launch_dependents();
+
+  uint32_t q[KS][4];
+  psa_tc::nhwc_query<KD>(token, n, n0, g, t, q);
+  psa_tc::WarpState<NT> w;
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
+    psa_tc::nhwc_fragments<KD>(token, n, tile0, g, t, kf, vf);
+  };
+  psa_tc::attend_half<DT, CH, true, psa_w16::kWarps>(q, n, warp, t, params.scale, load, w);
+
+  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col % 8 * NT + col / 8; });
+  __syncthreads();
+  // Piece p of v_out: row p / (VD / 8), channels 8 (p % (VD / 8)) .. + 7; one per copying thread.
+  constexpr int kPieces = QB * VD / 8;
+  static_assert(kPieces <= psa_w16::kThreads - psa_w16::kMergeThreads, "one v_out piece per copying thread");
+  const int piece = int(threadIdx.x) - psa_w16::kMergeThreads, copy_row = n0 + piece / (VD / 8);
+  if (piece < 0) {
+    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+      const size_t pixel = size_t(b) * n + row;
+      psa_w16::store_packed<DT>(params.merged + pixel * params.merged_pitch + h * VD + c0, value);
+      if (first) params.lse[size_t(bh) * n + row] = lse;
+    });
+  } else if (piece < kPieces && copy_row < n) {
+    const int c0 = 8 * (piece % (VD / 8));
+    *reinterpret_cast<uint4*>(params.v_out + (size_t(b) * n + copy_row) * params.v_pitch + h * VD + c0) =
+        *reinterpret_cast<const uint4*>(token(copy_row) + 2 * KD + c0);
+  }
+}
