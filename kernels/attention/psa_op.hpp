@@ -17,7 +17,7 @@
 namespace lab {
 
 inline constexpr const char* kPsaSource = "attention/psa.cu";
-inline constexpr const char* kPsaTcSource = "attention/psa_tc.cu";  // the tensor-core forwards
+inline constexpr const char* kPsaTcSource = "attention/psa_tc.cu";         // the tensor-core forwards
 inline constexpr const char* kPsaTcW16Source = "attention/psa_tc_w16.cu";  // the 16-bit ones on 16 warps
 
 struct PsaDims {

@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_fused_tc(const
 // KD 32).
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab::PsaHalfParams params) {
-  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
+  constexpr int VD = 2 * KD, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
   static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
   const uint16_t* __restrict__ qkv = params.qkv;
   const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB;
@@ -163,15 +163,9 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
   uint16_t copy[kCopies];
   psa_tc::load_rows<2 * KD, psa_tc::kThreads>(head, n, n0, 2 * KD, threadIdx.x, copy);
 
-  const psa_tc::NchwHalfHead<KD> src{head, n};
-  uint32_t q[KS][4];
-  src.query(n0, g, t, q);
-
   psa_tc::WarpState<NT> w;
-  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
-    src.fragments(tile0, g, t, kf, vf);
-  };
-  psa_tc::attend_half<DT, CH, false, psa_tc::kWarps>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half_nchw<DT, CH, psa_tc::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
+                                                   params.scale, w);
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
     params.merged[(size_t(bh) * VD + dim) * n + row] = uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
@@ -183,7 +177,6 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
     if (row < n) params.v_out[(size_t(bh) * VD + i / QB) * n + row] = copy[it];
   }
 }
-
 
 // psa_attention_half_nhwc<KD, DT>: psa_attention_half on NHWC views with pitches (PsaHalfNhwcParams): the
 // same work split, steps and merge; only the loads and stores differ. A key's (or query's) channels are
@@ -202,7 +195,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_tc::kThreads)
     psa_attention_half_nhwc(const lab::PsaHalfNhwcParams params) {
-  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
+  constexpr int VD = 2 * KD, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
   static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
   const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -223,14 +216,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
     psa_tc::load_words(token(row) + 2 * KD + 4 * (i % (VD / 4)), i < kPieces && row < n, copy[it]);
   }
 
-  uint32_t q[KS][4];
-  psa_tc::nhwc_query<KD>(token, n, n0, g, t, q);
-
   psa_tc::WarpState<NT> w;
-  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
-    psa_tc::nhwc_fragments<KD>(token, n, tile0, g, t, kf, vf);
-  };
-  psa_tc::attend_half<DT, CH, true, psa_tc::kWarps>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half_nhwc<DT, CH, psa_tc::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
 
   psa_tc::publish(w, sh, warp, lane);
   __syncthreads();

@@ -90,13 +90,13 @@ __device__ __forceinline__ void key_tile_range(int tiles, int warp, int& begin, 
   end = (warp + 1) * tiles / WARPS;
 }
 
-// The 16-bit kernels' walk over this warp's range of 16-key tiles (of WARPS ranges), CH tiles per step: load(tile0, kf, vf)
-// fills the step's K and V fragments, then half_step. HOIST: the first step's loads are issued before the
-// loop and each next step's after the current one's products. Loads in the loop body are scheduled by ptxas
-// within the body, and it sinks wide V loads behind the step's score products (a second global round trip
-// per step); issued in the block before the loop, every load of a warp's only step (N <= 512) precedes its
-// first product. The NCHW kernel keeps its loads in the body: its 208 scalar loads already precede the
-// products there, and hoisting them costs it 254 registers at KD 32 and spills at KD 16.
+// The 16-bit kernels' walk over this warp's range of 16-key tiles (of WARPS ranges), CH tiles per step:
+// load(tile0, kf, vf) fills the step's K and V fragments, then half_step. HOIST: the first step's loads are
+// issued before the loop and each next step's after the current one's products. Loads in the loop body are
+// scheduled by ptxas within the body, and it sinks wide V loads behind the step's score products (a second
+// global round trip per step); issued in the block before the loop, every load of a warp's only step (N <=
+// 512) precedes its first product. The NCHW kernel keeps its loads in the body: its 208 scalar loads already
+// precede the products there, and hoisting them costs it 254 registers at KD 32 and spills at KD 16.
 template <int DT, int CH, bool HOIST, int WARPS, int KS, int NT, class Load>
 __device__ __forceinline__ void attend_half(const uint32_t (&q)[KS][4], int n, int warp, int t, float scale,
                                             Load load, WarpState<NT>& w) {
@@ -139,10 +139,12 @@ template <int W>
 __device__ __forceinline__ uint32_t pair_halves(const uint32_t (&lo)[W], const uint32_t (&hi)[W], int e) {
   return e % 2 == 0 ? (lo[e / 2] & 0xffffu) | hi[e / 2] << 16 : lo[e / 2] >> 16 | (hi[e / 2] & 0xffff0000u);
 }
-// The NHWC kernels' fragments (psa_attention_half_nhwc's orders, its comment): token(row) points at this head's
-// channels [Q | K | V] of token `row`. Q: rows n0 + g and n0 + g + 8, lane (g, t)'s piece t of KD / 4 channels.
+// The NHWC kernels' fragments (psa_attention_half_nhwc's orders, its comment): token(row) points at this
+// head's channels [Q | K | V] of token `row`. Q: rows n0 + g and n0 + g + 8, lane (g, t)'s piece t of KD / 4
+// channels.
 template <int KD, int KS, class Token>
-__device__ __forceinline__ void nhwc_query(const Token& token, int n, int n0, int g, int t, uint32_t (&q)[KS][4]) {
+__device__ __forceinline__ void nhwc_query(const Token& token, int n, int n0, int g, int t,
+                                           uint32_t (&q)[KS][4]) {
   constexpr int W = KD / 8;
   uint32_t lo[W], hi[W];  // rows g and g + 8
   load_words(token(n0 + g) + t * W * 2, n0 + g < n, lo);
@@ -342,8 +344,8 @@ __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][
 // The float32 kernels' walk over this warp's range of 8-key tiles (of WARPS ranges), CH tiles per step: the
 // step's K and V loads, every one issued before its first product (one round trip per step), then tf32_step.
 template <int CH, int WARPS, int KD, int NT, class Query>
-__device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const Query& q, int warp, int g, int t,
-                                            float scale, WarpState<NT>& w) {
+__device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const Query& q, int warp, int g,
+                                            int t, float scale, WarpState<NT>& w) {
   constexpr int KS = KD / 8;
   const float c_log2 = scale * kLog2e;
   int begin, end;
@@ -354,8 +356,8 @@ __device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const 
     tf32_step(q, kf, vf, tile0, end, src.n, t, c_log2, w);
   }
 }
-// This CTA's rows of channels [c0, c0 + C) of a head (channel-major, N wide; 0 beyond N) over THREADS threads:
-// element it of thread x is channel c0 + i / 16, row n0 + i % 16 for i = x + THREADS it.
+// This CTA's rows of channels [c0, c0 + C) of a head (channel-major, N wide; 0 beyond N) over THREADS
+// threads: element it of thread x is channel c0 + i / 16, row n0 + i % 16 for i = x + THREADS it.
 template <int C, int THREADS, class T>
 __device__ __forceinline__ void load_rows(const T* head, int n, int n0, int c0, int thread,
                                           T (&copy)[C * kRows / THREADS]) {
@@ -369,8 +371,8 @@ __device__ __forceinline__ void load_rows(const T* head, int n, int n0, int c0, 
 // Stores load_rows<4 KD, THREADS>'s copy of a CTA's rows of every section (channels [0, 4 KD)) to the fused
 // forwards' `packed` [4][BH, N, KD], and those of the V sections to v_out [BH][2 KD][N].
 template <int KD, int THREADS>
-__device__ __forceinline__ void store_fused_rows(const lab::PsaFusedParams& params, int bh, int n0, int thread,
-                                                 const float (&copy)[4 * KD * kRows / THREADS]) {
+__device__ __forceinline__ void store_fused_rows(const lab::PsaFusedParams& params, int bh, int n0,
+                                                 int thread, const float (&copy)[4 * KD * kRows / THREADS]) {
   const int n = params.n;
   const size_t section_elems = size_t(params.batch_heads) * n * KD;
 #pragma unroll
@@ -380,5 +382,31 @@ __device__ __forceinline__ void store_fused_rows(const lab::PsaFusedParams& para
     params.packed[section * section_elems + (size_t(bh) * n + row) * KD + ch % KD] = copy[it];
     if (section >= 2) params.v_out[(size_t(bh) * 2 * KD + ch - 2 * KD) * n + row] = copy[it];
   }
+}
+// A 16-bit kernel's whole attention for this warp: Q rows n0 + g, n0 + g + 8, then attend_half over its range
+// of WARPS, the NCHW planes' fragments loaded in each step (HOIST false: psa_attention_half's reasons).
+template <int DT, int CH, int WARPS, int KD, int NT>
+__device__ __forceinline__ void attend_half_nchw(const NchwHalfHead<KD>& src, int n0, int warp, int g, int t,
+                                                 float scale, WarpState<NT>& w) {
+  constexpr int KS = KD / 16;
+  uint32_t q[KS][4];
+  src.query(n0, g, t, q);
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
+    src.fragments(tile0, g, t, kf, vf);
+  };
+  attend_half<DT, CH, false, WARPS>(q, src.n, warp, t, scale, load, w);
+}
+
+// The same on NHWC views (token(row): nhwc_query, nhwc_fragments), the first step's loads hoisted.
+template <int DT, int CH, int WARPS, int KD, int NT, class Token>
+__device__ __forceinline__ void attend_half_nhwc(const Token& token, int n, int n0, int warp, int g, int t,
+                                                 float scale, WarpState<NT>& w) {
+  constexpr int KS = KD / 16;
+  uint32_t q[KS][4];
+  nhwc_query<KD>(token, n, n0, g, t, q);
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
+    nhwc_fragments<KD>(token, n, tile0, g, t, kf, vf);
+  };
+  attend_half<DT, CH, true, WARPS>(q, n, warp, t, scale, load, w);
 }
 }  // namespace psa_tc

@@ -1,7 +1,8 @@
 // psa_tc_w16: the 16-bit PSA attention core with a CTA's keys split over 16 warps (variant `mma_w16` of
 // psa_attention_half; layouts, operand orders and the per-warp step as psa_tc.cu's psa_attention_half):
 //   psa_attention_half_w16<KD, DT>       NCHW planes (PsaHalfParams)
-//   psa_attention_half_nhwc_w16<KD, DT>  NHWC views with pitches (PsaHalfNhwcParams; waits for its predecessor
+//   psa_attention_half_nhwc_w16<KD, DT>  NHWC views with pitches (PsaHalfNhwcParams; waits for its
+//   predecessor
 //                                        with Programmatic Dependent Launch, as psa_attention_half_nhwc)
 // KD 16 or 32, VD = 2 KD, DT = LAB_F16 or LAB_BF16.
 //
@@ -27,7 +28,7 @@ namespace psa_w16 {
 constexpr int kWarps = lab::kPsaW16Warps;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kMergeThreads = psa_tc::kRows * kWarps;  // 16 per row: warps 0-7
-constexpr int kCh = 2;                                  // 16-key tiles per softmax step
+constexpr int kCh = 2;                                 // 16-key tiles per softmax step
 
 // Every warp's partial outputs by value channel, maxima and sums (the layout psa_w16_shared_bytes counts).
 template <int VD>
@@ -38,7 +39,8 @@ struct Shared {
   float l[kWarps][psa_tc::kRows];
 };
 
-// Leaves this warp's state in `sh`: accumulator column 8 nt + c (rows g, g + 8) at value channel channel(col).
+// Leaves this warp's state in `sh`: accumulator column 8 nt + c (rows g, g + 8) at value channel
+// channel(col).
 template <int VD, int NT, class Channel>
 __device__ __forceinline__ void publish(const psa_tc::WarpState<NT>& w, Shared<VD>& sh, int warp, int lane,
                                         Channel channel) {
@@ -73,8 +75,8 @@ __device__ __forceinline__ void load_floats(const float* p, float (&v)[PW]) {
 }
 
 // Run by the kMergeThreads first threads after the barrier: thread (r = x / 16, j = x % 16) merges channels
-// [PW j, PW j + PW) of row r over the warps: store(row, c0, values, lse, first) for rows below N (lse: the row's
-// natural-log logsumexp; first: j == 0, one thread per row).
+// [PW j, PW j + PW) of row r over the warps: store(row, c0, values, lse, first) for rows below N (lse: the
+// row's natural-log logsumexp; first: j == 0, one thread per row).
 template <int VD, class Store>
 __device__ __forceinline__ void merge_rows(const Shared<VD>& sh, int n, int n0, Store store) {
   constexpr int PW = VD / kWarps;
@@ -112,12 +114,12 @@ __device__ __forceinline__ void store_packed(uint16_t* p, const float (&v)[PW]) 
 }  // namespace psa_w16
 
 // psa_attention_half_w16<KD, DT>: NCHW planes, the loads in the step as psa_attention_half (HOIST false:
-// hoisted, its scalar loads spill at 128 registers). Block 512, grid (ceil(N / 16), BH), dynamic shared memory
-// lab::psa_w16_shared_bytes(KD). v_out: warps 8-15 copy the CTA's rows of the V planes while warps 0-7 merge
-// (4 elements each at KD 32, a channel's 16 rows by 16 consecutive threads).
+// hoisted, its scalar loads spill at 128 registers). Block 512, grid (ceil(N / 16), BH), dynamic shared
+// memory lab::psa_w16_shared_bytes(KD). v_out: warps 8-15 copy the CTA's rows of the V planes while warps 0-7
+// merge (4 elements each at KD 32, a channel's 16 rows by 16 consecutive threads).
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(const lab::PsaHalfParams params) {
-  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
+  constexpr int VD = 2 * KD, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
   static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
   static_assert(sizeof(psa_w16::Shared<VD>) == lab::psa_w16_shared_bytes(KD), "the launch's shared bytes");
   const uint16_t* __restrict__ qkv = params.qkv;
@@ -126,26 +128,23 @@ __global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(cons
   const uint16_t* head = qkv + size_t(bh) * 4 * KD * n;
   LAB_DYNAMIC_SHARED(psa_w16::Shared<VD>, sh);
 
-  const psa_tc::NchwHalfHead<KD> src{head, n};
-  uint32_t q[KS][4];
-  src.query(n0, g, t, q);
   psa_tc::WarpState<NT> w;
-  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
-    src.fragments(tile0, g, t, kf, vf);
-  };
-  psa_tc::attend_half<DT, CH, false, psa_w16::kWarps>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half_nchw<DT, CH, psa_w16::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
+                                                    params.scale, w);
 
   psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
   __syncthreads();
   constexpr int kCopyThreads = psa_w16::kThreads - psa_w16::kMergeThreads, kCopies = VD * QB / kCopyThreads;
   const int copier = int(threadIdx.x) - psa_w16::kMergeThreads;  // < 0 on the merging warps
   if (copier < 0) {
-    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+    psa_w16::merge_rows(*sh, n, n0,
+                        [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
 #pragma unroll
-      for (int k = 0; k < VD / 16; ++k)
-        params.merged[(size_t(bh) * VD + c0 + k) * n + row] = uint16_t(lab_pack2<DT>(value[k], 0.f) & 0xffffu);
-      if (first) params.lse[size_t(bh) * n + row] = lse;
-    });
+                          for (int k = 0; k < VD / 16; ++k)
+                            params.merged[(size_t(bh) * VD + c0 + k) * n + row] =
+                                uint16_t(lab_pack2<DT>(value[k], 0.f) & 0xffffu);
+                          if (first) params.lse[size_t(bh) * n + row] = lse;
+                        });
   } else {
     uint16_t copy[kCopies];
     psa_tc::load_rows<2 * KD, kCopyThreads>(head, n, n0, 2 * KD, copier, copy);
@@ -164,7 +163,7 @@ __global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(cons
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_w16::kThreads)
     psa_attention_half_nhwc_w16(const lab::PsaHalfNhwcParams params) {
-  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
+  constexpr int VD = 2 * KD, NT = VD / 8, QB = psa_tc::kRows, CH = psa_w16::kCh;
   static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
   static_assert(sizeof(psa_w16::Shared<VD>) == lab::psa_w16_shared_bytes(KD), "the launch's shared bytes");
   const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
@@ -176,13 +175,8 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   lab_grid_dependency_wait();
   lab_launch_dependents();
 
-  uint32_t q[KS][4];
-  psa_tc::nhwc_query<KD>(token, n, n0, g, t, q);
   psa_tc::WarpState<NT> w;
-  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
-    psa_tc::nhwc_fragments<KD>(token, n, tile0, g, t, kf, vf);
-  };
-  psa_tc::attend_half<DT, CH, true, psa_w16::kWarps>(q, n, warp, t, params.scale, load, w);
+  psa_tc::attend_half_nhwc<DT, CH, psa_w16::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
 
   psa_w16::publish(w, *sh, warp, lane, [](int col) { return col % 8 * NT + col / 8; });
   __syncthreads();
@@ -191,11 +185,12 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   static_assert(kPieces <= psa_w16::kThreads - psa_w16::kMergeThreads, "one v_out piece per copying thread");
   const int piece = int(threadIdx.x) - psa_w16::kMergeThreads, copy_row = n0 + piece / (VD / 8);
   if (piece < 0) {
-    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
-      const size_t pixel = size_t(b) * n + row;
-      psa_w16::store_packed<DT>(params.merged + pixel * params.merged_pitch + h * VD + c0, value);
-      if (first) params.lse[size_t(bh) * n + row] = lse;
-    });
+    psa_w16::merge_rows(
+        *sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+          const size_t pixel = size_t(b) * n + row;
+          psa_w16::store_packed<DT>(params.merged + pixel * params.merged_pitch + h * VD + c0, value);
+          if (first) params.lse[size_t(bh) * n + row] = lse;
+        });
   } else if (piece < kPieces && copy_row < n) {
     const int c0 = 8 * (piece % (VD / 8));
     *reinterpret_cast<uint4*>(params.v_out + (size_t(b) * n + copy_row) * params.v_pitch + h * VD + c0) =
