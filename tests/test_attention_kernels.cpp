@@ -177,9 +177,11 @@ void check_psa_tensor_core_accuracy(const std::string& backend_name) {
     // 3xTF32 keeps float32 accuracy: measured rel_l2 of x 1.8e-7 (KD 16) and 2.4e-7 (KD 32) on the emulator,
     // `fused` (plain float FMAs) 1.9e-7 and 2.9e-7 on the same inputs; a plain tf32 product per term would be
     // off by ~1e-4.
-    const std::map<std::string, double> tc = psa_rel_l2(backend_name, "psa_attention", "fused_tc", p);
-    CHECK(tc.at("x") < 1e-6);
-    CHECK(tc.at("L") < 1e-6);
+    for (const char* variant : {"fused_tc", "fused_tc_w16"}) {
+      const std::map<std::string, double> tc = psa_rel_l2(backend_name, "psa_attention", variant, p);
+      CHECK(tc.at("x") < 1e-6);
+      CHECK(tc.at("L") < 1e-6);
+    }
     // 16-bit: measured rel_l2 of x 0.47u-0.48u (fp16, u = 2^-11; bf16, u = 2^-8), as flash_attn2_fwd_half;
     // the same bound for both variants (mma_w16 only merges more partial states).
     for (const char* variant : {"mma", "mma_w16"})
@@ -257,6 +259,9 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(
       psa.instantiate(*cpu, "fused_tc", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
       "variant fused_tc of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(
+      psa.instantiate(*cpu, "fused_tc_w16", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
+      "variant fused_tc_w16 of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
   const Runner& psa_half = Registry::instance().get("psa_attention_half");
   CHECK_THROWS_WITH(
       psa_half.instantiate(*cpu, "mma", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),

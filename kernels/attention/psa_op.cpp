@@ -18,19 +18,25 @@ std::string fused_kernel_name(int key_dim) {
   return "psa_attention_fused<" + std::to_string(key_dim) + ">";
 }
 
-std::string fused_tc_kernel_name(int key_dim) {
-  return "psa_attention_fused_tc<" + std::to_string(key_dim) + ">";
+// The tensor-core forwards: `fused_tc` (psa_tc.cu, 8 warps a CTA) and `fused_tc_w16` (psa_tc_w16.cu, 16).
+bool is_tensor_core(const std::string& variant) {
+  return variant == "fused_tc" || variant == "fused_tc_w16";
+}
+
+std::string fused_tc_kernel_name(const std::string& variant, int key_dim) {
+  return "psa_attention_" + variant + "<" + std::to_string(key_dim) + ">";
 }
 
 bool is_fused(const std::string& variant) {
-  return variant == "fused" || variant == "fused_tc";
+  return variant == "fused" || is_tensor_core(variant);
 }
 
-CompileRequest fused_tc_request(int key_dim) {
-  return {kPsaTcSource, {}, {fused_tc_kernel_name(key_dim)}};
+CompileRequest fused_tc_request(const std::string& variant, int key_dim) {
+  return {
+      variant == "fused_tc" ? kPsaTcSource : kPsaTcW16Source, {}, {fused_tc_kernel_name(variant, key_dim)}};
 }
 
-// The FA2 variant behind a PSA variant: `fused` and `fused_tc` run their backward on the tiled FA2.
+// The FA2 variant behind a PSA variant: the fused ones run their backward on the tiled FA2.
 std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
   if (!is_fused(variant)) return variant;
   if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
@@ -62,14 +68,14 @@ std::string psa_fused_problem(int key_dim) {
 
 CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims) {
   if (variant == "fused") return CompileRequest{kPsaSource, {}, {fused_kernel_name(dims.key_dim)}};
-  if (variant == "fused_tc") return fused_tc_request(dims.key_dim);
+  if (is_tensor_core(variant)) return fused_tc_request(variant, dims.key_dim);
   return fa2_request_of(variant, dims);
 }
 
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims) {
   std::vector<CompileRequest> requests{psa_module_request(variant == "fused", dims.key_dim),
                                        fa2_request_of(variant, dims)};
-  if (variant == "fused_tc") requests.push_back(fused_tc_request(dims.key_dim));
+  if (is_tensor_core(variant)) requests.push_back(fused_tc_request(variant, dims.key_dim));
   return requests;
 }
 
@@ -78,16 +84,17 @@ PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
       dims_(dims),
       fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims)),
       fused_(variant == "fused"),
-      fused_tc_(variant == "fused_tc"),
+      fused_tc_(is_tensor_core(variant)),
+      w16_(variant == "fused_tc_w16"),
       module_(backend.compile(psa_module_request(fused_, dims.key_dim))),
-      tc_module_(fused_tc_ ? backend.compile(fused_tc_request(dims.key_dim)) : nullptr),
+      tc_module_(fused_tc_ ? backend.compile(fused_tc_request(variant, dims.key_dim)) : nullptr),
       pack_(module_->kernel("psa_pack_qkv")),
       extract_(module_->kernel("psa_extract_v")),
       merge_(module_->kernel("psa_merge_attn")),
       merge_bwd_(module_->kernel("psa_merge_attn_bwd")),
       qkv_grad_(module_->kernel("psa_qkv_grad")) {
   if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
-  if (fused_tc_) fused_forward_ = tc_module_->kernel(fused_tc_kernel_name(dims.key_dim));
+  if (fused_tc_) fused_forward_ = tc_module_->kernel(fused_tc_kernel_name(variant, dims.key_dim));
 }
 
 PsaWorkspace PsaOp::workspace() const {
@@ -128,10 +135,13 @@ void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace&
     const PsaFusedParams p{qkv, merged, v_out, packed, o_lo, o_hi, lse, bh, n, dims_.softmax_scale()};
     // psa.cu: kFusedQueries = 8 rows per CTA, kFusedThreads = 256, dynamic shared memory: the warps' V tiles.
     // psa_tc.cu: kRows = 16 rows per CTA, kThreads = 256, static shared memory only.
-    const size_t shared_bytes = fused_ ? size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float) : 0;
-    const unsigned rows_per_cta = fused_ ? 8 : 16;
+    // psa_tc_w16.cu: 16 rows per CTA, 16 warps, dynamic shared memory: the warps' partial states.
+    const size_t shared_bytes = fused_ ? size_t(8) * 2 * dims_.key_dim * 33 * sizeof(float)
+                                : w16_ ? size_t(psa_w16_shared_bytes(dims_.key_dim))
+                                       : 0;
+    const unsigned rows_per_cta = fused_ ? 8 : 16, threads = w16_ ? 32 * kPsaW16Warps : 256;
     backend_.launch(fused_forward_,
-                    {{ceil_div(size_t(n), rows_per_cta), unsigned(bh), 1}, {256, 1, 1}, shared_bytes},
+                    {{ceil_div(size_t(n), rows_per_cta), unsigned(bh), 1}, {threads, 1, 1}, shared_bytes},
                     kernel_params(p));
     return;
   }

@@ -3,7 +3,7 @@
 // or, with the `fused` variant, the forward as one psa_attention_fused launch that leaves the same workspace
 // (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
 // attention.md), and with `fused_tc` as one psa_attention_fused_tc launch (psa_tc.cu: 3xTF32 tensor cores),
-// same workspace and backward. Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
+// same workspace and backward, or `fused_tc_w16` (psa_tc_w16.cu: the same on 16 warps a CTA). Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -49,17 +49,17 @@ std::string psa_fused_problem(int key_dim);
 inline constexpr int kPsaFusedMaxTokens = 1024;
 inline constexpr int64_t kPsaFusedMaxRows = 8192;
 // The attention kernels of a variant (what `lab source psa_attention` shows): the fused forward kernel alone
-// for `fused` and `fused_tc`, else the Flash Attention 2 module of the two passes.
+// for `fused`, `fused_tc` and `fused_tc_w16`, else the Flash Attention 2 module of the two passes.
 CompileRequest psa_attention_compile_request(const std::string& variant, const PsaDims& dims);
 // The modules a PsaOp of this variant and shape compiles: psa.cu's kernels, then its Flash Attention 2
-// module, then for `fused_tc` psa_tc.cu's forward.
+// module, then for `fused_tc` (`fused_tc_w16`) psa_tc.cu's (psa_tc_w16.cu's) forward.
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims);
 
 class PsaOp {
  public:
   // `variant`: "tiled" or "row_per_cta" (the Flash Attention 2 variant of the composed forward and of the
-  // backward), or "fused" / "fused_tc" (the one-launch forwards, tiled FA2 for the backward; UsageError for a
-  // key width without a fused kernel).
+  // backward), or "fused" / "fused_tc" / "fused_tc_w16" (the one-launch forwards, tiled FA2 for the backward;
+  // UsageError for a key width without a fused kernel).
   PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims);
   PsaWorkspace workspace() const;
 
@@ -82,7 +82,7 @@ class PsaOp {
   Backend& backend_;
   PsaDims dims_;
   FlashAttn2Op fa2_;
-  bool fused_, fused_tc_;
+  bool fused_, fused_tc_, w16_;
   std::shared_ptr<Module> module_, tc_module_;
   Kernel fused_forward_, pack_, extract_, merge_, merge_bwd_, qkv_grad_;
 };

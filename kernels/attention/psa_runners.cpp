@@ -77,6 +77,10 @@ KernelSpec attention_spec(const char* name, const char* description) {
                 {"fused_tc",
                  "one launch on tensor cores (3xTF32 mma.sync m16n8k8): 16 query rows per CTA, the keys "
                  "split over its 8 warps (KEY_DIM 16, 32); the backward on tiled FA2",
+                 fused_problem},
+                {"fused_tc_w16",
+                 "fused_tc with the keys split over 16 warps (one 8-key tile per step), the warps merged by "
+                 "half-warp shuffles after one barrier (KEY_DIM 16, 32); the backward on tiled FA2",
                  fused_problem}});
   spec.compile = [](const std::string& variant, const Params& p) {
     return psa_attention_compile_request(variant, psa_dims(psa_shape(p)));

@@ -280,7 +280,8 @@ struct NchwFloatHead {
   }
 };
 
-// The float32 kernels' Q operand (NchwFloatHead::query's), split once into tf32 hi and lo for 3xTF32.
+// The float32 kernels' Q operand (NchwFloatHead::query's), split into tf32 hi and lo for 3xTF32 once
+// (SplitQuery: 2 KS x 4 registers) or at every use (FloatQuery: half the registers, a few more instructions).
 template <int KS>
 struct SplitQuery {
   uint32_t hi[KS][4], lo[KS][4];
@@ -295,6 +296,15 @@ struct SplitQuery {
     for (int i = 0; i < 4; ++i) a_hi[i] = hi[ks][i], a_lo[i] = lo[ks][i];
   }
 };
+template <int KS>
+struct FloatQuery {
+  float q[KS][4];
+  __device__ __forceinline__ void operand(int ks, uint32_t (&a_hi)[4], uint32_t (&a_lo)[4]) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) lab_split_tf32(q[ks][i], a_hi[i], a_lo[i]);
+  }
+};
+
 // One softmax step of the float32 kernels over the CH 8-key tiles from tile0 (the warp's range ends at
 // `end`), every product in 3xTF32: S = Q K^T on the fragments kf, the masking of keys past the range or past
 // N, the online softmax, then O += P V on the fragments vf.

@@ -1,23 +1,24 @@
-// psa_tc_w16: the 16-bit PSA attention core with a CTA's keys split over 16 warps (variant `mma_w16` of
-// psa_attention_half; layouts, operand orders and the per-warp step as psa_tc.cu's psa_attention_half):
-//   psa_attention_half_w16<KD, DT>       NCHW planes (PsaHalfParams)
-//   psa_attention_half_nhwc_w16<KD, DT>  NHWC views with pitches (PsaHalfNhwcParams; waits for its
-//   predecessor
-//                                        with Programmatic Dependent Launch, as psa_attention_half_nhwc)
+// psa_tc_w16: psa_tc.cu's PSA attention cores with a CTA's keys split over 16 warps instead of 8 (layouts,
+// operand orders and the per-warp steps as there):
+//   psa_attention_half_w16<KD, DT>       variant `mma_w16` of psa_attention_half, NCHW planes (PsaHalfParams)
+//   psa_attention_half_nhwc_w16<KD, DT>  the same on NHWC views with pitches (PsaHalfNhwcParams; waits for
+//                                        its predecessor with Programmatic Dependent Launch)
+//   psa_attention_fused_tc_w16<KD>       variant `fused_tc_w16` of psa_attention: float32 qkv, 3xTF32
 // KD 16 or 32, VD = 2 KD, DT = LAB_F16 or LAB_BF16.
 //
 // Why: the 8-warp kernels run 50 CTAs at yolo26n's size (N 400, 2 heads) and are latency chains: each warp
-// walks 3-4 16-key tiles, then the CTA's merge recomputes a row's statistics for every output value. Here one
-// CTA of 16 warps (512 threads, 128 registers each) still owns 16 query rows, each warp takes one or two
-// 16-key tiles (CH = 2: one step up to N = 512, its K and V loads issued before its first product), so a
-// warp's dependent chain is about half as long; the merge costs one barrier and no recomputation:
+// walks 3-4 16-key tiles (6-7 8-key tiles in float32), then the CTA's merge recomputes a row's statistics for
+// every output value. Here one CTA of 16 warps (512 threads, 128 registers each) still owns 16 query rows,
+// each warp takes one or two 16-key tiles (CH = 2: one step up to N = 512, its K and V loads issued before
+// its first product), so a warp's dependent chain is about half as long; the merge costs one barrier and no
+// recomputation:
 //   - every warp leaves its partial state in shared memory with the outputs in value-channel order
 //     ([warp][row][VD + 4] floats, dynamic: lab::psa_w16_shared_bytes);
 //   - after one __syncthreads, warps 0-7 merge: 16 threads per row, thread j reads warp j's (max, sum), the
 //     row's max, sum and every warp's weight exp2(m_j - m) / l come from half-warp shuffles, and the thread
 //     sums PW = VD / 16 contiguous channels over the 16 warps (one vector shared load per warp), written by
-//     one PW-channel store; warps 8-15 meanwhile copy the CTA's rows of V to v_out (loaded then: registers
-//     are short during the key walk).
+//     one PW-channel store; warps 8-15 meanwhile copy the CTA's rows of V to v_out (and in float32 of every
+//     section to `packed`), loaded then: registers are short during the key walk.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_grid_dependency.cuh"
@@ -195,5 +196,53 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
     const int c0 = 8 * (piece % (VD / 8));
     *reinterpret_cast<uint4*>(params.v_out + (size_t(b) * n + copy_row) * params.v_pitch + h * VD + c0) =
         *reinterpret_cast<const uint4*>(token(copy_row) + 2 * KD + c0);
+  }
+}
+
+// psa_attention_fused_tc_w16<KD> (variant `fused_tc_w16` of psa_attention): psa_attention_fused_tc on 16
+// warps: float32 qkv, 3xTF32 m16n8k8, the same outputs and workspace (merged, v_out, and this CTA's rows of
+// packed, o_lo, o_hi, L). Each warp takes three or four 8-key tiles at N 400, one per step: at 128 registers
+// a thread, two tiles per step spill (76 bytes with Q split once, more with Q split at each use); one tile
+// with Q split at each use takes 127, no spills. Block 512, grid (ceil(N / 16), BH), dynamic shared memory
+// lab::psa_w16_shared_bytes(KD); after the merge's barrier warps 8-15 copy the CTA's rows of every section
+// to packed and of V to v_out while warps 0-7 merge.
+template <int KD>
+__global__ void __launch_bounds__(psa_w16::kThreads)
+    psa_attention_fused_tc_w16(const lab::PsaFusedParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 8, NT = VD / 8, QB = psa_tc::kRows, PW = VD / psa_w16::kWarps;
+  static_assert(KD == 16 || KD == 32, "the tensor-core PSA forward is instantiated for KEY_DIM 16 and 32");
+  static_assert(sizeof(psa_w16::Shared<VD>) == lab::psa_w16_shared_bytes(KD), "the launch's shared bytes");
+  const float* __restrict__ qkv = params.qkv;
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const float* head = qkv + size_t(bh) * 4 * KD * n;  // channels [Q | K | V_lo | V_hi], each KD x N
+  LAB_DYNAMIC_SHARED(psa_w16::Shared<VD>, sh);
+
+  const psa_tc::NchwFloatHead<KD> src{head, n};
+  psa_tc::FloatQuery<KS> q;
+  src.query(n0, g, t, q.q);
+  psa_tc::WarpState<NT> w;
+  psa_tc::attend_tf32<1, psa_w16::kWarps>(src, q, warp, g, t, params.scale, w);
+
+  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
+  __syncthreads();
+  constexpr int kCopyThreads = psa_w16::kThreads - psa_w16::kMergeThreads,
+                kCopies = 4 * KD * QB / kCopyThreads;
+  const int copier = int(threadIdx.x) - psa_w16::kMergeThreads;  // < 0 on the merging warps
+  if (copier < 0) {
+    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[PW], float lse, bool first) {
+      float* o = (c0 < KD ? params.o_lo : params.o_hi) + (size_t(bh) * n + row) * KD + c0 % KD;
+      if constexpr (PW == 4)
+        *reinterpret_cast<float4*>(o) = make_float4(value[0], value[1], value[2], value[3]);
+      else
+        *reinterpret_cast<float2*>(o) = make_float2(value[0], value[1]);
+#pragma unroll
+      for (int k = 0; k < PW; ++k) params.merged[(size_t(bh) * VD + c0 + k) * n + row] = value[k];
+      if (first) params.lse[size_t(bh) * n + row] = lse;
+    });
+  } else {
+    float copy[kCopies];
+    psa_tc::load_rows<4 * KD, kCopyThreads>(head, n, n0, 0, copier, copy);
+    psa_tc::store_fused_rows<KD, kCopyThreads>(params, bh, n0, copier, copy);
   }
 }
