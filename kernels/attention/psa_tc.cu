@@ -52,23 +52,12 @@ struct alignas(16) MergeShared {
   float l[kWarps][kRows];
 };
 
-// Leaves this warp's state in `sh` (rows g, g + 8; columns 8 nt + 2t, + 1).
+// Leaves this warp's state in `sh` (rows g, g + 8; columns 8 nt + 2t, + 1 as one float2).
 template <int VD, int NT>
 __device__ __forceinline__ void publish(const WarpState<NT>& w, MergeShared<VD>& sh, int warp, int lane) {
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = g + 8 * h;
-    const float l_row = lab_group4_sum(w.l[h]);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-      *reinterpret_cast<float2*>(&sh.acc[warp][row][8 * nt + 2 * t]) =
-          make_float2(w.o[nt][2 * h], w.o[nt][2 * h + 1]);
-    if (t == 0) {
-      sh.m[warp][row] = w.m[h];
-      sh.l[warp][row] = l_row;
-    }
-  }
+  publish_state(w, sh, warp, lane, [&](int row, int col, float v0, float v1) {
+    *reinterpret_cast<float2*>(&sh.acc[warp][row][col]) = make_float2(v0, v1);
+  });
 }
 
 // Row r's output column `dim` over all warps, rescaled to the common maximum; `lse` its natural-log

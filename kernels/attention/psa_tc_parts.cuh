@@ -90,6 +90,26 @@ __device__ __forceinline__ void key_tile_range(int tiles, int warp, int& begin, 
   end = (warp + 1) * tiles / WARPS;
 }
 
+// Leaves this warp's state in `sh` (a merge layout with maxima m[warp][row] and sums l[warp][row]): its rows
+// g and g + 8, and their outputs through store_pair(row, col, o[col], o[col + 1]) for columns col = 8 nt +
+// 2t.
+template <int NT, class Shared, class StorePair>
+__device__ __forceinline__ void publish_state(const WarpState<NT>& w, Shared& sh, int warp, int lane,
+                                              StorePair store_pair) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = g + 8 * h;
+    const float l_row = lab_group4_sum(w.l[h]);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) store_pair(row, 8 * nt + 2 * t, w.o[nt][2 * h], w.o[nt][2 * h + 1]);
+    if (t == 0) {
+      sh.m[warp][row] = w.m[h];
+      sh.l[warp][row] = l_row;
+    }
+  }
+}
+
 // The 16-bit kernels' walk over this warp's range of 16-key tiles (of WARPS ranges), CH tiles per step:
 // load(tile0, kf, vf) fills the step's K and V fragments, then half_step. HOIST: the first step's loads are
 // issued before the loop and each next step's after the current one's products. Loads in the loop body are

@@ -45,21 +45,10 @@ struct Shared {
 template <int VD, int NT, class Channel>
 __device__ __forceinline__ void publish(const psa_tc::WarpState<NT>& w, Shared<VD>& sh, int warp, int lane,
                                         Channel channel) {
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = g + 8 * h;
-    const float l_row = lab_group4_sum(w.l[h]);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      sh.acc[warp][row][channel(8 * nt + 2 * t)] = w.o[nt][2 * h];
-      sh.acc[warp][row][channel(8 * nt + 2 * t + 1)] = w.o[nt][2 * h + 1];
-    }
-    if (t == 0) {
-      sh.m[warp][row] = w.m[h];
-      sh.l[warp][row] = l_row;
-    }
-  }
+  psa_tc::publish_state(w, sh, warp, lane, [&](int row, int col, float v0, float v1) {
+    sh.acc[warp][row][channel(col)] = v0;
+    sh.acc[warp][row][channel(col + 1)] = v1;
+  });
 }
 
 // PW floats at p (16-byte aligned for 4, 8-byte for 2).
