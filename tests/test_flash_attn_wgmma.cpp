@@ -82,6 +82,66 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "the Hopper flash attention forwards match the reference with other WGMMA_TILE tiles on the cpu backend",
+    "[attention]") {
+  // The N 176 and 192 products, more stages than the defaults, and key counts that end in a partial tile
+  // after wrapping the ring.
+  const struct {
+    const char *head_dim, *tile, *n_k;
+  } cases[] = {
+      {"64", "192x3", "700"}, {"64", "64x4", "300"}, {"128", "176x2", "400"}, {"128", "192x2", "500"}};
+  for (const auto& v : kVariants)
+    for (const auto& c : cases)
+      run_wgmma("cpu", v.variant,
+                {{"BH", "1"},
+                 {"N_CTX_Q", "130"},
+                 {"N_CTX_K", c.n_k},
+                 {"HEAD_DIM", c.head_dim},
+                 {"DTYPE", "bf16"},
+                 {"WGMMA_TILE", c.tile}});
+}
+
+TEST_CASE("the wgmma variants refuse WGMMA_TILE tiles over shared memory or the consumers' registers",
+          "[attention]") {
+  const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
+  for (const auto& v : kVariants) {
+    const Params over_shared = resolve_params(r, {{"HEAD_DIM", "128"}, {"WGMMA_TILE", "128x4"}});
+    CHECK_THROWS_WITH(
+        check_variant_runs(r.spec(), v.variant, over_shared),
+        Contains("WGMMA_TILE 128x4 needs") && Contains("bytes of shared memory at HEAD_DIM 128"));
+    CHECK_NOTHROW(check_variant_runs(r.spec(), v.variant,
+                                     resolve_params(r, {{"HEAD_DIM", "128"}, {"WGMMA_TILE", "192x2"}})));
+  }
+  // 128 scores + 32 output + 64 of the previous P: pipelined only.
+  const Params wide = resolve_params(r, {{"HEAD_DIM", "64"}, {"WGMMA_TILE", "256x2"}});
+  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma_pipelined", wide),
+                    Contains("holds 224 accumulator registers a thread"));
+  CHECK_NOTHROW(check_variant_runs(r.spec(), "wgmma", wide));
+}
+
+TEST_CASE("every WGMMA_TILE the wgmma variants accept compiles without local memory", "[attention]") {
+  const RuntimeContext ctx = test::embedded_context();
+  const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
+  const std::vector<std::string> choices = r.spec().params.back().choices;
+  REQUIRE(r.spec().params.back().name == "WGMMA_TILE");
+  int compiled = 0;
+  for (const auto& v : kVariants)
+    for (const char* head_dim : {"64", "128", "256"})
+      for (const std::string& tile : choices) {
+        const Params p = resolve_params(r, {{"HEAD_DIM", head_dim}, {"WGMMA_TILE", tile}});
+        if (!variant_refusal(r.spec(), v.variant, p).empty()) continue;
+        INFO(v.variant << " HEAD_DIM " << head_dim << " WGMMA_TILE " << tile);
+        const CompileResult c =
+            compile_with_nvrtc(*ctx.tree, *ctx.cache, r.spec().compile(v.variant, p), "sm_90");
+        REQUIRE(c.resources.size() == 1);
+        CHECK(c.resources[0].spill_stores == 0);
+        CHECK(c.resources[0].local_bytes == 0);
+        ++compiled;
+      }
+  CHECK(compiled >= 30);
+}
+
 TEST_CASE("the wgmma variants refuse HEAD_DIM 32 with their rule", "[attention]") {
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
   const Params p = resolve_params(r, {{"HEAD_DIM", "32"}});

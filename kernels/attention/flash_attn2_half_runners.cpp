@@ -4,6 +4,7 @@
 // rounding.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "kernels/attention/attention_runner_support.hpp"
 #include "kernels/attention/flash_attn2_half_op.hpp"
@@ -66,11 +67,14 @@ struct Half16 {
 
 // The Hopper forward in one of its schedules (flash_attn_wgmma.cu, flash_attn_wgmma_pipelined.cu): the same
 // elements, rounding and tolerances as Half16, another op.
+// WGMMA_TILE picks its keys per tile and ring depth.
 template <WgmmaSchedule SCHEDULE>
 struct HalfWgmma : Half16 {
   using Op = FlashAttnWgmmaOp;
-  using Half16::Half16;
-  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE}; }
+  WgmmaTiles tiles;
+  HalfWgmma(const std::string& variant, const Params& p)
+      : Half16(variant, p), tiles(parse_wgmma_tiles(param_str(p, "WGMMA_TILE"))) {}
+  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE, tiles}; }
 };
 
 // The Hopper backward (flash_attn_wgmma_bwd.cu): the same elements and tolerances as Half16, another op, dQ
@@ -84,26 +88,36 @@ struct HalfWgmmaBackward : Half16 {
   bool fused_dq() const { return true; }
 };
 
-const KernelVariant kWgmma{
-    "wgmma",
-    "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
-    "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
-    [](const Params& p) { return fa_wgmma_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
+// A Hopper forward's rules: HEAD_DIM, then the WGMMA_TILE tiles in shared memory.
+std::string wgmma_forward_problem(const Params& p, WgmmaSchedule schedule) {
+  const int head_dim = int(param_int(p, "HEAD_DIM"));
+  if (std::string problem = fa_wgmma_head_dim_problem(head_dim); !problem.empty()) return problem;
+  return fa_wgmma_tiles_problem(head_dim, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")), schedule);
+}
+// The Hopper forward's kernel for the parameters.
+CompileRequest wgmma_forward_request(HalfType type, int head_dim, const Params& p, WgmmaSchedule schedule) {
+  return fa_wgmma_compile_request(type, head_dim, schedule, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")));
+}
+
+const KernelVariant kWgmma{"wgmma",
+                           "Hopper (sm_90a): TMA loads on an mbarrier ring, a producer warpgroup and two "
+                           "wgmma consumer warpgroups (HEAD_DIM 64, 128 or 256)",
+                           [](const Params& p) { return wgmma_forward_problem(p, WgmmaSchedule::serial); }};
 const KernelVariant kWgmmaPipelined{
     "wgmma_pipelined",
     "wgmma, each consumer warpgroup running the softmax of key tile j while P V of tile j - 1 is on the "
     "tensor cores (HEAD_DIM 64, 128 or 256)",
-    kWgmma.problem};
+    [](const Params& p) { return wgmma_forward_problem(p, WgmmaSchedule::pipelined); }};
 const KernelVariant kWgmmaBackward{
     "wgmma",
     "Hopper (sm_90a): a CTA per 128 keys, dK and dV in registers over the query tiles, Q and dO by TMA on an "
     "mbarrier ring, two wgmma consumer warpgroups, dQ by float vector reductions (HEAD_DIM 64 or 128)",
     [](const Params& p) { return fa_wgmma_bwd_head_dim_problem(int(param_int(p, "HEAD_DIM"))); }};
 
-// The kernel a Hopper variant compiles, by element type and HEAD_DIM.
+// The kernel a Hopper variant compiles, by element type, HEAD_DIM and the parameters.
 struct WgmmaRequest {
   std::string variant;
-  CompileRequest (*request)(HalfType, int);
+  std::function<CompileRequest(HalfType, int, const Params&)> request;
 };
 
 // A runner of flash_attn2_mma.cu: every kernel of the element type, HEAD_DIM and tile shapes; the Hopper
@@ -120,7 +134,7 @@ KernelSpec half_spec(const char* name, const char* description, std::vector<Kern
             const HalfType type = parse_half_type(param_str(p, "DTYPE"));
             const int head_dim = int(param_int(p, "HEAD_DIM"));
             for (const WgmmaRequest& w : wgmma)
-              if (variant == w.variant) return w.request(type, head_dim);
+              if (variant == w.variant) return w.request(type, head_dim, p);
             return fa2_half_compile_request(type, head_dim, fa2_mma_config(variant, p));
           }};
 }
@@ -144,16 +158,31 @@ template <class P>
 using DkdvInstance = AttentionGradientKernelInstance<P, GradientKernel::dkdv>;
 
 const KernelVariant kMma{"mma", "mma.sync m16n8k16 tensor cores, float accumulation, cp.async staging"};
-const KernelSpec forward_spec = half_spec(
-    "flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores",
-    {kMma, kWgmma, kWgmmaPipelined},
-    {{kWgmma.name, fa_wgmma_compile_request}, {kWgmmaPipelined.name, fa_wgmma_pipelined_compile_request}});
+// The forward runner: half_spec with the Hopper variants' WGMMA_TILE.
+KernelSpec forward_half_spec() {
+  KernelSpec spec = half_spec(
+      "flash_attn2_fwd_half", "Flash Attention 2 forward in fp16/bf16 on tensor cores",
+      {kMma, kWgmma, kWgmmaPipelined},
+      {{kWgmma.name, [](HalfType t, int d,
+                        const Params& p) { return wgmma_forward_request(t, d, p, WgmmaSchedule::serial); }},
+       {kWgmmaPipelined.name, [](HalfType t, int d, const Params& p) {
+          return wgmma_forward_request(t, d, p, WgmmaSchedule::pipelined);
+        }}});
+  ParamSpec tile{"WGMMA_TILE", ParamSpec::Kind::Choice, "auto",
+                 "wgmma variants: keys per tile x K/V stages; auto: by HEAD_DIM (128x3, 128x2, 64x2)"};
+  tile.choices = {"auto",  "64x2",  "64x3",  "64x4",  "128x2", "128x3", "128x4",
+                  "176x2", "176x3", "192x2", "192x3", "256x2", "256x3"};
+  spec.params.push_back(tile);
+  return spec;
+}
+const KernelSpec forward_spec = forward_half_spec();
 
 // A backward runner: half_spec with OL.
 KernelSpec half_backward_spec(const char* name, const char* description,
                               std::vector<KernelVariant> variants) {
-  KernelSpec spec =
-      half_spec(name, description, std::move(variants), {{kWgmma.name, fa_wgmma_bwd_compile_request}});
+  KernelSpec spec = half_spec(
+      name, description, std::move(variants),
+      {{kWgmma.name, [](HalfType t, int d, const Params&) { return fa_wgmma_bwd_compile_request(t, d); }}});
   spec.params.push_back(forward_outputs_param());
   return spec;
 }

@@ -20,12 +20,24 @@ inline constexpr const char* kFlashAttnWgmmaPipelinedSource = "attention/flash_a
 // `pipelined` runs the softmax of tile j while P V of tile j - 1 is on the tensor cores.
 enum class WgmmaSchedule { serial, pipelined };
 
-// Empty when the kernel supports this HEAD_DIM, else the rule (the `wgmma` variant's problem text).
+// Keys per tile (the products' N: 64, 128, 176, 192 or 256) and K/V ring depth; 0 / 0 picks the defaults per
+// HEAD_DIM (64: 128 x 3, 128: 128 x 2, 256: 64 x 2).
+struct WgmmaTiles {
+  int bn = 0, stages = 0;
+};
+// The tiles a WGMMA_TILE choice names: "auto" (the defaults) or "BNxSTAGES", e.g. "176x2".
+WgmmaTiles parse_wgmma_tiles(const std::string& choice);
+
+// Empty when the kernel supports this HEAD_DIM, else the rule (the `wgmma` variants' problem text).
 std::string fa_wgmma_head_dim_problem(int head_dim);
-// The one kernel for an element type, HEAD_DIM (64, 128 or 256; anything else throws UsageError) and
-// schedule.
-CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule);
-// The same for each schedule, with the signature of the runner's compile hooks.
+// Empty when the tiles' Q block, K and V rings and mbarriers fit in a CTA's 227 KB at this HEAD_DIM and their
+// accumulators in a consumer's registers, else the rule.
+std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule schedule);
+// The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule and tiles (a HEAD_DIM or tiles the
+// rules refuse throw UsageError).
+CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule,
+                                        WgmmaTiles tiles);
+// The same with the default tiles, for each schedule.
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim);  // serial
 CompileRequest fa_wgmma_pipelined_compile_request(HalfType type, int head_dim);
 // A [BH, rows, head_dim] 16-bit array at `base` as the 3-D map the Hopper kernels read, in boxes of 64
@@ -36,7 +48,7 @@ TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* bas
 class FlashAttnWgmmaOp {
  public:
   FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim,
-                   WgmmaSchedule schedule = WgmmaSchedule::serial);
+                   WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {});
   // O (16-bit) and L (float) from Q, K, V (16-bit), each a dense [BH, N, HEAD_DIM] / [BH, N_CTX_Q] array.
   void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
                const AttentionProblem& p) const;
@@ -46,6 +58,7 @@ class FlashAttnWgmmaOp {
   HalfType type_;
   int head_dim_;
   WgmmaSchedule schedule_;
+  WgmmaTiles tiles_;  // resolved: never 0
   std::shared_ptr<Module> module_;
   Kernel fwd_;
 };

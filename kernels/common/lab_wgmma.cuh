@@ -50,9 +50,10 @@
 #include "common/lab_swizzle.cuh"
 #endif
 
-// The N of one m64nNk16 shape: a multiple of 8 up to 256; these six are instantiable. (lab_emu_wgmma.hpp
-// defines it again, identically.)
-#define LAB_WGMMA_VALID_N(N) ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 256)
+// The N of one m64nNk16 shape: a multiple of 8 up to 256; these eight are instantiable (176 and 192: key
+// tiles of the Hopper attention forward). (lab_emu_wgmma.hpp defines it again, identically.)
+#define LAB_WGMMA_VALID_N(N) \
+  ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 176 || (N) == 192 || (N) == 256)
 
 #if !defined(LAB_CPU_EMULATOR)
 
@@ -109,6 +110,11 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
   LAB_WGMMA_D64                                                                                 \
       ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
       "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define LAB_WGMMA_D176                                                                          \
+  LAB_WGMMA_D128                                                                                \
+      ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
+      "%81, %82, %83, %84, %85, %86, %87"
+#define LAB_WGMMA_D192 LAB_WGMMA_D176 ", %88, %89, %90, %91, %92, %93, %94, %95"
 #define LAB_WGMMA_D256                                                                          \
   LAB_WGMMA_D128                                                                                \
       ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
@@ -121,6 +127,8 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 #define LAB_WGMMA_OUT16(o) LAB_WGMMA_OUT8(o), LAB_WGMMA_OUT8(o + 8)
 #define LAB_WGMMA_OUT32(o) LAB_WGMMA_OUT16(o), LAB_WGMMA_OUT16(o + 16)
 #define LAB_WGMMA_OUT64(o) LAB_WGMMA_OUT32(o), LAB_WGMMA_OUT32(o + 32)
+#define LAB_WGMMA_OUT88(o) LAB_WGMMA_OUT64(o), LAB_WGMMA_OUT16(o + 64), LAB_WGMMA_OUT8(o + 80)
+#define LAB_WGMMA_OUT96(o) LAB_WGMMA_OUT64(o), LAB_WGMMA_OUT32(o + 64)
 #define LAB_WGMMA_OUT128(o) LAB_WGMMA_OUT64(o), LAB_WGMMA_OUT64(o + 64)
 
 // The instruction text of one shape and input type; I0.. are the operand numbers after the N / 2 outputs.
@@ -175,6 +183,8 @@ LAB_WGMMA_SHAPE(16, LAB_WGMMA_D16, LAB_WGMMA_OUT8(0), 8, 9, 10, 11, 12, 13, 14)
 LAB_WGMMA_SHAPE(32, LAB_WGMMA_D32, LAB_WGMMA_OUT16(0), 16, 17, 18, 19, 20, 21, 22)
 LAB_WGMMA_SHAPE(64, LAB_WGMMA_D64, LAB_WGMMA_OUT32(0), 32, 33, 34, 35, 36, 37, 38)
 LAB_WGMMA_SHAPE(128, LAB_WGMMA_D128, LAB_WGMMA_OUT64(0), 64, 65, 66, 67, 68, 69, 70)
+LAB_WGMMA_SHAPE(176, LAB_WGMMA_D176, LAB_WGMMA_OUT88(0), 88, 89, 90, 91, 92, 93, 94)
+LAB_WGMMA_SHAPE(192, LAB_WGMMA_D192, LAB_WGMMA_OUT96(0), 96, 97, 98, 99, 100, 101, 102)
 LAB_WGMMA_SHAPE(256, LAB_WGMMA_D256, LAB_WGMMA_OUT128(0), 128, 129, 130, 131, 132, 133, 134)
 
 // d (+)= A * B with A and B in shared memory; TRANS_A / TRANS_B: 0 K-major, 1 MN-major; scale_d 0 ignores
@@ -182,14 +192,14 @@ LAB_WGMMA_SHAPE(256, LAB_WGMMA_D256, LAB_WGMMA_OUT128(0), 128, 129, 130, 131, 13
 template <int DT, int N, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void lab_wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
                                              unsigned long long desc_b, int scale_d) {
-  static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128 or 256");
+  static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
   LabWgmmaShape<N>::template ss<DT, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 // d (+)= A * B with A in registers (layout above), B in shared memory.
 template <int DT, int N, int TRANS_B>
 __device__ __forceinline__ void lab_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4],
                                              unsigned long long desc_b, int scale_d) {
-  static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128 or 256");
+  static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
   LabWgmmaShape<N>::template rs<DT, TRANS_B>(d, a, desc_b, scale_d);
 }
 

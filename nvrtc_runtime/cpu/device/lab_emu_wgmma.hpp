@@ -34,7 +34,8 @@
 #include "lab_swizzle.cuh"
 
 // lab_wgmma.cuh defines it again, identically.
-#define LAB_WGMMA_VALID_N(N) ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 256)
+#define LAB_WGMMA_VALID_N(N) \
+  ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 176 || (N) == 192 || (N) == 256)
 
 namespace lab_emu {
 
@@ -217,7 +218,7 @@ struct WgmmaAt {
 
   template <int DT, int N, int TRANS_A, int TRANS_B>
   void ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b, int scale_d) const {
-    static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128 or 256");
+    static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
     static_assert(DT == LAB_F16 || DT == LAB_BF16, "the element type is LAB_F16 or LAB_BF16");
     WarpExchange x("lab_wgmma_ss", file, line);
     issue(x, WgmmaOp{d, N, DT, false, TRANS_A != 0, TRANS_B != 0, scale_d != 0, desc_a, desc_b, {}, 0, 0});
@@ -225,7 +226,7 @@ struct WgmmaAt {
 
   template <int DT, int N, int TRANS_B>
   void rs(float (&d)[N / 2], const uint32_t (&a)[4], unsigned long long desc_b, int scale_d) const {
-    static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128 or 256");
+    static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
     static_assert(DT == LAB_F16 || DT == LAB_BF16, "the element type is LAB_F16 or LAB_BF16");
     WarpExchange x("lab_wgmma_rs", file, line);
     std::memcpy(x.mine().a, a, sizeof a);
