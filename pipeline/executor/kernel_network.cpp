@@ -12,8 +12,8 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/nhwc_plan.hpp"
-#include "pipeline/image/staged_letterbox.hpp"
 #include "pipeline/executor/nhwc_readback.hpp"
+#include "pipeline/image/staged_letterbox.hpp"
 
 namespace lab {
 
@@ -46,7 +46,6 @@ double KernelNetwork::forward_images(const std::vector<ImageInput>& images, int 
       staged_bytes += image.staged->bytes;
     }
   if (staged_bytes > staged_.bytes()) staged_ = backend_.alloc(staged_bytes);
-  if (staged_bytes > 0 && !letterbox_) letterbox_ = std::make_unique<LetterboxResizeOp>(backend_);
   unsigned char* block = staged_.as<unsigned char>();
   for (size_t i = 0; i < images.size(); ++i) {
     if (images[i].nchw) {
@@ -55,7 +54,7 @@ double KernelNetwork::forward_images(const std::vector<ImageInput>& images, int 
     }
     const StagedLetterbox& staged = *images[i].staged;
     backend_.upload_async(block, &staged, staged.bytes);
-    letterbox_->launch(letterbox_resize_params(staged, block, in + i * per_image));
+    letterbox_op().launch(letterbox_resize_params(staged, block, in + i * per_image));
     block += staged.bytes;
   }
   backend_.synchronize();  // the images' memory may be refilled from here on
@@ -68,6 +67,12 @@ double KernelNetwork::forward_images(const std::vector<ImageInput>& images, int 
 void KernelNetwork::prepare(int batch, int height, int width) {
   ShapePlan& plan = plan_for(batch, height, width);
   if (!layer_timing_) graph_of(plan);
+  letterbox_op();  // compiled before a forward over staged images needs it
+}
+
+LetterboxResizeOp& KernelNetwork::letterbox_op() {
+  if (!letterbox_) letterbox_ = std::make_unique<LetterboxResizeOp>(backend_);
+  return *letterbox_;
 }
 
 void KernelNetwork::run(ShapePlan& plan) {

@@ -53,6 +53,7 @@ class KernelNetwork : public Network {
   void run(ShapePlan& plan);  // the forward of an uploaded input
   void run_timed(ShapePlan& plan);
   LaunchGraph& graph_of(ShapePlan& plan);
+  LetterboxResizeOp& letterbox_op();  // made on first use
   std::vector<float> download(const Activation& a);
   NamedTensor attention_map(const AttentionRun& run);
 
@@ -66,7 +67,7 @@ class KernelNetwork : public Network {
   ShapePlan* last_ = nullptr;
   bool layer_timing_ = false;
   std::vector<LayerTime> times_;
-  std::unique_ptr<LetterboxResizeOp> letterbox_;  // made by the first staged image
+  std::unique_ptr<LetterboxResizeOp> letterbox_;  // by prepare() or the first staged image
   DeviceBuffer staged_;                           // the staged images' blocks, grown to the largest batch's
 };
 
