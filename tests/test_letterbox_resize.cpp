@@ -1,7 +1,8 @@
 // The device letterbox (letterbox_resize through LetterboxResizeOp, from a staged letterbox block) against
 // the host letterbox (letterbox_into_nchw), the reference: the same floats, bit for bit, on the sample images
-// and on random images downscaled, upscaled, unscaled, square and rect; and a kernel network's forward over a
-// batch mixing a staged and a letterboxed image gives the detections of the host-letterboxed batch.
+// and on random images downscaled, upscaled, unscaled, square and rect; a kernel network's forward over a
+// batch mixing a staged and a letterboxed image gives the detections of the host-letterboxed batch; and
+// prepare_image stages only what fits a slot.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "kernels/compare.hpp"
 #include "kernels/preprocess/letterbox_resize_op.hpp"
 #include "nvrtc_runtime/backend.hpp"
+#include "pipeline/detect/detector.hpp"
 #include "pipeline/image/image.hpp"
 #include "pipeline/image/staged_letterbox.hpp"
 #include "pipeline/network.hpp"
@@ -118,4 +120,31 @@ TEST_CASE("on the GPU a forward over a staged and a letterboxed image equals the
           "[network][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   check_mixed_batch("cuda");
+}
+
+TEST_CASE("prepare_image stages an image whose block fits the slot and letterboxes a larger one on the host",
+          "[detect]") {
+  DetectorOptions options;
+  options.imgsz = 320;
+  std::vector<float> slot(max_input_floats(options));  // 3 x 320 x 320 floats = 1228800 bytes
+  const Image fits = random_image(640, 480, 8), larger = random_image(640, 640, 9);
+  const LetterboxGeometry g = letterbox_geometry(larger.width, larger.height, 320, true);
+  REQUIRE(staged_letterbox_layout(g).bytes > slot.size() * sizeof(float));  // 1228800 bytes of pixels alone
+
+  const PreparedImage staged = prepare_image(fits, "fits.png", options, slot.data(), true);
+  REQUIRE(staged.input.staged);
+  CHECK(static_cast<const void*>(staged.input.staged) == slot.data());
+  CHECK(staged.input.nchw == nullptr);
+  CHECK(staged.input.staged->geometry.resized_width == 320);
+  CHECK(staged.input.staged->geometry.resized_height == 240);
+
+  for (const bool stage : {true, false}) {
+    const Image& image = stage ? larger : fits;
+    const PreparedImage p = prepare_image(image, "host.png", options, slot.data(), stage);
+    CHECK(p.input.staged == nullptr);
+    REQUIRE(p.input.nchw == slot.data());
+    std::vector<float> expected(size_t(3) * p.geometry.width * p.geometry.height);
+    letterbox_into_nchw(image, p.geometry, expected.data());
+    CHECK(std::equal(expected.begin(), expected.end(), p.input.nchw));
+  }
 }
