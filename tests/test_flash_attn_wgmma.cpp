@@ -174,9 +174,9 @@ TEST_CASE(
 
 TEST_CASE("the pipelined wgmma forward's SASS runs the softmax between wait_group 1 and wait_group 0",
           "[attention]") {
-  // ptxas hoists the wait for P V above the exponentials unless a block boundary stops it (the kernel's V
-  // wait); then the softmax no longer overlaps P V. Every exponential of a tile (BN / 2 a thread, plus the
-  // two of alpha) must lie between the loop's DEPBAR.LE 1 and the DEPBAR.LE 0 that follows it.
+  // ptxas hoists the wait for P V above the exponentials unless a block boundary stops it (the kernel's
+  // block_boundary); then the softmax no longer overlaps P V. Every exponential of a tile (BN / 2 a thread,
+  // plus the two of alpha) must lie between the loop's DEPBAR.LE 1 and the DEPBAR.LE 0 that follows it.
   const RuntimeContext ctx = test::embedded_context();
   const struct { int head_dim, bn; } tiles[] = {{64, 128}, {128, 128}, {256, 64}};
   for (const auto& t : tiles) {

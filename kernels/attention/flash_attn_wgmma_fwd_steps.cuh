@@ -122,6 +122,13 @@ struct ConsumerThread {
   }
 };
 
+// A block boundary for ptxas, which schedules within blocks: without one it hoists a wgmma wait_group above
+// independent arithmetic before it (the softmax that should overlap the product). `completed` is an mbarrier
+// phase this thread has already waited for and that cannot move on yet, so the wait (a loop) returns at once.
+__device__ __forceinline__ void block_boundary(uint64_t* completed, unsigned parity) {
+  lab_mbarrier_wait_parity(completed, parity);
+}
+
 // Issues S = Q K^T of one key tile (HEAD_DIM / 16 products, no fence, no commit): Q's 64 rows of this
 // consumer and the K stage `kt`, both K-major in shared memory.
 template <int DT, int HEAD_DIM, int BN>

@@ -2,14 +2,14 @@
 // shared memory, layouts, precision and outputs) with each consumer's tiles pipelined inside the warpgroup:
 // the softmax of tile j runs while P V of tile j - 1 is on the tensor cores.
 //
-// Consumer schedule (FA3's intra-warpgroup overlap). Tile 0 is peeled: S_0, wait, softmax -> P_0, then wait
-// for V_0. Then for each next tile j: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back as two commit
-// groups; wait for S_j only (wait_group 1) and release K_j; the online softmax of S_j while P_{j-1} V_{j-1}
-// runs; wait for V_j (used by the next iteration) and for P_{j-1} V_{j-1} (wait_group 0); release V_{j-1};
-// rescale O by tile j's alpha (O now holds tiles 0..j-1 at tile j's row maxima); round P_j into the A
-// fragments (not earlier: P_{j-1}'s fragments are the running product's operands until the wait). Last,
-// O += P_last V_last. Every wgmma is outside a branch (ptxas would serialise all of them, C7520). Registers:
-// S_j (BN / 2 floats), P_{j-1} (BN / 4) and O (HEAD_DIM / 2) are live together.
+// Consumer schedule (FA3's intra-warpgroup overlap). Tile 0 is peeled: S_0, wait, softmax -> P_0. Then for
+// each next tile j: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back as two commit groups; wait for
+// S_j only (wait_group 1) and release K_j; the online softmax of S_j while P_{j-1} V_{j-1} runs; wait for it
+// (wait_group 0) and release V_{j-1}; rescale O by tile j's alpha (O now holds tiles 0..j-1 at tile j's row
+// maxima); round P_j into the A fragments (not earlier: P_{j-1}'s fragments are the running product's
+// operands until the wait). Last, O += P_last V_last. Every wgmma is outside a branch (ptxas would serialise
+// all of them, C7520). Registers: S_j (BN / 2 floats), P_{j-1} (BN / 4) and O (HEAD_DIM / 2) are live
+// together.
 // K and V of a stage have their own empty barriers (FwdShared's SPLIT_EMPTY): V_{j-1} is released a whole
 // softmax after K_j, and with one barrier the producer could refill neither until then.
 #include "common/lab.cuh"
@@ -52,7 +52,6 @@ __global__ void __launch_bounds__(384, 1)
   lab_mbarrier_arrive(&sh.k_empty[0]);
   online_softmax<BN>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
   pack_p<DT, BN>(sc, pa);
-  lab_mbarrier_wait_parity(&sh.v_full[0], 0);
 
   for (int j = 1; j < tiles; ++j) {
     const int s = j % STAGES, prev = (j - 1) % STAGES;
@@ -60,6 +59,7 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_fence();
     issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(s));
     lab_wgmma_commit_group();
+    lab_mbarrier_wait_parity(&sh.v_full[prev], ((j - 1) / STAGES) & 1);
     issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
     lab_wgmma_commit_group();
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
@@ -67,10 +67,10 @@ __global__ void __launch_bounds__(384, 1)
     lab_mbarrier_arrive(&sh.k_empty[s]);
     online_softmax<BN>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
     // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's packing,
-    // and the wait for V_j (a loop, so a block boundary) keeps ptxas from hoisting the wgmma wait above it.
+    // and a block boundary keeps ptxas from hoisting the wgmma wait above it.
     lab_wgmma_hold(sc);
     lab_wgmma_hold(row_sum);
-    lab_mbarrier_wait_parity(&sh.v_full[s], (j / STAGES) & 1);
+    block_boundary(&sh.v_full[prev], ((j - 1) / STAGES) & 1);
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
     lab_mbarrier_arrive(&sh.v_empty[prev]);
@@ -79,6 +79,7 @@ __global__ void __launch_bounds__(384, 1)
   }
 
   const int last = (tiles - 1) % STAGES;
+  lab_mbarrier_wait_parity(&sh.v_full[last], ((tiles - 1) / STAGES) & 1);
   lab_wgmma_fence();
   issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(last));
   lab_wgmma_commit_group();
