@@ -1,5 +1,6 @@
 // `lab detect` over many images as a stream: host workers (decode and letterbox, in file order, a bounded
-// window ahead of the output, each image straight into a staging slot; and draw and encode of finished
+// window ahead of the output, each image straight into a staging slot, or only staged there when the
+// network letterboxes on the device (staged_letterbox.hpp); and draw and encode of finished
 // images, which they take first), forward workers (one Detector each, e.g. one per GPU with --devices, fed
 // batches of consecutive same-shape images, uploaded from the slots) and writer threads (the atomic writes of
 // the encoded files, so that no host worker waits on the disk). Staging slots are page-locked memory on cuda,
