@@ -153,8 +153,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_half(const lab
   psa_tc::load_rows<2 * KD, psa_tc::kThreads>(head, n, n0, 2 * KD, threadIdx.x, copy);
 
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_half_nchw<DT, CH, psa_tc::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
-                                                   params.scale, w);
+  psa_tc::attend_half_nchw<DT, false, CH, psa_tc::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
+                                                          params.scale, w);
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
     params.merged[(size_t(bh) * VD + dim) * n + row] = uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
@@ -206,7 +206,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
   }
 
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_half_nhwc<DT, CH, psa_tc::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
+  psa_tc::attend_half_nhwc<DT, false, CH, psa_tc::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
 
   psa_tc::publish(w, sh, warp, lane);
   __syncthreads();

@@ -22,21 +22,31 @@ struct WarpState {
   float o[NT][4] = {};
 };
 
+// The softmax's exp2 of x <= 0: exp2f, or with FAST the single ex2.approx.ftz (lab_exp2_ftz: a relative error
+// near 2^-22, subnormal results flushed to 0; the 16-bit _w16 kernels, whose P is rounded to 16 bits anyway).
+template <bool FAST>
+__device__ __forceinline__ float softmax_exp2(float x) {
+  if constexpr (FAST)
+    return lab_exp2_ftz(x);
+  else
+    return exp2f(x);
+}
+
 // One online-softmax step over CH score tiles s[j] (m16n8 accumulators, log2 domain, masked keys at kMasked):
 // updates the max, rescales the sum and the outputs, and turns s into the probabilities exp2(s - max).
-template <int CH, int NT>
+template <bool FAST, int CH, int NT>
 __device__ __forceinline__ void softmax_step(float (&s)[CH][4], WarpState<NT>& w) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = w.m[h];
 #pragma unroll
     for (int j = 0; j < CH; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
-    const float m_new = lab_group4_max(mx), alpha = exp2f(w.m[h] - m_new);
+    const float m_new = lab_group4_max(mx), alpha = softmax_exp2<FAST>(w.m[h] - m_new);
     float sum = 0.f;
 #pragma unroll
     for (int j = 0; j < CH; ++j) {
-      s[j][2 * h] = exp2f(s[j][2 * h] - m_new);
-      s[j][2 * h + 1] = exp2f(s[j][2 * h + 1] - m_new);
+      s[j][2 * h] = softmax_exp2<FAST>(s[j][2 * h] - m_new);
+      s[j][2 * h + 1] = softmax_exp2<FAST>(s[j][2 * h + 1] - m_new);
       sum += s[j][2 * h] + s[j][2 * h + 1];
     }
     w.l[h] = w.l[h] * alpha + sum;
@@ -53,7 +63,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[CH][4], WarpState<NT>& w
 // `end`): S = Q K^T on the fragments kf (score tiles 2j and 2j + 1 are the two 8-key halves of tile j), the
 // masking of keys past the range or past N, the online softmax, then O += P V on the fragments vf with P
 // rounded to DT. The order of the KD sums and of the value columns is the caller's (its loads fix both).
-template <int DT, int CH, int KS, int NT>
+template <int DT, bool FAST, int CH, int KS, int NT>
 __device__ __forceinline__ void half_step(const uint32_t (&q)[KS][4], const uint32_t (&kf)[2 * CH][KS][2],
                                           const uint32_t (&vf)[CH][NT][2], int tile0, int end, int n, int t,
                                           float c_log2, WarpState<NT>& w) {
@@ -71,7 +81,7 @@ __device__ __forceinline__ void half_step(const uint32_t (&q)[KS][4], const uint
     for (int i = 0; i < 4; ++i)
       s[j][i] = tile0 + j / 2 < end && key0 + 2 * t + i % 2 < n ? s[j][i] * c_log2 : kMasked;
   }
-  softmax_step(s, w);
+  softmax_step<FAST>(s, w);
 #pragma unroll
   for (int j = 0; j < CH; ++j) {
     if (tile0 + j >= end) continue;  // warp-uniform
@@ -117,7 +127,7 @@ __device__ __forceinline__ void publish_state(const WarpState<NT>& w, Shared& sh
 // global round trip per step); issued in the block before the loop, every load of a warp's only step (N <=
 // 512) precedes its first product. The NCHW kernel keeps its loads in the body: its 208 scalar loads already
 // precede the products there, and hoisting them costs it 254 registers at KD 32 and spills at KD 16.
-template <int DT, int CH, bool HOIST, int WARPS, int KS, int NT, class Load>
+template <int DT, bool FAST, int CH, bool HOIST, int WARPS, int KS, int NT, class Load>
 __device__ __forceinline__ void attend_half(const uint32_t (&q)[KS][4], int n, int warp, int t, float scale,
                                             Load load, WarpState<NT>& w) {
   const float c_log2 = scale * kLog2e;
@@ -127,14 +137,14 @@ __device__ __forceinline__ void attend_half(const uint32_t (&q)[KS][4], int n, i
     uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
     if (begin < end) load(begin, kf, vf);
     for (int tile0 = begin; tile0 < end; tile0 += CH) {
-      half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+      half_step<DT, FAST>(q, kf, vf, tile0, end, n, t, c_log2, w);
       if (tile0 + CH < end) load(tile0 + CH, kf, vf);
     }
   } else {
     for (int tile0 = begin; tile0 < end; tile0 += CH) {
       uint32_t kf[2 * CH][KS][2], vf[CH][NT][2];
       load(tile0, kf, vf);
-      half_step<DT>(q, kf, vf, tile0, end, n, t, c_log2, w);
+      half_step<DT, FAST>(q, kf, vf, tile0, end, n, t, c_log2, w);
     }
   }
 }
@@ -352,7 +362,7 @@ __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][
     for (int i = 0; i < 4; ++i)
       s[j][i] = tile0 + j < end && key0 + 2 * t + i % 2 < n ? s[j][i] * c_log2 : kMasked;
   }
-  softmax_step(s, w);
+  softmax_step<false>(s, w);
 #pragma unroll
   for (int j = 0; j < CH; ++j) {
     if (tile0 + j >= end) continue;  // warp-uniform
@@ -415,7 +425,7 @@ __device__ __forceinline__ void store_fused_rows(const lab::PsaFusedParams& para
 }
 // A 16-bit kernel's whole attention for this warp: Q rows n0 + g, n0 + g + 8, then attend_half over its range
 // of WARPS, the NCHW planes' fragments loaded in each step (HOIST false: psa_attention_half's reasons).
-template <int DT, int CH, int WARPS, int KD, int NT>
+template <int DT, bool FAST, int CH, int WARPS, int KD, int NT>
 __device__ __forceinline__ void attend_half_nchw(const NchwHalfHead<KD>& src, int n0, int warp, int g, int t,
                                                  float scale, WarpState<NT>& w) {
   constexpr int KS = KD / 16;
@@ -424,11 +434,11 @@ __device__ __forceinline__ void attend_half_nchw(const NchwHalfHead<KD>& src, in
   auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
     src.fragments(tile0, g, t, kf, vf);
   };
-  attend_half<DT, CH, false, WARPS>(q, src.n, warp, t, scale, load, w);
+  attend_half<DT, FAST, CH, false, WARPS>(q, src.n, warp, t, scale, load, w);
 }
 
 // The same on NHWC views (token(row): nhwc_query, nhwc_fragments), the first step's loads hoisted.
-template <int DT, int CH, int WARPS, int KD, int NT, class Token>
+template <int DT, bool FAST, int CH, int WARPS, int KD, int NT, class Token>
 __device__ __forceinline__ void attend_half_nhwc(const Token& token, int n, int n0, int warp, int g, int t,
                                                  float scale, WarpState<NT>& w) {
   constexpr int KS = KD / 16;
@@ -437,6 +447,6 @@ __device__ __forceinline__ void attend_half_nhwc(const Token& token, int n, int 
   auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
     nhwc_fragments<KD>(token, n, tile0, g, t, kf, vf);
   };
-  attend_half<DT, CH, true, WARPS>(q, n, warp, t, scale, load, w);
+  attend_half<DT, FAST, CH, true, WARPS>(q, n, warp, t, scale, load, w);
 }
 }  // namespace psa_tc

@@ -11,7 +11,7 @@
 // every output value. Here one CTA of 16 warps (512 threads, 128 registers each) still owns 16 query rows,
 // each warp takes one or two 16-key tiles (CH = 2: one step up to N = 512, its K and V loads issued before
 // its first product), so a warp's dependent chain is about half as long; the merge costs one barrier and no
-// recomputation:
+// recomputation (and the 16-bit softmax's exponentials are single ex2.approx.ftz, psa_tc::softmax_exp2):
 //   - every warp leaves its partial state in shared memory with the outputs in value-channel order
 //     ([warp][row][VD + 4] floats, dynamic: lab::psa_w16_shared_bytes);
 //   - after one __syncthreads, warps 0-7 merge: 16 threads per row, thread j reads warp j's (max, sum), the
@@ -119,8 +119,8 @@ __global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(cons
   LAB_DYNAMIC_SHARED(psa_w16::Shared<VD>, sh);
 
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_half_nchw<DT, CH, psa_w16::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
-                                                    params.scale, w);
+  psa_tc::attend_half_nchw<DT, true, CH, psa_w16::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
+                                                          params.scale, w);
 
   psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
   __syncthreads();
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   lab_launch_dependents();
 
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_half_nhwc<DT, CH, psa_w16::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
+  psa_tc::attend_half_nhwc<DT, true, CH, psa_w16::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
 
   psa_w16::publish(w, *sh, warp, lane, [](int col) { return col % 8 * NT + col / 8; });
   __syncthreads();
