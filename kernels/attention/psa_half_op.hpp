@@ -25,7 +25,7 @@ namespace lab {
 // twin ("mma"), or psa_tc_w16.cu with their _w16 versions ("mma_w16"); UsageError for another variant.
 CompileRequest psa_half_compile_request(const std::string& variant, HalfType type, int key_dim);
 // The variant the 16-bit NHWC network runs.
-inline constexpr const char* kPsaHalfNetworkVariant = "mma_w16";
+inline constexpr const char* kPsaHalfNetworkVariant = "mma";
 
 class PsaHalfOp {
  public:

@@ -13,13 +13,14 @@
 namespace lab {
 namespace {
 
-// The one-launch fused forward on small problems (yolo26n at 640, batch 1: 17.8 vs 35.3 us on an H200); on
-// large maps or batches each of its CTAs reading every key of its head costs more than the launches it
-// saves (batch 32: 215 vs 176 us; 80x80: level). docs/PERFORMANCE.md.
+// A one-launch fused forward on small problems (yolo26n at 640, batch 1: `fused` 17.8 vs `tiled` 35.3 us on
+// an H200, `fused_tc_w16` 16.2 vs `fused` 17.9); on large maps or batches each of its CTAs reading every key
+// of its head costs more than the launches it saves (`fused` at batch 32: 215 vs 176 us; 80x80: level).
+// docs/PERFORMANCE.md.
 std::string psa_variant(const PsaDims& dims) {
   const bool fused = psa_fused_problem(dims.key_dim).empty() && dims.n <= kPsaFusedMaxTokens &&
                      int64_t(dims.batch_heads()) * dims.n <= kPsaFusedMaxRows;
-  return fused ? "fused" : "tiled";
+  return fused ? "fused_tc_w16" : "tiled";
 }
 
 class PlanBuilder : public PlanWalk<PlanBuilder, Activation> {
