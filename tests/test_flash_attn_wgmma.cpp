@@ -3,6 +3,8 @@
 // (its wgmma, TMA and mbarrier models) and on the H200, every output element written again after poisoning;
 // and their NVRTC builds for sm_90a really are HGMMA with TMA, unserialised, and no local memory (no GPU
 // needed).
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "kernels/attention/flash_attn_wgmma_op.hpp"
@@ -123,8 +125,10 @@ TEST_CASE("the wgmma variants refuse WGMMA_TILE tiles over shared memory or the 
 TEST_CASE("every WGMMA_TILE the wgmma variants accept compiles without local memory", "[attention]") {
   const RuntimeContext ctx = test::embedded_context();
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
-  const std::vector<std::string> choices = r.spec().params.back().choices;
-  REQUIRE(r.spec().params.back().name == "WGMMA_TILE");
+  const auto tile = std::find_if(r.spec().params.begin(), r.spec().params.end(),
+                                 [](const ParamSpec& s) { return s.name == "WGMMA_TILE"; });
+  REQUIRE(tile != r.spec().params.end());
+  const std::vector<std::string> choices = tile->choices;
   int compiled = 0;
   for (const auto& v : kVariants)
     for (const char* head_dim : {"64", "128", "256"})
@@ -140,6 +144,48 @@ TEST_CASE("every WGMMA_TILE the wgmma variants accept compiles without local mem
         ++compiled;
       }
   CHECK(compiled >= 30);
+}
+
+TEST_CASE(
+    "wgmma_pipelined with exponentials on the FMA pipe (EXP2_FMA) matches the reference on the cpu backend",
+    "[attention]") {
+  for (const char* exp2_fma : {"2", "4"})
+    for (const char* dtype : {"f16", "bf16"}) {
+      run_wgmma("cpu", "wgmma_pipelined",
+                {{"BH", "2"},
+                 {"N_CTX_Q", "130"},
+                 {"N_CTX_K", "400"},
+                 {"HEAD_DIM", "64"},
+                 {"DTYPE", dtype},
+                 {"EXP2_FMA", exp2_fma}});
+      run_wgmma("cpu", "wgmma_pipelined",
+                {{"BH", "1"},
+                 {"N_CTX_Q", "70"},
+                 {"N_CTX_K", "300"},
+                 {"HEAD_DIM", "128"},
+                 {"DTYPE", dtype},
+                 {"EXP2_FMA", exp2_fma}});
+    }
+}
+
+TEST_CASE("EXP2_FMA moves exponentials off the MUFU unit in wgmma_pipelined only", "[attention]") {
+  const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
+  const Params p = resolve_params(r, {{"HEAD_DIM", "64"}, {"EXP2_FMA", "4"}});
+  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma", p),
+                    Contains("EXP2_FMA other than 0 is wgmma_pipelined's"));
+  CHECK_NOTHROW(check_variant_runs(r.spec(), "wgmma_pipelined", p));
+  // Per tile and thread: BN / 2 = 64 exponentials, 4 of each 8 on the polynomial, + the two of alpha.
+  const RuntimeContext ctx = test::embedded_context();
+  const std::string sass = disassemble_sass(
+      compile_with_nvrtc(*ctx.tree, *ctx.cache, r.spec().compile("wgmma_pipelined", p), "sm_90"));
+  const size_t wait1 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x1");
+  const size_t wait0 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x0", wait1);
+  REQUIRE(wait0 != std::string::npos);
+  int exponentials = 0;
+  for (size_t at = sass.find("MUFU.EX2", wait1); at < wait0; at = sass.find("MUFU.EX2", at + 1))
+    ++exponentials;
+  CHECK(exponentials == 64 / 2 + 2);
+  CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
 }
 
 TEST_CASE("the wgmma variants refuse HEAD_DIM 32 with their rule", "[attention]") {

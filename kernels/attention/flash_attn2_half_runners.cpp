@@ -72,9 +72,12 @@ template <WgmmaSchedule SCHEDULE>
 struct HalfWgmma : Half16 {
   using Op = FlashAttnWgmmaOp;
   WgmmaTiles tiles;
+  int exp2_fma;
   HalfWgmma(const std::string& variant, const Params& p)
-      : Half16(variant, p), tiles(parse_wgmma_tiles(param_str(p, "WGMMA_TILE"))) {}
-  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE, tiles}; }
+      : Half16(variant, p),
+        tiles(parse_wgmma_tiles(param_str(p, "WGMMA_TILE"))),
+        exp2_fma(int(param_int(p, "EXP2_FMA"))) {}
+  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE, tiles, exp2_fma}; }
 };
 
 // The Hopper backward (flash_attn_wgmma_bwd.cu): the same elements and tolerances as Half16, another op, dQ
@@ -92,11 +95,15 @@ struct HalfWgmmaBackward : Half16 {
 std::string wgmma_forward_problem(const Params& p, WgmmaSchedule schedule) {
   const int head_dim = int(param_int(p, "HEAD_DIM"));
   if (std::string problem = fa_wgmma_head_dim_problem(head_dim); !problem.empty()) return problem;
+  if (std::string problem = fa_wgmma_exp2_fma_problem(int(param_int(p, "EXP2_FMA")), schedule);
+      !problem.empty())
+    return problem;
   return fa_wgmma_tiles_problem(head_dim, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")), schedule);
 }
 // The Hopper forward's kernel for the parameters.
 CompileRequest wgmma_forward_request(HalfType type, int head_dim, const Params& p, WgmmaSchedule schedule) {
-  return fa_wgmma_compile_request(type, head_dim, schedule, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")));
+  return fa_wgmma_compile_request(type, head_dim, schedule, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")),
+                                  int(param_int(p, "EXP2_FMA")));
 }
 
 const KernelVariant kWgmma{"wgmma",
@@ -173,6 +180,12 @@ KernelSpec forward_half_spec() {
   tile.choices = {"auto",  "64x2",  "64x3",  "64x4",  "128x2", "128x3", "128x4",
                   "176x2", "176x3", "192x2", "192x3", "256x2", "256x3"};
   spec.params.push_back(tile);
+  ParamSpec exp2{
+      "EXP2_FMA", ParamSpec::Kind::Int, "0",
+      "wgmma_pipelined: of every 8 softmax exponentials, how many run as an FMA polynomial instead of "
+      "ex2.approx (0, 2 or 4)"};
+  exp2.choices = {"0", "2", "4"};
+  spec.params.push_back(exp2);
   return spec;
 }
 const KernelSpec forward_spec = forward_half_spec();

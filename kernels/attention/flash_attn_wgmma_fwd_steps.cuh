@@ -148,11 +148,29 @@ __device__ __forceinline__ void issue_pv(float (&o)[HEAD_DIM / 2], const uint32_
   for (int kk = 0; kk < BN / 16; ++kk) lab_wgmma_rs<DT, HEAD_DIM, 1>(o, pa[kk], mn_major_desc(vt, BN, kk), 1);
 }
 
+// 2^x on the FMA and integer pipes instead of the MUFU unit of ex2.approx: x = n + f with n = rint(x)
+// (the 1.5 * 2^23 shifter leaves n in the low mantissa bits), |f| <= 1/2, 2^f by a degree-4 polynomial
+// (relative error 2.7e-6, fitted on Chebyshev nodes), and n added to its exponent bits. x is clamped at -126
+// (2^-126 where ex2.approx.ftz gives 0: masked keys, 1e-38 of a weight).
+__device__ __forceinline__ float exp2_fma(float x) {
+  constexpr float kShifter = 12582912.f;
+  x = fmaxf(x, -126.f);
+  const float shifted = x + kShifter;
+  const float f = x - (shifted - kShifter);
+  float p = fmaf(0.009560510516166687f, f, 0.05591703951358795f);
+  p = fmaf(p, f, 0.24024981260299683f);
+  p = fmaf(p, f, 0.6931219696998596f);
+  p = fmaf(p, f, 0.9999991655349731f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
+}
+
 // The online softmax of key tile j on this thread's scores (accumulator element i: row 16 w + g +
 // 8 ((i / 2) % 2), key j BN + 8 (i / 4) + 2 q + i % 2): sc becomes P (unrounded), row_max / row_sum move to
 // this tile, alpha is the factor O is rescaled by. Keys past n_k (only in the last tile; every row keeps one
 // key there) score kMasked, whose exponent is 0. Scores stay unscaled until the exponent (scale > 0).
-template <int BN>
+// EXP2_FMA of every 8 exponentials (the first of each 8 accumulator elements) run on exp2_fma, the rest on
+// ex2.approx.
+template <int BN, int EXP2_FMA = 0>
 __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n_k, int q, float scale_log2,
                                                float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
   if ((j + 1) * BN > n_k) {
@@ -172,7 +190,8 @@ __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n
   }
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) {
-    sc[i] = lab_exp2_ftz(fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]));
+    const float x = fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]);
+    sc[i] = i % 8 < EXP2_FMA ? exp2_fma(x) : lab_exp2_ftz(x);
     row_sum[(i / 2) % 2] += sc[i];
   }
 }

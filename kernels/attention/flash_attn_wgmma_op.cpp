@@ -94,15 +94,25 @@ std::string fa_wgmma_head_dim_problem(int head_dim) {
          std::to_string(head_dim);
 }
 
-CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule,
-                                        WgmmaTiles tiles) {
+std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule) {
+  if (exp2_fma == 0) return "";
+  if (exp2_fma != 2 && exp2_fma != 4) return "wgmma: EXP2_FMA 0, 2 or 4, not " + std::to_string(exp2_fma);
+  if (schedule != WgmmaSchedule::pipelined) return "wgmma: EXP2_FMA other than 0 is wgmma_pipelined's";
+  return "";
+}
+
+CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
+                                        int exp2_fma) {
   const WgmmaTiles t = checked_tiles(head_dim, tiles, schedule);
+  if (const std::string problem = fa_wgmma_exp2_fma_problem(exp2_fma, schedule); !problem.empty())
+    throw UsageError("flash attention " + problem);
   const bool pipelined = schedule == WgmmaSchedule::pipelined;
-  CompileRequest r{pipelined ? kFlashAttnWgmmaPipelinedSource : kFlashAttnWgmmaSource,
-                   {},
-                   {std::string(pipelined ? "flash_attn_wgmma_fwd_pipelined<" : "flash_attn_wgmma_fwd<") +
-                    half_type_template_arg(type) + ", " + std::to_string(head_dim) + ", " +
-                    std::to_string(t.bn) + ", " + std::to_string(t.stages) + ">"}};
+  CompileRequest r{
+      pipelined ? kFlashAttnWgmmaPipelinedSource : kFlashAttnWgmmaSource,
+      {},
+      {std::string(pipelined ? "flash_attn_wgmma_fwd_pipelined<" : "flash_attn_wgmma_fwd<") +
+       half_type_template_arg(type) + ", " + std::to_string(head_dim) + ", " + std::to_string(t.bn) + ", " +
+       std::to_string(t.stages) + (pipelined ? ", " + std::to_string(exp2_fma) : "") + ">"}};
   r.arch_specific = true;
   return r;
 }
@@ -116,13 +126,13 @@ CompileRequest fa_wgmma_pipelined_compile_request(HalfType type, int head_dim) {
 }
 
 FlashAttnWgmmaOp::FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim, WgmmaSchedule schedule,
-                                   WgmmaTiles tiles)
+                                   WgmmaTiles tiles, int exp2_fma)
     : backend_(backend),
       type_(type),
       head_dim_(head_dim),
       schedule_(schedule),
       tiles_(checked_tiles(head_dim, tiles, schedule)) {
-  const CompileRequest request = fa_wgmma_compile_request(type, head_dim, schedule, tiles_);
+  const CompileRequest request = fa_wgmma_compile_request(type, head_dim, schedule, tiles_, exp2_fma);
   module_ = backend.compile(request);
   fwd_ = module_->kernel(request.name_expressions[0]);
 }

@@ -33,10 +33,13 @@ std::string fa_wgmma_head_dim_problem(int head_dim);
 // Empty when the tiles' Q block, K and V rings and mbarriers fit in a CTA's 227 KB at this HEAD_DIM and their
 // accumulators in a consumer's registers, else the rule.
 std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule schedule);
-// The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule and tiles (a HEAD_DIM or tiles the
-// rules refuse throw UsageError).
-CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule,
-                                        WgmmaTiles tiles);
+// Empty when the schedule runs exp2_fma exponentials of every 8 (0, 2 or 4; the pipelined schedule only),
+// else the rule.
+std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule);
+// The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule, tiles and share of exponentials on
+// the FMA pipe (a HEAD_DIM, tiles or share the rules refuse throw UsageError).
+CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
+                                        int exp2_fma = 0);
 // The same with the default tiles, for each schedule.
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim);  // serial
 CompileRequest fa_wgmma_pipelined_compile_request(HalfType type, int head_dim);
@@ -48,7 +51,7 @@ TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* bas
 class FlashAttnWgmmaOp {
  public:
   FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim,
-                   WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {});
+                   WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {}, int exp2_fma = 0);
   // O (16-bit) and L (float) from Q, K, V (16-bit), each a dense [BH, N, HEAD_DIM] / [BH, N_CTX_Q] array.
   void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
                const AttentionProblem& p) const;

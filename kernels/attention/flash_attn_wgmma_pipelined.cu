@@ -10,6 +10,8 @@
 // operands until the wait). Last, O += P_last V_last. Every wgmma is outside a branch (ptxas would serialise
 // all of them, C7520). Registers: S_j (BN / 2 floats), P_{j-1} (BN / 4) and O (HEAD_DIM / 2) are live
 // together.
+// EXP2_FMA of every 8 exponentials run on the FMA pipe (exp2_fma), the rest on the MUFU unit: at HEAD_DIM 64
+// its 16 ex2 a clock per SM take as long as the tensor cores' products of the same scores (256 FLOP each).
 // K and V of a stage have their own empty barriers (FwdShared's SPLIT_EMPTY): V_{j-1} is released a whole
 // softmax after K_j, and with one barrier the producer could refill neither until then.
 #include "common/lab.cuh"
@@ -25,7 +27,7 @@
 
 // Forward: grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Smem<..., true>::bytes + 1024
 // (the regions are aligned up to 1024 bytes inside it).
-template <int DT, int HEAD_DIM, int BN, int STAGES>
+template <int DT, int HEAD_DIM, int BN, int STAGES, int EXP2_FMA>
 __global__ void __launch_bounds__(384, 1)
     flash_attn_wgmma_fwd_pipelined(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
   using namespace fa_wgmma;
@@ -50,7 +52,7 @@ __global__ void __launch_bounds__(384, 1)
   lab_wgmma_wait_group<0>();
   lab_wgmma_hold(sc);
   lab_mbarrier_arrive(&sh.k_empty[0]);
-  online_softmax<BN>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+  online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
   pack_p<DT, BN>(sc, pa);
 
   for (int j = 1; j < tiles; ++j) {
@@ -65,7 +67,7 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
     lab_wgmma_hold(sc);
     lab_mbarrier_arrive(&sh.k_empty[s]);
-    online_softmax<BN>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
     // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's packing,
     // and a block boundary keeps ptxas from hoisting the wgmma wait above it.
     lab_wgmma_hold(sc);
