@@ -104,6 +104,37 @@ TEST_CASE(
                  {"WGMMA_TILE", c.tile}});
 }
 
+TEST_CASE(
+    "the Hopper flash attention forwards match the reference with other WGMMA_TILE tiles and EXP2_FMA on the "
+    "cuda "
+    "backend",
+    "[attention][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  const struct {
+    const char *head_dim, *tile;
+  } cases[] = {{"64", "192x3"}, {"64", "128x4"}, {"128", "176x2"}, {"128", "192x2"}, {"128", "128x3"}};
+  for (const auto& v : kVariants)
+    for (const auto& c : cases)
+      for (const char* dtype : {"f16", "bf16"})
+        run_wgmma("cuda", v.variant,
+                  {{"BH", "3"},
+                   {"N_CTX_Q", "1000"},
+                   {"N_CTX_K", "777"},
+                   {"HEAD_DIM", c.head_dim},
+                   {"DTYPE", dtype},
+                   {"WGMMA_TILE", c.tile}});
+  for (const char* exp2_fma : {"2", "4"})
+    for (const char* d : {"64", "128", "256"})
+      for (const char* dtype : {"f16", "bf16"})
+        run_wgmma("cuda", "wgmma_pipelined",
+                  {{"BH", "3"},
+                   {"N_CTX_Q", "1000"},
+                   {"N_CTX_K", "777"},
+                   {"HEAD_DIM", d},
+                   {"DTYPE", dtype},
+                   {"EXP2_FMA", exp2_fma}});
+}
+
 TEST_CASE("the wgmma variants refuse WGMMA_TILE tiles over shared memory or the consumers' registers",
           "[attention]") {
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
