@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_fused_tc(const
   const psa_tc::SplitQuery<KS> q_split(q);
 
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_tf32<CH, psa_tc::kWarps>(src, q_split, warp, g, t, params.scale, w);
+  psa_tc::attend_tf32<CH, psa_tc::kWarps, false>(src, q_split, warp, g, t, params.scale, w);
 
   psa_tc::merge_warps(w, sh, n, n0, [&](int row, int dim, float value, float lse) {
     (dim < KD ? params.o_lo : params.o_hi)[(size_t(bh) * n + row) * KD + dim % KD] = value;

@@ -337,8 +337,9 @@ struct FloatQuery {
 
 // One softmax step of the float32 kernels over the CH 8-key tiles from tile0 (the warp's range ends at
 // `end`), every product in 3xTF32: S = Q K^T on the fragments kf, the masking of keys past the range or past
-// N, the online softmax, then O += P V on the fragments vf.
-template <int CH, int KS, int NT, class Query>
+// N, the online softmax, then O += P V on the fragments vf. SPLIT: S's three tf32 products per k step go to
+// three accumulators summed at the end, so its dependent chain is KS mma deep instead of 3 KS.
+template <bool SPLIT, int CH, int KS, int NT, class Query>
 __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][KS][2],
                                           const float (&vf)[CH][NT][2], int tile0, int end, int n, int t,
                                           float c_log2, WarpState<NT>& w) {
@@ -349,13 +350,24 @@ __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][
 #pragma unroll
     for (int i = 0; i < 4; ++i) s[j][i] = 0.f;
     if (tile0 + j < end) {  // warp-uniform
+      float lo_hi[4] = {}, hi_lo[4] = {};
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
         uint32_t a_hi[4], a_lo[4], b_hi[2], b_lo[2];
         q.operand(ks, a_hi, a_lo);
         lab_split_tf32(kf[j][ks][0], b_hi[0], b_lo[0]);
         lab_split_tf32(kf[j][ks][1], b_hi[1], b_lo[1]);
-        lab_mma_1688_3xtf32(s[j], a_hi, a_lo, b_hi, b_lo);
+        if constexpr (SPLIT) {
+          lab_mma_1688_tf32(lo_hi, a_lo, b_hi);
+          lab_mma_1688_tf32(hi_lo, a_hi, b_lo);
+          lab_mma_1688_tf32(s[j], a_hi, b_hi);
+        } else {
+          lab_mma_1688_3xtf32(s[j], a_hi, a_lo, b_hi, b_lo);
+        }
+      }
+      if constexpr (SPLIT) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[j][i] += lo_hi[i] + hi_lo[i];
       }
     }
 #pragma unroll
@@ -382,8 +394,9 @@ __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][
   }
 }
 // The float32 kernels' walk over this warp's range of 8-key tiles (of WARPS ranges), CH tiles per step: the
-// step's K and V loads, every one issued before its first product (one round trip per step), then tf32_step.
-template <int CH, int WARPS, int KD, int NT, class Query>
+// step's K and V loads, every one issued before its first product (one round trip per step), then
+// tf32_step<SPLIT>.
+template <int CH, int WARPS, bool SPLIT, int KD, int NT, class Query>
 __device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const Query& q, int warp, int g,
                                             int t, float scale, WarpState<NT>& w) {
   constexpr int KS = KD / 8;
@@ -393,7 +406,7 @@ __device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const 
   for (int tile0 = begin; tile0 < end; tile0 += CH) {
     float kf[CH][KS][2], vf[CH][NT][2];
     src.fragments(tile0, g, t, kf, vf);
-    tf32_step(q, kf, vf, tile0, end, src.n, t, c_log2, w);
+    tf32_step<SPLIT>(q, kf, vf, tile0, end, src.n, t, c_log2, w);
   }
 }
 // This CTA's rows of channels [c0, c0 + C) of a head (channel-major, N wide; 0 beyond N) over THREADS

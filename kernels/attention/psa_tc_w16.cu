@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   psa_tc::FloatQuery<KS> q;
   src.query(n0, g, t, q.q);
   psa_tc::WarpState<NT> w;
-  psa_tc::attend_tf32<1, psa_w16::kWarps>(src, q, warp, g, t, params.scale, w);
+  psa_tc::attend_tf32<1, psa_w16::kWarps, true>(src, q, warp, g, t, params.scale, w);
 
   psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
   __syncthreads();
