@@ -60,30 +60,40 @@ struct FwdShared {
   }
 };
 
+// Key tile j of K or V (`map`) into its stage of `ring`, completing on full[stage]; with `wait`, first waits
+// until empty[stage] has released the stage's previous tile.
+template <int HEAD_DIM, int BN, int STAGES>
+__device__ __forceinline__ void load_key_tile(const lab::TensorMap* map, uint16_t* ring, uint64_t* full,
+                                              uint64_t* empty, bool wait, int j, int bh) {
+  constexpr unsigned kTileElems = BN * HEAD_DIM;
+  const int s = j % STAGES;
+  if (wait && j >= STAGES) lab_mbarrier_wait_parity(&empty[s], (j / STAGES - 1) & 1);
+  lab_mbarrier_arrive_expect_tx(&full[s], kTileElems * 2);
+  for (int b = 0; b < HEAD_DIM / kColumns; ++b)
+    lab_tma_load_3d(ring + s * kTileElems + b * BN * kColumns, map, &full[s], b * kColumns, j * BN, bh);
+}
+
 // The producer's one thread: the Q block of rows m0.. of head bh once, then the K and V tiles of every key
-// tile into the ring, each stage's K (V) refilled once its empty barrier has completed.
+// tile into the rings, each stage refilled once its empty barrier has completed. With SPLIT_EMPTY (the
+// pipelined schedule) V lags K by a tile, K_j then V_{j-1}, the order the consumers use them in: K_{j+1} is
+// not held up behind V_j, whose stage is released a softmax later.
 template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY>
 __device__ __forceinline__ void produce_tiles(const lab::FlashAttnWgmmaFwdParams& p,
                                               const FwdShared<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>& sh, int m0,
                                               int bh, int tiles) {
   using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
-  constexpr int kBlocks = HEAD_DIM / kColumns;
   lab_mbarrier_arrive_expect_tx(sh.q_full, S::q_elems * 2);
-  for (int b = 0; b < kBlocks; ++b)
+  for (int b = 0; b < HEAD_DIM / kColumns; ++b)
     lab_tma_load_3d(sh.q + b * kBlockM * kColumns, &p.q_map, sh.q_full, b * kColumns, m0, bh);
   for (int j = 0; j < tiles; ++j) {
-    const int s = j % STAGES;
-    if (j >= STAGES) lab_mbarrier_wait_parity(&sh.k_empty[s], (j / STAGES - 1) & 1);
-    lab_mbarrier_arrive_expect_tx(&sh.k_full[s], S::tile_elems * 2);
-    for (int b = 0; b < kBlocks; ++b)
-      lab_tma_load_3d(sh.k + s * S::tile_elems + b * BN * kColumns, &p.k_map, &sh.k_full[s], b * kColumns,
-                      j * BN, bh);
-    if (SPLIT_EMPTY && j >= STAGES) lab_mbarrier_wait_parity(&sh.v_empty[s], (j / STAGES - 1) & 1);
-    lab_mbarrier_arrive_expect_tx(&sh.v_full[s], S::tile_elems * 2);
-    for (int b = 0; b < kBlocks; ++b)
-      lab_tma_load_3d(sh.v + s * S::tile_elems + b * BN * kColumns, &p.v_map, &sh.v_full[s], b * kColumns,
-                      j * BN, bh);
+    load_key_tile<HEAD_DIM, BN, STAGES>(&p.k_map, sh.k, sh.k_full, sh.k_empty, true, j, bh);
+    if (!SPLIT_EMPTY)
+      load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, false, j, bh);
+    else if (j > 0)
+      load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, j - 1, bh);
   }
+  if (SPLIT_EMPTY)
+    load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, tiles - 1, bh);
 }
 
 // The CTA's start, every thread: thread 0 initialises the barriers; warpgroup 0 becomes the producer (gives
