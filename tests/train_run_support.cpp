@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "pipeline/dataset/synth_dataset.hpp"
+#include "pipeline/model/model_convs.hpp"
 #include "tests/test_helpers.hpp"
 
 namespace lab::test {
@@ -21,6 +22,16 @@ fs::path synth_train_dataset(const fs::path& root, int train, int imgsz, uint64_
   o.out = root / "data", o.classes = 2, o.train = train, o.val = 1, o.imgsz = imgsz, o.seed = seed;
   dataset::write_synth_dataset(o);
   return o.out / "data.yaml";
+}
+
+std::vector<double> running_statistics(const Yolo26Model& model) {
+  std::vector<double> out;
+  for_each_conv(model, [&](const ConvSpec& conv) {
+    if (!conv.bn) return;
+    out.insert(out.end(), conv.bn->mean.begin(), conv.bn->mean.end());
+    out.insert(out.end(), conv.bn->var.begin(), conv.bn->var.end());
+  });
+  return out;
 }
 
 train::TrainOptions plain_train_options(const fs::path& data, const fs::path& project,

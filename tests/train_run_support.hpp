@@ -1,5 +1,6 @@
-// What the `lab train` loop tests share (test_train_loop, test_data_parallel_train): a synthetic dataset, the
-// plain options of a short run on the shared yolo26n, and hooks that record every step and epoch.
+// What the `lab train` loop tests share (test_train_loop, test_data_parallel_train, test_data_parallel_engine):
+// a synthetic dataset, the plain options of a short run on the shared yolo26n, a model's running statistics,
+// and hooks that record every step and epoch.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -19,6 +20,9 @@ std::filesystem::path synth_train_dataset(const std::filesystem::path& root, int
 // Plain batches (no augmentation, no warm-up), one optimizer step per batch: the loss curve is the model's.
 train::TrainOptions plain_train_options(const std::filesystem::path& data,
                                         const std::filesystem::path& project, const std::string& backend);
+
+// Every BatchNorm's running mean and variance, in for_each_conv order.
+std::vector<double> running_statistics(const Yolo26Model& model);
 
 struct RecordedRun {
   std::vector<train::StepReport> steps;

@@ -285,9 +285,12 @@ std::optional<LossScaleState> DeviceTrainEngine::loss_scale() const {
   return scaler_->state();
 }
 
-void DeviceTrainEngine::synchronise_batch_statistics(const BatchStatisticsSync& sync) {
-  sync_ = sync;
-  for (auto& [shape, pass] : passes_) pass.pass->tape().synchronise_batch_statistics(sync);
+void DeviceTrainEngine::synchronise_batch_statistics() {
+  if (!ranks_) return;
+  Communicator* ranks = ranks_;
+  sync_ = BatchStatisticsSync{[ranks](float* data, size_t count) { ranks->all_reduce_sum(data, count); },
+                              ranks->size()};
+  for (auto& [shape, pass] : passes_) pass.pass->tape().synchronise_batch_statistics(*sync_);
 }
 
 std::vector<std::pair<std::string, double>> DeviceTrainEngine::gradient_norms() const {

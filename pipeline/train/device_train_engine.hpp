@@ -59,11 +59,12 @@ class DeviceTrainEngine : public TrainEngine {
   OptimizerState optimizer_state() const override;
   void load_optimizer_state(const OptimizerState& state) override;
 
-  // Data-parallel ranks: batch statistics summed over every rank (GradientTape::synchronise_batch_statistics)
-  // in every pass, those built and those to come. Each rank's engine calls it once with its communicator,
-  // e.g. {[&comm](float* d, size_t n) { comm.all_reduce_sum(d, n); }, comm.size()}, before its first
-  // accumulate(). Without it each rank normalises with its own slice's statistics.
-  void synchronise_batch_statistics(const BatchStatisticsSync& sync);
+  // Data-parallel ranks with batch-statistics BatchNorm (SyncBatchNorm): every pass, those built and those to
+  // come, normalises with the statistics of every rank's images, summed over the engine's communicator
+  // (GradientTape::synchronise_batch_statistics), so every rank's running statistics move alike. Each rank's
+  // engine calls it once before its first accumulate() (lab train --devices --bn batch); without it each rank
+  // normalises with its own slice's statistics. Nothing to do for one rank (no communicator).
+  void synchronise_batch_statistics();
 
   // The accumulated gradients, downloaded, per checkpoint parameter in for_each_conv order (as
   // reference::parameter_gradients); data-parallel: this rank's until a step or gradient_norms() sums them.

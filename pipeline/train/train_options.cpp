@@ -99,8 +99,6 @@ void check_train_options(const TrainOptions& o) {
     const std::string devices = "(--devices " + o.devices + ")";
     require(o.engine == "device", "engine", o.engine,
             "data-parallel training " + devices + " runs the device engine");
-    require(o.bn == "frozen", "bn", o.bn,
-            "batch statistics are not synchronised over ranks yet " + devices + "; train with --bn frozen");
     require(o.batch % int(ranks) == 0, "batch", std::to_string(o.batch),
             "the total batch does not divide over " + std::to_string(ranks) + " ranks " + devices);
   }

@@ -115,9 +115,11 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   if (options_.engine == "device") {
     if (!rank_.backend) device_ = make_backend(options_.backend, context_);
     Backend& backend = rank_.backend ? *rank_.backend : *device_;
-    engine_ = std::make_unique<DeviceTrainEngine>(backend, engine_model, choice.name, rank_batch, options_.imgsz,
-                                                  options_.imgsz, *parse_precision(options_.precision),
-                                                  rank_.communicator);
+    auto device = std::make_unique<DeviceTrainEngine>(backend, engine_model, choice.name, rank_batch,
+                                                      options_.imgsz, options_.imgsz,
+                                                      *parse_precision(options_.precision), rank_.communicator);
+    if (options_.bn == "batch") device->synchronise_batch_statistics();  // SyncBatchNorm over the ranks
+    engine_ = std::move(device);
   } else {
     engine_ = std::make_unique<HostTrainEngine>(std::move(engine_model), options_.backend, context_,
                                                 choice.name);
