@@ -4,12 +4,17 @@
 // batch on the unsynchronised kernels: the same outputs per image, the ranks' parameter gradients summing to
 // the one rank's, the same running statistics on every rank. A control: without the synchronisation the
 // ranks' outputs differ from the whole batch's by orders of magnitude more than the bar. [gpu] twin: two cuda
-// backends on one GPU with the same thread communicator.
+// backends on one GPU with the same thread communicator. The batchnorm_sync runner (rank 0 of R, the other
+// ranks' sums emulated) on every case of scenarios/batchnorm_sync.toml, launched twice with the outputs
+// re-poisoned in between; [gpu] twin.
 #include <catch2/catch.hpp>
 
 #include <memory>
 
+#include "harness/scenario.hpp"
+#include "harness/scenario_runner.hpp"
 #include "kernels/compare.hpp"
+#include "kernels/runner.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
 #include "pipeline/distributed/thread_communicator.hpp"
 #include "pipeline/executor/gradient_tape.hpp"
@@ -149,7 +154,40 @@ void check_two_ranks(const std::string& backend_name) {
                                            << "; unsynchronised output " << unsynchronised);
 }
 
+// Every case of scenarios/batchnorm_sync.toml that runs on `backend_name`, each instance launched twice, its
+// outputs re-poisoned before the second: every element is written by the launch.
+void check_runner(const std::string& backend_name) {
+  auto backend = make_backend(backend_name, test::embedded_context());
+  const ScenarioPlan plan =
+      plan_scenario(load_scenario(std::filesystem::path(LAB_SOURCE_DIR) / "scenarios" / "batchnorm_sync.toml"),
+                    backend_name);
+  REQUIRE(plan.runs.size() >= 10);  // 5 cases x 2 seeds on either backend
+  for (const PlannedRun& run : plan.runs) {
+    auto instance = run.runner->instantiate(*backend, run.variant, run.params, run.seed);
+    for (int round = 0; round < 2; ++round) {
+      if (round == 1) instance->poison();
+      instance->launch();
+      for (const OutputCheck& c : instance->check(run.tolerance)) {
+        INFO("case '" << run.case_name << "' seed " << run.seed << " round " << round << " " << c.output
+                      << ": rel_l2 " << c.metrics.rel_l2 << " max_abs " << c.metrics.max_abs);
+        CHECK(c.pass);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("batchnorm_sync runner: rank 0 of R ranks against the whole batch's float64 reference on cpu",
+          "[batchnorm_batch][distributed]") {
+  check_runner("cpu");
+}
+
+TEST_CASE("batchnorm_sync runner: rank 0 of R ranks against the whole batch's float64 reference on cuda",
+          "[batchnorm_batch][distributed][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_runner("cuda");
+}
 
 TEST_CASE("synchronised batch statistics: two cpu ranks of one image equal one rank of both",
           "[batchnorm_batch][distributed]") {

@@ -5,6 +5,7 @@
 
 namespace lab {
 const KernelSpec& batchnorm_sync_spec() {
+  using K = ParamSpec::Kind;
   static const KernelSpec spec{
       .name = "batchnorm_sync",
       .family = "train",
@@ -16,8 +17,19 @@ const KernelSpec& batchnorm_sync_spec() {
       .variants = {{"v1_channel",
                     "one block per channel for the float64 fixed-order sums, one thread per "
                     "channel or element for the rest"}},
+      .params = {{"R", K::Int, "2", "ranks (the runner runs rank 0, the others' sums emulated)", 1, 64},
+                 {"N", K::Int, "2", "batch of each rank", 1, 4096},
+                 {"C", K::Int, "24", "channels", 1, 4096},
+                 {"H", K::Int, "13", "height", 1, 4096},
+                 {"W", K::Int, "11", "width", 1, 4096},
+                 {"SILU", K::Int, "1", "1: SiLU after the affine, 0: identity", 0, 1}},
       .entries = {"batchnorm_partial_sums", "batchnorm_sync_statistics", "batchnorm_backward_partial_sums",
-                  "batchnorm_backward_input_sync"}};
+                  "batchnorm_backward_input_sync"},
+      .validate =
+          [](const Params& p) {
+            require_batch_statistics(int(param_int(p, "R") * param_int(p, "N")),
+                                     param_int(p, "H") * param_int(p, "W"), "batchnorm_sync");
+          }};
   return spec;
 }
 
