@@ -7,6 +7,7 @@
 #include "kernels/runner.hpp"
 #include "kernels/train/batchnorm_batch_op.hpp"
 #include "kernels/train/batchnorm_batch_reference.hpp"
+#include "kernels/train/batchnorm_runner_inputs.hpp"
 
 namespace lab {
 namespace {
@@ -22,18 +23,9 @@ class BatchNormBatchInstance : public InstanceBase {
     layout_ = {int(param_int(p, "N")), int(param_int(p, "C")), param_int(p, "H") * param_int(p, "W")};
     silu_ = param_int(p, "SILU") == 1;
     const size_t n = layout_.size(), c = size_t(layout_.channels);
-    const auto seeded = [&](size_t count, float lo, float hi, const char* label) {
-      return random_uniform(count, lo, hi, derive_seed(seed, label));
-    };
-    const std::vector<float> offset = seeded(c, -1.0f, 1.0f, "offset"), spread = seeded(c, 0.5f, 3.0f, "spread");
-    x_ = seeded(n, -1.0f, 1.0f, "x");
-    for (size_t i = 0; i < n; ++i) {
-      const size_t k = (i / size_t(layout_.plane)) % c;
-      x_[i] = offset[k] + spread[k] * x_[i];
-    }
-    dy_ = seeded(n, -1.0f, 1.0f, "dy");
-    gamma_ = seeded(c, 0.2f, 2.0f, "gamma"), beta_ = seeded(c, -1.0f, 1.0f, "beta");
-    running_mean_ = seeded(c, -0.5f, 0.5f, "running_mean"), running_var_ = seeded(c, 0.1f, 2.0f, "running_var");
+    BatchNormRunnerInputs in = batchnorm_runner_inputs(layout_, seed);
+    x_ = std::move(in.x), dy_ = std::move(in.dy), gamma_ = std::move(in.gamma), beta_ = std::move(in.beta);
+    running_mean_ = std::move(in.running_mean), running_var_ = std::move(in.running_var);
     x_d_ = backend.upload_vector(x_), dy_d_ = backend.upload_vector(dy_);
     gamma_d_ = backend.upload_vector(gamma_), beta_d_ = backend.upload_vector(beta_);
     running_mean_d_ = output_array<float>(c), running_var_d_ = output_array<float>(c);
