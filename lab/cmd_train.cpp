@@ -2,7 +2,8 @@
 // the run does, a progress line per epoch with the running mean loss components, one line per finished
 // epoch with the validation metrics, and the run folder's outputs (runs/train/<name>/: args.yaml,
 // results.csv, weights/). Ctrl-C stops after the current iteration and saves the state `--resume` reads.
-// `--devices 0,1` trains data-parallel, one rank per device (pipeline/train/data_parallel_trainer).
+// `--devices 0,1` trains data-parallel, one rank per device (pipeline/train/data_parallel_trainer); with
+// `--nnodes N --node-rank R --rendezvous FILE | --master HOST:PORT`, across hosts.
 #include <atomic>
 #include <cstdio>
 #include <csignal>
@@ -190,6 +191,16 @@ void add_train_command(CLI::App& app, CliState& state) {
                   "Data-parallel ranks, one per device: 0,1 or all (every CUDA GPU); with --backend cpu, "
                   "emulated ranks 0..n-1. --batch is the total, split evenly; rank 0 writes the run")
       ->capture_default_str();
+  cmd->add_option("--nnodes", o.nnodes,
+                  "Hosts of a multi-host run (cuda, NCCL), each running its --devices ranks, the same number "
+                  "on every host; --batch is the total over every host's ranks")
+      ->capture_default_str();
+  cmd->add_option("--node-rank", o.node_rank, "This host's rank, 0 .. nnodes-1 (node 0 writes the run)")
+      ->capture_default_str();
+  cmd->add_option("--rendezvous", o.rendezvous,
+                  "Multi-host: a file on a file system every host sees, through which node 0 passes NCCL's id "
+                  "(a fresh path per run)");
+  cmd->add_option("--master", o.master, "Multi-host: HOST:PORT of node 0, which listens there for the others");
   cmd->add_option("--precision", o.precision,
                   "fp32, or fp16 / bf16 conv products (float32 master weights; --engine device)")
       ->capture_default_str();

@@ -46,6 +46,13 @@ TrainOptions options(const fs::path& data, const fs::path& project, const std::s
 
 using test::recording;
 
+// The shared yolo26n is absent on a fresh clone: the runs on it skip, saying so.
+bool model_absent() {
+  if (fs::exists(kModel)) return false;
+  WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
+  return true;
+}
+
 // The trained parameters ("train/<name>") of a run's state, in for_each_conv order.
 std::vector<double> trained(const fs::path& run, Yolo26Model structure) {
   const SafetensorsFile state = SafetensorsFile::load(last_state_path(run));
@@ -64,6 +71,15 @@ std::vector<double> flat(Yolo26Model model) {
       out.insert(out.end(), ref.values->begin(), ref.values->end());
   });
   return out;
+}
+
+// || got - want || / || want - start ||: two runs apart relative to the training's own movement from start.
+double apart(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& start) {
+  double distance = 0, moved = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    distance += (got[i] - want[i]) * (got[i] - want[i]), moved += (want[i] - start[i]) * (want[i] - start[i]);
+  REQUIRE(moved > 0);
+  return std::sqrt(distance / moved);
 }
 
 // The boxes as numbers, for comparison.
@@ -137,10 +153,7 @@ TEST_CASE("TrainLoader shards: 2 ranks' batches are 1 rank's at the whole batch,
 
 TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 alone writes; resume",
           "[distributed]") {
-  if (!fs::exists(kModel)) {
-    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
-    return;
-  }
+  if (model_absent()) return;
   const test::ScratchDir scratch("dp_train");
   const fs::path data = test::synth_train_dataset(scratch.path, 4, 32, 11), runs = scratch.path / "runs";
   TrainOptions single = options(data, runs, ""), split = options(data, runs, "0,1");
@@ -167,12 +180,9 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 al
   }
   // Parameters: float32 reduction order apart, relative to the update (test_data_parallel_engine's SGD bar).
   const std::vector<double> a = trained(runs / "single", structure), b = trained(runs / "split", structure);
-  double distance = 0, update = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    distance += (a[i] - b[i]) * (a[i] - b[i]), update += (a[i] - start[i]) * (a[i] - start[i]);
-  WARN("lab train, 2 ranks vs 1: parameters apart by " << std::sqrt(distance / update) << " of the update");
-  CHECK(update > 0);
-  CHECK(std::sqrt(distance / update) <= 1e-4);
+  const double error = apart(b, a, start);
+  WARN("lab train, 2 ranks vs 1: parameters apart by " << error << " of the update");
+  CHECK(error <= 1e-4);
 
   // Rank 0 alone wrote: one folder for the split run, with the devices in its args.yaml.
   std::set<std::string> folders;
@@ -201,14 +211,11 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 al
 TEST_CASE("lab train --bn batch on 2 cpu ranks: SyncBatchNorm gives the 1-rank run's parameters and running "
           "statistics",
           "[distributed]") {
-  if (!fs::exists(kModel)) {
-    WARN("skipped: shared assets absent (" LAB_ASSETS_DIR ")");
-    return;
-  }
+  if (model_absent()) return;
   const test::ScratchDir scratch("dp_train_bn");
   const fs::path data = test::synth_train_dataset(scratch.path, 4, 64, 13), runs = scratch.path / "runs";
   std::map<std::string, TrainState> states;
-  Yolo26Model structure = starting_model(data, 0);
+  const Yolo26Model structure = starting_model(data, options(data, runs, "").seed);
   for (const std::string devices : {"", "0,1"}) {  // one step of 4 images at 64x64, 2 a rank
     TrainOptions o = options(data, runs, devices);
     o.name = devices.empty() ? "single" : "split", o.epochs = 1, o.imgsz = 64, o.bn = "batch";
@@ -217,17 +224,8 @@ TEST_CASE("lab train --bn batch on 2 cpu ranks: SyncBatchNorm gives the 1-rank r
     REQUIRE(run.steps.size() == 1);
     states.emplace(o.name, load_train_state(last_state_path(runs / o.name), structure));
   }
-  // Apart relative to the training's own movement from the start: test_data_parallel_engine's SyncBatchNorm
-  // bars (1e-3 of the update, 1e-4 of the running statistics' movement; its unsynchronised control is 1.4
-  // and 0.40 away).
-  const auto apart = [](const std::vector<double>& got, const std::vector<double>& want,
-                        const std::vector<double>& start) {
-    double distance = 0, moved = 0;
-    for (size_t i = 0; i < want.size(); ++i)
-      distance += (got[i] - want[i]) * (got[i] - want[i]), moved += (want[i] - start[i]) * (want[i] - start[i]);
-    REQUIRE(moved > 0);
-    return std::sqrt(distance / moved);
-  };
+  // test_data_parallel_engine's SyncBatchNorm bars: 1e-3 of the update, 1e-4 of the running statistics'
+  // movement (its unsynchronised control is 1.4 and 0.40 away).
   const TrainState &one = states.at("single"), &two = states.at("split");
   const double parameters = apart(flat(two.model), flat(one.model), flat(structure));
   const double running = apart(test::running_statistics(two.model), test::running_statistics(one.model),
@@ -236,6 +234,30 @@ TEST_CASE("lab train --bn batch on 2 cpu ranks: SyncBatchNorm gives the 1-rank r
                                                                    << "statistics by " << running);
   CHECK(parameters <= 1e-3);
   CHECK(running <= 1e-4);
+}
+
+TEST_CASE("lab train --master on one GPU: one node of one rank over NCCL gives the plain run's parameters",
+          "[distributed][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  if (model_absent()) return;
+  const test::ScratchDir scratch("dp_train_master");
+  const fs::path data = test::synth_train_dataset(scratch.path, 4, 32, 17), runs = scratch.path / "runs";
+  TrainOptions plain = options(data, runs, "0"), node = options(data, runs, "0");
+  plain.backend = node.backend = "cuda";
+  plain.name = "plain", node.name = "node";
+  node.master = "127.0.0.1:29517", node.nnodes = 1, node.node_rank = 0;
+  test::RecordedRun one, two;
+  DataParallelTrainer(plain, std::nullopt, test::embedded_context(), recording(one)).run();
+  DataParallelTrainer through_nccl(node, std::nullopt, test::embedded_context(), recording(two));
+  CHECK(through_nccl.ranks() == 1);
+  CHECK(through_nccl.run().epochs_done == 2);
+  REQUIRE(two.steps.size() == one.steps.size());
+  // A world of one: every all-reduce is the identity, so only float32 rounding can part them (the SGD bar).
+  const Yolo26Model structure = starting_model(data, plain.seed);
+  const double error = apart(trained(runs / "node", structure), trained(runs / "plain", structure), flat(structure));
+  WARN("lab train --master 127.0.0.1:29517 --nnodes 1 on one GPU: parameters apart by " << error
+                                                                                        << " of the update");
+  CHECK(error <= 1e-4);
 }
 
 TEST_CASE("the --devices option: bad lists, missing devices and inconsistent options are one-line errors",
@@ -270,14 +292,23 @@ TEST_CASE("the --devices option: bad lists, missing devices and inconsistent opt
                     "--engine host: data-parallel training (--devices 0,1) runs the device engine");
   o.engine = "device", o.bn = "batch";  // synchronised over the ranks (SyncBatchNorm)
   CHECK_NOTHROW(check_train_options(o));
+  o.bn = "frozen", o.backend = "cuda", o.devices = "", o.nnodes = 2, o.node_rank = 1, o.master = "host0:29500";
+  CHECK_NOTHROW(check_node_options(o));
+  o.batch = 6;  // 2 nodes of one rank: the total batch divides
+  CHECK_NOTHROW(check_train_options(o));
+  o.batch = 5;
+  CHECK_THROWS_WITH(check_train_options(o),
+                    "--batch 5: the total batch does not divide over 2 ranks (one device x --nnodes 2)");
 }
 
-TEST_CASE("lab train / bench train-step --devices (CLI): bad lists are one line and exit 2, nothing written",
+TEST_CASE("lab train / bench train-step --devices and the multi-host flags (CLI): bad values are one line and "
+          "exit 2, nothing written",
           "[distributed]") {
   const test::ScratchDir scratch("dp_cli");
   const fs::path data = test::synth_train_dataset(scratch.path, 2, 32, 5);
-  const std::string common = "train " + test::quoted(data.string()) + " --backend cpu --imgsz 32 --project " +
-                             test::quoted((scratch.path / "runs").string());
+  const std::string train = "train " + test::quoted(data.string()) + " --imgsz 32 --project " +
+                            test::quoted((scratch.path / "runs").string());
+  const std::string common = train + " --backend cpu";
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --devices 0,0", "--devices 0,0: device 0 is listed twice"},
            {" --devices 5", "--devices 5: the cpu emulator's 1 rank(s) are devices 0..0"},
@@ -285,6 +316,34 @@ TEST_CASE("lab train / bench train-step --devices (CLI): bad lists are one line 
            {" --devices 0,1 --engine host",
             "--engine host: data-parallel training (--devices 0,1) runs the device engine"}}) {
     test::check_usage_error(common + args, message);
+  }
+  CHECK_FALSE(fs::exists(scratch.path / "runs"));
+  // The multi-host flags: cpu ranks are threads of one process; bad node numbers; on cuda (checked before a
+  // backend is made, so without a GPU too) both rendezvous, a port out of range, a missing folder.
+  const std::string cuda = train + " --backend cuda";
+  const std::string folder = (scratch.path / "rendezvous").string();
+  fs::create_directories(folder);
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {common + " --master 127.0.0.1:29500",
+            "--master 127.0.0.1:29500: multi-host training runs on --backend cuda (NCCL); the cpu backend's "
+            "ranks are threads of one process"},
+           {common + " --rendezvous id --nnodes 2",
+            "--rendezvous id: multi-host training runs on --backend cuda (NCCL); the cpu backend's ranks are "
+            "threads of one process"},
+           {common + " --nnodes 2", "--nnodes 2: the nodes meet through --rendezvous FILE or --master HOST:PORT"},
+           {common + " --nnodes 0", "--nnodes 0: must be in 1..4096"},
+           {common + " --nnodes 2 --node-rank 2 --master host0:29500", "--node-rank 2: must be in 0..1 (--nnodes 2)"},
+           {common + " --node-rank -1", "--node-rank -1: must be in 0..0 (--nnodes 1)"},
+           {cuda + " --nnodes 2 --master host0:70000",
+            "--master 'host0:70000': expected host:port with a port from 1 to 65535"},
+           {cuda + " --nnodes 2 --master host0", "--master 'host0': expected host:port with a port from 1 to 65535"},
+           {cuda + " --nnodes 2 --rendezvous " + test::quoted(folder + "/id") + " --master host0:29500",
+            "--rendezvous and --master: give one of them, not both"},
+           {cuda + " --nnodes 2 --rendezvous " + test::quoted(folder + "/no/id"),
+            "--rendezvous " + folder + "/no/id: the folder " + folder + "/no does not exist"},
+           {cuda + " --engine host --master host0:29500",
+            "--master host0:29500: multi-host training runs the device engine"}}) {
+    test::check_usage_error(args, message);
   }
   CHECK_FALSE(fs::exists(scratch.path / "runs"));
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{

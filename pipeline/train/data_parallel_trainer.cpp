@@ -3,6 +3,7 @@
 
 #include "pipeline/distributed/make_communicators.hpp"
 #include "pipeline/distributed/rank_threads.hpp"
+#include "pipeline/distributed/rendezvous.hpp"
 #include "pipeline/train/device_list.hpp"
 #include "pipeline/train/run_folder.hpp"
 
@@ -10,18 +11,24 @@ namespace lab::train {
 
 DataParallelTrainer::DataParallelTrainer(TrainOptions options, std::optional<std::string> resume,
                                          const RuntimeContext& context, TrainHooks hooks) {
-  TrainOptions run = options;  // the run's settings: a resumed run's own
-  if (resume)
+  TrainOptions run = options;  // the run's settings: a resumed run's own, with this launch's topology
+  if (resume) {
     run =
         read_args_yaml(resume_state_path(*resume, options.project).parent_path().parent_path() / "args.yaml");
-  const std::vector<int> devices = device_list(run.devices, run.backend, cuda_device_count());
-  if (devices.size() <= 1) {  // one rank: on the listed device, without a communicator
+    run.nnodes = options.nnodes, run.node_rank = options.node_rank;
+    run.rendezvous = options.rendezvous, run.master = options.master;
+  }
+  check_node_options(run);  // before anything is made: the flags, then the rendezvous' own checks
+  const std::unique_ptr<Rendezvous> rendezvous = make_rendezvous(run.rendezvous, run.master);
+  std::vector<int> devices = device_list(run.devices, run.backend, cuda_device_count());
+  if (devices.size() <= 1 && !rendezvous) {  // one rank: on the listed device, without a communicator
     RuntimeContext one = context;
     if (!devices.empty()) one.options.device = devices.front();
     trainers_.push_back(
         std::make_unique<Trainer>(std::move(options), std::move(resume), one, std::move(hooks)));
     return;
   }
+  if (devices.empty()) devices.push_back(context.options.device);  // a node of one rank on the default GPU
   std::vector<Backend*> local;
   std::vector<RuntimeContext> contexts(devices.size(), context);
   for (size_t r = 0; r < devices.size(); ++r) {
@@ -29,7 +36,11 @@ DataParallelTrainer::DataParallelTrainer(TrainOptions options, std::optional<std
     backends_.push_back(make_backend(run.backend, contexts[r]));
     local.push_back(backends_.back().get());
   }
-  communicators_ = make_communicators(local);
+  DistributedSetup setup;
+  setup.node_rank = run.node_rank, setup.node_count = run.nnodes, setup.rendezvous = rendezvous.get();
+  if (rendezvous)
+    setup.origin = run.rendezvous.empty() ? "--master " + run.master : "--rendezvous " + run.rendezvous;
+  communicators_ = make_communicators(local, setup);
   trainers_.resize(devices.size());
   for (size_t r = devices.size(); r-- > 0;) {
     backends_[r]->use_on_this_thread();  // cuda: its device current while its Trainer compiles and uploads

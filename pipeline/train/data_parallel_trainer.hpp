@@ -1,7 +1,10 @@
 // `lab train --devices`: the run's ranks, one thread each (run_rank_threads), each with its own backend (the
 // GPU it names, or a cpu emulator of its own), communicator (make_communicators: NCCL between GPUs, threads
 // between cpu ranks) and Trainer (TrainRank). One rank (no --devices, or a
-// single device) is a plain Trainer on that device, without a communicator. docs/distributed.md, section "data-parallel training".
+// single device) is a plain Trainer on that device, without a communicator. Several hosts (--nnodes,
+// --node-rank, --rendezvous / --master): this process is one node of the run, its ranks the global ranks
+// node_rank * local ranks + local index, NCCL's id passed through the rendezvous. docs/distributed.md,
+// section "data-parallel training".
 #pragma once
 #include <memory>
 #include <optional>
@@ -18,7 +21,8 @@ namespace lab::train {
 
 class DataParallelTrainer {
  public:
-  // Reads --resume's args.yaml for its devices, makes the backends and communicators, then the Trainers:
+  // Checks the multi-host flags (check_node_options, make_rendezvous), reads --resume's args.yaml for its
+  // devices (the topology stays the command line's), makes the backends and communicators, then the Trainers:
   // rank 0's last (the one that creates the run folder), so that a rank that cannot start leaves nothing
   // written. `hooks` go to rank 0; the other ranks are silent.
   DataParallelTrainer(TrainOptions options, std::optional<std::string> resume, const RuntimeContext& context,

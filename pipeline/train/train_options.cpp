@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "kernels/optim/optimizer_choice.hpp"
@@ -94,9 +95,12 @@ void check_train_options(const TrainOptions& o) {
   require(o.precision == "fp32" || o.engine == "device", "precision", o.precision,
           "16-bit training runs on the device engine (--engine device)");
   require_member(o.bn, "bn", {"frozen", "batch"});
-  const size_t ranks = device_list(o.devices, o.backend, cuda_device_count()).size();
+  check_node_options(o);
+  const size_t ranks = std::max<size_t>(device_list(o.devices, o.backend, cuda_device_count()).size(), 1) *
+                       size_t(o.nnodes);
   if (ranks > 1) {
-    const std::string devices = "(--devices " + o.devices + ")";
+    const std::string devices = "(" + (o.devices.empty() ? std::string("one device") : "--devices " + o.devices) +
+                                (o.nnodes > 1 ? " x --nnodes " + std::to_string(o.nnodes) : "") + ")";
     require(o.engine == "device", "engine", o.engine,
             "data-parallel training " + devices + " runs the device engine");
     require(o.batch % int(ranks) == 0, "batch", std::to_string(o.batch),
@@ -106,6 +110,27 @@ void check_train_options(const TrainOptions& o) {
   require(o.bn == "frozen" || o.batch * deepest >= 2, "bn", o.bn,
           "one value per channel at stride 32 (--batch 1 at --imgsz " + std::to_string(o.imgsz) +
               "): batch statistics need two");
+}
+
+void check_node_options(const TrainOptions& o) {
+  require_int(o.nnodes, "nnodes", 1, 4096);
+  require(o.node_rank >= 0 && o.node_rank < o.nnodes, "node-rank", std::to_string(o.node_rank),
+          "must be in 0.." + std::to_string(o.nnodes - 1) + " (--nnodes " + std::to_string(o.nnodes) + ")");
+  const bool joined = !o.rendezvous.empty() || !o.master.empty();
+  require(joined || o.nnodes == 1, "nnodes", std::to_string(o.nnodes),
+          "the nodes meet through --rendezvous FILE or --master HOST:PORT");
+  if (!joined) return;
+  const auto [flag, value] = !o.rendezvous.empty() ? std::pair{"rendezvous", o.rendezvous}
+                                                   : std::pair{"master", o.master};
+  if (!o.rendezvous.empty()) {
+    const std::filesystem::path folder = std::filesystem::path(o.rendezvous).parent_path();
+    require(folder.empty() || std::filesystem::is_directory(folder), flag, value,
+            "the folder " + printable_path(folder) + " does not exist (a folder every node sees)");
+  }
+  require(o.backend == "cuda", flag, value,
+          "multi-host training runs on --backend cuda (NCCL); the " + o.backend +
+              " backend's ranks are threads of one process");
+  require(o.engine == "device", flag, value, "multi-host training runs the device engine");
 }
 
 std::string args_yaml(const TrainOptions& options) {

@@ -30,12 +30,23 @@ struct TrainOptions {
   std::string engine = "host";  // host (HostTrainEngine) or device (DeviceTrainEngine: our kernels only)
   std::string bn = "frozen";    // frozen or batch (batch-statistics BatchNorm)
   std::string devices;          // data-parallel ranks (device_list.hpp); empty: one rank
+  // Multi-host data-parallel training (cuda, NCCL): this process is node `node_rank` of `nnodes`, each
+  // running its --devices ranks (global rank = node_rank * local ranks + local index); the processes meet
+  // through `rendezvous` (a file every node sees) or `master` (host:port of node 0). The launch's topology,
+  // not a training setting: not in args.yaml (--resume takes the flags again).
+  int nnodes = 1, node_rank = 0;
+  std::string rendezvous, master;
 };
 
 // UsageError "--<option> <value>: <what is wrong>" for the first setting out of range; fp16 / bf16 only with
-// the device engine; several --devices only with the device engine, frozen BatchNorm and a batch that
-// divides over them.
+// the device engine; several --devices only with the device engine and a batch that divides over every
+// node's ranks; check_node_options' rules.
 void check_train_options(const TrainOptions& options);
+
+// The multi-host flags: --nnodes at least 1, --node-rank in 0 .. nnodes-1, a rendezvous (--rendezvous or
+// --master) for more than one node, any of them only with --backend cuda and the device engine, and the
+// rendezvous file's folder existing. make_rendezvous checks the rest (one of the two, the address).
+void check_node_options(const TrainOptions& options);
 
 // args.yaml: every setting as `key: value`, one a line, Ultralytics' key names.
 std::string args_yaml(const TrainOptions& options);
