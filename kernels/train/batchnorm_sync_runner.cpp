@@ -7,7 +7,9 @@
 // ThreadCommunicator does. Checked against the float64 loops of batchnorm_batch_reference over the whole
 // batch: rank 0's statistics, running statistics and dx are the whole batch's, its d gamma and d beta the
 // whole batch's gradients of its own slice (the ranks' parameter gradients are summed later).
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include "kernels/runner.hpp"
 #include "kernels/train/batchnorm_batch_reference.hpp"
@@ -94,7 +96,8 @@ class BatchNormSyncInstance : public InstanceBase {
 
   // float32 elements of this rank moved: the two partial sums read x twice, the backward's sums read x and
   // dy, the input gradient reads x and dy and writes dx (7 per element); about 30 flops per element. The
-  // all-reduces' host round trips (the emulated peers) are not counted.
+  // three all-reduces' host round trips (C or 2 C floats each; the peers' sums computed at the first launch)
+  // are timed but not counted.
   WorkCounts work() const override {
     const double n = double(slice_.size());
     return {n * 4 * 7, n * 30};
@@ -114,10 +117,13 @@ class BatchNormSyncInstance : public InstanceBase {
       mean = widened(backend_.download_vector<float>(mean_d_, c));
       inv_std = widened(backend_.download_vector<float>(inv_std_d_, c));
     }
-    for (int rank = 1; rank < ranks_; ++rank) {
-      const std::vector<float> peer = peer_sums(rank, exchange, mean, inv_std);
-      for (size_t i = 0; i < count; ++i) total[i] += peer[i];
+    std::optional<PeerSums>& peers = peers_[size_t(exchange)];
+    if (!peers || peers->mean != mean || peers->inv_std != inv_std) {
+      peers = PeerSums{mean, inv_std, {}};
+      for (int rank = 1; rank < ranks_; ++rank) peers->sums.push_back(peer_sums(rank, exchange, mean, inv_std));
     }
+    for (const std::vector<float>& peer : peers->sums)
+      for (size_t i = 0; i < count; ++i) total[i] += peer[i];
     if (exchange == 0) channel_sums_ = total;
     backend_.upload(data, total.data(), count * sizeof(float));
   }
@@ -153,6 +159,13 @@ class BatchNormSyncInstance : public InstanceBase {
   bool silu_ = true;
   std::vector<float> x_, dy_, gamma_, beta_, running_mean_, running_var_;  // the whole batch
   std::vector<float> channel_sums_;  // exchange 0's all-ranks sums: the centre of exchange 1
+  // Each exchange's peer sums (ranks 1 .. R-1) with the statistics they were computed from: the kernels are
+  // deterministic, so a later launch (lab bench) meets the same statistics and adds the sums kept.
+  struct PeerSums {
+    std::vector<double> mean, inv_std;
+    std::vector<std::vector<float>> sums;
+  };
+  std::array<std::optional<PeerSums>, 3> peers_;
   DeviceBuffer x_d_, dy_d_, gamma_d_, beta_d_, running_mean_d_, running_var_d_, mean_d_, inv_std_d_, dx_d_,
       d_gamma_d_, d_beta_d_, sums_d_;
   BatchNormSyncOp op_;
