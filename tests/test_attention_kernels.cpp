@@ -136,7 +136,14 @@ TEST_CASE("PsaHalfOp::forward_nhwc refuses views the kernel cannot read, before 
       "psa_attention_half_nhwc: the v_out tensor is not 16-byte aligned (a channel offset not a "
       "multiple of 8?)");
   CHECK_THROWS_WITH(PsaHalfOp(*cpu, "wgmma", HalfType::f16, PsaDims{1, 2, 32, 35, 0}),
-                    "the 16-bit PSA attention has no variant 'wgmma' (mma, mma_w16)");
+                    "the 16-bit PSA attention has no variant 'wgmma' (mma, mma_w16, mma_staged)");
+  const PsaHalfOp staged(*cpu, "mma_staged", HalfType::f16, PsaDims{1, 2, 32, 35, 0});
+  CHECK_THROWS_WITH(staged.forward(in, x, x, lse.as<float>()),
+                    "variant mma_staged of the 16-bit PSA attention reads NHWC views only (forward_nhwc)");
+  CHECK_THROWS_WITH(
+      PsaHalfOp(*cpu, "mma_staged", HalfType::f16, PsaDims{1, 2, 32, 1025, 0}),
+      "variant mma_staged of the 16-bit PSA attention stages a head's keys in shared memory: at "
+      "most 1024 tokens (got 1025)");
 }
 
 TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
@@ -269,4 +276,12 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(
       psa_half.instantiate(*cpu, "mma_w16", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),
       "variant mma_w16 of psa_attention_half cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(psa_half.instantiate(*cpu, "mma_staged", resolve_params(psa_half, {}), 1),
+                    "variant mma_staged of psa_attention_half cannot run these parameters: reads NHWC views "
+                    "only (LAYOUT=nhwc)");
+  CHECK_THROWS_WITH(
+      psa_half.instantiate(*cpu, "mma_staged",
+                           resolve_params(psa_half, {{"LAYOUT", "nhwc"}, {"H", "40"}, {"W", "40"}}), 1),
+      "variant mma_staged of psa_attention_half cannot run these parameters: stages a head's keys "
+      "in shared memory: at most 1024 tokens (got 1600)");
 }

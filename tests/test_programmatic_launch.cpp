@@ -227,6 +227,7 @@ TEST_CASE(
       // their _w16 versions.
       {"psa_attention_half*", psa_half_compile_request("mma", HalfType::f16, 16), 1},
       {"psa_attention_half*_w16", psa_half_compile_request("mma_w16", HalfType::f16, 16), 1},
+      {"psa_attention_half_nhwc_staged", psa_half_compile_request("mma_staged", HalfType::f16, 16), 1},
   };
   for (const Expect& m : modules) {
     INFO(m.what);

@@ -8,8 +8,9 @@
 //                 (psa_attention_half_nhwc<KD, DT>). qkv's channels [0, nh*4*KD) are read; merged's and
 //                 v_out's channels [0, nh*2*KD) written, the rest of each pitch left unchanged, so merged and
 //                 v_out may be channel slices of wider tensors (pass the slice's first channel).
-// Two variants of both kernels: "mma" (psa_tc.cu: 8 warps share a CTA's keys) and "mma_w16" (psa_tc_w16.cu:
-// 16 warps, a shorter chain per warp; the _w16 entries).
+// Variants: "mma" (psa_tc.cu: 8 warps share a CTA's keys), "mma_w16" (psa_tc_w16.cu: 16 warps, a shorter
+// chain per warp; the _w16 entries) and "mma_staged" (psa_tc.cu's psa_attention_half_nhwc_staged: the keys
+// staged in shared memory; NHWC only, N <= kPsaFusedMaxTokens).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,16 +22,20 @@
 
 namespace lab {
 
+enum class PsaHalfVariant { Mma, MmaW16, MmaStaged };
+
 // The module PsaHalfOp compiles for `variant`: psa_tc.cu with psa_attention_half<key_dim, DT> and its _nhwc
-// twin ("mma"), or psa_tc_w16.cu with their _w16 versions ("mma_w16"); UsageError for another variant.
+// twin ("mma"), psa_tc_w16.cu with their _w16 versions ("mma_w16"), or psa_tc.cu with
+// psa_attention_half_nhwc_staged ("mma_staged"); UsageError for another variant.
 CompileRequest psa_half_compile_request(const std::string& variant, HalfType type, int key_dim);
 // The variant the 16-bit NHWC network runs.
 inline constexpr const char* kPsaHalfNetworkVariant = "mma";
 
 class PsaHalfOp {
  public:
-  // UsageError for a key width without the kernel or an unknown variant.
+  // UsageError for a key width without the kernel, an unknown variant, or mma_staged past its token limit.
   PsaHalfOp(Backend& backend, const std::string& variant, HalfType type, const PsaDims& dims);
+  // UsageError for mma_staged (NHWC only).
   void forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const;
   // UsageError (check_nhwc_view) on a view not set, a pitch below its tensor's channels or not a multiple
   // of 8, or a pointer not 16-byte aligned (a channel offset not a multiple of 8).
@@ -39,13 +44,13 @@ class PsaHalfOp {
   const PsaDims& dims() const { return dims_; }
 
  private:
-  LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH); 256 threads, or 512 and the shared memory
+  LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH); the variant's block and shared memory
 
   Backend& backend_;
   PsaDims dims_;
-  bool w16_;
+  PsaHalfVariant variant_;
   std::shared_ptr<Module> module_;
-  Kernel forward_;
+  Kernel forward_;  // not for mma_staged
   Kernel forward_nhwc_;
 };
 

@@ -89,12 +89,27 @@ struct PsaHalfNhwcParams {
 constexpr int kPsaW16Warps = 16;
 constexpr int kPsaW16Pad = 4;
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define LAB_PSA_W16_FN __host__ __device__ constexpr
+#define LAB_PSA_SHARED_FN __host__ __device__ constexpr
 #else
-#define LAB_PSA_W16_FN constexpr
+#define LAB_PSA_SHARED_FN constexpr
 #endif
-LAB_PSA_W16_FN int psa_w16_shared_bytes(int key_dim) {
+LAB_PSA_SHARED_FN int psa_w16_shared_bytes(int key_dim) {
   return int(sizeof(float)) * kPsaW16Warps * 16 * (2 * key_dim + kPsaW16Pad + 2);
+}
+
+// psa_attention_half_nhwc_staged's shared memory (psa_tc.cu): rows of 16-bit elements, K | V rows of 3 KD + 8
+// and Q rows of KD + 8 (16 bytes of pad), the head's 16 ceil(N / 16) K | V rows then the CTA's 16 Q rows; the
+// merge (psa_tc::MergeShared: [8 warps][16 rows][2 KD + 8] floats, then maxima and sums) reuses them.
+LAB_PSA_SHARED_FN int psa_staged_kv_row(int key_dim) {
+  return 3 * key_dim + 8;
+}
+LAB_PSA_SHARED_FN int psa_staged_q_row(int key_dim) {
+  return key_dim + 8;
+}
+LAB_PSA_SHARED_FN int psa_staged_shared_bytes(int key_dim, int n) {
+  const int rows = 2 * (16 * ((n + 15) / 16) * psa_staged_kv_row(key_dim) + 16 * psa_staged_q_row(key_dim));
+  const int merge = int(sizeof(float)) * 8 * 16 * (2 * key_dim + 8 + 2);
+  return rows > merge ? rows : merge;
 }
 
 }  // namespace lab

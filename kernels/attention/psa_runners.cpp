@@ -310,7 +310,18 @@ class PsaHalfInstance : public InstanceBase {
   PsaAttentionRef ref_;
 };
 
-// The 16-bit forward: the PSA parameters plus the element type and layout; two variants, KEY_DIM 16 or 32.
+// mma_staged's rule: NHWC views, the one-launch forwards' key widths, the head's keys within shared memory.
+std::string staged_problem(const Params& p) {
+  if (const std::string problem = fused_problem(p); !problem.empty()) return problem;
+  if (param_str(p, "LAYOUT") != "nhwc") return "reads NHWC views only (LAYOUT=nhwc)";
+  const int64_t n = param_int(p, "H") * param_int(p, "W");
+  if (n > kPsaFusedMaxTokens)
+    return "stages a head's keys in shared memory: at most " + std::to_string(kPsaFusedMaxTokens) +
+           " tokens (got " + std::to_string(n) + ")";
+  return "";
+}
+
+// The 16-bit forward: the PSA parameters plus the element type and layout; three variants, KEY_DIM 16 or 32.
 KernelSpec half_spec() {
   KernelSpec spec =
       psa_spec("psa_attention_half",
@@ -323,7 +334,11 @@ KernelSpec half_spec() {
                 {"mma_w16",
                  "16 query rows per CTA, the keys split over its 16 warps (one or two 16-key tiles each up "
                  "to N 512), the warps merged by half-warp shuffles after one barrier (KEY_DIM 16, 32)",
-                 fused_problem}});
+                 fused_problem},
+                {"mma_staged",
+                 "mma with the head's K and V rows staged in shared memory by cp.async and read by ldmatrix "
+                 "(LAYOUT nhwc, KEY_DIM 16, 32, at most 1024 tokens)",
+                 staged_problem}});
   spec.source = kPsaTcSource;
   ParamSpec dtype{"DTYPE", ParamSpec::Kind::Choice, "f16", "16-bit element type of qkv, x and v"};
   dtype.choices = {"f16", "bf16"};

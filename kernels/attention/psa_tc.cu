@@ -227,3 +227,84 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
     if (c0 == 0) params.lse[size_t(bh) * n + row] = lse;
   }
 }
+
+// psa_attention_half_nhwc_staged<KD, DT> (variant `mma_staged` of psa_attention_half: NHWC views only, N <=
+// 1024): psa_attention_half_nhwc with the head's K | V rows (6 KD contiguous bytes a token) and the CTA's Q
+// rows staged in shared memory by 16-byte cp.async pieces, then read as mma fragments by ldmatrix at fixed
+// 32-bit offsets (natural operand orders, no channel permutation), instead of 27 wide loads a thread and
+// their 64-bit address arithmetic (708 SASS instructions before psa_attention_half_nhwc's first HMMA,
+// docs/kernels/attention.md). One cp.async wait and one barrier before the walk; the walk, the softmax and
+// the merge are psa_attention_half_nhwc's. Dynamic shared memory lab::psa_staged_shared_bytes(KD, N): the
+// rows [16 ceil(N / 16)][3 KD + 8] and [16][KD + 8] (the 16-byte pad puts a ldmatrix's eight rows in
+// distinct banks), reused by the merge after a second barrier; v_out is copied from the staged V rows
+// before it. Block 256, grid (ceil(N / 16), BH).
+template <int KD, int DT>
+__global__ void __launch_bounds__(psa_tc::kThreads)
+    psa_attention_half_nhwc_staged(const lab::PsaHalfNhwcParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
+  constexpr int LD = lab::psa_staged_kv_row(KD), LDQ = lab::psa_staged_q_row(KD), PIECES = 3 * KD / 8;
+  static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
+  static_assert(sizeof(psa_tc::MergeShared<VD>) == 4 * psa_tc::kWarps * QB * (VD + 8 + 2),
+                "lab::psa_staged_shared_bytes counts the merge");
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, tiles = (n + 15) / 16;
+  auto token = [&](int row) { return params.qkv + (size_t(b) * n + row) * params.qkv_pitch + h * 4 * KD; };
+  LAB_DYNAMIC_SHARED(uint16_t, kv);  // [16 tiles][LD]: K channels [0, KD), V [KD, 3 KD)
+  uint16_t* qs = kv + tiles * 16 * LD;
+  lab_grid_dependency_wait();  // as psa_attention_half_nhwc
+  lab_launch_dependents();
+
+  for (int i = threadIdx.x; i < tiles * 16 * PIECES; i += psa_tc::kThreads) {
+    const int row = i / PIECES, piece = i % PIECES;  // keys past N: zeros
+    lab_cp_async_16(kv + row * LD + 8 * piece, token(row) + KD + 8 * piece, row < n);
+  }
+  if (threadIdx.x < QB * KD / 8) {
+    const int r = threadIdx.x / (KD / 8), piece = threadIdx.x % (KD / 8);
+    lab_cp_async_16(qs + r * LDQ + 8 * piece, token(n0 + r) + 8 * piece, n0 + r < n);
+  }
+  lab_cp_async_commit();
+  lab_cp_async_wait<0>();
+  __syncthreads();
+
+  uint32_t q[KS][4];
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) lab_load_a<LDQ>(q[ks], qs, 0, 16 * ks, lane);
+  psa_tc::WarpState<NT> w;
+  // Tile j's K fragments (score tiles 2j, 2j + 1: keys 0-7 and 8-15) and V fragments, two n8 tiles a load.
+  auto load = [&](int tile0, uint32_t(&kf)[2 * CH][KS][2], uint32_t(&vf)[CH][NT][2]) {
+#pragma unroll
+    for (int j = 0; j < CH; ++j) {
+      if (tile0 + j >= tiles) continue;  // warp-uniform; past the warp's range, so never used
+      const int key0 = (tile0 + j) * 16;
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        uint32_t f[4];
+        lab_load_b_rows_n<LD>(f, kv, key0, 16 * ks, lane);
+        kf[2 * j][ks][0] = f[0], kf[2 * j][ks][1] = f[1], kf[2 * j + 1][ks][0] = f[2],
+               kf[2 * j + 1][ks][1] = f[3];
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; nt += 2) {
+        uint32_t f[4];
+        lab_load_b_rows_k<LD>(f, kv, KD + 8 * nt, key0, lane);
+        vf[j][nt][0] = f[0], vf[j][nt][1] = f[1], vf[j][nt + 1][0] = f[2], vf[j][nt + 1][1] = f[3];
+      }
+    }
+  };
+  psa_tc::attend_half<DT, true, CH, false, psa_tc::kWarps>(q, n, warp, t, params.scale, load, w);
+
+  // v_out: 16-byte pieces of this CTA's staged V rows, then the merge takes the memory over.
+  if (threadIdx.x < QB * VD / 8) {
+    const int r = threadIdx.x / (VD / 8), c0 = 8 * (threadIdx.x % (VD / 8)), row = n0 + r;
+    if (row < n)
+      *reinterpret_cast<uint4*>(params.v_out + (size_t(b) * n + row) * params.v_pitch + h * VD + c0) =
+          *reinterpret_cast<const uint4*>(kv + row * LD + KD + c0);
+  }
+  __syncthreads();
+  psa_tc::merge_warps(w, *reinterpret_cast<psa_tc::MergeShared<VD>*>(kv), n, n0,
+                      [&](int row, int dim, float value, float lse) {
+                        params.merged[(size_t(b) * n + row) * params.merged_pitch + h * VD + dim] =
+                            uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
+                        if (dim == 0) params.lse[size_t(bh) * n + row] = lse;
+                      });
+}
