@@ -84,22 +84,28 @@ struct PsaHalfNhwcParams {
   float scale;  // softmax scale
 };
 
-// psa_tc_w16.cu's CTA: 16 warps share its keys; its dynamic shared memory holds every warp's partial outputs
-// [warp][16 rows][2 KD + kPsaW16Pad] and maxima and sums [warp][16 rows], all float.
-constexpr int kPsaW16Warps = 16;
-constexpr int kPsaW16Pad = 4;
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define LAB_PSA_SHARED_FN __host__ __device__ constexpr
 #else
 #define LAB_PSA_SHARED_FN constexpr
 #endif
+
+// The row merge's shared memory (psa_tc::RowMergeShared): every warp's partial outputs [warp][16 rows][2 KD +
+// kPsaRowMergePad] and maxima and sums [warp][16 rows], all float.
+constexpr int kPsaRowMergePad = 4;
+LAB_PSA_SHARED_FN int psa_row_merge_bytes(int warps, int key_dim) {
+  return int(sizeof(float)) * warps * 16 * (2 * key_dim + kPsaRowMergePad + 2);
+}
+
+// psa_tc_w16.cu's CTA: 16 warps share its keys; its dynamic shared memory is their row merge.
+constexpr int kPsaW16Warps = 16;
 LAB_PSA_SHARED_FN int psa_w16_shared_bytes(int key_dim) {
-  return int(sizeof(float)) * kPsaW16Warps * 16 * (2 * key_dim + kPsaW16Pad + 2);
+  return psa_row_merge_bytes(kPsaW16Warps, key_dim);
 }
 
 // psa_attention_half_nhwc_staged's shared memory (psa_tc.cu): rows of 16-bit elements, K | V rows of 3 KD + 8
 // and Q rows of KD + 8 (16 bytes of pad), the head's 16 ceil(N / 16) K | V rows then the CTA's 16 Q rows; the
-// merge (psa_tc::MergeShared: [8 warps][16 rows][2 KD + 8] floats, then maxima and sums) reuses them.
+// row merge of its 8 warps reuses them.
 LAB_PSA_SHARED_FN int psa_staged_kv_row(int key_dim) {
   return 3 * key_dim + 8;
 }
@@ -108,7 +114,7 @@ LAB_PSA_SHARED_FN int psa_staged_q_row(int key_dim) {
 }
 LAB_PSA_SHARED_FN int psa_staged_shared_bytes(int key_dim, int n) {
   const int rows = 2 * (16 * ((n + 15) / 16) * psa_staged_kv_row(key_dim) + 16 * psa_staged_q_row(key_dim));
-  const int merge = int(sizeof(float)) * 8 * 16 * (2 * key_dim + 8 + 2);
+  const int merge = psa_row_merge_bytes(8, key_dim);
   return rows > merge ? rows : merge;
 }
 

@@ -233,19 +233,20 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
 // rows staged in shared memory by 16-byte cp.async pieces, then read as mma fragments by ldmatrix at fixed
 // 32-bit offsets (natural operand orders, no channel permutation), instead of 27 wide loads a thread and
 // their 64-bit address arithmetic (708 SASS instructions before psa_attention_half_nhwc's first HMMA,
-// docs/kernels/attention.md). One cp.async wait and one barrier before the walk; the walk, the softmax and
-// the merge are psa_attention_half_nhwc's. Dynamic shared memory lab::psa_staged_shared_bytes(KD, N): the
-// rows [16 ceil(N / 16)][3 KD + 8] and [16][KD + 8] (the 16-byte pad puts a ldmatrix's eight rows in
-// distinct banks), reused by the merge after a second barrier; v_out is copied from the staged V rows
-// before it. Block 256, grid (ceil(N / 16), BH).
+// docs/kernels/attention.md). One cp.async wait and one barrier before the walk; the walk and the softmax
+// are psa_attention_half_nhwc's, the merge the row merge of psa_tc_w16.cu (no statistics recomputed per
+// value; 8-byte stores). Dynamic shared memory lab::psa_staged_shared_bytes(KD, N): the rows
+// [16 ceil(N / 16)][3 KD + 8] and [16][KD + 8] (the 16-byte pad puts a ldmatrix's eight rows in distinct
+// banks), reused by the merge after a second barrier; v_out is copied from the staged V rows before it.
+// Block 256, grid (ceil(N / 16), BH).
 template <int KD, int DT>
 __global__ void __launch_bounds__(psa_tc::kThreads)
     psa_attention_half_nhwc_staged(const lab::PsaHalfNhwcParams params) {
   constexpr int VD = 2 * KD, KS = KD / 16, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
   constexpr int LD = lab::psa_staged_kv_row(KD), LDQ = lab::psa_staged_q_row(KD), PIECES = 3 * KD / 8;
   static_assert(KD == 16 || KD == 32, "the 16-bit PSA forward is instantiated for KEY_DIM 16 and 32");
-  static_assert(sizeof(psa_tc::MergeShared<VD>) == 4 * psa_tc::kWarps * QB * (VD + 8 + 2),
-                "lab::psa_staged_shared_bytes counts the merge");
+  using Merge = psa_tc::RowMergeShared<VD, psa_tc::kWarps>;
+  static_assert(sizeof(Merge) == lab::psa_row_merge_bytes(psa_tc::kWarps, KD), "the launch's shared bytes");
   const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4, tiles = (n + 15) / 16;
   auto token = [&](int row) { return params.qkv + (size_t(b) * n + row) * params.qkv_pitch + h * 4 * KD; };
@@ -301,10 +302,12 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
           *reinterpret_cast<const uint4*>(kv + row * LD + KD + c0);
   }
   __syncthreads();
-  psa_tc::merge_warps(w, *reinterpret_cast<psa_tc::MergeShared<VD>*>(kv), n, n0,
-                      [&](int row, int dim, float value, float lse) {
-                        params.merged[(size_t(b) * n + row) * params.merged_pitch + h * VD + dim] =
-                            uint16_t(lab_pack2<DT>(value, 0.f) & 0xffffu);
-                        if (dim == 0) params.lse[size_t(bh) * n + row] = lse;
-                      });
+  Merge& sh = *reinterpret_cast<Merge*>(kv);
+  psa_tc::publish_channels(w, sh, warp, lane, [](int col) { return col; });
+  __syncthreads();
+  psa_tc::merge_rows(sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+    psa_tc::store_packed<DT>(params.merged + (size_t(b) * n + row) * params.merged_pitch + h * VD + c0,
+                             value);
+    if (first) params.lse[size_t(bh) * n + row] = lse;
+  });
 }

@@ -462,4 +462,83 @@ __device__ __forceinline__ void attend_half_nhwc(const Token& token, int n, int 
   };
   attend_half<DT, FAST, CH, true, WARPS>(q, n, warp, t, scale, load, w);
 }
+
+// The row merge of psa_tc_w16.cu's kernels and psa_attention_half_nhwc_staged: WARPS warps' partial states
+// meet in shared memory, outputs by value channel, and 16 threads a row merge them (kMergeGroup x kRows =
+// 256 threads) without recomputing a row's statistics per value (psa_tc_w16.cu's header comment).
+constexpr int kMergeGroup = 16;
+
+// Every warp's partial outputs by value channel, maxima and sums (lab::psa_row_merge_bytes).
+template <int VD, int WARPS>
+struct RowMergeShared {
+  static_assert(WARPS <= kMergeGroup, "one merging thread a warp");
+  static constexpr int kLd = VD + lab::kPsaRowMergePad;
+  float acc[WARPS][kRows][kLd];
+  float m[WARPS][kRows];
+  float l[WARPS][kRows];
+};
+
+// Leaves this warp's state in `sh`: accumulator column 8 nt + c (rows g, g + 8) at value channel
+// channel(col).
+template <int VD, int WARPS, int NT, class Channel>
+__device__ __forceinline__ void publish_channels(const WarpState<NT>& w, RowMergeShared<VD, WARPS>& sh,
+                                                 int warp, int lane, Channel channel) {
+  publish_state(w, sh, warp, lane, [&](int row, int col, float v0, float v1) {
+    sh.acc[warp][row][channel(col)] = v0;
+    sh.acc[warp][row][channel(col + 1)] = v1;
+  });
+}
+
+// PW floats at p (16-byte aligned for 4, 8-byte for 2).
+template <int PW>
+__device__ __forceinline__ void load_floats(const float* p, float (&v)[PW]) {
+  static_assert(PW == 2 || PW == 4, "a merge piece of 2 or 4 channels");
+  if constexpr (PW == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+    const float2 x = *reinterpret_cast<const float2*>(p);
+    v[0] = x.x, v[1] = x.y;
+  }
+}
+
+// Run by the 256 first threads after the barrier: thread (r = x / 16, j = x % 16) takes warp j's maximum and
+// sum (none for j >= WARPS) and merges channels [PW j, PW j + PW) of row r over the warps: store(row, c0,
+// values, lse, first) for rows below N (lse: the row's natural-log logsumexp; first: j == 0, one thread a
+// row).
+template <int VD, int WARPS, class Store>
+__device__ __forceinline__ void merge_rows(const RowMergeShared<VD, WARPS>& sh, int n, int n0, Store store) {
+  constexpr int PW = VD / kMergeGroup;
+  const int r = threadIdx.x / kMergeGroup, j = threadIdx.x % kMergeGroup;
+  const float m_j = j < WARPS ? sh.m[j][r] : kMasked;
+  float m_all = m_j;
+#pragma unroll
+  for (int offset = 1; offset < kMergeGroup; offset *= 2)
+    m_all = fmaxf(m_all, __shfl_xor_sync(LAB_FULL_MASK, m_all, offset));
+  const float e_j = exp2f(m_j - m_all);  // 0 for a warp without keys (m_j = kMasked)
+  float l_all = j < WARPS ? sh.l[j][r] * e_j : 0.f;
+#pragma unroll
+  for (int offset = 1; offset < kMergeGroup; offset *= 2)
+    l_all += __shfl_xor_sync(LAB_FULL_MASK, l_all, offset);
+  const float weight_j = e_j / l_all;
+  float value[PW] = {};
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    const float weight = __shfl_sync(LAB_FULL_MASK, weight_j, w, kMergeGroup);
+    float part[PW];
+    load_floats(&sh.acc[w][r][PW * j], part);
+#pragma unroll
+    for (int k = 0; k < PW; ++k) value[k] += weight * part[k];
+  }
+  if (n0 + r < n) store(n0 + r, PW * j, value, m_all * kLn2 + logf(l_all), j == 0);
+}
+
+// PW values rounded to DT, packed into PW / 2 words.
+template <int DT, int PW>
+__device__ __forceinline__ void store_packed(uint16_t* p, const float (&v)[PW]) {
+  if constexpr (PW == 4)
+    *reinterpret_cast<uint2*>(p) = uint2{lab_pack2<DT>(v[0], v[1]), lab_pack2<DT>(v[2], v[3])};
+  else
+    *reinterpret_cast<uint32_t*>(p) = lab_pack2<DT>(v[0], v[1]);
+}
 }  // namespace psa_tc

@@ -28,79 +28,11 @@
 namespace psa_w16 {
 constexpr int kWarps = lab::kPsaW16Warps;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kMergeThreads = psa_tc::kRows * kWarps;  // 16 per row: warps 0-7
-constexpr int kCh = 2;                                 // 16-key tiles per softmax step
-
-// Every warp's partial outputs by value channel, maxima and sums (the layout psa_w16_shared_bytes counts).
+constexpr int kMergeThreads = psa_tc::kRows * psa_tc::kMergeGroup;  // warps 0-7
+constexpr int kCh = 2;                                              // 16-key tiles per softmax step
 template <int VD>
-struct Shared {
-  static constexpr int kLd = VD + lab::kPsaW16Pad;
-  float acc[kWarps][psa_tc::kRows][kLd];
-  float m[kWarps][psa_tc::kRows];
-  float l[kWarps][psa_tc::kRows];
-};
+using Shared = psa_tc::RowMergeShared<VD, kWarps>;  // the row merge of the 16 warps
 
-// Leaves this warp's state in `sh`: accumulator column 8 nt + c (rows g, g + 8) at value channel
-// channel(col).
-template <int VD, int NT, class Channel>
-__device__ __forceinline__ void publish(const psa_tc::WarpState<NT>& w, Shared<VD>& sh, int warp, int lane,
-                                        Channel channel) {
-  psa_tc::publish_state(w, sh, warp, lane, [&](int row, int col, float v0, float v1) {
-    sh.acc[warp][row][channel(col)] = v0;
-    sh.acc[warp][row][channel(col + 1)] = v1;
-  });
-}
-
-// PW floats at p (16-byte aligned for 4, 8-byte for 2).
-template <int PW>
-__device__ __forceinline__ void load_floats(const float* p, float (&v)[PW]) {
-  static_assert(PW == 2 || PW == 4, "a merge piece of 2 or 4 channels");
-  if constexpr (PW == 4) {
-    const float4 x = *reinterpret_cast<const float4*>(p);
-    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-  } else {
-    const float2 x = *reinterpret_cast<const float2*>(p);
-    v[0] = x.x, v[1] = x.y;
-  }
-}
-
-// Run by the kMergeThreads first threads after the barrier: thread (r = x / 16, j = x % 16) merges channels
-// [PW j, PW j + PW) of row r over the warps: store(row, c0, values, lse, first) for rows below N (lse: the
-// row's natural-log logsumexp; first: j == 0, one thread per row).
-template <int VD, class Store>
-__device__ __forceinline__ void merge_rows(const Shared<VD>& sh, int n, int n0, Store store) {
-  constexpr int PW = VD / kWarps;
-  const int r = threadIdx.x / kWarps, j = threadIdx.x % kWarps;
-  const float m_j = sh.m[j][r];
-  float m_all = m_j;
-#pragma unroll
-  for (int offset = 1; offset < kWarps; offset *= 2)
-    m_all = fmaxf(m_all, __shfl_xor_sync(LAB_FULL_MASK, m_all, offset));
-  const float e_j = exp2f(m_j - m_all);  // 0 for a warp without keys (m_j = kMasked)
-  float l_all = sh.l[j][r] * e_j;
-#pragma unroll
-  for (int offset = 1; offset < kWarps; offset *= 2) l_all += __shfl_xor_sync(LAB_FULL_MASK, l_all, offset);
-  const float weight_j = e_j / l_all;
-  float value[PW] = {};
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    const float weight = __shfl_sync(LAB_FULL_MASK, weight_j, w, kWarps);
-    float part[PW];
-    load_floats(&sh.acc[w][r][PW * j], part);
-#pragma unroll
-    for (int k = 0; k < PW; ++k) value[k] += weight * part[k];
-  }
-  if (n0 + r < n) store(n0 + r, PW * j, value, m_all * psa_tc::kLn2 + logf(l_all), j == 0);
-}
-
-// PW values rounded to DT, packed into PW / 2 words.
-template <int DT, int PW>
-__device__ __forceinline__ void store_packed(uint16_t* p, const float (&v)[PW]) {
-  if constexpr (PW == 4)
-    *reinterpret_cast<uint2*>(p) = uint2{lab_pack2<DT>(v[0], v[1]), lab_pack2<DT>(v[2], v[3])};
-  else
-    *reinterpret_cast<uint32_t*>(p) = lab_pack2<DT>(v[0], v[1]);
-}
 }  // namespace psa_w16
 
 // psa_attention_half_w16<KD, DT>: NCHW planes, the loads in the step as psa_attention_half (HOIST false:
@@ -122,19 +54,18 @@ __global__ void __launch_bounds__(psa_w16::kThreads) psa_attention_half_w16(cons
   psa_tc::attend_half_nchw<DT, true, CH, psa_w16::kWarps>(psa_tc::NchwHalfHead<KD>{head, n}, n0, warp, g, t,
                                                           params.scale, w);
 
-  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
+  psa_tc::publish_channels(w, *sh, warp, lane, [](int col) { return col; });
   __syncthreads();
   constexpr int kCopyThreads = psa_w16::kThreads - psa_w16::kMergeThreads, kCopies = VD * QB / kCopyThreads;
   const int copier = int(threadIdx.x) - psa_w16::kMergeThreads;  // < 0 on the merging warps
   if (copier < 0) {
-    psa_w16::merge_rows(*sh, n, n0,
-                        [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+    psa_tc::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
 #pragma unroll
-                          for (int k = 0; k < VD / 16; ++k)
-                            params.merged[(size_t(bh) * VD + c0 + k) * n + row] =
-                                uint16_t(lab_pack2<DT>(value[k], 0.f) & 0xffffu);
-                          if (first) params.lse[size_t(bh) * n + row] = lse;
-                        });
+      for (int k = 0; k < VD / 16; ++k)
+        params.merged[(size_t(bh) * VD + c0 + k) * n + row] =
+            uint16_t(lab_pack2<DT>(value[k], 0.f) & 0xffffu);
+      if (first) params.lse[size_t(bh) * n + row] = lse;
+    });
   } else {
     uint16_t copy[kCopies];
     psa_tc::load_rows<2 * KD, kCopyThreads>(head, n, n0, 2 * KD, copier, copy);
@@ -168,19 +99,18 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   psa_tc::WarpState<NT> w;
   psa_tc::attend_half_nhwc<DT, true, CH, psa_w16::kWarps, KD>(token, n, n0, warp, g, t, params.scale, w);
 
-  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col % 8 * NT + col / 8; });
+  psa_tc::publish_channels(w, *sh, warp, lane, [](int col) { return col % 8 * NT + col / 8; });
   __syncthreads();
   // Piece p of v_out: row p / (VD / 8), channels 8 (p % (VD / 8)) .. + 7; one per copying thread.
   constexpr int kPieces = QB * VD / 8;
   static_assert(kPieces <= psa_w16::kThreads - psa_w16::kMergeThreads, "one v_out piece per copying thread");
   const int piece = int(threadIdx.x) - psa_w16::kMergeThreads, copy_row = n0 + piece / (VD / 8);
   if (piece < 0) {
-    psa_w16::merge_rows(
-        *sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
-          const size_t pixel = size_t(b) * n + row;
-          psa_w16::store_packed<DT>(params.merged + pixel * params.merged_pitch + h * VD + c0, value);
-          if (first) params.lse[size_t(bh) * n + row] = lse;
-        });
+    psa_tc::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[VD / 16], float lse, bool first) {
+      const size_t pixel = size_t(b) * n + row;
+      psa_tc::store_packed<DT>(params.merged + pixel * params.merged_pitch + h * VD + c0, value);
+      if (first) params.lse[size_t(bh) * n + row] = lse;
+    });
   } else if (piece < kPieces && copy_row < n) {
     const int c0 = 8 * (piece % (VD / 8));
     *reinterpret_cast<uint4*>(params.v_out + (size_t(b) * n + copy_row) * params.v_pitch + h * VD + c0) =
@@ -213,13 +143,13 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
   psa_tc::WarpState<NT> w;
   psa_tc::attend_tf32<1, psa_w16::kWarps, true>(src, q, warp, g, t, params.scale, w);
 
-  psa_w16::publish(w, *sh, warp, lane, [](int col) { return col; });
+  psa_tc::publish_channels(w, *sh, warp, lane, [](int col) { return col; });
   __syncthreads();
   constexpr int kCopyThreads = psa_w16::kThreads - psa_w16::kMergeThreads,
                 kCopies = 4 * KD * QB / kCopyThreads;
   const int copier = int(threadIdx.x) - psa_w16::kMergeThreads;  // < 0 on the merging warps
   if (copier < 0) {
-    psa_w16::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[PW], float lse, bool first) {
+    psa_tc::merge_rows(*sh, n, n0, [&](int row, int c0, const float(&value)[PW], float lse, bool first) {
       float* o = (c0 < KD ? params.o_lo : params.o_hi) + (size_t(bh) * n + row) * KD + c0 % KD;
       if constexpr (PW == 4)
         *reinterpret_cast<float4*>(o) = make_float4(value[0], value[1], value[2], value[3]);
