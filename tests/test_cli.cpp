@@ -109,17 +109,13 @@ TEST_CASE("bad usage exits 2 with one line", "[cli]") {
   }
 }
 
-TEST_CASE("unknown kernel, variant and parameter exit 2 listing the valid names", "[cli]") {
+TEST_CASE("unknown kernel, variant and parameter exit 2 with a one-line hint at the valid names", "[cli]") {
   const lab::Runner& runner = lab::Registry::instance().get(kKernel);
   SECTION("kernel") {
     const LabResult r = run_lab("run no_such_kernel --backend cpu");
     CHECK(r.exit_code == 2);
-    CHECK(r.err == "lab: unknown kernel 'no_such_kernel' (valid: " + [] {
-      std::string names;
-      for (const lab::Runner* x : lab::Registry::instance().all())
-        names += (names.empty() ? "" : ", ") + x->name();
-      return names;
-    }() + ")\n");
+    CHECK(r.err == "lab: unknown kernel 'no_such_kernel' (`lab list` names the " +
+                       std::to_string(lab::Registry::instance().all().size()) + " kernels)\n");
   }
   SECTION("variant") {
     for (const char* verb : {"run", "source", "bench"}) {
