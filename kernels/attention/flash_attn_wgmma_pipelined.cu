@@ -3,17 +3,17 @@
 // the softmax of tile j runs while P V of tile j - 1 is on the tensor cores.
 //
 // Consumer schedule (FA3's intra-warpgroup overlap). Tile 0 is peeled: S_0, wait, softmax -> P_0. Then for
-// each next tile j: issue S_j = Q K_j^T; rescale O by tile j - 1's alpha while S_j runs (O then holds tiles
-// 0..j-2 at tile j - 1's row maxima); issue O += P_{j-1} V_{j-1}: two commit groups; wait for S_j only
-// (wait_group 1) and release K_j; the online softmax of S_j while P_{j-1} V_{j-1} runs; wait for it
-// (wait_group 0) and release V_{j-1}; round P_j into the A fragments (not earlier: P_{j-1}'s fragments are
-// the running product's operands until the wait). Last, the last rescale and O += P_last V_last. Every wgmma
-// is outside a branch (ptxas would serialise all of them, C7520). Registers: S_j (BN / 2 floats), P_{j-1} (BN
-// / 4) and O (HEAD_DIM / 2) are live together. EXP2_FMA of every 8 exponentials run on the FMA pipe
-// (exp2_fma), the rest on the MUFU unit: at HEAD_DIM 64 its 16 ex2 a clock per SM take as long as the tensor
-// cores' products of the same scores (256 FLOP each). K and V of a stage have their own empty barriers
-// (FwdShared's SPLIT_EMPTY): V_{j-1} is released a whole softmax after K_j, and with one barrier the producer
-// could refill neither until then.
+// each next tile j: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} back to back as two commit groups; wait for
+// S_j only (wait_group 1) and release K_j; the online softmax of S_j while P_{j-1} V_{j-1} runs; wait for it
+// (wait_group 0) and release V_{j-1}; rescale O by tile j's alpha (O now holds tiles 0..j-1 at tile j's row
+// maxima); round P_j into the A fragments (not earlier: P_{j-1}'s fragments are the running product's
+// operands until the wait). Last, O += P_last V_last. Every wgmma is outside a branch (ptxas would serialise
+// all of them, C7520). Registers: S_j (BN / 2 floats), P_{j-1} (BN / 4) and O (HEAD_DIM / 2) are live
+// together.
+// EXP2_FMA of every 8 exponentials run on the FMA pipe (exp2_fma), the rest on the MUFU unit: at HEAD_DIM 64
+// its 16 ex2 a clock per SM take as long as the tensor cores' products of the same scores (256 FLOP each).
+// K and V of a stage have their own empty barriers (FwdShared's SPLIT_EMPTY): V_{j-1} is released a whole
+// softmax after K_j, and with one barrier the producer could refill neither until then.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -62,8 +62,6 @@ __global__ void __launch_bounds__(384, 1)
     issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(s));
     lab_wgmma_commit_group();
     lab_mbarrier_wait_parity(&sh.v_full[prev], ((j - 1) / STAGES) & 1);
-    rescale_output<HEAD_DIM>(o, alpha);  // by tile j - 1's alpha, while S_j runs
-    lab_wgmma_fence();
     issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
     lab_wgmma_commit_group();
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
@@ -78,12 +76,12 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
     lab_mbarrier_arrive(&sh.v_empty[prev]);
+    rescale_output<HEAD_DIM>(o, alpha);
     pack_p<DT, BN>(sc, pa);
   }
 
   const int last = (tiles - 1) % STAGES;
   lab_mbarrier_wait_parity(&sh.v_full[last], ((tiles - 1) / STAGES) & 1);
-  rescale_output<HEAD_DIM>(o, alpha);
   lab_wgmma_fence();
   issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(last));
   lab_wgmma_commit_group();
