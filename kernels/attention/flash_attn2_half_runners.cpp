@@ -176,7 +176,8 @@ KernelSpec forward_half_spec() {
           return wgmma_forward_request(t, d, p, WgmmaSchedule::pipelined);
         }}});
   ParamSpec tile{"WGMMA_TILE", ParamSpec::Kind::Choice, "auto",
-                 "wgmma variants: keys per tile x K/V stages; auto: by HEAD_DIM (128x3, 128x2, 64x2)"};
+                 "wgmma variants: keys per tile x K/V stages; auto: by HEAD_DIM 64 / 128 / 256 (wgmma 256x3, 128x2, 64x2; "
+                 "wgmma_pipelined 128x3, 128x2, 64x2)"};
   tile.choices = {"auto",  "64x2",  "64x3",  "64x4",  "128x2", "128x3", "128x4",
                   "176x2", "176x3", "192x2", "192x3", "256x2", "256x3"};
   spec.params.push_back(tile);

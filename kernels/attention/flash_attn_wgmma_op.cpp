@@ -17,10 +17,12 @@ constexpr int kColumns = 64;  // elements per 128-byte swizzled row: the maps' i
 // The default keys per tile and pipeline depth: the largest tiles whose Q block and STAGES K and V tiles fit
 // in the 227 KB a CTA may have, with the score accumulators (BN / 2 floats a thread) beside the output
 // (HEAD_DIM / 2) in the consumers' 240 registers (the pipelined schedule also holds the previous tile's P,
-// BN / 4 registers).
-WgmmaTiles resolved(int head_dim, WgmmaTiles t) {
+// BN / 4 registers). At HEAD_DIM 64 the serial schedule takes 256 x 3 (H200, fourteenth session: 459 / 463
+// TFLOP/s fp16 / bf16 against 428 / 433 with 128 x 3; the wider tile halves the mbarrier waits and softmax
+// reductions per key), which the pipelined schedule cannot hold (224 registers).
+WgmmaTiles resolved(int head_dim, WgmmaTiles t, WgmmaSchedule schedule) {
   if (t.bn != 0) return t;
-  if (head_dim == 64) return {128, 3};
+  if (head_dim == 64) return schedule == WgmmaSchedule::serial ? WgmmaTiles{256, 3} : WgmmaTiles{128, 3};
   if (head_dim == 128) return {128, 2};
   return {64, 2};
 }
@@ -38,7 +40,7 @@ WgmmaTiles checked_tiles(int head_dim, WgmmaTiles t, WgmmaSchedule schedule) {
   std::string problem = fa_wgmma_head_dim_problem(head_dim);
   if (problem.empty()) problem = fa_wgmma_tiles_problem(head_dim, t, schedule);
   if (!problem.empty()) throw UsageError("flash attention " + problem);
-  return resolved(head_dim, t);
+  return resolved(head_dim, t, schedule);
 }
 
 }  // namespace
@@ -73,7 +75,7 @@ std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule
   // and, pipelined, the previous tile's P (BN / 4). ptxas (NVRTC 13.0) fits 208 of them in the consumers' 240
   // without spilling (HEAD_DIM 128, 192 x 2 pipelined: up to R231); 224 spill 144 bytes and lose the overlap.
   constexpr int kAccumulatorRegisters = 208;
-  const WgmmaTiles t = resolved(head_dim, tiles);
+  const WgmmaTiles t = resolved(head_dim, tiles, schedule);
   const std::string name = "wgmma: WGMMA_TILE " + std::to_string(t.bn) + "x" + std::to_string(t.stages);
   const size_t bytes = shared_bytes(head_dim, t, schedule);
   if (bytes > kCtaShared)
