@@ -32,7 +32,14 @@
 //   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given (one 16-byte load), rounds to the
 //   element type and stores 8 channels (16 bytes) at a time into out[m * out_pitch + co]: a channel slice of
 //   a wider NHWC buffer when out points at the slice's first channel.
-// Precision: products of 16-bit values summed in float32; the output rounded once.
+// Split-K (conv2d_nhwc_splitk, for layers whose tiles leave most SMs idle, as at batch 1): S CTAs share a
+//   tile, each reducing a contiguous range of its steps; each stores its float32 accumulators into its slice
+//   of a workspace and arrives on the tile's counter (__threadfence, then atomicAdd); the last to arrive sums
+//   the S slices in slice order and runs the same epilogue, and resets the counter to zero. One launch, no
+//   second reduce kernel: the PDL chain and the graph keep one node per conv, and the counters need no
+//   clearing between replays.
+// Precision: products of 16-bit values summed in float32; the output rounded once (split-K: the S partial
+//   sums, each float32, added in slice order).
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -40,6 +47,7 @@
 #include "common/lab_swizzle.cuh"
 #include "common/lab_tma.cuh"
 #include "common/lab_wgmma.cuh"
+#include "common/lab_named_barrier.cuh"
 #include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
 #include "nn/conv2d_nhwc_params.cuh"
@@ -91,19 +99,54 @@ __device__ __forceinline__ void quad_transpose(float (&a)[4], int q) {
   }
 }
 
+// Split-K (conv2d_nhwc_splitk): adds the consumer's accumulators `d` (the reduction steps of `slice`) to the
+// tile's other slices. Every thread stores its BN / 2 floats into the slice's part of `region` (the tile's
+// [splits][BN / 8][128] float4s, thread fastest), fences, and the warpgroup arrives on the tile's counter once.
+// The last to arrive resets the counter to zero (for the next launch or graph replay), sums slices 0 ..
+// splits - 1 in that order into d (the same float additions whichever slice arrived last: bitwise the same
+// output every run) and returns true: it runs the epilogue. The others return false.
+template <int BN>
+__device__ __forceinline__ bool gather_splits(float (&d)[BN / 2], float4* region, unsigned* arrival, int slice,
+                                              int splits, int t) {
+  constexpr int kVectors = BN / 8;  // float4s of accumulators a thread holds
+  __shared__ int last;              // the warpgroup's arrival was the tile's last
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v)
+    region[(slice * kVectors + v) * 128 + t] = make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
+  __threadfence();  // the slice is visible device-wide before the arrival that announces it
+  lab_named_barrier_sync(1, 128);
+  if (t == 0) {
+    last = atomicAdd(arrival, 1u) == unsigned(splits - 1);
+    if (last) atomicExch(arrival, 0u);
+  }
+  lab_named_barrier_sync(1, 128);
+  if (!last) return false;
+  __threadfence();  // the other slices' stores, seen through the counter, before reading them
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
+    float4 sum = __ldcg(&region[v * 128 + t]);
+    for (int s = 1; s < splits; ++s) {
+      const float4 x = __ldcg(&region[(s * kVectors + v) * 128 + t]);
+      sum.x += x.x, sum.y += x.y, sum.z += x.z, sum.w += x.w;
+    }
+    d[4 * v] = sum.x, d[4 * v + 1] = sum.y, d[4 * v + 2] = sum.z, d[4 * v + 3] = sum.w;
+  }
+  return true;
+}
+
 }  // namespace conv_nhwc
 
-// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
-// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES), grid at most the
-// tile count. lab::conv2d_nhwc_ctas_per_sm CTAs share an SM (their registers bounded to fit), so one CTA's
-// epilogue overlaps the others' products and loads.
-template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS))
-    conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
+// The kernels' body (at global scope, as the kernels: LAB_DYNAMIC_SHARED's symbol stays the same). Work unit u of the persistent grid: output tile u / splits, reduction steps [slice *
+// steps / splits, (slice + 1) * steps / splits) of it, slice = u % splits. conv2d_nhwc: splits 1 (whole
+// tiles, SPLIT false); conv2d_nhwc_splitk: SPLIT true, one consumer, the split state in `split`.
+template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS, bool SPLIT>
+__device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p, float* partial,
+                                                 unsigned* arrivals, int splits) {
   using namespace conv_nhwc;
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
   static_assert(BK == 16 || BK == 32 || BK == 64, "BK: one swizzle row of 32, 64 or 128 bytes");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+  static_assert(!SPLIT || CONSUMERS == 1, "split-K: one consumer warpgroup (BM 64)");
   constexpr int BM = 64 * CONSUMERS;
   constexpr unsigned a_bytes = BM * BK * 2;
   constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, BK);
@@ -133,11 +176,13 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
   if (warpgroup == 0) {  // the producer
     if (CONSUMERS == 2) lab_setmaxnreg_dec<40>();
     if (tid != 0) return;
-    int k = 0;  // the CTA's step counter over all its tiles: slot k % STAGES, round k / STAGES
-    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    int k = 0;  // the CTA's step counter over all its units: slot k % STAGES, round k / STAGES
+    for (int unit = blockIdx.x; unit < p.tiles * splits; unit += gridDim.x) {
+      const int tile = unit / splits, slice = unit % splits;
       const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
       const int plane = p.ho * p.wo, image = m0 / plane, oy = m0 % plane / p.wo, ox = m0 % p.wo;
-      for (int step = 0; step < steps; ++step, ++k) {
+      const int last = (slice + 1) * steps / splits;
+      for (int step = slice * steps / splits; step < last; ++step, ++k) {
         const int s = k % STAGES, tap = step / p.channel_blocks, c0 = step % p.channel_blocks * BK;
         if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
         unsigned char* slot = base + s * stage_bytes;
@@ -159,12 +204,14 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
   const int t = tid % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
   constexpr int kPieces = BN / 4;  // (row half, 8-channel group) pieces of a thread's quad: 2 x BN / 8
   int k = 0;                       // the producer's step counter
-  for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+  for (int unit = blockIdx.x; unit < p.tiles * splits; unit += gridDim.x) {
+    const int tile = unit / splits, slice = unit % splits;
     const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
+    const int first = slice * steps / splits, last = (slice + 1) * steps / splits;
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-    for (int step = 0; step < steps; ++step, ++k) {
+    for (int step = first; step < last; ++step, ++k) {
       const int s = k % STAGES;
       const unsigned char* a = base + s * stage_bytes + c * 64 * BK * 2;
       const unsigned char* b = base + s * stage_bytes + a_bytes;
@@ -175,11 +222,15 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
         lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<BK>(a, kk), k_major_desc<BK>(b, kk), 1);
       lab_wgmma_commit_group();
       lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
-      if (step > 0) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
+      if (step > first) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
     }
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(d);
     lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now
+    if constexpr (SPLIT) {
+      float4* region = reinterpret_cast<float4*>(partial) + size_t(tile) * splits * (BN / 8) * 128;
+      if (!gather_splits<BN>(d, region, &arrivals[tile], slice, splits, t)) continue;
+    }
 
     // The tile's (row half h, channel group j) pieces, four at a time: thread q of a quad gets piece p0 + q's
     // 8 channels of its row, then adds bias (+ residual) and stores them as 16 bytes.
@@ -216,4 +267,23 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
       *reinterpret_cast<uint4*>(p.out + size_t(m) * p.out_pitch + co) = packed;
     }
   }
+}
+
+// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
+// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES), grid at most the
+// tile count. lab::conv2d_nhwc_ctas_per_sm CTAs share an SM (their registers bounded to fit), so one CTA's
+// epilogue overlaps the others' products and loads.
+template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS))
+    conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
+  conv2d_nhwc_body<DT, KSIZE, BN, BK, STAGES, CONSUMERS, false>(p, nullptr, nullptr, 1);
+}
+
+// The split-K mode (Conv2dNhwcSplitParams): one consumer warpgroup (block 256, BM 64), grid at most tiles x
+// splits, dynamic shared memory lab::conv2d_nhwc_shared_bytes(64, BN, BK, STAGES). For layers whose output
+// tiles leave most SMs idle: splits CTAs share each tile's reduction, the last to finish runs the epilogue.
+template <int DT, int KSIZE, int BN, int BK, int STAGES>
+__global__ void __launch_bounds__(256, lab::conv2d_nhwc_ctas_per_sm(BN, 1))
+    conv2d_nhwc_splitk(const __grid_constant__ lab::Conv2dNhwcSplitParams p) {
+  conv2d_nhwc_body<DT, KSIZE, BN, BK, STAGES, 1, true>(p.conv, p.partial, p.arrivals, p.splits);
 }

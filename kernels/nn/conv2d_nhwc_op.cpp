@@ -38,6 +38,28 @@ std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const 
   return to_half_bits(w, type);
 }
 
+// `kernel`<DT, K, BN, BK, STAGES(, consumers)> of a shape (no consumers argument when 0).
+std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& s, int consumers) {
+  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
+  return std::string(kernel) + "<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
+         std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) +
+         (consumers ? ", " + std::to_string(consumers) : "") + ">";
+}
+
+// Throws UsageError unless a run of `split.splits` can go: the shape has that many reduction steps, the pixel
+// tile is 64, and the workspace is given (16-byte aligned partials).
+void check_split(const Conv2dShape& s, const Conv2dNhwcSplitK& split, int block_m) {
+  const int steps = conv2d_nhwc_steps(s);
+  if (split.splits < 1 || split.splits > steps)
+    throw UsageError("conv2d_nhwc: SPLIT_K " + std::to_string(split.splits) + " is not between 1 and the " +
+                     std::to_string(steps) + " reduction steps of this shape (K*K x ceil(C_IN / BK))");
+  if (split.splits == 1) return;
+  if (block_m != 0 && block_m != 64)
+    throw UsageError("conv2d_nhwc: split-K runs at BLOCK_M 64, not " + std::to_string(block_m));
+  if (!split.partial || !split.arrivals || reinterpret_cast<uintptr_t>(split.partial) % 16 != 0)
+    throw UsageError("conv2d_nhwc: split-K needs its workspace (16-byte aligned partials and the counters)");
+}
+
 }  // namespace
 
 void check_nhwc_view(const std::string& op, const char* name, const NhwcView& v, int channels) {
@@ -101,15 +123,34 @@ int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors
   return std::min<int64_t>(tiles, int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64));
 }
 
+int conv2d_nhwc_steps(const Conv2dShape& s) {
+  const int bk = conv2d_nhwc_tiles(s.c_in, s.c_out).bk;
+  return s.kernel * s.kernel * ((s.c_in + bk - 1) / bk);
+}
+
+int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits) {
+  const int bn = conv2d_nhwc_tiles(s.c_in, s.c_out).bn;
+  const int64_t tiles = (m + 63) / 64 * ((s.c_out + bn - 1) / bn);
+  const int steps = conv2d_nhwc_steps(s);
+  const Conv2dNhwcSplitRule& rule = kConv2dNhwcSplitRule;
+  int splits = 1;
+  while (2 * splits <= std::min(max_splits, rule.max_splits) && tiles * 2 * splits <= multiprocessors &&
+         steps >= 2 * splits * rule.min_steps)
+    splits *= 2;
+  return splits;
+}
+
 std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m) {
-  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
-  return "conv2d_nhwc<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
-         std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) + ", " +
-         std::to_string(block_m / 64) + ">";
+  return instance_name("conv2d_nhwc", type, s, block_m / 64);
+}
+
+std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s) {
+  return instance_name("conv2d_nhwc_splitk", type, s, 0);
 }
 
 CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s) {
   CompileRequest r{kSource, {}, {conv2d_nhwc_instance(type, s, 64), conv2d_nhwc_instance(type, s, 128)}};
+  if (conv2d_nhwc_steps(s) >= 2) r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s));
   r.arch_specific = true;
   return r;
 }
@@ -122,6 +163,7 @@ Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType 
   module_ = backend.compile(request);
   kernel_64_ = module_->kernel(request.name_expressions[0]);
   kernel_128_ = module_->kernel(request.name_expressions[1]);
+  if (request.name_expressions.size() > 2) kernel_splitk_ = module_->kernel(request.name_expressions[2]);
   weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
   bias_ = backend.upload_vector(bias);
   const int taps = shape.kernel * shape.kernel, pitch = nhwc_min_pitch(shape.c_in);
@@ -163,8 +205,20 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
   return last_input_map_->second;
 }
 
-void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual,
-                       int block_m) const {
+int Conv2dNhwcOp::split_k(int batch, int h, int w, int max_splits) const {
+  const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
+  return conv2d_nhwc_split_k(m, shape_, backend_.device().multiprocessors, max_splits);
+}
+
+Conv2dNhwcSplitSizes Conv2dNhwcOp::split_sizes(int batch, int h, int w, int splits) const {
+  if (splits <= 1) return {};
+  const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
+  const size_t tiles = size_t((m + 63) / 64) * size_t((shape_.c_out + tiles_.bn - 1) / tiles_.bn);
+  return {tiles * size_t(splits) * 64 * size_t(tiles_.bn), tiles};
+}
+
+void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual, int block_m,
+                       const Conv2dNhwcSplitK& split) const {
   const Conv2dShape& s = shape_;
   const int ho = s.out_size(h), wo = s.out_size(w);
   const int64_t m = int64_t(batch) * ho * wo;
@@ -173,7 +227,10 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   if (residual.data) check_nhwc_view("conv2d_nhwc", "residual", residual, s.c_out);
   if (block_m != 0 && block_m != 64 && block_m != 128)
     throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
-  const int bm = block_m ? block_m : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);
+  check_split(s, split, block_m);
+  const int bm = split.splits > 1 ? 64
+                 : block_m        ? block_m
+                                  : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);
 
   const int n_tiles = (s.c_out + tiles_.bn - 1) / tiles_.bn;
   const int64_t tiles = (m + bm - 1) / bm * n_tiles;
@@ -193,12 +250,17 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
                            out.pitch,
                            residual.pitch,
                            s.silu ? 1 : 0};
+  const int units = int(tiles) * split.splits;  // split-K: each tile's reduction over `splits` CTAs
   const LaunchConfig cfg{
-      {unsigned(conv2d_nhwc_grid(tiles, tiles_.bn, bm, backend_.device().multiprocessors)), 1, 1},
+      {unsigned(conv2d_nhwc_grid(units, tiles_.bn, bm, backend_.device().multiprocessors)), 1, 1},
       {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
       conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages),
       /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
-  backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
+  if (split.splits > 1)
+    backend_.launch(*kernel_splitk_, cfg,
+                    kernel_params(Conv2dNhwcSplitParams{p, split.partial, split.arrivals, split.splits}));
+  else
+    backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
 }
 
 }  // namespace lab

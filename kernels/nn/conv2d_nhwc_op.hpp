@@ -39,9 +39,42 @@ int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors);
 // The persistent grid of a layer of `tiles` output tiles (BN channels x BLOCK_M pixels): as many CTAs as
 // `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
 int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
+// The reduction steps of one output tile: taps x ceil(C_in / BK) channel blocks.
+int conv2d_nhwc_steps(const Conv2dShape& s);
+
+// The split-K rule (issue 18): at batch 1 the 20x20 level's convs have 7-14 output tiles for 132 SMs, each
+// launch a latency chain through a few SMs (SM throughput 0.3-2 %), not work. Such a layer splits each tile's
+// reduction over S CTAs (conv2d_nhwc_splitk): S doubles from 1 while 2S stays within max_splits, the tiles at
+// BLOCK_M 64 times 2S still fit one CTA per SM (more would queue behind each other, and the split pays only
+// while CTAs run side by side), and every slice keeps at least min_steps reduction steps (a slice's fixed
+// cost, the pipeline's first loads and the float32 partial's store and re-read, wants some products to hide
+// behind). The network applies it with max_splits from LAB_CONV_SPLIT_K (nhwc_ops.hpp).
+struct Conv2dNhwcSplitRule {
+  int max_splits;
+  int min_steps;
+};
+inline constexpr Conv2dNhwcSplitRule kConv2dNhwcSplitRule{8, 2};
+// The rule's S for M output pixels (1: no split); max_splits caps it (1 turns it off).
+int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits);
+
+// A split-K run's workspace: `partial` floats (tiles x splits x 64 x BN, float4-aligned) and `arrivals`
+// counters (one per tile, zero before the first run; every run leaves them zero). A lane's convs run one after
+// another and may share one (Programmatic Dependent Launch orders each conv's workspace use after the
+// previous conv's completion); convs running side by side need their own.
+struct Conv2dNhwcSplitK {
+  int splits = 1;  // 1: whole tiles, no workspace
+  float* partial = nullptr;
+  unsigned* arrivals = nullptr;
+};
+struct Conv2dNhwcSplitSizes {
+  size_t partial_floats = 0, arrivals = 0;
+};
+
 // The kernel name expression of a shape at a pixel tile of 64 or 128: conv2d_nhwc<DT, K, BN, BK, STAGES,
-// BLOCK_M / 64>; and the request compiling both tiles' instances (one module).
+// BLOCK_M / 64>, and of its split-K mode: conv2d_nhwc_splitk<DT, K, BN, BK, STAGES>; the request compiling
+// both tiles' instances and (when the reduction has 2 steps or more) the split-K one (one module).
 std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m);
+std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s);
 CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s);
 // Throws UsageError with `problem` (a shape rule's message) unless it is empty, or ("<op>: N weights and M
 // biases given, ...") unless weight [c_out, c_in / groups, k, k] and bias [c_out] have the shape's sizes.
@@ -65,9 +98,16 @@ class Conv2dNhwcOp {
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
   // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. block_m: 64 or 128 output
-  // pixels per CTA, 0 for conv2d_nhwc_block_m's choice. Throws UsageError on a pitch below the channels or
-  // not a multiple of 8, or a pointer not 16-byte aligned.
-  void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}, int block_m = 0) const;
+  // pixels per CTA, 0 for conv2d_nhwc_block_m's choice. split.splits > 1: split-K over that many CTAs a tile
+  // (BLOCK_M 64) with split's workspace (split_sizes). Throws UsageError on a pitch below the channels or
+  // not a multiple of 8, a pointer not 16-byte aligned, or a split the shape or the workspace cannot take.
+  void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}, int block_m = 0,
+           const Conv2dNhwcSplitK& split = {}) const;
+
+  // The split-K rule's S for a run at this input size (conv2d_nhwc_split_k), and the workspace a run of
+  // `splits` needs (empty for 1).
+  int split_k(int batch, int h, int w, int max_splits) const;
+  Conv2dNhwcSplitSizes split_sizes(int batch, int h, int w, int splits) const;
 
   const Conv2dShape& shape() const { return shape_; }
   const Conv2dNhwcTiles& tiles() const { return tiles_; }
@@ -87,6 +127,7 @@ class Conv2dNhwcOp {
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;
   Kernel kernel_64_, kernel_128_;  // one and two consumer warpgroups
+  std::optional<Kernel> kernel_splitk_;  // when the reduction has 2 steps or more
   DeviceBuffer weight_, bias_;
   TensorMap weight_map_;
   mutable std::optional<std::pair<InputKey, TensorMap>> last_input_map_;

@@ -33,6 +33,17 @@ struct Conv2dNhwcParams {
   int silu;                        // 1: SiLU after the bias
 };
 
+// conv2d_nhwc_splitk's parameters (split-K, one consumer: BM 64): work unit u = tile * splits + slice reduces
+// the steps [slice * steps / splits, (slice + 1) * steps / splits) of output tile u / splits (steps = taps x
+// channel blocks) into its slice of `partial`; the tile's last unit to arrive sums the slices in order and
+// runs the epilogue.
+struct Conv2dNhwcSplitParams {
+  Conv2dNhwcParams conv;  // conv.tiles: the output tiles (units: tiles x splits)
+  float* partial;         // [tiles][splits][BN / 8][128] float4s: a slice's accumulators, thread fastest
+  unsigned* arrivals;     // [tiles]: zero before a launch, and the launch leaves them zero
+  int splits;             // 2 .. steps
+};
+
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define LAB_CONV2D_NHWC_FN __host__ __device__ constexpr
 #else

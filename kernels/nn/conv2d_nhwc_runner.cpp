@@ -1,8 +1,9 @@
 // conv2d_nhwc's spec and runner: a seeded NHWC fp16 / bf16 input whose pitch may exceed its channels (the
 // channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (rounded to
 // the element type, as Conv2dNhwcOp would), an optional residual, and an output written into the channel
-// slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer. Checked against conv2d_reference
-// (float64, NCHW) of the rounded values; the channels around the slice must keep their poison.
+// slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer; SPLIT_K > 1 runs the split-K mode with
+// its own workspace. Checked against conv2d_reference (float64, NCHW) of the rounded values; the channels
+// around the slice must keep their poison.
 #include "kernels/common/half_type.hpp"
 #include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
@@ -30,7 +31,8 @@ int pitch_param(const Params& p, const std::string& name, int least) {
   return given ? given : nhwc_min_pitch(least);
 }
 
-// The parameters: the shape, the input's pitch, the output slice (nhwc_out_slice_params), the pixel tile.
+// The parameters: the shape, the input's pitch, the output slice (nhwc_out_slice_params), the pixel tile,
+// the split.
 std::vector<ParamSpec> conv2d_nhwc_params() {
   using K = ParamSpec::Kind;
   std::vector<ParamSpec> params{
@@ -64,7 +66,20 @@ std::vector<ParamSpec> conv2d_nhwc_params() {
        0,
        false,
        {"auto", "64", "128"}});
+  params.push_back({"SPLIT_K",
+                    K::Int,
+                    "1",
+                    "CTAs sharing each output tile's reduction (split-K at BLOCK_M 64; 1: none); 0: the "
+                    "network's rule (kConv2dNhwcSplitRule: double while the tiles still fit the SMs)",
+                    0,
+                    64});
   return params;
+}
+
+// SPLIT_K as given (0: the rule's choice for this run's size on the op's device).
+int split_param(const Params& p, const Conv2dNhwcOp& op, const NhwcConvRun& io) {
+  const int given = int(param_int(p, "SPLIT_K"));
+  return given ? given : op.split_k(io.batch, io.h, io.w, kConv2dNhwcSplitRule.max_splits);
 }
 
 const KernelSpec& conv2d_nhwc_spec() {
@@ -87,6 +102,13 @@ const KernelSpec& conv2d_nhwc_spec() {
               throw UsageError("parameter IN_PITCH=" + p.at("IN_PITCH") +
                                " of conv2d_nhwc is invalid: below C_IN=" + p.at("C_IN"));
             check_out_slice_params(p, "conv2d_nhwc");
+            const int steps = conv2d_nhwc_steps(nhwc_shape(p));
+            if (param_int(p, "SPLIT_K") > steps)
+              throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") + " of conv2d_nhwc is invalid: above the " +
+                               std::to_string(steps) + " reduction steps of this shape (K*K x ceil(C_IN / BK))");
+            if (param_int(p, "SPLIT_K") != 1 && param_str(p, "BLOCK_M") == "128")
+              throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") +
+                               " of conv2d_nhwc is invalid with BLOCK_M=128: split-K runs at BLOCK_M 64");
           },
       .compile =
           [](const std::string&, const Params& p) {
@@ -120,13 +142,20 @@ class Conv2dNhwcInstance : public InstanceBase {
     }
     out_ = output_array<uint16_t>(io_.out_pixels() * size_t(io_.out_pitch));
     op_.emplace(backend, shape_, io_.type, weight_, bias_);
+    split_.splits = split_param(p, *op_, io_);
+    const Conv2dNhwcSplitSizes sizes = op_->split_sizes(io_.batch, io_.h, io_.w, split_.splits);
+    if (sizes.arrivals) {
+      partial_ = backend.alloc_array<float>(sizes.partial_floats);
+      arrivals_ = backend.upload_vector(std::vector<unsigned>(sizes.arrivals, 0u));
+      split_.partial = partial_.as<float>(), split_.arrivals = arrivals_.as<unsigned>();
+    }
   }
 
   void launch() override {
     op_->run(io_.batch, io_.h, io_.w, {in_.as<uint16_t>(), in_pitch_},
              {out_.as<uint16_t>() + io_.out_offset, io_.out_pitch},
              residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out},
-             block_m_);
+             block_m_, split_);
   }
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
@@ -150,6 +179,8 @@ class Conv2dNhwcInstance : public InstanceBase {
   std::vector<float> in_nchw_, weight_, bias_, residual_nchw_;
   DeviceBuffer in_, residual_, out_;
   std::optional<Conv2dNhwcOp> op_;
+  Conv2dNhwcSplitK split_;
+  DeviceBuffer partial_, arrivals_;  // split-K's workspace (empty at SPLIT_K 1)
 };
 
 const bool registered = register_runner(conv2d_nhwc_spec(), make_instance<Conv2dNhwcInstance>());

@@ -177,6 +177,11 @@ template <class T>
 inline T __ldg(const T* p) {
   return *p;
 }
+// L2-only (cache-global) loads are plain loads on the host too.
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
 
 // CUDA's min/max overload set for the device (integers of both signs, float, double).
 #define LAB_EMU_MIN_MAX(R, A, B)                                                          \
