@@ -1,13 +1,15 @@
 // The Hopper NHWC convolution (conv2d_nhwc, kernels/nn/conv2d_nhwc.cu): against the float64 reference on the
 // cpu emulator (its wgmma, im2col / tiled TMA and mbarrier models) at small shapes and on the H200 at
 // yolo26n's real ones, every output element written again after poisoning and the channels around the output
-// slice untouched; the shapes it refuses; its persistent grid; and its NVRTC build for sm_90a is HGMMA fed by
-// TMA with 16-byte epilogue stores, without local memory, in registers that fit its CTAs per SM.
+// slice untouched; its split-K mode (against the reference, bitwise repeatable) and the rule that picks it;
+// the shapes it refuses; its persistent grid; and its NVRTC build for sm_90a is HGMMA fed by TMA with 16-byte
+// epilogue stores, without local memory, in registers that fit its CTAs per SM.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <string>
 
+#include "kernels/compare.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
 #include "kernels/nn/conv2d_nhwc_params.cuh"
 #include "kernels/runner.hpp"
@@ -35,6 +37,70 @@ void run_nhwc(Backend& backend, const Params& given) {
       CHECK(c.pass);
     }
   }
+}
+
+// Split-K at S CTAs a tile: 3x3 with 18 steps (S 8 leaves slices of 2 and 3), + residual, fp16 and bf16;
+// 1x1 with 3 steps (S 2: 1 + 2) into a channel slice; 3x3 stride 2 across two images, more tiles than one.
+void run_split_k(Backend& backend) {
+  for (const char* s : {"1", "2", "3", "4", "8"})
+    for (const char* dtype : {"f16", "bf16"})
+      run_nhwc(backend, {{"C_IN", "72"},
+                         {"C_OUT", "144"},
+                         {"H", "7"},
+                         {"W", "9"},
+                         {"RESIDUAL", "true"},
+                         {"DTYPE", dtype},
+                         {"SPLIT_K", s}});
+  for (const char* s : {"2", "3"})
+    run_nhwc(backend, {{"C_IN", "136"},
+                       {"C_OUT", "48"},
+                       {"H", "5"},
+                       {"W", "6"},
+                       {"K", "1"},
+                       {"OUT_OFFSET", "8"},
+                       {"OUT_PITCH", "64"},
+                       {"DTYPE", "bf16"},
+                       {"SPLIT_K", s}});
+  run_nhwc(backend, {{"B", "2"},
+                     {"C_IN", "32"},
+                     {"C_OUT", "64"},
+                     {"H", "13"},
+                     {"W", "11"},
+                     {"STRIDE", "2"},
+                     {"SILU", "false"},
+                     {"SPLIT_K", "4"}});
+}
+
+// Runs Conv2dNhwcOp at `splits` over one seeded input `runs` times (the same workspace) and returns each
+// run's output bytes.
+std::vector<std::vector<uint16_t>> split_k_outputs(Backend& backend, int splits, int runs) {
+  Conv2dShape s;
+  s.c_in = 96, s.c_out = 160, s.kernel = 3;
+  const int batch = 1, h = 12, w = 10;
+  const size_t in_count = size_t(batch) * h * w * s.c_in, out_count = size_t(batch) * h * w * s.c_out;
+  const std::vector<float> weight = random_uniform(size_t(s.weight_count()), -0.1f, 0.1f, 7);
+  const std::vector<float> bias = random_uniform(size_t(s.c_out), -0.5f, 0.5f, 8);
+  const Conv2dNhwcOp op(backend, s, HalfType::f16, weight, bias);
+  DeviceBuffer in =
+      backend.upload_vector(to_half_bits(random_uniform(in_count, -1.0f, 1.0f, 9), HalfType::f16));
+  DeviceBuffer out = backend.alloc_array<uint16_t>(out_count);
+  const Conv2dNhwcSplitSizes sizes = op.split_sizes(batch, h, w, splits);
+  DeviceBuffer partial = backend.alloc_array<float>(sizes.partial_floats + 4);
+  DeviceBuffer arrivals = backend.upload_vector(std::vector<unsigned>(sizes.arrivals + 1, 0u));
+  const Conv2dNhwcSplitK split{splits, partial.as<float>(), arrivals.as<unsigned>()};
+  std::vector<std::vector<uint16_t>> outputs;
+  for (int r = 0; r < runs; ++r) {
+    op.run(batch, h, w, {in.as<uint16_t>(), s.c_in}, {out.as<uint16_t>(), s.c_out}, {}, 0, split);
+    outputs.push_back(backend.download_vector<uint16_t>(out, out_count));
+  }
+  return outputs;
+}
+
+void check_split_k_deterministic(Backend& backend) {
+  const auto outputs = split_k_outputs(backend, 8, 3);  // 18 steps: slices of 2 and 3; 2 x 2 tiles
+  CHECK(outputs[1] == outputs[0]);
+  CHECK(outputs[2] == outputs[0]);
+  CHECK(std::any_of(outputs[0].begin(), outputs[0].end(), [](uint16_t b) { return b != 0; }));
 }
 
 }  // namespace
@@ -125,6 +191,63 @@ TEST_CASE("conv2d_nhwc's persistent CTAs walk several tiles each on the cpu back
                       {"DTYPE", "bf16"}});
 }
 
+TEST_CASE("conv2d_nhwc's split-K matches the reference at S 1, 2, 3, 4 and 8 on the cpu backend",
+          "[conv2d_nhwc]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  run_split_k(*backend);
+}
+
+TEST_CASE("conv2d_nhwc's split-K gives the same bits every run on the cpu backend (slices summed in order)",
+          "[conv2d_nhwc]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_split_k_deterministic(*backend);
+}
+
+TEST_CASE("conv2d_nhwc's split-K matches the reference and repeats its bits on the GPU",
+          "[conv2d_nhwc][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  run_split_k(*backend);
+  check_split_k_deterministic(*backend);
+  // yolo26n's batch-1 20x20 convs as the rule splits them: the 1x1 256->256 (S 2), the 3x3 128->128 (S 8).
+  for (const char* s : {"2", "4"})
+    run_nhwc(*backend,
+             {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"SPLIT_K", s}});
+  for (const char* s : {"4", "8"})
+    run_nhwc(*backend, {{"C_IN", "128"},
+                        {"C_OUT", "128"},
+                        {"H", "20"},
+                        {"W", "20"},
+                        {"RESIDUAL", "true"},
+                        {"DTYPE", "bf16"},
+                        {"SPLIT_K", s}});
+}
+
+TEST_CASE("conv2d_nhwc splits the reduction where its tiles leave SMs idle, within the limit and the steps",
+          "[conv2d_nhwc]") {
+  const auto shape = [](int c_in, int c_out, int kernel) {
+    Conv2dShape s;
+    s.c_in = c_in, s.c_out = c_out, s.kernel = kernel;
+    return s;
+  };
+  const int limit = kConv2dNhwcSplitRule.max_splits;
+  CHECK(conv2d_nhwc_steps(shape(256, 256, 1)) == 4);
+  CHECK(conv2d_nhwc_steps(shape(72, 16, 3)) == 18);
+  // 20x20 at batch 1: 1x1 256->256, 14 tiles, 4 steps (2 a slice at least): S 2.
+  CHECK(conv2d_nhwc_split_k(400, shape(256, 256, 1), 132, limit) == 2);
+  // 3x3 128->128: 7 tiles, 18 steps: S 8 (the limit); 16 would leave slices of one step.
+  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, limit) == 8);
+  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 16) == 8);
+  // 40x40 3x3 64->64: 25 tiles: S 4 (100 CTAs; 200 would not fit 132 SMs).
+  CHECK(conv2d_nhwc_split_k(1600, shape(64, 64, 3), 132, limit) == 4);
+  // 80x80 (100 tiles), batch 32, a one-step 1x1, the limit 1: no split.
+  CHECK(conv2d_nhwc_split_k(6400, shape(64, 64, 3), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(32 * 400, shape(128, 128, 3), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(400, shape(64, 64, 1), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 1) == 1);
+  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 2) == 2);
+}
+
 TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv2d_nhwc]") {
   const Runner& r = Registry::instance().get("conv2d_nhwc");
   CHECK_THROWS_WITH(resolve_params(r, {{"K", "1"}, {"STRIDE", "2"}}), Contains("a 1x1 conv has stride 1"));
@@ -134,6 +257,11 @@ TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv
                     Contains("below OUT_OFFSET + C_OUT"));
   CHECK_THROWS_WITH(resolve_params(r, {{"C_IN", "40"}, {"IN_PITCH", "32"}}), Contains("below C_IN=40"));
   CHECK_THROWS_WITH(resolve_params(r, {{"IN_PITCH", "36"}}), Contains("IN_PITCH"));
+  // Split-K: at most one slice a reduction step (1x1 40->48: one step), and at BLOCK_M 64.
+  CHECK_THROWS_WITH(resolve_params(r, {{"K", "1"}, {"C_IN", "40"}, {"C_OUT", "48"}, {"SPLIT_K", "2"}}),
+                    Contains("above the 1 reduction steps"));
+  CHECK_THROWS_WITH(resolve_params(r, {{"SPLIT_K", "2"}, {"BLOCK_M", "128"}}), Contains("BLOCK_M 64"));
+  CHECK_THROWS_WITH(resolve_params(r, {{"SPLIT_K", "65"}}), Contains("SPLIT_K"));
 }
 
 TEST_CASE("conv2d_nhwc takes 64-pixel tiles where 128 would leave SMs idle", "[conv2d_nhwc]") {
@@ -198,6 +326,15 @@ TEST_CASE(
         // setmaxnreg moves registers within the CTA's launch allocation: the producer's 40 and the consumers'
         // 2 x 232 (at 168) or 2 x 96 (at 80) fit only when ptxas allocates exactly that many.
         if (consumers == 2) CHECK(*registers == (conv2d_nhwc_ctas_per_sm(t.bn, 2) == 1 ? 168 : 80));
+      }
+      // The split-K instance (reductions of 2 steps or more): its counter's atomic, and registers for the
+      // CTAs an SM holds.
+      REQUIRE(r.resources.size() == (conv2d_nhwc_steps(s) >= 2 ? 3u : 2u));
+      if (r.resources.size() == 3) {
+        CHECK_THAT(sass, Contains("ATOMG"));
+        const std::optional<int> registers = r.resources[2].registers;
+        REQUIRE(registers);
+        CHECK(*registers * 256 * conv2d_nhwc_splitk_ctas_per_sm() <= 65536);
       }
     }
 }

@@ -6,9 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "kernels/compare.hpp"
+#include "kernels/nn/conv2d_nhwc_op.hpp"
 #include "pipeline/executor/activation_layout.hpp"
+#include "pipeline/executor/nhwc_ops.hpp"
 #include "pipeline/network.hpp"
 #include "tests/network_compare.hpp"
 #include "tests/network_test_support.hpp"
@@ -64,6 +69,74 @@ TEST_CASE("the nhwc network runs random-weight models with 3 classes as the refe
           "[nhwc_network]") {
   CHECK(check_synthetic("s", 64, 96) == 32);  // conv2d_stem_nhwc runs the stem (up to 64 channels)
   CHECK(check_synthetic("x", 32, 64) == 96);
+}
+
+namespace {
+
+// An environment variable set (or, with null, unset) for a scope, then restored.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (previous_)
+      ::setenv(name_, previous_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "the nhwc network at batch 1 with split-K matches the reference forward, its replays bit for bit "
+    "(16 cpu threads: the rule splits the small levels' convs)",
+    "[nhwc_network]") {
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
+  const ScopedEnv rule("LAB_CONV_SPLIT_K", nullptr);
+  const ScopedEnv threads("LAB_CPU_THREADS", "16");
+  auto backend = make_backend("cpu", test::embedded_context());
+  const int height = 64, width = 96;
+  // The 2x3 level's 3x3 64->64: one tile of nine steps, split four ways on 16 "SMs".
+  Conv2dShape p5;
+  p5.c_in = 64, p5.c_out = 64, p5.kernel = 3;
+  REQUIRE(conv2d_nhwc_split_k(2 * 3, p5, backend->device().multiprocessors,
+                              kConv2dNhwcSplitRule.max_splits) == 4);
+  const auto input = random_uniform(size_t(3) * height * width, 0.0f, 1.0f, 20261202);
+  for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
+    CAPTURE(precision_name(precision));
+    test::compare_with_reference(*model, *backend, input, 1, height, width, precision, LayoutChoice::Nhwc,
+                                 test::network_tolerance(precision));
+  }
+}
+
+TEST_CASE(
+    "LAB_CONV_SPLIT_K limits the network's split-K: unset the rule's 8, 0 or 1 none, 2..64 that; else a "
+    "one-line error",
+    "[nhwc_network]") {
+  const auto limit = [](const char* value) {
+    const ScopedEnv env("LAB_CONV_SPLIT_K", value);
+    return conv_split_limit_from_env();
+  };
+  CHECK(limit(nullptr) == kConv2dNhwcSplitRule.max_splits);
+  CHECK(limit("") == kConv2dNhwcSplitRule.max_splits);
+  CHECK(limit("0") == 1);
+  CHECK(limit("1") == 1);
+  CHECK(limit("4") == 4);
+  CHECK(limit("64") == 64);
+  for (const char* bad : {"65", "-1", "two", "4x", "100"})
+    CHECK_THROWS_WITH(limit(bad), Catch::StartsWith("LAB_CONV_SPLIT_K must be 0 or 1 (no split-K) or the "
+                                                    "largest split 2..64, not '" +
+                                                    std::string(bad) + "'"));
 }
 
 TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",

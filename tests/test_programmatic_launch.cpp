@@ -219,7 +219,7 @@ TEST_CASE(
     size_t waiting;  // entries launched with the flag: each waits once and triggers once
   };
   const Expect modules[] = {
-      {"conv2d_nhwc 3x3", conv2d_nhwc_compile_request(HalfType::f16, {16, 32, 3, 1}), 2},
+      {"conv2d_nhwc 3x3 (and its split-K)", conv2d_nhwc_compile_request(HalfType::f16, {16, 32, 3, 1}), 3},
       {"conv2d_nhwc 1x1", conv2d_nhwc_compile_request(HalfType::bf16, {32, 64, 1, 1}), 2},
       {"conv2d_stem_nhwc", conv2d_stem_nhwc_compile_request(HalfType::f16, {3, 16, 3, 2}), 1},
       {"nhwc_layers", nhwc_layers_compile_request(HalfType::f16), 6},

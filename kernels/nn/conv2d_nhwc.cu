@@ -101,18 +101,19 @@ __device__ __forceinline__ void quad_transpose(float (&a)[4], int q) {
 
 // Split-K (conv2d_nhwc_splitk): adds the consumer's accumulators `d` (the reduction steps of `slice`) to the
 // tile's other slices. Every thread stores its BN / 2 floats into the slice's part of `region` (the tile's
-// [splits][BN / 8][128] float4s, thread fastest), fences, and the warpgroup arrives on the tile's counter once.
-// The last to arrive resets the counter to zero (for the next launch or graph replay), sums slices 0 ..
+// [splits][BN / 8][128] float4s, thread fastest), fences, and the warpgroup arrives on the tile's counter
+// once. The last to arrive resets the counter to zero (for the next launch or graph replay), sums slices 0 ..
 // splits - 1 in that order into d (the same float additions whichever slice arrived last: bitwise the same
 // output every run) and returns true: it runs the epilogue. The others return false.
 template <int BN>
-__device__ __forceinline__ bool gather_splits(float (&d)[BN / 2], float4* region, unsigned* arrival, int slice,
-                                              int splits, int t) {
+__device__ __forceinline__ bool gather_splits(float (&d)[BN / 2], float4* region, unsigned* arrival,
+                                              int slice, int splits, int t) {
   constexpr int kVectors = BN / 8;  // float4s of accumulators a thread holds
   __shared__ int last;              // the warpgroup's arrival was the tile's last
 #pragma unroll
   for (int v = 0; v < kVectors; ++v)
-    region[(slice * kVectors + v) * 128 + t] = make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
+    region[(slice * kVectors + v) * 128 + t] =
+        make_float4(d[4 * v], d[4 * v + 1], d[4 * v + 2], d[4 * v + 3]);
   __threadfence();  // the slice is visible device-wide before the arrival that announces it
   lab_named_barrier_sync(1, 128);
   if (t == 0) {
@@ -136,9 +137,10 @@ __device__ __forceinline__ bool gather_splits(float (&d)[BN / 2], float4* region
 
 }  // namespace conv_nhwc
 
-// The kernels' body (at global scope, as the kernels: LAB_DYNAMIC_SHARED's symbol stays the same). Work unit u of the persistent grid: output tile u / splits, reduction steps [slice *
-// steps / splits, (slice + 1) * steps / splits) of it, slice = u % splits. conv2d_nhwc: splits 1 (whole
-// tiles, SPLIT false); conv2d_nhwc_splitk: SPLIT true, one consumer, the split state in `split`.
+// The kernels' body (at global scope, as the kernels: LAB_DYNAMIC_SHARED's symbol stays the same). Work unit
+// u of the persistent grid: output tile u / splits, reduction steps [slice * steps / splits, (slice + 1) *
+// steps / splits) of it, slice = u % splits. conv2d_nhwc: splits 1 (whole tiles, SPLIT false);
+// conv2d_nhwc_splitk: SPLIT true, one consumer, its workspace in `partial` and `arrivals`.
 template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS, bool SPLIT>
 __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p, float* partial,
                                                  unsigned* arrivals, int splits) {
@@ -280,10 +282,11 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
 }
 
 // The split-K mode (Conv2dNhwcSplitParams): one consumer warpgroup (block 256, BM 64), grid at most tiles x
-// splits, dynamic shared memory lab::conv2d_nhwc_shared_bytes(64, BN, BK, STAGES). For layers whose output
+// splits and lab::conv2d_nhwc_splitk_ctas_per_sm CTAs an SM, dynamic shared memory
+// lab::conv2d_nhwc_shared_bytes(64, BN, BK, STAGES). For layers whose output
 // tiles leave most SMs idle: splits CTAs share each tile's reduction, the last to finish runs the epilogue.
 template <int DT, int KSIZE, int BN, int BK, int STAGES>
-__global__ void __launch_bounds__(256, lab::conv2d_nhwc_ctas_per_sm(BN, 1))
+__global__ void __launch_bounds__(256, lab::conv2d_nhwc_splitk_ctas_per_sm())
     conv2d_nhwc_splitk(const __grid_constant__ lab::Conv2dNhwcSplitParams p) {
   conv2d_nhwc_body<DT, KSIZE, BN, BK, STAGES, 1, true>(p.conv, p.partial, p.arrivals, p.splits);
 }

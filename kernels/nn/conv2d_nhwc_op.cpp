@@ -132,10 +132,9 @@ int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, in
   const int bn = conv2d_nhwc_tiles(s.c_in, s.c_out).bn;
   const int64_t tiles = (m + 63) / 64 * ((s.c_out + bn - 1) / bn);
   const int steps = conv2d_nhwc_steps(s);
-  const Conv2dNhwcSplitRule& rule = kConv2dNhwcSplitRule;
   int splits = 1;
-  while (2 * splits <= std::min(max_splits, rule.max_splits) && tiles * 2 * splits <= multiprocessors &&
-         steps >= 2 * splits * rule.min_steps)
+  while (2 * splits <= max_splits && tiles * 2 * splits <= multiprocessors &&
+         steps >= 2 * splits * kConv2dNhwcSplitRule.min_steps)
     splits *= 2;
   return splits;
 }
@@ -250,12 +249,15 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
                            out.pitch,
                            residual.pitch,
                            s.silu ? 1 : 0};
-  const int units = int(tiles) * split.splits;  // split-K: each tile's reduction over `splits` CTAs
-  const LaunchConfig cfg{
-      {unsigned(conv2d_nhwc_grid(units, tiles_.bn, bm, backend_.device().multiprocessors)), 1, 1},
-      {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-      conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages),
-      /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
+  const int sms = backend_.device().multiprocessors;
+  const int64_t grid =
+      split.splits > 1  // split-K: each tile's reduction over `splits` CTAs
+          ? std::min<int64_t>(tiles * split.splits, int64_t(sms) * conv2d_nhwc_splitk_ctas_per_sm())
+          : conv2d_nhwc_grid(tiles, tiles_.bn, bm, sms);
+  const LaunchConfig cfg{{unsigned(grid), 1, 1},
+                         {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
+                         conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages),
+                         /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   if (split.splits > 1)
     backend_.launch(*kernel_splitk_, cfg,
                     kernel_params(Conv2dNhwcSplitParams{p, split.partial, split.arrivals, split.splits}));

@@ -48,18 +48,18 @@ int conv2d_nhwc_steps(const Conv2dShape& s);
 // BLOCK_M 64 times 2S still fit one CTA per SM (more would queue behind each other, and the split pays only
 // while CTAs run side by side), and every slice keeps at least min_steps reduction steps (a slice's fixed
 // cost, the pipeline's first loads and the float32 partial's store and re-read, wants some products to hide
-// behind). The network applies it with max_splits from LAB_CONV_SPLIT_K (nhwc_ops.hpp).
+// behind). The network applies it with max_splits from LAB_CONV_SPLIT_K (nhwc_ops.hpp), by default this one.
 struct Conv2dNhwcSplitRule {
   int max_splits;
   int min_steps;
 };
 inline constexpr Conv2dNhwcSplitRule kConv2dNhwcSplitRule{8, 2};
-// The rule's S for M output pixels (1: no split); max_splits caps it (1 turns it off).
+// The rule's S for M output pixels (1: no split) under the limit max_splits (1 turns it off).
 int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits);
 
 // A split-K run's workspace: `partial` floats (tiles x splits x 64 x BN, float4-aligned) and `arrivals`
-// counters (one per tile, zero before the first run; every run leaves them zero). A lane's convs run one after
-// another and may share one (Programmatic Dependent Launch orders each conv's workspace use after the
+// counters (one per tile, zero before the first run; every run leaves them zero). A lane's convs run one
+// after another and may share one (Programmatic Dependent Launch orders each conv's workspace use after the
 // previous conv's completion); convs running side by side need their own.
 struct Conv2dNhwcSplitK {
   int splits = 1;  // 1: whole tiles, no workspace

@@ -68,6 +68,13 @@ LAB_CONV2D_NHWC_FN int conv2d_nhwc_ctas_per_sm(int bn, int consumers) {
   return (bn <= 64 ? 4 : 3) - consumers;
 }
 
+// CTAs of conv2d_nhwc_splitk an SM holds, its launch bounds (128 registers a thread): two. The split's state
+// (slice, step range, workspace) spills at the 80 registers of three BN-64 CTAs, and the split runs where the
+// tiles leave SMs idle (one CTA an SM, kConv2dNhwcSplitRule), so a third would add nothing.
+LAB_CONV2D_NHWC_FN int conv2d_nhwc_splitk_ctas_per_sm() {
+  return 2;
+}
+
 #undef LAB_CONV2D_NHWC_FN
 
 }  // namespace lab

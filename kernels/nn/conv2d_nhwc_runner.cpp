@@ -66,13 +66,10 @@ std::vector<ParamSpec> conv2d_nhwc_params() {
        0,
        false,
        {"auto", "64", "128"}});
-  params.push_back({"SPLIT_K",
-                    K::Int,
-                    "1",
+  params.push_back({"SPLIT_K", K::Int, "1",
                     "CTAs sharing each output tile's reduction (split-K at BLOCK_M 64; 1: none); 0: the "
                     "network's rule (kConv2dNhwcSplitRule: double while the tiles still fit the SMs)",
-                    0,
-                    64});
+                    0, 64});
   return params;
 }
 
@@ -104,8 +101,9 @@ const KernelSpec& conv2d_nhwc_spec() {
             check_out_slice_params(p, "conv2d_nhwc");
             const int steps = conv2d_nhwc_steps(nhwc_shape(p));
             if (param_int(p, "SPLIT_K") > steps)
-              throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") + " of conv2d_nhwc is invalid: above the " +
-                               std::to_string(steps) + " reduction steps of this shape (K*K x ceil(C_IN / BK))");
+              throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") +
+                               " of conv2d_nhwc is invalid: above the " + std::to_string(steps) +
+                               " reduction steps of this shape (K*K x ceil(C_IN / BK))");
             if (param_int(p, "SPLIT_K") != 1 && param_str(p, "BLOCK_M") == "128")
               throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") +
                                " of conv2d_nhwc is invalid with BLOCK_M=128: split-K runs at BLOCK_M 64");
@@ -154,8 +152,8 @@ class Conv2dNhwcInstance : public InstanceBase {
   void launch() override {
     op_->run(io_.batch, io_.h, io_.w, {in_.as<uint16_t>(), in_pitch_},
              {out_.as<uint16_t>() + io_.out_offset, io_.out_pitch},
-             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out},
-             block_m_, split_);
+             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out}, block_m_,
+             split_);
   }
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {

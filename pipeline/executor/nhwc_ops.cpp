@@ -3,6 +3,7 @@
 #include "pipeline/executor/nhwc_ops.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/detect/anchor_grid.hpp"
 #include "kernels/detect/topk_postprocess.hpp"
@@ -54,6 +55,19 @@ HalfType nhwc_half_type(Precision precision) {
   throw UsageError("the NHWC network runs fp16 or bf16, not " + precision_name(precision));
 }
 
+int conv_split_limit_from_env() {
+  const char* value = std::getenv("LAB_CONV_SPLIT_K");
+  if (!value || !*value) return kConv2dNhwcSplitRule.max_splits;
+  const std::string text = value;
+  if (text.size() <= 2 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const int limit = std::stoi(text);
+    if (limit <= 64) return std::max(limit, 1);
+  }
+  throw UsageError("LAB_CONV_SPLIT_K must be 0 or 1 (no split-K) or the largest split 2..64, not '" + text +
+                   "'");
+}
+
 std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, Precision precision) {
   const HalfType type = nhwc_half_type(precision);
   std::vector<CompileRequest> requests{nhwc_layers_compile_request(type)};
@@ -70,7 +84,9 @@ std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, 
 }
 
 NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision)
-    : backend_(backend), layers_(backend, nhwc_half_type(precision)) {
+    : backend_(backend),
+      conv_split_limit_(conv_split_limit_from_env()),
+      layers_(backend, nhwc_half_type(precision)) {
   const ConvSpec* stem = float_stem(model);
   for_each_nhwc_conv(model, [&](const ConvSpec& c) {
     if (stem && c.name == stem->name) {

@@ -27,6 +27,11 @@ const ConvSpec* float_stem(const Yolo26Model& model);
 // The element type of the NHWC network at `precision` (fp16 or bf16; UsageError otherwise).
 HalfType nhwc_half_type(Precision precision);
 
+// The largest split-K the network's convs may take (conv2d_nhwc_split_k's max_splits), from LAB_CONV_SPLIT_K:
+// unset or empty, kConv2dNhwcSplitRule.max_splits; 0 or 1, none (the rule off: the A/B switch for the lead's
+// timings); 2..64, that limit. UsageError naming the variable on anything else.
+int conv_split_limit_from_env();
+
 class NhwcOps {
  public:
   NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision);
@@ -44,11 +49,14 @@ class NhwcOps {
     return stem_ && spec.name == stem_name_ ? stem_.get() : nullptr;
   }
   bool has_stem() const { return stem_ != nullptr; }
+  // The split-K limit the plans apply (conv_split_limit_from_env() at construction).
+  int conv_split_limit() const { return conv_split_limit_; }
   // Made (compiled, anchor grid uploaded) on the first use of an input size in pixels.
   const DetectDecodeOp& decode(int height, int width);
 
  private:
   Backend& backend_;
+  int conv_split_limit_;
   NhwcLayerOps layers_;
   std::map<std::string, std::unique_ptr<Conv2dNhwcOp>> convs_;
   std::map<std::string, std::unique_ptr<NhwcDepthwise>> depthwise_;

@@ -67,15 +67,28 @@ void NhwcPlanBuilder::conv(const ConvSpec& spec, const NhwcActivation& in, const
   if (in.channels != spec.c_in || out.channels != c_out || out.height != spec.out_size(in.height) ||
       out.width != spec.out_size(in.width))
     throw RuntimeError("plan: conv '" + spec.name + "' shapes do not chain");
-  if (measuring_) return;
   const int batch = in.batch, h = in.height, w = in.width;
+  Conv2dNhwcSplitK split;
+  if (dense) {  // split-K where the rule finds SMs idle; the workspace of the conv's lane (a lane runs in
+                // order)
+    const Conv2dNhwcOp& op = ops_.conv(spec);
+    split.splits = op.split_k(batch, h, w, ops_.conv_split_limit());
+    const Conv2dNhwcSplitSizes sizes = op.split_sizes(batch, h, w, split.splits);
+    plan_.splitk_floats = std::max(plan_.splitk_floats, sizes.partial_floats);
+    plan_.splitk_arrivals = std::max(plan_.splitk_arrivals, sizes.arrivals);
+    if (!measuring_ && split.splits > 1) {
+      split.partial = plan_.splitk_workspace + size_t(lane_) * plan_.splitk_floats;
+      split.arrivals = plan_.splitk_counters.as<unsigned>() + size_t(lane_) * plan_.splitk_arrivals;
+    }
+  }
+  if (measuring_) return;
   const NhwcView src = in.view(), dst = out.view(), res = residual ? residual->view() : NhwcView{};
   if (const Conv2dStemNhwcOp* stem = ops_.stem(spec)) {
     const float* image = float_input_;
     record([stem, batch, h, w, image, dst] { stem->run(batch, h, w, image, dst); });
   } else if (spec.groups == 1) {
     const Conv2dNhwcOp& op = ops_.conv(spec);
-    record([&op, batch, h, w, src, dst, res] { op.run(batch, h, w, src, dst, res); });
+    record([&op, batch, h, w, src, dst, res, split] { op.run(batch, h, w, src, dst, res, 0, split); });
   } else {
     const NhwcDepthwise& op = ops_.depthwise(spec);
     record([&op, batch, h, w, src, dst, res] { op.run(batch, h, w, src, dst, res); });
@@ -178,11 +191,16 @@ std::unique_ptr<ShapePlan> build_nhwc_plan(NhwcOps& ops, const Yolo26Model& mode
   auto plan = std::make_unique<ShapePlan>();
   plan->batch = batch, plan->height = height, plan->width = width;
   plan->half_type = ops.type();
-  NhwcPlanBuilder(ops, *plan).build(model);  // measuring pass: sizes only
+  NhwcPlanBuilder(ops, *plan).build(model);           // measuring pass: sizes only
+  plan->arena.take(plan->splitk_floats * kMaxLanes);  // split-K partials, taken first in the real pass
   plan->arena.allocate(ops.backend());
   plan->steps.clear();
   plan->tensors.clear();
   plan->nhwc_tensors.clear();
+  plan->splitk_workspace = plan->arena.take(plan->splitk_floats * kMaxLanes);
+  if (plan->splitk_arrivals)
+    plan->splitk_counters =
+        ops.backend().upload_vector(std::vector<unsigned>(plan->splitk_arrivals * kMaxLanes, 0u));
   NhwcPlanBuilder(ops, *plan).build(model);
   return plan;
 }

@@ -50,6 +50,10 @@ struct ShapePlan {
   float* detections = nullptr;                // [batch, max_det, 6]
   size_t splitk_floats = 0;                   // the largest split-K workspace of any conv
   float* splitk_workspace = nullptr;          // one splitk_floats region per lane
+  // The NHWC network's split-K arrival counters (conv2d_nhwc): the most any conv needs, one region per lane,
+  // zeroed once; each launch leaves them zero.
+  size_t splitk_arrivals = 0;
+  DeviceBuffer splitk_counters;
   int max_det = 0;
   std::vector<std::unique_ptr<AttentionRun>> attentions;
   // The 16-bit NHWC network (nhwc_plan.hpp): its layers ("layer00".."layer22"; "input" and the head's float
