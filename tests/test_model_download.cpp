@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -119,25 +118,6 @@ class LocalHttpServer {
   std::thread thread_;
 };
 
-// Sets an environment variable for the scope, restoring the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 size_t files_under(const fs::path& dir) {
   size_t n = 0;
   if (fs::exists(dir))
@@ -159,9 +139,9 @@ ModelSearch download_only_search(const std::string& url) {
 
 TEST_CASE("model lookup reads the environment and the order of the sources", "[detect][download]") {
   test::ScratchDir dir("model-lookup");
-  const ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
-  const ScopedEnv url("LAB_MODEL_URL", "http://127.0.0.1:9/yolo26n.pt");
-  const ScopedEnv model("LAB_MODEL", (dir.path / "absent.pt").string());
+  const test::ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
+  const test::ScopedEnv url("LAB_MODEL_URL", "http://127.0.0.1:9/yolo26n.pt");
+  const test::ScopedEnv model("LAB_MODEL", (dir.path / "absent.pt").string());
   const ModelSearch search = default_model_search("");
   CHECK(search.cache_file == dir.path / "yolo26-kernel-lab" / "yolo26n.pt");
   CHECK(search.url == "http://127.0.0.1:9/yolo26n.pt");
@@ -198,7 +178,7 @@ TEST_CASE("the model downloads into the user cache and is found there afterwards
   const std::string bytes = read_bytes(kModel);
   LocalHttpServer server({{"/yolo26n.pt", {200, bytes, bytes.size()}}});
   test::ScratchDir dir("model-download");
-  const ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
+  const test::ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
   const ModelSearch search = download_only_search(server.url("/yolo26n.pt"));
 
   const ModelLocation downloaded = locate_model(search);
@@ -223,7 +203,7 @@ TEST_CASE("failed downloads are clear errors and leave nothing in the cache", "[
                           {"/cut-short.pt", {200, half, bytes.size()}},  // the connection drops mid-way
                           {"/garbage.pt", {200, "<html>hi</html>", 15}}});  // not a checkpoint at all
   test::ScratchDir dir("model-download-bad");
-  const ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
+  const test::ScopedEnv cache("XDG_CACHE_HOME", dir.path.string());
 
   const std::vector<std::pair<std::string, std::string>> cases = {{"/missing.pt", "404"},
                                                                   {"/truncated.pt", "not a valid checkpoint"},

@@ -6,8 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "kernels/compare.hpp"
@@ -71,39 +69,13 @@ TEST_CASE("the nhwc network runs random-weight models with 3 classes as the refe
   CHECK(check_synthetic("x", 32, 64) == 96);
 }
 
-namespace {
-
-// An environment variable set (or, with null, unset) for a scope, then restored.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (previous_)
-      ::setenv(name_, previous_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
-
-}  // namespace
-
 TEST_CASE(
     "the nhwc network at batch 1 with split-K matches the reference forward, its replays bit for bit "
     "(16 cpu threads: the rule splits the small levels' convs)",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
-  const ScopedEnv rule("LAB_CONV_SPLIT_K", nullptr);
-  const ScopedEnv threads("LAB_CPU_THREADS", "16");
+  const test::ScopedEnv rule("LAB_CONV_SPLIT_K", nullptr);
+  const test::ScopedEnv threads("LAB_CPU_THREADS", "16");
   auto backend = make_backend("cpu", test::embedded_context());
   const int height = 64, width = 96;
   // The 2x3 level's 3x3 64->64: one tile of nine steps, split four ways on 16 "SMs".
@@ -124,7 +96,7 @@ TEST_CASE(
     "one-line error",
     "[nhwc_network]") {
   const auto limit = [](const char* value) {
-    const ScopedEnv env("LAB_CONV_SPLIT_K", value);
+    const test::ScopedEnv env("LAB_CONV_SPLIT_K", value);
     return conv_split_limit_from_env();
   };
   CHECK(limit(nullptr) == kConv2dNhwcSplitRule.max_splits);
