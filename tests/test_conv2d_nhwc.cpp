@@ -203,16 +203,23 @@ TEST_CASE("conv2d_nhwc's split-K gives the same bits every run on the cpu backen
   check_split_k_deterministic(*backend);
 }
 
-TEST_CASE("conv2d_nhwc's split-K matches the reference and repeats its bits on the GPU",
+TEST_CASE("conv2d_nhwc's split-K and BLOCK_N match the reference, split-K repeats its bits, on the GPU",
           "[conv2d_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
   run_split_k(*backend);
   check_split_k_deterministic(*backend);
-  // yolo26n's batch-1 20x20 convs as the rule splits them: the 1x1 256->256 (S 2), the 3x3 128->128 (S 8).
-  for (const char* s : {"2", "4"})
-    run_nhwc(*backend,
-             {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"SPLIT_K", s}});
+  // yolo26n's batch-1 20x20 convs as the rule splits them: the 1x1 256->256 (S 2; also in BN 64), the 3x3
+  // 128->128 (S 8).
+  for (const char* s : {"1", "2", "4"})
+    for (const char* bn : {"auto", "64"})
+      run_nhwc(*backend, {{"C_IN", "256"},
+                          {"C_OUT", "256"},
+                          {"H", "20"},
+                          {"W", "20"},
+                          {"K", "1"},
+                          {"BLOCK_N", bn},
+                          {"SPLIT_K", s}});
   for (const char* s : {"4", "8"})
     run_nhwc(*backend, {{"C_IN", "128"},
                         {"C_OUT", "128"},
@@ -221,6 +228,23 @@ TEST_CASE("conv2d_nhwc's split-K matches the reference and repeats its bits on t
                         {"RESIDUAL", "true"},
                         {"DTYPE", "bf16"},
                         {"SPLIT_K", s}});
+}
+
+TEST_CASE("conv2d_nhwc runs a smaller channel tile on request (BLOCK_N), whole or split, on the cpu backend",
+          "[conv2d_nhwc]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  // 1x1 136->144 in BN 64: three N tiles, the last partial.
+  run_nhwc(*backend,
+           {{"C_IN", "136"}, {"C_OUT", "144"}, {"H", "5"}, {"W", "6"}, {"K", "1"}, {"BLOCK_N", "64"}});
+  // 3x3 72->48 + residual in BN 16 (three N tiles), split 3 ways, bf16.
+  run_nhwc(*backend, {{"C_IN", "72"},
+                      {"C_OUT", "48"},
+                      {"H", "7"},
+                      {"W", "6"},
+                      {"RESIDUAL", "true"},
+                      {"DTYPE", "bf16"},
+                      {"BLOCK_N", "16"},
+                      {"SPLIT_K", "3"}});
 }
 
 TEST_CASE("conv2d_nhwc splits the reduction where its tiles leave SMs idle, within the limit and the steps",
@@ -246,6 +270,10 @@ TEST_CASE("conv2d_nhwc splits the reduction where its tiles leave SMs idle, with
   CHECK(conv2d_nhwc_split_k(400, shape(64, 64, 1), 132, limit) == 1);
   CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 1) == 1);
   CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 2) == 2);
+  // BN 64 doubles the 1x1 256->256's tiles (28): still S 2; the 3x3 128->128's (14): S 8.
+  CHECK(conv2d_nhwc_split_k(400, shape(256, 256, 1), 132, limit, 64) == 2);
+  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, limit, 64) == 8);
+  CHECK(conv2d_nhwc_split_k(1600, shape(128, 128, 3), 132, limit, 64) == 2);  // 50 tiles
 }
 
 TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv2d_nhwc]") {
@@ -270,6 +298,7 @@ TEST_CASE("conv2d_nhwc takes 64-pixel tiles where 128 would leave SMs idle", "[c
   CHECK(conv2d_nhwc_block_m(32 * 6400, 64, 132) == 128);  // batch 32
   CHECK(conv2d_nhwc_block_m(128 * 66, 256, 132) == 128);  // exactly 132 CTAs of 128
   CHECK(conv2d_nhwc_block_m(128 * 66 - 128, 256, 132) == 64);
+  CHECK(conv2d_nhwc_block_m(128 * 33, 256, 132, 64) == 128);  // BN 64: 33 x 4 tiles of 128
 }
 
 TEST_CASE("conv2d_nhwc launches as many persistent CTAs as the SMs hold, at most one a tile",
@@ -293,6 +322,8 @@ TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]"
   CHECK(conv2d_nhwc_tiles(48, 64).bn == 64);
   CHECK(conv2d_nhwc_tiles(48, 64).bk == 64);
   CHECK(conv2d_nhwc_tiles(256, 256).bn == 128);
+  CHECK(conv2d_nhwc_tiles(256, 256, 64).bn == 64);  // BLOCK_N
+  CHECK(conv2d_nhwc_tiles(256, 256, 64).bk == 64);
 }
 
 TEST_CASE(

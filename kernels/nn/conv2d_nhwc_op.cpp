@@ -39,8 +39,9 @@ std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const 
 }
 
 // `kernel`<DT, K, BN, BK, STAGES(, consumers)> of a shape (no consumers argument when 0).
-std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& s, int consumers) {
-  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
+std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& s, int consumers,
+                          int block_n) {
+  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out, block_n);
   return std::string(kernel) + "<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
          std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) +
          (consumers ? ", " + std::to_string(consumers) : "") + ">";
@@ -95,8 +96,8 @@ void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int ch
                      " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
 }
 
-Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out) {
-  const int bn = c_out <= 16 ? 16 : c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
+Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out, int block_n) {
+  const int bn = block_n ? block_n : c_out <= 16 ? 16 : c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
   const int bk = c_in > 32 ? 64 : c_in > 16 ? 32 : 16;
   return {bn, bk, kStages};
 }
@@ -114,8 +115,8 @@ std::string conv2d_nhwc_problem(const Conv2dShape& s) {
   return "";
 }
 
-int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors) {
-  const int bn = conv2d_nhwc_tiles(1, c_out).bn;  // BN depends on C_out only
+int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n) {
+  const int bn = conv2d_nhwc_tiles(1, c_out, block_n).bn;  // BN depends on C_out only
   return (m + 127) / 128 * ((c_out + bn - 1) / bn) >= multiprocessors ? 128 : 64;
 }
 
@@ -128,8 +129,8 @@ int conv2d_nhwc_steps(const Conv2dShape& s) {
   return s.kernel * s.kernel * ((s.c_in + bk - 1) / bk);
 }
 
-int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits) {
-  const int bn = conv2d_nhwc_tiles(s.c_in, s.c_out).bn;
+int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits, int block_n) {
+  const int bn = conv2d_nhwc_tiles(s.c_in, s.c_out, block_n).bn;
   const int64_t tiles = (m + 63) / 64 * ((s.c_out + bn - 1) / bn);
   const int steps = conv2d_nhwc_steps(s);
   int splits = 1;
@@ -139,26 +140,34 @@ int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, in
   return splits;
 }
 
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m) {
-  return instance_name("conv2d_nhwc", type, s, block_m / 64);
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m, int block_n) {
+  return instance_name("conv2d_nhwc", type, s, block_m / 64, block_n);
 }
 
-std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s) {
-  return instance_name("conv2d_nhwc_splitk", type, s, 0);
+std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s, int block_n) {
+  return instance_name("conv2d_nhwc_splitk", type, s, 0, block_n);
 }
 
-CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s) {
-  CompileRequest r{kSource, {}, {conv2d_nhwc_instance(type, s, 64), conv2d_nhwc_instance(type, s, 128)}};
-  if (conv2d_nhwc_steps(s) >= 2) r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s));
+CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, int block_n) {
+  CompileRequest r{
+      kSource, {}, {conv2d_nhwc_instance(type, s, 64, block_n), conv2d_nhwc_instance(type, s, 128, block_n)}};
+  if (conv2d_nhwc_steps(s) >= 2) r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s, block_n));
   r.arch_specific = true;
   return r;
 }
 
 Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
-                           const std::vector<float>& weight, const std::vector<float>& bias)
-    : backend_(backend), shape_(shape), type_(type), tiles_(conv2d_nhwc_tiles(shape.c_in, shape.c_out)) {
+                           const std::vector<float>& weight, const std::vector<float>& bias, int block_n)
+    : backend_(backend),
+      shape_(shape),
+      type_(type),
+      block_n_(block_n),
+      tiles_(conv2d_nhwc_tiles(shape.c_in, shape.c_out, block_n)) {
   check_conv_arguments("conv2d_nhwc", conv2d_nhwc_problem(shape), shape, weight, bias);
-  const CompileRequest request = conv2d_nhwc_compile_request(type, shape);
+  if (block_n != 0 && block_n != 16 && block_n != 32 && block_n != 64 && block_n != 128)
+    throw UsageError("conv2d_nhwc: block_n is 16, 32, 64 or 128 (or 0: by C_out), not " +
+                     std::to_string(block_n));
+  const CompileRequest request = conv2d_nhwc_compile_request(type, shape, block_n);
   module_ = backend.compile(request);
   kernel_64_ = module_->kernel(request.name_expressions[0]);
   kernel_128_ = module_->kernel(request.name_expressions[1]);
@@ -206,7 +215,7 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
 
 int Conv2dNhwcOp::split_k(int batch, int h, int w, int max_splits) const {
   const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
-  return conv2d_nhwc_split_k(m, shape_, backend_.device().multiprocessors, max_splits);
+  return conv2d_nhwc_split_k(m, shape_, backend_.device().multiprocessors, max_splits, block_n_);
 }
 
 Conv2dNhwcSplitSizes Conv2dNhwcOp::split_sizes(int batch, int h, int w, int splits) const {
@@ -229,7 +238,7 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   check_split(s, split, block_m);
   const int bm = split.splits > 1 ? 64
                  : block_m        ? block_m
-                                  : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors);
+                           : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors, block_n_);
 
   const int n_tiles = (s.c_out + tiles_.bn - 1) / tiles_.bn;
   const int64_t tiles = (m + bm - 1) / bm * n_tiles;

@@ -25,17 +25,18 @@ struct NhwcView {
   int pitch = 0;
 };
 
-// The tiles of one layer: BN output channels (16, 32, 64 or 128: the smallest that covers C_out, 128 above),
-// BK input channels per copy (64 above 32 channels, 32 above 16, else 16) and the pipeline depth.
+// The tiles of one layer: BN output channels (16, 32, 64 or 128: the smallest that covers C_out, 128 above;
+// or block_n when given, one of those), BK input channels per copy (64 above 32 channels, 32 above 16, else
+// 16) and the pipeline depth.
 struct Conv2dNhwcTiles {
   int bn, bk, stages;
 };
-Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out);
+Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out, int block_n = 0);
 // Empty when conv2d_nhwc runs the shape, else the rule it breaks (one line).
 std::string conv2d_nhwc_problem(const Conv2dShape& s);
 // Output pixels per CTA for M output pixels: 128 (two consumer warpgroups) when ceil(M / 128) x the N tiles
-// fill `multiprocessors` SMs, else 64 (one consumer, twice the CTAs).
-int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors);
+// fill `multiprocessors` SMs, else 64 (one consumer, twice the CTAs). block_n as conv2d_nhwc_tiles takes it.
+int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n = 0);
 // The persistent grid of a layer of `tiles` output tiles (BN channels x BLOCK_M pixels): as many CTAs as
 // `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
 int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
@@ -54,8 +55,10 @@ struct Conv2dNhwcSplitRule {
   int min_steps;
 };
 inline constexpr Conv2dNhwcSplitRule kConv2dNhwcSplitRule{8, 2};
-// The rule's S for M output pixels (1: no split) under the limit max_splits (1 turns it off).
-int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits);
+// The rule's S for M output pixels (1: no split) under the limit max_splits (1 turns it off); block_n as
+// conv2d_nhwc_tiles takes it.
+int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits,
+                        int block_n = 0);
 
 // A split-K run's workspace: `partial` floats (tiles x splits x 64 x BN, float4-aligned) and `arrivals`
 // counters (one per tile, zero before the first run; every run leaves them zero). A lane's convs run one
@@ -72,10 +75,11 @@ struct Conv2dNhwcSplitSizes {
 
 // The kernel name expression of a shape at a pixel tile of 64 or 128: conv2d_nhwc<DT, K, BN, BK, STAGES,
 // BLOCK_M / 64>, and of its split-K mode: conv2d_nhwc_splitk<DT, K, BN, BK, STAGES>; the request compiling
-// both tiles' instances and (when the reduction has 2 steps or more) the split-K one (one module).
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m);
-std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s);
-CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s);
+// both tiles' instances and (when the reduction has 2 steps or more) the split-K one (one module). block_n as
+// conv2d_nhwc_tiles takes it.
+std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m, int block_n = 0);
+std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s, int block_n = 0);
+CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, int block_n = 0);
 // Throws UsageError with `problem` (a shape rule's message) unless it is empty, or ("<op>: N weights and M
 // biases given, ...") unless weight [c_out, c_in / groups, k, k] and bias [c_out] have the shape's sizes.
 void check_conv_arguments(const std::string& op, const std::string& problem, const Conv2dShape& s,
@@ -92,9 +96,10 @@ void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int ch
 class Conv2dNhwcOp {
  public:
   // weight [c_out, c_in, k, k], bias [c_out] (float32); throws UsageError on a shape conv2d_nhwc_problem
-  // refuses or wrong weight / bias sizes.
+  // refuses or wrong weight / bias sizes. block_n: the output channels of a tile (16, 32, 64 or 128; 0: the
+  // tile rule's).
   Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type, const std::vector<float>& weight,
-               const std::vector<float>& bias);
+               const std::vector<float>& bias, int block_n = 0);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
   // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. block_m: 64 or 128 output
@@ -124,6 +129,7 @@ class Conv2dNhwcOp {
   Backend& backend_;
   Conv2dShape shape_;
   HalfType type_;
+  int block_n_;  // 0: the tile rule's BN
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;
   Kernel kernel_64_, kernel_128_;  // one and two consumer warpgroups

@@ -31,8 +31,8 @@ int pitch_param(const Params& p, const std::string& name, int least) {
   return given ? given : nhwc_min_pitch(least);
 }
 
-// The parameters: the shape, the input's pitch, the output slice (nhwc_out_slice_params), the pixel tile,
-// the split.
+// The parameters: the shape, the input's pitch, the output slice (nhwc_out_slice_params), the pixel and
+// channel tiles, the split.
 std::vector<ParamSpec> conv2d_nhwc_params() {
   using K = ParamSpec::Kind;
   std::vector<ParamSpec> params{
@@ -66,11 +66,25 @@ std::vector<ParamSpec> conv2d_nhwc_params() {
        0,
        false,
        {"auto", "64", "128"}});
+  params.push_back(
+      {"BLOCK_N",
+       K::Choice,
+       "auto",
+       "output channels per CTA; auto: the smallest of 16, 32, 64, 128 covering C_OUT (128 above)",
+       0,
+       0,
+       false,
+       {"auto", "16", "32", "64", "128"}});
   params.push_back({"SPLIT_K", K::Int, "1",
                     "CTAs sharing each output tile's reduction (split-K at BLOCK_M 64; 1: none); 0: the "
                     "network's rule (kConv2dNhwcSplitRule: double while the tiles still fit the SMs)",
                     0, 64});
   return params;
+}
+
+// BLOCK_N as the op takes it (0: auto).
+int block_n_param(const Params& p) {
+  return param_str(p, "BLOCK_N") == "auto" ? 0 : int(param_int(p, "BLOCK_N"));
 }
 
 // SPLIT_K as given (0: the rule's choice for this run's size on the op's device).
@@ -110,7 +124,8 @@ const KernelSpec& conv2d_nhwc_spec() {
           },
       .compile =
           [](const std::string&, const Params& p) {
-            return conv2d_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), nhwc_shape(p));
+            return conv2d_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), nhwc_shape(p),
+                                               block_n_param(p));
           },
       .arch_specific = true};
   return spec;
@@ -139,7 +154,7 @@ class Conv2dNhwcInstance : public InstanceBase {
                                         int64_t(io_.ho) * io_.wo, shape_.c_out, 0xffff));
     }
     out_ = output_array<uint16_t>(io_.out_pixels() * size_t(io_.out_pitch));
-    op_.emplace(backend, shape_, io_.type, weight_, bias_);
+    op_.emplace(backend, shape_, io_.type, weight_, bias_, block_n_param(p));
     split_.splits = split_param(p, *op_, io_);
     const Conv2dNhwcSplitSizes sizes = op_->split_sizes(io_.batch, io_.h, io_.w, split_.splits);
     if (sizes.arrivals) {
