@@ -12,21 +12,6 @@ namespace lab::test {
 
 namespace fs = std::filesystem;
 
-ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
-  if (const char* old = std::getenv(name)) old_ = old;
-  if (value)
-    ::setenv(name, value, 1);
-  else
-    ::unsetenv(name);
-}
-
-ScopedEnv::~ScopedEnv() {
-  if (old_)
-    ::setenv(name_, old_->c_str(), 1);
-  else
-    ::unsetenv(name_);
-}
-
 ScratchDir::ScratchDir(const std::string& label) {
   std::random_device rd;
   path = fs::temp_directory_path() /

@@ -3,7 +3,6 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
 
 #include <sys/types.h>
@@ -20,21 +19,6 @@ struct ScratchDir {
 };
 
 void write_file(const std::filesystem::path& p, const std::string& text);
-
-// Sets an environment variable (or, with a null value, unsets it) for the scope, restoring the previous
-// value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value);
-  ScopedEnv(const char* name, const std::string& value) : ScopedEnv(name, value.c_str()) {}
-  ~ScopedEnv();
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Context over `tree` with its own cache directory (so tests never touch the user's cache).
 RuntimeContext make_context(std::shared_ptr<KernelTree> tree, const std::filesystem::path& cache_dir,

@@ -18,6 +18,7 @@
 
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/detect/model_locator.hpp"
+#include "tests/scoped_env.hpp"
 #include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;

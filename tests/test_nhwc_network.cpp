@@ -15,6 +15,7 @@
 #include "pipeline/network.hpp"
 #include "tests/network_compare.hpp"
 #include "tests/network_test_support.hpp"
+#include "tests/scoped_env.hpp"
 #include "tests/test_helpers.hpp"
 #include "tests/test_model_synthetic.hpp"
 
