@@ -39,11 +39,13 @@ std::optional<std::string> closest_name(const std::string& typed, const std::vec
   return best;
 }
 
-std::string unknown_name_hint(const std::string& typed, const std::vector<std::string>& candidates) {
+std::string unknown_name_hint(const std::string& typed, const std::vector<std::string>& candidates,
+                              const std::string& listed_elsewhere) {
   if (const std::optional<std::string> close = closest_name(typed, candidates))
     return " (did you mean '" + *close + "'?)";
   std::string list;
   for (const std::string& c : candidates) list += (list.empty() ? "" : ", ") + c;
+  if (list.size() > kMaxListedBytes && !listed_elsewhere.empty()) return " (" + listed_elsewhere + ")";
   return " (valid: " + list + ")";
 }
 

@@ -34,11 +34,9 @@ const Runner& Registry::get(const std::string& name) const {
     if (r->name() == name) return *r;
     names.push_back(r->name());
   }
-  // The kernels are too many to list in a one-line error: a close name, else where the list is.
-  if (const std::optional<std::string> close = closest_name(name, names))
-    throw UsageError("unknown kernel '" + name + "' (did you mean '" + *close + "'?)");
-  throw UsageError("unknown kernel '" + name + "' (`lab list` names the " + std::to_string(names.size()) +
-                   " kernels)");
+  throw UsageError("unknown kernel '" + name + "'" +
+                   unknown_name_hint(name, names,
+                                     "`lab list` names the " + std::to_string(names.size()) + " kernels"));
 }
 
 std::vector<const Runner*> Registry::all() const {

@@ -330,21 +330,13 @@ TEST_CASE("data-parallel: the gradient buckets cover the arena once, the last la
 
 TEST_CASE("data-parallel on 2 GPUs (NCCL): 2 ranks x 2 images give 1 rank x 4 images' parameters",
           "[distributed][gpu][multi_gpu]") {
-  LAB_REQUIRE_GPU_OR_SKIP();
-  if (cuda_device_count() < 2) {
-    WARN("skipped: needs 2 GPUs, found " << cuda_device_count());
-    return;
-  }
+  LAB_REQUIRE_GPUS_OR_SKIP(2);
   check_equivalence("cuda", "SGD");
   check_equivalence("cuda", "AdamW");
 }
 
 TEST_CASE("data-parallel on 2 GPUs (NCCL) with batch statistics: 2 ranks x 2 images give 1 rank x 4 images'",
           "[distributed][gpu][multi_gpu]") {
-  LAB_REQUIRE_GPU_OR_SKIP();
-  if (cuda_device_count() < 2) {
-    WARN("skipped: needs 2 GPUs, found " << cuda_device_count());
-    return;
-  }
+  LAB_REQUIRE_GPUS_OR_SKIP(2);
   check_synchronised_batch_statistics("cuda");
 }

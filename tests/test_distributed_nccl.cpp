@@ -37,16 +37,6 @@ struct NcclLibraryOverride {
   bool had = false;
 };
 
-// In a [multi_gpu] test: leave it, reported skipped by ctest, where fewer than `n` GPUs exist.
-#define LAB_REQUIRE_GPUS_OR_SKIP(n)                                                  \
-  do {                                                                               \
-    LAB_REQUIRE_GPU_OR_SKIP();                                                       \
-    if (lab::cuda_device_count() < (n)) {                                            \
-      WARN("skipped: needs " << (n) << " GPUs, found " << lab::cuda_device_count()); \
-      return;                                                                        \
-    }                                                                                \
-  } while (0)
-
 // CUDA ranks on devices 0 .. count-1 and their NCCL communicators, made on this thread.
 struct GpuRanks {
   explicit GpuRanks(int count) {

@@ -58,3 +58,14 @@ pid_t dead_pid();
       return;                                   \
     }                                           \
   } while (0)
+
+// In a [multi_gpu] test: leave it where fewer than `n` GPUs exist, printing "skipped: needs n GPUs, found m",
+// which ctest also reports as skipped (LAB_GPU_SKIP_REGEX in tests/CMakeLists.txt).
+#define LAB_REQUIRE_GPUS_OR_SKIP(n)                                                  \
+  do {                                                                               \
+    LAB_REQUIRE_GPU_OR_SKIP();                                                       \
+    if (lab::cuda_device_count() < (n)) {                                            \
+      WARN("skipped: needs " << (n) << " GPUs, found " << lab::cuda_device_count()); \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
