@@ -75,7 +75,7 @@ TEST_CASE(
     "(16 cpu threads: the rule splits the small levels' convs)",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
-  const test::ScopedEnv rule("LAB_CONV_SPLIT_K", nullptr);
+  const test::ScopedEnv rule("LAB_CONV_SPLIT_K", "8");
   const test::ScopedEnv threads("LAB_CPU_THREADS", "16");
   auto backend = make_backend("cpu", test::embedded_context());
   const int height = 64, width = 96;
@@ -93,15 +93,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "LAB_CONV_SPLIT_K limits the network's split-K: unset the rule's 8, 0 or 1 none, 2..64 that; else a "
+    "LAB_CONV_SPLIT_K turns on and limits the network's split-K: unset, 0 or 1 none, 2..64 that; else a "
     "one-line error",
     "[nhwc_network]") {
   const auto limit = [](const char* value) {
     const test::ScopedEnv env("LAB_CONV_SPLIT_K", value);
     return conv_split_limit_from_env();
   };
-  CHECK(limit(nullptr) == kConv2dNhwcSplitRule.max_splits);
-  CHECK(limit("") == kConv2dNhwcSplitRule.max_splits);
+  CHECK(limit(nullptr) == 1);
+  CHECK(limit("") == 1);
   CHECK(limit("0") == 1);
   CHECK(limit("1") == 1);
   CHECK(limit("4") == 4);

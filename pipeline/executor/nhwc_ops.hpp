@@ -28,8 +28,9 @@ const ConvSpec* float_stem(const Yolo26Model& model);
 HalfType nhwc_half_type(Precision precision);
 
 // The largest split-K the network's convs may take (conv2d_nhwc_split_k's max_splits), from LAB_CONV_SPLIT_K:
-// unset or empty, kConv2dNhwcSplitRule.max_splits; 0 or 1, none (the rule off: the A/B switch for the lead's
-// timings); 2..64, that limit. UsageError naming the variable on anything else.
+// unset, empty, 0 or 1, none (the default: split-K measured slower on the H200, docs/kernels/nn.md); 2..64,
+// the rule with that limit (kConv2dNhwcSplitRule.max_splits is 8). UsageError naming the variable on anything
+// else.
 int conv_split_limit_from_env();
 
 class NhwcOps {
