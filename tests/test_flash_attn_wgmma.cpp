@@ -10,6 +10,7 @@
 #include "kernels/attention/flash_attn_wgmma_op.hpp"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
+#include "tests/scoped_env.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -141,6 +142,48 @@ TEST_CASE(
                    {"HEAD_DIM", d},
                    {"DTYPE", dtype},
                    {"EXP2_FMA", exp2_fma}});
+}
+
+TEST_CASE(
+    "the persistent pipelined wgmma forward (PERSISTENT) walks several query blocks a CTA and matches the "
+    "reference on the cpu backend",
+    "[attention]") {
+  // One and two emulated SMs: each CTA walks 6 or 3 query blocks of 2 heads, its K/V ring slots running on
+  // from block to block (3 or 4 key tiles against 2 or 3 stages, so a block starts mid-ring), and one key
+  // tile (Q released right after the first scores).
+  const struct {
+    const char *threads, *head_dim, *n_k, *tile;
+  } cases[] = {{"1", "64", "400", "auto"},   {"2", "64", "100", "auto"},  {"1", "128", "333", "auto"},
+               {"2", "128", "500", "192x2"}, {"1", "256", "150", "auto"}};
+  for (const auto& c : cases) {
+    const test::ScopedEnv threads("LAB_CPU_THREADS", c.threads);
+    for (const char* dtype : {"f16", "bf16"})
+      run_wgmma("cpu", "wgmma_pipelined",
+                {{"BH", "2"},
+                 {"N_CTX_Q", "300"},
+                 {"N_CTX_K", c.n_k},
+                 {"HEAD_DIM", c.head_dim},
+                 {"DTYPE", dtype},
+                 {"WGMMA_TILE", c.tile},
+                 {"PERSISTENT", "true"}});
+  }
+  const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
+  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma", resolve_params(r, {{"PERSISTENT", "true"}})),
+                    Contains("PERSISTENT is wgmma_pipelined's"));
+}
+
+TEST_CASE("the persistent pipelined wgmma forward matches the reference on the cuda backend",
+          "[attention][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  for (const char* d : {"64", "128", "256"})
+    for (const char* dtype : {"f16", "bf16"})
+      run_wgmma("cuda", "wgmma_pipelined",
+                {{"BH", "7"},
+                 {"N_CTX_Q", "4000"},
+                 {"N_CTX_K", "777"},
+                 {"HEAD_DIM", d},
+                 {"DTYPE", dtype},
+                 {"PERSISTENT", "true"}});
 }
 
 TEST_CASE("the wgmma variants refuse WGMMA_TILE tiles over shared memory or the consumers' registers",

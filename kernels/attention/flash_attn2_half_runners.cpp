@@ -73,11 +73,15 @@ struct HalfWgmma : Half16 {
   using Op = FlashAttnWgmmaOp;
   WgmmaTiles tiles;
   int exp2_fma;
+  bool persistent;
   HalfWgmma(const std::string& variant, const Params& p)
       : Half16(variant, p),
         tiles(parse_wgmma_tiles(param_str(p, "WGMMA_TILE"))),
-        exp2_fma(int(param_int(p, "EXP2_FMA"))) {}
-  Op make_op(Backend& b, int head_dim) const { return {b, type, head_dim, SCHEDULE, tiles, exp2_fma}; }
+        exp2_fma(int(param_int(p, "EXP2_FMA"))),
+        persistent(param_bool(p, "PERSISTENT")) {}
+  Op make_op(Backend& b, int head_dim) const {
+    return {b, type, head_dim, SCHEDULE, tiles, exp2_fma, persistent};
+  }
 };
 
 // The Hopper backward (flash_attn_wgmma_bwd.cu): the same elements and tolerances as Half16, another op, dQ
@@ -96,6 +100,9 @@ std::string wgmma_forward_problem(const Params& p, WgmmaSchedule schedule) {
   const int head_dim = int(param_int(p, "HEAD_DIM"));
   if (std::string problem = fa_wgmma_head_dim_problem(head_dim); !problem.empty()) return problem;
   if (std::string problem = fa_wgmma_exp2_fma_problem(int(param_int(p, "EXP2_FMA")), schedule);
+      !problem.empty())
+    return problem;
+  if (std::string problem = fa_wgmma_persistent_problem(param_bool(p, "PERSISTENT"), schedule);
       !problem.empty())
     return problem;
   return fa_wgmma_tiles_problem(head_dim, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")), schedule);
@@ -187,6 +194,8 @@ KernelSpec forward_half_spec() {
       "ex2.approx (0, 2 or 4)"};
   exp2.choices = {"0", "2", "4"};
   spec.params.push_back(exp2);
+  spec.params.push_back({"PERSISTENT", ParamSpec::Kind::Bool, "false",
+                         "wgmma_pipelined: one CTA an SM walking the query blocks instead of one CTA a block"});
   return spec;
 }
 const KernelSpec forward_spec = forward_half_spec();

@@ -34,8 +34,8 @@
 #include "attention/flash_attn_wgmma_fwd_steps.cuh"
 
 // Forward: grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Smem<...>::bytes + 1024 (the
-// regions are aligned up to 1024 bytes inside it). Each consumer runs its tiles one after the other: S, wait,
-// softmax, P V, wait.
+// regions are aligned up to 1024 bytes inside it): one query block a CTA (the persistent grid is the
+// pipelined kernel's). Each consumer runs its tiles one after the other: S, wait, softmax, P V, wait.
 template <int DT, int HEAD_DIM, int BN, int STAGES>
 __global__ void __launch_bounds__(384, 1)
     flash_attn_wgmma_fwd(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
@@ -45,7 +45,8 @@ __global__ void __launch_bounds__(384, 1)
 
   const int tiles = (p.n_k + BN - 1) / BN;
   if (!start_consumer(p, sh, tiles)) return;
-  const ConsumerThread me(sh.q, p.scale);
+  const QueryBlocks blocks(p);
+  const ConsumerThread me(sh.q, p.scale, blocks.first, blocks.per_head);
   float o[HEAD_DIM / 2];
   zero_output<HEAD_DIM>(o);
   float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f};

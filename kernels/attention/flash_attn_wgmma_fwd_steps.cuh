@@ -19,25 +19,27 @@ struct Smem {
   static constexpr unsigned k = q_elems * 2;
   static constexpr unsigned v = k + STAGES * tile_elems * 2;
   static constexpr unsigned barriers = v + STAGES * tile_elems * 2;
-  static constexpr unsigned bytes = barriers + (1 + (SPLIT_EMPTY ? 4 : 3) * STAGES) * 8;
+  static constexpr unsigned bytes = barriers + (2 + (SPLIT_EMPTY ? 4 : 3) * STAGES) * 8;
 };
 
 // The CTA's tiles and mbarriers in its dynamic shared memory (aligned up to 1024 bytes): Q, the K and V
-// rings, then Q's "full" barrier, K's and V's "full" barriers and the "empty" barriers, one per stage (K's
-// then V's with SPLIT_EMPTY; else k_empty and v_empty are the same barriers, released by both).
+// rings, then Q's "full" and "empty" barriers (the empty one: a persistent CTA's next query block), K's and
+// V's "full" barriers and the "empty" barriers, one per stage (K's then V's with SPLIT_EMPTY; else k_empty and
+// v_empty are the same barriers, released by both).
 template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY = false>
 struct FwdShared {
   static_assert(HEAD_DIM % kColumns == 0 && BN % 16 == 0, "HEAD_DIM is a multiple of 64, BN of 16");
   using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
   uint16_t *q, *k, *v;
-  uint64_t *q_full, *k_full, *v_full, *k_empty, *v_empty;
+  uint64_t *q_full, *q_empty, *k_full, *v_full, *k_empty, *v_empty;
 
   __device__ explicit FwdShared(unsigned char* base)
       : q(reinterpret_cast<uint16_t*>(base)),
         k(reinterpret_cast<uint16_t*>(base + S::k)),
         v(reinterpret_cast<uint16_t*>(base + S::v)),
         q_full(reinterpret_cast<uint64_t*>(base + S::barriers)),
-        k_full(q_full + 1),
+        q_empty(q_full + 1),
+        k_full(q_full + 2),
         v_full(k_full + STAGES),
         k_empty(v_full + STAGES),
         v_empty(SPLIT_EMPTY ? k_empty + STAGES : k_empty) {}
@@ -48,6 +50,7 @@ struct FwdShared {
   __device__ void init_barriers(int tid) const {
     if (tid == 0) {
       lab_mbarrier_init(q_full, 1);
+      lab_mbarrier_init(q_empty, 256);  // every consumer thread
       for (int s = 0; s < STAGES; ++s) {
         lab_mbarrier_init(&k_full[s], 1);
         lab_mbarrier_init(&v_full[s], 1);
@@ -60,40 +63,64 @@ struct FwdShared {
   }
 };
 
-// Key tile j of K or V (`map`) into its stage of `ring`, completing on full[stage]; with `wait`, first waits
-// until empty[stage] has released the stage's previous tile.
+// Key tile j of K or V (`map`) of head bh into ring slot `slot` (stage slot % STAGES: a persistent CTA's
+// slots run on across its query blocks), completing on full[stage]; with `wait`, first waits until
+// empty[stage] has released the stage's previous tile.
 template <int HEAD_DIM, int BN, int STAGES>
 __device__ __forceinline__ void load_key_tile(const lab::TensorMap* map, uint16_t* ring, uint64_t* full,
-                                              uint64_t* empty, bool wait, int j, int bh) {
+                                              uint64_t* empty, bool wait, int slot, int j, int bh) {
   constexpr unsigned kTileElems = BN * HEAD_DIM;
-  const int s = j % STAGES;
-  if (wait && j >= STAGES) lab_mbarrier_wait_parity(&empty[s], (j / STAGES - 1) & 1);
+  const int s = slot % STAGES;
+  if (wait && slot >= STAGES) lab_mbarrier_wait_parity(&empty[s], (slot / STAGES - 1) & 1);
   lab_mbarrier_arrive_expect_tx(&full[s], kTileElems * 2);
   for (int b = 0; b < HEAD_DIM / kColumns; ++b)
     lab_tma_load_3d(ring + s * kTileElems + b * BN * kColumns, map, &full[s], b * kColumns, j * BN, bh);
 }
 
-// The producer's one thread: the Q block of rows m0.. of head bh once, then the K and V tiles of every key
-// tile into the rings, each stage refilled once its empty barrier has completed. With SPLIT_EMPTY (the
-// pipelined schedule) V lags K by a tile, K_j then V_{j-1}, the order the consumers use them in: K_{j+1} is
-// not held up behind V_j, whose stage is released a softmax later.
+// The query blocks a CTA owns: blocks first, first + stride, ... below total (ceil(N_CTX_Q / 128) per head,
+// head-major). The one-block-a-CTA grid (ceil(N_CTX_Q / 128), BH) gives each CTA its own block; a persistent
+// grid (G, 1) walks them with stride G.
+struct QueryBlocks {
+  int first, stride, total, per_head;
+  __device__ explicit QueryBlocks(const lab::FlashAttnWgmmaFwdParams& p)
+      : first(blockIdx.y * gridDim.x + blockIdx.x),
+        stride(gridDim.x * gridDim.y),
+        total(0),
+        per_head((p.n_q + kBlockM - 1) / kBlockM) {
+    total = per_head * p.batch_heads;
+  }
+};
+
+// The producer's one thread, for each of the CTA's query blocks (the n-th from ring slot n * tiles on): the
+// block's Q once (after the consumers have released the previous block's: q_empty), then the K and V tiles
+// of every key tile into the rings, each stage refilled once its empty barrier has completed. With
+// SPLIT_EMPTY (the pipelined schedule) V lags K by a tile, K_j then V_{j-1}, the order the consumers use them
+// in: K_{j+1} is not held up behind V_j, whose stage is released a softmax later.
 template <int HEAD_DIM, int BN, int STAGES, bool SPLIT_EMPTY>
 __device__ __forceinline__ void produce_tiles(const lab::FlashAttnWgmmaFwdParams& p,
-                                              const FwdShared<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>& sh, int m0,
-                                              int bh, int tiles) {
+                                              const FwdShared<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>& sh,
+                                              int tiles) {
   using S = Smem<HEAD_DIM, BN, STAGES, SPLIT_EMPTY>;
-  lab_mbarrier_arrive_expect_tx(sh.q_full, S::q_elems * 2);
-  for (int b = 0; b < HEAD_DIM / kColumns; ++b)
-    lab_tma_load_3d(sh.q + b * kBlockM * kColumns, &p.q_map, sh.q_full, b * kColumns, m0, bh);
-  for (int j = 0; j < tiles; ++j) {
-    load_key_tile<HEAD_DIM, BN, STAGES>(&p.k_map, sh.k, sh.k_full, sh.k_empty, true, j, bh);
-    if (!SPLIT_EMPTY)
-      load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, false, j, bh);
-    else if (j > 0)
-      load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, j - 1, bh);
+  const QueryBlocks blocks(p);
+  int slot0 = 0;
+  for (int n = 0, block = blocks.first; block < blocks.total; ++n, block += blocks.stride, slot0 += tiles) {
+    const int m0 = block % blocks.per_head * kBlockM, bh = block / blocks.per_head;
+    if (n > 0) lab_mbarrier_wait_parity(sh.q_empty, (n - 1) & 1);
+    lab_mbarrier_arrive_expect_tx(sh.q_full, S::q_elems * 2);
+    for (int b = 0; b < HEAD_DIM / kColumns; ++b)
+      lab_tma_load_3d(sh.q + b * kBlockM * kColumns, &p.q_map, sh.q_full, b * kColumns, m0, bh);
+    for (int j = 0; j < tiles; ++j) {
+      load_key_tile<HEAD_DIM, BN, STAGES>(&p.k_map, sh.k, sh.k_full, sh.k_empty, true, slot0 + j, j, bh);
+      if (!SPLIT_EMPTY)
+        load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, false, slot0 + j, j, bh);
+      else if (j > 0)
+        load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, slot0 + j - 1, j - 1,
+                                            bh);
+    }
+    if (SPLIT_EMPTY)
+      load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, slot0 + tiles - 1,
+                                          tiles - 1, bh);
   }
-  if (SPLIT_EMPTY)
-    load_key_tile<HEAD_DIM, BN, STAGES>(&p.v_map, sh.v, sh.v_full, sh.v_empty, true, tiles - 1, bh);
 }
 
 // The CTA's start, every thread: thread 0 initialises the barriers; warpgroup 0 becomes the producer (gives
@@ -107,26 +134,26 @@ __device__ __forceinline__ bool start_consumer(const lab::FlashAttnWgmmaFwdParam
   sh.init_barriers(tid);
   if (tid / 128 == 0) {
     lab_setmaxnreg_dec<24>();
-    if (tid == 0) produce_tiles(p, sh, blockIdx.x * kBlockM, blockIdx.y, tiles);
+    if (tid == 0) produce_tiles(p, sh, tiles);
     return false;
   }
   lab_setmaxnreg_inc<240>();
   return true;
 }
 
-// A consumer thread: warpgroup c + 1 owns rows 64 c .. 64 c + 63 of the block. Accumulator element i of this
-// thread is row 16 w + g + 8 ((i / 2) % 2), column 8 (i / 4) + 2 q + i % 2 (common/lab_wgmma.cuh); row0 is
-// its first output row in the head, sq_rows the consumer's 64 rows of Q; scale_log2 the scores' factor in the
-// log2 domain.
+// A consumer thread of query block `block` (QueryBlocks' numbering): warpgroup c + 1 owns rows
+// 64 c .. 64 c + 63 of the block. Accumulator element i of this thread is row 16 w + g + 8 ((i / 2) % 2),
+// column 8 (i / 4) + 2 q + i % 2 (common/lab_wgmma.cuh); row0 is its first output row in head bh, sq_rows
+// the consumer's 64 rows of Q; scale_log2 the scores' factor in the log2 domain.
 struct ConsumerThread {
   int bh, q, row0;
   const uint16_t* sq_rows;
   float scale_log2;
-  __device__ ConsumerThread(const uint16_t* sq, float scale) {
+  __device__ ConsumerThread(const uint16_t* sq, float scale, int block, int blocks_per_head) {
     const int tid = threadIdx.x, c = tid / 128 - 1, t = tid % 128, w = t / 32, g = t % 32 / 4;
-    bh = blockIdx.y;
+    bh = block / blocks_per_head;
     q = t % 4;
-    row0 = blockIdx.x * kBlockM + 64 * c + 16 * w + g;
+    row0 = block % blocks_per_head * kBlockM + 64 * c + 16 * w + g;
     sq_rows = sq + c * 64 * kColumns;
     scale_log2 = scale * kLog2e;
   }

@@ -2,6 +2,7 @@
 // launch of flash_attn_wgmma_fwd or flash_attn_wgmma_fwd_pipelined.
 #include "kernels/attention/flash_attn_wgmma_op.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "kernels/attention/flash_attn_wgmma_params.cuh"
@@ -27,12 +28,12 @@ WgmmaTiles resolved(int head_dim, WgmmaTiles t, WgmmaSchedule schedule) {
   return {64, 2};
 }
 
-// The kernel's Smem: Q, the K and V rings, the mbarriers (K and V of a stage released on separate ones in the
-// pipelined schedule), + alignment slack.
+// The kernel's Smem: Q, the K and V rings, the mbarriers (Q's full and empty; K and V of a stage released on
+// separate ones in the pipelined schedule), + alignment slack.
 size_t shared_bytes(int head_dim, const WgmmaTiles& t, WgmmaSchedule schedule) {
   const size_t q = size_t(kBlockM) * head_dim * 2, tile = size_t(t.bn) * head_dim * 2;
   const int barriers_per_stage = schedule == WgmmaSchedule::pipelined ? 4 : 3;
-  return q + 2 * t.stages * tile + (1 + barriers_per_stage * t.stages) * 8 + 1024;
+  return q + 2 * t.stages * tile + (2 + barriers_per_stage * t.stages) * 8 + 1024;
 }
 
 // Resolved tiles for a kernel the rules accept, else UsageError.
@@ -103,6 +104,11 @@ std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule) {
   return "";
 }
 
+std::string fa_wgmma_persistent_problem(bool persistent, WgmmaSchedule schedule) {
+  if (persistent && schedule != WgmmaSchedule::pipelined) return "wgmma: PERSISTENT is wgmma_pipelined's";
+  return "";
+}
+
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
                                         int exp2_fma) {
   const WgmmaTiles t = checked_tiles(head_dim, tiles, schedule);
@@ -128,12 +134,15 @@ CompileRequest fa_wgmma_pipelined_compile_request(HalfType type, int head_dim) {
 }
 
 FlashAttnWgmmaOp::FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim, WgmmaSchedule schedule,
-                                   WgmmaTiles tiles, int exp2_fma)
+                                   WgmmaTiles tiles, int exp2_fma, bool persistent)
     : backend_(backend),
       type_(type),
       head_dim_(head_dim),
       schedule_(schedule),
-      tiles_(checked_tiles(head_dim, tiles, schedule)) {
+      tiles_(checked_tiles(head_dim, tiles, schedule)),
+      persistent_(persistent) {
+  if (const std::string problem = fa_wgmma_persistent_problem(persistent, schedule); !problem.empty())
+    throw UsageError("flash attention " + problem);
   const CompileRequest request = fa_wgmma_compile_request(type, head_dim, schedule, tiles_, exp2_fma);
   module_ = backend.compile(request);
   fwd_ = module_->kernel(request.name_expressions[0]);
@@ -150,10 +159,15 @@ void FlashAttnWgmmaOp::forward(const uint16_t* q, const uint16_t* k, const uint1
       lse,
       p.n_q,
       p.n_k,
-      p.scale};
-  const LaunchConfig cfg{{unsigned((p.n_q + kBlockM - 1) / kBlockM), unsigned(p.batch_heads), 1},
-                         {384, 1, 1},
-                         shared_bytes(head_dim_, t, schedule_)};
+      p.scale,
+      p.batch_heads};
+  const unsigned blocks_per_head = unsigned((p.n_q + kBlockM - 1) / kBlockM);
+  const Dim3 grid =
+      persistent_ ? Dim3{unsigned(std::min<int64_t>(int64_t(blocks_per_head) * p.batch_heads,
+                                                    backend_.device().multiprocessors)),
+                         1, 1}
+                  : Dim3{blocks_per_head, unsigned(p.batch_heads), 1};
+  const LaunchConfig cfg{grid, {384, 1, 1}, shared_bytes(head_dim_, t, schedule_)};
   backend_.launch(fwd_, cfg, kernel_params(params));
 }
 

@@ -36,6 +36,8 @@ std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule
 // Empty when the schedule runs exp2_fma exponentials of every 8 (0, 2 or 4; the pipelined schedule only),
 // else the rule.
 std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule);
+// Empty unless a persistent grid is asked of the serial schedule (its consumers run one query block).
+std::string fa_wgmma_persistent_problem(bool persistent, WgmmaSchedule schedule);
 // The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule, tiles and share of exponentials on
 // the FMA pipe (a HEAD_DIM, tiles or share the rules refuse throw UsageError).
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
@@ -50,8 +52,11 @@ TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* bas
 
 class FlashAttnWgmmaOp {
  public:
+  // persistent (the pipelined schedule only): a grid of at most one CTA an SM, each walking query blocks,
+  // instead of one CTA a block.
   FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim,
-                   WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {}, int exp2_fma = 0);
+                   WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {}, int exp2_fma = 0,
+                   bool persistent = false);
   // O (16-bit) and L (float) from Q, K, V (16-bit), each a dense [BH, N, HEAD_DIM] / [BH, N_CTX_Q] array.
   void forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, float* lse,
                const AttentionProblem& p) const;
@@ -62,6 +67,7 @@ class FlashAttnWgmmaOp {
   int head_dim_;
   WgmmaSchedule schedule_;
   WgmmaTiles tiles_;  // resolved: never 0
+  bool persistent_;
   std::shared_ptr<Module> module_;
   Kernel fwd_;
 };

@@ -20,6 +20,7 @@ struct FlashAttnWgmmaFwdParams {
   float* lse;
   int n_q, n_k;
   float scale;
+  int batch_heads;  // BH: the query blocks a persistent grid walks (ceil(N_CTX_Q / 128) x BH)
 };
 
 }  // namespace lab

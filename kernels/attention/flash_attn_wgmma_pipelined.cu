@@ -25,8 +25,12 @@
 #include "attention/flash_attn_wgmma_tiles.cuh"
 #include "attention/flash_attn_wgmma_fwd_steps.cuh"
 
-// Forward: grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Smem<..., true>::bytes + 1024
-// (the regions are aligned up to 1024 bytes inside it).
+// Forward: grid (ceil(N_CTX_Q / 128), BH), one query block a CTA, or persistent (G, 1) with G up to a CTA an
+// SM, each CTA walking blocks G apart (QueryBlocks): its K/V ring slots run on from block to block, the
+// producer loads the next block's Q as soon as both consumers have issued their last S (q_empty), so that load
+// and the next block's first K tiles land under this block's last P V and epilogue, and no wave of CTAs ends
+// half empty. Block 384, dynamic shared memory Smem<..., true>::bytes + 1024 (the regions are aligned up to
+// 1024 bytes inside it).
 template <int DT, int HEAD_DIM, int BN, int STAGES, int EXP2_FMA>
 __global__ void __launch_bounds__(384, 1)
     flash_attn_wgmma_fwd_pipelined(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
@@ -36,56 +40,63 @@ __global__ void __launch_bounds__(384, 1)
 
   const int tiles = (p.n_k + BN - 1) / BN;
   if (!start_consumer(p, sh, tiles)) return;
-  const ConsumerThread me(sh.q, p.scale);
-  float o[HEAD_DIM / 2];
-  zero_output<HEAD_DIM>(o);
-  float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
-  float sc[BN / 2];
-  uint32_t pa[BN / 16][4];
+  const QueryBlocks blocks(p);
+  int slot0 = 0;  // ring slot of this block's tile 0
+  for (int n = 0, block = blocks.first; block < blocks.total; ++n, block += blocks.stride, slot0 += tiles) {
+    const ConsumerThread me(sh.q, p.scale, block, blocks.per_head);
+    float o[HEAD_DIM / 2];
+    zero_output<HEAD_DIM>(o);
+    float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
+    float sc[BN / 2];
+    uint32_t pa[BN / 16][4];
 
-  // Tile 0: its scores and softmax; O is still zero, so neither a rescale nor a product yet.
-  lab_mbarrier_wait_parity(sh.q_full, 0);
-  lab_mbarrier_wait_parity(&sh.k_full[0], 0);
-  lab_wgmma_fence();
-  issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(0));
-  lab_wgmma_commit_group();
-  lab_wgmma_wait_group<0>();
-  lab_wgmma_hold(sc);
-  lab_mbarrier_arrive(&sh.k_empty[0]);
-  online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
-  pack_p<DT, BN>(sc, pa);
-
-  for (int j = 1; j < tiles; ++j) {
-    const int s = j % STAGES, prev = (j - 1) % STAGES;
-    lab_mbarrier_wait_parity(&sh.k_full[s], (j / STAGES) & 1);
+    // Tile 0: its scores and softmax; O is still zero, so neither a rescale nor a product yet.
+    lab_mbarrier_wait_parity(sh.q_full, n & 1);
+    lab_mbarrier_wait_parity(&sh.k_full[slot0 % STAGES], (slot0 / STAGES) & 1);
     lab_wgmma_fence();
-    issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(s));
+    issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(slot0 % STAGES));
     lab_wgmma_commit_group();
-    lab_mbarrier_wait_parity(&sh.v_full[prev], ((j - 1) / STAGES) & 1);
-    issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(sc);
+    lab_mbarrier_arrive(&sh.k_empty[slot0 % STAGES]);
+    online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+    pack_p<DT, BN>(sc, pa);
+
+    for (int j = 1; j < tiles; ++j) {
+      const int slot = slot0 + j, s = slot % STAGES, prev = (slot - 1) % STAGES;
+      const unsigned prev_parity = ((slot - 1) / STAGES) & 1;
+      lab_mbarrier_wait_parity(&sh.k_full[s], (slot / STAGES) & 1);
+      lab_wgmma_fence();
+      issue_scores<DT, HEAD_DIM, BN>(sc, me.sq_rows, sh.k_stage(s));
+      lab_wgmma_commit_group();
+      lab_mbarrier_wait_parity(&sh.v_full[prev], prev_parity);
+      issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(prev));
+      lab_wgmma_commit_group();
+      lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
+      lab_wgmma_hold(sc);
+      lab_mbarrier_arrive(&sh.k_empty[s]);
+      online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+      // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's
+      // packing, and a block boundary keeps ptxas from hoisting the wgmma wait above it.
+      lab_wgmma_hold(sc);
+      lab_wgmma_hold(row_sum);
+      block_boundary(&sh.v_full[prev], prev_parity);
+      lab_wgmma_wait_group<0>();
+      lab_wgmma_hold(o);
+      lab_mbarrier_arrive(&sh.v_empty[prev]);
+      rescale_output<HEAD_DIM>(o, alpha);
+      pack_p<DT, BN>(sc, pa);
+    }
+    lab_mbarrier_arrive(sh.q_empty);  // every S of this block has completed: Q's buffer is free
+
+    const int last = slot0 + tiles - 1;
+    lab_mbarrier_wait_parity(&sh.v_full[last % STAGES], (last / STAGES) & 1);
+    lab_wgmma_fence();
+    issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(last % STAGES));
     lab_wgmma_commit_group();
-    lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
-    lab_wgmma_hold(sc);
-    lab_mbarrier_arrive(&sh.k_empty[s]);
-    online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
-    // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's packing,
-    // and a block boundary keeps ptxas from hoisting the wgmma wait above it.
-    lab_wgmma_hold(sc);
-    lab_wgmma_hold(row_sum);
-    block_boundary(&sh.v_full[prev], ((j - 1) / STAGES) & 1);
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
-    lab_mbarrier_arrive(&sh.v_empty[prev]);
-    rescale_output<HEAD_DIM>(o, alpha);
-    pack_p<DT, BN>(sc, pa);
+    lab_mbarrier_arrive(&sh.v_empty[last % STAGES]);
+    store_outputs<DT, HEAD_DIM>(p, o, row_max, row_sum, me.bh, me.row0, me.q);
   }
-
-  const int last = (tiles - 1) % STAGES;
-  lab_mbarrier_wait_parity(&sh.v_full[last], ((tiles - 1) / STAGES) & 1);
-  lab_wgmma_fence();
-  issue_pv<DT, HEAD_DIM, BN>(o, pa, sh.v_stage(last));
-  lab_wgmma_commit_group();
-  lab_wgmma_wait_group<0>();
-  lab_wgmma_hold(o);
-  store_outputs<DT, HEAD_DIM>(p, o, row_max, row_sum, me.bh, me.row0, me.q);
 }
