@@ -1,6 +1,6 @@
 // Hopper's warpgroup tensor-core primitives (PTX wgmma.mma_async m64nNk16 with fp16 / bfloat16 inputs and
-// float accumulators, its fences and groups, fence.proxy.async, setmaxnreg) on both backends. NVRTC gets
-// inline PTX, which needs the architecture-specific target: a kernel family using this header sets
+// m64nNk32 with e4m3 inputs, float accumulators, its fences and groups, fence.proxy.async, setmaxnreg, the
+// e4m3 conversions) on both backends. NVRTC gets inline PTX, which needs the architecture-specific target: a kernel family using this header sets
 // KernelSpec::arch_specific (NVRTC then compiles for sm_90a). The cpu emulator implements the same functions
 // with the same per-thread layouts (nvrtc_runtime/cpu/device/lab_emu_wgmma.hpp).
 //
@@ -23,6 +23,16 @@
 //   A (RS form), a[4] (two 16-bit elements each, lower index in the low half): rows 16 w.. of A as
 //       mma.m16n8k16's A (lab_mma.cuh): a[0] = A[16w+g][2q, 2q+1], a[1] = A[16w+g+8][2q, 2q+1],
 //       a[2] = A[16w+g][2q+8, 2q+9], a[3] = A[16w+g+8][2q+8, 2q+9]
+//
+// e4m3 inputs (DT LAB_E4M3, PTX m64nNk32.f32.e4m3.e4m3): one call computes D[64][N] = A[64][32] * B[32][N] +
+// (scale_d ? D : 0); both shared operands K-major (TRANS 0 only); D's layout as above. The A fragment (RS,
+// "Matrix Fragments for wgmma.mma_async.m64nNk32"), four e4m3 per register, the lower k in the lower byte:
+//   a[0] = A[16w+g][4q .. 4q+3], a[1] = A[16w+g+8][4q .. 4q+3], a[2] = A[16w+g][4q+16 .. 4q+19],
+//   a[3] = A[16w+g+8][4q+16 .. 4q+19]
+// Shared layouts: those of the 16-bit K-major operands with 1-byte elements (a core matrix row holds 16 k):
+//   no swizzle: (i % 8) * 16 + (i / 8) * SBO + k % 16 + (k / 16) * LBO; swizzled: (i % 8) * W + (i / 8) * SBO + k
+// (a k32 step is again + 32 bytes). lab_e4m3x2 / lab_e4m3_to_float convert (cvt.rn.satfinite.e4m3x2.f32 and
+// cvt.rn.f16x2.e4m3x2), lab_wgmma_e4m3_a_from_accumulators makes a P fragment from S's accumulators.
 //
 // Shared-memory operands are described by a 64-bit matrix descriptor (lab_wgmma_desc, encoding in
 // lab_swizzle.cuh) and laid out in the PTX ISA's canonical layouts ("Shared Memory Matrix Layout"), for the
@@ -55,7 +65,25 @@
 #define LAB_WGMMA_VALID_N(N) \
   ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 176 || (N) == 192 || (N) == 256)
 
+// The 8-bit input type of the k32 products (after LAB_F16 0 and LAB_BF16 1 of lab_mma.cuh; lab_emu_wgmma.hpp
+// defines it again, identically).
+#define LAB_E4M3 2
+
 #if !defined(LAB_CPU_EMULATOR)
+
+// Two floats to e4m3 (round to nearest even, finite values beyond 448 and infinities saturate to +-448, NaN
+// stays NaN), `lo` in the low byte.
+__device__ __forceinline__ uint16_t lab_e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// An e4m3 value as float (exact).
+__device__ __forceinline__ float lab_e4m3_to_float(unsigned char bits) {
+  uint32_t pair;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"(uint16_t(bits)));
+  return lab_to_float<LAB_F16>(uint16_t(pair));
+}
 
 // The descriptor of a matrix at `start` (shared memory, 16-byte aligned) with the leading / stride byte
 // offsets and swizzle mode LAB_SWIZZLE_* (layouts above).
@@ -140,11 +168,19 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 #define LAB_WGMMA_RS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4, I5, I6)                                       \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE \
   "." TYPE " {" D "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1, %" #I6 ";\n}\n"
+// The e4m3 forms (m64nNk32, both operands K-major: no transpose operands): SS %I0 desc_a, %I1 desc_b, %I2
+// scale_d; RS %I0..%I3 the A fragment, %I4 desc_b, %I5 scale_d.
+#define LAB_WGMMA_SS_E4M3_TEXT(N, D, I0, I1, I2)                                                 \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N        \
+  "k32.f32.e4m3.e4m3 {" D "}, %" #I0 ", %" #I1 ", p, 1, 1;\n}\n"
+#define LAB_WGMMA_RS_E4M3_TEXT(N, D, I0, I1, I2, I3, I4, I5)                                     \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N        \
+  "k32.f32.e4m3.e4m3 {" D "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1;\n}\n"
 
 template <int N>
 struct LabWgmmaShape;
 
-// One m64nNk16 shape: its SS and RS products for both 16-bit input types.
+// One shape: its SS and RS products for the 16-bit input types (k16) and e4m3 (k32).
 #define LAB_WGMMA_SHAPE(N, D, OUT, I0, I1, I2, I3, I4, I5, I6)                                             \
   template <>                                                                                              \
   struct LabWgmmaShape<N> {                                                                                \
@@ -155,6 +191,11 @@ struct LabWgmmaShape;
         asm volatile(LAB_WGMMA_SS_TEXT(N, "f16", D, I0, I1, I2, I3, I4)                                    \
                      : OUT                                                                                 \
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                  \
+                     : "memory");                                                                          \
+      else if (DT == LAB_E4M3)                                                                             \
+        asm volatile(LAB_WGMMA_SS_E4M3_TEXT(N, D, I0, I1, I2)                                              \
+                     : OUT                                                                                 \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                              \
                      : "memory");                                                                          \
       else                                                                                                 \
         asm volatile(LAB_WGMMA_SS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4)                                   \
@@ -169,6 +210,11 @@ struct LabWgmmaShape;
         asm volatile(LAB_WGMMA_RS_TEXT(N, "f16", D, I0, I1, I2, I3, I4, I5, I6)                            \
                      : OUT                                                                                 \
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B) \
+                     : "memory");                                                                          \
+      else if (DT == LAB_E4M3)                                                                             \
+        asm volatile(LAB_WGMMA_RS_E4M3_TEXT(N, D, I0, I1, I2, I3, I4, I5)                                  \
+                     : OUT                                                                                 \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)               \
                      : "memory");                                                                          \
       else                                                                                                 \
         asm volatile(LAB_WGMMA_RS_TEXT(N, "bf16", D, I0, I1, I2, I3, I4, I5, I6)                           \
@@ -193,6 +239,7 @@ template <int DT, int N, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void lab_wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
                                              unsigned long long desc_b, int scale_d) {
   static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
+  static_assert(DT != LAB_E4M3 || (TRANS_A == 0 && TRANS_B == 0), "e4m3 operands are K-major");
   LabWgmmaShape<N>::template ss<DT, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 // d (+)= A * B with A in registers (layout above), B in shared memory.
@@ -200,7 +247,34 @@ template <int DT, int N, int TRANS_B>
 __device__ __forceinline__ void lab_wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4],
                                              unsigned long long desc_b, int scale_d) {
   static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
+  static_assert(DT != LAB_E4M3 || TRANS_B == 0, "e4m3 operands are K-major");
   LabWgmmaShape<N>::template rs<DT, TRANS_B>(d, a, desc_b, scale_d);
 }
 
 #endif  // LAB_CPU_EMULATOR (the emulator defines the same functions in lab_emu_wgmma.hpp)
+
+// Four floats to e4m3, b0 in the low byte.
+__device__ __forceinline__ uint32_t lab_e4m3x4(float b0, float b1, float b2, float b3) {
+  return uint32_t(lab_e4m3x2(b0, b1)) | uint32_t(lab_e4m3x2(b2, b3)) << 16;
+}
+
+// The e4m3 A fragment (RS form) of k32 chunk C of an accumulator d[COUNT] (COUNT / 2 columns, COUNT >= 16 C +
+// 16), each value multiplied by `scale` before rounding: the P operand of P V from S's accumulators. The
+// A layout (above) wants columns 4q..4q+3 of each 16 from thread q, which holds 2q, 2q+1, 2q+8, 2q+9: the
+// fragment keeps them, so its k index 16 b + 4 q + r stands for column 32 C + 16 b + lab_e4m3_p_column(4 q +
+// r), and B's K rows (V's keys) must be stored in that order.
+template <int C, int COUNT>
+__device__ __forceinline__ void lab_wgmma_e4m3_a_from_accumulators(uint32_t (&a)[4], const float (&d)[COUNT],
+                                                                   float scale) {
+  static_assert(COUNT >= 16 * C + 16, "chunk C lies inside the accumulators");
+  const float* x = d + 16 * C;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {  // a[r]: row g + 8 (r % 2), k half r / 2
+    const int i = 8 * (r / 2) + 2 * (r % 2);
+    a[r] = lab_e4m3x4(x[i] * scale, x[i + 1] * scale, x[i + 4] * scale, x[i + 5] * scale);
+  }
+}
+// The column (within 16) that k index j (within 16) of lab_wgmma_e4m3_a_from_accumulators's fragment holds.
+__host__ __device__ __forceinline__ constexpr int lab_e4m3_p_column(int j) {
+  return 2 * (j / 4) + j % 2 + 8 * (j % 4 / 2);
+}

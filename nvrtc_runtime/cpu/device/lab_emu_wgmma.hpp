@@ -1,5 +1,5 @@
-// kernels/common/lab_wgmma.cuh on the host: lab_wgmma_desc, lab_wgmma_ss / _rs (m64nNk16, fp16 / bfloat16,
-// float accumulators), lab_wgmma_fence / _commit_group / _wait_group / _hold, lab_fence_proxy_async_shared,
+// kernels/common/lab_wgmma.cuh on the host: lab_wgmma_desc, lab_wgmma_ss / _rs (m64nNk16 fp16 / bfloat16 and
+// m64nNk32 e4m3, float accumulators), lab_e4m3x2 / lab_e4m3_to_float (lab_emu_e4m3.hpp), lab_wgmma_fence / _commit_group / _wait_group / _hold, lab_fence_proxy_async_shared,
 // lab_setmaxnreg_inc / _dec and lab_smem_address, with the per-thread layouts documented in lab_wgmma.cuh.
 //
 // Shared addresses: the emulator's shared window is the block's dynamic shared memory (LAB_DYNAMIC_SHARED),
@@ -24,18 +24,28 @@
 // no-ops here, as are setmaxnreg and lab_wgmma_hold).
 //
 // Numerics: inputs are exact in float, so are their products (barring bfloat16 products beyond float's
-// range); each output sums its 16 products in float in k order and adds the sum to D (or to 0 when scale_d is
-// 0), as lab_emu_mma.hpp does. The tensor cores accumulate in another order: results may differ from the
-// GPU's in the last bits.
+// range); each output sums its 16 (e4m3: 32) products in float in k order and adds the sum to D (or to 0 when
+// scale_d is 0), as lab_emu_mma.hpp does. The tensor cores accumulate in another order (and, for e4m3, with
+// fewer mantissa bits than float): results may differ from the GPU's in the last bits. The e4m3 conversions
+// are the hardware's exactly (rounding, saturation, NaN).
 #pragma once
 
 #include <vector>
 
+#include "lab_emu_e4m3.hpp"
 #include "lab_swizzle.cuh"
 
-// lab_wgmma.cuh defines it again, identically.
+// lab_wgmma.cuh defines them again, identically.
 #define LAB_WGMMA_VALID_N(N) \
   ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 176 || (N) == 192 || (N) == 256)
+#define LAB_E4M3 2
+
+inline uint16_t lab_e4m3x2(float lo, float hi) {
+  return uint16_t(lab_emu::e4m3_from_float(lo) | lab_emu::e4m3_from_float(hi) << 8);
+}
+inline float lab_e4m3_to_float(unsigned char bits) {
+  return lab_emu::e4m3_to_float(bits);
+}
 
 namespace lab_emu {
 
@@ -49,17 +59,17 @@ struct WgmmaDesc {
         stride(unsigned(bits >> 32 & 0x3fffu) << 4),
         base_offset(unsigned(bits >> 49 & 7u)),
         swizzle(int(bits >> 62)) {}
-  // The shared address of element (i, k), i the M index of A or the N index of B, k < 16 (the canonical
-  // layouts of lab_wgmma.cuh), swizzled.
-  unsigned address(bool mn_major, unsigned i, unsigned k) const {
-    const unsigned w = lab_swizzle_row_bytes(swizzle);
+  // The shared address of element (i, k), i the M index of A or the N index of B, k < 16 (e4m3, `bytes` 1:
+  // k < 32, K-major only) (the canonical layouts of lab_wgmma.cuh), swizzled.
+  unsigned address(bool mn_major, unsigned i, unsigned k, unsigned bytes = 2) const {
+    const unsigned w = lab_swizzle_row_bytes(swizzle), row_k = 16 / bytes;  // k per 16-byte core row
     unsigned offset;
     if (swizzle == LAB_SWIZZLE_NONE)
       offset = mn_major ? i % 8 * 2 + i / 8 * stride + k % 8 * 16 + k / 8 * leading
-                        : i % 8 * 16 + i / 8 * stride + k % 8 * 2 + k / 8 * leading;
+                        : i % 8 * 16 + i / 8 * stride + k % row_k * bytes + k / row_k * leading;
     else
       offset = mn_major ? i % (w / 2) * 2 + i / (w / 2) * leading + k % 8 * w + k / 8 * stride
-                        : i % 8 * w + i / 8 * stride + k * 2;
+                        : i % 8 * w + i / 8 * stride + k * bytes;
     return lab_swizzle_address(swizzle, start + offset);
   }
 };
@@ -121,7 +131,7 @@ struct WgmmaOp {
   int n, dt;
   bool a_in_registers, a_mn_major, b_mn_major, scale_d;
   unsigned long long desc_a, desc_b;
-  float a_rows[2][16];  // RS form: this thread's A rows 16 w + g and 16 w + g + 8, read at issue
+  float a_rows[2][32];  // RS form: this thread's A rows 16 w + g and 16 w + g + 8 (k < 16, e4m3 32), at issue
   unsigned index;       // the warpgroup's how-manieth product (every thread issues the same sequence)
   unsigned group;       // the commit group, or kUncommitted
 };
@@ -138,7 +148,7 @@ struct WgmmaThread {
 struct WgmmaOperands {
   bool read = false;
   unsigned users = 0;       // threads that have executed the product
-  std::vector<float> a, b;  // a [64][16] (SS form), b [n][16]
+  std::vector<float> a, b;  // a [64][K] (SS form), b [n][K]; K 16 (e4m3: 32)
 };
 
 struct WgmmaWarpgroup {
@@ -164,25 +174,40 @@ inline WgmmaWarpgroup& wgmma_warpgroup() {
   return g;
 }
 
+// The K of one product and the bytes of one element, by input type.
+constexpr unsigned wgmma_k(int dt) {
+  return dt == LAB_E4M3 ? 32 : 16;
+}
+constexpr unsigned wgmma_element_bytes(int dt) {
+  return dt == LAB_E4M3 ? 1 : 2;
+}
+
 template <int DT>
 inline float shared_element(unsigned address) {
-  uint16_t v;
-  std::memcpy(&v, static_cast<const char*>(tls_self->block->dynamic_shared) + address, sizeof v);
-  return lab_to_float<DT>(v);
+  const char* p = static_cast<const char*>(tls_self->block->dynamic_shared) + address;
+  if constexpr (DT == LAB_E4M3) {
+    return e4m3_to_float(uint8_t(*p));
+  } else {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return lab_to_float<DT>(v);
+  }
 }
 
 template <int DT>
 inline void read_operands(const WgmmaOp& op, WgmmaOperands& o) {
+  constexpr unsigned K = wgmma_k(DT), bytes = wgmma_element_bytes(DT);
   if (!op.a_in_registers) {
     const WgmmaDesc da(op.desc_a);
-    o.a.resize(64 * 16);
+    o.a.resize(64 * K);
     for (unsigned r = 0; r < 64; ++r)
-      for (unsigned k = 0; k < 16; ++k) o.a[r * 16 + k] = shared_element<DT>(da.address(op.a_mn_major, r, k));
+      for (unsigned k = 0; k < K; ++k)
+        o.a[r * K + k] = shared_element<DT>(da.address(op.a_mn_major, r, k, bytes));
   }
   const WgmmaDesc db(op.desc_b);
-  o.b.resize(size_t(op.n) * 16);
+  o.b.resize(size_t(op.n) * K);
   for (unsigned c = 0; c < unsigned(op.n); ++c)
-    for (unsigned k = 0; k < 16; ++k) o.b[c * 16 + k] = shared_element<DT>(db.address(op.b_mn_major, c, k));
+    for (unsigned k = 0; k < K; ++k) o.b[c * K + k] = shared_element<DT>(db.address(op.b_mn_major, c, k, bytes));
   o.read = true;
 }
 
@@ -193,17 +218,18 @@ inline void execute_wgmma(const WgmmaOp& op) {
   if (group.products.size() <= op.index) group.products.resize(op.index + 1);
   WgmmaOperands& o = group.products[op.index];
   if (!o.read) read_operands<DT>(op, o);
+  constexpr unsigned K = wgmma_k(DT);
   const unsigned t = tls_self->linear_idx % 128, w = t / 32, g = t % 32 / 4, q = t % 4;
-  float a[2][16];
+  float a[2][K];
   for (unsigned h = 0; h < 2; ++h)
-    for (unsigned k = 0; k < 16; ++k)
-      a[h][k] = op.a_in_registers ? op.a_rows[h][k] : o.a[(16 * w + g + 8 * h) * 16 + k];
+    for (unsigned k = 0; k < K; ++k)
+      a[h][k] = op.a_in_registers ? op.a_rows[h][k] : o.a[(16 * w + g + 8 * h) * K + k];
   for (int j = 0; j < op.n / 8; ++j)  // the 8 columns of d[4 j .. 4 j + 3]
     for (unsigned e = 0; e < 2; ++e) {
-      const float* b = &o.b[(8 * unsigned(j) + 2 * q + e) * 16];
+      const float* b = &o.b[(8 * unsigned(j) + 2 * q + e) * K];
       for (unsigned h = 0; h < 2; ++h) {
         float sum = 0.0f;
-        for (unsigned k = 0; k < 16; ++k) sum += a[h][k] * b[k];
+        for (unsigned k = 0; k < K; ++k) sum += a[h][k] * b[k];
         float& d = op.d[4 * j + 2 * h + e];
         d = (op.scale_d ? d : 0.0f) + sum;
       }
@@ -219,7 +245,9 @@ struct WgmmaAt {
   template <int DT, int N, int TRANS_A, int TRANS_B>
   void ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b, int scale_d) const {
     static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
-    static_assert(DT == LAB_F16 || DT == LAB_BF16, "the element type is LAB_F16 or LAB_BF16");
+    static_assert(DT == LAB_F16 || DT == LAB_BF16 || DT == LAB_E4M3,
+                  "the element type is LAB_F16, LAB_BF16 or LAB_E4M3");
+    static_assert(DT != LAB_E4M3 || (TRANS_A == 0 && TRANS_B == 0), "e4m3 operands are K-major");
     WarpExchange x("lab_wgmma_ss", file, line);
     issue(x, WgmmaOp{d, N, DT, false, TRANS_A != 0, TRANS_B != 0, scale_d != 0, desc_a, desc_b, {}, 0, 0});
   }
@@ -227,7 +255,9 @@ struct WgmmaAt {
   template <int DT, int N, int TRANS_B>
   void rs(float (&d)[N / 2], const uint32_t (&a)[4], unsigned long long desc_b, int scale_d) const {
     static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
-    static_assert(DT == LAB_F16 || DT == LAB_BF16, "the element type is LAB_F16 or LAB_BF16");
+    static_assert(DT == LAB_F16 || DT == LAB_BF16 || DT == LAB_E4M3,
+                  "the element type is LAB_F16, LAB_BF16 or LAB_E4M3");
+    static_assert(DT != LAB_E4M3 || TRANS_B == 0, "e4m3 operands are K-major");
     WarpExchange x("lab_wgmma_rs", file, line);
     std::memcpy(x.mine().a, a, sizeof a);
     issue(x, WgmmaOp{d, N, DT, true, false, TRANS_B != 0, scale_d != 0, 0, desc_b, {}, 0, 0});
@@ -248,9 +278,10 @@ struct WgmmaAt {
     }
   }
 
-  // Every element operand `which` of `rows` x 16 addresses lies in dynamic shared memory, and a swizzled
-  // operand's slice stays in its swizzled row (K-major: the 32 bytes of k; MN-major: rows start aligned).
-  void check_operand(const char* which, unsigned long long bits, bool mn_major, unsigned rows) const {
+  // Every element operand `which` of `rows` x K (16, e4m3 32) addresses lies in dynamic shared memory, and a
+  // swizzled operand's slice stays in its swizzled row (K-major: the 32 bytes of k; MN-major: rows start
+  // aligned).
+  void check_operand(const char* which, unsigned long long bits, bool mn_major, unsigned rows, int dt) const {
     const WgmmaDesc desc(bits);
     char message[260];
     if (desc.base_offset != 0) {
@@ -269,9 +300,10 @@ struct WgmmaAt {
       fail_here(message);
     }
     const unsigned long long bytes = tls_self->block->dynamic_shared_bytes;
+    const unsigned element = wgmma_element_bytes(dt);
     for (unsigned i = 0; i < rows; ++i)
-      for (unsigned k = 0; k < 16; ++k)
-        if (const unsigned address = desc.address(mn_major, i, k); address + 2 > bytes) {
+      for (unsigned k = 0; k < wgmma_k(dt); ++k)
+        if (const unsigned address = desc.address(mn_major, i, k, element); address + element > bytes) {
           std::snprintf(message, sizeof message,
                         "wgmma: the %s matrix (descriptor start 0x%x, leading byte offset %u, stride byte "
                         "offset %u, swizzle %s) reads shared address 0x%x, past the block's %llu bytes of "
@@ -285,7 +317,14 @@ struct WgmmaAt {
   void issue(WarpExchange& x, WgmmaOp op) const {
     check_warpgroup();
     const MmaLane* lanes = x.exchange();
-    if (op.a_in_registers) {
+    if (op.a_in_registers && op.dt == LAB_E4M3) {
+      // A[r][k] of the warp's 16 rows sits in lane (r % 8) * 4 + (k % 16) / 4, register (r >= 8) + 2 (k >=
+      // 16), byte k % 4.
+      const unsigned g = x.lane() / 4;
+      for (unsigned h = 0; h < 2; ++h)
+        for (unsigned k = 0; k < 32; ++k)
+          op.a_rows[h][k] = e4m3_to_float(uint8_t(lanes[g * 4 + k % 16 / 4].a[h + 2 * (k >= 16)] >> 8 * (k % 4)));
+    } else if (op.a_in_registers) {
       // A[r][k] of the warp's 16 rows sits in lane (r % 8) * 4 + (k % 8) / 2, register (r >= 8) + 2 (k >= 8).
       const unsigned g = x.lane() / 4;
       for (unsigned h = 0; h < 2; ++h)
@@ -297,8 +336,8 @@ struct WgmmaAt {
     }
     x.release();
     if (tls_self->linear_idx % 128 == 0) {  // once per warpgroup: the operands are the same for all threads
-      if (!op.a_in_registers) check_operand("A", op.desc_a, op.a_mn_major, 64);
-      check_operand("B", op.desc_b, op.b_mn_major, unsigned(op.n));
+      if (!op.a_in_registers) check_operand("A", op.desc_a, op.a_mn_major, 64, op.dt);
+      check_operand("B", op.desc_b, op.b_mn_major, unsigned(op.n), op.dt);
     }
     WgmmaThread& thread = wgmma_thread();
     op.index = thread.issued++;
@@ -326,6 +365,8 @@ inline void lab_wgmma_wait_group() {
     if (op.group != lab_emu::WgmmaOp::kUncommitted && op.group + PENDING < t.commits) {
       if (op.dt == LAB_F16)
         lab_emu::execute_wgmma<LAB_F16>(op);
+      else if (op.dt == LAB_E4M3)
+        lab_emu::execute_wgmma<LAB_E4M3>(op);
       else
         lab_emu::execute_wgmma<LAB_BF16>(op);
     } else {
