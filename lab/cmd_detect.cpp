@@ -1,7 +1,8 @@
 // `lab detect`: YOLO26 on images: letterbox, forward (the CPU reference or our kernels), end-to-end top-k,
 // boxes back in image pixels; annotated images into runs/detect/predict[N] (or --out), optional YOLO label
 // files and a JSON document (a file, or stdout with `--json -`), one summary line per image and the average
-// stage times.
+// stage times. --decode / --encode nvjpeg decode the input JPEGs and encode the annotated ones on the GPU
+// (nvJPEG, loaded at run time).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -25,6 +26,11 @@
 #include "pipeline/detect/stage_profile.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
+#include "nvrtc_runtime/input_file.hpp"
+#include "nvrtc_runtime/printable_text.hpp"
+#include "pipeline/image/nvjpeg_decoder.hpp"
+#include "pipeline/image/nvjpeg_encoder.hpp"
+#include "pipeline/image/nvjpeg_library.hpp"
 #include "lab/network_options.hpp"
 #include "lab/option_checks.hpp"
 #include "lab/layout_option.hpp"
@@ -41,7 +47,7 @@ namespace fs = std::filesystem;
 struct DetectOptions {
   std::vector<std::string> inputs;
   std::string model, backend = "auto", out, name = "predict", json, dump, precision = "fp32", devices = "0",
-                                   layout = "auto";
+                                   layout = "auto", encode = "host", decode = "host";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
   std::vector<int> classes;
@@ -66,9 +72,9 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 // Draws the detections on the image and encodes it (unless --nosave), and makes its label file
 // (--save-txt): the files for the stream's writer threads. Called from the host workers; the draw and encode
-// times go to `profile`.
+// times go to `profile`. JPEGs are encoded by `gpu_encoder` when there is one (--encode nvjpeg).
 std::vector<FileWrite> save_outputs(const DetectOptions& o, const fs::path& out_dir, Image& image,
-                                    const ImageDetections& r, StageProfile& profile) {
+                                    const ImageDetections& r, NvjpegEncoder* gpu_encoder, StageProfile& profile) {
   std::vector<FileWrite> files;
   if (o.save_txt) files.push_back({label_path(out_dir, r), yolo_label_text(r)});
   if (o.nosave) return files;
@@ -83,9 +89,10 @@ std::vector<FileWrite> save_outputs(const DetectOptions& o, const fs::path& out_
   profile.add(Stage::Draw, ms_since(start));
   start = std::chrono::steady_clock::now();
   const fs::path path = annotated_path(out_dir, r.file);
-  const std::vector<uint8_t> encoded = encode_image(image, path);
+  const bool on_gpu = gpu_encoder && writes_jpeg(path);
+  const std::vector<uint8_t> encoded = on_gpu ? gpu_encoder->encode(image, path.string()) : encode_image(image, path);
   files.push_back({path, std::string(encoded.begin(), encoded.end())});
-  profile.add(Stage::Encode, ms_since(start));
+  profile.add(on_gpu ? Stage::GpuEncode : Stage::Encode, ms_since(start));
   return files;
 }
 
@@ -108,6 +115,29 @@ fs::path output_folder(const DetectOptions& o) {
     return o.out;
   }
   return claim_output_folder(kDefaultProject, o.name, o.exist_ok);
+}
+
+// --decode / --encode nvjpeg need the cuda backend, and --encode annotated images to encode; the library is
+// loaded here, so a missing one fails before the model is read or any folder is made.
+void check_gpu_codec(const DetectOptions& o, const std::string& executor) {
+  for (const std::string& flag : {"--decode " + o.decode, "--encode " + o.encode}) {
+    if (flag.ends_with(" host")) continue;
+    if (executor != "cuda")
+      throw UsageError(flag + ": needs --backend cuda (this run's backend is " + executor + ")");
+    if (flag.starts_with("--encode") && o.nosave) throw UsageError(flag + ": nothing to encode with --nosave");
+    load_nvjpeg(flag);
+  }
+}
+
+// --decode nvjpeg: the JPEGs nvJPEG decodes on the GPU, the other files (and those it refuses) on the host.
+Image decode_on_gpu_or_host(NvjpegDecoder& decoder, const fs::path& file, bool& on_gpu) {
+  const std::string text = read_input_file(file, "image");
+  const std::vector<uint8_t> bytes(text.begin(), text.end());
+  if (std::optional<Image> image = decoder.decode(bytes, printable_path(file))) {
+    on_gpu = true;
+    return std::move(*image);
+  }
+  return decode_image_bytes(bytes, file.string());
 }
 
 void run_detect(DetectOptions o, CliState& state) {
@@ -134,6 +164,7 @@ void run_detect(DetectOptions o, CliState& state) {
 
   std::string backend_note;
   const std::string executor = resolve_executor(o.backend, precision, backend_note);
+  check_gpu_codec(o, executor);
   const ModelLocation model = locate_model(default_model_search(o.model));
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
@@ -141,6 +172,10 @@ void run_detect(DetectOptions o, CliState& state) {
   options.layout = layout_choice;
   options.classes = o.classes;
   const std::vector<int> devices = parse_devices(o.devices, executor);
+  std::unique_ptr<NvjpegEncoder> gpu_encoder;  // on the first device: the save hook's JPEGs
+  if (o.encode == "nvjpeg") gpu_encoder = std::make_unique<NvjpegEncoder>(devices.front(), kJpegQuality, "--encode nvjpeg");
+  std::unique_ptr<NvjpegDecoder> gpu_decoder;  // on the first device: the host workers' JPEGs
+  if (o.decode == "nvjpeg") gpu_decoder = std::make_unique<NvjpegDecoder>(devices.front(), "--decode nvjpeg");
   const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
   for (int id : o.classes)
     if (id >= int(network_model.class_names.size()))
@@ -194,13 +229,15 @@ void run_detect(DetectOptions o, CliState& state) {
     if (ec)
       throw UsageError((out_dir / "labels").string() + ": cannot create the folder (" + ec.message() + ")");
   };
+  if (gpu_decoder)
+    hooks.decode = [&](const fs::path& file, bool& on_gpu) { return decode_on_gpu_or_host(*gpu_decoder, file, on_gpu); };
   if (!o.dump.empty())
     hooks.after_forward = [&](Detector& detector, const std::vector<std::string>& names) {
       std::lock_guard lock(dump_mutex);
       dump_network_tensors(detector.network(), names, o.dump);
     };
   hooks.save = [&](Image& image, const ImageDetections& r) {
-    std::vector<FileWrite> files = save_outputs(o, out_dir, image, r, profile);
+    std::vector<FileWrite> files = save_outputs(o, out_dir, image, r, gpu_encoder.get(), profile);
     std::lock_guard lock(labels_mutex);
     labels_written.insert(label_path(out_dir, r).filename().string());
     return files;
@@ -292,6 +329,19 @@ void add_detect_command(CLI::App& app, CliState& state) {
       ->delimiter(',')
       ->check(at_least(0));
   cmd->add_flag("--nosave", o->nosave, "Do not write annotated images");
+  cmd->add_option("--encode", o->encode,
+                  "Where the annotated JPEGs are encoded: host (libjpeg-turbo) or nvjpeg (nvJPEG on the cuda "
+                  "backend's first GPU, same quality and 4:2:0; needs --backend cuda, not with --nosave; "
+                  "LAB_NVJPEG_LIBRARY picks the library)")
+      ->check(CLI::IsMember({"host", "nvjpeg"}))
+      ->capture_default_str();
+  cmd->add_option("--decode", o->decode,
+                  "Where the input JPEGs are decoded: host (libjpeg-turbo, cv2.imread's pixels) or nvjpeg (nvJPEG "
+                  "on the cuda backend's first GPU, its JPEG engines where they take the file; other files on "
+                  "the host). nvJPEG's pixels differ slightly from libjpeg-turbo's, so detections may differ "
+                  "slightly; needs --backend cuda")
+      ->check(CLI::IsMember({"host", "nvjpeg"}))
+      ->capture_default_str();
   cmd->add_option("--dump", o->dump,
                   "Write every tensor of the network (input, layer00..layer22, head, attention maps, output) "
                   "to DIR/<image stem>.safetensors");

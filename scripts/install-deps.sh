@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the lab needs, only those missing, and nvdisasm (for `lab source --sass`), which
 # Debian does not package: from NVIDIA's nvidia-cuda-nvdisasm wheel on PyPI, linked into the toolkit's bin/;
-# and, for the tests only, pycocotools from PyPI into a folder of its own.
+# nvJPEG (for `lab detect --encode/--decode nvjpeg`; loaded at run time) from the nvidia-nvjpeg wheel, whose
+# header the build needs; and, for the tests only, pycocotools from PyPI into a folder of its own.
 # Idempotent; root or sudo.
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libcli11-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
@@ -30,6 +31,15 @@ if [ ! -x /usr/local/cuda/bin/nvdisasm ]; then
   "${sudo[@]}" python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
     --target "$nvdisasm_dir" "nvidia-cuda-nvdisasm>=13.2,<14"
   "${sudo[@]}" ln -sf "$nvdisasm_dir/nvidia/cu13/bin/nvdisasm" /usr/local/cuda/bin/nvdisasm
+fi
+# nvJPEG: Debian packages no CUDA 13 nvJPEG; the wheel holds nvidia/cu13/include/nvjpeg.h and
+# nvidia/cu13/lib/libnvjpeg.so.13 (pinned to 13.0 to match the CUDA 13.0 toolkit). CMake finds the header there
+# (LAB_NVJPEG_ROOT) and records the library's path as lab's default.
+nvjpeg_dir=/opt/nvidia-nvjpeg
+if [ ! -f "$nvjpeg_dir/nvidia/cu13/include/nvjpeg.h" ] || [ ! -f "$nvjpeg_dir/nvidia/cu13/lib/libnvjpeg.so.13" ]; then
+  echo "install-deps: installing nvJPEG (PyPI nvidia-nvjpeg, CUDA 13.0) into $nvjpeg_dir"
+  "${sudo[@]}" python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
+    --target "$nvjpeg_dir" "nvidia-nvjpeg>=13.0,<13.1"
 fi
 # Test-only: pycocotools (and the numpy it needs), which Debian does not package, from PyPI into a folder of
 # its own; tests/test_metrics_coco.cpp runs tests/coco_eval.py with PYTHONPATH set to it.

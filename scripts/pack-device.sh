@@ -22,6 +22,10 @@ for lib in $(ldd "$out/bin/"* | awk '/=>/ {print $3}' | sort -u); do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
+# nvJPEG (lab detect --encode/--decode nvjpeg) is opened at run time, so ldd does not list it; the GPU machine
+# may lack it (the build's LAB_NVJPEG_ROOT has it): device-run.sh's LD_LIBRARY_PATH finds this copy by the loader's search.
+nvjpeg_root=$(sed -n 's/^LAB_NVJPEG_ROOT:PATH=//p' "$build/CMakeCache.txt")
+cp -L "$nvjpeg_root/lib/libnvjpeg.so.13" "$out/lib/"
 # PLplot (lab train's results.png) loads its mem driver at run time from PLPLOT_DRV_DIR and its Hershey fonts and
 # default palettes from PLPLOT_LIB: device-run.sh points both at these copies.
 plplot_version=$(pkg-config --modversion plplot)

@@ -96,4 +96,13 @@ std::string match_detections(const std::vector<float>& got, const std::vector<fl
   return one_way(got, expected, min_score + score_tol, score_tol, box_tol, "produced");
 }
 
+std::vector<float> input_pixel_rows(const ImageDetections& d) {
+  std::vector<float> rows;
+  const float r = float(d.geometry.ratio), left = float(d.geometry.left), top = float(d.geometry.top);
+  for (const Detection& det : d.detections)
+    rows.insert(rows.end(), {det.x1 * r + left, det.y1 * r + top, det.x2 * r + left, det.y2 * r + top,
+                             det.score, float(det.class_id)});
+  return rows;
+}
+
 }  // namespace lab::test

@@ -1,11 +1,12 @@
 // Shared pieces of the network tests: the shared checkpoint's model (loaded once per run), relative L2 of two
-// tensors, and the matching of two detection lists (by class, score and box).
+// tensors, and the matching of two detection lists (by class, score and box) in network-input pixels.
 #pragma once
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/detect/detection.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 
 namespace lab::test {
@@ -26,6 +27,8 @@ size_t non_finite_count(const std::vector<float>& values);
 // Returns an empty string when they match, else a description of the first mismatch.
 std::string match_detections(const std::vector<float>& got, const std::vector<float>& expected, float min_score,
                              float score_tol, float box_tol);
+// One image's detections as such rows in network-input pixels (the letterbox's scale and padding undone).
+std::vector<float> input_pixel_rows(const ImageDetections& d);
 
 }  // namespace lab::test
 

@@ -49,19 +49,9 @@ const std::vector<Sample>& samples() {
   return all;
 }
 
-// Rows x1, y1, x2, y2, score, class in network-input pixels (the letterbox's scale and padding undone).
-std::vector<float> input_pixel_rows(const ImageDetections& d) {
-  std::vector<float> rows;
-  const float r = float(d.geometry.ratio), left = float(d.geometry.left), top = float(d.geometry.top);
-  for (const Detection& det : d.detections)
-    rows.insert(rows.end(), {det.x1 * r + left, det.y1 * r + top, det.x2 * r + left, det.y2 * r + top,
-                             det.score, float(det.class_id)});
-  return rows;
-}
-
 // One forward per image (the rect shapes differ), rows as above.
 std::vector<float> detect_sample(Detector& detector, const Sample& s) {
-  return input_pixel_rows(detector.detect({&s.image}, {s.name})[0]);
+  return test::input_pixel_rows(detector.detect({&s.image}, {s.name})[0]);
 }
 
 // The reference forward's rows for (sample, imgsz, rect, conf), computed once per test run.

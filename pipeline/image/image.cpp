@@ -98,12 +98,16 @@ Image decode_image(const std::filesystem::path& path) {
   return decode_image_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), path.string());
 }
 
-std::vector<uint8_t> encode_image(const Image& image, const std::filesystem::path& path) {
+bool writes_jpeg(const std::filesystem::path& path) {
   const std::string ext = lower_extension(path);
+  return ext == ".jpg" || ext == ".jpeg";
+}
+
+std::vector<uint8_t> encode_image(const Image& image, const std::filesystem::path& path) {
   std::vector<uint8_t> encoded;
-  if (ext == ".jpg" || ext == ".jpeg") {
-    encoded = encode_jpeg(image, 95, path.string());
-  } else if (ext == ".png") {
+  if (writes_jpeg(path)) {
+    encoded = encode_jpeg(image, kJpegQuality, path.string());
+  } else if (lower_extension(path) == ".png") {
     if (!stbi_write_png_to_func(append_bytes, &encoded, image.width, image.height, 3, image.rgb.data(),
                                 image.width * 3))
       throw RuntimeError(path.string() + ": PNG encoding failed");

@@ -43,8 +43,12 @@ struct ImageSize {
 // cannot be read or the size is refused (decoding it then says why).
 std::optional<ImageSize> image_file_size(const std::filesystem::path& path);
 
-// Encodes for the extension of `path`: `.jpg`/`.jpeg` (quality 95) or `.png`; any other extension is a
-// UsageError.
+// The quality encode_image writes JPEG at (the GPU encoder, nvjpeg_encoder.hpp, matches it).
+constexpr int kJpegQuality = 95;
+// Whether encode_image writes `path` as JPEG (`.jpg` / `.jpeg`, any case).
+bool writes_jpeg(const std::filesystem::path& path);
+// Encodes for the extension of `path`: `.jpg`/`.jpeg` (quality kJpegQuality) or `.png`; any other extension
+// is a UsageError.
 std::vector<uint8_t> encode_image(const Image& image, const std::filesystem::path& path);
 // Writes encode_image(image, path) to `path`; the file appears complete or not at all.
 void write_image(const Image& image, const std::filesystem::path& path);
