@@ -172,10 +172,6 @@ void run_detect(DetectOptions o, CliState& state) {
   options.layout = layout_choice;
   options.classes = o.classes;
   const std::vector<int> devices = parse_devices(o.devices, executor);
-  std::unique_ptr<NvjpegEncoder> gpu_encoder;  // on the first device: the save hook's JPEGs
-  if (o.encode == "nvjpeg") gpu_encoder = std::make_unique<NvjpegEncoder>(devices.front(), kJpegQuality, "--encode nvjpeg");
-  std::unique_ptr<NvjpegDecoder> gpu_decoder;  // on the first device: the host workers' JPEGs
-  if (o.decode == "nvjpeg") gpu_decoder = std::make_unique<NvjpegDecoder>(devices.front(), "--decode nvjpeg");
   const Yolo26Model network_model = Yolo26Model::from_checkpoint(load_checkpoint(model.path));
   for (int id : o.classes)
     if (id >= int(network_model.class_names.size()))
@@ -183,12 +179,20 @@ void run_detect(DetectOptions o, CliState& state) {
                        std::to_string(network_model.class_names.size() - 1));
   const RuntimeContext context = state.context();
   std::string layout;  // the network's choice, known once the detectors exist
+  // On the first device, made once the Detectors exist (a missing device is their one-line error): the host
+  // workers' JPEGs (--decode nvjpeg) and the save hook's (--encode nvjpeg).
+  std::unique_ptr<NvjpegDecoder> gpu_decoder;
+  std::unique_ptr<NvjpegEncoder> gpu_encoder;
   auto header = [&] {
     human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
           << backend_note << ", imgsz " << o.imgsz << (o.square ? " square" : " rect")
           << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
           << (runs_our_kernels(executor) ? ", layout " + layout : "")
-          << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "") << "\n";
+          << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "")
+          << (gpu_decoder ? std::string(", decode nvjpeg (") + (gpu_decoder->has_hardware() ? "hardware" : "default") +
+                                " backend)"
+                          : "")
+          << (gpu_encoder ? ", encode nvjpeg" : "") << "\n";
   };
 
   fs::path out_dir;  // made once every Detector exists, so a bad option or device creates nothing
@@ -221,6 +225,9 @@ void run_detect(DetectOptions o, CliState& state) {
   };
   auto streaming = start;  // when every Detector exists
   hooks.started = [&] {
+    if (o.decode == "nvjpeg") gpu_decoder = std::make_unique<NvjpegDecoder>(devices.front(), "--decode nvjpeg");
+    if (o.encode == "nvjpeg")
+      gpu_encoder = std::make_unique<NvjpegEncoder>(devices.front(), kJpegQuality, "--encode nvjpeg");
     streaming = std::chrono::steady_clock::now();
     header();
     out_dir = output_folder(o);
@@ -229,7 +236,7 @@ void run_detect(DetectOptions o, CliState& state) {
     if (ec)
       throw UsageError((out_dir / "labels").string() + ": cannot create the folder (" + ec.message() + ")");
   };
-  if (gpu_decoder)
+  if (o.decode == "nvjpeg")
     hooks.decode = [&](const fs::path& file, bool& on_gpu) { return decode_on_gpu_or_host(*gpu_decoder, file, on_gpu); };
   if (!o.dump.empty())
     hooks.after_forward = [&](Detector& detector, const std::vector<std::string>& names) {

@@ -32,7 +32,8 @@ using lab::test::quoted;
 using lab::test::read_text;
 
 const std::string kNotAvailableAdvice =
-    "set LAB_NVJPEG_LIBRARY=/path/libnvjpeg.so.13 or install it (scripts/install-deps.sh: the nvidia-nvjpeg wheel)";
+    "set LAB_NVJPEG_LIBRARY=/path/libnvjpeg.so.13 or install it (scripts/install-deps.sh: the nvidia-nvjpeg "
+    "wheel)";
 
 // PSNR in dB of `b` against `a` over every channel of every pixel (the sizes must agree).
 double psnr(const lab::Image& a, const lab::Image& b) {
@@ -64,18 +65,22 @@ std::vector<int> sof0_sampling(const std::string& jpeg) {
 
 }  // namespace
 
-TEST_CASE("lab detect --encode nvjpeg: one-line errors for another backend, --nosave and a missing library; "
-          "no output folder",
-          "[detect]") {
+TEST_CASE(
+    "lab detect --encode nvjpeg: one-line errors for another backend, --nosave and a missing library; "
+    "no output folder",
+    "[detect]") {
   lab::test::ScratchDir dir("detect-nvjpeg-errors");
   lab::write_image(lab::Image(64, 48, 90), dir.path / "small.png");
-  const std::string common = quoted((dir.path / "small.png").string()) + " --out " + quoted((dir.path / "runs").string());
+  const std::string common =
+      quoted((dir.path / "small.png").string()) + " --out " + quoted((dir.path / "runs").string());
 
-  const LabResult cpu = lab::test::run_lab("detect " + common + " --backend cpu --precision fp16 --encode nvjpeg");
+  const LabResult cpu =
+      lab::test::run_lab("detect " + common + " --backend cpu --precision fp16 --encode nvjpeg");
   CHECK(cpu.exit_code == 2);
   CHECK(cpu.err == "lab: --encode nvjpeg: needs --backend cuda (this run's backend is cpu)\n");
 
-  const LabResult nosave = lab::test::run_lab("detect " + common + " --backend cuda --encode nvjpeg --nosave");
+  const LabResult nosave =
+      lab::test::run_lab("detect " + common + " --backend cuda --encode nvjpeg --nosave");
   CHECK(nosave.exit_code == 2);
   CHECK(nosave.err == "lab: --encode nvjpeg: nothing to encode with --nosave\n");
 
@@ -84,8 +89,10 @@ TEST_CASE("lab detect --encode nvjpeg: one-line errors for another backend, --no
     const LabResult absent = lab::test::run_lab("detect " + common + " --backend cuda --encode nvjpeg");
     CHECK(absent.exit_code == 2);
     CHECK(absent.err ==
-          "lab: --encode nvjpeg: nvJPEG is not available (/nonexistent: cannot open shared object file: No such "
-          "file or directory); " + kNotAvailableAdvice + "\n");
+          "lab: --encode nvjpeg: nvJPEG is not available (/nonexistent: cannot open shared object file: No "
+          "such "
+          "file or directory); " +
+              kNotAvailableAdvice + "\n");
   }
 
   const LabResult bad = lab::test::run_lab("detect " + common + " --encode gpu");
@@ -94,14 +101,17 @@ TEST_CASE("lab detect --encode nvjpeg: one-line errors for another backend, --no
   CHECK_FALSE(fs::exists(dir.path / "runs"));
 }
 
-TEST_CASE("lab detect --decode nvjpeg: one-line errors for another backend and a missing library; no output "
-          "folder",
-          "[detect]") {
+TEST_CASE(
+    "lab detect --decode nvjpeg: one-line errors for another backend and a missing library; no output "
+    "folder",
+    "[detect]") {
   lab::test::ScratchDir dir("detect-nvjpeg-decode-errors");
   lab::write_image(lab::Image(64, 48, 90), dir.path / "small.png");
-  const std::string common = quoted((dir.path / "small.png").string()) + " --out " + quoted((dir.path / "runs").string());
+  const std::string common =
+      quoted((dir.path / "small.png").string()) + " --out " + quoted((dir.path / "runs").string());
 
-  const LabResult cpu = lab::test::run_lab("detect " + common + " --backend cpu --precision fp16 --decode nvjpeg");
+  const LabResult cpu =
+      lab::test::run_lab("detect " + common + " --backend cpu --precision fp16 --decode nvjpeg");
   CHECK(cpu.exit_code == 2);
   CHECK(cpu.err == "lab: --decode nvjpeg: needs --backend cuda (this run's backend is cpu)\n");
   const LabResult reference = lab::test::run_lab("detect " + common + " --backend reference --decode nvjpeg");
@@ -109,11 +119,14 @@ TEST_CASE("lab detect --decode nvjpeg: one-line errors for another backend and a
   CHECK(reference.err == "lab: --decode nvjpeg: needs --backend cuda (this run's backend is reference)\n");
   {
     lab::test::ScopedEnv missing("LAB_NVJPEG_LIBRARY", "/nonexistent");
-    const LabResult absent = lab::test::run_lab("detect " + common + " --backend cuda --decode nvjpeg --nosave");
+    const LabResult absent =
+        lab::test::run_lab("detect " + common + " --backend cuda --decode nvjpeg --nosave");
     CHECK(absent.exit_code == 2);
     CHECK(absent.err ==
-          "lab: --decode nvjpeg: nvJPEG is not available (/nonexistent: cannot open shared object file: No such "
-          "file or directory); " + kNotAvailableAdvice + "\n");
+          "lab: --decode nvjpeg: nvJPEG is not available (/nonexistent: cannot open shared object file: No "
+          "such "
+          "file or directory); " +
+              kNotAvailableAdvice + "\n");
   }
   const LabResult bad = lab::test::run_lab("detect " + common + " --decode gpu");
   CHECK(bad.exit_code == 2);
@@ -151,17 +164,18 @@ TEST_CASE("nvJPEG: the installed library loads with every function the codec use
 // host encodings of the same annotated image each add their own quantisation error (about 3 dB worse than
 // either alone). 38 dB leaves room for nvJPEG's own colour conversion and chroma filter, while a much lower
 // quality, a wrong pitch or swapped channels fall well below it.
-TEST_CASE("on the GPU nvjpeg: --encode nvjpeg writes 4:2:0 JPEGs within 38 dB PSNR of the host encoder's, "
-          "same detections",
-          "[detect][gpu]") {
+TEST_CASE(
+    "on the GPU nvjpeg: --encode nvjpeg writes 4:2:0 JPEGs within 38 dB PSNR of the host encoder's, "
+    "same detections",
+    "[detect][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
     WARN("skipped: shared assets not found at " << kAssets);
     return;
   }
   lab::test::ScratchDir dir("detect-nvjpeg-encode");
-  const std::string images =
-      quoted((kAssets / "images" / "bus.jpg").string()) + " " + quoted((kAssets / "images" / "zidane.jpg").string());
+  const std::string images = quoted((kAssets / "images" / "bus.jpg").string()) + " " +
+                             quoted((kAssets / "images" / "zidane.jpg").string());
   const auto run = [&](const std::string& name, const std::string& flags) {
     const LabResult r = lab::test::run_lab("detect " + images + " --backend cuda --precision fp16 -v --out " +
                                            quoted((dir.path / name).string()) + " --json " +
@@ -191,9 +205,10 @@ TEST_CASE("on the GPU nvjpeg: --encode nvjpeg writes 4:2:0 JPEGs within 38 dB PS
 // there) and its chroma upsampling differs from libjpeg's fancy (triangular) upsampling at colour edges, so
 // most pixels differ by 0 or 1 levels and edges by a few; a mean over all channels under 2 levels allows
 // that, while swapped channels, a wrong pitch or an unconverted YCbCr image are tens of levels off.
-TEST_CASE("on the GPU nvjpeg: decoded pixels of bus.jpg and zidane.jpg within 2 levels mean absolute difference "
-          "of libjpeg-turbo's",
-          "[detect][gpu]") {
+TEST_CASE(
+    "on the GPU nvjpeg: decoded pixels of bus.jpg and zidane.jpg within 2 levels mean absolute difference "
+    "of libjpeg-turbo's",
+    "[detect][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   lab::NvjpegDecoder decoder(0, "--decode nvjpeg");
   WARN("nvJPEG hardware backend: " << (decoder.has_hardware() ? "yes" : "no (the default backend decodes)"));
@@ -217,7 +232,8 @@ TEST_CASE("on the GPU nvjpeg: decoded pixels of bus.jpg and zidane.jpg within 2 
 // The detection-agreement rule of tests/test_detection_agreement.cpp at fp16 (score within 0.03, every box
 // coordinate within 3 network-input pixels, both sides keeping rows down to conf - 0.03), here between the
 // same fp16 network on nvJPEG's and on libjpeg-turbo's pixels.
-TEST_CASE("on the GPU nvjpeg: detections on nvJPEG's pixels agree with those on libjpeg-turbo's", "[detect][gpu]") {
+TEST_CASE("on the GPU nvjpeg: detections on nvJPEG's pixels agree with those on libjpeg-turbo's",
+          "[detect][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   constexpr float kConf = 0.25f, kScoreTolerance = 0.03f, kBoxTolerance = 3.0f;
@@ -253,10 +269,11 @@ TEST_CASE("on the GPU nvjpeg: --decode nvjpeg reads a folder with a PNG among JP
   fs::copy_file(kAssets / "images" / "bus.jpg", folder / "bus.jpg");
   fs::copy_file(kAssets / "images" / "zidane.jpg", folder / "zidane.jpg");
   lab::write_image(lab::decode_image(kAssets / "images" / "bus.jpg"), folder / "bus_copy.png");
-  const LabResult r = lab::test::run_lab("detect " + quoted(folder.string()) +
-                                         " --backend cuda --precision fp16 --batch 2 -v --decode nvjpeg --encode "
-                                         "nvjpeg --out " + quoted((dir.path / "runs").string()) + " --json " +
-                                         quoted((dir.path / "out.json").string()));
+  const LabResult r = lab::test::run_lab(
+      "detect " + quoted(folder.string()) +
+      " --backend cuda --precision fp16 --batch 2 -v --decode nvjpeg --encode "
+      "nvjpeg --out " +
+      quoted((dir.path / "runs").string()) + " --json " + quoted((dir.path / "out.json").string()));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_FALSE(contains(r.err, "skipped"));
@@ -264,5 +281,6 @@ TEST_CASE("on the GPU nvjpeg: --decode nvjpeg reads a folder with a PNG among JP
   CHECK(contains(r.out, "gpu encode "));
   const nlohmann::json out = nlohmann::json::parse(read_text(dir.path / "out.json"));
   CHECK(out["images"].size() == 3);
-  for (const char* name : {"bus.jpg", "zidane.jpg", "bus_copy.png"}) CHECK(fs::exists(dir.path / "runs" / name));
+  for (const char* name : {"bus.jpg", "zidane.jpg", "bus_copy.png"})
+    CHECK(fs::exists(dir.path / "runs" / name));
 }

@@ -7,7 +7,9 @@
 
 namespace lab {
 
-NvjpegBuffers::~NvjpegBuffers() { release(); }
+NvjpegBuffers::~NvjpegBuffers() {
+  release();
+}
 
 void NvjpegBuffers::release() {
   if (device_) cudaFree(device_);

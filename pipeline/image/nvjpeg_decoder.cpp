@@ -1,6 +1,7 @@
 // NvjpegDecoder: the header through nvjpegGetImageInfo; the hardware backend's batched decode (a batch of
 // one per call, on the caller's state) when nvjpegDecodeBatchedSupported accepts the parsed stream, else
-// nvjpegDecode on the default backend; then one download of the RGB pixels after a wait on the state's stream.
+// nvjpegDecode on the default backend; then one download of the RGB pixels after a wait on the state's
+// stream.
 #include "pipeline/image/nvjpeg_decoder.hpp"
 
 #include <cstring>
@@ -57,14 +58,17 @@ std::unique_ptr<NvjpegDecoder::State> NvjpegDecoder::make_state(const std::strin
   return s;
 }
 
-bool NvjpegDecoder::decode_on_device(State& s, const std::vector<uint8_t>& bytes, nvjpegImage_t* destination) {
+bool NvjpegDecoder::decode_on_device(State& s, const std::vector<uint8_t>& bytes,
+                                     nvjpegImage_t* destination) {
   const unsigned char* data = bytes.data();
   const size_t length = bytes.size();
   int unsupported = 1;  // nvjpegDecodeBatchedSupported: 0 when the hardware decodes the stream
-  if (hardware_ && nvjpeg_.jpeg_stream_parse(hardware_, data, length, 0, 0, s.parsed) == NVJPEG_STATUS_SUCCESS &&
+  if (hardware_ &&
+      nvjpeg_.jpeg_stream_parse(hardware_, data, length, 0, 0, s.parsed) == NVJPEG_STATUS_SUCCESS &&
       nvjpeg_.decode_batched_supported(hardware_, s.parsed, &unsupported) == NVJPEG_STATUS_SUCCESS &&
       unsupported == 0 &&
-      nvjpeg_.decode_batched(hardware_, s.hardware, &data, &length, destination, s.stream) == NVJPEG_STATUS_SUCCESS)
+      nvjpeg_.decode_batched(hardware_, s.hardware, &data, &length, destination, s.stream) ==
+          NVJPEG_STATUS_SUCCESS)
     return true;
   return nvjpeg_.decode(general_, s.general, data, length, NVJPEG_OUTPUT_RGBI, destination, s.stream) ==
          NVJPEG_STATUS_SUCCESS;
@@ -74,8 +78,8 @@ std::optional<Image> NvjpegDecoder::decode(const std::vector<uint8_t>& bytes, co
   if (!looks_like_jpeg(bytes)) return std::nullopt;
   int components = 0, widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
   nvjpegChromaSubsampling_t subsampling{};
-  if (nvjpeg_.get_image_info(general_, bytes.data(), bytes.size(), &components, &subsampling, widths, heights) !=
-          NVJPEG_STATUS_SUCCESS ||
+  if (nvjpeg_.get_image_info(general_, bytes.data(), bytes.size(), &components, &subsampling, widths,
+                             heights) != NVJPEG_STATUS_SUCCESS ||
       components != 3 || !image_size_problem(widths[0], heights[0]).empty())
     return std::nullopt;
   check_cuda(cudaSetDevice(device_), "cudaSetDevice", name);
@@ -89,8 +93,8 @@ std::optional<Image> NvjpegDecoder::decode(const std::vector<uint8_t>& bytes, co
     pool_.give_back(std::move(s));
     return std::nullopt;
   }
-  check_cuda(cudaMemcpyAsync(s->buffers.staging(), s->buffers.device(), image.rgb.size(), cudaMemcpyDeviceToHost,
-                             s->stream),
+  check_cuda(cudaMemcpyAsync(s->buffers.staging(), s->buffers.device(), image.rgb.size(),
+                             cudaMemcpyDeviceToHost, s->stream),
              "cudaMemcpyAsync", name);
   check_cuda(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", name);
   std::memcpy(image.rgb.data(), s->buffers.staging(), image.rgb.size());

@@ -26,7 +26,8 @@ struct NvjpegEncoder::State {
 NvjpegEncoder::NvjpegEncoder(int device, int quality, const std::string& origin)
     : nvjpeg_(load_nvjpeg(origin)), device_(device), quality_(quality) {
   check_cuda(cudaSetDevice(device_), "cudaSetDevice", origin);
-  check_nvjpeg(nvjpeg_.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle_), "nvjpegCreateEx", origin);
+  check_nvjpeg(nvjpeg_.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle_), "nvjpegCreateEx",
+               origin);
 }
 
 NvjpegEncoder::~NvjpegEncoder() {
@@ -39,9 +40,10 @@ std::unique_ptr<NvjpegEncoder::State> NvjpegEncoder::make_state(const std::strin
   s->nvjpeg = &nvjpeg_;
   check_cuda(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", name);
   check_nvjpeg(nvjpeg_.encoder_state_create(handle_, &s->state, s->stream), "nvjpegEncoderStateCreate", name);
-  check_nvjpeg(nvjpeg_.encoder_params_create(handle_, &s->params, s->stream), "nvjpegEncoderParamsCreate", name);
-  check_nvjpeg(nvjpeg_.encoder_params_set_quality(s->params, quality_, s->stream), "nvjpegEncoderParamsSetQuality",
+  check_nvjpeg(nvjpeg_.encoder_params_create(handle_, &s->params, s->stream), "nvjpegEncoderParamsCreate",
                name);
+  check_nvjpeg(nvjpeg_.encoder_params_set_quality(s->params, quality_, s->stream),
+               "nvjpegEncoderParamsSetQuality", name);
   check_nvjpeg(nvjpeg_.encoder_params_set_sampling_factors(s->params, NVJPEG_CSS_420, s->stream),
                "nvjpegEncoderParamsSetSamplingFactors", name);
   return s;
@@ -53,8 +55,9 @@ std::vector<uint8_t> NvjpegEncoder::encode(const Image& image, const std::string
   const size_t bytes = image.rgb.size();
   s->buffers.reserve(bytes, name);
   std::memcpy(s->buffers.staging(), image.rgb.data(), bytes);
-  check_cuda(cudaMemcpyAsync(s->buffers.device(), s->buffers.staging(), bytes, cudaMemcpyHostToDevice, s->stream),
-             "cudaMemcpyAsync", name);
+  check_cuda(
+      cudaMemcpyAsync(s->buffers.device(), s->buffers.staging(), bytes, cudaMemcpyHostToDevice, s->stream),
+      "cudaMemcpyAsync", name);
   nvjpegImage_t source{};
   source.channel[0] = s->buffers.device();
   source.pitch[0] = size_t(image.width) * 3;
