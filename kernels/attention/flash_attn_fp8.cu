@@ -1,0 +1,184 @@
+// The fp8 Hopper Flash Attention forward: e4m3 Q, K and V with per-tensor float scales, float accumulation,
+// fp16 O and float L, on wgmma m64nNk32 e4m3 (common/lab_wgmma.cuh), HEAD_DIM 128.
+//
+// flash_attn_fp8_vt (the pre-pass): e4m3 products take both operands K-major, so P V needs V^T with the keys
+// contiguous. It writes V^T [BH, 128, n_k_padded], the keys of each 16 in lab_e4m3_p_column order, so that P's
+// A fragments can be made from S's accumulators in place (lab_wgmma_e4m3_a_from_accumulators). Grid
+// (n_k_padded / 64, 2, BH), block (64, 4): a 64 x 64 tile of V through shared memory, read and written in
+// rows.
+//
+// flash_attn_fp8_fwd: the CTA of flash_attn_wgmma.cu (one serial tile at a time): warpgroup 0 the TMA producer
+// (Q once, then K and V^T tiles of BN keys into a ring of STAGES stages, released by one "empty" barrier a
+// stage), warpgroups 1 and 2 consumers of 64 query rows each. Per key tile: S = Q K^T (4 k32 products, N BN,
+// both K-major in the 128-byte swizzle: a row of 128 e4m3 is one swizzled row), the online softmax of
+// flash_attn_wgmma_fwd_steps.cuh on S scaled by score_scale, P multiplied by 448 (its largest value, 1 at
+// the row's maximum, maps to e4m3's largest) and rounded into A fragments, O += P V (BN / 32 RS products, N
+// 128, V^T's tile K-major). The epilogue divides by 448 and the row sum (of the unrounded P) and multiplies
+// by v_scale. Keys past n_k score kMasked (P = 0); TMA fills rows past the tensors with zeros.
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "common/lab_tensor_map.cuh"
+#include "common/lab_mbarrier.cuh"
+#include "common/lab_swizzle.cuh"
+#include "common/lab_tma.cuh"
+#include "common/lab_wgmma.cuh"
+#include "attention/flash_attn_wgmma_params.cuh"
+#include "attention/flash_attn_wgmma_tiles.cuh"
+#include "attention/flash_attn_wgmma_fwd_steps.cuh"
+#include "attention/flash_attn_fp8_params.cuh"
+
+namespace fa_fp8 {
+
+constexpr int kHeadDim = 128;
+constexpr float kPScale = 448.f;  // P's 1 maps to e4m3's largest finite value
+
+// Shared memory: Q (128 rows of 128 bytes), the K and V^T rings (BN x 128 bytes a stage each), then Q's full
+// barrier and each stage's K full, V full and empty barriers. Every region a multiple of 1024 bytes.
+template <int BN, int STAGES>
+struct Shared {
+  static constexpr unsigned tile_bytes = BN * kHeadDim;
+  static constexpr unsigned k = fa_wgmma::kBlockM * kHeadDim;
+  static constexpr unsigned vt = k + STAGES * tile_bytes;
+  static constexpr unsigned barriers = vt + STAGES * tile_bytes;
+  static constexpr unsigned bytes = barriers + (1 + 3 * STAGES) * 8;
+  unsigned char *q, *k_ring, *vt_ring;
+  uint64_t *q_full, *k_full, *v_full, *empty;
+  __device__ explicit Shared(unsigned char* base)
+      : q(base),
+        k_ring(base + k),
+        vt_ring(base + vt),
+        q_full(reinterpret_cast<uint64_t*>(base + barriers)),
+        k_full(q_full + 1),
+        v_full(k_full + STAGES),
+        empty(v_full + STAGES) {}
+};
+
+// The K-major e4m3 operand of k32 step kk in a tile of 128-byte swizzled rows.
+__device__ __forceinline__ unsigned long long k32_desc(const unsigned char* tile, int kk) {
+  return lab_wgmma_desc(tile + 32 * kk, 16, fa_wgmma::kSwizzleAtom, LAB_SWIZZLE_128B);
+}
+
+// P (scaled by kPScale) as A fragments of the BN / 32 k32 chunks, chunk C onwards.
+template <int C, int BN>
+__device__ __forceinline__ void pack_p(const float (&sc)[BN / 2], uint32_t (&pa)[BN / 32][4]) {
+  if constexpr (C < BN / 32) {
+    lab_wgmma_e4m3_a_from_accumulators<C>(pa[C], sc, kPScale);
+    pack_p<C + 1, BN>(sc, pa);
+  }
+}
+
+// The producer's one thread: Q once, then K_j and V^T_j of every key tile.
+template <int BN, int STAGES>
+__device__ __forceinline__ void produce(const lab::FlashAttnFp8FwdParams& p, const Shared<BN, STAGES>& sh, int m0,
+                                        int bh, int tiles) {
+  lab_mbarrier_arrive_expect_tx(sh.q_full, fa_wgmma::kBlockM * kHeadDim);
+  lab_tma_load_3d(sh.q, &p.q_map, sh.q_full, 0, m0, bh);
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % STAGES;
+    if (j >= STAGES) lab_mbarrier_wait_parity(&sh.empty[s], (j / STAGES - 1) & 1);
+    lab_mbarrier_arrive_expect_tx(&sh.k_full[s], Shared<BN, STAGES>::tile_bytes);
+    lab_tma_load_3d(sh.k_ring + s * Shared<BN, STAGES>::tile_bytes, &p.k_map, &sh.k_full[s], 0, j * BN, bh);
+    lab_mbarrier_arrive_expect_tx(&sh.v_full[s], Shared<BN, STAGES>::tile_bytes);
+    lab_tma_load_3d(sh.vt_ring + s * Shared<BN, STAGES>::tile_bytes, &p.vt_map, &sh.v_full[s], j * BN, 0, bh);
+  }
+}
+
+// O / (kPScale * row sum) * v_scale in fp16, two columns per 4-byte store; L by one thread per row.
+__device__ __forceinline__ void store(const lab::FlashAttnFp8FwdParams& p, const float (&o)[kHeadDim / 2],
+                                      const float (&row_max)[2], const float (&row_sum)[2], int bh, int row0,
+                                      int q) {
+  float f[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float sum = lab_group4_sum(row_sum[r]);
+    f[r] = p.v_scale / (kPScale * sum);
+    const int row = row0 + 8 * r;
+    if (q == 0 && row < p.n_q) p.lse[size_t(bh) * p.n_q + row] = (row_max[r] + log2f(sum)) * fa_wgmma::kLn2;
+  }
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; i += 2) {
+    const int row = row0 + 8 * ((i / 2) % 2);
+    if (row >= p.n_q) continue;
+    const int col = 8 * (i / 4) + 2 * q;
+    *reinterpret_cast<uint32_t*>(p.o + (size_t(bh) * p.n_q + row) * kHeadDim + col) =
+        lab_pack2<LAB_F16>(o[i] * f[(i / 2) % 2], o[i + 1] * f[(i / 2) % 2]);
+  }
+}
+
+}  // namespace fa_fp8
+
+extern "C" __global__ void flash_attn_fp8_vt(const lab::FlashAttnFp8VtParams p) {
+  LAB_DYNAMIC_SHARED(unsigned char, tile);  // [64 keys][65] (one byte of padding a row)
+  const int bh = blockIdx.z, key0 = blockIdx.x * 64, d0 = blockIdx.y * 64;
+  for (int r = threadIdx.y; r < 64; r += blockDim.y) {
+    const int key = key0 + r;
+    tile[r * 65 + threadIdx.x] = key < p.n_k ? p.v[(size_t(bh) * p.n_k + key) * 128 + d0 + threadIdx.x] : 0;
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 64; r += blockDim.y) {
+    const int pos = threadIdx.x, key = pos / 16 * 16 + lab_e4m3_p_column(pos % 16);
+    if (key0 + pos < p.n_k_padded)
+      p.vt[(size_t(bh) * 128 + d0 + r) * p.n_k_padded + key0 + pos] = tile[key * 65 + r];
+  }
+}
+
+// Grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Shared<BN, STAGES>::bytes + 1024.
+template <int BN, int STAGES>
+__global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_constant__ lab::FlashAttnFp8FwdParams p) {
+  using namespace fa_wgmma;
+  using fa_fp8::kHeadDim;
+  LAB_DYNAMIC_SHARED(unsigned char, raw);
+  const fa_fp8::Shared<BN, STAGES> sh(lab_smem_align_1024(raw));
+  const int tid = threadIdx.x, tiles = (p.n_k + BN - 1) / BN;
+  if (tid == 0) {
+    lab_mbarrier_init(sh.q_full, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      lab_mbarrier_init(&sh.k_full[s], 1);
+      lab_mbarrier_init(&sh.v_full[s], 1);
+      lab_mbarrier_init(&sh.empty[s], 256);
+    }
+    lab_fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (tid < 128) {
+    lab_setmaxnreg_dec<24>();
+    if (tid == 0) fa_fp8::produce<BN, STAGES>(p, sh, blockIdx.x * kBlockM, blockIdx.y, tiles);
+    return;
+  }
+  lab_setmaxnreg_inc<240>();
+  const int c = tid / 128 - 1, t = tid % 128, q = t % 4;
+  const int row0 = blockIdx.x * kBlockM + 64 * c + 16 * (t / 32) + t % 32 / 4;
+  const unsigned char* sq = sh.q + c * 64 * kHeadDim;
+  const float scale_log2 = p.score_scale * kLog2e;
+  float o[kHeadDim / 2], sc[BN / 2];
+  zero_output<kHeadDim>(o);
+  float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
+  uint32_t pa[BN / 32][4];
+  lab_mbarrier_wait_parity(sh.q_full, 0);
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % STAGES;
+    const unsigned parity = (j / STAGES) & 1;
+    const unsigned char* kt = sh.k_ring + s * fa_fp8::Shared<BN, STAGES>::tile_bytes;
+    const unsigned char* vt = sh.vt_ring + s * fa_fp8::Shared<BN, STAGES>::tile_bytes;
+    lab_mbarrier_wait_parity(&sh.k_full[s], parity);
+    lab_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 32; ++kk)
+      lab_wgmma_ss<LAB_E4M3, BN, 0, 0>(sc, fa_fp8::k32_desc(sq, kk), fa_fp8::k32_desc(kt, kk), kk > 0);
+    lab_wgmma_commit_group();
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(sc);
+    online_softmax<BN>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    rescale_output<kHeadDim>(o, alpha);
+    fa_fp8::pack_p<0, BN>(sc, pa);
+    lab_mbarrier_wait_parity(&sh.v_full[s], parity);
+    lab_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; ++kk) lab_wgmma_rs<LAB_E4M3, kHeadDim, 0>(o, pa[kk], fa_fp8::k32_desc(vt, kk), 1);
+    lab_wgmma_commit_group();
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(o);
+    lab_mbarrier_arrive(&sh.empty[s]);
+  }
+  fa_fp8::store(p, o, row_max, row_sum, blockIdx.y, row0, q);
+}
