@@ -66,8 +66,9 @@ class Fp8ForwardInstance : public InstanceBase {
   }
   WorkCounts work() const override {
     const AttentionSize& z = size_;
+    // Bytes: e4m3 Q, K, V^T read, fp16 O and float L written; the pre-pass reads V and writes V^T.
     const double vt_traffic = prepass_ ? 2.0 * z.k_elems() : 0.0;
-    return {2.0 * z.q_elems() + 2.0 * z.k_elems() + 4.0 * z.rows() + vt_traffic, z.forward_flops()};
+    return {3.0 * z.q_elems() + 2.0 * z.k_elems() + 4.0 * z.rows() + vt_traffic, z.forward_flops()};
   }
 
  private:
