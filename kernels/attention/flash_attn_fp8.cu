@@ -7,14 +7,15 @@
 // (n_k_padded / 64, 2, BH), block (64, 4): a 64 x 64 tile of V through shared memory, read and written in
 // rows.
 //
-// flash_attn_fp8_fwd: the CTA of flash_attn_wgmma.cu (one serial tile at a time): warpgroup 0 the TMA producer
-// (Q once, then K and V^T tiles of BN keys into a ring of STAGES stages, released by one "empty" barrier a
-// stage), warpgroups 1 and 2 consumers of 64 query rows each. Per key tile: S = Q K^T (4 k32 products, N BN,
-// both K-major in the 128-byte swizzle: a row of 128 e4m3 is one swizzled row), the online softmax of
-// flash_attn_wgmma_fwd_steps.cuh on S scaled by score_scale, P multiplied by 448 (its largest value, 1 at
-// the row's maximum, maps to e4m3's largest) and rounded into A fragments, O += P V (BN / 32 RS products, N
-// 128, V^T's tile K-major). The epilogue divides by 448 and the row sum (of the unrounded P) and multiplies
-// by v_scale. Keys past n_k score kMasked (P = 0); TMA fills rows past the tensors with zeros.
+// flash_attn_fp8_fwd: the CTA and schedule of flash_attn_wgmma_pipelined.cu: warpgroup 0 the TMA producer (Q
+// once, then K_j and V^T_{j-1} tiles of BN keys into rings of STAGES stages, K and V^T released by their own
+// "empty" barriers), warpgroups 1 and 2 consumers of 64 query rows each, running the softmax of key tile j
+// while P V of tile j - 1 is on the tensor cores. Per key tile: S = Q K^T (4 k32 products, N BN, both K-major
+// in the 128-byte swizzle: a row of 128 e4m3 is one swizzled row), the online softmax of
+// flash_attn_wgmma_fwd_steps.cuh on S scaled by score_scale, P multiplied by 448 (its largest value, 1 at the
+// row's maximum, maps to e4m3's largest) and rounded into A fragments, O += P V (BN / 32 RS products, N 128,
+// V^T's tile K-major). The epilogue divides by 448 and the row sum (of the unrounded P) and multiplies by
+// v_scale. Keys past n_k score kMasked (P = 0); TMA fills rows past the tensors with zeros.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -33,16 +34,17 @@ constexpr int kHeadDim = 128;
 constexpr float kPScale = 448.f;  // P's 1 maps to e4m3's largest finite value
 
 // Shared memory: Q (128 rows of 128 bytes), the K and V^T rings (BN x 128 bytes a stage each), then Q's full
-// barrier and each stage's K full, V full and empty barriers. Every region a multiple of 1024 bytes.
+// barrier and each stage's K full, V full, K empty and V empty barriers. Every region a multiple of 1024
+// bytes.
 template <int BN, int STAGES>
 struct Shared {
   static constexpr unsigned tile_bytes = BN * kHeadDim;
   static constexpr unsigned k = fa_wgmma::kBlockM * kHeadDim;
   static constexpr unsigned vt = k + STAGES * tile_bytes;
   static constexpr unsigned barriers = vt + STAGES * tile_bytes;
-  static constexpr unsigned bytes = barriers + (1 + 3 * STAGES) * 8;
+  static constexpr unsigned bytes = barriers + (1 + 4 * STAGES) * 8;
   unsigned char *q, *k_ring, *vt_ring;
-  uint64_t *q_full, *k_full, *v_full, *empty;
+  uint64_t *q_full, *k_full, *v_full, *k_empty, *v_empty;
   __device__ explicit Shared(unsigned char* base)
       : q(base),
         k_ring(base + k),
@@ -50,7 +52,10 @@ struct Shared {
         q_full(reinterpret_cast<uint64_t*>(base + barriers)),
         k_full(q_full + 1),
         v_full(k_full + STAGES),
-        empty(v_full + STAGES) {}
+        k_empty(v_full + STAGES),
+        v_empty(k_empty + STAGES) {}
+  __device__ const unsigned char* k_stage(int s) const { return k_ring + s * tile_bytes; }
+  __device__ const unsigned char* vt_stage(int s) const { return vt_ring + s * tile_bytes; }
 };
 
 // The K-major e4m3 operand of k32 step kk in a tile of 128-byte swizzled rows.
@@ -67,20 +72,47 @@ __device__ __forceinline__ void pack_p(const float (&sc)[BN / 2], uint32_t (&pa)
   }
 }
 
-// The producer's one thread: Q once, then K_j and V^T_j of every key tile.
+// Tile j of K (`is_k`) or V^T into its ring stage, once the stage's previous tile is released.
+template <int BN, int STAGES>
+__device__ __forceinline__ void load_tile(const lab::FlashAttnFp8FwdParams& p, const Shared<BN, STAGES>& sh,
+                                          bool is_k, int j, int bh) {
+  const int s = j % STAGES;
+  uint64_t* full = is_k ? &sh.k_full[s] : &sh.v_full[s];
+  if (j >= STAGES) lab_mbarrier_wait_parity(is_k ? &sh.k_empty[s] : &sh.v_empty[s], (j / STAGES - 1) & 1);
+  lab_mbarrier_arrive_expect_tx(full, Shared<BN, STAGES>::tile_bytes);
+  if (is_k)
+    lab_tma_load_3d(sh.k_ring + s * Shared<BN, STAGES>::tile_bytes, &p.k_map, full, 0, j * BN, bh);
+  else
+    lab_tma_load_3d(sh.vt_ring + s * Shared<BN, STAGES>::tile_bytes, &p.vt_map, full, j * BN, 0, bh);
+}
+
+// The producer's one thread: Q once, then K_j and V^T_{j-1} in the order the consumers use them.
 template <int BN, int STAGES>
 __device__ __forceinline__ void produce(const lab::FlashAttnFp8FwdParams& p, const Shared<BN, STAGES>& sh, int m0,
                                         int bh, int tiles) {
   lab_mbarrier_arrive_expect_tx(sh.q_full, fa_wgmma::kBlockM * kHeadDim);
   lab_tma_load_3d(sh.q, &p.q_map, sh.q_full, 0, m0, bh);
   for (int j = 0; j < tiles; ++j) {
-    const int s = j % STAGES;
-    if (j >= STAGES) lab_mbarrier_wait_parity(&sh.empty[s], (j / STAGES - 1) & 1);
-    lab_mbarrier_arrive_expect_tx(&sh.k_full[s], Shared<BN, STAGES>::tile_bytes);
-    lab_tma_load_3d(sh.k_ring + s * Shared<BN, STAGES>::tile_bytes, &p.k_map, &sh.k_full[s], 0, j * BN, bh);
-    lab_mbarrier_arrive_expect_tx(&sh.v_full[s], Shared<BN, STAGES>::tile_bytes);
-    lab_tma_load_3d(sh.vt_ring + s * Shared<BN, STAGES>::tile_bytes, &p.vt_map, &sh.v_full[s], j * BN, 0, bh);
+    load_tile(p, sh, true, j, bh);
+    if (j > 0) load_tile(p, sh, false, j - 1, bh);
   }
+  load_tile(p, sh, false, tiles - 1, bh);
+}
+
+// Issues S = Q K^T of one key tile (no fence, no commit).
+template <int BN>
+__device__ __forceinline__ void issue_scores(float (&sc)[BN / 2], const unsigned char* sq, const unsigned char* kt) {
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 32; ++kk)
+    lab_wgmma_ss<LAB_E4M3, BN, 0, 0>(sc, k32_desc(sq, kk), k32_desc(kt, kk), kk > 0);
+}
+
+// Issues O += P V of one key tile (no fence, no commit).
+template <int BN>
+__device__ __forceinline__ void issue_pv(float (&o)[kHeadDim / 2], const uint32_t (&pa)[BN / 32][4],
+                                         const unsigned char* vt) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 32; ++kk) lab_wgmma_rs<LAB_E4M3, kHeadDim, 0>(o, pa[kk], k32_desc(vt, kk), 1);
 }
 
 // O / (kPScale * row sum) * v_scale in fp16, two columns per 4-byte store; L by one thread per row.
@@ -135,7 +167,8 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
     for (int s = 0; s < STAGES; ++s) {
       lab_mbarrier_init(&sh.k_full[s], 1);
       lab_mbarrier_init(&sh.v_full[s], 1);
-      lab_mbarrier_init(&sh.empty[s], 256);
+      lab_mbarrier_init(&sh.k_empty[s], 256);  // every consumer thread
+      lab_mbarrier_init(&sh.v_empty[s], 256);
     }
     lab_fence_mbarrier_init();
   }
@@ -154,31 +187,50 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
   zero_output<kHeadDim>(o);
   float row_max[2] = {kMasked, kMasked}, row_sum[2] = {0.f, 0.f}, alpha[2];
   uint32_t pa[BN / 32][4];
+
+  // Tile 0: its scores and softmax; O is still zero, so neither a rescale nor a product yet.
   lab_mbarrier_wait_parity(sh.q_full, 0);
-  for (int j = 0; j < tiles; ++j) {
-    const int s = j % STAGES;
-    const unsigned parity = (j / STAGES) & 1;
-    const unsigned char* kt = sh.k_ring + s * fa_fp8::Shared<BN, STAGES>::tile_bytes;
-    const unsigned char* vt = sh.vt_ring + s * fa_fp8::Shared<BN, STAGES>::tile_bytes;
-    lab_mbarrier_wait_parity(&sh.k_full[s], parity);
+  lab_mbarrier_wait_parity(&sh.k_full[0], 0);
+  lab_wgmma_fence();
+  fa_fp8::issue_scores<BN>(sc, sq, sh.k_stage(0));
+  lab_wgmma_commit_group();
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(sc);
+  lab_mbarrier_arrive(&sh.k_empty[0]);
+  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  fa_fp8::pack_p<0, BN>(sc, pa);
+
+  for (int j = 1; j < tiles; ++j) {
+    const int s = j % STAGES, prev = (j - 1) % STAGES;
+    const unsigned prev_parity = ((j - 1) / STAGES) & 1;
+    lab_mbarrier_wait_parity(&sh.k_full[s], (j / STAGES) & 1);
     lab_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 32; ++kk)
-      lab_wgmma_ss<LAB_E4M3, BN, 0, 0>(sc, fa_fp8::k32_desc(sq, kk), fa_fp8::k32_desc(kt, kk), kk > 0);
+    fa_fp8::issue_scores<BN>(sc, sq, sh.k_stage(s));
     lab_wgmma_commit_group();
-    lab_wgmma_wait_group<0>();
+    lab_mbarrier_wait_parity(&sh.v_full[prev], prev_parity);
+    fa_fp8::issue_pv<BN>(o, pa, sh.vt_stage(prev));
+    lab_wgmma_commit_group();
+    lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
     lab_wgmma_hold(sc);
+    lab_mbarrier_arrive(&sh.k_empty[s]);
     online_softmax<BN>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
-    rescale_output<kHeadDim>(o, alpha);
-    fa_fp8::pack_p<0, BN>(sc, pa);
-    lab_mbarrier_wait_parity(&sh.v_full[s], parity);
-    lab_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 32; ++kk) lab_wgmma_rs<LAB_E4M3, kHeadDim, 0>(o, pa[kk], fa_fp8::k32_desc(vt, kk), 1);
-    lab_wgmma_commit_group();
+    // As in flash_attn_wgmma_pipelined.cu: the holds and the block boundary keep the softmax before the wait.
+    lab_wgmma_hold(sc);
+    lab_wgmma_hold(row_sum);
+    block_boundary(&sh.v_full[prev], prev_parity);
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
-    lab_mbarrier_arrive(&sh.empty[s]);
+    lab_mbarrier_arrive(&sh.v_empty[prev]);
+    rescale_output<kHeadDim>(o, alpha);
+    fa_fp8::pack_p<0, BN>(sc, pa);
   }
+
+  const int last = (tiles - 1) % STAGES;
+  lab_mbarrier_wait_parity(&sh.v_full[last], ((tiles - 1) / STAGES) & 1);
+  lab_wgmma_fence();
+  fa_fp8::issue_pv<BN>(o, pa, sh.vt_stage(last));
+  lab_wgmma_commit_group();
+  lab_wgmma_wait_group<0>();
+  lab_wgmma_hold(o);
   fa_fp8::store(p, o, row_max, row_sum, blockIdx.y, row0, q);
 }

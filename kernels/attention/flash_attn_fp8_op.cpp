@@ -14,10 +14,10 @@ constexpr int kBlockN = 128;  // keys per tile: a V^T row of the tile is one 128
 constexpr int kStages = 3;
 constexpr int kTransposeTile = 64;
 
-// Shared memory of flash_attn_fp8_fwd<kBlockN, kStages>: Q, the K and V^T rings, 1 + 3 STAGES mbarriers, and
+// Shared memory of flash_attn_fp8_fwd<kBlockN, kStages>: Q, the K and V^T rings, 1 + 4 STAGES mbarriers, and
 // the slack to align the start to 1024 bytes.
 constexpr size_t kForwardShared =
-    size_t(kBlockM) * kHeadDim + 2 * kStages * size_t(kBlockN) * kHeadDim + (1 + 3 * kStages) * 8 + 1024;
+    size_t(kBlockM) * kHeadDim + 2 * kStages * size_t(kBlockN) * kHeadDim + (1 + 4 * kStages) * 8 + 1024;
 
 // A 3-D e4m3 view [outer, rows, inner] with boxes of box_inner x box_rows x 1 in the 128-byte swizzle.
 TensorMap e4m3_map(Backend& backend, const uint8_t* base, int outer, int rows, int inner, int box_inner,
