@@ -14,6 +14,7 @@
 #include "kernels/nn/conv2d_nhwc_params.cuh"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/cuda_compiler.hpp"
+#include "tests/scoped_env.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace lab;
@@ -101,6 +102,30 @@ void check_split_k_deterministic(Backend& backend) {
   CHECK(outputs[1] == outputs[0]);
   CHECK(outputs[2] == outputs[0]);
   CHECK(std::any_of(outputs[0].begin(), outputs[0].end(), [](uint16_t b) { return b != 0; }));
+}
+
+// A conv2d_nhwc run at auto BLOCK_N and the channel tile conv2d_nhwc_block_n picks for it on the backend.
+struct AutoBlockNCase {
+  Params params;
+  int block_n;
+};
+
+// For each case: requires that Conv2dNhwcOp at auto BN takes the expected channel tile for the run, then runs
+// conv2d_nhwc (at auto BLOCK_N, as the network builds its convs) against the reference.
+void run_auto_block_n(Backend& backend, const std::vector<AutoBlockNCase>& cases) {
+  for (const AutoBlockNCase& c : cases) {
+    const Params p = resolve_params(Registry::instance().get("conv2d_nhwc"), c.params);
+    Conv2dShape s;
+    s.c_in = int(param_int(p, "C_IN")), s.c_out = int(param_int(p, "C_OUT"));
+    s.kernel = int(param_int(p, "K")), s.stride = int(param_int(p, "STRIDE"));
+    const Conv2dNhwcOp op(backend, s, parse_half_type(param_str(p, "DTYPE")),
+                          std::vector<float>(size_t(s.weight_count()), 0.0f),
+                          std::vector<float>(size_t(s.c_out), 0.0f));
+    INFO(s.c_in << "->" << s.c_out << " K" << s.kernel << " at " << p.at("H") << "x" << p.at("W") << " B"
+                << p.at("B") << " on " << backend.device().multiprocessors << " SMs");
+    REQUIRE(op.block_n(int(param_int(p, "B")), int(param_int(p, "H")), int(param_int(p, "W"))) == c.block_n);
+    run_nhwc(backend, c.params);
+  }
 }
 
 }  // namespace
@@ -247,6 +272,93 @@ TEST_CASE("conv2d_nhwc runs a smaller channel tile on request (BLOCK_N), whole o
                       {"SPLIT_K", "3"}});
 }
 
+TEST_CASE(
+    "conv2d_nhwc at auto BN runs 64-channel tiles where 128 would leave SMs idle, and 128 where they fill "
+    "them, on the cpu backend (8 threads)",
+    "[conv2d_nhwc]") {
+  const test::ScopedEnv threads("LAB_CPU_THREADS", "8");
+  auto backend = make_backend("cpu", test::embedded_context());
+  REQUIRE(backend->device().multiprocessors == 8);
+  run_auto_block_n(
+      *backend,
+      {// 1x1 136->144 at 5x6: 2 tiles of BN 128 (BLOCK_M 64) -> BN 64, three N tiles (the last partial).
+       {{{"C_IN", "136"}, {"C_OUT", "144"}, {"H", "5"}, {"W", "6"}, {"K", "1"}}, 64},
+       // 3x3 72->144 at 7x9 + residual, bf16 (two channel blocks, 18 steps).
+       {{{"C_IN", "72"}, {"C_OUT", "144"}, {"H", "7"}, {"W", "9"}, {"RESIDUAL", "true"}, {"DTYPE", "bf16"}},
+        64},
+       // 3x3 stride 2 32->136 at 10x9 into channels [8, 144) of 152, no SiLU.
+       {{{"C_IN", "32"},
+         {"C_OUT", "136"},
+         {"H", "10"},
+         {"W", "9"},
+         {"STRIDE", "2"},
+         {"SILU", "false"},
+         {"OUT_OFFSET", "8"},
+         {"OUT_PITCH", "152"}},
+        64},
+       // 1x1 16->144 at 16x16, batch 2: 4 x 2 tiles of 128 x 128 fill the 8 SMs -> BN 128.
+       {{{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "144"}, {"H", "16"}, {"W", "16"}, {"K", "1"}}, 128}});
+}
+
+TEST_CASE("conv2d_nhwc at auto BN matches the reference on the GPU (BN 64 at batch 1, 128 at 32)",
+          "[conv2d_nhwc][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  REQUIRE(backend->device().multiprocessors >= 100);  // the expected tiles are those of an H200's 132 SMs
+  run_auto_block_n(
+      *backend,
+      {// yolo26n's 20x20 level at batch 1: 1x1 256->256 (4 x 2 tiles of BN 128), fp16 and bf16.
+       {{{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}}, 64},
+       {{{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"DTYPE", "bf16"}}, 64},
+       // 3x3 128->128 + residual, bf16; the 40x40 level's 3x3 stride 2 into a concatenation slice.
+       {{{"C_IN", "128"},
+         {"C_OUT", "128"},
+         {"H", "20"},
+         {"W", "20"},
+         {"RESIDUAL", "true"},
+         {"DTYPE", "bf16"}},
+        64},
+       {{{"C_IN", "128"},
+         {"C_OUT", "128"},
+         {"H", "40"},
+         {"W", "40"},
+         {"STRIDE", "2"},
+         {"OUT_OFFSET", "128"},
+         {"OUT_PITCH", "384"}},
+        64},
+       // Batch 32 at 20x20: 100 x 2 tiles of 128 x 128.
+       {{{"B", "32"}, {"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}}, 128}});
+}
+
+TEST_CASE(
+    "conv2d_nhwc's channel-tile rule: BN 64 where BN 128's tiles number fewer than the SMs (yolo26n at batch "
+    "1), 128 where they fill them (batch 32)",
+    "[conv2d_nhwc]") {
+  // Batch 1 on 132 SMs. 20x20 (400 pixels): 1x1 / 3x3 -> 256 has 7 x 2 tiles of 64 x 128; -> 128, 7.
+  CHECK(conv2d_nhwc_block_n(400, 256, 132) == 64);
+  CHECK(conv2d_nhwc_block_n(400, 128, 132) == 64);
+  CHECK(conv2d_nhwc_block_m(400, 256, 132, 64) == 64);  // then 7 x 4 tiles of 64 x 64
+  // 40x40 (1600): -> 128 has 25 tiles of 64 x 128, -> 256 50.
+  CHECK(conv2d_nhwc_block_n(1600, 128, 132) == 64);
+  CHECK(conv2d_nhwc_block_n(1600, 256, 132) == 64);
+  CHECK(conv2d_nhwc_block_m(1600, 128, 132, 64) == 64);  // 13 x 2 tiles of 128 pixels would not fill
+  // 80x80 (6400): -> 128 (C3k2 cv2, the head's class conv) 100 tiles of 64 x 128; -> 64 keeps its own BN.
+  CHECK(conv2d_nhwc_block_n(6400, 128, 132) == 64);
+  CHECK(conv2d_nhwc_block_n(6400, 80, 132) == 64);
+  CHECK(conv2d_nhwc_block_n(6400, 64, 132) == 64);
+  CHECK(conv2d_nhwc_block_n(400, 32, 132) == 32);
+  CHECK(conv2d_nhwc_block_n(6400, 16, 132) == 16);
+  // Batch 32: 20x20 (12800) -> 256: 100 x 2 tiles of 128 x 128; -> 128: 200 of 64 x 128; 40x40, 80x80 more.
+  CHECK(conv2d_nhwc_block_n(32 * 400, 256, 132) == 128);
+  CHECK(conv2d_nhwc_block_n(32 * 400, 128, 132) == 128);
+  CHECK(conv2d_nhwc_block_n(32 * 1600, 128, 132) == 128);
+  CHECK(conv2d_nhwc_block_n(32 * 1600, 256, 132) == 128);
+  CHECK(conv2d_nhwc_block_n(32 * 6400, 128, 132) == 128);
+  // The threshold: 132 tiles of 64 x 128 fill 132 SMs, 131 do not.
+  CHECK(conv2d_nhwc_block_n(64 * 132, 128, 132) == 128);
+  CHECK(conv2d_nhwc_block_n(64 * 131, 128, 132) == 64);
+}
+
 TEST_CASE("conv2d_nhwc splits the reduction where its tiles leave SMs idle, within the limit and the steps",
           "[conv2d_nhwc]") {
   const auto shape = [](int c_in, int c_out, int kernel) {
@@ -347,23 +459,33 @@ TEST_CASE(
       CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
       // ptxas serialises every wgmma when one sits where it cannot prove warpgroup convergence (C7520).
       CHECK_THAT(r.log, !Contains("serialized"));
+      // The instances: both pixel tiles, the split-K one for reductions of 2 steps or more, and at C 256 (the
+      // tile rule's BN 128) both pixel tiles at the narrow BN 64 too.
+      const bool split = conv2d_nhwc_steps(s) >= 2, narrow = c > kConv2dNhwcBlockNRule.narrow_bn;
+      REQUIRE(r.resources.size() == 2u + (split ? 1u : 0u) + (narrow ? 2u : 0u));
+      const auto registers_of = [&r](const std::string& instance) -> std::optional<int> {
+        const auto it = std::find_if(r.resources.begin(), r.resources.end(),
+                                     [&](const ResourceUsage& k) { return k.kernel == instance; });
+        return it == r.resources.end() ? std::nullopt : it->registers;
+      };
       // Each instance's registers let conv2d_nhwc_ctas_per_sm CTAs share an SM (the persistent grid's size).
-      const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out);
-      for (int consumers : {1, 2}) {
-        const std::optional<int> registers = r.resources.at(size_t(consumers - 1)).registers;
-        REQUIRE(registers);
-        INFO(r.resources[size_t(consumers - 1)].kernel << ": " << *registers << " registers");
-        CHECK(*registers * 128 * (1 + consumers) * conv2d_nhwc_ctas_per_sm(t.bn, consumers) <= 65536);
-        // setmaxnreg moves registers within the CTA's launch allocation: the producer's 40 and the consumers'
-        // 2 x 232 (at 168) or 2 x 96 (at 80) fit only when ptxas allocates exactly that many.
-        if (consumers == 2) CHECK(*registers == (conv2d_nhwc_ctas_per_sm(t.bn, 2) == 1 ? 168 : 80));
-      }
-      // The split-K instance (reductions of 2 steps or more): its counter's atomic, and registers for the
-      // CTAs an SM holds.
-      REQUIRE(r.resources.size() == (conv2d_nhwc_steps(s) >= 2 ? 3u : 2u));
-      if (r.resources.size() == 3) {
+      std::vector<int> bns{conv2d_nhwc_tiles(s.c_in, s.c_out).bn};
+      if (narrow) bns.push_back(kConv2dNhwcBlockNRule.narrow_bn);
+      for (int bn : bns)
+        for (int consumers : {1, 2}) {
+          const std::string instance = conv2d_nhwc_instance(HalfType::f16, s, 64 * consumers, bn);
+          const std::optional<int> registers = registers_of(instance);
+          REQUIRE(registers);
+          INFO(instance << ": " << *registers << " registers");
+          CHECK(*registers * 128 * (1 + consumers) * conv2d_nhwc_ctas_per_sm(bn, consumers) <= 65536);
+          // setmaxnreg moves registers within the CTA's launch allocation: the producer's 40 and the
+          // consumers' 2 x 232 (at 168) or 2 x 96 (at 80) fit only when ptxas allocates exactly that many.
+          if (consumers == 2) CHECK(*registers == (conv2d_nhwc_ctas_per_sm(bn, 2) == 1 ? 168 : 80));
+        }
+      // The split-K instance: its counter's atomic, and registers for the CTAs an SM holds.
+      if (split) {
         CHECK_THAT(sass, Contains("ATOMG"));
-        const std::optional<int> registers = r.resources[2].registers;
+        const std::optional<int> registers = registers_of(conv2d_nhwc_splitk_instance(HalfType::f16, s));
         REQUIRE(registers);
         CHECK(*registers * 256 * conv2d_nhwc_splitk_ctas_per_sm() <= 65536);
       }

@@ -47,6 +47,12 @@ std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& 
          (consumers ? ", " + std::to_string(consumers) : "") + ">";
 }
 
+// Whether an op at `block_n` also compiles and may run the rule's narrow channel tile: at auto where the tile
+// rule's BN is wider.
+bool narrows(const Conv2dShape& s, int block_n) {
+  return block_n == 0 && conv2d_nhwc_tiles(s.c_in, s.c_out).bn > kConv2dNhwcBlockNRule.narrow_bn;
+}
+
 // Throws UsageError unless a run of `split.splits` can go: the shape has that many reduction steps, the pixel
 // tile is 64, and the workspace is given (16-byte aligned partials).
 void check_split(const Conv2dShape& s, const Conv2dNhwcSplitK& split, int block_m) {
@@ -120,6 +126,16 @@ int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n) 
   return (m + 127) / 128 * ((c_out + bn - 1) / bn) >= multiprocessors ? 128 : 64;
 }
 
+int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors) {
+  const int wide = conv2d_nhwc_tiles(1, c_out).bn;  // BN depends on C_out only
+  if (wide <= kConv2dNhwcBlockNRule.narrow_bn) return wide;
+  const int block_m = conv2d_nhwc_block_m(m, c_out, multiprocessors, wide);
+  const int64_t tiles = (m + block_m - 1) / block_m * ((c_out + wide - 1) / wide);
+  return tiles < int64_t(kConv2dNhwcBlockNRule.min_tiles_per_sm) * multiprocessors
+             ? kConv2dNhwcBlockNRule.narrow_bn
+             : wide;
+}
+
 int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors) {
   return std::min<int64_t>(tiles, int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64));
 }
@@ -152,6 +168,9 @@ CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, 
   CompileRequest r{
       kSource, {}, {conv2d_nhwc_instance(type, s, 64, block_n), conv2d_nhwc_instance(type, s, 128, block_n)}};
   if (conv2d_nhwc_steps(s) >= 2) r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s, block_n));
+  if (narrows(s, block_n))
+    for (int block_m : {64, 128})
+      r.name_expressions.push_back(conv2d_nhwc_instance(type, s, block_m, kConv2dNhwcBlockNRule.narrow_bn));
   r.arch_specific = true;
   return r;
 }
@@ -167,21 +186,27 @@ Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType 
   if (block_n != 0 && block_n != 16 && block_n != 32 && block_n != 64 && block_n != 128)
     throw UsageError("conv2d_nhwc: block_n is 16, 32, 64 or 128 (or 0: by C_out), not " +
                      std::to_string(block_n));
-  const CompileRequest request = conv2d_nhwc_compile_request(type, shape, block_n);
-  module_ = backend.compile(request);
-  kernel_64_ = module_->kernel(request.name_expressions[0]);
-  kernel_128_ = module_->kernel(request.name_expressions[1]);
-  if (request.name_expressions.size() > 2) kernel_splitk_ = module_->kernel(request.name_expressions[2]);
+  module_ = backend.compile(conv2d_nhwc_compile_request(type, shape, block_n));
+  if (conv2d_nhwc_steps(shape) >= 2)
+    kernel_splitk_ = module_->kernel(conv2d_nhwc_splitk_instance(type, shape, block_n));
   weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
   bias_ = backend.upload_vector(bias);
-  const int taps = shape.kernel * shape.kernel, pitch = nhwc_min_pitch(shape.c_in);
-  TensorMapDesc wd = dense_tensor_map(element_of(type), weight_,
-                                      {uint64_t(shape.c_in), uint64_t(taps), uint64_t(shape.c_out)},
-                                      {uint32_t(tiles_.bk), 1, uint32_t(tiles_.bn)});
+  wide_ = tiling(tiles_);
+  if (narrows(shape, block_n))
+    narrow_ = tiling(conv2d_nhwc_tiles(shape.c_in, shape.c_out, kConv2dNhwcBlockNRule.narrow_bn));
+}
+
+Conv2dNhwcOp::Tiling Conv2dNhwcOp::tiling(const Conv2dNhwcTiles& t) const {
+  const Conv2dShape& s = shape_;
+  const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
+  TensorMapDesc wd =
+      dense_tensor_map(element_of(type_), weight_, {uint64_t(s.c_in), uint64_t(taps), uint64_t(s.c_out)},
+                       {uint32_t(t.bk), 1, uint32_t(t.bn)});
   wd.strides = {uint64_t(pitch) * 2, uint64_t(pitch) * taps * 2, 0, 0};
-  wd.swizzle = swizzle_of(tiles_.bk);
+  wd.swizzle = swizzle_of(t.bk);
   wd.l2_promotion = TensorL2Promotion::B256;
-  weight_map_ = backend.tensor_map(wd);
+  return {t, module_->kernel(conv2d_nhwc_instance(type_, s, 64, t.bn)),
+          module_->kernel(conv2d_nhwc_instance(type_, s, 128, t.bn)), backend_.tensor_map(wd)};
 }
 
 TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
@@ -218,6 +243,12 @@ int Conv2dNhwcOp::split_k(int batch, int h, int w, int max_splits) const {
   return conv2d_nhwc_split_k(m, shape_, backend_.device().multiprocessors, max_splits, block_n_);
 }
 
+int Conv2dNhwcOp::block_n(int batch, int h, int w) const {
+  if (!narrow_) return tiles_.bn;
+  const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
+  return conv2d_nhwc_block_n(m, shape_.c_out, backend_.device().multiprocessors);
+}
+
 Conv2dNhwcSplitSizes Conv2dNhwcOp::split_sizes(int batch, int h, int w, int splits) const {
   if (splits <= 1) return {};
   const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
@@ -236,14 +267,16 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   if (block_m != 0 && block_m != 64 && block_m != 128)
     throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
   check_split(s, split, block_m);
-  const int bm = split.splits > 1 ? 64
-                 : block_m        ? block_m
-                           : conv2d_nhwc_block_m(m, s.c_out, backend_.device().multiprocessors, block_n_);
+  const int sms = backend_.device().multiprocessors;
+  const Tiling& tiling =
+      split.splits == 1 && narrow_ && block_n(batch, h, w) == narrow_->tiles.bn ? *narrow_ : wide_;
+  const Conv2dNhwcTiles& t = tiling.tiles;
+  const int bm = split.splits > 1 ? 64 : block_m ? block_m : conv2d_nhwc_block_m(m, s.c_out, sms, t.bn);
 
-  const int n_tiles = (s.c_out + tiles_.bn - 1) / tiles_.bn;
+  const int n_tiles = (s.c_out + t.bn - 1) / t.bn;
   const int64_t tiles = (m + bm - 1) / bm * n_tiles;
   const Conv2dNhwcParams p{input_map({in.data, in.pitch, batch, h, w, bm}),
-                           weight_map_,
+                           tiling.weight_map,
                            bias_.as<const float>(),
                            residual.data,
                            out.data,
@@ -254,24 +287,23 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
                            ho,
                            wo,
                            s.stride,
-                           (s.c_in + tiles_.bk - 1) / tiles_.bk,
+                           (s.c_in + t.bk - 1) / t.bk,
                            out.pitch,
                            residual.pitch,
                            s.silu ? 1 : 0};
-  const int sms = backend_.device().multiprocessors;
   const int64_t grid =
       split.splits > 1  // split-K: each tile's reduction over `splits` CTAs
           ? std::min<int64_t>(tiles * split.splits, int64_t(sms) * conv2d_nhwc_splitk_ctas_per_sm())
-          : conv2d_nhwc_grid(tiles, tiles_.bn, bm, sms);
+          : conv2d_nhwc_grid(tiles, t.bn, bm, sms);
   const LaunchConfig cfg{{unsigned(grid), 1, 1},
                          {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-                         conv2d_nhwc_shared_bytes(bm, tiles_.bn, tiles_.bk, tiles_.stages),
+                         conv2d_nhwc_shared_bytes(bm, t.bn, t.bk, t.stages),
                          /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   if (split.splits > 1)
     backend_.launch(*kernel_splitk_, cfg,
                     kernel_params(Conv2dNhwcSplitParams{p, split.partial, split.arrivals, split.splits}));
   else
-    backend_.launch(bm == 64 ? kernel_64_ : kernel_128_, cfg, kernel_params(p));
+    backend_.launch(bm == 64 ? tiling.kernel_64 : tiling.kernel_128, cfg, kernel_params(p));
 }
 
 }  // namespace lab

@@ -37,6 +37,21 @@ std::string conv2d_nhwc_problem(const Conv2dShape& s);
 // Output pixels per CTA for M output pixels: 128 (two consumer warpgroups) when ceil(M / 128) x the N tiles
 // fill `multiprocessors` SMs, else 64 (one consumer, twice the CTAs). block_n as conv2d_nhwc_tiles takes it.
 int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n = 0);
+// The channel-tile rule (issue 18): where a layer's BN-128 tiles, at the BLOCK_M conv2d_nhwc_block_m picks
+// for them, number fewer than min_tiles_per_sm x the SMs, Conv2dNhwcOp at auto BN runs narrow_bn channels a
+// tile (twice the CTAs on the idle SMs; BLOCK_M then by conv2d_nhwc_block_m at that BN). Measured on the H200
+// (2026-12-02, `lab bench conv2d_nhwc --param H=20 --param W=20 --iters 200`, batch 1): 1x1 256->256 14.1 us
+// at BN 128, 11.5 at BN 64; 3x3 128->128 19.9 / 14.9; at batch 1 the 20x20 and 40x40 levels' convs ran on
+// 7-50 CTAs of 132 SMs. Batch 32's grids fill the SMs and keep BN 128. The threshold (one tile an SM) is a
+// first guess for the whole-forward A/B (LAB_CONV_BLOCK_N, nhwc_ops.hpp).
+struct Conv2dNhwcBlockNRule {
+  int narrow_bn;
+  int min_tiles_per_sm;
+};
+inline constexpr Conv2dNhwcBlockNRule kConv2dNhwcBlockNRule{64, 1};
+// The rule's BN for M output pixels of C_out channels: conv2d_nhwc_tiles' BN, or narrow_bn where that is
+// wider and its tiles leave SMs idle.
+int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors);
 // The persistent grid of a layer of `tiles` output tiles (BN channels x BLOCK_M pixels): as many CTAs as
 // `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
 int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
@@ -75,8 +90,9 @@ struct Conv2dNhwcSplitSizes {
 
 // The kernel name expression of a shape at a pixel tile of 64 or 128: conv2d_nhwc<DT, K, BN, BK, STAGES,
 // BLOCK_M / 64>, and of its split-K mode: conv2d_nhwc_splitk<DT, K, BN, BK, STAGES>; the request compiling
-// both tiles' instances and (when the reduction has 2 steps or more) the split-K one (one module). block_n as
-// conv2d_nhwc_tiles takes it.
+// both tiles' instances, (when the reduction has 2 steps or more) the split-K one and, at block_n 0 (auto)
+// where the tile rule's BN is wider than kConv2dNhwcBlockNRule.narrow_bn, both pixel tiles at that narrow BN
+// (one module). block_n as conv2d_nhwc_tiles takes it.
 std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m, int block_n = 0);
 std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s, int block_n = 0);
 CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, int block_n = 0);
@@ -96,15 +112,17 @@ void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int ch
 class Conv2dNhwcOp {
  public:
   // weight [c_out, c_in, k, k], bias [c_out] (float32); throws UsageError on a shape conv2d_nhwc_problem
-  // refuses or wrong weight / bias sizes. block_n: the output channels of a tile (16, 32, 64 or 128; 0: the
-  // tile rule's).
+  // refuses or wrong weight / bias sizes. block_n: the output channels of a tile (16, 32, 64 or 128), fixed;
+  // 0 (auto): per run, conv2d_nhwc_block_n's (the tile rule's BN, or the narrow one where it leaves SMs
+  // idle).
   Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type, const std::vector<float>& weight,
                const std::vector<float>& bias, int block_n = 0);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
   // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. block_m: 64 or 128 output
-  // pixels per CTA, 0 for conv2d_nhwc_block_m's choice. split.splits > 1: split-K over that many CTAs a tile
-  // (BLOCK_M 64) with split's workspace (split_sizes). Throws UsageError on a pitch below the channels or
+  // pixels per CTA, 0 for conv2d_nhwc_block_m's choice (at the run's BN: block_n(batch, h, w)).
+  // split.splits > 1: split-K over that many CTAs a tile (BLOCK_M 64, BN tiles().bn) with split's workspace
+  // (split_sizes). Throws UsageError on a pitch below the channels or
   // not a multiple of 8, a pointer not 16-byte aligned, or a split the shape or the workspace cannot take.
   void run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcView residual = {}, int block_m = 0,
            const Conv2dNhwcSplitK& split = {}) const;
@@ -112,12 +130,24 @@ class Conv2dNhwcOp {
   // The split-K rule's S for a run at this input size (conv2d_nhwc_split_k), and the workspace a run of
   // `splits` needs (empty for 1).
   int split_k(int batch, int h, int w, int max_splits) const;
+  // The output channels of a tile in a whole-tile run at this input size: the fixed block_n, else
+  // conv2d_nhwc_block_n's.
+  int block_n(int batch, int h, int w) const;
   Conv2dNhwcSplitSizes split_sizes(int batch, int h, int w, int splits) const;
 
   const Conv2dShape& shape() const { return shape_; }
+  // The tiles at the op's fixed block_n, or at auto the tile rule's (split-K runs take these).
   const Conv2dNhwcTiles& tiles() const { return tiles_; }
 
  private:
+  // The instances and the weight map of one channel tile.
+  struct Tiling {
+    Conv2dNhwcTiles tiles;
+    Kernel kernel_64, kernel_128;  // one and two consumer warpgroups
+    TensorMap weight_map;          // box BK x 1 x BN
+  };
+  Tiling tiling(const Conv2dNhwcTiles& tiles) const;
+
   // The input (and pixel tile) a map was made for.
   struct InputKey {
     uint16_t* data;
@@ -132,10 +162,10 @@ class Conv2dNhwcOp {
   int block_n_;  // 0: the tile rule's BN
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;
-  Kernel kernel_64_, kernel_128_;  // one and two consumer warpgroups
   std::optional<Kernel> kernel_splitk_;  // when the reduction has 2 steps or more
   DeviceBuffer weight_, bias_;
-  TensorMap weight_map_;
+  Tiling wide_;                   // at tiles_
+  std::optional<Tiling> narrow_;  // at auto BN where the rule may narrow the tiles
   mutable std::optional<std::pair<InputKey, TensorMap>> last_input_map_;
 };
 

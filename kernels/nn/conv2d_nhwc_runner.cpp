@@ -70,7 +70,8 @@ std::vector<ParamSpec> conv2d_nhwc_params() {
       {"BLOCK_N",
        K::Choice,
        "auto",
-       "output channels per CTA; auto: the smallest of 16, 32, 64, 128 covering C_OUT (128 above)",
+       "output channels per CTA; auto: the smallest of 16, 32, 64, 128 covering C_OUT (128 above), 64 "
+       "where 128 leaves SMs idle",
        0,
        0,
        false,

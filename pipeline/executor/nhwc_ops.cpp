@@ -41,6 +41,12 @@ void for_each_nhwc_conv(const Yolo26Model& model, F&& f) {
     for_each_conv(l, [&](const ConvSpec& c) { f(padded.count(c.name) ? padded_outputs(c) : c); });
 }
 
+// The block_n the network builds a dense conv with under conv_block_n_from_env()'s `forced` BN (0: auto): the
+// tile rule's BN where that is not wider.
+int network_block_n(const Conv2dShape& s, int forced) {
+  return forced ? std::min(forced, conv2d_nhwc_tiles(s.c_in, s.c_out).bn) : 0;
+}
+
 }  // namespace
 
 const ConvSpec* float_stem(const Yolo26Model& model) {
@@ -68,14 +74,25 @@ int conv_split_limit_from_env() {
                    "'");
 }
 
+int conv_block_n_from_env() {
+  const char* value = std::getenv("LAB_CONV_BLOCK_N");
+  const std::string text = value ? value : "";
+  if (text.empty() || text == "auto") return 0;
+  if (text == "64" || text == "128") return std::stoi(text);
+  throw UsageError("LAB_CONV_BLOCK_N must be auto (or unset), 64 or 128, not '" + text + "'");
+}
+
 std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, Precision precision) {
   const HalfType type = nhwc_half_type(precision);
   std::vector<CompileRequest> requests{nhwc_layers_compile_request(type)};
   const ConvSpec* stem = float_stem(model);
+  const int forced_block_n = conv_block_n_from_env();
   for_each_nhwc_conv(model, [&](const ConvSpec& c) {
     if (c.groups != 1) return;
-    CompileRequest r = stem && c.name == stem->name ? conv2d_stem_nhwc_compile_request(type, conv_shape(c))
-                                                    : conv2d_nhwc_compile_request(type, conv_shape(c));
+    const Conv2dShape s = conv_shape(c);
+    CompileRequest r = stem && c.name == stem->name
+                           ? conv2d_stem_nhwc_compile_request(type, s)
+                           : conv2d_nhwc_compile_request(type, s, network_block_n(s, forced_block_n));
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
@@ -88,12 +105,15 @@ NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision
       conv_split_limit_(conv_split_limit_from_env()),
       layers_(backend, nhwc_half_type(precision)) {
   const ConvSpec* stem = float_stem(model);
+  const int forced_block_n = conv_block_n_from_env();
   for_each_nhwc_conv(model, [&](const ConvSpec& c) {
+    const Conv2dShape s = conv_shape(c);
     if (stem && c.name == stem->name) {
       stem_name_ = c.name;
-      stem_ = std::make_unique<Conv2dStemNhwcOp>(backend_, conv_shape(c), type(), c.weight, c.bias);
+      stem_ = std::make_unique<Conv2dStemNhwcOp>(backend_, s, type(), c.weight, c.bias);
     } else if (c.groups == 1)
-      convs_[c.name] = std::make_unique<Conv2dNhwcOp>(backend_, conv_shape(c), type(), c.weight, c.bias);
+      convs_[c.name] = std::make_unique<Conv2dNhwcOp>(backend_, s, type(), c.weight, c.bias,
+                                                      network_block_n(s, forced_block_n));
     else
       depthwise_[c.name] = std::make_unique<NhwcDepthwise>(layers_, c.c_in, c.weight, c.bias, c.silu);
   });

@@ -33,6 +33,12 @@ HalfType nhwc_half_type(Precision precision);
 // else.
 int conv_split_limit_from_env();
 
+// The channel tile the network's dense convs take, from LAB_CONV_BLOCK_N: unset, empty or `auto`, per run by
+// conv2d_nhwc_block_n (BN 64 where BN 128 leaves SMs idle; returns 0); `128`, the tile rule's BN for every
+// run (the behaviour before that rule, for the whole-forward A/B); `64`, at most 64. UsageError naming the
+// variable on anything else.
+int conv_block_n_from_env();
+
 class NhwcOps {
  public:
   NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision);
