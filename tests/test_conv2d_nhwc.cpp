@@ -304,10 +304,13 @@ TEST_CASE("conv2d_nhwc at auto BN matches the reference on the GPU (BN 64 at bat
           "[conv2d_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
-  REQUIRE(backend->device().multiprocessors >= 100);  // the expected tiles are those of an H200's 132 SMs
+  // The expected tiles hold from 15 SMs (the 20x20 convs' 14 BN-128 tiles leave some idle) to 200 (batch
+  // 32's 200 fill them); the H200 has 132.
+  const int sms = backend->device().multiprocessors;
+  REQUIRE((sms >= 15 && sms <= 200));
   run_auto_block_n(
       *backend,
-      {// yolo26n's 20x20 level at batch 1: 1x1 256->256 (4 x 2 tiles of BN 128), fp16 and bf16.
+      {// yolo26n's 20x20 level at batch 1: 1x1 256->256 (7 x 2 tiles of 64 x 128), fp16 and bf16.
        {{{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}}, 64},
        {{{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"DTYPE", "bf16"}}, 64},
        // 3x3 128->128 + residual, bf16; the 40x40 level's 3x3 stride 2 into a concatenation slice.
