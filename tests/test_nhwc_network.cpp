@@ -116,18 +116,16 @@ TEST_CASE(
     "LAB_CONV_BLOCK_N picks the network's conv channel tile: unset, empty or auto per run (0), 64 or 128; "
     "else a one-line error",
     "[nhwc_network]") {
-  const auto block_n = [](const char* value) {
+  const std::pair<const char*, int> valid[] = {{nullptr, 0}, {"", 0}, {"auto", 0}, {"64", 64}, {"128", 128}};
+  for (const auto& [value, block_n] : valid) {
     const test::ScopedEnv env("LAB_CONV_BLOCK_N", value);
-    return conv_block_n_from_env();
-  };
-  CHECK(block_n(nullptr) == 0);
-  CHECK(block_n("") == 0);
-  CHECK(block_n("auto") == 0);
-  CHECK(block_n("64") == 64);
-  CHECK(block_n("128") == 128);
-  for (const char* bad : {"32", "0", "256", "Auto", "128 ", "x"})
-    CHECK_THROWS_WITH(block_n(bad),
+    CHECK(conv_block_n_from_env() == block_n);
+  }
+  for (const char* bad : {"32", "0", "256", "Auto", "128 ", "x"}) {
+    const test::ScopedEnv env("LAB_CONV_BLOCK_N", bad);
+    CHECK_THROWS_WITH(conv_block_n_from_env(),
                       "LAB_CONV_BLOCK_N must be auto (or unset), 64 or 128, not '" + std::string(bad) + "'");
+  }
 }
 
 TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",
