@@ -145,8 +145,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the persistent pipelined wgmma forward (PERSISTENT) walks several query blocks a CTA and matches the "
-    "reference on the cpu backend",
+    "the persistent pipelined wgmma forward (PERSISTENT, the default) walks several query blocks a CTA and "
+    "matches the reference on the cpu backend, as does its one-block-a-CTA grid",
     "[attention]") {
   // One and two emulated SMs: each CTA walks 6 or 3 query blocks of 2 heads, its K/V ring slots running on
   // from block to block (3 or 4 key tiles against 2 or 3 stages, so a block starts mid-ring), and one key
@@ -158,18 +158,16 @@ TEST_CASE(
   for (const auto& c : cases) {
     const test::ScopedEnv threads("LAB_CPU_THREADS", c.threads);
     for (const char* dtype : {"f16", "bf16"})
-      run_wgmma("cpu", "wgmma_pipelined",
-                {{"BH", "2"},
-                 {"N_CTX_Q", "300"},
-                 {"N_CTX_K", c.n_k},
-                 {"HEAD_DIM", c.head_dim},
-                 {"DTYPE", dtype},
-                 {"WGMMA_TILE", c.tile},
-                 {"PERSISTENT", "true"}});
+      for (const char* persistent : {"true", "false"})
+        run_wgmma("cpu", "wgmma_pipelined",
+                  {{"BH", "2"},
+                   {"N_CTX_Q", "300"},
+                   {"N_CTX_K", c.n_k},
+                   {"HEAD_DIM", c.head_dim},
+                   {"DTYPE", dtype},
+                   {"WGMMA_TILE", c.tile},
+                   {"PERSISTENT", persistent}});
   }
-  const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
-  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma", resolve_params(r, {{"PERSISTENT", "true"}})),
-                    Contains("PERSISTENT is wgmma_pipelined's"));
 }
 
 TEST_CASE("the persistent pipelined wgmma forward matches the reference on the cuda backend",

@@ -102,9 +102,6 @@ std::string wgmma_forward_problem(const Params& p, WgmmaSchedule schedule) {
   if (std::string problem = fa_wgmma_exp2_fma_problem(int(param_int(p, "EXP2_FMA")), schedule);
       !problem.empty())
     return problem;
-  if (std::string problem = fa_wgmma_persistent_problem(param_bool(p, "PERSISTENT"), schedule);
-      !problem.empty())
-    return problem;
   return fa_wgmma_tiles_problem(head_dim, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")), schedule);
 }
 // The Hopper forward's kernel for the parameters.
@@ -194,8 +191,9 @@ KernelSpec forward_half_spec() {
       "ex2.approx (0, 2 or 4)"};
   exp2.choices = {"0", "2", "4"};
   spec.params.push_back(exp2);
-  spec.params.push_back({"PERSISTENT", ParamSpec::Kind::Bool, "false",
-                         "wgmma_pipelined: one CTA an SM walking the query blocks instead of one CTA a block"});
+  spec.params.push_back({"PERSISTENT", ParamSpec::Kind::Bool, "true",
+                         "wgmma_pipelined: one CTA an SM walking the query blocks (true) or one CTA a block (wgmma: always "
+                         "one a block)"});
   return spec;
 }
 const KernelSpec forward_spec = forward_half_spec();

@@ -104,11 +104,6 @@ std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule) {
   return "";
 }
 
-std::string fa_wgmma_persistent_problem(bool persistent, WgmmaSchedule schedule) {
-  if (persistent && schedule != WgmmaSchedule::pipelined) return "wgmma: PERSISTENT is wgmma_pipelined's";
-  return "";
-}
-
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
                                         int exp2_fma) {
   const WgmmaTiles t = checked_tiles(head_dim, tiles, schedule);
@@ -140,9 +135,7 @@ FlashAttnWgmmaOp::FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim
       head_dim_(head_dim),
       schedule_(schedule),
       tiles_(checked_tiles(head_dim, tiles, schedule)),
-      persistent_(persistent) {
-  if (const std::string problem = fa_wgmma_persistent_problem(persistent, schedule); !problem.empty())
-    throw UsageError("flash attention " + problem);
+      persistent_(persistent && schedule == WgmmaSchedule::pipelined) {
   const CompileRequest request = fa_wgmma_compile_request(type, head_dim, schedule, tiles_, exp2_fma);
   module_ = backend.compile(request);
   fwd_ = module_->kernel(request.name_expressions[0]);

@@ -36,8 +36,6 @@ std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule
 // Empty when the schedule runs exp2_fma exponentials of every 8 (0, 2 or 4; the pipelined schedule only),
 // else the rule.
 std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule);
-// Empty unless a persistent grid is asked of the serial schedule (its consumers run one query block).
-std::string fa_wgmma_persistent_problem(bool persistent, WgmmaSchedule schedule);
 // The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule, tiles and share of exponentials on
 // the FMA pipe (a HEAD_DIM, tiles or share the rules refuse throw UsageError).
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
@@ -52,8 +50,8 @@ TensorMap fa_wgmma_head_map(Backend& backend, HalfType type, const uint16_t* bas
 
 class FlashAttnWgmmaOp {
  public:
-  // persistent (the pipelined schedule only): a grid of at most one CTA an SM, each walking query blocks,
-  // instead of one CTA a block.
+  // persistent: the pipelined schedule's grid of at most one CTA an SM, each walking query blocks, instead of
+  // one CTA a block (the serial schedule's consumers run one block: it ignores the flag).
   FlashAttnWgmmaOp(Backend& backend, HalfType type, int head_dim,
                    WgmmaSchedule schedule = WgmmaSchedule::serial, WgmmaTiles tiles = {}, int exp2_fma = 0,
                    bool persistent = false);
