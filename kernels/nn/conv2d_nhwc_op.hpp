@@ -42,8 +42,9 @@ int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n =
 // tile (twice the CTAs on the idle SMs; BLOCK_M then by conv2d_nhwc_block_m at that BN). Measured on the H200
 // (2026-12-02, `lab bench conv2d_nhwc --param H=20 --param W=20 --iters 200`, batch 1): 1x1 256->256 14.1 us
 // at BN 128, 11.5 at BN 64; 3x3 128->128 19.9 / 14.9; at batch 1 the 20x20 and 40x40 levels' convs ran on
-// 7-50 CTAs of 132 SMs. Batch 32's grids fill the SMs and keep BN 128. The threshold (one tile an SM) is a
-// first guess for the whole-forward A/B (LAB_CONV_BLOCK_N, nhwc_ops.hpp).
+// 7-50 CTAs of 132 SMs. Batch 32's grids fill the SMs and keep BN 128. The threshold (one tile an SM) was
+// checked by the whole-forward A/B (LAB_CONV_BLOCK_N, nhwc_ops.hpp): batch 1 fp16 0.744 -> 0.612 ms, bf16
+// 0.762 -> 0.627, batch 32 unchanged at 3.38 ms (H200, docs/PERFORMANCE.md, fourteenth session).
 struct Conv2dNhwcBlockNRule {
   int narrow_bn;
   int min_tiles_per_sm;
