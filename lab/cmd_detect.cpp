@@ -1,8 +1,7 @@
 // `lab detect`: YOLO26 on images: letterbox, forward (the CPU reference or our kernels), end-to-end top-k,
 // boxes back in image pixels; annotated images into runs/detect/predict[N] (or --out), optional YOLO label
 // files and a JSON document (a file, or stdout with `--json -`), one summary line per image and the average
-// stage times. --decode / --encode nvjpeg decode the input JPEGs and encode the annotated ones on the GPU
-// (nvJPEG, loaded at run time).
+// stage times. --encode nvjpeg encodes the annotated JPEGs on the GPU (nvJPEG, loaded at run time).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -26,9 +25,6 @@
 #include "pipeline/detect/stage_profile.hpp"
 #include "pipeline/image/draw.hpp"
 #include "pipeline/image/image.hpp"
-#include "nvrtc_runtime/input_file.hpp"
-#include "nvrtc_runtime/printable_text.hpp"
-#include "pipeline/image/nvjpeg_decoder.hpp"
 #include "pipeline/image/nvjpeg_encoder.hpp"
 #include "pipeline/image/nvjpeg_library.hpp"
 #include "lab/network_options.hpp"
@@ -47,7 +43,7 @@ namespace fs = std::filesystem;
 struct DetectOptions {
   std::vector<std::string> inputs;
   std::string model, backend = "auto", out, name = "predict", json, dump, precision = "fp32", devices = "0",
-                                   layout = "auto", encode = "host", decode = "host";
+                                   layout = "auto", encode = "host";
   int imgsz = 640, batch = 1, max_det = 300;
   float conf = 0.25f;
   std::vector<int> classes;
@@ -117,27 +113,14 @@ fs::path output_folder(const DetectOptions& o) {
   return claim_output_folder(kDefaultProject, o.name, o.exist_ok);
 }
 
-// --decode / --encode nvjpeg need the cuda backend, and --encode annotated images to encode; the library is
-// loaded here, so a missing one fails before the model is read or any folder is made.
-void check_gpu_codec(const DetectOptions& o, const std::string& executor) {
-  for (const std::string& flag : {"--decode " + o.decode, "--encode " + o.encode}) {
-    if (flag.ends_with(" host")) continue;
-    if (executor != "cuda")
-      throw UsageError(flag + ": needs --backend cuda (this run's backend is " + executor + ")");
-    if (flag.starts_with("--encode") && o.nosave) throw UsageError(flag + ": nothing to encode with --nosave");
-    load_nvjpeg(flag);
-  }
-}
-
-// --decode nvjpeg: the JPEGs nvJPEG decodes on the GPU, the other files (and those it refuses) on the host.
-Image decode_on_gpu_or_host(NvjpegDecoder& decoder, const fs::path& file, bool& on_gpu) {
-  const std::string text = read_input_file(file, "image");
-  const std::vector<uint8_t> bytes(text.begin(), text.end());
-  if (std::optional<Image> image = decoder.decode(bytes, printable_path(file))) {
-    on_gpu = true;
-    return std::move(*image);
-  }
-  return decode_image_bytes(bytes, file.string());
+// --encode nvjpeg needs the cuda backend and annotated images to encode; the library is loaded here, so a
+// missing one fails before the model is read or any folder is made.
+void check_gpu_encode(const DetectOptions& o, const std::string& executor) {
+  if (o.encode == "host") return;
+  const std::string flag = "--encode " + o.encode;
+  if (executor != "cuda") throw UsageError(flag + ": needs --backend cuda (this run's backend is " + executor + ")");
+  if (o.nosave) throw UsageError(flag + ": nothing to encode with --nosave");
+  load_nvjpeg(flag);
 }
 
 void run_detect(DetectOptions o, CliState& state) {
@@ -164,7 +147,7 @@ void run_detect(DetectOptions o, CliState& state) {
 
   std::string backend_note;
   const std::string executor = resolve_executor(o.backend, precision, backend_note);
-  check_gpu_codec(o, executor);
+  check_gpu_encode(o, executor);
   const ModelLocation model = locate_model(default_model_search(o.model));
   DetectorOptions options;
   options.imgsz = o.imgsz, options.rect = !o.square, options.conf = o.conf, options.max_det = o.max_det;
@@ -179,9 +162,8 @@ void run_detect(DetectOptions o, CliState& state) {
                        std::to_string(network_model.class_names.size() - 1));
   const RuntimeContext context = state.context();
   std::string layout;  // the network's choice, known once the detectors exist
-  // On the first device, made once the Detectors exist (a missing device is their one-line error): the host
-  // workers' JPEGs (--decode nvjpeg) and the save hook's (--encode nvjpeg).
-  std::unique_ptr<NvjpegDecoder> gpu_decoder;
+  // On the first device, made once the Detectors exist (a missing device is their one-line error): the save
+  // hook's JPEGs (--encode nvjpeg).
   std::unique_ptr<NvjpegEncoder> gpu_encoder;
   auto header = [&] {
     human << "model " << model.path.string() << " (" << model.origin << "), backend " << executor
@@ -189,9 +171,6 @@ void run_detect(DetectOptions o, CliState& state) {
           << (precision == Precision::Fp32 ? "" : ", precision " + precision_name(precision))
           << (runs_our_kernels(executor) ? ", layout " + layout : "")
           << (devices.size() > 1 ? ", " + std::to_string(devices.size()) + " forward workers" : "")
-          << (gpu_decoder ? std::string(", decode nvjpeg (") + (gpu_decoder->has_hardware() ? "hardware" : "default") +
-                                " backend)"
-                          : "")
           << (gpu_encoder ? ", encode nvjpeg" : "") << "\n";
   };
 
@@ -225,7 +204,6 @@ void run_detect(DetectOptions o, CliState& state) {
   };
   auto streaming = start;  // when every Detector exists
   hooks.started = [&] {
-    if (o.decode == "nvjpeg") gpu_decoder = std::make_unique<NvjpegDecoder>(devices.front(), "--decode nvjpeg");
     if (o.encode == "nvjpeg")
       gpu_encoder = std::make_unique<NvjpegEncoder>(devices.front(), kJpegQuality, "--encode nvjpeg");
     streaming = std::chrono::steady_clock::now();
@@ -236,8 +214,6 @@ void run_detect(DetectOptions o, CliState& state) {
     if (ec)
       throw UsageError((out_dir / "labels").string() + ": cannot create the folder (" + ec.message() + ")");
   };
-  if (o.decode == "nvjpeg")
-    hooks.decode = [&](const fs::path& file, bool& on_gpu) { return decode_on_gpu_or_host(*gpu_decoder, file, on_gpu); };
   if (!o.dump.empty())
     hooks.after_forward = [&](Detector& detector, const std::vector<std::string>& names) {
       std::lock_guard lock(dump_mutex);
@@ -340,13 +316,6 @@ void add_detect_command(CLI::App& app, CliState& state) {
                   "Where the annotated JPEGs are encoded: host (libjpeg-turbo) or nvjpeg (nvJPEG on the cuda "
                   "backend's first GPU, same quality and 4:2:0; needs --backend cuda, not with --nosave; "
                   "LAB_NVJPEG_LIBRARY picks the library)")
-      ->check(CLI::IsMember({"host", "nvjpeg"}))
-      ->capture_default_str();
-  cmd->add_option("--decode", o->decode,
-                  "Where the input JPEGs are decoded: host (libjpeg-turbo, cv2.imread's pixels) or nvjpeg (nvJPEG "
-                  "on the cuda backend's first GPU, its JPEG engines where they take the file; other files on "
-                  "the host). nvJPEG's pixels differ slightly from libjpeg-turbo's, so detections may differ "
-                  "slightly; needs --backend cuda")
       ->check(CLI::IsMember({"host", "nvjpeg"}))
       ->capture_default_str();
   cmd->add_option("--dump", o->dump,

@@ -102,7 +102,7 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
   fi
   if [ -n "${FOLDER:-}" ]; then
     # lab detect on a folder of JPEGs (FOLDER_COPIES copies of each sample image): throughput per precision,
-    # batch size, device set and JPEG codec (--decode / --encode nvjpeg: nvJPEG on the GPU), with -v's stage
+    # batch size, device set and JPEG encoder (--encode nvjpeg: nvJPEG on the GPU), with -v's stage
     # profile; each run twice, the first warming the compile cache.
     model=.device/shared/assets/models/yolo26n.pt
     rm -rf /tmp/folder && mkdir -p /tmp/folder
@@ -112,7 +112,7 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
     done
     for args in "--batch 1" "--batch 32" "--batch 32 --precision tf32" "--batch 32 --precision fp16" \
       "--batch 1 --devices ${DEVICES:-0}" "--batch 32 --devices ${DEVICES:-0}" \
-      "--batch 32 --precision fp16 --encode nvjpeg" "--batch 32 --precision fp16 --decode nvjpeg --encode nvjpeg"; do
+      "--batch 32 --precision fp16 --encode nvjpeg"; do
       for run in warm-up measured; do
         echo "--- $run"
         step bash -c "lab detect /tmp/folder --backend cuda --model $model $args -v --out /tmp/folder-out | tail -7"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the lab needs, only those missing, and nvdisasm (for `lab source --sass`), which
 # Debian does not package: from NVIDIA's nvidia-cuda-nvdisasm wheel on PyPI, linked into the toolkit's bin/;
-# nvJPEG (for `lab detect --encode/--decode nvjpeg`; loaded at run time) from the nvidia-nvjpeg wheel, whose
+# nvJPEG (for `lab detect --encode nvjpeg`; loaded at run time) from the nvidia-nvjpeg wheel, whose
 # header the build needs; and, for the tests only, pycocotools from PyPI into a folder of its own.
 # Idempotent; root or sudo.
 set -euo pipefail

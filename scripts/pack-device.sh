@@ -22,7 +22,7 @@ for lib in $(ldd "$out/bin/"* | awk '/=>/ {print $3}' | sort -u); do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
-# nvJPEG (lab detect --encode/--decode nvjpeg) is opened at run time, so ldd does not list it; the GPU machine
+# nvJPEG (lab detect --encode nvjpeg) is opened at run time, so ldd does not list it; the GPU machine
 # may lack it (the build's LAB_NVJPEG_ROOT has it): device-run.sh's LD_LIBRARY_PATH finds this copy by the loader's search.
 nvjpeg_root=$(sed -n 's/^LAB_NVJPEG_ROOT:PATH=//p' "$build/CMakeCache.txt")
 cp -L "$nvjpeg_root/lib/libnvjpeg.so.13" "$out/lib/"

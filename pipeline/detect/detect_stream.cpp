@@ -182,10 +182,9 @@ class Stream {
     std::optional<PreparedImage> prepared;
     std::string error;
     double decode_ms = 0;
-    bool on_gpu = false;
     try {
       const auto start = Clock::now();
-      image = hooks_.decode ? hooks_.decode(files_[index], on_gpu) : decode_image(files_[index]);
+      image = decode_image(files_[index]);
       decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       prepared = prepare_image(*image, files_[index].string(), options_.detector, staging, device_letterbox_);
     } catch (const UsageError& e) {
@@ -194,7 +193,7 @@ class Stream {
       error = printable_path(files_[index]) + ": cannot read image (out of memory)";
     }
     if (options_.profile && error.empty()) {
-      options_.profile->add(on_gpu ? Stage::GpuDecode : Stage::Decode, decode_ms);
+      options_.profile->add(Stage::Decode, decode_ms);
       options_.profile->add(Stage::Letterbox, prepared->preprocess_ms);
     }
     if (!error.empty()) image.reset(), prepared.reset();

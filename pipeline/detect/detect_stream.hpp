@@ -38,9 +38,6 @@ struct FileWrite {
 };
 
 struct DetectStreamHooks {
-  // Decodes one file on a host worker (unset: decode_image); sets `on_gpu` when the GPU decoded it (the
-  // profile's gpu decode stage). Throws UsageError for a file that cannot be decoded, as decode_image does.
-  std::function<Image(const std::filesystem::path& file, bool& on_gpu)> decode;
   // Makes forward worker w's Detector, on that worker's thread (a CUDA backend binds to that thread).
   std::function<std::unique_ptr<Detector>(int worker)> make_detector;
   // Called on the calling thread once every Detector exists, before any image is read (e.g. to create the

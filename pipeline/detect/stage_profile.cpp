@@ -8,8 +8,8 @@ namespace lab {
 namespace {
 
 const char* stage_name(Stage s) {
-  static const char* const names[kStageCount] = {"decode", "gpu decode", "letterbox", "draw",    "encode",
-                                                 "gpu encode", "write", "upload",  "forward", "top-k"};
+  static const char* const names[kStageCount] = {"decode", "letterbox", "draw",    "encode", "gpu encode",
+                                                 "write",  "upload",    "forward", "top-k"};
   return names[size_t(s)];
 }
 
@@ -35,8 +35,7 @@ std::string StageProfile::report(size_t images, int host_threads, int forward_th
   const double n = images > 0 ? double(images) : 1.0;
   const Group groups[] = {{"host workers",
                            host_threads,
-                           {Stage::Decode, Stage::GpuDecode, Stage::Letterbox, Stage::Draw, Stage::Encode,
-                            Stage::GpuEncode}},
+                           {Stage::Decode, Stage::Letterbox, Stage::Draw, Stage::Encode, Stage::GpuEncode}},
                           {"forward workers", forward_threads, {Stage::Upload, Stage::Forward, Stage::TopK}},
                           {"writer threads", writer_threads, {Stage::Write}}};
   std::string text = "Stages (busy ms per image, summed over each group's threads):\n";
@@ -49,7 +48,7 @@ std::string StageProfile::report(size_t images, int host_threads, int forward_th
     char line[96];
     std::string parts;
     for (Stage s : g.stages) {
-      if ((s == Stage::GpuDecode || s == Stage::GpuEncode) && totals[size_t(s)] == 0) continue;
+      if (s == Stage::GpuEncode && totals[size_t(s)] == 0) continue;
       const double per_image = totals[size_t(s)] / n;
       sum += per_image;
       if (per_image > largest) largest = per_image, largest_stage = s;

@@ -68,16 +68,6 @@ const NvjpegLibrary& load_nvjpeg(const std::string& origin) {
         library.bind("nvjpegEncoderParamsSetSamplingFactors", nvjpeg.encoder_params_set_sampling_factors);
         library.bind("nvjpegEncodeImage", nvjpeg.encode_image);
         library.bind("nvjpegEncodeRetrieveBitstream", nvjpeg.encode_retrieve_bitstream);
-        library.bind("nvjpegGetImageInfo", nvjpeg.get_image_info);
-        library.bind("nvjpegJpegStateCreate", nvjpeg.jpeg_state_create);
-        library.bind("nvjpegJpegStateDestroy", nvjpeg.jpeg_state_destroy);
-        library.bind("nvjpegDecode", nvjpeg.decode);
-        library.bind("nvjpegDecodeBatchedInitialize", nvjpeg.decode_batched_initialize);
-        library.bind("nvjpegDecodeBatched", nvjpeg.decode_batched);
-        library.bind("nvjpegJpegStreamCreate", nvjpeg.jpeg_stream_create);
-        library.bind("nvjpegJpegStreamDestroy", nvjpeg.jpeg_stream_destroy);
-        library.bind("nvjpegJpegStreamParse", nvjpeg.jpeg_stream_parse);
-        library.bind("nvjpegDecodeBatchedSupported", nvjpeg.decode_batched_supported);
       });
 }
 

@@ -1,5 +1,5 @@
 // nvJPEG loaded at run time, as NCCL is (pipeline/distributed/nccl_library.hpp): `lab` never links libnvjpeg,
-// so it starts and everything without --encode/--decode nvjpeg works where nvJPEG is absent. The library is
+// so it starts and everything without --encode nvjpeg works where nvJPEG is absent. The library is
 // LAB_NVJPEG_LIBRARY when set, else the path the build recorded (the nvidia-nvjpeg wheel that
 // scripts/install-deps.sh installs) when it exists, else "libnvjpeg.so.13" by the dynamic loader's search.
 #pragma once
@@ -10,7 +10,7 @@
 
 namespace lab {
 
-// The nvJPEG functions the GPU codec uses, typed from nvjpeg.h's declarations (decltype never references the
+// The nvJPEG functions the GPU encoder uses, typed from nvjpeg.h's declarations (decltype never references the
 // symbols, so nothing is linked).
 struct NvjpegLibrary {
   std::string path;  // what was opened
@@ -24,16 +24,6 @@ struct NvjpegLibrary {
   decltype(&nvjpegEncoderParamsSetSamplingFactors) encoder_params_set_sampling_factors = nullptr;
   decltype(&nvjpegEncodeImage) encode_image = nullptr;
   decltype(&nvjpegEncodeRetrieveBitstream) encode_retrieve_bitstream = nullptr;
-  decltype(&nvjpegGetImageInfo) get_image_info = nullptr;
-  decltype(&nvjpegJpegStateCreate) jpeg_state_create = nullptr;
-  decltype(&nvjpegJpegStateDestroy) jpeg_state_destroy = nullptr;
-  decltype(&nvjpegDecode) decode = nullptr;
-  decltype(&nvjpegDecodeBatchedInitialize) decode_batched_initialize = nullptr;
-  decltype(&nvjpegDecodeBatched) decode_batched = nullptr;
-  decltype(&nvjpegJpegStreamCreate) jpeg_stream_create = nullptr;
-  decltype(&nvjpegJpegStreamDestroy) jpeg_stream_destroy = nullptr;
-  decltype(&nvjpegJpegStreamParse) jpeg_stream_parse = nullptr;
-  decltype(&nvjpegDecodeBatchedSupported) decode_batched_supported = nullptr;
 };
 
 // Opens the library once per path and keeps it for the process. Throws UsageError "<origin>: nvJPEG is not
