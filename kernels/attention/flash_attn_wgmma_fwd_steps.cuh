@@ -201,6 +201,14 @@ __device__ __forceinline__ float exp2_fma(float x) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
 }
 
+// Partial results v[0..N) combined pairwise ((v0 op v1) op (v2 op v3) for N 4; v0 for N 1).
+template <int N, typename Op>
+__device__ __forceinline__ float combine(const float (&v)[N], Op op) {
+  static_assert(N == 1 || N == 4, "one or four partials");
+  if constexpr (N == 1) return v[0];
+  else return op(op(v[0], v[1]), op(v[2], v[3]));
+}
+
 // The online softmax of key tile j on this thread's scores (accumulator element i: row 16 w + g +
 // 8 ((i / 2) % 2), key j BN + 8 (i / 4) + 2 q + i % 2): sc becomes P (unrounded), row_max / row_sum move to
 // this tile, alpha is the factor O is rescaled by. Keys past n_k (only in the last tile; every row keeps one
@@ -215,9 +223,24 @@ __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n
     for (int i = 0; i < BN / 2; ++i)
       if (j * BN + 8 * (i / 4) + 2 * q + i % 2 >= n_k) sc[i] = kMasked;
   }
-  float tile_max[2] = {kMasked, kMasked};
+  // A row's maximum and sum as CHAINS partial chains (element i joins chain i % 8 / 4 * 2 + i % 2 of row
+  // (i / 2) % 2), so the dependent fmax / add chains are BN / 4 / CHAINS long. Four at BN <= 128 (H200: +1 %
+  // at D 128); one at BN 256, where the partials' registers cost the D 64 kernel 13 %.
+  constexpr int CHAINS = BN <= 128 ? 4 : 1;
+  float part_max[2][CHAINS];
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], sc[i]);
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int k = 0; k < CHAINS; ++k) part_max[r][k] = kMasked;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) {
+    float& m = part_max[(i / 2) % 2][(i % 8 / 4 * 2 + i % 2) % CHAINS];
+    m = fmaxf(m, sc[i]);
+  }
+  float tile_max[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    tile_max[r] = combine<CHAINS>(part_max[r], [](float a, float b) { return fmaxf(a, b); });
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float m_new = fmaxf(row_max[r], lab_group4_max(tile_max[r]) * scale_log2);
@@ -225,12 +248,16 @@ __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n
     row_max[r] = m_new;
     row_sum[r] *= alpha[r];
   }
+  float part_sum[2][CHAINS] = {};
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) {
     const float x = fmaf(sc[i], scale_log2, -row_max[(i / 2) % 2]);
     sc[i] = i % 8 < EXP2_FMA ? exp2_fma(x) : lab_exp2_ftz(x);
-    row_sum[(i / 2) % 2] += sc[i];
+    part_sum[(i / 2) % 2][(i % 8 / 4 * 2 + i % 2) % CHAINS] += sc[i];
   }
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    row_sum[r] += combine<CHAINS>(part_sum[r], [](float a, float b) { return a + b; });
 }
 
 // O = 0 before the first tile.
