@@ -18,6 +18,7 @@
 #include "nvrtc_runtime/cuda_compiler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "tests/test_emulator_support.hpp"
+#include "tests/wgmma_accumulators.hpp"
 
 using namespace lab;
 using Catch::Matchers::Contains;
@@ -153,17 +154,6 @@ std::vector<uint32_t> a_fragments(const std::vector<uint8_t>& a) {
   return regs;
 }
 
-// The accumulator layout: out[t * N / 2 + i] = D[16 w + g + 8 ((i / 2) % 2)][8 (i / 4) + 2 q + i % 2].
-template <typename Element>
-std::vector<double> in_accumulator_layout(int n, Element element) {
-  std::vector<double> out(size_t(128) * n / 2);
-  for (int t = 0; t < 128; ++t)
-    for (int i = 0; i < n / 2; ++i)
-      out[size_t(t) * n / 2 + i] =
-          element(16 * (t / 32) + t % 32 / 4 + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * (t % 4) + i % 2);
-  return out;
-}
-
 std::vector<float> run_product(Backend& backend, int n, bool rs, int swizzle, const std::vector<uint8_t>& a,
                                const std::vector<uint8_t>& b) {
   const ProductImage image = product_image(n, swizzle, a, b);
@@ -179,15 +169,6 @@ std::vector<float> run_product(Backend& backend, int n, bool rs, int swizzle, co
                  kernel_args(image_ptr, chunks, frag_ptr, a_lbo, a_sbo, b_offset, b_lbo, b_sbo, sw, out_ptr));
   backend.synchronize();
   return backend.download_vector<float>(d_out, size_t(64) * n);
-}
-
-size_t mismatches(const std::vector<float>& got, const std::vector<double>& want) {
-  size_t wrong = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    if (!(double(got[i]) == want[i]) && wrong++ < 6)
-      UNSCOPED_INFO("thread " << i / (want.size() / 128) << " d[" << i % (want.size() / 128) << "]: got "
-                              << got[i] << " expected " << want[i]);
-  return wrong;
 }
 
 std::vector<uint8_t> integer_matrix(int rows, int (*value)(int, int), bool transposed) {
@@ -263,12 +244,12 @@ TEST_CASE("wgmma e4m3: one m64nNk32 product gives the documented layouts (SS, RS
           INFO("backend " << name << " N " << n << (rs ? " RS" : " SS") << " swizzle " << swizzle);
           const std::vector<float> got = run_product(*backend, n, rs, swizzle, integer_matrix(64, a_value, false),
                                                      integer_matrix(n, b_value, true));
-          const std::vector<double> want = in_accumulator_layout(n, [](int i, int j) {
+          const std::vector<double> want = test::in_accumulator_layout(n, [](int i, int j) {
             double sum = 0;
             for (int k = 0; k < 32; ++k) sum += a_value(i, k) * b_value(k, j);
             return sum;
           });
-          CHECK(mismatches(got, want) == 0);
+          CHECK(test::accumulator_mismatches(got, want) == 0);
         }
   }
 }
@@ -278,12 +259,12 @@ TEST_CASE("wgmma e4m3: P fragments from S's accumulators times V^T with its keys
   for (const std::string& name : available_backends()) {
     INFO("backend " << name);
     auto backend = make_backend(name, test::emulator_kernels_context());
-    const std::vector<double> want = in_accumulator_layout(16, [](int i, int n) {
+    const std::vector<double> want = test::in_accumulator_layout(16, [](int i, int n) {
       double sum = 0;
       for (int key = 0; key < 64; ++key) sum += 0.5 * b_value(i % 32, key) * v_value(key, n);
       return sum;
     });
-    CHECK(mismatches(run_attention_step(*backend), want) == 0);
+    CHECK(test::accumulator_mismatches(run_attention_step(*backend), want) == 0);
   }
 }
 
@@ -312,7 +293,7 @@ TEST_CASE("wgmma e4m3: the H200's conversions and products match the emulator's"
       // Each output sums 32 exact products; the tensor cores keep fewer bits than float while adding them
       // (about 13: DeepSeek-V3 report, section 3.3.2), so both lie within 32 * 2^-13 of the magnitude sum of the
       // exact sum.
-      const std::vector<double> magnitude = in_accumulator_layout(256, [&](int i, int j) {
+      const std::vector<double> magnitude = test::in_accumulator_layout(256, [&](int i, int j) {
         double sum = 0;
         for (int k = 0; k < 32; ++k) sum += std::fabs(code_value(a[size_t(i) * 32 + k]) * code_value(b[size_t(j) * 32 + k]));
         return sum;

@@ -1,8 +1,9 @@
-// Hopper's warpgroup tensor-core primitives (PTX wgmma.mma_async m64nNk16 with fp16 / bfloat16 inputs and
-// m64nNk32 with e4m3 inputs, float accumulators, its fences and groups, fence.proxy.async, setmaxnreg, the
-// e4m3 conversions) on both backends. NVRTC gets inline PTX, which needs the architecture-specific target: a kernel family using this header sets
-// KernelSpec::arch_specific (NVRTC then compiles for sm_90a). The cpu emulator implements the same functions
-// with the same per-thread layouts (nvrtc_runtime/cpu/device/lab_emu_wgmma.hpp).
+// Hopper's warpgroup tensor-core primitives (PTX wgmma.mma_async m64nNk16 with fp16 / bfloat16 inputs,
+// m64nNk32 with e4m3 inputs and m64nNk8 with tf32 inputs, float accumulators, its fences and groups,
+// fence.proxy.async, setmaxnreg, the e4m3 conversions) on both backends. NVRTC gets inline PTX, which needs
+// the architecture-specific target: a kernel family using this header sets KernelSpec::arch_specific (NVRTC
+// then compiles for sm_90a). The cpu emulator implements the same functions with the same per-thread layouts
+// (nvrtc_runtime/cpu/device/lab_emu_wgmma.hpp).
 //
 // A warpgroup is 4 consecutive warps whose first warp index is a multiple of 4 (threads 128 k .. 128 k + 127
 // of the block); all its 128 threads execute every wgmma call together. One lab_wgmma_* call computes
@@ -33,6 +34,16 @@
 //   no swizzle: (i % 8) * 16 + (i / 8) * SBO + k % 16 + (k / 16) * LBO; swizzled: (i % 8) * W + (i / 8) * SBO + k
 // (a k32 step is again + 32 bytes). lab_e4m3x2 / lab_e4m3_to_float convert (cvt.rn.satfinite.e4m3x2.f32 and
 // cvt.rn.f16x2.e4m3x2), lab_wgmma_e4m3_a_from_accumulators makes a P fragment from S's accumulators.
+//
+// tf32 inputs (DT LAB_F32, PTX m64nNk8.f32.tf32.tf32, SS form only here): operands are stored as float
+// (4-byte elements) and one call computes D[64][N] = A[64][8] * B[8][N] + (scale_d ? D : 0); both shared operands
+// K-major (TRANS 0 only); D's layout as above. The tensor cores read each float as tf32: the emulator drops
+// the 13 low mantissa bits (truncation, as for mma.sync tf32 in lab_emu_mma.hpp; the [gpu] test of
+// tests/test_emulator_wgmma_tf32.cpp checks that against the H200 bit for bit), so a kernel that wants
+// rounding converts with lab_to_tf32 before storing the operand. Shared layouts: those of the 16-bit K-major
+// operands with 4-byte elements (a core matrix row holds 4 k): no swizzle (i % 8) * 16 + (i / 8) * SBO +
+// (k % 4) * 4 + (k / 4) * LBO; swizzled (i % 8) * W + (i / 8) * SBO + k * 4 (a k8 step is again + 32 bytes,
+// a 128-byte swizzled row 32 floats).
 //
 // Shared-memory operands are described by a 64-bit matrix descriptor (lab_wgmma_desc, encoding in
 // lab_swizzle.cuh) and laid out in the PTX ISA's canonical layouts ("Shared Memory Matrix Layout"), for the
@@ -68,6 +79,8 @@
 // The 8-bit input type of the k32 products (after LAB_F16 0 and LAB_BF16 1 of lab_mma.cuh; lab_emu_wgmma.hpp
 // defines it again, identically).
 #define LAB_E4M3 2
+// Float storage read by the tensor cores as tf32 (k8 products); lab_emu_wgmma.hpp defines it again.
+#define LAB_F32 3
 
 #if !defined(LAB_CPU_EMULATOR)
 
@@ -168,11 +181,11 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 #define LAB_WGMMA_RS_TEXT(N, TYPE, D, I0, I1, I2, I3, I4, I5, I6)                                       \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE \
   "." TYPE " {" D "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1, %" #I6 ";\n}\n"
-// The e4m3 forms (m64nNk32, both operands K-major: no transpose operands): SS %I0 desc_a, %I1 desc_b, %I2
-// scale_d; RS %I0..%I3 the A fragment, %I4 desc_b, %I5 scale_d.
-#define LAB_WGMMA_SS_E4M3_TEXT(N, D, I0, I1, I2)                                                 \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N        \
-  "k32.f32.e4m3.e4m3 {" D "}, %" #I0 ", %" #I1 ", p, 1, 1;\n}\n"
+// The K-major-only forms (e4m3 m64nNk32, tf32 m64nNk8: no transpose operands): SS %I0 desc_a, %I1 desc_b,
+// %I2 scale_d; RS (e4m3) %I0..%I3 the A fragment, %I4 desc_b, %I5 scale_d.
+#define LAB_WGMMA_SS_K_MAJOR_TEXT(N, SHAPE_K, TYPE, D, I0, I1, I2)                        \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N \
+  SHAPE_K ".f32." TYPE "." TYPE " {" D "}, %" #I0 ", %" #I1 ", p, 1, 1;\n}\n"
 #define LAB_WGMMA_RS_E4M3_TEXT(N, D, I0, I1, I2, I3, I4, I5)                                     \
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N        \
   "k32.f32.e4m3.e4m3 {" D "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #I4 ", p, 1, 1;\n}\n"
@@ -180,7 +193,7 @@ __device__ __forceinline__ void lab_wgmma_hold(float (&d)[COUNT]) {
 template <int N>
 struct LabWgmmaShape;
 
-// One shape: its SS and RS products for the 16-bit input types (k16) and e4m3 (k32).
+// One shape: its SS and RS products for the 16-bit input types (k16) and e4m3 (k32), SS for tf32 (k8).
 #define LAB_WGMMA_SHAPE(N, D, OUT, I0, I1, I2, I3, I4, I5, I6)                                             \
   template <>                                                                                              \
   struct LabWgmmaShape<N> {                                                                                \
@@ -193,7 +206,12 @@ struct LabWgmmaShape;
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B)                  \
                      : "memory");                                                                          \
       else if (DT == LAB_E4M3)                                                                             \
-        asm volatile(LAB_WGMMA_SS_E4M3_TEXT(N, D, I0, I1, I2)                                              \
+        asm volatile(LAB_WGMMA_SS_K_MAJOR_TEXT(N, "k32", "e4m3", D, I0, I1, I2)                            \
+                     : OUT                                                                                 \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                              \
+                     : "memory");                                                                          \
+      else if (DT == LAB_F32)                                                                              \
+        asm volatile(LAB_WGMMA_SS_K_MAJOR_TEXT(N, "k8", "tf32", D, I0, I1, I2)                             \
                      : OUT                                                                                 \
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                              \
                      : "memory");                                                                          \
@@ -240,6 +258,7 @@ __device__ __forceinline__ void lab_wgmma_ss(float (&d)[N / 2], unsigned long lo
                                              unsigned long long desc_b, int scale_d) {
   static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
   static_assert(DT != LAB_E4M3 || (TRANS_A == 0 && TRANS_B == 0), "e4m3 operands are K-major");
+  static_assert(DT != LAB_F32 || (TRANS_A == 0 && TRANS_B == 0), "tf32 operands are K-major");
   LabWgmmaShape<N>::template ss<DT, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 // d (+)= A * B with A in registers (layout above), B in shared memory.
@@ -248,6 +267,7 @@ __device__ __forceinline__ void lab_wgmma_rs(float (&d)[N / 2], const uint32_t (
                                              unsigned long long desc_b, int scale_d) {
   static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
   static_assert(DT != LAB_E4M3 || TRANS_B == 0, "e4m3 operands are K-major");
+  static_assert(DT != LAB_F32, "tf32 products take A from shared memory (lab_wgmma_ss)");
   LabWgmmaShape<N>::template rs<DT, TRANS_B>(d, a, desc_b, scale_d);
 }
 

@@ -1,5 +1,6 @@
-// kernels/common/lab_wgmma.cuh on the host: lab_wgmma_desc, lab_wgmma_ss / _rs (m64nNk16 fp16 / bfloat16 and
-// m64nNk32 e4m3, float accumulators), lab_e4m3x2 / lab_e4m3_to_float (lab_emu_e4m3.hpp), lab_wgmma_fence / _commit_group / _wait_group / _hold, lab_fence_proxy_async_shared,
+// kernels/common/lab_wgmma.cuh on the host: lab_wgmma_desc, lab_wgmma_ss / _rs (m64nNk16 fp16 / bfloat16,
+// m64nNk32 e4m3 and, SS only, m64nNk8 tf32; float accumulators), lab_e4m3x2 / lab_e4m3_to_float
+// (lab_emu_e4m3.hpp), lab_wgmma_fence / _commit_group / _wait_group / _hold, lab_fence_proxy_async_shared,
 // lab_setmaxnreg_inc / _dec and lab_smem_address, with the per-thread layouts documented in lab_wgmma.cuh.
 //
 // Shared addresses: the emulator's shared window is the block's dynamic shared memory (LAB_DYNAMIC_SHARED),
@@ -24,7 +25,11 @@
 // no-ops here, as are setmaxnreg and lab_wgmma_hold).
 //
 // Numerics: inputs are exact in float, so are their products (barring bfloat16 products beyond float's
-// range); each output sums its 16 (e4m3: 32) products in float in k order and adds the sum to D (or to 0 when
+// range). tf32 (LAB_F32): each float operand is read with its 13 low mantissa bits dropped (truncation toward
+// zero; the assumption that the tensor cores read only the tf32 bits of a raw float, as lab_emu_mma.hpp's
+// mma.sync tf32 does, is checked against the H200 bit for bit by tests/test_emulator_wgmma_tf32.cpp's [gpu]
+// test), so its 11-bit-significand products are exact in float too. Each output sums its 16 (e4m3: 32,
+// tf32: 8) products in float in k order and adds the sum to D (or to 0 when
 // scale_d is 0), as lab_emu_mma.hpp does. The tensor cores accumulate in another order (and, for e4m3, with
 // fewer mantissa bits than float): results may differ from the GPU's in the last bits. The e4m3 conversions
 // are the hardware's exactly (rounding, saturation, NaN).
@@ -39,6 +44,7 @@
 #define LAB_WGMMA_VALID_N(N) \
   ((N) == 8 || (N) == 16 || (N) == 32 || (N) == 64 || (N) == 128 || (N) == 176 || (N) == 192 || (N) == 256)
 #define LAB_E4M3 2
+#define LAB_F32 3
 
 inline uint16_t lab_e4m3x2(float lo, float hi) {
   return uint16_t(lab_emu::e4m3_from_float(lo) | lab_emu::e4m3_from_float(hi) << 8);
@@ -60,7 +66,7 @@ struct WgmmaDesc {
         base_offset(unsigned(bits >> 49 & 7u)),
         swizzle(int(bits >> 62)) {}
   // The shared address of element (i, k), i the M index of A or the N index of B, k < 16 (e4m3, `bytes` 1:
-  // k < 32, K-major only) (the canonical layouts of lab_wgmma.cuh), swizzled.
+  // k < 32; tf32, `bytes` 4: k < 8; both K-major only) (the canonical layouts of lab_wgmma.cuh), swizzled.
   unsigned address(bool mn_major, unsigned i, unsigned k, unsigned bytes = 2) const {
     const unsigned w = lab_swizzle_row_bytes(swizzle), row_k = 16 / bytes;  // k per 16-byte core row
     unsigned offset;
@@ -148,7 +154,7 @@ struct WgmmaThread {
 struct WgmmaOperands {
   bool read = false;
   unsigned users = 0;       // threads that have executed the product
-  std::vector<float> a, b;  // a [64][K] (SS form), b [n][K]; K 16 (e4m3: 32)
+  std::vector<float> a, b;  // a [64][K] (SS form), b [n][K]; K 16 (e4m3: 32, tf32: 8)
 };
 
 struct WgmmaWarpgroup {
@@ -176,10 +182,10 @@ inline WgmmaWarpgroup& wgmma_warpgroup() {
 
 // The K of one product and the bytes of one element, by input type.
 constexpr unsigned wgmma_k(int dt) {
-  return dt == LAB_E4M3 ? 32 : 16;
+  return dt == LAB_E4M3 ? 32 : dt == LAB_F32 ? 8 : 16;
 }
 constexpr unsigned wgmma_element_bytes(int dt) {
-  return dt == LAB_E4M3 ? 1 : 2;
+  return dt == LAB_E4M3 ? 1 : dt == LAB_F32 ? 4 : 2;
 }
 
 template <int DT>
@@ -187,6 +193,10 @@ inline float shared_element(unsigned address) {
   const char* p = static_cast<const char*>(tls_self->block->dynamic_shared) + address;
   if constexpr (DT == LAB_E4M3) {
     return e4m3_to_float(uint8_t(*p));
+  } else if constexpr (DT == LAB_F32) {
+    uint32_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return __uint_as_float(bits & ~0x1fffu);  // the tf32 bits the tensor cores read
   } else {
     uint16_t v;
     std::memcpy(&v, p, sizeof v);
@@ -245,9 +255,10 @@ struct WgmmaAt {
   template <int DT, int N, int TRANS_A, int TRANS_B>
   void ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b, int scale_d) const {
     static_assert(LAB_WGMMA_VALID_N(N), "N is 8, 16, 32, 64, 128, 176, 192 or 256");
-    static_assert(DT == LAB_F16 || DT == LAB_BF16 || DT == LAB_E4M3,
-                  "the element type is LAB_F16, LAB_BF16 or LAB_E4M3");
+    static_assert(DT == LAB_F16 || DT == LAB_BF16 || DT == LAB_E4M3 || DT == LAB_F32,
+                  "the element type is LAB_F16, LAB_BF16, LAB_E4M3 or LAB_F32");
     static_assert(DT != LAB_E4M3 || (TRANS_A == 0 && TRANS_B == 0), "e4m3 operands are K-major");
+    static_assert(DT != LAB_F32 || (TRANS_A == 0 && TRANS_B == 0), "tf32 operands are K-major");
     WarpExchange x("lab_wgmma_ss", file, line);
     issue(x, WgmmaOp{d, N, DT, false, TRANS_A != 0, TRANS_B != 0, scale_d != 0, desc_a, desc_b, {}, 0, 0});
   }
@@ -258,6 +269,7 @@ struct WgmmaAt {
     static_assert(DT == LAB_F16 || DT == LAB_BF16 || DT == LAB_E4M3,
                   "the element type is LAB_F16, LAB_BF16 or LAB_E4M3");
     static_assert(DT != LAB_E4M3 || TRANS_B == 0, "e4m3 operands are K-major");
+    static_assert(DT != LAB_F32, "tf32 products take A from shared memory (lab_wgmma_ss)");
     WarpExchange x("lab_wgmma_rs", file, line);
     std::memcpy(x.mine().a, a, sizeof a);
     issue(x, WgmmaOp{d, N, DT, true, false, TRANS_B != 0, scale_d != 0, 0, desc_b, {}, 0, 0});
@@ -278,9 +290,9 @@ struct WgmmaAt {
     }
   }
 
-  // Every element operand `which` of `rows` x K (16, e4m3 32) addresses lies in dynamic shared memory, and a
-  // swizzled operand's slice stays in its swizzled row (K-major: the 32 bytes of k; MN-major: rows start
-  // aligned).
+  // Every element operand `which` of `rows` x K (16, e4m3 32, tf32 8) addresses lies in dynamic shared
+  // memory, and a swizzled operand's slice stays in its swizzled row (K-major: the 32 bytes of k; MN-major:
+  // rows start aligned).
   void check_operand(const char* which, unsigned long long bits, bool mn_major, unsigned rows, int dt) const {
     const WgmmaDesc desc(bits);
     char message[260];
@@ -367,6 +379,8 @@ inline void lab_wgmma_wait_group() {
         lab_emu::execute_wgmma<LAB_F16>(op);
       else if (op.dt == LAB_E4M3)
         lab_emu::execute_wgmma<LAB_E4M3>(op);
+      else if (op.dt == LAB_F32)
+        lab_emu::execute_wgmma<LAB_F32>(op);
       else
         lab_emu::execute_wgmma<LAB_BF16>(op);
     } else {
