@@ -31,7 +31,7 @@ void run_fp8(const std::string& backend_name, const Params& given) {
     inst->launch();
     for (auto& c : inst->check(std::nullopt)) {
       INFO(backend_name << " BH " << p.at("BH") << " Nq " << p.at("N_CTX_Q") << " Nk " << p.at("N_CTX_K")
-                        << " VT_PREPASS " << p.at("VT_PREPASS") << " " << c.output << " rel_l2="
+                        << " VT_PREPASS " << p.at("VT_PREPASS") << " EXP2_FMA " << p.at("EXP2_FMA") << " " << c.output << " rel_l2="
                         << c.metrics.rel_l2 << " max_abs=" << c.metrics.max_abs);
       CHECK(c.pass);
     }
@@ -64,6 +64,9 @@ TEST_CASE("flash_attn2_fwd_fp8 matches the float64 reference of its dequantised 
           "[attention][fp8]") {
   for (const auto& s : kShapes) run_fp8("cpu", {{"BH", s.bh}, {"N_CTX_Q", s.n_q}, {"N_CTX_K", s.n_k}});
   run_fp8("cpu", {{"BH", "2"}, {"N_CTX_Q", "70"}, {"N_CTX_K", "300"}, {"VT_PREPASS", "false"}});
+  // Exponentials on the FMA pipe: half of them, and all but alpha's.
+  run_fp8("cpu", {{"BH", "2"}, {"N_CTX_Q", "200"}, {"N_CTX_K", "700"}, {"EXP2_FMA", "4"}});
+  run_fp8("cpu", {{"BH", "3"}, {"N_CTX_Q", "130"}, {"N_CTX_K", "77"}, {"EXP2_FMA", "8"}});
 }
 
 TEST_CASE("the fp8 V^T pre-pass writes V transposed, each 16 keys in the P fragment's order, padding zero",
@@ -135,6 +138,15 @@ TEST_CASE("flash_attn2_fwd_fp8 compiles with NVRTC for sm_90a to e4m3 wgmma with
   }
   CHECK_THAT(c.ptx, Contains("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
   CHECK_THAT(disassemble_sass(c), Contains("QGMMA.64x128x32.F32.E4M3.E4M3"));
+  // EXP2_FMA 8: of the MUFU.EX2, only alpha's two a tile (in the peeled first tile and the loop) are left.
+  const CompileResult fma = compile_with_nvrtc(*ctx.tree, *ctx.cache, fa_fp8_compile_request(8), "sm_90");
+  const std::string sass = disassemble_sass(fma);
+  int exponentials = 0;
+  for (size_t at = sass.find("MUFU.EX2"); at != std::string::npos; at = sass.find("MUFU.EX2", at + 1))
+    ++exponentials;
+  CHECK(exponentials == 4);
+  for (const auto& r : fma.resources) CHECK(r.local_bytes == 0);
+  CHECK_THROWS_WITH(fa_fp8_compile_request(9), Contains("EXP2_FMA") && Contains("not 9"));
 }
 
 TEST_CASE("flash_attn2_fwd_fp8 matches the float64 reference of its dequantised inputs on the cuda backend",
@@ -143,4 +155,6 @@ TEST_CASE("flash_attn2_fwd_fp8 matches the float64 reference of its dequantised 
   for (const auto& s : kShapes) run_fp8("cuda", {{"BH", s.bh}, {"N_CTX_Q", s.n_q}, {"N_CTX_K", s.n_k}});
   run_fp8("cuda", {{"BH", "2"}, {"N_CTX_Q", "70"}, {"N_CTX_K", "300"}, {"VT_PREPASS", "false"}});
   run_fp8("cuda", {{"BH", "4"}, {"N_CTX_Q", "1024"}, {"N_CTX_K", "1024"}});
+  for (const char* exp2_fma : {"1", "2", "4", "8"})
+    run_fp8("cuda", {{"BH", "4"}, {"N_CTX_Q", "1000"}, {"N_CTX_K", "777"}, {"EXP2_FMA", exp2_fma}});
 }

@@ -132,16 +132,17 @@ TEST_CASE(
                    {"HEAD_DIM", c.head_dim},
                    {"DTYPE", dtype},
                    {"WGMMA_TILE", c.tile}});
-  for (const char* exp2_fma : {"2", "4"})
-    for (const char* d : {"64", "128", "256"})
-      for (const char* dtype : {"f16", "bf16"})
-        run_wgmma("cuda", "wgmma_pipelined",
-                  {{"BH", "3"},
-                   {"N_CTX_Q", "1000"},
-                   {"N_CTX_K", "777"},
-                   {"HEAD_DIM", d},
-                   {"DTYPE", dtype},
-                   {"EXP2_FMA", exp2_fma}});
+  for (const auto& v : kVariants)
+    for (const char* exp2_fma : {"1", "2", "4", "8"})
+      for (const char* d : {"64", "128", "256"})
+        for (const char* dtype : {"f16", "bf16"})
+          run_wgmma("cuda", v.variant,
+                    {{"BH", "3"},
+                     {"N_CTX_Q", "1000"},
+                     {"N_CTX_K", "777"},
+                     {"HEAD_DIM", d},
+                     {"DTYPE", dtype},
+                     {"EXP2_FMA", exp2_fma}});
 }
 
 TEST_CASE(
@@ -227,18 +228,21 @@ TEST_CASE("every WGMMA_TILE the wgmma variants accept compiles without local mem
 }
 
 TEST_CASE(
-    "wgmma_pipelined with exponentials on the FMA pipe (EXP2_FMA) matches the reference on the cpu backend",
+    "the wgmma forwards with exponentials on the FMA pipe (EXP2_FMA) match the reference on the cpu backend",
     "[attention]") {
-  for (const char* exp2_fma : {"2", "4"})
-    for (const char* dtype : {"f16", "bf16"}) {
-      run_wgmma("cpu", "wgmma_pipelined",
+  // 4 of 8 (both kinds of exponential in a row) and 8 of 8 (none on the MUFU unit but alpha's): L within
+  // the 16-bit kernels' 1e-5 relative only if exp2_fma's error is (attention/exp2_fma.cuh).
+  for (const auto& v : kVariants)
+    for (const char* exp2_fma : {"4", "8"}) {
+      const char* dtype = (v.variant == std::string("wgmma")) == (exp2_fma == std::string("4")) ? "f16" : "bf16";
+      run_wgmma("cpu", v.variant,
                 {{"BH", "2"},
                  {"N_CTX_Q", "130"},
                  {"N_CTX_K", "400"},
                  {"HEAD_DIM", "64"},
                  {"DTYPE", dtype},
                  {"EXP2_FMA", exp2_fma}});
-      run_wgmma("cpu", "wgmma_pipelined",
+      run_wgmma("cpu", v.variant,
                 {{"BH", "1"},
                  {"N_CTX_Q", "70"},
                  {"N_CTX_K", "300"},
@@ -248,24 +252,38 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("EXP2_FMA moves exponentials off the MUFU unit in wgmma_pipelined only", "[attention]") {
+TEST_CASE("EXP2_FMA moves exponentials off the MUFU unit in both wgmma variants, 0 to 8 of every 8",
+          "[attention]") {
   const Runner& r = Registry::instance().get("flash_attn2_fwd_half");
-  const Params p = resolve_params(r, {{"HEAD_DIM", "64"}, {"EXP2_FMA", "4"}});
-  CHECK_THROWS_WITH(check_variant_runs(r.spec(), "wgmma", p),
-                    Contains("EXP2_FMA other than 0 is wgmma_pipelined's"));
-  CHECK_NOTHROW(check_variant_runs(r.spec(), "wgmma_pipelined", p));
-  // Per tile and thread: BN / 2 = 64 exponentials, 4 of each 8 on the polynomial, + the two of alpha.
+  for (const auto& v : kVariants)
+    CHECK_THROWS_WITH(check_variant_runs(r.spec(), v.variant, resolve_params(r, {{"EXP2_FMA", "9"}})),
+                      Contains("EXP2_FMA") && Contains("9"));
+  CHECK_THROWS_WITH(fa_wgmma_compile_request(HalfType::f16, 64, WgmmaSchedule::serial, {}, 9),
+                    Contains("EXP2_FMA (exponentials of every 8 on the FMA pipe) 0 to 8, not 9"));
   const RuntimeContext ctx = test::embedded_context();
-  const std::string sass = disassemble_sass(
-      compile_with_nvrtc(*ctx.tree, *ctx.cache, r.spec().compile("wgmma_pipelined", p), "sm_90"));
-  const size_t wait1 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x1");
-  const size_t wait0 = sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x0", wait1);
+  const auto sass_of = [&](const char* variant, const char* exp2_fma) {
+    const Params p = resolve_params(r, {{"HEAD_DIM", "64"}, {"EXP2_FMA", exp2_fma}});
+    return disassemble_sass(compile_with_nvrtc(*ctx.tree, *ctx.cache, r.spec().compile(variant, p), "sm_90"));
+  };
+  const auto count = [](const std::string& sass, const std::string& what, size_t from, size_t to) {
+    int n = 0;
+    for (size_t at = sass.find(what, from); at < to; at = sass.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The pipelined loop, per tile and thread: BN / 2 = 64 exponentials, 4 of each 8 on the polynomial, + the
+  // two of alpha.
+  const std::string pipelined = sass_of("wgmma_pipelined", "4");
+  const size_t wait1 = pipelined.find("WARPGROUP.DEPBAR.LE gsb0, 0x1");
+  const size_t wait0 = pipelined.find("WARPGROUP.DEPBAR.LE gsb0, 0x0", wait1);
   REQUIRE(wait0 != std::string::npos);
-  int exponentials = 0;
-  for (size_t at = sass.find("MUFU.EX2", wait1); at < wait0; at = sass.find("MUFU.EX2", at + 1))
-    ++exponentials;
-  CHECK(exponentials == 64 / 2 + 2);
-  CHECK_THAT(sass, !Contains("LDL") && !Contains("STL"));
+  CHECK(count(pipelined, "MUFU.EX2", wait1, wait0) == 64 / 2 + 2);
+  CHECK_THAT(pipelined, !Contains("LDL") && !Contains("STL"));
+  // The serial kernel (one copy of its loop, BN 256 at HEAD_DIM 64): 128 exponentials a tile and alpha's 2,
+  // all but alpha's on the polynomial at 8.
+  const std::string serial_all = sass_of("wgmma", "0"), serial_none = sass_of("wgmma", "8");
+  CHECK(count(serial_all, "MUFU.EX2", 0, std::string::npos) == 256 / 2 + 2);
+  CHECK(count(serial_none, "MUFU.EX2", 0, std::string::npos) == 2);
+  CHECK_THAT(serial_none, !Contains("LDL") && !Contains("STL"));
 }
 
 TEST_CASE("the wgmma variants refuse HEAD_DIM 32 with their rule", "[attention]") {

@@ -22,6 +22,14 @@ ParamSpec forward_outputs_param() {
   return ol;
 }
 
+ParamSpec exp2_fma_param(const std::string& which) {
+  ParamSpec exp2{"EXP2_FMA", ParamSpec::Kind::Int, "0",
+                 which + ": of every 8 softmax exponentials, how many run as an FMA polynomial instead of "
+                         "ex2.approx (0 to 8)"};
+  exp2.choices = {"0", "1", "2", "3", "4", "5", "6", "7", "8"};
+  return exp2;
+}
+
 AttentionSize::AttentionSize(const Params& p) {
   shape.batch_heads = int(param_int(p, "BH"));
   shape.n_q = int(param_int(p, "N_CTX_Q"));

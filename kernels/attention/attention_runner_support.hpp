@@ -122,6 +122,9 @@ class AttentionForwardInstance : public InstanceBase {
 // (the default: the variant's own forward kernel, so a forward bug fails the gradients' check too) or
 // `reference` (the float64 forward rounded to the element type: the backward checked alone).
 ParamSpec forward_outputs_param();
+// EXP2_FMA of the Hopper forwards (fp16 / bf16 and fp8): how many of every 8 softmax exponentials run on the
+// FMA pipe (attention/exp2_fma.cuh), 0 to 8; `which`: the variants it applies to.
+ParamSpec exp2_fma_param(const std::string& which);
 
 // What the backward instances share: seeded Q, K, V and dO, O and L as OL says, and the check of dQ, dK and
 // dV against the float64 reference gradients of the inputs (whatever O and L the kernels were fed).

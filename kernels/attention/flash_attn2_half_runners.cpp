@@ -99,7 +99,7 @@ struct HalfWgmmaBackward : Half16 {
 std::string wgmma_forward_problem(const Params& p, WgmmaSchedule schedule) {
   const int head_dim = int(param_int(p, "HEAD_DIM"));
   if (std::string problem = fa_wgmma_head_dim_problem(head_dim); !problem.empty()) return problem;
-  if (std::string problem = fa_wgmma_exp2_fma_problem(int(param_int(p, "EXP2_FMA")), schedule);
+  if (std::string problem = fa_wgmma_exp2_fma_problem(int(param_int(p, "EXP2_FMA")));
       !problem.empty())
     return problem;
   return fa_wgmma_tiles_problem(head_dim, parse_wgmma_tiles(param_str(p, "WGMMA_TILE")), schedule);
@@ -185,12 +185,7 @@ KernelSpec forward_half_spec() {
   tile.choices = {"auto",  "64x2",  "64x3",  "64x4",  "128x2", "128x3", "128x4",
                   "176x2", "176x3", "192x2", "192x3", "256x2", "256x3"};
   spec.params.push_back(tile);
-  ParamSpec exp2{
-      "EXP2_FMA", ParamSpec::Kind::Int, "0",
-      "wgmma_pipelined: of every 8 softmax exponentials, how many run as an FMA polynomial instead of "
-      "ex2.approx (0, 2 or 4)"};
-  exp2.choices = {"0", "2", "4"};
-  spec.params.push_back(exp2);
+  spec.params.push_back(exp2_fma_param("wgmma variants"));
   spec.params.push_back({"PERSISTENT", ParamSpec::Kind::Bool, "true",
                          "wgmma_pipelined: one CTA an SM walking the query blocks (true) or one CTA a block (wgmma: always "
                          "one a block)"});

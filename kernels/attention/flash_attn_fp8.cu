@@ -3,9 +3,8 @@
 //
 // flash_attn_fp8_vt (the pre-pass): e4m3 products take both operands K-major, so P V needs V^T with the keys
 // contiguous. It writes V^T [BH, 128, n_k_padded], the keys of each 16 in lab_e4m3_p_column order, so that P's
-// A fragments can be made from S's accumulators in place (lab_wgmma_e4m3_a_from_accumulators). Grid
-// (n_k_padded / 64, 2, BH), block (64, 4): a 64 x 64 tile of V through shared memory, read and written in
-// rows.
+// A fragments can be made from S's accumulators in place (lab_wgmma_e4m3_a_from_accumulators). A thread moves
+// a 16 x 16 byte block with 16-byte loads and stores, transposing it in registers (prmt).
 //
 // flash_attn_fp8_fwd: the CTA and schedule of flash_attn_wgmma_pipelined.cu: warpgroup 0 the TMA producer (Q
 // once, then K_j and V^T_{j-1} tiles of BN keys into rings of STAGES stages, K and V^T released by their own
@@ -16,6 +15,8 @@
 // row's maximum, maps to e4m3's largest) and rounded into A fragments, O += P V (BN / 32 RS products, N 128,
 // V^T's tile K-major). The epilogue divides by 448 and the row sum (of the unrounded P) and multiplies by
 // v_scale. Keys past n_k score kMasked (P = 0); TMA fills rows past the tensors with zeros.
+// EXP2_FMA (a template argument, 0 to 8): that many of every 8 softmax exponentials run on the FMA pipe
+// (attention/exp2_fma.cuh), the rest on ex2.approx.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -139,23 +140,59 @@ __device__ __forceinline__ void store(const lab::FlashAttnFp8FwdParams& p, const
 
 }  // namespace fa_fp8
 
+namespace fa_fp8 {
+
+// A 4 x 4 byte transpose: afterwards w[b] holds byte b of the old w[0], w[1], w[2], w[3], in that order from
+// its low byte (two rounds of prmt: pairs of bytes, then pairs of pairs).
+__device__ __forceinline__ void transpose_bytes_4x4(uint32_t (&w)[4]) {
+  const uint32_t lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
+  const uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
+  w[0] = __byte_perm(lo01, lo23, 0x5410);
+  w[1] = __byte_perm(lo01, lo23, 0x7632);
+  w[2] = __byte_perm(hi01, hi23, 0x5410);
+  w[3] = __byte_perm(hi01, hi23, 0x7632);
+}
+
+}  // namespace fa_fp8
+
+// Grid (ceil(n_k_padded / 16 * 8 / 256), BH), block 256: thread i of head blockIdx.y moves 16 keys (block
+// i / 8) x 16 dimensions (group i % 8), in registers: 16 loads of 16 bytes (a key's 16 dimensions; rows past
+// n_k are zero), 16 byte transposes of 4 x 4 (the four keys an output word holds, in lab_e4m3_p_column
+// order), 16 stores of 16 bytes (a dimension's 16 keys). A warp's loads read 4 whole 128-byte rows of V, its
+// stores fill 64-byte runs of 8 V^T rows.
 extern "C" __global__ void flash_attn_fp8_vt(const lab::FlashAttnFp8VtParams p) {
-  LAB_DYNAMIC_SHARED(unsigned char, tile);  // [64 keys][65] (one byte of padding a row)
-  const int bh = blockIdx.z, key0 = blockIdx.x * 64, d0 = blockIdx.y * 64;
-  for (int r = threadIdx.y; r < 64; r += blockDim.y) {
-    const int key = key0 + r;
-    tile[r * 65 + threadIdx.x] = key < p.n_k ? p.v[(size_t(bh) * p.n_k + key) * 128 + d0 + threadIdx.x] : 0;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, bh = blockIdx.y;
+  const int group = i % 8, key0 = i / 8 * 16;
+  if (key0 >= p.n_k_padded) return;
+  uint32_t keys[16][4];  // keys[r]: dimensions 16 group .. + 15 of key key0 + r, four to a word
+#pragma unroll
+  for (int r = 0; r < 16; ++r) {
+    const uint4 row = key0 + r < p.n_k ? *reinterpret_cast<const uint4*>(
+                                             p.v + (size_t(bh) * p.n_k + key0 + r) * 128 + 16 * group)
+                                       : uint4{0, 0, 0, 0};
+    keys[r][0] = row.x, keys[r][1] = row.y, keys[r][2] = row.z, keys[r][3] = row.w;
   }
-  __syncthreads();
-  for (int r = threadIdx.y; r < 64; r += blockDim.y) {
-    const int pos = threadIdx.x, key = pos / 16 * 16 + lab_e4m3_p_column(pos % 16);
-    if (key0 + pos < p.n_k_padded)
-      p.vt[(size_t(bh) * 128 + d0 + r) * p.n_k_padded + key0 + pos] = tile[key * 65 + r];
-  }
+  uint32_t dims[16][4];  // dims[c]: positions 0 .. 15 of dimension 16 group + c, four to a word
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+#pragma unroll
+    for (int word = 0; word < 4; ++word) {
+      uint32_t x[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) x[r] = keys[lab_e4m3_p_column(4 * word + r)][w];
+      fa_fp8::transpose_bytes_4x4(x);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) dims[4 * w + b][word] = x[b];
+    }
+#pragma unroll
+  for (int c = 0; c < 16; ++c)
+    *reinterpret_cast<uint4*>(p.vt + (size_t(bh) * 128 + 16 * group + c) * p.n_k_padded + key0) =
+        uint4{dims[c][0], dims[c][1], dims[c][2], dims[c][3]};
 }
 
 // Grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Shared<BN, STAGES>::bytes + 1024.
-template <int BN, int STAGES>
+// EXP2_FMA of every 8 softmax exponentials run on the FMA pipe (exp2_fma.cuh), the rest on the MUFU unit.
+template <int BN, int STAGES, int EXP2_FMA>
 __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_constant__ lab::FlashAttnFp8FwdParams p) {
   using namespace fa_wgmma;
   using fa_fp8::kHeadDim;
@@ -197,7 +234,7 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
   lab_wgmma_wait_group<0>();
   lab_wgmma_hold(sc);
   lab_mbarrier_arrive(&sh.k_empty[0]);
-  online_softmax<BN>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
   fa_fp8::pack_p<0, BN>(sc, pa);
 
   for (int j = 1; j < tiles; ++j) {
@@ -213,7 +250,7 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
     lab_wgmma_hold(sc);
     lab_mbarrier_arrive(&sh.k_empty[s]);
-    online_softmax<BN>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
     // As in flash_attn_wgmma_pipelined.cu: the holds and the block boundary keep the softmax before the wait.
     lab_wgmma_hold(sc);
     lab_wgmma_hold(row_sum);

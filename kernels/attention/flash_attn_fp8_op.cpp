@@ -3,6 +3,8 @@
 #include "kernels/attention/flash_attn_fp8_op.hpp"
 
 #include "kernels/attention/flash_attn_fp8_params.cuh"
+#include "kernels/attention/flash_attn_wgmma_op.hpp"
+#include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/tensor_map.hpp"
 
 namespace lab {
@@ -12,7 +14,7 @@ constexpr int kHeadDim = 128;
 constexpr int kBlockM = 128;  // query rows per CTA (two consumer warpgroups)
 constexpr int kBlockN = 128;  // keys per tile: a V^T row of the tile is one 128-byte swizzled row
 constexpr int kStages = 3;
-constexpr int kTransposeTile = 64;
+constexpr int kTransposeThreads = 256;  // a thread moves 16 keys x 16 dimensions
 
 // Shared memory of flash_attn_fp8_fwd<kBlockN, kStages>: Q, the K and V^T rings, 1 + 4 STAGES mbarriers, and
 // the slack to align the start to 1024 bytes.
@@ -32,17 +34,19 @@ TensorMap e4m3_map(Backend& backend, const uint8_t* base, int outer, int rows, i
 
 }  // namespace
 
-CompileRequest fa_fp8_compile_request() {
-  CompileRequest request{
-      kFlashAttnFp8Source,
-      {},
-      {"flash_attn_fp8_vt", "flash_attn_fp8_fwd<" + std::to_string(kBlockN) + ", " + std::to_string(kStages) + ">"}};
+CompileRequest fa_fp8_compile_request(int exp2_fma) {
+  if (const std::string problem = fa_wgmma_exp2_fma_problem(exp2_fma); !problem.empty())
+    throw UsageError("flash attention fp8: " + problem);
+  CompileRequest request{kFlashAttnFp8Source,
+                         {},
+                         {"flash_attn_fp8_vt", "flash_attn_fp8_fwd<" + std::to_string(kBlockN) + ", " +
+                                                   std::to_string(kStages) + ", " + std::to_string(exp2_fma) + ">"}};
   request.arch_specific = true;
   return request;
 }
 
-FlashAttnFp8Op::FlashAttnFp8Op(Backend& backend) : backend_(backend) {
-  const CompileRequest request = fa_fp8_compile_request();
+FlashAttnFp8Op::FlashAttnFp8Op(Backend& backend, int exp2_fma) : backend_(backend) {
+  const CompileRequest request = fa_fp8_compile_request(exp2_fma);
   module_ = backend.compile(request);
   vt_ = module_->kernel(request.name_expressions[0]);
   fwd_ = module_->kernel(request.name_expressions[1]);
@@ -50,10 +54,11 @@ FlashAttnFp8Op::FlashAttnFp8Op(Backend& backend) : backend_(backend) {
 
 void FlashAttnFp8Op::transpose_v(const uint8_t* v, uint8_t* vt, int batch_heads, int n_k) const {
   const FlashAttnFp8VtParams params{v, vt, n_k, fp8_padded_keys(n_k)};
-  const unsigned key_tiles = unsigned((params.n_k_padded + kTransposeTile - 1) / kTransposeTile);
-  const LaunchConfig cfg{{key_tiles, kHeadDim / kTransposeTile, unsigned(batch_heads)},
-                         {kTransposeTile, 4, 1},
-                         size_t(kTransposeTile) * (kTransposeTile + 1)};
+  const int threads_per_head = params.n_k_padded / 16 * (kHeadDim / 16);
+  const LaunchConfig cfg{{unsigned((threads_per_head + kTransposeThreads - 1) / kTransposeThreads),
+                          unsigned(batch_heads), 1},
+                         {kTransposeThreads, 1, 1},
+                         0};
   backend_.launch(vt_, cfg, kernel_params(params));
 }
 

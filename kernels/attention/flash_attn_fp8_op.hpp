@@ -21,12 +21,13 @@ inline int fp8_padded_keys(int n_k) {
   return (n_k + 15) / 16 * 16;
 }
 
-// The module's request: the pre-pass and the forward (sm_90a).
-CompileRequest fa_fp8_compile_request();
+// The module's request: the pre-pass and the forward (sm_90a) running exp2_fma of every 8 softmax
+// exponentials on the FMA pipe (0 to 8; others throw UsageError).
+CompileRequest fa_fp8_compile_request(int exp2_fma = 0);
 
 class FlashAttnFp8Op {
  public:
-  explicit FlashAttnFp8Op(Backend& backend);
+  explicit FlashAttnFp8Op(Backend& backend, int exp2_fma = 0);
   // vt [BH, 128, fp8_padded_keys(n_k)] from v [BH, n_k, 128], both e4m3.
   void transpose_v(const uint8_t* v, uint8_t* vt, int batch_heads, int n_k) const;
   // O (fp16) and L (float) from Q [BH, N_CTX_Q, 128], K [BH, N_CTX_K, 128] and transpose_v's V^T, e4m3;

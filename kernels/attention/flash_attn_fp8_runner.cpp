@@ -21,6 +21,7 @@ std::vector<ParamSpec> fp8_param_specs() {
   specs.push_back({"VT_PREPASS", ParamSpec::Kind::Bool, "true",
                    "true: every launch makes V^T (the pre-pass) and then runs the forward; false: V^T is made "
                    "once at set-up and a launch is the forward alone"});
+  specs.push_back(exp2_fma_param("the forward"));
   return specs;
 }
 
@@ -69,7 +70,7 @@ Tolerance fp8_lse_tolerance(const std::vector<double>& q, const std::vector<doub
 class Fp8ForwardInstance : public InstanceBase {
  public:
   Fp8ForwardInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
-      : InstanceBase(b), size_(p), op_(b), prepass_(param_bool(p, "VT_PREPASS")) {
+      : InstanceBase(b), size_(p), op_(b, int(param_int(p, "EXP2_FMA"))), prepass_(param_bool(p, "VT_PREPASS")) {
     const AttentionInputs in = random_attention_inputs(size_, seed, false);
     q_ = quantize_e4m3(in.q), k_ = quantize_e4m3(in.k), v_ = quantize_e4m3(in.v);
     q_buf_ = b.upload_vector(q_.codes), k_buf_ = b.upload_vector(k_.codes), v_buf_ = b.upload_vector(v_.codes);
@@ -122,7 +123,9 @@ const KernelSpec spec{
                   "Hopper (sm_90a): a V^T pre-pass, then TMA loads on an mbarrier ring, a producer warpgroup and "
                   "two consumer warpgroups of e4m3 wgmma k32 (HEAD_DIM 128)"}},
     .params = fp8_param_specs(),
-    .compile = [](const std::string&, const Params&) { return fa_fp8_compile_request(); }};
+    .compile = [](const std::string&, const Params& p) {
+      return fa_fp8_compile_request(int(param_int(p, "EXP2_FMA")));
+    }};
 
 const bool registered = register_runner(spec, make_instance<Fp8ForwardInstance>());
 

@@ -36,7 +36,8 @@
 // Forward: grid (ceil(N_CTX_Q / 128), BH), block 384, dynamic shared memory Smem<...>::bytes + 1024 (the
 // regions are aligned up to 1024 bytes inside it): one query block a CTA (the persistent grid is the
 // pipelined kernel's). Each consumer runs its tiles one after the other: S, wait, softmax, P V, wait.
-template <int DT, int HEAD_DIM, int BN, int STAGES>
+// EXP2_FMA of every 8 softmax exponentials run on the FMA pipe (exp2_fma.cuh), the rest on the MUFU unit.
+template <int DT, int HEAD_DIM, int BN, int STAGES, int EXP2_FMA>
 __global__ void __launch_bounds__(384, 1)
     flash_attn_wgmma_fwd(const __grid_constant__ lab::FlashAttnWgmmaFwdParams p) {
   using namespace fa_wgmma;
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_hold(sc);
 
     float alpha[2];
-    online_softmax<BN>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
     rescale_output<HEAD_DIM>(o, alpha);
     uint32_t pa[BN / 16][4];
     pack_p<DT, BN>(sc, pa);

@@ -5,6 +5,8 @@
 // flash_attn_wgmma.cu.
 #pragma once
 
+#include "attention/exp2_fma.cuh"
+
 namespace fa_wgmma {
 
 constexpr int kBlockM = 128;  // query rows per CTA: 64 per consumer warpgroup
@@ -183,22 +185,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[HEAD_DIM / 2], const uint32_
                                          const uint16_t* vt) {
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk) lab_wgmma_rs<DT, HEAD_DIM, 1>(o, pa[kk], mn_major_desc(vt, BN, kk), 1);
-}
-
-// 2^x on the FMA and integer pipes instead of the MUFU unit of ex2.approx: x = n + f with n = rint(x)
-// (the 1.5 * 2^23 shifter leaves n in the low mantissa bits), |f| <= 1/2, 2^f by a degree-4 polynomial
-// (relative error 2.7e-6, fitted on Chebyshev nodes), and n added to its exponent bits. x is clamped at -126
-// (2^-126 where ex2.approx.ftz gives 0: masked keys, 1e-38 of a weight).
-__device__ __forceinline__ float exp2_fma(float x) {
-  constexpr float kShifter = 12582912.f;
-  x = fmaxf(x, -126.f);
-  const float shifted = x + kShifter;
-  const float f = x - (shifted - kShifter);
-  float p = fmaf(0.009560510516166687f, f, 0.05591703951358795f);
-  p = fmaf(p, f, 0.24024981260299683f);
-  p = fmaf(p, f, 0.6931219696998596f);
-  p = fmaf(p, f, 0.9999991655349731f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
 }
 
 // Partial results v[0..N) combined pairwise ((v0 op v1) op (v2 op v3) for N 4; v0 for N 1).

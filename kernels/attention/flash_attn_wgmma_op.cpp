@@ -97,17 +97,15 @@ std::string fa_wgmma_head_dim_problem(int head_dim) {
          std::to_string(head_dim);
 }
 
-std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule) {
-  if (exp2_fma == 0) return "";
-  if (exp2_fma != 2 && exp2_fma != 4) return "wgmma: EXP2_FMA 0, 2 or 4, not " + std::to_string(exp2_fma);
-  if (schedule != WgmmaSchedule::pipelined) return "wgmma: EXP2_FMA other than 0 is wgmma_pipelined's";
-  return "";
+std::string fa_wgmma_exp2_fma_problem(int exp2_fma) {
+  if (exp2_fma >= 0 && exp2_fma <= 8) return "";
+  return "wgmma: EXP2_FMA (exponentials of every 8 on the FMA pipe) 0 to 8, not " + std::to_string(exp2_fma);
 }
 
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,
                                         int exp2_fma) {
   const WgmmaTiles t = checked_tiles(head_dim, tiles, schedule);
-  if (const std::string problem = fa_wgmma_exp2_fma_problem(exp2_fma, schedule); !problem.empty())
+  if (const std::string problem = fa_wgmma_exp2_fma_problem(exp2_fma); !problem.empty())
     throw UsageError("flash attention " + problem);
   const bool pipelined = schedule == WgmmaSchedule::pipelined;
   CompileRequest r{
@@ -115,7 +113,7 @@ CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedu
       {},
       {std::string(pipelined ? "flash_attn_wgmma_fwd_pipelined<" : "flash_attn_wgmma_fwd<") +
        half_type_template_arg(type) + ", " + std::to_string(head_dim) + ", " + std::to_string(t.bn) + ", " +
-       std::to_string(t.stages) + (pipelined ? ", " + std::to_string(exp2_fma) : "") + ">"}};
+       std::to_string(t.stages) + ", " + std::to_string(exp2_fma) + ">"}};
   r.arch_specific = true;
   return r;
 }

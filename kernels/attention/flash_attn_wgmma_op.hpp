@@ -33,9 +33,8 @@ std::string fa_wgmma_head_dim_problem(int head_dim);
 // Empty when the tiles' Q block, K and V rings and mbarriers fit in a CTA's 227 KB at this HEAD_DIM and their
 // accumulators in a consumer's registers, else the rule.
 std::string fa_wgmma_tiles_problem(int head_dim, WgmmaTiles tiles, WgmmaSchedule schedule);
-// Empty when the schedule runs exp2_fma exponentials of every 8 (0, 2 or 4; the pipelined schedule only),
-// else the rule.
-std::string fa_wgmma_exp2_fma_problem(int exp2_fma, WgmmaSchedule schedule);
+// Empty when exp2_fma exponentials of every 8 can run on the FMA pipe (0 to 8, either schedule), else the rule.
+std::string fa_wgmma_exp2_fma_problem(int exp2_fma);
 // The one kernel for an element type, HEAD_DIM (64, 128 or 256), schedule, tiles and share of exponentials on
 // the FMA pipe (a HEAD_DIM, tiles or share the rules refuse throw UsageError).
 CompileRequest fa_wgmma_compile_request(HalfType type, int head_dim, WgmmaSchedule schedule, WgmmaTiles tiles,

@@ -159,6 +159,13 @@ inline unsigned __brev(unsigned x) {
   for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
   return r;
 }
+// prmt's default mode: result byte n is byte (s >> 4 n) & 7 of the 8 bytes y:x (x the low four).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= unsigned(bytes >> (8 * ((s >> (4 * n)) & 7)) & 0xffu) << (8 * n);
+  return r;
+}
 inline int __mul24(int a, int b) {
   return a * b;
 }
