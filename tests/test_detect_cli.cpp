@@ -19,6 +19,7 @@
 
 #include "pipeline/image/image.hpp"
 #include "pipeline/safetensors.hpp"
+#include "tests/detect_json.hpp"
 #include "tests/test_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -209,11 +210,6 @@ std::vector<std::string> summary_lines(const std::string& out) {
   return lines;
 }
 
-nlohmann::json without_times(nlohmann::json images) {
-  for (auto& image : images) image.erase("times_ms");
-  return images;
-}
-
 }  // namespace
 
 TEST_CASE("lab detect over several forward workers keeps the output of one: same detections, same order",
@@ -253,7 +249,7 @@ TEST_CASE("lab detect over several forward workers keeps the output of one: same
   CHECK(lines[0].rfind("a.png: ", 0) == 0);
   CHECK(summary_lines(three.out) == lines);
   REQUIRE(one_json["images"].size() == 7);
-  CHECK(without_times(three_json["images"]) == without_times(one_json["images"]));
+  CHECK(lab::test::without_times(three_json["images"]) == lab::test::without_times(one_json["images"]));
   for (const char* name : {"a.png", "c.png", "h.png"}) CHECK(fs::exists(dir.path / "three" / name));
   CHECK_FALSE(fs::exists(dir.path / "three" / "e.png"));
 }
