@@ -81,7 +81,7 @@ std::vector<std::vector<uint16_t>> split_k_outputs(Backend& backend, int splits,
   const size_t in_count = size_t(batch) * h * w * s.c_in, out_count = size_t(batch) * h * w * s.c_out;
   const std::vector<float> weight = random_uniform(size_t(s.weight_count()), -0.1f, 0.1f, 7);
   const std::vector<float> bias = random_uniform(size_t(s.c_out), -0.5f, 0.5f, 8);
-  const Conv2dNhwcOp op(backend, s, HalfType::f16, weight, bias);
+  const Conv2dNhwcOp op(backend, s, ActivationType::f16, weight, bias);
   DeviceBuffer in =
       backend.upload_vector(to_half_bits(random_uniform(in_count, -1.0f, 1.0f, 9), HalfType::f16));
   DeviceBuffer out = backend.alloc_array<uint16_t>(out_count);
@@ -118,7 +118,7 @@ void run_auto_block_n(Backend& backend, const std::vector<AutoBlockNCase>& cases
     Conv2dShape s;
     s.c_in = int(param_int(p, "C_IN")), s.c_out = int(param_int(p, "C_OUT"));
     s.kernel = int(param_int(p, "K")), s.stride = int(param_int(p, "STRIDE"));
-    const Conv2dNhwcOp op(backend, s, parse_half_type(param_str(p, "DTYPE")),
+    const Conv2dNhwcOp op(backend, s, parse_activation_type(param_str(p, "DTYPE")),
                           std::vector<float>(size_t(s.weight_count()), 0.0f),
                           std::vector<float>(size_t(s.c_out), 0.0f));
     INFO(s.c_in << "->" << s.c_out << " K" << s.kernel << " at " << p.at("H") << "x" << p.at("W") << " B"
@@ -370,25 +370,25 @@ TEST_CASE("conv2d_nhwc splits the reduction where its tiles leave SMs idle, with
     return s;
   };
   const int limit = kConv2dNhwcSplitRule.max_splits;
-  CHECK(conv2d_nhwc_steps(shape(256, 256, 1)) == 4);
-  CHECK(conv2d_nhwc_steps(shape(72, 16, 3)) == 18);
+  CHECK(conv2d_nhwc_steps(ActivationType::f16, shape(256, 256, 1)) == 4);
+  CHECK(conv2d_nhwc_steps(ActivationType::f16, shape(72, 16, 3)) == 18);
   // 20x20 at batch 1: 1x1 256->256, 14 tiles, 4 steps (2 a slice at least): S 2.
-  CHECK(conv2d_nhwc_split_k(400, shape(256, 256, 1), 132, limit) == 2);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(256, 256, 1), 132, limit) == 2);
   // 3x3 128->128: 7 tiles, 18 steps: S 8 (the limit); 16 would leave slices of one step.
-  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, limit) == 8);
-  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 16) == 8);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(128, 128, 3), 132, limit) == 8);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(128, 128, 3), 132, 16) == 8);
   // 40x40 3x3 64->64: 25 tiles: S 4 (100 CTAs; 200 would not fit 132 SMs).
-  CHECK(conv2d_nhwc_split_k(1600, shape(64, 64, 3), 132, limit) == 4);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 1600, shape(64, 64, 3), 132, limit) == 4);
   // 80x80 (100 tiles), batch 32, a one-step 1x1, the limit 1: no split.
-  CHECK(conv2d_nhwc_split_k(6400, shape(64, 64, 3), 132, limit) == 1);
-  CHECK(conv2d_nhwc_split_k(32 * 400, shape(128, 128, 3), 132, limit) == 1);
-  CHECK(conv2d_nhwc_split_k(400, shape(64, 64, 1), 132, limit) == 1);
-  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 1) == 1);
-  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, 2) == 2);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 6400, shape(64, 64, 3), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 32 * 400, shape(128, 128, 3), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(64, 64, 1), 132, limit) == 1);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(128, 128, 3), 132, 1) == 1);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(128, 128, 3), 132, 2) == 2);
   // BN 64 doubles the 1x1 256->256's tiles (28): still S 2; the 3x3 128->128's (14): S 8.
-  CHECK(conv2d_nhwc_split_k(400, shape(256, 256, 1), 132, limit, 64) == 2);
-  CHECK(conv2d_nhwc_split_k(400, shape(128, 128, 3), 132, limit, 64) == 8);
-  CHECK(conv2d_nhwc_split_k(1600, shape(128, 128, 3), 132, limit, 64) == 2);  // 50 tiles
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(256, 256, 1), 132, limit, 64) == 2);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 400, shape(128, 128, 3), 132, limit, 64) == 8);
+  CHECK(conv2d_nhwc_split_k(ActivationType::f16, 1600, shape(128, 128, 3), 132, limit, 64) == 2);  // 50 tiles
 }
 
 TEST_CASE("conv2d_nhwc refuses the shapes it does not run with its rule", "[conv2d_nhwc]") {
@@ -430,15 +430,15 @@ TEST_CASE("conv2d_nhwc launches as many persistent CTAs as the SMs hold, at most
 }
 
 TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]") {
-  CHECK(conv2d_nhwc_tiles(3, 16).bn == 16);
-  CHECK(conv2d_nhwc_tiles(3, 16).bk == 16);
-  CHECK(conv2d_nhwc_tiles(32, 24).bn == 32);
-  CHECK(conv2d_nhwc_tiles(32, 24).bk == 32);
-  CHECK(conv2d_nhwc_tiles(48, 64).bn == 64);
-  CHECK(conv2d_nhwc_tiles(48, 64).bk == 64);
-  CHECK(conv2d_nhwc_tiles(256, 256).bn == 128);
-  CHECK(conv2d_nhwc_tiles(256, 256, 64).bn == 64);  // BLOCK_N
-  CHECK(conv2d_nhwc_tiles(256, 256, 64).bk == 64);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 3, 16).bn == 16);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 3, 16).bk == 16);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 32, 24).bn == 32);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 32, 24).bk == 32);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 48, 64).bn == 64);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 48, 64).bk == 64);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256).bn == 128);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bn == 64);  // BLOCK_N
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bk == 64);
 }
 
 TEST_CASE(
@@ -450,8 +450,8 @@ TEST_CASE(
       Conv2dShape s;
       s.c_in = c, s.c_out = c, s.kernel = kernel;
       INFO("K " << kernel << " C " << c);
-      const CompileResult r =
-          compile_with_nvrtc(*ctx.tree, *ctx.cache, conv2d_nhwc_compile_request(HalfType::f16, s), "sm_90");
+      const CompileResult r = compile_with_nvrtc(
+          *ctx.tree, *ctx.cache, conv2d_nhwc_compile_request(ActivationType::f16, s), "sm_90");
       CHECK(r.target == "sm_90a");
       const std::string sass = disassemble_sass(r);
       CHECK_THAT(sass, Contains("HGMMA.64x"));
@@ -464,7 +464,8 @@ TEST_CASE(
       CHECK_THAT(r.log, !Contains("serialized"));
       // The instances: both pixel tiles, the split-K one for reductions of 2 steps or more, and at C 256 (the
       // tile rule's BN 128) both pixel tiles at the narrow BN 64 too.
-      const bool split = conv2d_nhwc_steps(s) >= 2, narrow = c > kConv2dNhwcBlockNRule.narrow_bn;
+      const bool split = conv2d_nhwc_steps(ActivationType::f16, s) >= 2,
+                 narrow = c > kConv2dNhwcBlockNRule.narrow_bn;
       REQUIRE(r.resources.size() == 2u + (split ? 1u : 0u) + (narrow ? 2u : 0u));
       const auto registers_of = [&r](const std::string& instance) -> std::optional<int> {
         const auto it = std::find_if(r.resources.begin(), r.resources.end(),
@@ -472,11 +473,11 @@ TEST_CASE(
         return it == r.resources.end() ? std::nullopt : it->registers;
       };
       // Each instance's registers let conv2d_nhwc_ctas_per_sm CTAs share an SM (the persistent grid's size).
-      std::vector<int> bns{conv2d_nhwc_tiles(s.c_in, s.c_out).bn};
+      std::vector<int> bns{conv2d_nhwc_tiles(ActivationType::f16, s.c_in, s.c_out).bn};
       if (narrow) bns.push_back(kConv2dNhwcBlockNRule.narrow_bn);
       for (int bn : bns)
         for (int consumers : {1, 2}) {
-          const std::string instance = conv2d_nhwc_instance(HalfType::f16, s, 64 * consumers, bn);
+          const std::string instance = conv2d_nhwc_instance(ActivationType::f16, s, 64 * consumers, bn);
           const std::optional<int> registers = registers_of(instance);
           REQUIRE(registers);
           INFO(instance << ": " << *registers << " registers");
@@ -488,7 +489,8 @@ TEST_CASE(
       // The split-K instance: its counter's atomic, and registers for the CTAs an SM holds.
       if (split) {
         CHECK_THAT(sass, Contains("ATOMG"));
-        const std::optional<int> registers = registers_of(conv2d_nhwc_splitk_instance(HalfType::f16, s));
+        const std::optional<int> registers =
+            registers_of(conv2d_nhwc_splitk_instance(ActivationType::f16, s));
         REQUIRE(registers);
         CHECK(*registers * 256 * conv2d_nhwc_splitk_ctas_per_sm() <= 65536);
       }

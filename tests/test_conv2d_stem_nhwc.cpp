@@ -80,9 +80,10 @@ TEST_CASE("conv2d_stem_nhwc refuses the shapes it does not run with its rule", "
   auto backend = make_backend("cpu", test::embedded_context());
   s.c_out = 16;
   CHECK_THROWS_WITH(
-      Conv2dStemNhwcOp(*backend, s, HalfType::f16, std::vector<float>(431), std::vector<float>(16)),
+      Conv2dStemNhwcOp(*backend, s, ActivationType::f16, std::vector<float>(431), std::vector<float>(16)),
       Contains("431 weights"));
-  const Conv2dStemNhwcOp op(*backend, s, HalfType::f16, std::vector<float>(432), std::vector<float>(16));
+  const Conv2dStemNhwcOp op(*backend, s, ActivationType::f16, std::vector<float>(432),
+                            std::vector<float>(16));
   DeviceBuffer in = backend->upload_vector(std::vector<float>(3 * 4 * 4));
   DeviceBuffer out = backend->upload_vector(std::vector<uint16_t>(4 * 24));
   CHECK_THROWS_WITH(op.run(1, 4, 4, in.as<const float>(), {out.as<uint16_t>(), 12}),
@@ -99,8 +100,8 @@ TEST_CASE("conv2d_stem_nhwc compiles with NVRTC to 16-byte stores without local 
     Conv2dShape s;
     s.c_in = 3, s.c_out = c_out, s.kernel = 3, s.stride = 2;
     INFO("C_OUT " << c_out);
-    const CompileResult r = compile_with_nvrtc(*ctx.tree, *ctx.cache,
-                                               conv2d_stem_nhwc_compile_request(HalfType::bf16, s), "sm_90");
+    const CompileResult r = compile_with_nvrtc(
+        *ctx.tree, *ctx.cache, conv2d_stem_nhwc_compile_request(ActivationType::bf16, s), "sm_90");
     const std::string sass = disassemble_sass(r);
     CHECK_THAT(sass, Contains("STG.E.128"));
     CHECK_THAT(sass, Contains("LDS.128"));

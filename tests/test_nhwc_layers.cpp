@@ -128,7 +128,7 @@ TEST_CASE("nhwc layer kernels match their references on the cpu backend", "[nhwc
 
 TEST_CASE("nhwc layer ops refuse bad views and sizes with one line naming the op", "[nhwc_layers]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  const NhwcLayerOps ops(*backend, HalfType::f16);
+  const NhwcLayerOps ops(*backend, ActivationType::f16);
   DeviceBuffer buffer = backend->upload_vector(std::vector<uint16_t>(64 * 64, 0));
   uint16_t* data = buffer.as<uint16_t>();
   const NhwcView good{data, 16};

@@ -22,8 +22,8 @@
 using namespace lab;
 
 // The NHWC network stores every activation in 16 bits where the NCHW network rounds only the dense convs'
-// operands to them: each conv's input was rounded there already, so storing it rounded adds little. Measured on
-// the cpu test below (batch 2, 64x96, 2026-12-02): fp16 worst tensor layer04 at rel_l2 1.1e-3 (NCHW fp16:
+// operands to them: each conv's input was rounded there already, so storing it rounded adds little. Measured
+// on the cpu test below (batch 2, 64x96, 2026-12-02): fp16 worst tensor layer04 at rel_l2 1.1e-3 (NCHW fp16:
 // 1.3e-3), bf16 layer10 at 1.4e-2 (NCHW bf16: 1.4e-2). So the bars are the NCHW network's at each precision
 // (test::network_tolerance, with the reasons): about eight (fp16) and 3.5 (bf16) times the measured error,
 // under the 8e-2 .. 0.11 of a conv that drops a chunk.
@@ -56,16 +56,17 @@ int check_synthetic(const std::string& scale, int height, int width) {
   kernels->forward(input.data(), 1, height, width);
   const auto [name, worst] =
       test::compare_tensors(*reference, *kernels, test::network_tolerance(Precision::Fp16).layer_rel_l2);
-  std::printf("synthetic yolo26%s nc 3, fp16 nhwc, %dx%d: worst tensor %s rel_l2 %.2e\n", scale.c_str(), height,
-              width, name.c_str(), worst);
+  std::printf("synthetic yolo26%s nc 3, fp16 nhwc, %dx%d: worst tensor %s rel_l2 %.2e\n", scale.c_str(),
+              height, width, name.c_str(), worst);
   return model.layers[0].conv.c_out;
 }
 
 }  // namespace
 
-TEST_CASE("the nhwc network runs random-weight models with 3 classes as the reference does: yolo26s (class "
-          "outputs padded 3 -> 8), yolo26x (a 96-channel stem: the input packed for conv2d_nhwc)",
-          "[nhwc_network]") {
+TEST_CASE(
+    "the nhwc network runs random-weight models with 3 classes as the reference does: yolo26s (class "
+    "outputs padded 3 -> 8), yolo26x (a 96-channel stem: the input packed for conv2d_nhwc)",
+    "[nhwc_network]") {
   CHECK(check_synthetic("s", 64, 96) == 32);  // conv2d_stem_nhwc runs the stem (up to 64 channels)
   CHECK(check_synthetic("x", 32, 64) == 96);
 }
@@ -82,7 +83,7 @@ TEST_CASE(
   // The 2x3 level's 3x3 64->64: one tile of nine steps, split four ways on 16 "SMs".
   Conv2dShape p5;
   p5.c_in = 64, p5.c_out = 64, p5.kernel = 3;
-  REQUIRE(conv2d_nhwc_split_k(2 * 3, p5, backend->device().multiprocessors,
+  REQUIRE(conv2d_nhwc_split_k(ActivationType::f16, 2 * 3, p5, backend->device().multiprocessors,
                               kConv2dNhwcSplitRule.max_splits) == 4);
   const auto input = random_uniform(size_t(3) * height * width, 0.0f, 1.0f, 20261202);
   for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
@@ -141,14 +142,16 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
   }
 }
 
-TEST_CASE("auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the float stem), nchw otherwise; nhwc "
-          "where it cannot run is a one-line error",
-          "[nhwc_network]") {
+TEST_CASE(
+    "auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the float stem), nchw otherwise; nhwc "
+    "where it cannot run is a one-line error",
+    "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Bf16, *backend) == ActivationLayout::Nhwc);
-  // bf16 needs the float stem under auto: a stem conv2d_stem_nhwc does not run (C_OUT above 64) keeps it NCHW.
+  // bf16 needs the float stem under auto: a stem conv2d_stem_nhwc does not run (C_OUT above 64) keeps it
+  // NCHW.
   Yolo26Model wide_stem = *model;
   wide_stem.layers[0].conv.c_out = 72;
   CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Bf16, *backend) == ActivationLayout::Nchw);
@@ -174,6 +177,7 @@ TEST_CASE("auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the fl
   odd.layers[size_t(first_input)].out_channels += 4;
   const std::string label = std::string("layer") + (concat < 10 ? "0" : "") + std::to_string(concat);
   CHECK(choose_layout(LayoutChoice::Auto, odd, Precision::Fp16, *backend) == ActivationLayout::Nchw);
-  CHECK_THROWS_WITH(choose_layout(LayoutChoice::Nhwc, odd, Precision::Fp16, *backend),
-                    Catch::StartsWith("--layout nhwc: " + label + ": a concatenated input at channel offset"));
+  CHECK_THROWS_WITH(
+      choose_layout(LayoutChoice::Nhwc, odd, Precision::Fp16, *backend),
+      Catch::StartsWith("--layout nhwc: " + label + ": a concatenated input at channel offset"));
 }

@@ -35,11 +35,11 @@ size_t occurrences(const std::string& text, const std::string& word) {
   return count;
 }
 
-// `rounds` rounds, each: two lanes; lane 1 produces value 1000 r + 500 into the second buffer, lane 0 produces
-// 1000 r into the first and a dependent right behind it (a programmatic edge from its producer) copies it into
-// out's row 2 r; after the join a dependent (edges from both lanes' last kernels) copies the second buffer
-// into row 2 r + 1. Captured once, replayed `replays` times (out reset before each); requires every value of
-// every replay.
+// `rounds` rounds, each: two lanes; lane 1 produces value 1000 r + 500 into the second buffer, lane 0
+// produces 1000 r into the first and a dependent right behind it (a programmatic edge from its producer)
+// copies it into out's row 2 r; after the join a dependent (edges from both lanes' last kernels) copies the
+// second buffer into row 2 r + 1. Captured once, replayed `replays` times (out reset before each); requires
+// every value of every replay.
 void run_chain(Backend& backend, int n, int rounds, int replays) {
   auto module =
       backend.compile({"grid_dependency.cu", {}, {"grid_dependency_produce", "grid_dependency_consume"}});
@@ -107,7 +107,7 @@ std::vector<float> random_floats(size_t count, uint32_t seed, float scale) {
 // detect head's float planes; launched back to back (a captured graph where the backend can). Returns every
 // intermediate's bytes.
 std::vector<uint8_t> nhwc_chain_bytes(Backend& backend) {
-  const HalfType type = HalfType::f16;
+  const ActivationType type = ActivationType::f16;
   const int batch = 1, h = 16, w = 16, ho = 8, wo = 8;
   DeviceBuffer image = backend.upload_vector(random_floats(size_t(batch) * 3 * h * w, 1, 1.0f));
   const Conv2dShape stem_shape{3, 16, 3, 2};
@@ -122,7 +122,7 @@ std::vector<uint8_t> nhwc_chain_bytes(Backend& backend) {
   NhwcDepthwise depthwise(layers, 32, random_floats(32 * 9, 8, 0.3f), random_floats(32, 9, 0.1f), true);
   PsaDims dims;
   dims.batch = batch, dims.num_heads = 1, dims.key_dim = 16, dims.n = ho * wo;
-  PsaHalfOp psa(backend, kPsaHalfNetworkVariant, type, dims);
+  PsaHalfOp psa(backend, kPsaHalfNetworkVariant, HalfType::f16, dims);
 
   const size_t pixels = size_t(batch) * ho * wo, big = size_t(batch) * h * w;
   auto tensor = [&](size_t count) {
@@ -219,10 +219,11 @@ TEST_CASE(
     size_t waiting;  // entries launched with the flag: each waits once and triggers once
   };
   const Expect modules[] = {
-      {"conv2d_nhwc 3x3 (and its split-K)", conv2d_nhwc_compile_request(HalfType::f16, {16, 32, 3, 1}), 3},
-      {"conv2d_nhwc 1x1", conv2d_nhwc_compile_request(HalfType::bf16, {32, 64, 1, 1}), 2},
-      {"conv2d_stem_nhwc", conv2d_stem_nhwc_compile_request(HalfType::f16, {3, 16, 3, 2}), 1},
-      {"nhwc_layers", nhwc_layers_compile_request(HalfType::f16), 6},
+      {"conv2d_nhwc 3x3 (and its split-K)", conv2d_nhwc_compile_request(ActivationType::f16, {16, 32, 3, 1}),
+       3},
+      {"conv2d_nhwc 1x1", conv2d_nhwc_compile_request(ActivationType::bf16, {32, 64, 1, 1}), 2},
+      {"conv2d_stem_nhwc", conv2d_stem_nhwc_compile_request(ActivationType::f16, {3, 16, 3, 2}), 1},
+      {"nhwc_layers", nhwc_layers_compile_request(ActivationType::f16), 6},
       // psa_attention_half (NCHW, launched plainly) and psa_attention_half_nhwc share the module; so do
       // their _w16 versions.
       {"psa_attention_half*", psa_half_compile_request("mma", HalfType::f16, 16), 1},

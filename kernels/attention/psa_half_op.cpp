@@ -68,14 +68,22 @@ void PsaHalfOp::forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, 
   const PsaHalfParams p{qkv, merged, v_out, lse, bh, n, dims_.softmax_scale()};
   backend_.launch(forward_, launch_shape(), kernel_params(p));
 }
-void PsaHalfOp::forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merged, int merged_pitch,
-                             uint16_t* v_out, int v_pitch, float* lse) const {
+void PsaHalfOp::forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
+                             int v_pitch, float* lse) const {
   const int out_channels = dims_.num_heads * 2 * dims_.key_dim;
-  check_nhwc_view(kNhwc, "qkv", {const_cast<uint16_t*>(qkv), qkv_pitch}, 2 * out_channels);
+  check_nhwc_view(kNhwc, "qkv", {const_cast<void*>(qkv), qkv_pitch}, 2 * out_channels);
   check_nhwc_view(kNhwc, "merged", {merged, merged_pitch}, out_channels);
   check_nhwc_view(kNhwc, "v_out", {v_out, v_pitch}, out_channels);
-  const PsaHalfNhwcParams p{qkv,          merged,  v_out,           lse,     qkv_pitch,
-                            merged_pitch, v_pitch, dims_.num_heads, dims_.n, dims_.softmax_scale()};
+  const PsaHalfNhwcParams p{static_cast<const uint16_t*>(qkv),
+                            static_cast<uint16_t*>(merged),
+                            static_cast<uint16_t*>(v_out),
+                            lse,
+                            qkv_pitch,
+                            merged_pitch,
+                            v_pitch,
+                            dims_.num_heads,
+                            dims_.n,
+                            dims_.softmax_scale()};
   LaunchConfig cfg = launch_shape();
   cfg.programmatic_dependent = true;  // the _nhwc kernels wait for their predecessor (not the NCHW ones)
   backend_.launch(forward_nhwc_, cfg, kernel_params(p));

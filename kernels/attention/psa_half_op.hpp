@@ -39,8 +39,8 @@ class PsaHalfOp {
   void forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, float* lse) const;
   // UsageError (check_nhwc_view) on a view not set, a pitch below its tensor's channels or not a multiple
   // of 8, or a pointer not 16-byte aligned (a channel offset not a multiple of 8).
-  void forward_nhwc(const uint16_t* qkv, int qkv_pitch, uint16_t* merged, int merged_pitch, uint16_t* v_out,
-                    int v_pitch, float* lse) const;
+  void forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out, int v_pitch,
+                    float* lse) const;
   const PsaDims& dims() const { return dims_; }
 
  private:

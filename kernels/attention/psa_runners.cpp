@@ -240,8 +240,9 @@ class PsaHalfInstance : public InstanceBase {
         nhwc_(param_str(p, "LAYOUT") == "nhwc"),
         op_(b, variant, type_, psa_dims(s_)),
         qkv_(to_half_bits(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")), type_)),
-        qkv_buf_(b.upload_vector(
-            nhwc_ ? to_nhwc(qkv_, s_.batch, s_.qkv_channels(), s_.n(), qkv_pitch(), 0xffff) : qkv_)),
+        qkv_buf_(nhwc_ ? b.upload_vector(to_nhwc(half_bits_to_float(qkv_, type_), activation_type(type_),
+                                                 s_.batch, s_.qkv_channels(), s_.n(), qkv_pitch()))
+                       : b.upload_vector(qkv_)),
         x_(output_array<uint16_t>(out_view_elems())),
         v_(output_array<uint16_t>(out_view_elems())),
         lse_(output_array<float>(size_t(s_.batch_heads()) * s_.n())) {}
@@ -293,10 +294,10 @@ class PsaHalfInstance : public InstanceBase {
   std::vector<OutputCheck> slice_checks(const std::string& name, const DeviceBuffer& buf,
                                         const std::vector<double>& ref_nchw, const Tolerance& tol) {
     const int c = s_.out_channels();
-    std::vector<OutputCheck> checks =
-        check_nhwc_slice(fetch<uint16_t>(buf, out_view_elems()),
-                         {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(),
-                         kOutOffset, type_, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
+    std::vector<OutputCheck> checks = check_nhwc_slice(
+        fetch<unsigned char>(buf, out_view_elems() * sizeof(uint16_t)),
+        {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(), kOutOffset,
+        activation_type(type_), nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
     checks[0].output = name;
     checks[1].output = name + "_neighbours";
     return checks;

@@ -1,6 +1,7 @@
-// conv2d_nhwc: the dense Conv2d (1x1 stride 1, 3x3 stride 1 or 2, padding K / 2) on NHWC fp16 / bf16
-// activations for Hopper (sm_90a) — an implicit GEMM on wgmma with operands staged by TMA on an mbarrier
-// pipeline, warp specialised and persistent, with the fused epilogue the C3k2 / Concat blocks need.
+// conv2d_nhwc: the dense Conv2d (1x1 stride 1, 3x3 stride 1 or 2, padding K / 2) on NHWC fp16 / bf16 or
+// float (tf32 products) activations for Hopper (sm_90a) — an implicit GEMM on wgmma with operands staged by
+// TMA on an mbarrier pipeline, warp specialised and persistent, with the fused epilogue the C3k2 / Concat
+// blocks need.
 //
 // GEMM view: out[m][co] = sum_{tap, ci} A[m][tap, ci] * W[co][tap][ci], m = (n, oy, ox) an output pixel
 // (M = N * Ho * Wo), the reduction walked tap by tap, BK channels at a time (Conv2dNhwcParams for layouts).
@@ -9,8 +10,9 @@
 //     bounding box and traversal strides walk the next BM - 1 output pixels across rows and images, padding
 //     and pixels past the last image load as zeros. 1x1: a tiled load of rows m0.. of [M][C_in].
 //   - B tile (BN output channels x BK): a tiled load of the weights at (channel block, tap, n0).
-//   Rows of both tiles are BK * 2 bytes in the swizzle of that width (BK 64: 128B, 32: 64B, 16: 32B), which
-//   is the K-major canonical layout of lab_wgmma.cuh: descriptors with SBO 8 rows, +32 bytes per k16 step.
+//   Rows of both tiles are BK elements, RB = BK * 2 (16-bit) or BK * 4 (float) bytes, in the swizzle of that
+//   width (RB 128: 128B, 64: 64B, 32: 32B), which is the K-major canonical layout of lab_wgmma.cuh:
+//   descriptors with SBO 8 rows, +32 bytes per product step (k16 in 16 bits, k8 in tf32: both 32 bytes).
 // Output tiles are BM = 64 * CONSUMERS pixels x BN channels, numbered pixel tile major (tile t: pixels
 // t / n_tiles, channels t % n_tiles, so CTAs running side by side share their input rows in L2). The grid is
 // persistent: CTA b computes tiles b, b + gridDim.x, ... (the op launches as many CTAs as the SMs hold).
@@ -29,17 +31,18 @@
 // Epilogue, from the accumulator registers (row 16 w + g + 8 h, channels 8 j + 2 q, +1 of lab_wgmma.cuh):
 //   the four threads of a quad hold the 8 channels of a (row half h, group j) piece two each; a transpose
 //   within the quad (shuffles) gives each thread four whole pieces of the quad instead, so it computes
-//   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given (one 16-byte load), rounds to the
-//   element type and stores 8 channels (16 bytes) at a time into out[m * out_pitch + co]: a channel slice of
-//   a wider NHWC buffer when out points at the slice's first channel.
+//   v = act(acc + bias[co]) (SiLU or none), + residual[m][co] when given (8 channels: one 16-byte load in 16
+//   bits, two in float), rounds to the element type and stores 8 channels at a time into out[m * out_pitch +
+//   co]: a channel slice of a wider NHWC buffer when out points at the slice's first channel.
 // Split-K (conv2d_nhwc_splitk, for layers whose tiles leave most SMs idle, as at batch 1): S CTAs share a
 //   tile, each reducing a contiguous range of its steps; each stores its float32 accumulators into its slice
 //   of a workspace and arrives on the tile's counter (__threadfence, then atomicAdd); the last to arrive sums
 //   the S slices in slice order and runs the same epilogue, and resets the counter to zero. One launch, no
 //   second reduce kernel: the PDL chain and the graph keep one node per conv, and the counters need no
 //   clearing between replays.
-// Precision: products of 16-bit values summed in float32; the output rounded once (split-K: the S partial
-//   sums, each float32, added in slice order).
+// Precision: products of 16-bit values (or of tf32 values: the tensor cores drop the low 13 fraction bits of
+//   float operands) summed in float32; the output rounded once to 16 bits or stored as float (split-K: the S
+//   partial sums, each float32, added in slice order).
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -50,21 +53,23 @@
 #include "common/lab_named_barrier.cuh"
 #include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/nhwc_element.cuh"
 #include "nn/conv2d_nhwc_params.cuh"
 
 namespace conv_nhwc {
 
 constexpr unsigned kSwizzleAtom = 1024;  // the 128-byte swizzle's pattern: where the stages start
 
-// The swizzle whose rows are BK 16-bit elements long.
-__device__ __forceinline__ constexpr int swizzle_of(int bk) {
-  return bk == 64 ? LAB_SWIZZLE_128B : bk == 32 ? LAB_SWIZZLE_64B : LAB_SWIZZLE_32B;
+// The swizzle whose rows are RB bytes long.
+__device__ __forceinline__ constexpr int swizzle_of(int rb) {
+  return rb == 128 ? LAB_SWIZZLE_128B : rb == 64 ? LAB_SWIZZLE_64B : LAB_SWIZZLE_32B;
 }
 
-// The K-major descriptor of k16 step `kk` of a tile of rows of BK elements (8-row groups 8 * BK * 2 apart).
-template <int BK>
+// The K-major descriptor of product step `kk` (32 bytes of a row) of a tile of RB-byte rows (8-row groups 8 *
+// RB apart).
+template <int RB>
 __device__ __forceinline__ unsigned long long k_major_desc(const unsigned char* tile, int kk) {
-  return lab_wgmma_desc(tile + 32 * kk, 16, 8 * BK * 2, swizzle_of(BK));
+  return lab_wgmma_desc(tile + 32 * kk, 16, 8 * RB, swizzle_of(RB));
 }
 
 // Registers a thread of a CTA of THREADS threads gets at launch when CTAS of them share the SM's 64 K
@@ -146,12 +151,13 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
                                                  unsigned* arrivals, int splits) {
   using namespace conv_nhwc;
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
-  static_assert(BK == 16 || BK == 32 || BK == 64, "BK: one swizzle row of 32, 64 or 128 bytes");
+  constexpr int RB = BK * int(sizeof(nn::nhwc_t<DT>));  // bytes of a tile row
+  static_assert(RB == 32 || RB == 64 || RB == 128, "BK: one swizzle row of 32, 64 or 128 bytes");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
   static_assert(!SPLIT || CONSUMERS == 1, "split-K: one consumer warpgroup (BM 64)");
   constexpr int BM = 64 * CONSUMERS;
-  constexpr unsigned a_bytes = BM * BK * 2;
-  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, BK);
+  constexpr unsigned a_bytes = BM * RB;
+  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, RB);
   constexpr int launch_regs =
       launch_registers(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS));
   LAB_DYNAMIC_SHARED(unsigned char, raw);
@@ -215,13 +221,13 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
     for (int step = first; step < last; ++step, ++k) {
       const int s = k % STAGES;
-      const unsigned char* a = base + s * stage_bytes + c * 64 * BK * 2;
+      const unsigned char* a = base + s * stage_bytes + c * 64 * RB;
       const unsigned char* b = base + s * stage_bytes + a_bytes;
       lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
       lab_wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk)
-        lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<BK>(a, kk), k_major_desc<BK>(b, kk), 1);
+      for (int kk = 0; kk < RB / 32; ++kk)
+        lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk), 1);
       lab_wgmma_commit_group();
       lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
       if (step > first) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
@@ -255,24 +261,19 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
         v[2 * i + 1] = nn::bias_act(odd[i], p.bias[co + 2 * i + 1], p.silu);
       }
       if (p.residual) {
-        const uint4 r = *reinterpret_cast<const uint4*>(p.residual + size_t(m) * p.res_pitch + co);
-        const uint32_t words[4] = {r.x, r.y, r.z, r.w};
+        float r[8];
+        nn::nhwc_load8<DT>(static_cast<const nn::nhwc_t<DT>*>(p.residual) + size_t(m) * p.res_pitch + co, r);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          v[2 * i] += lab_to_float<DT>(uint16_t(words[i] & 0xffffu));
-          v[2 * i + 1] += lab_to_float<DT>(uint16_t(words[i] >> 16));
-        }
+        for (int i = 0; i < 8; ++i) v[i] += r[i];
       }
-      uint4 packed;
-      packed.x = lab_pack2<DT>(v[0], v[1]), packed.y = lab_pack2<DT>(v[2], v[3]);
-      packed.z = lab_pack2<DT>(v[4], v[5]), packed.w = lab_pack2<DT>(v[6], v[7]);
-      *reinterpret_cast<uint4*>(p.out + size_t(m) * p.out_pitch + co) = packed;
+      nn::nhwc_store8<DT>(static_cast<nn::nhwc_t<DT>*>(p.out) + size_t(m) * p.out_pitch + co, v);
     }
   }
 }
 
-// KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS),
-// dynamic shared memory lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK, STAGES), grid at most the
+// DT LAB_F16, LAB_BF16 or LAB_F32; KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64 16-bit channels or 8,
+// 16 or 32 float ones; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS), dynamic shared memory
+// lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK * element bytes, STAGES), grid at most the
 // tile count. lab::conv2d_nhwc_ctas_per_sm CTAs share an SM (their registers bounded to fit), so one CTA's
 // epilogue overlaps the others' products and loads.
 template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
@@ -283,7 +284,7 @@ __global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_p
 
 // The split-K mode (Conv2dNhwcSplitParams): one consumer warpgroup (block 256, BM 64), grid at most tiles x
 // splits and lab::conv2d_nhwc_splitk_ctas_per_sm CTAs an SM, dynamic shared memory
-// lab::conv2d_nhwc_shared_bytes(64, BN, BK, STAGES). For layers whose output
+// lab::conv2d_nhwc_shared_bytes(64, BN, BK * element bytes, STAGES). For layers whose output
 // tiles leave most SMs idle: splits CTAs share each tile's reduction, the last to finish runs the epilogue.
 template <int DT, int KSIZE, int BN, int BK, int STAGES>
 __global__ void __launch_bounds__(256, lab::conv2d_nhwc_splitk_ctas_per_sm())

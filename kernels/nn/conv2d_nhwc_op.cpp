@@ -14,35 +14,46 @@ namespace {
 constexpr const char* kSource = "nn/conv2d_nhwc.cu";
 constexpr int kStages = 4;
 
-TensorElement element_of(HalfType type) {
-  return type == HalfType::f16 ? TensorElement::F16 : TensorElement::BF16;
+TensorElement element_of(ActivationType type) {
+  return type == ActivationType::f16    ? TensorElement::F16
+         : type == ActivationType::bf16 ? TensorElement::BF16
+                                        : TensorElement::F32;
 }
 
-TensorSwizzle swizzle_of(int bk) {
-  return bk == 64 ? TensorSwizzle::B128 : bk == 32 ? TensorSwizzle::B64 : TensorSwizzle::B32;
+// The swizzle of tile rows of BK elements of `type`.
+TensorSwizzle swizzle_of(ActivationType type, int bk) {
+  const int row_bytes = bk * activation_bytes(type);
+  return row_bytes == 128 ? TensorSwizzle::B128 : row_bytes == 64 ? TensorSwizzle::B64 : TensorSwizzle::B32;
 }
 
-// A borrowed view of the bytes `pixels` pixels of `channels` channels span at `v`.
-DeviceBuffer span_of(const NhwcView& v, int64_t pixels, int channels) {
-  return DeviceBuffer::borrow(v.data, size_t((pixels - 1) * v.pitch + channels) * 2);
+// A borrowed view of the bytes `pixels` pixels of `channels` channels of `type` span at `v`.
+DeviceBuffer span_of(ActivationType type, const NhwcView& v, int64_t pixels, int channels) {
+  return DeviceBuffer::borrow(v.data,
+                              size_t((pixels - 1) * v.pitch + channels) * size_t(activation_bytes(type)));
 }
 
-// [C_out][C_in][K][K] float -> [C_out][K*K][pitch] 16-bit, channels past C_in zero.
-std::vector<uint16_t> kernel_weights(const Conv2dShape& s, HalfType type, const std::vector<float>& weight) {
+// [C_out][C_in][K][K] float -> [C_out][K*K][pitch] of `type`, channels past C_in zero.
+std::vector<unsigned char> kernel_weights(const Conv2dShape& s, ActivationType type,
+                                          const std::vector<float>& weight) {
   const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
   std::vector<float> w(size_t(s.c_out) * taps * pitch, 0.0f);
   for (int co = 0; co < s.c_out; ++co)
     for (int ci = 0; ci < s.c_in; ++ci)
       for (int t = 0; t < taps; ++t)
         w[(size_t(co) * taps + t) * pitch + ci] = weight[(size_t(co) * s.c_in + ci) * taps + t];
-  return to_half_bits(w, type);
+  return to_activation_bytes(w, type);
+}
+
+// BN of the tile rule (conv2d_nhwc_tiles): it depends on C_out (and a fixed block_n) only.
+int channel_tile(int c_out, int block_n) {
+  return block_n ? block_n : c_out <= 16 ? 16 : c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
 }
 
 // `kernel`<DT, K, BN, BK, STAGES(, consumers)> of a shape (no consumers argument when 0).
-std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& s, int consumers,
+std::string instance_name(const char* kernel, ActivationType type, const Conv2dShape& s, int consumers,
                           int block_n) {
-  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(s.c_in, s.c_out, block_n);
-  return std::string(kernel) + "<" + half_type_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
+  const Conv2dNhwcTiles t = conv2d_nhwc_tiles(type, s.c_in, s.c_out, block_n);
+  return std::string(kernel) + "<" + activation_template_arg(type) + ", " + std::to_string(s.kernel) + ", " +
          std::to_string(t.bn) + ", " + std::to_string(t.bk) + ", " + std::to_string(t.stages) +
          (consumers ? ", " + std::to_string(consumers) : "") + ">";
 }
@@ -50,13 +61,13 @@ std::string instance_name(const char* kernel, HalfType type, const Conv2dShape& 
 // Whether an op at `block_n` also compiles and may run the rule's narrow channel tile: at auto where the tile
 // rule's BN is wider.
 bool narrows(const Conv2dShape& s, int block_n) {
-  return block_n == 0 && conv2d_nhwc_tiles(s.c_in, s.c_out).bn > kConv2dNhwcBlockNRule.narrow_bn;
+  return block_n == 0 && channel_tile(s.c_out, 0) > kConv2dNhwcBlockNRule.narrow_bn;
 }
 
 // Throws UsageError unless a run of `split.splits` can go: the shape has that many reduction steps, the pixel
 // tile is 64, and the workspace is given (16-byte aligned partials).
-void check_split(const Conv2dShape& s, const Conv2dNhwcSplitK& split, int block_m) {
-  const int steps = conv2d_nhwc_steps(s);
+void check_split(ActivationType type, const Conv2dShape& s, const Conv2dNhwcSplitK& split, int block_m) {
+  const int steps = conv2d_nhwc_steps(type, s);
   if (split.splits < 1 || split.splits > steps)
     throw UsageError("conv2d_nhwc: SPLIT_K " + std::to_string(split.splits) + " is not between 1 and the " +
                      std::to_string(steps) + " reduction steps of this shape (K*K x ceil(C_IN / BK))");
@@ -102,9 +113,15 @@ void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int ch
                      " tensor is not 16-byte aligned (a channel offset not a multiple of 8?)");
 }
 
-Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out, int block_n) {
-  const int bn = block_n ? block_n : c_out <= 16 ? 16 : c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
-  const int bk = c_in > 32 ? 64 : c_in > 16 ? 32 : 16;
+Conv2dNhwcTiles conv2d_nhwc_tiles(ActivationType type, int c_in, int c_out, int block_n) {
+  const int bn = channel_tile(c_out, block_n);
+  // Rows of 128 bytes where C_in fills them, else 64 or 32.
+  const int bk = type == ActivationType::f32 ? (c_in > 16  ? 32
+                                                : c_in > 8 ? 16
+                                                           : 8)
+                                             : (c_in > 32   ? 64
+                                                : c_in > 16 ? 32
+                                                            : 16);
   return {bn, bk, kStages};
 }
 
@@ -122,12 +139,12 @@ std::string conv2d_nhwc_problem(const Conv2dShape& s) {
 }
 
 int conv2d_nhwc_block_m(int64_t m, int c_out, int multiprocessors, int block_n) {
-  const int bn = conv2d_nhwc_tiles(1, c_out, block_n).bn;  // BN depends on C_out only
+  const int bn = channel_tile(c_out, block_n);
   return (m + 127) / 128 * ((c_out + bn - 1) / bn) >= multiprocessors ? 128 : 64;
 }
 
 int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors) {
-  const int wide = conv2d_nhwc_tiles(1, c_out).bn;  // BN depends on C_out only
+  const int wide = channel_tile(c_out, 0);
   if (wide <= kConv2dNhwcBlockNRule.narrow_bn) return wide;
   const int block_m = conv2d_nhwc_block_m(m, c_out, multiprocessors, wide);
   const int64_t tiles = (m + block_m - 1) / block_m * ((c_out + wide - 1) / wide);
@@ -140,15 +157,16 @@ int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors
   return std::min<int64_t>(tiles, int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64));
 }
 
-int conv2d_nhwc_steps(const Conv2dShape& s) {
-  const int bk = conv2d_nhwc_tiles(s.c_in, s.c_out).bk;
+int conv2d_nhwc_steps(ActivationType type, const Conv2dShape& s) {
+  const int bk = conv2d_nhwc_tiles(type, s.c_in, s.c_out).bk;
   return s.kernel * s.kernel * ((s.c_in + bk - 1) / bk);
 }
 
-int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits, int block_n) {
-  const int bn = conv2d_nhwc_tiles(s.c_in, s.c_out, block_n).bn;
+int conv2d_nhwc_split_k(ActivationType type, int64_t m, const Conv2dShape& s, int multiprocessors,
+                        int max_splits, int block_n) {
+  const int bn = channel_tile(s.c_out, block_n);
   const int64_t tiles = (m + 63) / 64 * ((s.c_out + bn - 1) / bn);
-  const int steps = conv2d_nhwc_steps(s);
+  const int steps = conv2d_nhwc_steps(type, s);
   int splits = 1;
   while (2 * splits <= max_splits && tiles * 2 * splits <= multiprocessors &&
          steps >= 2 * splits * kConv2dNhwcSplitRule.min_steps)
@@ -156,18 +174,19 @@ int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, in
   return splits;
 }
 
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m, int block_n) {
+std::string conv2d_nhwc_instance(ActivationType type, const Conv2dShape& s, int block_m, int block_n) {
   return instance_name("conv2d_nhwc", type, s, block_m / 64, block_n);
 }
 
-std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s, int block_n) {
+std::string conv2d_nhwc_splitk_instance(ActivationType type, const Conv2dShape& s, int block_n) {
   return instance_name("conv2d_nhwc_splitk", type, s, 0, block_n);
 }
 
-CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, int block_n) {
+CompileRequest conv2d_nhwc_compile_request(ActivationType type, const Conv2dShape& s, int block_n) {
   CompileRequest r{
       kSource, {}, {conv2d_nhwc_instance(type, s, 64, block_n), conv2d_nhwc_instance(type, s, 128, block_n)}};
-  if (conv2d_nhwc_steps(s) >= 2) r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s, block_n));
+  if (conv2d_nhwc_steps(type, s) >= 2)
+    r.name_expressions.push_back(conv2d_nhwc_splitk_instance(type, s, block_n));
   if (narrows(s, block_n))
     for (int block_m : {64, 128})
       r.name_expressions.push_back(conv2d_nhwc_instance(type, s, block_m, kConv2dNhwcBlockNRule.narrow_bn));
@@ -175,25 +194,25 @@ CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, 
   return r;
 }
 
-Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
+Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, ActivationType type,
                            const std::vector<float>& weight, const std::vector<float>& bias, int block_n)
     : backend_(backend),
       shape_(shape),
       type_(type),
       block_n_(block_n),
-      tiles_(conv2d_nhwc_tiles(shape.c_in, shape.c_out, block_n)) {
+      tiles_(conv2d_nhwc_tiles(type, shape.c_in, shape.c_out, block_n)) {
   check_conv_arguments("conv2d_nhwc", conv2d_nhwc_problem(shape), shape, weight, bias);
   if (block_n != 0 && block_n != 16 && block_n != 32 && block_n != 64 && block_n != 128)
     throw UsageError("conv2d_nhwc: block_n is 16, 32, 64 or 128 (or 0: by C_out), not " +
                      std::to_string(block_n));
   module_ = backend.compile(conv2d_nhwc_compile_request(type, shape, block_n));
-  if (conv2d_nhwc_steps(shape) >= 2)
+  if (conv2d_nhwc_steps(type, shape) >= 2)
     kernel_splitk_ = module_->kernel(conv2d_nhwc_splitk_instance(type, shape, block_n));
   weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
   bias_ = backend.upload_vector(bias);
   wide_ = tiling(tiles_);
   if (narrows(shape, block_n))
-    narrow_ = tiling(conv2d_nhwc_tiles(shape.c_in, shape.c_out, kConv2dNhwcBlockNRule.narrow_bn));
+    narrow_ = tiling(conv2d_nhwc_tiles(type, shape.c_in, shape.c_out, kConv2dNhwcBlockNRule.narrow_bn));
 }
 
 Conv2dNhwcOp::Tiling Conv2dNhwcOp::tiling(const Conv2dNhwcTiles& t) const {
@@ -202,8 +221,9 @@ Conv2dNhwcOp::Tiling Conv2dNhwcOp::tiling(const Conv2dNhwcTiles& t) const {
   TensorMapDesc wd =
       dense_tensor_map(element_of(type_), weight_, {uint64_t(s.c_in), uint64_t(taps), uint64_t(s.c_out)},
                        {uint32_t(t.bk), 1, uint32_t(t.bn)});
-  wd.strides = {uint64_t(pitch) * 2, uint64_t(pitch) * taps * 2, 0, 0};
-  wd.swizzle = swizzle_of(t.bk);
+  const uint64_t row_bytes = uint64_t(pitch) * uint64_t(activation_bytes(type_));
+  wd.strides = {row_bytes, row_bytes * taps, 0, 0};
+  wd.swizzle = swizzle_of(type_, t.bk);
   wd.l2_promotion = TensorL2Promotion::B256;
   return {t, module_->kernel(conv2d_nhwc_instance(type_, s, 64, t.bn)),
           module_->kernel(conv2d_nhwc_instance(type_, s, 128, t.bn)), backend_.tensor_map(wd)};
@@ -213,8 +233,8 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
   if (last_input_map_ && last_input_map_->first == key) return last_input_map_->second;
   const Conv2dShape& s = shape_;
   const int64_t pixels = int64_t(key.batch) * key.h * key.w;
-  const DeviceBuffer x = span_of({key.data, key.pitch}, pixels, s.c_in);
-  const uint64_t pitch_bytes = uint64_t(key.pitch) * 2;
+  const DeviceBuffer x = span_of(type_, {key.data, key.pitch}, pixels, s.c_in);
+  const uint64_t pitch_bytes = uint64_t(key.pitch) * uint64_t(activation_bytes(type_));
   TensorMapDesc xd;
   if (s.kernel == 1) {
     xd = dense_tensor_map(element_of(type_), x, {uint64_t(s.c_in), uint64_t(pixels)},
@@ -232,7 +252,7 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
     xd.pixels.pixels_per_column = uint32_t(key.block_m);
     xd.element_strides = {1, uint32_t(s.stride), uint32_t(s.stride), 1, 1};
   }
-  xd.swizzle = swizzle_of(tiles_.bk);
+  xd.swizzle = swizzle_of(type_, tiles_.bk);
   xd.l2_promotion = TensorL2Promotion::B256;
   last_input_map_.emplace(key, backend_.tensor_map(xd));
   return last_input_map_->second;
@@ -240,7 +260,7 @@ TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
 
 int Conv2dNhwcOp::split_k(int batch, int h, int w, int max_splits) const {
   const int64_t m = int64_t(batch) * shape_.out_size(h) * shape_.out_size(w);
-  return conv2d_nhwc_split_k(m, shape_, backend_.device().multiprocessors, max_splits, block_n_);
+  return conv2d_nhwc_split_k(type_, m, shape_, backend_.device().multiprocessors, max_splits, block_n_);
 }
 
 int Conv2dNhwcOp::block_n(int batch, int h, int w) const {
@@ -266,7 +286,7 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   if (residual.data) check_nhwc_view("conv2d_nhwc", "residual", residual, s.c_out);
   if (block_m != 0 && block_m != 64 && block_m != 128)
     throw UsageError("conv2d_nhwc: block_m is 64 or 128 (or 0: by size), not " + std::to_string(block_m));
-  check_split(s, split, block_m);
+  check_split(type_, s, split, block_m);
   const int sms = backend_.device().multiprocessors;
   const Tiling& tiling =
       split.splits == 1 && narrow_ && block_n(batch, h, w) == narrow_->tiles.bn ? *narrow_ : wide_;
@@ -297,7 +317,7 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
           : conv2d_nhwc_grid(tiles, t.bn, bm, sms);
   const LaunchConfig cfg{{unsigned(grid), 1, 1},
                          {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-                         conv2d_nhwc_shared_bytes(bm, t.bn, t.bk, t.stages),
+                         conv2d_nhwc_shared_bytes(bm, t.bn, t.bk * activation_bytes(type_), t.stages),
                          /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   if (split.splits > 1)
     backend_.launch(*kernel_splitk_, cfg,

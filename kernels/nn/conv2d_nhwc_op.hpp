@@ -1,7 +1,8 @@
 // Conv2dNhwcOp: one dense Conv2d layer (1x1 stride 1, or 3x3 stride 1 or 2; folded BN bias, optional SiLU,
-// optional residual) on NHWC fp16 / bf16 activations through conv2d_nhwc.cu, Hopper's wgmma + TMA implicit
-// GEMM (sm_90a). The float32 weights [C_out][C_in][K][K] are converted once at construction to the kernel's
-// [C_out][K*K][C_in] 16-bit layout (rows padded to 8 channels with zeros) and their tensor map made; run()
+// optional residual) on NHWC fp16 / bf16 or float (tf32 products) activations through conv2d_nhwc.cu,
+// Hopper's wgmma + TMA implicit GEMM (sm_90a). The float32 weights [C_out][C_in][K][K] are converted once at
+// construction to the kernel's [C_out][K*K][C_in] layout in the activations' type (rows padded to 8 channels
+// with zeros) and their tensor map made; run()
 // makes the input's map when the input (pointer, pitch, batch, size) or the pixel tile differs from the last
 // run's, and launches. The tile rule (conv2d_nhwc_tiles) and the instance name are shared with the
 // conv2d_nhwc runner (conv2d_nhwc_runner.cpp).
@@ -12,26 +13,26 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/half_type.hpp"
+#include "kernels/common/activation_type.hpp"
 #include "kernels/nn/conv2d_shape.hpp"
 #include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
 
-// An NHWC 16-bit tensor (or a channel slice of one): element (pixel, c) at data[pixel * pitch + c]; data and
-// pitch 16-byte aligned (pitch and the slice's channel offset multiples of 8).
+// An NHWC tensor of the op's element type (or a channel slice of one): element (pixel, c) at data[pixel *
+// pitch + c]; data and pitch 16-byte aligned (pitch and the slice's channel offset multiples of 8).
 struct NhwcView {
-  uint16_t* data = nullptr;
+  void* data = nullptr;  // 16-bit or float elements, as the op taking the view says
   int pitch = 0;
 };
 
 // The tiles of one layer: BN output channels (16, 32, 64 or 128: the smallest that covers C_out, 128 above;
-// or block_n when given, one of those), BK input channels per copy (64 above 32 channels, 32 above 16, else
-// 16) and the pipeline depth.
+// or block_n when given, one of those), BK input channels per copy (rows of 128 bytes where C_in fills them,
+// else 64 or 32: 16-bit 64 above 32 channels, 32 above 16, else 16; float half those) and the pipeline depth.
 struct Conv2dNhwcTiles {
   int bn, bk, stages;
 };
-Conv2dNhwcTiles conv2d_nhwc_tiles(int c_in, int c_out, int block_n = 0);
+Conv2dNhwcTiles conv2d_nhwc_tiles(ActivationType type, int c_in, int c_out, int block_n = 0);
 // Empty when conv2d_nhwc runs the shape, else the rule it breaks (one line).
 std::string conv2d_nhwc_problem(const Conv2dShape& s);
 // Output pixels per CTA for M output pixels: 128 (two consumer warpgroups) when ceil(M / 128) x the N tiles
@@ -57,7 +58,7 @@ int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors);
 // `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
 int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
 // The reduction steps of one output tile: taps x ceil(C_in / BK) channel blocks.
-int conv2d_nhwc_steps(const Conv2dShape& s);
+int conv2d_nhwc_steps(ActivationType type, const Conv2dShape& s);
 
 // The split-K rule (issue 18): at batch 1 the 20x20 level's convs have 7-14 output tiles for 132 SMs, each
 // launch a latency chain through a few SMs (SM throughput 0.3-2 %), not work. Such a layer splits each tile's
@@ -73,8 +74,8 @@ struct Conv2dNhwcSplitRule {
 inline constexpr Conv2dNhwcSplitRule kConv2dNhwcSplitRule{8, 2};
 // The rule's S for M output pixels (1: no split) under the limit max_splits (1 turns it off); block_n as
 // conv2d_nhwc_tiles takes it.
-int conv2d_nhwc_split_k(int64_t m, const Conv2dShape& s, int multiprocessors, int max_splits,
-                        int block_n = 0);
+int conv2d_nhwc_split_k(ActivationType type, int64_t m, const Conv2dShape& s, int multiprocessors,
+                        int max_splits, int block_n = 0);
 
 // A split-K run's workspace: `partial` floats (tiles x splits x 64 x BN, float4-aligned) and `arrivals`
 // counters (one per tile, zero before the first run; every run leaves them zero). A lane's convs run one
@@ -94,9 +95,9 @@ struct Conv2dNhwcSplitSizes {
 // both tiles' instances, (when the reduction has 2 steps or more) the split-K one and, at block_n 0 (auto)
 // where the tile rule's BN is wider than kConv2dNhwcBlockNRule.narrow_bn, both pixel tiles at that narrow BN
 // (one module). block_n as conv2d_nhwc_tiles takes it.
-std::string conv2d_nhwc_instance(HalfType type, const Conv2dShape& s, int block_m, int block_n = 0);
-std::string conv2d_nhwc_splitk_instance(HalfType type, const Conv2dShape& s, int block_n = 0);
-CompileRequest conv2d_nhwc_compile_request(HalfType type, const Conv2dShape& s, int block_n = 0);
+std::string conv2d_nhwc_instance(ActivationType type, const Conv2dShape& s, int block_m, int block_n = 0);
+std::string conv2d_nhwc_splitk_instance(ActivationType type, const Conv2dShape& s, int block_n = 0);
+CompileRequest conv2d_nhwc_compile_request(ActivationType type, const Conv2dShape& s, int block_n = 0);
 // Throws UsageError with `problem` (a shape rule's message) unless it is empty, or ("<op>: N weights and M
 // biases given, ...") unless weight [c_out, c_in / groups, k, k] and bias [c_out] have the shape's sizes.
 void check_conv_arguments(const std::string& op, const std::string& problem, const Conv2dShape& s,
@@ -116,8 +117,8 @@ class Conv2dNhwcOp {
   // refuses or wrong weight / bias sizes. block_n: the output channels of a tile (16, 32, 64 or 128), fixed;
   // 0 (auto): per run, conv2d_nhwc_block_n's (the tile rule's BN, or the narrow one where it leaves SMs
   // idle).
-  Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type, const std::vector<float>& weight,
-               const std::vector<float>& bias, int block_n = 0);
+  Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, ActivationType type,
+               const std::vector<float>& weight, const std::vector<float>& bias, int block_n = 0);
 
   // out = act(conv(in) + bias) (+ residual when residual.data); in [batch, h, w, c_in], out and residual
   // [batch, ho, wo, c_out] (ho = shape.out_size(h)); views as NhwcView says. block_m: 64 or 128 output
@@ -151,7 +152,7 @@ class Conv2dNhwcOp {
 
   // The input (and pixel tile) a map was made for.
   struct InputKey {
-    uint16_t* data;
+    void* data;
     int pitch, batch, h, w, block_m;
     bool operator==(const InputKey&) const = default;
   };
@@ -159,7 +160,7 @@ class Conv2dNhwcOp {
 
   Backend& backend_;
   Conv2dShape shape_;
-  HalfType type_;
+  ActivationType type_;
   int block_n_;  // 0: the tile rule's BN
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;

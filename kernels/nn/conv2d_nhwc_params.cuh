@@ -3,9 +3,10 @@
 // TMA instructions. lab::TensorMap comes from common/lab_tensor_map.cuh, included first: by the kernel, and
 // on the host by nvrtc_runtime/tensor_map.hpp.
 //
-// Activations are NHWC 16-bit (fp16 or bf16) with a pitch: element (pixel, c) of a tensor lies at
-// data[pixel * pitch + c], pixel = (n * H + y) * W + x; the pitch and the channel offset of a slice are
-// multiples of 8 (16-byte rows for the tensor maps and 16-byte epilogue stores).
+// Activations are NHWC, 16-bit (fp16 or bf16) or float (the tf32 network), with a pitch: element (pixel, c)
+// of a tensor lies at data[pixel * pitch + c], pixel = (n * H + y) * W + x; the pitch and the channel offset
+// of a slice are multiples of 8 (16-byte aligned rows for the tensor maps and the epilogue's 8-channel
+// stores).
 #pragma once
 
 namespace lab {
@@ -13,24 +14,24 @@ namespace lab {
 struct Conv2dNhwcParams {
   // A: the input x. 3x3: an im2col map over [N][H][W][C_in] (channels per pixel BK, BM pixels per column,
   // bounding box corners -1 / -1, traversal strides = the conv stride). 1x1: a tiled map over [N*H*W][C_in],
-  // box [BM][BK]. BM = 64 * CONSUMERS, the output pixels of a CTA. Both 16-bit, dims[0] = C_in so channels
-  // past C_in load as zeros, swizzle = BK * 2 bytes.
+  // box [BM][BK]. BM = 64 * CONSUMERS, the output pixels of a CTA. Both of the activations' element type,
+  // dims[0] = C_in so channels past C_in load as zeros, swizzle = a row's BK elements in bytes.
   TensorMap x_map;
   // B: the weights [C_out][K*K][C_in] (rows padded to a multiple of 8 channels), box [BN][1][BK], same
   // swizzle; output channels past C_out load as zeros.
   TensorMap w_map;
-  const float* bias;               // [C_out]
-  const unsigned short* residual;  // null, or NHWC of the output's shape: element (m, c) at m * res_pitch + c
-  unsigned short* out;             // element (m, c) at m * out_pitch + c (the slice's channel 0)
-  int m;                           // output pixels: N * Ho * Wo
-  int n_tiles;                     // ceil(C_out / BN): channel tiles per pixel tile
-  int tiles;                       // ceil(M / BM) * n_tiles: the output tiles the persistent grid walks
-  int c_out;                       // a multiple of 8
-  int ho, wo;                      // output height and width
-  int stride;                      // 1 or 2 (3x3); 1 (1x1)
-  int channel_blocks;              // ceil(C_in / BK): copies per filter tap
-  int out_pitch, res_pitch;        // channels per pixel of the output and residual buffers
-  int silu;                        // 1: SiLU after the bias
+  const float* bias;         // [C_out]
+  const void* residual;      // null, or NHWC of the output's shape: element (m, c) at m * res_pitch + c
+  void* out;                 // element (m, c) at m * out_pitch + c (the slice's channel 0)
+  int m;                     // output pixels: N * Ho * Wo
+  int n_tiles;               // ceil(C_out / BN): channel tiles per pixel tile
+  int tiles;                 // ceil(M / BM) * n_tiles: the output tiles the persistent grid walks
+  int c_out;                 // a multiple of 8
+  int ho, wo;                // output height and width
+  int stride;                // 1 or 2 (3x3); 1 (1x1)
+  int channel_blocks;        // ceil(C_in / BK): copies per filter tap
+  int out_pitch, res_pitch;  // channels per pixel of the output and residual buffers
+  int silu;                  // 1: SiLU after the bias
 };
 
 // conv2d_nhwc_splitk's parameters (split-K, one consumer: BM 64): work unit u = tile * splits + slice reduces
@@ -50,15 +51,16 @@ struct Conv2dNhwcSplitParams {
 #define LAB_CONV2D_NHWC_FN constexpr
 #endif
 
-// Bytes of one pipeline stage: the A tile (BM pixels x BK channels) and the B tile (BN channels x BK).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int bk) {
-  return unsigned(bm + bn) * unsigned(bk) * 2u;
+// Bytes of one pipeline stage: the A tile (BM pixels x BK channels) and the B tile (BN channels x BK), rows
+// of `row_bytes` (BK times the element's bytes).
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int row_bytes) {
+  return unsigned(bm + bn) * unsigned(row_bytes);
 }
 
 // The launch's dynamic shared memory: the stages, a full and an empty mbarrier per stage, 1024 bytes of
 // alignment slack (the kernel aligns the stages to the 128-byte swizzle pattern).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int bk, int stages) {
-  return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, bk) + unsigned(stages) * 16u + 1024u;
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int row_bytes, int stages) {
+  return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, row_bytes) + unsigned(stages) * 16u + 1024u;
 }
 
 // CTAs of one instance an SM holds, the kernel's launch bounds (registers bounded to fit) and the op's

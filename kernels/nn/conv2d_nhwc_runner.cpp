@@ -1,10 +1,11 @@
-// conv2d_nhwc's spec and runner: a seeded NHWC fp16 / bf16 input whose pitch may exceed its channels (the
-// channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (rounded to
-// the element type, as Conv2dNhwcOp would), an optional residual, and an output written into the channel
+// conv2d_nhwc's spec and runner: a seeded NHWC fp16 / bf16 / float input whose pitch may exceed its channels
+// (the channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (input
+// and weights as the tensor cores multiply them: rounded to the 16-bit type, or tf32 values for f32), an
+// optional residual, and an output written into the channel
 // slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer; SPLIT_K > 1 runs the split-K mode with
 // its own workspace. Checked against conv2d_reference (float64, NCHW) of the rounded values; the channels
 // around the slice must keep their poison.
-#include "kernels/common/half_type.hpp"
+#include "kernels/common/activation_type.hpp"
 #include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
@@ -45,7 +46,7 @@ std::vector<ParamSpec> conv2d_nhwc_params() {
       {"STRIDE", K::Int, "1", "stride (1x1: 1)", 1, 2},
       {"SILU", K::Bool, "true", "SiLU after the bias"},
       {"RESIDUAL", K::Bool, "false", "add a residual of the output's shape"},
-      {"DTYPE", K::Choice, "f16", "16-bit element type", 0, 0, false, {"f16", "bf16"}},
+      nhwc_dtype_param(),
       {"IN_PITCH",
        K::Int,
        "0",
@@ -99,7 +100,7 @@ const KernelSpec& conv2d_nhwc_spec() {
       .name = "conv2d_nhwc",
       .family = "nn",
       .description =
-          "Conv2d 1x1 / 3x3 (+bias, SiLU, residual) on NHWC fp16/bf16: wgmma + TMA implicit GEMM "
+          "Conv2d 1x1 / 3x3 (+bias, SiLU, residual) on NHWC fp16/bf16/f32 (tf32): wgmma + TMA implicit GEMM "
           "(sm_90a), output into a channel slice",
       .source = "nn/conv2d_nhwc.cu",
       .variants = {{"wgmma",
@@ -114,7 +115,7 @@ const KernelSpec& conv2d_nhwc_spec() {
               throw UsageError("parameter IN_PITCH=" + p.at("IN_PITCH") +
                                " of conv2d_nhwc is invalid: below C_IN=" + p.at("C_IN"));
             check_out_slice_params(p, "conv2d_nhwc");
-            const int steps = conv2d_nhwc_steps(nhwc_shape(p));
+            const int steps = conv2d_nhwc_steps(parse_activation_type(param_str(p, "DTYPE")), nhwc_shape(p));
             if (param_int(p, "SPLIT_K") > steps)
               throw UsageError("parameter SPLIT_K=" + p.at("SPLIT_K") +
                                " of conv2d_nhwc is invalid: above the " + std::to_string(steps) +
@@ -125,7 +126,7 @@ const KernelSpec& conv2d_nhwc_spec() {
           },
       .compile =
           [](const std::string&, const Params& p) {
-            return conv2d_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), nhwc_shape(p),
+            return conv2d_nhwc_compile_request(parse_activation_type(param_str(p, "DTYPE")), nhwc_shape(p),
                                                block_n_param(p));
           },
       .arch_specific = true};
@@ -141,20 +142,19 @@ class Conv2dNhwcInstance : public InstanceBase {
         in_pitch_(pitch_param(p, "IN_PITCH", shape_.c_in)),
         block_m_(param_str(p, "BLOCK_M") == "auto" ? 0 : int(param_int(p, "BLOCK_M"))) {
     Conv2dInputs inputs = conv2d_random_inputs(shape_, io_.batch, io_.h, io_.w, seed);
-    in_nchw_ = rounded_to(inputs.in, io_.type);
-    weight_ = rounded_to(inputs.weight, io_.type);
+    in_nchw_ = product_operands(inputs.in, io_.type);
+    weight_ = product_operands(inputs.weight, io_.type);
     bias_ = std::move(inputs.bias);
-    in_ = backend.upload_vector(to_nhwc(to_half_bits(in_nchw_, io_.type), io_.batch, shape_.c_in,
-                                        int64_t(io_.h) * io_.w, in_pitch_, 0xffff));
+    in_ = backend.upload_vector(
+        to_nhwc(in_nchw_, io_.type, io_.batch, shape_.c_in, int64_t(io_.h) * io_.w, in_pitch_));
     if (param_bool(p, "RESIDUAL")) {
       residual_nchw_ = rounded_to(
           random_uniform(io_.out_pixels() * shape_.c_out, -1.0f, 1.0f, derive_seed(seed, "residual")),
           io_.type);
-      residual_ =
-          backend.upload_vector(to_nhwc(to_half_bits(residual_nchw_, io_.type), io_.batch, shape_.c_out,
-                                        int64_t(io_.ho) * io_.wo, shape_.c_out, 0xffff));
+      residual_ = backend.upload_vector(
+          to_nhwc(residual_nchw_, io_.type, io_.batch, shape_.c_out, int64_t(io_.ho) * io_.wo, shape_.c_out));
     }
-    out_ = output_array<uint16_t>(io_.out_pixels() * size_t(io_.out_pitch));
+    out_ = output_array<unsigned char>(io_.out_bytes());
     op_.emplace(backend, shape_, io_.type, weight_, bias_, block_n_param(p));
     split_.splits = split_param(p, *op_, io_);
     const Conv2dNhwcSplitSizes sizes = op_->split_sizes(io_.batch, io_.h, io_.w, split_.splits);
@@ -166,22 +166,24 @@ class Conv2dNhwcInstance : public InstanceBase {
   }
 
   void launch() override {
-    op_->run(io_.batch, io_.h, io_.w, {in_.as<uint16_t>(), in_pitch_},
-             {out_.as<uint16_t>() + io_.out_offset, io_.out_pitch},
-             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<uint16_t>(), shape_.c_out}, block_m_,
-             split_);
+    const size_t bytes = size_t(activation_bytes(io_.type));
+    op_->run(io_.batch, io_.h, io_.w, {in_.as<unsigned char>(), in_pitch_},
+             {out_.as<unsigned char>() + io_.out_offset * bytes, io_.out_pitch},
+             residual_nchw_.empty() ? NhwcView{} : NhwcView{residual_.as<unsigned char>(), shape_.c_out},
+             block_m_, split_);
   }
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     return io_.check(
-        fetch<uint16_t>(out_, io_.out_pixels() * size_t(io_.out_pitch)),
+        fetch<unsigned char>(out_, io_.out_bytes()),
         conv2d_reference(shape_, io_.batch, io_.h, io_.w, in_nchw_, weight_, bias_, residual_nchw_), tol);
   }
 
   WorkCounts work() const override {
     const double outputs = double(io_.out_pixels()) * shape_.c_out;
-    const double bytes = 2.0 * (double(io_.batch) * io_.h * io_.w * shape_.c_in +
-                                double(shape_.weight_count()) + outputs * (residual_nchw_.empty() ? 1 : 2)) +
+    const double bytes = double(activation_bytes(io_.type)) *
+                             (double(io_.batch) * io_.h * io_.w * shape_.c_in +
+                              double(shape_.weight_count()) + outputs * (residual_nchw_.empty() ? 1 : 2)) +
                          4.0 * shape_.c_out;
     return {bytes, 2.0 * outputs * shape_.c_in * shape_.kernel * shape_.kernel};
   }

@@ -1,21 +1,23 @@
 // conv2d_stem_nhwc: the network's first layer, 3 -> C_OUT channels, 3x3 stride 2 padding 1, as a direct
-// convolution in float32 FMAs: it reads the float NCHW input [N, 3, H, W] and writes NHWC 16-bit activations
-// (fp16 / bf16) with the folded-BN bias and SiLU, so the 16-bit network starts without a padded copy of its
-// input.
+// convolution in float32 FMAs: it reads the float NCHW input [N, 3, H, W] and writes NHWC activations (fp16 /
+// bf16, or float for the tf32 network) with the folded-BN bias and SiLU, so the NHWC network starts without a
+// padded copy of its input.
 //
 // One thread per output pixel m = (n, oy, ox), consecutive threads on consecutive ox: the 27 input values of
 // a pixel are read straight from global memory (a warp's loads of one tap cover 64 consecutive floats of one
 // input row, the neighbouring taps hit the same lines in L1); padding taps are skipped. The weights, stored
 // in shared memory tap-major ([27][C_OUT]), are read by every thread at the same address (a broadcast), four
 // channels per load. The C_OUT float accumulators start at zero; then act(acc + bias) is rounded to the
-// element type and stored 8 channels (16 bytes) at a time into out[m * out_pitch ..].
+// element type and stored 8 channels at a time (nhwc_store8: 16 bytes in 16 bits, 32 in float) into
+// out[m * out_pitch ..].
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_grid_dependency.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/nhwc_element.cuh"
 #include "nn/conv2d_stem_nhwc_params.cuh"
 
-// DT: LAB_F16 or LAB_BF16; C_OUT a multiple of 8 up to 64. Block lab::kConv2dStemThreads, grid
+// DT: LAB_F16, LAB_BF16 or LAB_F32; C_OUT a multiple of 8 up to 64. Block lab::kConv2dStemThreads, grid
 // ceil(m / lab::kConv2dStemThreads).
 template <int DT, int C_OUT>
 __global__ void __launch_bounds__(lab::kConv2dStemThreads)
@@ -65,18 +67,12 @@ __global__ void __launch_bounds__(lab::kConv2dStemThreads)
     }
   }
 
-  unsigned short* out = p.out + size_t(m) * p.out_pitch;
+  nn::nhwc_t<DT>* out = static_cast<nn::nhwc_t<DT>*>(p.out) + size_t(m) * p.out_pitch;
 #pragma unroll
   for (int c8 = 0; c8 < C_OUT / 8; ++c8) {
-    uint32_t word[4];
+    float v[8];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int co = 8 * c8 + 2 * i;
-      word[i] = lab_pack2<DT>(nn::bias_act(acc[co], p.bias[co], p.silu),
-                              nn::bias_act(acc[co + 1], p.bias[co + 1], p.silu));
-    }
-    uint4 group;
-    group.x = word[0], group.y = word[1], group.z = word[2], group.w = word[3];
-    *reinterpret_cast<uint4*>(out + 8 * c8) = group;
+    for (int i = 0; i < 8; ++i) v[i] = nn::bias_act(acc[8 * c8 + i], p.bias[8 * c8 + i], p.silu);
+    nn::nhwc_store8<DT>(out + 8 * c8, v);
   }
 }

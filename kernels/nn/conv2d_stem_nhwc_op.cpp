@@ -18,13 +18,13 @@ std::string conv2d_stem_nhwc_problem(const Conv2dShape& s) {
   return "";
 }
 
-CompileRequest conv2d_stem_nhwc_compile_request(HalfType type, const Conv2dShape& s) {
+CompileRequest conv2d_stem_nhwc_compile_request(ActivationType type, const Conv2dShape& s) {
   return {"nn/conv2d_stem_nhwc.cu",
           {},
-          {"conv2d_stem_nhwc<" + half_type_template_arg(type) + ", " + std::to_string(s.c_out) + ">"}};
+          {"conv2d_stem_nhwc<" + activation_template_arg(type) + ", " + std::to_string(s.c_out) + ">"}};
 }
 
-Conv2dStemNhwcOp::Conv2dStemNhwcOp(Backend& backend, const Conv2dShape& shape, HalfType type,
+Conv2dStemNhwcOp::Conv2dStemNhwcOp(Backend& backend, const Conv2dShape& shape, ActivationType type,
                                    const std::vector<float>& weight, const std::vector<float>& bias)
     : backend_(backend), shape_(shape) {
   check_conv_arguments("conv2d_stem_nhwc", conv2d_stem_nhwc_problem(shape), shape, weight, bias);

@@ -1,9 +1,9 @@
 // conv2d_stem_nhwc's spec and runner: a seeded float32 NCHW input in [0, 1) (the network's scaled image),
 // seeded float32 weights and bias, the output written into the channel slice [OUT_OFFSET, OUT_OFFSET + C_OUT)
-// of a wider poisoned NHWC 16-bit buffer. Checked against conv2d_reference (float64) of the same float32
-// values under one unit in the last place of the element type, and the channels around the slice must keep
-// their poison (check_nhwc_slice of nhwc_runner_support).
-#include "kernels/common/half_type.hpp"
+// of a wider poisoned NHWC buffer (fp16, bf16 or float). Checked against conv2d_reference (float64) of the
+// same float32 values under one unit in the last place of the element type, and the channels around the slice
+// must keep their poison (check_nhwc_slice of nhwc_runner_support).
+#include "kernels/common/activation_type.hpp"
 #include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/nn/conv2d_stem_nhwc_op.hpp"
@@ -31,7 +31,7 @@ std::vector<ParamSpec> conv2d_stem_nhwc_params() {
       {"H", K::Int, "16", "input height", 1, 2048},
       {"W", K::Int, "16", "input width", 1, 2048},
       {"SILU", K::Bool, "true", "SiLU after the bias"},
-      {"DTYPE", K::Choice, "f16", "16-bit output type", 0, 0, false, {"f16", "bf16"}}};
+      nhwc_dtype_param()};
   for (const ParamSpec& slice : nhwc_out_slice_params()) params.push_back(slice);
   return params;
 }
@@ -42,7 +42,7 @@ const KernelSpec& conv2d_stem_nhwc_spec() {
       .family = "nn",
       .description =
           "the network's first Conv2d (3 -> C_OUT, 3x3 stride 2, +bias, SiLU): float32 NCHW input to "
-          "NHWC fp16/bf16, direct float FMAs",
+          "NHWC fp16/bf16/f32, direct float FMAs",
       .source = "nn/conv2d_stem_nhwc.cu",
       .variants = {{"direct",
                     "one thread per output pixel, 27 float FMAs per channel with the weights broadcast from "
@@ -51,7 +51,8 @@ const KernelSpec& conv2d_stem_nhwc_spec() {
       .validate = [](const Params& p) { check_out_slice_params(p, "conv2d_stem_nhwc"); },
       .compile =
           [](const std::string&, const Params& p) {
-            return conv2d_stem_nhwc_compile_request(parse_half_type(param_str(p, "DTYPE")), stem_shape(p));
+            return conv2d_stem_nhwc_compile_request(parse_activation_type(param_str(p, "DTYPE")),
+                                                    stem_shape(p));
           }};
   return spec;
 }
@@ -65,25 +66,26 @@ class Conv2dStemNhwcInstance : public InstanceBase {
     weight_ = std::move(inputs.weight);
     bias_ = std::move(inputs.bias);
     in_ = backend.upload_vector(in_host_);
-    out_ = output_array<uint16_t>(io_.out_pixels() * size_t(io_.out_pitch));
+    out_ = output_array<unsigned char>(io_.out_bytes());
     op_.emplace(backend, shape_, io_.type, weight_, bias_);
   }
 
   void launch() override {
     op_->run(io_.batch, io_.h, io_.w, in_.as<const float>(),
-             {out_.as<uint16_t>() + io_.out_offset, io_.out_pitch});
+             {out_.as<unsigned char>() + io_.out_offset * size_t(activation_bytes(io_.type)), io_.out_pitch});
   }
 
-  // Float32 sums of 27 products of O(1) terms: the output's rounding to the element type is the error.
+  // Float32 sums of 27 products of O(1) terms: the output's rounding to the element type is the error (f32:
+  // the float32 sums alone, far inside one_unit_tolerance's 2^-14).
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
-    return io_.check(fetch<uint16_t>(out_, io_.out_pixels() * size_t(io_.out_pitch)),
+    return io_.check(fetch<unsigned char>(out_, io_.out_bytes()),
                      conv2d_reference(shape_, io_.batch, io_.h, io_.w, in_host_, weight_, bias_, {}), tol);
   }
 
   WorkCounts work() const override {
     const double outputs = double(io_.out_pixels()) * shape_.c_out;
-    const double bytes =
-        4.0 * (double(in_host_.size()) + double(weight_.size()) + shape_.c_out) + 2.0 * outputs;
+    const double bytes = 4.0 * (double(in_host_.size()) + double(weight_.size()) + shape_.c_out) +
+                         double(activation_bytes(io_.type)) * outputs;
     return {bytes, 2.0 * outputs * 27};
   }
 

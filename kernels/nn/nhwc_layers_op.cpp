@@ -46,15 +46,15 @@ NhwcTarget target(const NhwcView& v) {
 
 }  // namespace
 
-CompileRequest nhwc_layers_compile_request(HalfType type) {
-  const std::string dt = "<" + half_type_template_arg(type) + ">";
+CompileRequest nhwc_layers_compile_request(ActivationType type) {
+  const std::string dt = "<" + activation_template_arg(type) + ">";
   return {"nn/nhwc_layers.cu",
           {},
-          {"nhwc_pack_input" + dt, "nhwc_depthwise3x3" + dt, "nhwc_maxpool" + dt, "nhwc_upsample2x",
-           "nhwc_copy", "nhwc_to_planes" + dt}};
+          {"nhwc_pack_input" + dt, "nhwc_depthwise3x3" + dt, "nhwc_maxpool" + dt, "nhwc_upsample2x" + dt,
+           "nhwc_copy" + dt, "nhwc_to_planes" + dt}};
 }
 
-NhwcLayerOps::NhwcLayerOps(Backend& backend, HalfType type) : backend_(backend), type_(type) {
+NhwcLayerOps::NhwcLayerOps(Backend& backend, ActivationType type) : backend_(backend), type_(type) {
   const CompileRequest request = nhwc_layers_compile_request(type);
   module_ = backend.compile(request);
   const auto& names = request.name_expressions;

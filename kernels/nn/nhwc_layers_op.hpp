@@ -1,17 +1,18 @@
-// NhwcLayerOps: every YOLO26 layer of the 16-bit NHWC network besides the dense convolutions
-// (conv2d_nhwc_op.hpp) and attention, through kernels/nn/nhwc_layers.cu: the network input's packing, the
-// depthwise 3x3 conv, the SPPF max pool, the nearest x2 upsample, a channel-slice copy and the detect head's
-// conversion to float planes. One module per element type (fp16 or bf16) holds every entry; the methods check
-// their arguments (one-line UsageError naming the op) and launch once. NhwcDepthwise keeps one depthwise
-// layer's weights on the device. Views as NhwcView says (conv2d_nhwc_op.hpp): pitch and slice offset
-// multiples of 8, data 16-byte aligned; the channel counts need not be multiples of 8 (the tail of a pixel's
-// last 8-channel group is read and written element by element, so the neighbours of a slice stay untouched).
+// NhwcLayerOps: every YOLO26 layer of the NHWC network (16-bit or float activations) besides the dense
+// convolutions (conv2d_nhwc_op.hpp) and attention, through kernels/nn/nhwc_layers.cu: the network input's
+// packing, the depthwise 3x3 conv, the SPPF max pool, the nearest x2 upsample, a channel-slice copy and the
+// detect head's conversion to float planes. One module per element type (fp16, bf16 or f32) holds every
+// entry; the methods check their arguments (one-line UsageError naming the op) and launch once. NhwcDepthwise
+// keeps one depthwise layer's weights on the device. Views as NhwcView says (conv2d_nhwc_op.hpp): pitch and
+// slice offset multiples of 8, data 16-byte aligned; the channel counts need not be multiples of 8 (the tail
+// of a pixel's last 8-channel group is read and written element by element, so the neighbours of a slice stay
+// untouched).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "kernels/common/half_type.hpp"
+#include "kernels/common/activation_type.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
 #include "nvrtc_runtime/backend.hpp"
 
@@ -19,11 +20,11 @@ namespace lab {
 
 // The one compile of nhwc_layers.cu for an element type: every entry's name expression, in the order
 // pack_input, depthwise3x3, maxpool, upsample2x, copy, to_planes.
-CompileRequest nhwc_layers_compile_request(HalfType type);
+CompileRequest nhwc_layers_compile_request(ActivationType type);
 
 class NhwcLayerOps {
  public:
-  NhwcLayerOps(Backend& backend, HalfType type);
+  NhwcLayerOps(Backend& backend, ActivationType type);
 
   // in float [batch, 3, h, w] (dense, the network input RGB / 255) -> out [batch, h, w] channels 0..2, and
   // channels 3..7 zero (the 8 channels a pitch-8 stem input holds).
@@ -40,7 +41,7 @@ class NhwcLayerOps {
   void to_planes(int batch, int pixels, int channels, NhwcView in, float* out, int anchors, int first) const;
 
   Backend& backend() const { return backend_; }
-  HalfType type() const { return type_; }
+  ActivationType type() const { return type_; }
 
  private:
   friend class NhwcDepthwise;
@@ -50,7 +51,7 @@ class NhwcLayerOps {
                     NhwcView in, NhwcView out, NhwcView residual) const;
 
   Backend& backend_;
-  HalfType type_;
+  ActivationType type_;
   std::shared_ptr<Module> module_;
   Kernel pack_input_, depthwise3x3_, maxpool_, upsample2x_, copy_, to_planes_;
 };

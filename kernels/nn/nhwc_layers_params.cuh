@@ -1,5 +1,5 @@
 // The parameter structs of kernels/nn/nhwc_layers.cu (host and device): YOLO26's weightless and depthwise
-// layers on NHWC 16-bit (fp16 or bf16) activations. A tensor (or a channel slice of a wider one) is a pointer
+// layers on NHWC activations (fp16, bf16 or float). A tensor (or a channel slice of a wider one) is a pointer
 // to its channel 0 and a pitch: element (pixel, c) at data[pixel * pitch + c], pixel = (n * H + y) * W + x;
 // the pitch and the slice's channel offset are multiples of 8, so each pixel's 8-channel groups are 16-byte
 // aligned. Channel counts are any >= 1: a pixel's last group may be partial.
@@ -8,12 +8,12 @@
 namespace lab {
 
 struct NhwcSource {
-  const unsigned short* data;
+  const void* data;  // the kernel's element type (nhwc_element.cuh): 16-bit or float
   int pitch;
 };
 
 struct NhwcTarget {
-  unsigned short* data;
+  void* data;
   int pitch;
 };
 

@@ -66,13 +66,14 @@ KernelSpec nhwc_layer_spec(const char* name, const char* description, const char
                                          "rounded up to 8)"
                                        : "channels per output pixel in memory (0: OUT_OFFSET + 8)"));
   }
-  params.push_back({"DTYPE", K::Choice, "f16", "16-bit element type", 0, 0, false, {"f16", "bf16"}});
+  params.push_back(nhwc_dtype_param());
   const std::string spec_name = name;
   return {.name = name,
           .family = "nn",
           .description = description,
           .source = "nn/nhwc_layers.cu",
-          .variants = {{"v1_vec8", "one thread per pixel and 8-channel group: 16-byte loads and stores"}},
+          .variants = {{"v1_vec8",
+                        "one thread per pixel and 8-channel group: 16-byte loads and stores (two in float)"}},
           .params = params,
           .validate =
               [spec_name, rule](const Params& p) {
@@ -89,21 +90,23 @@ KernelSpec nhwc_layer_spec(const char* name, const char* description, const char
               },
           .compile =
               [](const std::string&, const Params& p) {
-                return nhwc_layers_compile_request(parse_half_type(param_str(p, "DTYPE")));
+                return nhwc_layers_compile_request(parse_activation_type(param_str(p, "DTYPE")));
               }};
 }
 
 const KernelSpec& pack_input_spec() {
-  static const KernelSpec spec = nhwc_layer_spec(
-      "nhwc_pack_input", "float NCHW [B,3,H,W] network input -> NHWC fp16/bf16, 8 channels (RGB, 5 zeros)",
-      "height", Slices::output);
+  static const KernelSpec spec =
+      nhwc_layer_spec("nhwc_pack_input",
+                      "float NCHW [B,3,H,W] network input -> NHWC fp16/bf16/f32, 8 channels (RGB, 5 zeros)",
+                      "height", Slices::output);
   return spec;
 }
 
 const KernelSpec& depthwise3x3_spec() {
   static const KernelSpec spec = nhwc_layer_spec(
       "nhwc_depthwise3x3",
-      "depthwise 3x3 conv (+bias, SiLU, residual) on NHWC fp16/bf16, float weights [C][9], into a channel "
+      "depthwise 3x3 conv (+bias, SiLU, residual) on NHWC fp16/bf16/f32, float weights [C][9], into a "
+      "channel "
       "slice",
       "height", Slices::input_output,
       {{"SILU", K::Bool, "true", "SiLU after the bias"},
@@ -113,7 +116,7 @@ const KernelSpec& depthwise3x3_spec() {
 
 const KernelSpec& maxpool_spec() {
   static const KernelSpec spec = nhwc_layer_spec(
-      "nhwc_maxpool", "max pool K (odd), stride 1, padding K/2 with -inf (SPPF) on NHWC fp16/bf16 slices",
+      "nhwc_maxpool", "max pool K (odd), stride 1, padding K/2 with -inf (SPPF) on NHWC fp16/bf16/f32 slices",
       "height", Slices::input_output, {{"K", K::Int, "5", "window size (odd)", 1, 31}}, [](const Params& p) {
         if (param_int(p, "K") % 2 == 0)
           throw UsageError("parameter K=" + p.at("K") +
@@ -124,22 +127,25 @@ const KernelSpec& maxpool_spec() {
 
 const KernelSpec& upsample2x_spec() {
   static const KernelSpec spec = nhwc_layer_spec(
-      "nhwc_upsample2x", "nearest x2 upsampling on NHWC fp16/bf16: [B,H,W] -> [B,2H,2W] into a channel slice",
+      "nhwc_upsample2x",
+      "nearest x2 upsampling on NHWC fp16/bf16/f32: [B,H,W] -> [B,2H,2W] into a channel slice",
       "input height", Slices::input_output);
   return spec;
 }
 
 const KernelSpec& copy_spec() {
   static const KernelSpec spec = nhwc_layer_spec(
-      "nhwc_copy", "channel-slice copy between NHWC fp16/bf16 tensors (a Concat input feeding two concats)",
-      "height", Slices::input_output);
+      "nhwc_copy",
+      "channel-slice copy between NHWC fp16/bf16/f32 tensors (a Concat input feeding two concats)", "height",
+      Slices::input_output);
   return spec;
 }
 
 const KernelSpec& to_planes_spec() {
   static const KernelSpec spec = nhwc_layer_spec(
       "nhwc_to_planes",
-      "NHWC fp16/bf16 [B,H*W] x C -> float planes [B,C,A] at anchor offset FIRST (the detect head's outputs)",
+      "NHWC fp16/bf16/f32 [B,H*W] x C -> float planes [B,C,A] at anchor offset FIRST (the detect head's "
+      "outputs)",
       "height", Slices::input,
       {{"FIRST", K::Int, "5", "first anchor the pixels go to", 0, 1 << 24},
        {"ANCHORS", K::Int, "0", "anchors per plane (0: FIRST + H*W + 3)", 0, 1 << 24}},
@@ -162,20 +168,20 @@ Slice slice_param(const Params& p, const std::string& prefix, int channels) {
   return {offset, given ? given : nhwc_min_pitch(offset + channels)};
 }
 
-NhwcView view_of(const DeviceBuffer& buffer, const Slice& s) {
-  return {buffer.as<uint16_t>() + s.offset, s.pitch};
+NhwcView view_of(const DeviceBuffer& buffer, const Slice& s, ActivationType type) {
+  return {buffer.as<unsigned char>() + size_t(s.offset) * size_t(activation_bytes(type)), s.pitch};
 }
 
 // What every runner holds: the sizes, the element type and the ops (one compile of the family).
 struct LayerSizes {
   int batch, channels, h, w;
-  HalfType type;
+  ActivationType type;
   explicit LayerSizes(const Params& p)
       : batch(int(param_int(p, "B"))),
         channels(slice_channels(p)),
         h(int(param_int(p, "H"))),
         w(int(param_int(p, "W"))),
-        type(parse_half_type(param_str(p, "DTYPE"))) {}
+        type(parse_activation_type(param_str(p, "DTYPE"))) {}
   int64_t plane() const { return int64_t(h) * w; }
 };
 
@@ -187,8 +193,7 @@ struct SeededTensor {
   SeededTensor(Backend& backend, const LayerSizes& n, int64_t plane, const Slice& s, uint64_t seed)
       : nchw(rounded_to(random_uniform(size_t(n.batch) * n.channels * size_t(plane), -1.0f, 1.0f, seed),
                         n.type)),
-        buffer(backend.upload_vector(
-            to_nhwc(to_half_bits(nchw, n.type), n.batch, n.channels, plane, s.pitch, 0xffff, s.offset))) {}
+        buffer(backend.upload_vector(to_nhwc(nchw, n.type, n.batch, n.channels, plane, s.pitch, s.offset))) {}
 };
 
 // What is each slice-to-slice op's own: its output plane, launch, float64 reference ([batch][C][plane]),
@@ -217,14 +222,15 @@ struct DepthwiseCase {
   }
   static int64_t out_plane(const LayerSizes& n) { return n.plane(); }
   void run(const NhwcLayerOps&, const LayerSizes& n, NhwcView in, NhwcView out) const {
-    op->run(n.batch, n.h, n.w, in, out,
-            residual.empty() ? NhwcView{} : view_of(residual_buffer, {0, nhwc_min_pitch(n.channels)}));
+    op->run(
+        n.batch, n.h, n.w, in, out,
+        residual.empty() ? NhwcView{} : view_of(residual_buffer, {0, nhwc_min_pitch(n.channels)}, n.type));
   }
   std::vector<double> reference(const std::vector<float>& in, const LayerSizes& n) const {
     return conv2d_reference(shape, n.batch, n.h, n.w, in, inputs.weight, inputs.bias, residual);
   }
-  // Products of 16-bit inputs and float32 weights summed in float (9 terms, relative error ~1e-7); what
-  // remains is the output's one rounding to the element type.
+  // Products of 16-bit (or float) inputs and float32 weights summed in float (9 terms, relative error
+  // ~1e-7); what remains is the output's one rounding to the element type (f32: none).
   Tolerance tolerance(const LayerSizes& n, const std::vector<double>& ref) const {
     return one_unit_tolerance(n.type, ref);
   }
@@ -283,15 +289,17 @@ class SliceInstance : public InstanceBase {
         in_slice_(slice_param(p, "IN", n_.channels)),
         out_slice_(slice_param(p, "OUT", n_.channels)),
         in_(backend, n_, n_.plane(), in_slice_, derive_seed(seed, "in")),
-        out_(output_array<uint16_t>(out_elements())),
+        out_(output_array<unsigned char>(out_bytes())),
         case_(backend, ops_, n_, p, seed) {}
 
-  void launch() override { case_.run(ops_, n_, view_of(in_.buffer, in_slice_), view_of(out_, out_slice_)); }
+  void launch() override {
+    case_.run(ops_, n_, view_of(in_.buffer, in_slice_, n_.type), view_of(out_, out_slice_, n_.type));
+  }
 
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const std::vector<double> ref =
         nchw_to_pixels(case_.reference(in_.nchw, n_), n_.batch, n_.channels, Case::out_plane(n_));
-    return check_nhwc_slice(fetch<uint16_t>(out_, out_elements()),
+    return check_nhwc_slice(fetch<unsigned char>(out_, out_bytes()),
                             {size_t(n_.batch), size_t(Case::out_plane(n_)), size_t(n_.channels)},
                             out_slice_.pitch, out_slice_.offset, n_.type, ref,
                             tol.value_or(case_.tolerance(n_, ref)));
@@ -299,12 +307,14 @@ class SliceInstance : public InstanceBase {
 
   WorkCounts work() const override {
     const double outputs = double(n_.batch) * Case::out_plane(n_) * n_.channels;
-    return {2.0 * (double(in_.nchw.size()) + outputs), outputs * case_.flops_per_output()};
+    return {double(activation_bytes(n_.type)) * (double(in_.nchw.size()) + outputs),
+            outputs * case_.flops_per_output()};
   }
 
  private:
-  size_t out_elements() const {
-    return size_t(n_.batch) * size_t(Case::out_plane(n_)) * size_t(out_slice_.pitch);
+  size_t out_bytes() const {
+    return size_t(n_.batch) * size_t(Case::out_plane(n_)) * size_t(out_slice_.pitch) *
+           size_t(activation_bytes(n_.type));
   }
 
   LayerSizes n_;
@@ -326,10 +336,10 @@ class PackInputInstance : public InstanceBase {
         in_host_(
             random_uniform(size_t(n_.batch) * 3 * size_t(n_.plane()), 0.0f, 1.0f, derive_seed(seed, "in"))),
         in_(backend.upload_vector(in_host_)),
-        out_(output_array<uint16_t>(out_elements())) {}
+        out_(output_array<unsigned char>(out_bytes())) {}
 
   void launch() override {
-    ops_.pack_input(n_.batch, n_.h, n_.w, in_.as<const float>(), view_of(out_, out_slice_));
+    ops_.pack_input(n_.batch, n_.h, n_.w, in_.as<const float>(), view_of(out_, out_slice_, n_.type));
   }
 
   // Channels 0..2: the input rounded to nearest even (half_type.cpp's conversion); 3..7: zero.
@@ -341,17 +351,21 @@ class PackInputInstance : public InstanceBase {
         for (int64_t i = 0; i < n_.plane(); ++i)
           ref[(size_t(b) * n_.plane() + size_t(i)) * kPackedChannels + c] =
               rgb[(size_t(b) * 3 + c) * n_.plane() + i];
-    return check_nhwc_slice(fetch<uint16_t>(out_, out_elements()),
+    return check_nhwc_slice(fetch<unsigned char>(out_, out_bytes()),
                             {size_t(n_.batch), size_t(n_.plane()), size_t(kPackedChannels)}, out_slice_.pitch,
                             out_slice_.offset, n_.type, ref, tol.value_or(Tolerance{0, 0}));
   }
 
   WorkCounts work() const override {
-    return {double(n_.batch) * n_.plane() * (4.0 * 3 + 2.0 * kPackedChannels), 0};
+    return {double(n_.batch) * n_.plane() * (4.0 * 3 + double(activation_bytes(n_.type)) * kPackedChannels),
+            0};
   }
 
  private:
-  size_t out_elements() const { return size_t(n_.batch) * size_t(n_.plane()) * size_t(out_slice_.pitch); }
+  size_t out_bytes() const {
+    return size_t(n_.batch) * size_t(n_.plane()) * size_t(out_slice_.pitch) *
+           size_t(activation_bytes(n_.type));
+  }
 
   LayerSizes n_;
   NhwcLayerOps ops_;
@@ -374,8 +388,8 @@ class ToPlanesInstance : public InstanceBase {
         out_(output_array<float>(out_elements())) {}
 
   void launch() override {
-    ops_.to_planes(n_.batch, int(n_.plane()), n_.channels, view_of(in_.buffer, in_slice_), out_.as<float>(),
-                   anchors_, first_);
+    ops_.to_planes(n_.batch, int(n_.plane()), n_.channels, view_of(in_.buffer, in_slice_, n_.type),
+                   out_.as<float>(), anchors_, first_);
   }
 
   // The level's anchors must hold the input exactly; every other anchor must keep its poison.
@@ -398,7 +412,9 @@ class ToPlanesInstance : public InstanceBase {
                        Tolerance{0, 0}, false)};
   }
 
-  WorkCounts work() const override { return {(2.0 + 4.0) * double(in_.nchw.size()), 0}; }
+  WorkCounts work() const override {
+    return {(double(activation_bytes(n_.type)) + 4.0) * double(in_.nchw.size()), 0};
+  }
 
  private:
   size_t out_elements() const { return size_t(n_.batch) * size_t(n_.channels) * size_t(anchors_); }

@@ -4,19 +4,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "nvrtc_runtime/errors.hpp"
 
 namespace lab {
 
-std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& nchw, int batch, int c, int64_t plane, int pitch,
-                              uint16_t fill, int offset) {
-  std::vector<uint16_t> out(size_t(batch) * size_t(plane) * size_t(pitch), fill);
+std::vector<unsigned char> to_nhwc(const std::vector<float>& nchw, ActivationType type, int batch, int c,
+                                   int64_t plane, int pitch, int offset) {
+  const std::vector<unsigned char> elements = to_activation_bytes(nchw, type);
+  const size_t bytes = size_t(activation_bytes(type));
+  std::vector<unsigned char> out(size_t(batch) * size_t(plane) * size_t(pitch) * bytes, 0xff);
   for (int b = 0; b < batch; ++b)
     for (int ch = 0; ch < c; ++ch)
       for (int64_t i = 0; i < plane; ++i)
-        out[(size_t(b) * plane + size_t(i)) * pitch + offset + ch] =
-            nchw[(size_t(b) * c + ch) * plane + size_t(i)];
+        std::memcpy(&out[((size_t(b) * plane + size_t(i)) * pitch + offset + ch) * bytes],
+                    &elements[((size_t(b) * c + ch) * plane + size_t(i)) * bytes], bytes);
   return out;
 }
 
@@ -29,34 +32,54 @@ std::vector<double> nchw_to_pixels(const std::vector<double>& nchw, int batch, i
   return out;
 }
 
-std::vector<float> rounded_to(const std::vector<float>& values, HalfType type) {
-  return half_bits_to_float(to_half_bits(values, type), type);
+std::vector<float> rounded_to(const std::vector<float>& values, ActivationType type) {
+  return activation_bytes_to_float(to_activation_bytes(values, type), type);
 }
 
-Tolerance one_unit_tolerance(HalfType type, const std::vector<double>& ref) {
+std::vector<float> product_operands(const std::vector<float>& values, ActivationType type) {
+  std::vector<float> out = rounded_to(values, type);
+  if (type == ActivationType::f32)
+    for (float& v : out) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      bits &= ~uint32_t(0x1fff);
+      std::memcpy(&v, &bits, sizeof bits);
+    }
+  return out;
+}
+
+Tolerance one_unit_tolerance(ActivationType type, const std::vector<double>& ref) {
   double largest = 1.0;
   for (double v : ref) largest = std::max(largest, std::abs(v));
-  const double unit = type == HalfType::f16 ? 0x1p-10 : 0x1p-7;
+  const double unit = type == ActivationType::f16 ? 0x1p-10 : type == ActivationType::bf16 ? 0x1p-7 : 0x1p-14;
   return {unit, unit * largest};
 }
 
-std::vector<OutputCheck> check_nhwc_slice(const std::vector<uint16_t>& all, const std::vector<size_t>& shape,
-                                          int pitch, int offset, HalfType type,
-                                          const std::vector<double>& ref, const Tolerance& tol) {
+ParamSpec nhwc_dtype_param() {
+  return {
+      "DTYPE", ParamSpec::Kind::Choice, "f16", "element type (f32: float activations, tf32 products)", 0, 0,
+      false,   {"f16", "bf16", "f32"}};
+}
+
+std::vector<OutputCheck> check_nhwc_slice(const std::vector<unsigned char>& all,
+                                          const std::vector<size_t>& shape, int pitch, int offset,
+                                          ActivationType type, const std::vector<double>& ref,
+                                          const Tolerance& tol) {
   const int channels = int(shape.back());
-  const size_t pixels = all.size() / size_t(pitch);
-  std::vector<uint16_t> window;
+  const size_t bytes = size_t(activation_bytes(type)), pixels = all.size() / bytes / size_t(pitch);
+  std::vector<unsigned char> window;
   std::vector<float> changed;  // 1 where an element outside the slice lost its poison
-  window.reserve(pixels * size_t(channels));
+  window.reserve(pixels * size_t(channels) * bytes);
   for (size_t px = 0; px < pixels; ++px)
     for (int ch = 0; ch < pitch; ++ch) {
-      const uint16_t bits = all[px * size_t(pitch) + size_t(ch)];
+      const unsigned char* element = &all[(px * size_t(pitch) + size_t(ch)) * bytes];
       if (ch >= offset && ch < offset + channels)
-        window.push_back(bits);
+        window.insert(window.end(), element, element + bytes);
       else
-        changed.push_back(bits == 0xffff ? 0.0f : 1.0f);
+        changed.push_back(
+            std::all_of(element, element + bytes, [](unsigned char b) { return b == 0xff; }) ? 0.0f : 1.0f);
     }
-  return {make_check("out", shape, half_bits_to_float(window, type), ref, tol),
+  return {make_check("out", shape, activation_bytes_to_float(window, type), ref, tol),
           make_check("out_neighbours", {changed.size()}, changed, std::vector<double>(changed.size(), 0.0),
                      Tolerance{0, 0}, false)};
 }
@@ -84,7 +107,7 @@ void check_out_slice_params(const Params& p, const std::string& runner) {
 
 NhwcConvRun nhwc_conv_run(const Params& p, const Conv2dShape& s) {
   const int h = int(param_int(p, "H")), w = int(param_int(p, "W")), offset = int(param_int(p, "OUT_OFFSET"));
-  return {parse_half_type(param_str(p, "DTYPE")),
+  return {parse_activation_type(param_str(p, "DTYPE")),
           int(param_int(p, "B")),
           h,
           w,
@@ -95,7 +118,7 @@ NhwcConvRun nhwc_conv_run(const Params& p, const Conv2dShape& s) {
           param_int(p, "OUT_PITCH") ? int(param_int(p, "OUT_PITCH")) : offset + s.c_out};
 }
 
-std::vector<OutputCheck> NhwcConvRun::check(const std::vector<uint16_t>& all,
+std::vector<OutputCheck> NhwcConvRun::check(const std::vector<unsigned char>& all,
                                             const std::vector<double>& ref_nchw,
                                             const std::optional<Tolerance>& tol) const {
   const std::vector<double> ref = nchw_to_pixels(ref_nchw, batch, c_out, int64_t(ho) * wo);

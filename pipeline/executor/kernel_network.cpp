@@ -1,10 +1,10 @@
 // The kernel executor: YOLO26 on our run-time-compiled kernels through a
 // Backend, in the activation layout chosen at construction (float32 NCHW, or
 // 16-bit NHWC: nhwc_plan.hpp). The first forward compiles every module it needs in parallel
-// (Backend::precompile) and makes the network's ops. One plan per input shape (arena, launches, shape-dependent ops); a
-// plan's launches are captured once and replayed as a CUDA graph (on the cpu
-// emulator the replay runs them again). With layer timing on, it runs layer by
-// layer instead and times each layer with the backend's timer.
+// (Backend::precompile) and makes the network's ops. One plan per input shape (arena, launches,
+// shape-dependent ops); a plan's launches are captured once and replayed as a CUDA graph (on the cpu emulator
+// the replay runs them again). With layer timing on, it runs layer by layer instead and times each layer with
+// the backend's timer.
 #include "pipeline/executor/kernel_network.hpp"
 
 #include <chrono>
@@ -17,7 +17,8 @@
 
 namespace lab {
 
-KernelNetwork::KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision, LayoutChoice layout)
+KernelNetwork::KernelNetwork(const Yolo26Model& model, Backend& backend, Precision precision,
+                             LayoutChoice layout)
     : model_(model),
       backend_(backend),
       precision_(precision),
@@ -118,16 +119,19 @@ ShapePlan& KernelNetwork::plan_for(int batch, int height, int width) {
 // Every module this forward needs, compiled side by side; the ops then load them from the cache.
 std::unique_ptr<ShapePlan> KernelNetwork::build_plan(int batch, int height, int width) {
   if (layout_ == ActivationLayout::Nhwc) {
-    std::vector<CompileRequest> requests = nhwc_plan_compile_requests(model_, nhwc_half_type(precision_));
+    std::vector<CompileRequest> requests =
+        nhwc_plan_compile_requests(model_, nhwc_activation_type(precision_));
     if (!nhwc_ops_)
-      for (CompileRequest& r : NhwcOps::compile_requests(model_, precision_)) requests.push_back(std::move(r));
+      for (CompileRequest& r : NhwcOps::compile_requests(model_, precision_))
+        requests.push_back(std::move(r));
     backend_.precompile(requests);
     if (!nhwc_ops_) nhwc_ops_ = std::make_unique<NhwcOps>(backend_, model_, precision_);
     return build_nhwc_plan(*nhwc_ops_, model_, batch, height, width);
   }
   std::vector<CompileRequest> requests = plan_compile_requests(model_, batch, height, width);
   if (!ops_)
-    for (CompileRequest& r : NetworkOps::compile_requests(model_, precision_)) requests.push_back(std::move(r));
+    for (CompileRequest& r : NetworkOps::compile_requests(model_, precision_))
+      requests.push_back(std::move(r));
   backend_.precompile(requests);
   if (!ops_) ops_ = std::make_unique<NetworkOps>(backend_, model_, precision_);
   return build_shape_plan(*ops_, model_, batch, height, width);
@@ -201,10 +205,10 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
   for (const auto& attention : plan.attentions)
     if (name == "attn." + attention->name) return attention_map(*attention);
   for (const auto& attention : plan.half_attentions)
-    if (name == "attn." + attention->name) return half_attention_map(backend_, *attention, plan.half_type);
+    if (name == "attn." + attention->name) return half_attention_map(backend_, *attention);
   if (auto nhwc = plan.nhwc_tensors.find(name); nhwc != plan.nhwc_tensors.end()) {
     const NhwcActivation& a = nhwc->second;
-    return {name, {a.batch, a.channels, a.height, a.width}, download_nhwc(backend_, a, plan.half_type)};
+    return {name, {a.batch, a.channels, a.height, a.width}, download_nhwc(backend_, a)};
   }
   auto it = plan.tensors.find(name);
   if (it == plan.tensors.end())
@@ -215,8 +219,8 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
   return {name, shape, download(a)};
 }
 
-std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend,
-                                             Precision precision, LayoutChoice layout) {
+std::unique_ptr<Network> make_kernel_network(const Yolo26Model& model, Backend& backend, Precision precision,
+                                             LayoutChoice layout) {
   return std::make_unique<KernelNetwork>(model, backend, precision, layout);
 }
 

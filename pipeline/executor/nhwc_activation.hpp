@@ -1,4 +1,4 @@
-// Activations of the 16-bit NHWC network: [B, H, W, C] fp16 / bf16 views into the plan's arena, element
+// Activations of the NHWC network: [B, H, W, C] fp16 / bf16 / float views into the plan's arena, element
 // (pixel, c) at data[pixel * pitch + c] (NhwcView), the pitch the channels rounded up to 8. A channel slice
 // (a concatenation input, a C2f chunk) is a view at a channel offset, a multiple of 8 (16-byte rows).
 #pragma once
@@ -10,7 +10,8 @@
 namespace lab {
 
 struct NhwcActivation {
-  uint16_t* data = nullptr;
+  unsigned char* data = nullptr;  // elements of `type`
+  ActivationType type = ActivationType::f16;
   int pitch = 0;
   int batch = 0, channels = 0, height = 0, width = 0;
 
@@ -20,7 +21,7 @@ struct NhwcActivation {
   NhwcActivation slice(int first, int count) const;
 };
 
-// A new [batch, height, width] x channels tensor from the arena (pitch nhwc_min_pitch(channels)).
-NhwcActivation take_nhwc(Arena& arena, int batch, int channels, int height, int width);
+// A new [batch, height, width] x channels tensor of `type` from the arena (pitch nhwc_min_pitch(channels)).
+NhwcActivation take_nhwc(Arena& arena, ActivationType type, int batch, int channels, int height, int width);
 
 }  // namespace lab

@@ -19,7 +19,8 @@ std::set<std::string> head_outputs(const Yolo26Model& model) {
   std::set<std::string> names;
   for (const LayerSpec& l : model.layers)
     if (l.kind == LayerSpec::Kind::Detect)
-      for (const DetectLevelSpec& level : l.detect.levels) names.insert({level.box.back().name, level.cls.back().name});
+      for (const DetectLevelSpec& level : l.detect.levels)
+        names.insert({level.box.back().name, level.cls.back().name});
   return names;
 }
 
@@ -43,8 +44,8 @@ void for_each_nhwc_conv(const Yolo26Model& model, F&& f) {
 
 // The block_n the network builds a dense conv with under conv_block_n_from_env()'s `forced` BN (0: auto): the
 // tile rule's BN where that is not wider.
-int network_block_n(const Conv2dShape& s, int forced) {
-  return forced ? std::min(forced, conv2d_nhwc_tiles(s.c_in, s.c_out).bn) : 0;
+int network_block_n(ActivationType type, const Conv2dShape& s, int forced) {
+  return forced ? std::min(forced, conv2d_nhwc_tiles(type, s.c_in, s.c_out).bn) : 0;
 }
 
 }  // namespace
@@ -55,10 +56,11 @@ const ConvSpec* float_stem(const Yolo26Model& model) {
   return conv2d_stem_nhwc_problem(conv_shape(c)).empty() ? &c : nullptr;
 }
 
-HalfType nhwc_half_type(Precision precision) {
-  if (precision == Precision::Fp16) return HalfType::f16;
-  if (precision == Precision::Bf16) return HalfType::bf16;
-  throw UsageError("the NHWC network runs fp16 or bf16, not " + precision_name(precision));
+ActivationType nhwc_activation_type(Precision precision) {
+  if (precision == Precision::Fp16) return ActivationType::f16;
+  if (precision == Precision::Bf16) return ActivationType::bf16;
+  if (precision == Precision::Tf32) return ActivationType::f32;
+  throw UsageError("the NHWC network runs fp16, bf16 or tf32, not " + precision_name(precision));
 }
 
 int conv_split_limit_from_env() {
@@ -83,7 +85,7 @@ int conv_block_n_from_env() {
 }
 
 std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, Precision precision) {
-  const HalfType type = nhwc_half_type(precision);
+  const ActivationType type = nhwc_activation_type(precision);
   std::vector<CompileRequest> requests{nhwc_layers_compile_request(type)};
   const ConvSpec* stem = float_stem(model);
   const int forced_block_n = conv_block_n_from_env();
@@ -92,7 +94,7 @@ std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, 
     const Conv2dShape s = conv_shape(c);
     CompileRequest r = stem && c.name == stem->name
                            ? conv2d_stem_nhwc_compile_request(type, s)
-                           : conv2d_nhwc_compile_request(type, s, network_block_n(s, forced_block_n));
+                           : conv2d_nhwc_compile_request(type, s, network_block_n(type, s, forced_block_n));
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   requests.push_back(detect_decode_spec().compile_request("v1_fused", {}));
@@ -103,7 +105,7 @@ std::vector<CompileRequest> NhwcOps::compile_requests(const Yolo26Model& model, 
 NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision)
     : backend_(backend),
       conv_split_limit_(conv_split_limit_from_env()),
-      layers_(backend, nhwc_half_type(precision)) {
+      layers_(backend, nhwc_activation_type(precision)) {
   const ConvSpec* stem = float_stem(model);
   const int forced_block_n = conv_block_n_from_env();
   for_each_nhwc_conv(model, [&](const ConvSpec& c) {
@@ -113,7 +115,7 @@ NhwcOps::NhwcOps(Backend& backend, const Yolo26Model& model, Precision precision
       stem_ = std::make_unique<Conv2dStemNhwcOp>(backend_, s, type(), c.weight, c.bias);
     } else if (c.groups == 1)
       convs_[c.name] = std::make_unique<Conv2dNhwcOp>(backend_, s, type(), c.weight, c.bias,
-                                                      network_block_n(s, forced_block_n));
+                                                      network_block_n(type(), s, forced_block_n));
     else
       depthwise_[c.name] = std::make_unique<NhwcDepthwise>(layers_, c.c_in, c.weight, c.bias, c.silu);
   });

@@ -1,10 +1,11 @@
 // The kernel ops of the 16-bit NHWC network on one backend, made once at load (NetworkOps' twin for
 // --layout nhwc): the stem (layer 0) as a Conv2dStemNhwcOp (float FMAs on the float32 input, the output
-// rounded once: the image never rounded to 16 bits; where its kernel runs the shape), every other dense conv as
-// a Conv2dNhwcOp (wgmma + TMA) with its weights in the kernel's layout, every depthwise conv (the head's DWConvs, the PSA blocks' pe) as an NhwcDepthwise, the layer ops
-// (pack_input, maxpool, upsample, copy, to_planes) of one element type, and the float32 detect decode per
-// image size. The Detect head's last 1x1 convs get their outputs padded to 8 channels with zero rows (4 -> 8,
-// nc -> a multiple of 8): NHWC rows are 16 bytes; to_planes reads only the real channels.
+// rounded once: the image never rounded to 16 bits; where its kernel runs the shape), every other dense conv
+// as a Conv2dNhwcOp (wgmma + TMA) with its weights in the kernel's layout, every depthwise conv (the head's
+// DWConvs, the PSA blocks' pe) as an NhwcDepthwise, the layer ops (pack_input, maxpool, upsample, copy,
+// to_planes) of one element type, and the float32 detect decode per image size. The Detect head's last 1x1
+// convs get their outputs padded to 8 channels with zero rows (4 -> 8, nc -> a multiple of 8): NHWC rows are
+// 16 bytes; to_planes reads only the real channels.
 #pragma once
 #include <map>
 #include <memory>
@@ -24,8 +25,8 @@ namespace lab {
 // The stem (layer 0's Conv) when conv2d_stem_nhwc runs its shape (float FMAs on the float input), else null.
 const ConvSpec* float_stem(const Yolo26Model& model);
 
-// The element type of the NHWC network at `precision` (fp16 or bf16; UsageError otherwise).
-HalfType nhwc_half_type(Precision precision);
+// The element type of the NHWC network at `precision`: fp16, bf16, or float for tf32 (UsageError otherwise).
+ActivationType nhwc_activation_type(Precision precision);
 
 // The largest split-K the network's convs may take (conv2d_nhwc_split_k's max_splits), from LAB_CONV_SPLIT_K:
 // unset, empty, 0 or 1, none (the default: split-K measured slower on the H200, docs/kernels/nn.md); 2..64,
@@ -46,12 +47,13 @@ class NhwcOps {
   static std::vector<CompileRequest> compile_requests(const Yolo26Model& model, Precision precision);
 
   Backend& backend() const { return backend_; }
-  HalfType type() const { return layers_.type(); }
+  ActivationType type() const { return layers_.type(); }
   const NhwcLayerOps& layers() const { return layers_; }
   // By the spec's state-dict name: a dense conv (groups 1), or a depthwise one (groups = channels).
   const Conv2dNhwcOp& conv(const ConvSpec& spec) const;
   const NhwcDepthwise& depthwise(const ConvSpec& spec) const;
-  // The stem op when `spec` is the stem and conv2d_stem_nhwc runs it (it then reads the float input), else null.
+  // The stem op when `spec` is the stem and conv2d_stem_nhwc runs it (it then reads the float input), else
+  // null.
   const Conv2dStemNhwcOp* stem(const ConvSpec& spec) const {
     return stem_ && spec.name == stem_name_ ? stem_.get() : nullptr;
   }

@@ -19,7 +19,7 @@ class NhwcPlanBuilder : public PlanWalk<NhwcPlanBuilder, NhwcActivation> {
 
   // The primitives PlanWalk walks the modules with.
   NhwcActivation alloc(int channels, int height, int width) {
-    return take_nhwc(plan_.arena, plan_.batch, channels, height, width);
+    return take_nhwc(plan_.arena, ops_.type(), plan_.batch, channels, height, width);
   }
   void name_tensor(const std::string& name, const NhwcActivation& a) { plan_.nhwc_tensors[name] = a; }
   // out = act(conv(in) + b) (+ residual): dense through conv2d_nhwc, depthwise through nhwc_layers.
@@ -103,14 +103,15 @@ void NhwcPlanBuilder::pool(int kernel, const NhwcActivation& in, const NhwcActiv
   record([&layers, batch, h, w, c, kernel, src, dst] { layers.maxpool(batch, h, w, c, kernel, src, dst); });
 }
 
-void NhwcPlanBuilder::attention(const AttentionSpec& a, const NhwcActivation& qkv, const NhwcActivation& merged,
-                                const NhwcActivation& v) {
+void NhwcPlanBuilder::attention(const AttentionSpec& a, const NhwcActivation& qkv,
+                                const NhwcActivation& merged, const NhwcActivation& v) {
   const PsaDims dims = psa_dims(a, qkv.batch, qkv.height * qkv.width);
   float* lse = plan_.arena.take(size_t(dims.batch_heads()) * dims.n);
   if (measuring_) return;
   auto run = std::make_unique<HalfAttentionRun>();
   run->name = a.name;
-  run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant, ops_.type(), dims);
+  run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant,
+                                        half_type_of(ops_.type()).value(), dims);
   run->qkv = qkv;
   run->lse = lse;
   const PsaHalfOp* op = run->op.get();
@@ -170,16 +171,18 @@ void NhwcPlanBuilder::detect(const DetectSpec& d, const std::vector<NhwcActivati
   join_lanes();
   NhwcOps& ops = ops_;
   const int height = plan_.height, width = plan_.width;
-  detect_tail(d, [&ops, height, width]() -> const DetectDecodeOp& { return ops.decode(height, width); }, boxes,
-              scores);
+  detect_tail(
+      d, [&ops, height, width]() -> const DetectDecodeOp& { return ops.decode(height, width); }, boxes,
+      scores);
 }
 
 }  // namespace
 
-std::vector<CompileRequest> nhwc_plan_compile_requests(const Yolo26Model& model, HalfType type) {
+std::vector<CompileRequest> nhwc_plan_compile_requests(const Yolo26Model& model, ActivationType type) {
   std::vector<CompileRequest> requests;
   for_each_attention(model, [&](const AttentionSpec& a, const LayerSpec&) {
-    CompileRequest r = psa_half_compile_request(kPsaHalfNetworkVariant, type, a.key_dim);
+    CompileRequest r =
+        psa_half_compile_request(kPsaHalfNetworkVariant, half_type_of(type).value(), a.key_dim);
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   return requests;
@@ -190,7 +193,7 @@ std::unique_ptr<ShapePlan> build_nhwc_plan(NhwcOps& ops, const Yolo26Model& mode
   check_input_shape(batch, height, width);
   auto plan = std::make_unique<ShapePlan>();
   plan->batch = batch, plan->height = height, plan->width = width;
-  plan->half_type = ops.type();
+  plan->nhwc_type = ops.type();
   NhwcPlanBuilder(ops, *plan).build(model);           // measuring pass: sizes only
   plan->arena.take(plan->splitk_floats * kMaxLanes);  // split-K partials, taken first in the real pass
   plan->arena.allocate(ops.backend());

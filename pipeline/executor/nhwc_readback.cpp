@@ -9,17 +9,18 @@
 namespace lab {
 namespace {
 
-// The 16-bit elements of `a`'s span (pixel p's channel c at p * pitch + c) as floats.
-std::vector<float> download_span(Backend& backend, const NhwcActivation& a, HalfType type) {
-  std::vector<uint16_t> bits(size_t(a.pixels() - 1) * size_t(a.pitch) + size_t(a.channels));
-  backend.download(bits.data(), a.data, bits.size() * sizeof(uint16_t));
-  return half_bits_to_float(bits, type);
+// The elements of `a`'s span (pixel p's channel c at p * pitch + c) as floats.
+std::vector<float> download_span(Backend& backend, const NhwcActivation& a) {
+  std::vector<unsigned char> bytes((size_t(a.pixels() - 1) * size_t(a.pitch) + size_t(a.channels)) *
+                                   size_t(activation_bytes(a.type)));
+  backend.download(bytes.data(), a.data, bytes.size());
+  return activation_bytes_to_float(bytes, a.type);
 }
 
 }  // namespace
 
-std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a, HalfType type) {
-  const std::vector<float> span = download_span(backend, a, type);
+std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a) {
+  const std::vector<float> span = download_span(backend, a);
   const size_t plane = size_t(a.height) * size_t(a.width);
   std::vector<float> nchw(size_t(a.batch) * size_t(a.channels) * plane);
   for (size_t b = 0; b < size_t(a.batch); ++b)
@@ -29,11 +30,12 @@ std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a, Half
   return nchw;
 }
 
-NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run, HalfType type) {
+NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run) {
   const PsaDims& d = run.op->dims();
-  const size_t n = size_t(d.n), heads = size_t(d.num_heads), kd = size_t(d.key_dim), pitch = size_t(run.qkv.pitch);
+  const size_t n = size_t(d.n), heads = size_t(d.num_heads), kd = size_t(d.key_dim),
+               pitch = size_t(run.qkv.pitch);
   const size_t maps = size_t(d.batch_heads());
-  const std::vector<float> qkv = download_span(backend, run.qkv, type);
+  const std::vector<float> qkv = download_span(backend, run.qkv);
   std::vector<float> lse(maps * n);
   backend.download(lse.data(), run.lse, lse.size() * sizeof(float));
   NamedTensor t{"attn." + run.name, {d.batch, d.num_heads, d.n, d.n}, std::vector<float>(maps * n * n)};

@@ -1,20 +1,19 @@
-// What the 16-bit NHWC network shows of itself, in the names and float NCHW shapes of the NCHW network
+// What the NHWC network shows of itself, in the names and float NCHW shapes of the NCHW network
 // (Network::tensor): a layer downloaded and converted on the host, and a PSA block's softmax probabilities
-// rebuilt on the host in float64 from the forward's own 16-bit q and k and its float logsumexp (the NHWC
+// rebuilt on the host in float64 from the forward's own q and k and its float logsumexp (the NHWC
 // attention kernel has no probabilities entry; the same inputs give the same map the kernel normalised).
 #pragma once
 #include <vector>
 
-#include "kernels/common/half_type.hpp"
 #include "pipeline/executor/shape_plan.hpp"
 #include "pipeline/network.hpp"
 
 namespace lab {
 
-// [batch, channels, height, width] float values of `a` (16-bit elements of `type`).
-std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a, HalfType type);
+// [batch, channels, height, width] float values of `a` (elements of a.type).
+std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a);
 
 // "attn.<name>" [B, heads, N, N]: p[b, h, i, j] = exp(scale * q_i . k_j - lse[b * heads + h, i]).
-NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run, HalfType type);
+NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run);
 
 }  // namespace lab

@@ -59,7 +59,7 @@ struct ShapePlan {
   // The 16-bit NHWC network (nhwc_plan.hpp): its layers ("layer00".."layer22"; "input" and the head's float
   // planes stay in `tensors`), their element type, and its attention blocks.
   std::map<std::string, NhwcActivation> nhwc_tensors;
-  HalfType half_type = HalfType::f16;
+  ActivationType nhwc_type = ActivationType::f16;
   std::vector<std::unique_ptr<HalfAttentionRun>> half_attentions;
   std::unique_ptr<TopkPostprocessOp> topk;
   std::unique_ptr<LaunchGraph> graph;

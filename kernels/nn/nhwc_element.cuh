@@ -1,0 +1,70 @@
+// The element type of the NHWC kernels' activations, by their DT template argument: LAB_F16 / LAB_BF16
+// (16-bit storage) or LAB_F32 (float storage; the tensor cores read it as tf32). A group of 8 channels is one
+// 16-byte vector in 16 bits and two in float; arithmetic is in float either way, and a store rounds once
+// (to nearest even in 16 bits, not at all in float).
+#pragma once
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "common/lab_wgmma.cuh"
+
+namespace nn {
+
+template <int DT>
+struct NhwcElement {
+  using type = uint16_t;
+};
+template <>
+struct NhwcElement<LAB_F32> {
+  using type = float;
+};
+template <int DT>
+using nhwc_t = typename NhwcElement<DT>::type;
+
+// One element as float, and a float stored as one element.
+template <int DT>
+__device__ __forceinline__ float nhwc_load1(const nhwc_t<DT>* p) {
+  if constexpr (DT == LAB_F32)
+    return *p;
+  else
+    return lab_to_float<DT>(*p);
+}
+template <int DT>
+__device__ __forceinline__ void nhwc_store1(nhwc_t<DT>* p, float v) {
+  if constexpr (DT == LAB_F32)
+    *p = v;
+  else
+    *p = uint16_t(lab_pack2<DT>(v, 0.f) & 0xffffu);
+}
+
+// Eight consecutive channels (p 16-byte aligned in 16 bits, 32-byte aligned in float) as floats.
+template <int DT>
+__device__ __forceinline__ void nhwc_load8(const nhwc_t<DT>* p, float (&v)[8]) {
+  if constexpr (DT == LAB_F32) {
+    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+    const uint4 r = *reinterpret_cast<const uint4*>(p);
+    const uint32_t words[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = lab_to_float<DT>(uint16_t(words[i] & 0xffffu));
+      v[2 * i + 1] = lab_to_float<DT>(uint16_t(words[i] >> 16));
+    }
+  }
+}
+
+// Eight floats stored as eight consecutive channels (alignment as nhwc_load8).
+template <int DT>
+__device__ __forceinline__ void nhwc_store8(nhwc_t<DT>* p, const float (&v)[8]) {
+  if constexpr (DT == LAB_F32) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    uint4 packed;
+    packed.x = lab_pack2<DT>(v[0], v[1]), packed.y = lab_pack2<DT>(v[2], v[3]);
+    packed.z = lab_pack2<DT>(v[4], v[5]), packed.w = lab_pack2<DT>(v[6], v[7]);
+    *reinterpret_cast<uint4*>(p) = packed;
+  }
+}
+
+}  // namespace nn
