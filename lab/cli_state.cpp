@@ -21,7 +21,7 @@ void add_global_options(CLI::App& app, CliState& state) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--no-pdl", state.no_pdl,
-               "cuda backend: launch the 16-bit NHWC network's kernels without Programmatic Dependent Launch "
+               "cuda backend: launch the NHWC network's kernels without Programmatic Dependent Launch "
                "(for A/B timing; the results are the same)");
 }
 

@@ -5,7 +5,8 @@
 namespace lab {
 
 inline constexpr const char* kLayoutHelp =
-    "Activations between layers on a kernel backend: nchw (float32, every GPU), nhwc (16-bit, fp16 / bf16 "
-    "on Hopper's wgmma + TMA kernels, sm_90a, or the cpu emulator) or auto (nhwc where it runs, else nchw)";
+    "Activations between layers on a kernel backend: nchw (float32, every GPU), nhwc (fp16 / bf16, or tf32 "
+    "values in float at tf32, on Hopper's wgmma + TMA kernels, sm_90a, or the cpu emulator) or auto (nhwc "
+    "where it runs, else nchw)";
 
 }  // namespace lab

@@ -7,9 +7,10 @@
 namespace lab {
 
 inline constexpr const char* kPrecisionHelp =
-    "Arithmetic of the dense convs on a kernel backend: fp32 (default), tf32 (TF32 tensor cores, conv2d "
-    "v4_tf32), fp16 or bf16 (16-bit tensor cores, conv2d v5_fp16 / v6_bf16); float accumulation and float32 "
-    "activations in every case";
+    "Arithmetic of the dense convs on a kernel backend: fp32 (default), tf32 (TF32 tensor cores), fp16 or "
+    "bf16 "
+    "(16-bit tensor cores); float accumulation in every case. Activations: float32 on the NCHW layout; on "
+    "NHWC (--layout) 16-bit at fp16 / bf16 and float holding tf32 values at tf32";
 
 // The precision named by `value`; UsageError "--precision fp8: unknown (fp32, tf32, fp16, bf16)" otherwise.
 Precision precision_option(const std::string& value);

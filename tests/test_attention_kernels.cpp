@@ -43,19 +43,22 @@ const Params kPsa{{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "16"}, {"H", "5"},
 // pitch C + 16 whose other channels must keep their poison: the runner's x_neighbours / v_neighbours) in fp16
 // and bf16: yolo26n's P5 shape (1 x 2 heads x 400 tokens x KEY_DIM 32), an odd token count (301 = 7 x 43,
 // not a multiple of the 16-row CTA) at B 3, KEY_DIM 16 with 3 heads (the 8-byte row pieces), and 600 tokens
-// (38 key tiles: warps with two steps, the second's loads issued after the first's products).
+// (38 key tiles: warps with two steps, the second's loads issued after the first's products); and
+// psa_attention_tf32_nhwc, the same layout in float, on the same shapes.
 void check_psa_nhwc(const std::string& backend_name) {
   const std::vector<Params> shapes{
       {{"B", "1"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "20"}, {"W", "20"}},
       {{"B", "3"}, {"NUM_HEADS", "2"}, {"KEY_DIM", "32"}, {"H", "7"}, {"W", "43"}},
       {{"B", "2"}, {"NUM_HEADS", "3"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}},
       {{"B", "1"}, {"NUM_HEADS", "1"}, {"KEY_DIM", "32"}, {"H", "24"}, {"W", "25"}}};
-  for (Params p : shapes)
+  for (Params p : shapes) {
+    run_all_variants(backend_name, "psa_attention_tf32_nhwc", p);  // the float twin (the tf32 network's)
     for (const char* dtype : {"f16", "bf16"}) {
       p["DTYPE"] = dtype;
       p["LAYOUT"] = "nhwc";
       run_all_variants(backend_name, "psa_attention_half", p);
     }
+  }
 }
 
 }  // namespace
@@ -106,12 +109,12 @@ TEST_CASE("fp16 and bf16 attention outputs never written fail their check as NaN
     }
 }
 
-TEST_CASE("psa_attention_half on NHWC views matches the reference on the cpu backend",
+TEST_CASE("psa_attention_half and _tf32_nhwc on NHWC views match the reference on the cpu backend",
           "[attention][psa_nhwc]") {
   check_psa_nhwc("cpu");
 }
 
-TEST_CASE("psa_attention_half on NHWC views matches the reference on the cuda backend",
+TEST_CASE("psa_attention_half and _tf32_nhwc on NHWC views match the reference on the cuda backend",
           "[attention][psa_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   check_psa_nhwc("cuda");

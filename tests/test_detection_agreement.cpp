@@ -1,14 +1,15 @@
 // Every precision reports the objects fp32 reports (docs/detect.md, "Precision"): the detections of our
 // kernels at tf32 / fp16 / bf16 (each layer at the precision precision_policy.hpp gives it) against those of
-// the float64-accumulating reference forward, fp32's stand-in (the fp32 kernel network matches it within 1e-4,
-// test_kernel_network.cpp), on both sample photos in rect and square letterbox and on the project's synthetic
-// scene. The same objects: every detection above conf 0.25 in one has a partner in the other of the same
-// class, its score within 0.03 (tf32, fp16) or 0.1 (bf16) and every box coordinate within 3 network-input
-// pixels. On the cpu emulator at imgsz 224 (what CI affords) plus the one case that failed before the policy
-// (bf16 on zidane.jpg at 640 square: the left person reported twice), on the GPU at 640. Every precision runs
-// on the activation layout `auto` picks (fp16 / bf16: 16-bit NHWC on the emulator and on an H200; the others
-// float32 NCHW), and fp16 / bf16 on NCHW keep a case of their own. Each comparison prints its worst score and box differences (docs/detect.md quotes
-// them).
+// the float64-accumulating reference forward, fp32's stand-in (the fp32 kernel network matches it within
+// 1e-4, test_kernel_network.cpp), on both sample photos in rect and square letterbox and on the project's
+// synthetic scene. The same objects: every detection above conf 0.25 in one has a partner in the other of the
+// same class, its score within 0.03 (tf32, fp16) or 0.1 (bf16) and every box coordinate within 3
+// network-input pixels. On the cpu emulator at imgsz 224 (what CI affords) plus the one case that failed
+// before the policy (bf16 on zidane.jpg at 640 square: the left person reported twice), on the GPU at 640.
+// Every precision runs on the activation layout `auto` picks (fp16 / bf16 / tf32: NHWC on the emulator and on
+// an H200; fp32 float32 NCHW), and fp16 / bf16 on NCHW keep a case of their own (tf32 too on the GPU; on the
+// emulator the layer-by-layer test_kernel_network.cpp covers its NCHW network). Each comparison prints its
+// worst score and box differences (docs/detect.md quotes them).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -41,10 +42,10 @@ struct Sample {
 const std::vector<Sample>& samples() {
   static const std::vector<Sample> all = [] {
     const auto images = test::assets_dir() / "images";
-    return std::vector<Sample>{{"bus.jpg", decode_image(images / "bus.jpg")},
-                               {"zidane.jpg", decode_image(images / "zidane.jpg")},
-                               {"scene.png", decode_image(std::filesystem::path(LAB_SOURCE_DIR) /
-                                                          "docs/viewer/scene.png")}};
+    return std::vector<Sample>{
+        {"bus.jpg", decode_image(images / "bus.jpg")},
+        {"zidane.jpg", decode_image(images / "zidane.jpg")},
+        {"scene.png", decode_image(std::filesystem::path(LAB_SOURCE_DIR) / "docs/viewer/scene.png")}};
   }();
   return all;
 }
@@ -108,8 +109,8 @@ void check_agreement(const std::string& executor, int imgsz, Precision precision
       CHECK(test::match_detections(got, want, kConf, score_tol, kBoxTolerance) == "");
       const auto [score, box] = worst_differences(got, want);
       std::printf("detections %s %s %s imgsz %d %s %s: worst score diff %.4f, box diff %.2f px\n",
-                  executor.c_str(), precision_name(precision).c_str(), kernels.activation_layout().c_str(), imgsz,
-                  rect ? "rect" : "square", sample.name.c_str(), score, box);
+                  executor.c_str(), precision_name(precision).c_str(), kernels.activation_layout().c_str(),
+                  imgsz, rect ? "rect" : "square", sample.name.c_str(), score, box);
     }
   }
 }
@@ -144,10 +145,11 @@ TEST_CASE("bf16 on the cpu emulator reports zidane.jpg's two persons once each a
   check_agreement("cpu", 640, Precision::Bf16, {false}, "zidane.jpg");
 }
 
-TEST_CASE("every precision's detections on the GPU at 640 are fp32's: both photos and the scene, rect and square",
-          "[agreement][gpu]") {
+TEST_CASE(
+    "every precision's detections on the GPU at 640 are fp32's: both photos and the scene, rect and square",
+    "[agreement][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   for (Precision precision : kPrecisions) check_agreement("cuda", 640, precision);
-  for (Precision precision : {Precision::Fp16, Precision::Bf16})
+  for (Precision precision : {Precision::Tf32, Precision::Fp16, Precision::Bf16})
     check_agreement("cuda", 640, precision, {true, false}, "", LayoutChoice::Nchw);
 }

@@ -28,13 +28,14 @@ using namespace lab;
 // (test::network_tolerance, with the reasons): about eight (fp16) and 3.5 (bf16) times the measured error,
 // under the 8e-2 .. 0.11 of a conv that drops a chunk.
 
-TEST_CASE("the nhwc network on the cpu emulator matches the reference forward layer by layer (fp16, bf16)",
-          "[nhwc_network]") {
+TEST_CASE(
+    "the nhwc network on the cpu emulator matches the reference forward layer by layer (fp16, bf16, tf32)",
+    "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
   const int batch = 2, height = 64, width = 96;  // rectangular, two images: the im2col maps cross images
   const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261202);
-  for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
+  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32}) {
     CAPTURE(precision_name(precision));
     test::compare_with_reference(*model, *backend, input, batch, height, width, precision, LayoutChoice::Nhwc,
                                  test::network_tolerance(precision));
@@ -129,13 +130,13 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16)",
+TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16, tf32)",
           "[nhwc_network][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cuda", test::embedded_context());
   const std::vector<float> bus = test::bus640_input();
-  for (Precision precision : {Precision::Fp16, Precision::Bf16}) {
+  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32}) {
     CAPTURE(precision_name(precision));
     test::compare_with_reference(*model, *backend, bus, 1, 640, 640, precision, LayoutChoice::Nhwc,
                                  test::network_tolerance(precision));
@@ -143,7 +144,8 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
 }
 
 TEST_CASE(
-    "auto picks nhwc for fp16 / bf16 on the cpu emulator (bf16 with the float stem), nchw otherwise; nhwc "
+    "auto picks nhwc for fp16 / bf16 / tf32 on the cpu emulator (bf16 with the float stem), nchw for fp32; "
+    "nhwc "
     "where it cannot run is a one-line error",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
@@ -156,13 +158,15 @@ TEST_CASE(
   wide_stem.layers[0].conv.c_out = 72;
   CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Bf16, *backend) == ActivationLayout::Nchw);
   CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
+  CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Tf32, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp32, *backend) == ActivationLayout::Nchw);
-  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Tf32, *backend) == ActivationLayout::Nchw);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Tf32, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp16, *backend) == ActivationLayout::Nchw);
   CHECK(make_kernel_network(*model, *backend, Precision::Fp16, LayoutChoice::Auto)->activation_layout() ==
         "nhwc");
   CHECK_THROWS_WITH(make_kernel_network(*model, *backend, Precision::Fp32, LayoutChoice::Nhwc),
-                    "--layout nhwc: 16-bit activations need --precision fp16 or bf16, not fp32");
+                    "--layout nhwc: NHWC activations need --precision fp16, bf16 or tf32 (fp32 keeps float32 "
+                    "products: the NCHW network)");
   CHECK_THROWS_WITH(parse_layout_choice("nhcw"), "--layout nhcw: unknown (valid: auto, nchw, nhwc)");
 
   // A concatenation input at a channel offset NHWC rows cannot start at: nhwc names the layer, auto falls

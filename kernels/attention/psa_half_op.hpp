@@ -31,7 +31,17 @@ CompileRequest psa_half_compile_request(const std::string& variant, HalfType typ
 // The variant the 16-bit NHWC network runs.
 inline constexpr const char* kPsaHalfNetworkVariant = "mma";
 
-class PsaHalfOp {
+// The NHWC attention forward the NHWC network runs: PsaHalfOp on fp16 / bf16 activations, PsaTf32NhwcOp
+// (psa_tf32_nhwc_op.hpp) on float ones. Views as forward_nhwc below says.
+class PsaNhwcForward {
+ public:
+  virtual ~PsaNhwcForward() = default;
+  virtual void forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
+                            int v_pitch, float* lse) const = 0;
+  virtual const PsaDims& dims() const = 0;
+};
+
+class PsaHalfOp : public PsaNhwcForward {
  public:
   // UsageError for a key width without the kernel, an unknown variant, or mma_staged past its token limit.
   PsaHalfOp(Backend& backend, const std::string& variant, HalfType type, const PsaDims& dims);
@@ -40,8 +50,8 @@ class PsaHalfOp {
   // UsageError (check_nhwc_view) on a view not set, a pitch below its tensor's channels or not a multiple
   // of 8, or a pointer not 16-byte aligned (a channel offset not a multiple of 8).
   void forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out, int v_pitch,
-                    float* lse) const;
-  const PsaDims& dims() const { return dims_; }
+                    float* lse) const override;
+  const PsaDims& dims() const override { return dims_; }
 
  private:
   LaunchConfig launch_shape() const;  // grid (ceil(N / 16), BH); the variant's block and shared memory

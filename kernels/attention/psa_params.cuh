@@ -84,6 +84,20 @@ struct PsaHalfNhwcParams {
   float scale;  // softmax scale
 };
 
+// psa_attention_tf32_nhwc: PsaHalfNhwcParams' views with float elements.
+struct PsaTf32NhwcParams {
+  const float* qkv;
+  float* merged;
+  float* v_out;
+  float* lse;  // [BH, N]
+  int qkv_pitch;
+  int merged_pitch;
+  int v_pitch;
+  int heads;  // per image: head bh is image bh / heads, head bh % heads
+  int n;
+  float scale;  // softmax scale
+};
+
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define LAB_PSA_SHARED_FN __host__ __device__ constexpr
 #else

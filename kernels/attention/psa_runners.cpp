@@ -1,8 +1,8 @@
 // The PSA kernel specs and their runners: psa_pack_qkv, psa_extract_v, psa_merge_attn (pure rearrangements,
 // exact), psa_attention / psa_attention_bwd (the composed PsaOp, checked against the Ultralytics formula
-// in float64) and psa_attention_half (PsaHalfOp: fp16 / bf16 qkv, NCHW or NHWC views, the same formula on the
-// rounded inputs).
-// All six share the parameters; the composed two compile what PsaOp compiles.
+// in float64), psa_attention_half (PsaHalfOp: fp16 / bf16 qkv, NCHW or NHWC views, the same formula on the
+// rounded inputs) and psa_attention_tf32_nhwc (PsaTf32NhwcOp: float NHWC views, 3xTF32).
+// All seven share the parameters; the composed two compile what PsaOp compiles.
 #include <algorithm>
 #include <cmath>
 
@@ -10,6 +10,7 @@
 #include "kernels/attention/psa_half_op.hpp"
 #include "kernels/attention/psa_op.hpp"
 #include "kernels/attention/psa_reference.hpp"
+#include "kernels/attention/psa_tf32_nhwc_op.hpp"
 #include "kernels/nn/nhwc_runner_support.hpp"
 #include "kernels/runner.hpp"
 
@@ -143,7 +144,8 @@ class PsaAttentionInstance : public InstanceBase {
         s_(psa_shape(p)),
         op_(b, variant, psa_dims(s_)),
         ws_(op_.workspace()),
-        qkv_(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv"))),
+        qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")),
+                        ActivationType::f32)),
         qkv_buf_(b.upload_vector(qkv_)) {}
   // Replaces workspace buffers by outputs of the same size: poisoned, so a launch must write them.
   void replace_by_outputs(std::initializer_list<DeviceBuffer*> buffers) {
@@ -356,6 +358,86 @@ KernelSpec half_spec() {
   return spec;
 }
 
+// psa_attention_tf32_nhwc: seeded qkv of tf32 values (as the network stores them) as an NHWC float view of
+// pitch C + 8 whose padding is NaN (a read of it would spoil the outputs), x and v written into the channel
+// slice [8, 8 + C) of poisoned float views of pitch C + 16, whose other channels must keep their poison.
+// 3xTF32 products in float32 accuracy: L under float32's tolerance (psa_attention's), x one unit of its
+// rounding to tf32 (one_unit_tolerance), v a copy (exact).
+class PsaTf32NhwcInstance : public InstanceBase {
+ public:
+  static constexpr int kQkvPad = 8, kOutOffset = 8, kOutPad = 16;
+
+  PsaTf32NhwcInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
+      : InstanceBase(b),
+        s_(psa_shape(p)),
+        op_(b, psa_dims(s_)),
+        qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")),
+                        ActivationType::f32)),
+        qkv_buf_(b.upload_vector(to_nhwc(qkv_, ActivationType::f32, s_.batch, s_.qkv_channels(), s_.n(),
+                                         s_.qkv_channels() + kQkvPad))),
+        x_(output_array<float>(out_view_elems())),
+        v_(output_array<float>(out_view_elems())),
+        lse_(output_array<float>(size_t(s_.batch_heads()) * s_.n())) {}
+  void launch() override {
+    op_.forward_nhwc(qkv_buf_.as<const float>(), s_.qkv_channels() + kQkvPad, x_.as<float>() + kOutOffset,
+                     out_pitch(), v_.as<float>() + kOutOffset, out_pitch(), lse_.as<float>());
+  }
+  std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
+    if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(qkv_), s_);
+    std::vector<OutputCheck> checks =
+        slice_checks("x", x_, ref_.x, tol.value_or(one_unit_tolerance(ActivationType::f32, ref_.x)));
+    for (OutputCheck& c : slice_checks("v", v_, ref_.v, tol.value_or(kExact))) checks.push_back(std::move(c));
+    const size_t rows = size_t(s_.batch_heads()) * s_.n();
+    checks.push_back(make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows),
+                                ref_.lse, tol.value_or(Tolerance{1e-5, 1e-4})));
+    return checks;
+  }
+  WorkCounts work() const override {
+    const double n = s_.n();
+    // qkv read once, x and v written (4 bytes each), L written; three tf32 products for each of S = Q K^T
+    // (KD) and P V (2 KD) per head.
+    return {4.0 * (s_.qkv_elems() + 2 * s_.out_elems()) + 4.0 * s_.batch_heads() * n,
+            2.0 * 3 * s_.batch_heads() * n * n * s_.key_dim};
+  }
+
+ private:
+  int out_pitch() const { return s_.out_channels() + kOutPad; }
+  size_t out_view_elems() const { return size_t(s_.batch) * s_.n() * out_pitch(); }
+  // check_nhwc_slice of x or v, its outputs named `name` and `name`_neighbours.
+  std::vector<OutputCheck> slice_checks(const std::string& name, const DeviceBuffer& buf,
+                                        const std::vector<double>& ref_nchw, const Tolerance& tol) {
+    const int c = s_.out_channels();
+    std::vector<OutputCheck> checks =
+        check_nhwc_slice(fetch<unsigned char>(buf, out_view_elems() * sizeof(float)),
+                         {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(),
+                         kOutOffset, ActivationType::f32, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
+    checks[0].output = name;
+    checks[1].output = name + "_neighbours";
+    return checks;
+  }
+  PsaShape s_;
+  PsaTf32NhwcOp op_;
+  std::vector<float> qkv_;
+  DeviceBuffer qkv_buf_, x_, v_, lse_;
+  PsaAttentionRef ref_;
+};
+
+// The tf32 NHWC network's forward: the PSA parameters, one variant, KEY_DIM 16 or 32.
+KernelSpec tf32_nhwc_spec() {
+  KernelSpec spec = psa_spec("psa_attention_tf32_nhwc",
+                             "PSA attention forward on NHWC float qkv (the tf32 NHWC network's): one launch, "
+                             "3xTF32 mma.sync m16n8k8 -> x, v (float slices), L",
+                             {{"mma_3xtf32",
+                               "psa_attention fused_tc's work split and 3xTF32 steps on NHWC views with "
+                               "pitches (KEY_DIM 16, 32)",
+                               fused_problem}});
+  spec.source = kPsaTcSource;
+  spec.compile = [](const std::string&, const Params& p) {
+    return psa_tf32_nhwc_compile_request(int(param_int(p, "KEY_DIM")));
+  };
+  return spec;
+}
+
 const KernelSpec pack_spec =
     rearrangement_spec("psa_pack_qkv", "qkv NCHW [B, nh*4*KD, H, W] -> [4, BH, N, KD] (Q, K, V_lo, V_hi)");
 const KernelSpec extract_spec = rearrangement_spec(
@@ -369,6 +451,7 @@ const KernelSpec backward_spec = attention_spec(
     "psa_attention_bwd",
     "PSA attention backward: merge bwd -> 2x FA2 bwd -> d_qkv (dQ, dK summed; + the extract-V gradient)");
 const KernelSpec half_psa_spec = half_spec();
+const KernelSpec tf32_nhwc_psa_spec = tf32_nhwc_spec();
 
 const bool registered =
     register_runner(pack_spec, make_instance<RearrangeInstance<Rearrangement::Pack>>()) &&
@@ -376,7 +459,8 @@ const bool registered =
     register_runner(merge_spec, make_instance<RearrangeInstance<Rearrangement::Merge>>()) &&
     register_runner(forward_spec, make_instance<PsaForwardInstance>()) &&
     register_runner(backward_spec, make_instance<PsaBackwardInstance>()) &&
-    register_runner(half_psa_spec, make_instance<PsaHalfInstance>());
+    register_runner(half_psa_spec, make_instance<PsaHalfInstance>()) &&
+    register_runner(tf32_nhwc_psa_spec, make_instance<PsaTf32NhwcInstance>());
 
 }  // namespace
 }  // namespace lab

@@ -6,6 +6,8 @@
 //                                   accumulation: merged and v_out in the same 16-bit type, L in float.
 //   psa_attention_half_nhwc<KD, DT> the same on NHWC views with pitches (wide loads of a token's channels;
 //                                   its comment says which orders change).
+//   psa_attention_tf32_nhwc<KD>     psa_attention_fused_tc's 3xTF32 attention on NHWC float views: the tf32
+//                                   NHWC network's.
 // KD is 16 or 32 (YOLO26 uses 32); the value width is VD = 2 KD, both halves on the same scores.
 //
 // Work split (both kernels). One CTA of 8 warps owns 16 query rows (one mma M tile) of one head: grid
@@ -118,7 +120,7 @@ __global__ void __launch_bounds__(psa_tc::kThreads) psa_attention_fused_tc(const
 
   const psa_tc::NchwFloatHead<KD> src{head, n};
   float q[KS][4];
-  src.query(n0, g, t, q);
+  psa_tc::float_query(src, n0, g, t, q);
   const psa_tc::SplitQuery<KS> q_split(q);
 
   psa_tc::WarpState<NT> w;
@@ -224,6 +226,62 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
         uint2{lab_pack2<DT>(value[0], value[1]), lab_pack2<DT>(value[2], value[3])};
     *reinterpret_cast<uint2*>(params.v_out + pixel * params.v_pitch + h * VD + c0) =
         uint2{copy[it][0], copy[it][1]};
+    if (c0 == 0) params.lse[size_t(bh) * n + row] = lse;
+  }
+}
+
+// psa_attention_tf32_nhwc<KD> (the tf32 NHWC network's attention, PsaHalfOp at ActivationType f32):
+// psa_attention_fused_tc's 3xTF32 products and steps (float32 accuracy) on NHWC float views with pitches
+// (PsaTf32NhwcParams), and psa_attention_half_nhwc's outputs: merged (rounded to tf32 values, as every float
+// activation of that network: nn/nhwc_element.cuh) and v_out into their channel slices, L.
+// Operands come element by element through NhwcFloatHead (psa_tc_parts.cuh); merged and v_out are written 4
+// channels (16 bytes) per thread, a row's channels by consecutive threads. Block 256, grid (ceil(N / 16),
+// BH); static shared memory: the merge.
+template <int KD>
+__global__ void __launch_bounds__(psa_tc::kThreads)
+    psa_attention_tf32_nhwc(const lab::PsaTf32NhwcParams params) {
+  constexpr int VD = 2 * KD, KS = KD / 8, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
+  static_assert(KD == 16 || KD == 32, "the tensor-core PSA forward is instantiated for KEY_DIM 16 and 32");
+  const int n = params.n, bh = blockIdx.y, n0 = blockIdx.x * QB, b = bh / params.heads, h = bh % params.heads;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const psa_tc::NhwcFloatHead<KD> src{params.qkv + size_t(b) * n * params.qkv_pitch + h * 4 * KD,
+                                      params.qkv_pitch, n};
+  __shared__ psa_tc::MergeShared<VD> sh;
+  lab_grid_dependency_wait();  // as psa_attention_half_nhwc
+  lab_launch_dependents();
+
+  // This CTA's rows of V, for v_out: piece i is row i / (VD / 4), channels 4 (i % (VD / 4)) .. + 3.
+  constexpr int kPieces = QB * VD / 4, kCopies = (kPieces + psa_tc::kThreads - 1) / psa_tc::kThreads;
+  float4 copy[kCopies];
+#pragma unroll
+  for (int it = 0; it < kCopies; ++it) {
+    const int i = threadIdx.x + it * psa_tc::kThreads, row = n0 + i / (VD / 4);
+    copy[it] = i < kPieces && row < n ? *reinterpret_cast<const float4*>(src.first + size_t(row) * src.pitch +
+                                                                         2 * KD + 4 * (i % (VD / 4)))
+                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+
+  float q[KS][4];
+  psa_tc::float_query(src, n0, g, t, q);
+  const psa_tc::SplitQuery<KS> q_split(q);
+  psa_tc::WarpState<NT> w;
+  psa_tc::attend_tf32<CH, psa_tc::kWarps, false>(src, q_split, warp, g, t, params.scale, w);
+
+  psa_tc::publish(w, sh, warp, lane);
+  __syncthreads();
+#pragma unroll
+  for (int it = 0; it < kCopies; ++it) {
+    const int i = threadIdx.x + it * psa_tc::kThreads, r = i / (VD / 4), c0 = 4 * (i % (VD / 4)),
+              row = n0 + r;
+    if (i >= kPieces || row >= n) continue;
+    const size_t pixel = size_t(b) * n + row;
+    float value[4], lse;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) value[k] = psa_tc::merged_value(sh, r, c0 + k, lse);
+    *reinterpret_cast<float4*>(params.merged + pixel * params.merged_pitch + h * VD + c0) =
+        make_float4(__uint_as_float(lab_to_tf32(value[0])), __uint_as_float(lab_to_tf32(value[1])),
+                    __uint_as_float(lab_to_tf32(value[2])), __uint_as_float(lab_to_tf32(value[3])));
+    *reinterpret_cast<float4*>(params.v_out + pixel * params.v_pitch + h * VD + c0) = copy[it];
     if (c0 == 0) params.lse[size_t(bh) * n + row] = lse;
   }
 }

@@ -268,49 +268,64 @@ struct NchwHalfHead {
     }
   }
 };
-// The float32 kernels' operands (psa_attention_fused_tc's orders, psa_tc.cu's header comment): head = this
-// head's channel planes [Q | K | V_lo | V_hi], each N wide, 0 beyond N.
+// The float32 kernels' operands (psa_attention_fused_tc's orders, psa_tc.cu's header comment) from a head
+// that gives element at(section, channel, row) of its sections [Q | K | V_lo | V_hi] (0 beyond N):
+//   NchwFloatHead: this head's channel planes, each N wide (psa_attention_fused_tc, _w16);
+//   NhwcFloatHead: token `row` of this head at first + row * pitch, its 4 KD channels side by side
+//   (psa_attention_tf32_nhwc).
 template <int KD>
 struct NchwFloatHead {
+  static constexpr int kKeyDim = KD;
   const float* head;
   int n;
-
   __device__ __forceinline__ float at(int section, int channel, int row) const {
     return row < n ? head[size_t(section * KD + channel) * n + row] : 0.f;
   }
-  // Q rows n0 + g, n0 + g + 8 as the m16n8k8 A operand of each k step.
-  template <int KS>
-  __device__ __forceinline__ void query(int n0, int g, int t, float (&q)[KS][4]) const {
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const int c = 8 * ks + t;
-      q[ks][0] = at(0, c, n0 + g), q[ks][1] = at(0, c, n0 + g + 8);
-      q[ks][2] = at(0, c + 4, n0 + g), q[ks][3] = at(0, c + 4, n0 + g + 8);
-    }
-  }
-  // The K and V fragments of the CH 8-key tiles from tile0. A tile past the warp's range loads the next
-  // warp's keys, masked by tf32_step; past N the loads give 0.
-  template <int CH, int KS, int NT>
-  __device__ __forceinline__ void fragments(int tile0, int g, int t, float (&kf)[CH][KS][2],
-                                            float (&vf)[CH][NT][2]) const {
-#pragma unroll
-    for (int j = 0; j < CH; ++j) {
-      const int key0 = (tile0 + j) * 8;
-#pragma unroll
-      for (int ks = 0; ks < KS; ++ks) {
-        kf[j][ks][0] = at(1, 8 * ks + t, key0 + g);
-        kf[j][ks][1] = at(1, 8 * ks + t + 4, key0 + g);
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {  // B rows t and t + 4: keys 2t and 2t + 1 (header comment)
-        vf[j][nt][0] = at(2, 8 * nt + g, key0 + 2 * t);
-        vf[j][nt][1] = at(2, 8 * nt + g, key0 + 2 * t + 1);
-      }
-    }
+};
+template <int KD>
+struct NhwcFloatHead {
+  static constexpr int kKeyDim = KD;
+  const float* first;
+  int pitch;
+  int n;
+  __device__ __forceinline__ float at(int section, int channel, int row) const {
+    return row < n ? first[size_t(row) * pitch + section * KD + channel] : 0.f;
   }
 };
 
-// The float32 kernels' Q operand (NchwFloatHead::query's), split into tf32 hi and lo for 3xTF32 once
+// Q rows n0 + g, n0 + g + 8 of `head` as the m16n8k8 A operand of each k step.
+template <int KS, class Head>
+__device__ __forceinline__ void float_query(const Head& head, int n0, int g, int t, float (&q)[KS][4]) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const int c = 8 * ks + t;
+    q[ks][0] = head.at(0, c, n0 + g), q[ks][1] = head.at(0, c, n0 + g + 8);
+    q[ks][2] = head.at(0, c + 4, n0 + g), q[ks][3] = head.at(0, c + 4, n0 + g + 8);
+  }
+}
+
+// The K and V fragments of the CH 8-key tiles from tile0. A tile past the warp's range loads the next warp's
+// keys, masked by tf32_step; past N the loads give 0.
+template <int CH, int KS, int NT, class Head>
+__device__ __forceinline__ void float_fragments(const Head& head, int tile0, int g, int t,
+                                                float (&kf)[CH][KS][2], float (&vf)[CH][NT][2]) {
+#pragma unroll
+  for (int j = 0; j < CH; ++j) {
+    const int key0 = (tile0 + j) * 8;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      kf[j][ks][0] = head.at(1, 8 * ks + t, key0 + g);
+      kf[j][ks][1] = head.at(1, 8 * ks + t + 4, key0 + g);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {  // B rows t and t + 4: keys 2t and 2t + 1 (header comment)
+      vf[j][nt][0] = head.at(2, 8 * nt + g, key0 + 2 * t);
+      vf[j][nt][1] = head.at(2, 8 * nt + g, key0 + 2 * t + 1);
+    }
+  }
+}
+
+// The float32 kernels' Q operand (float_query's), split into tf32 hi and lo for 3xTF32 once
 // (SplitQuery: 2 KS x 4 registers) or at every use (FloatQuery: half the registers, a few more instructions).
 template <int KS>
 struct SplitQuery {
@@ -396,16 +411,16 @@ __device__ __forceinline__ void tf32_step(const Query& q, const float (&kf)[CH][
 // The float32 kernels' walk over this warp's range of 8-key tiles (of WARPS ranges), CH tiles per step: the
 // step's K and V loads, every one issued before its first product (one round trip per step), then
 // tf32_step<SPLIT>.
-template <int CH, int WARPS, bool SPLIT, int KD, int NT, class Query>
-__device__ __forceinline__ void attend_tf32(const NchwFloatHead<KD>& src, const Query& q, int warp, int g,
-                                            int t, float scale, WarpState<NT>& w) {
-  constexpr int KS = KD / 8;
+template <int CH, int WARPS, bool SPLIT, int NT, class Head, class Query>
+__device__ __forceinline__ void attend_tf32(const Head& src, const Query& q, int warp, int g, int t,
+                                            float scale, WarpState<NT>& w) {
+  constexpr int KS = Head::kKeyDim / 8;
   const float c_log2 = scale * kLog2e;
   int begin, end;
   key_tile_range<WARPS>((src.n + 7) / 8, warp, begin, end);
   for (int tile0 = begin; tile0 < end; tile0 += CH) {
     float kf[CH][KS][2], vf[CH][NT][2];
-    src.fragments(tile0, g, t, kf, vf);
+    float_fragments(src, tile0, g, t, kf, vf);
     tf32_step<SPLIT>(q, kf, vf, tile0, end, src.n, t, c_log2, w);
   }
 }

@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(psa_w16::kThreads)
 
   const psa_tc::NchwFloatHead<KD> src{head, n};
   psa_tc::FloatQuery<KS> q;
-  src.query(n0, g, t, q.q);
+  psa_tc::float_query(src, n0, g, t, q.q);
   psa_tc::WarpState<NT> w;
   psa_tc::attend_tf32<1, psa_w16::kWarps, true>(src, q, warp, g, t, params.scale, w);
 

@@ -36,9 +36,9 @@ int activation_bytes(ActivationType t) {
   return t == ActivationType::f32 ? 4 : 2;
 }
 
-double product_roundoff(ActivationType t) {
+double unit_roundoff(ActivationType t) {
   if (const std::optional<HalfType> h = half_type_of(t)) return unit_roundoff(*h);
-  return 0x1p-10;
+  return 0x1p-11;
 }
 
 std::vector<unsigned char> to_activation_bytes(const std::vector<float>& values, ActivationType t) {
@@ -47,7 +47,12 @@ std::vector<unsigned char> to_activation_bytes(const std::vector<float>& values,
     const std::vector<uint16_t> bits = to_half_bits(values, *h);
     std::memcpy(bytes.data(), bits.data(), bytes.size());
   } else {
-    std::memcpy(bytes.data(), values.data(), bytes.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t x;
+      std::memcpy(&x, &values[i], sizeof x);
+      if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0x1000u) & ~0x1fffu;  // finite: nearest, ties away
+      std::memcpy(&bytes[i * sizeof x], &x, sizeof x);
+    }
   }
   return bytes;
 }

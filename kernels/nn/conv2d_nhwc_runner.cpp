@@ -1,10 +1,9 @@
 // conv2d_nhwc's spec and runner: a seeded NHWC fp16 / bf16 / float input whose pitch may exceed its channels
-// (the channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (input
-// and weights as the tensor cores multiply them: rounded to the 16-bit type, or tf32 values for f32), an
-// optional residual, and an output written into the channel
-// slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer; SPLIT_K > 1 runs the split-K mode with
-// its own workspace. Checked against conv2d_reference (float64, NCHW) of the rounded values; the channels
-// around the slice must keep their poison.
+// (the channels past C_IN hold NaN poison: the kernel must never read them), seeded weights and bias (rounded
+// to the element type, as Conv2dNhwcOp would: f32 holds tf32 values), an optional residual, and an output
+// written into the channel slice [OUT_OFFSET, OUT_OFFSET + C_OUT) of a wider poisoned buffer; SPLIT_K > 1
+// runs the split-K mode with its own workspace. Checked against conv2d_reference (float64, NCHW) of the
+// rounded values; the channels around the slice must keep their poison.
 #include "kernels/common/activation_type.hpp"
 #include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_nhwc_op.hpp"
@@ -142,8 +141,8 @@ class Conv2dNhwcInstance : public InstanceBase {
         in_pitch_(pitch_param(p, "IN_PITCH", shape_.c_in)),
         block_m_(param_str(p, "BLOCK_M") == "auto" ? 0 : int(param_int(p, "BLOCK_M"))) {
     Conv2dInputs inputs = conv2d_random_inputs(shape_, io_.batch, io_.h, io_.w, seed);
-    in_nchw_ = product_operands(inputs.in, io_.type);
-    weight_ = product_operands(inputs.weight, io_.type);
+    in_nchw_ = rounded_to(inputs.in, io_.type);
+    weight_ = rounded_to(inputs.weight, io_.type);
     bias_ = std::move(inputs.bias);
     in_ = backend.upload_vector(
         to_nhwc(in_nchw_, io_.type, io_.batch, shape_.c_in, int64_t(io_.h) * io_.w, in_pitch_));

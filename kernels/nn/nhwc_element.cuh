@@ -1,7 +1,11 @@
 // The element type of the NHWC kernels' activations, by their DT template argument: LAB_F16 / LAB_BF16
-// (16-bit storage) or LAB_F32 (float storage; the tensor cores read it as tf32). A group of 8 channels is one
-// 16-byte vector in 16 bits and two in float; arithmetic is in float either way, and a store rounds once
-// (to nearest even in 16 bits, not at all in float).
+// (16-bit storage) or LAB_F32 (float storage of tf32 values, which the tensor cores read as tf32). A group of
+// 8 channels is one 16-byte vector in 16 bits and two in float; arithmetic is in float either way, and a
+// store rounds once: to nearest even in 16 bits, to nearest tf32 (10 fraction bits, ties away: lab_to_tf32)
+// in float. Why tf32 values in float: wgmma drops the low 13 fraction bits of a float operand (truncation,
+// tests/test_emulator_wgmma_tf32.cpp), a bias of half a tf32 unit per operand that compounds over the
+// network's convs (measured on the cpu emulator, yolo26n at 64x96: worst tensor rel_l2 2.0e-2 with raw
+// floats, against 1.1e-3 with fp16 storage); a value already in tf32 loses nothing there.
 #pragma once
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
@@ -31,7 +35,7 @@ __device__ __forceinline__ float nhwc_load1(const nhwc_t<DT>* p) {
 template <int DT>
 __device__ __forceinline__ void nhwc_store1(nhwc_t<DT>* p, float v) {
   if constexpr (DT == LAB_F32)
-    *p = v;
+    *p = __uint_as_float(lab_to_tf32(v));
   else
     *p = uint16_t(lab_pack2<DT>(v, 0.f) & 0xffffu);
 }
@@ -57,8 +61,11 @@ __device__ __forceinline__ void nhwc_load8(const nhwc_t<DT>* p, float (&v)[8]) {
 template <int DT>
 __device__ __forceinline__ void nhwc_store8(nhwc_t<DT>* p, const float (&v)[8]) {
   if constexpr (DT == LAB_F32) {
-    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    float r[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r[i] = __uint_as_float(lab_to_tf32(v[i]));
+    reinterpret_cast<float4*>(p)[0] = make_float4(r[0], r[1], r[2], r[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(r[4], r[5], r[6], r[7]);
   } else {
     uint4 packed;
     packed.x = lab_pack2<DT>(v[0], v[1]), packed.y = lab_pack2<DT>(v[2], v[3]);

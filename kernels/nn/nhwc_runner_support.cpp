@@ -36,22 +36,10 @@ std::vector<float> rounded_to(const std::vector<float>& values, ActivationType t
   return activation_bytes_to_float(to_activation_bytes(values, type), type);
 }
 
-std::vector<float> product_operands(const std::vector<float>& values, ActivationType type) {
-  std::vector<float> out = rounded_to(values, type);
-  if (type == ActivationType::f32)
-    for (float& v : out) {
-      uint32_t bits;
-      std::memcpy(&bits, &v, sizeof bits);
-      bits &= ~uint32_t(0x1fff);
-      std::memcpy(&v, &bits, sizeof bits);
-    }
-  return out;
-}
-
 Tolerance one_unit_tolerance(ActivationType type, const std::vector<double>& ref) {
   double largest = 1.0;
   for (double v : ref) largest = std::max(largest, std::abs(v));
-  const double unit = type == ActivationType::f16 ? 0x1p-10 : type == ActivationType::bf16 ? 0x1p-7 : 0x1p-14;
+  const double unit = 2 * unit_roundoff(type);
   return {unit, unit * largest};
 }
 

@@ -23,18 +23,12 @@ std::vector<unsigned char> to_nhwc(const std::vector<float>& nchw, ActivationTyp
 // [batch][c][plane] values -> [batch * plane][c] (dense pixels).
 std::vector<double> nchw_to_pixels(const std::vector<double>& nchw, int batch, int c, int64_t plane);
 
-// Each value rounded to the element type (nearest even; f32: unchanged), as a float.
+// Each value rounded to the element type (fp16 / bf16 nearest even, f32 nearest tf32), as a float.
 std::vector<float> rounded_to(const std::vector<float>& values, ActivationType type);
-// Each value as the tensor cores multiply it: rounded_to, and for f32 the low 13 fraction bits dropped (tf32,
-// truncated as the H200 does: tests/test_emulator_wgmma_tf32.cpp).
-std::vector<float> product_operands(const std::vector<float>& values, ActivationType type);
 
-// The bound of an output rounded once to the element type: rel_l2 one unit in the last place (2^-10 fp16,
-// 2^-7 bf16: twice the half unit the rounding can cost), max_abs one unit at the largest |ref| (at least 1).
-// f32 outputs are not rounded: what is left is float32 arithmetic (the runners' sums have at most 9 x 1024
-// terms of size O(1): worst case K 2^-24 = 5.5e-4 of the terms' sum, about sqrt(K) 2^-24 = 6e-6 for these
-// random signs), bounded by 2^-14 (6.1e-5) relative, 2^-14 at the largest |ref|; a dropped tap or channel
-// block (1 / 9 of a 3x3 sum or more) stays three orders above it.
+// The bound of an output rounded once to the element type: rel_l2 one unit in the last place (2^-10 fp16 and
+// f32's tf32, 2^-7 bf16: twice the half unit the rounding can cost), max_abs one unit at the largest |ref|
+// (at least 1).
 Tolerance one_unit_tolerance(ActivationType type, const std::vector<double>& ref);
 
 // The checks of an output slice: `all` is the downloaded [pixels][pitch] buffer's bytes (poisoned before the

@@ -42,7 +42,7 @@ std::string layer_problem(const Yolo26Model& model, const LayerSpec& l) {
   auto attention = [&](const AttentionSpec& a) {
     if (a.head_dim != 2 * a.key_dim || !psa_fused_problem(a.key_dim).empty())
       check(layer_label(l) + ": " + a.name + " (key_dim " + std::to_string(a.key_dim) + ", head_dim " +
-            std::to_string(a.head_dim) + ") has no 16-bit attention kernel");
+            std::to_string(a.head_dim) + ") has no NHWC attention kernel");
   };
   if (l.kind == K::Detect) {
     // The last 1x1 convs of each branch get their outputs padded to 8 channels.
@@ -89,8 +89,9 @@ LayoutChoice parse_layout_choice(const std::string& value) {
 }
 
 std::string nhwc_problem(const Yolo26Model& model, Precision precision, const Backend& backend) {
-  if (precision != Precision::Fp16 && precision != Precision::Bf16)
-    return "16-bit activations need --precision fp16 or bf16, not " + precision_name(precision);
+  if (precision == Precision::Fp32)
+    return "NHWC activations need --precision fp16, bf16 or tf32 (fp32 keeps float32 products: the NCHW "
+           "network)";
   if (!backend.runs_arch_specific_kernels())
     return "the wgmma / TMA kernels need a Hopper GPU (sm_90a), not " + backend.device().name + " (" +
            backend.device().arch + ")";
@@ -107,10 +108,10 @@ ActivationLayout choose_layout(LayoutChoice choice, const Yolo26Model& model, Pr
   // auto takes bf16 to NHWC only with the float stem (conv2d_stem_nhwc): a bf16 stem on the image rounded to
   // bf16 does not report what fp32 reports. Measured on the cpu emulator, zidane.jpg at 640 square, bf16 NHWC
   // with a bf16 stem: the right person at 0.37 plus a duplicate at 0.27; with the float stem 0.85, one box
-  // (fp16 NHWC: 0.92). docs/detect.md, "Activation layout".
-  const bool accurate = precision == Precision::Fp16 || float_stem(model) != nullptr;
+  // (fp16 NHWC: 0.92). docs/detect.md, "Activation layout". fp16 and tf32 keep 11 significant bits: any stem.
+  const bool accurate = precision != Precision::Bf16 || float_stem(model) != nullptr;
   return problem.empty() && (choice == LayoutChoice::Nhwc || accurate) ? ActivationLayout::Nhwc
-                                                                        : ActivationLayout::Nchw;
+                                                                       : ActivationLayout::Nchw;
 }
 
 }  // namespace lab

@@ -1,10 +1,11 @@
 // The activation layout of the kernel network: float32 NCHW between layers (every precision, every GPU), or
-// 16-bit NHWC end to end (fp16 / bf16 on Hopper's wgmma + TMA kernels: conv2d_nhwc and its neighbours).
-// `auto` takes NHWC where the network precision is fp16 or bf16 and the backend runs sm_90a kernels (the cuda
+// NHWC end to end (fp16 / bf16 activations, or float ones with tf32 products, on Hopper's wgmma + TMA
+// kernels: conv2d_nhwc and its neighbours). `auto` takes NHWC where the network precision is fp16, bf16 or
+// tf32 and the backend runs sm_90a kernels (the cuda
 // backend on a compute capability 9.0 GPU; the cpu emulator, which models wgmma / TMA / mbarrier, so CI runs
-// the same kernel sources) and the model's channel slices start at multiples of 8 channels (16-byte NHWC rows);
-// bf16 also needs the float stem (conv2d_stem_nhwc runs layer 0; activation_layout.cpp says why). Else NCHW.
-// docs/detect.md, "Activation layout".
+// the same kernel sources) and the model's channel slices start at multiples of 8 channels (16-byte NHWC
+// rows); bf16 also needs the float stem (conv2d_stem_nhwc runs layer 0; activation_layout.cpp says why). Else
+// NCHW. docs/detect.md, "Activation layout".
 #pragma once
 #include <string>
 

@@ -99,7 +99,7 @@ std::vector<std::string> KernelNetwork::tensor_names() const {
   for (const auto& [name, activation] : last_->tensors) names.push_back(name);
   for (const auto& [name, activation] : last_->nhwc_tensors) names.push_back(name);
   for (const auto& attention : last_->attentions) names.push_back("attn." + attention->name);
-  for (const auto& attention : last_->half_attentions) names.push_back("attn." + attention->name);
+  for (const auto& attention : last_->nhwc_attentions) names.push_back("attn." + attention->name);
   names.push_back("output");
   return names;
 }
@@ -204,8 +204,8 @@ NamedTensor KernelNetwork::tensor(const std::string& name) {
   if (name == "output") return {name, {plan.batch, plan.max_det, 6}, detections()};
   for (const auto& attention : plan.attentions)
     if (name == "attn." + attention->name) return attention_map(*attention);
-  for (const auto& attention : plan.half_attentions)
-    if (name == "attn." + attention->name) return half_attention_map(backend_, *attention);
+  for (const auto& attention : plan.nhwc_attentions)
+    if (name == "attn." + attention->name) return nhwc_attention_map(backend_, *attention);
   if (auto nhwc = plan.nhwc_tensors.find(name); nhwc != plan.nhwc_tensors.end()) {
     const NhwcActivation& a = nhwc->second;
     return {name, {a.batch, a.channels, a.height, a.width}, download_nhwc(backend_, a)};

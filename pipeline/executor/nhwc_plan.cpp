@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/attention/psa_tf32_nhwc_op.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "pipeline/executor/model_walk.hpp"
 #include "pipeline/executor/plan_walk.hpp"
@@ -108,14 +109,16 @@ void NhwcPlanBuilder::attention(const AttentionSpec& a, const NhwcActivation& qk
   const PsaDims dims = psa_dims(a, qkv.batch, qkv.height * qkv.width);
   float* lse = plan_.arena.take(size_t(dims.batch_heads()) * dims.n);
   if (measuring_) return;
-  auto run = std::make_unique<HalfAttentionRun>();
+  auto run = std::make_unique<NhwcAttentionRun>();
   run->name = a.name;
-  run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant,
-                                        half_type_of(ops_.type()).value(), dims);
+  if (const std::optional<HalfType> half = half_type_of(ops_.type()))
+    run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant, *half, dims);
+  else
+    run->op = std::make_unique<PsaTf32NhwcOp>(ops_.backend(), dims);
   run->qkv = qkv;
   run->lse = lse;
-  const PsaHalfOp* op = run->op.get();
-  plan_.half_attentions.push_back(std::move(run));
+  const PsaNhwcForward* op = run->op.get();
+  plan_.nhwc_attentions.push_back(std::move(run));
   const NhwcView q = qkv.view(), m = merged.view(), vo = v.view();
   record([op, q, m, vo, lse] { op->forward_nhwc(q.data, q.pitch, m.data, m.pitch, vo.data, vo.pitch, lse); });
 }
@@ -181,8 +184,9 @@ void NhwcPlanBuilder::detect(const DetectSpec& d, const std::vector<NhwcActivati
 std::vector<CompileRequest> nhwc_plan_compile_requests(const Yolo26Model& model, ActivationType type) {
   std::vector<CompileRequest> requests;
   for_each_attention(model, [&](const AttentionSpec& a, const LayerSpec&) {
-    CompileRequest r =
-        psa_half_compile_request(kPsaHalfNetworkVariant, half_type_of(type).value(), a.key_dim);
+    const std::optional<HalfType> half = half_type_of(type);
+    CompileRequest r = half ? psa_half_compile_request(kPsaHalfNetworkVariant, *half, a.key_dim)
+                            : psa_tf32_nhwc_compile_request(a.key_dim);
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   return requests;

@@ -30,7 +30,7 @@ std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a) {
   return nchw;
 }
 
-NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run) {
+NamedTensor nhwc_attention_map(Backend& backend, const NhwcAttentionRun& run) {
   const PsaDims& d = run.op->dims();
   const size_t n = size_t(d.n), heads = size_t(d.num_heads), kd = size_t(d.key_dim),
                pitch = size_t(run.qkv.pitch);

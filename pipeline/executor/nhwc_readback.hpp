@@ -14,6 +14,6 @@ namespace lab {
 std::vector<float> download_nhwc(Backend& backend, const NhwcActivation& a);
 
 // "attn.<name>" [B, heads, N, N]: p[b, h, i, j] = exp(scale * q_i . k_j - lse[b * heads + h, i]).
-NamedTensor half_attention_map(Backend& backend, const HalfAttentionRun& run);
+NamedTensor nhwc_attention_map(Backend& backend, const NhwcAttentionRun& run);
 
 }  // namespace lab

@@ -33,11 +33,11 @@ struct AttentionRun {
   PsaWorkspace workspace;
 };
 
-// One PSA attention block of the 16-bit NHWC network: its op, where its qkv lies and the logsumexp it writes
-// (for the maps, rebuilt on the host).
-struct HalfAttentionRun {
+// One PSA attention block of the NHWC network: its op (PsaHalfOp, or PsaTf32NhwcOp on float activations),
+// where its qkv lies and the logsumexp it writes (for the maps, rebuilt on the host).
+struct NhwcAttentionRun {
   std::string name;  // "model.10.m.0.attn"
-  std::unique_ptr<PsaHalfOp> op;
+  std::unique_ptr<PsaNhwcForward> op;
   NhwcActivation qkv;
   float* lse = nullptr;  // [B * heads, N]
 };
@@ -60,7 +60,7 @@ struct ShapePlan {
   // planes stay in `tensors`), their element type, and its attention blocks.
   std::map<std::string, NhwcActivation> nhwc_tensors;
   ActivationType nhwc_type = ActivationType::f16;
-  std::vector<std::unique_ptr<HalfAttentionRun>> half_attentions;
+  std::vector<std::unique_ptr<NhwcAttentionRun>> nhwc_attentions;
   std::unique_ptr<TopkPostprocessOp> topk;
   std::unique_ptr<LaunchGraph> graph;
 };

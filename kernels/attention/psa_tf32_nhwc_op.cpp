@@ -1,0 +1,59 @@
+// PsaTf32NhwcOp: the checks of the float NHWC views and the launch of psa_attention_tf32_nhwc (16 query rows
+// per CTA, 256 threads, static shared memory only).
+#include "kernels/attention/psa_tf32_nhwc_op.hpp"
+
+#include "kernels/attention/psa_params.cuh"
+#include "kernels/nn/conv2d_nhwc_op.hpp"
+#include "nvrtc_runtime/errors.hpp"
+
+namespace lab {
+namespace {
+
+constexpr const char* kKernel = "psa_attention_tf32_nhwc";
+
+std::string kernel_name(int key_dim) {
+  return std::string(kKernel) + "<" + std::to_string(key_dim) + ">";
+}
+
+const PsaDims& checked(const PsaDims& dims) {
+  if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
+    throw UsageError("the tf32 NHWC PSA attention " + problem);
+  return dims;
+}
+
+}  // namespace
+
+CompileRequest psa_tf32_nhwc_compile_request(int key_dim) {
+  return {kPsaTcSource, {}, {kernel_name(key_dim)}};
+}
+
+PsaTf32NhwcOp::PsaTf32NhwcOp(Backend& backend, const PsaDims& dims)
+    : backend_(backend),
+      dims_(checked(dims)),
+      module_(backend.compile(psa_tf32_nhwc_compile_request(dims.key_dim))),
+      forward_(module_->kernel(kernel_name(dims.key_dim))) {}
+
+void PsaTf32NhwcOp::forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
+                                 int v_pitch, float* lse) const {
+  const int out_channels = dims_.num_heads * 2 * dims_.key_dim;
+  check_nhwc_view(kKernel, "qkv", {const_cast<void*>(qkv), qkv_pitch}, 2 * out_channels);
+  check_nhwc_view(kKernel, "merged", {merged, merged_pitch}, out_channels);
+  check_nhwc_view(kKernel, "v_out", {v_out, v_pitch}, out_channels);
+  const PsaTf32NhwcParams p{static_cast<const float*>(qkv),
+                            static_cast<float*>(merged),
+                            static_cast<float*>(v_out),
+                            lse,
+                            qkv_pitch,
+                            merged_pitch,
+                            v_pitch,
+                            dims_.num_heads,
+                            dims_.n,
+                            dims_.softmax_scale()};
+  const LaunchConfig cfg{{unsigned((dims_.n + 15) / 16), unsigned(dims_.batch_heads()), 1},
+                         {256, 1, 1},
+                         0,
+                         /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
+  backend_.launch(forward_, cfg, kernel_params(p));
+}
+
+}  // namespace lab
