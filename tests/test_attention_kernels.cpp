@@ -52,7 +52,11 @@ void check_psa_nhwc(const std::string& backend_name) {
       {{"B", "2"}, {"NUM_HEADS", "3"}, {"KEY_DIM", "16"}, {"H", "5"}, {"W", "7"}},
       {{"B", "1"}, {"NUM_HEADS", "1"}, {"KEY_DIM", "32"}, {"H", "24"}, {"W", "25"}}};
   for (Params p : shapes) {
-    run_all_variants(backend_name, "psa_attention_tf32_nhwc", p);  // the float twin (the tf32 network's)
+    for (const char* dtype : {"tf32", "f32"}) {  // the float twins (the tf32 and fp32 networks')
+      Params f = p;
+      f["DTYPE"] = dtype;
+      run_all_variants(backend_name, "psa_attention_tf32_nhwc", f);
+    }
     for (const char* dtype : {"f16", "bf16"}) {
       p["DTYPE"] = dtype;
       p["LAYOUT"] = "nhwc";

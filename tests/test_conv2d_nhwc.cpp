@@ -190,64 +190,70 @@ TEST_CASE("conv2d_nhwc matches the reference on the cpu backend", "[conv2d_nhwc]
            {{"C_IN", "136"}, {"C_OUT", "136"}, {"H", "5"}, {"W", "5"}, {"K", "1"}, {"IN_PITCH", "152"}});
 }
 
-// conv2d_nhwc on float activations (DTYPE f32: tf32 values stored, tf32 products): every row width of the
-// swizzle (BK 8, 16, 32 floats: 32, 64, 128 bytes), several channel blocks, both pixel tiles, slices, a
-// residual and split-K.
-void run_f32(Backend& backend) {
-  const Params f32{{"DTYPE", "f32"}};
-  auto with = [&](Params p) {
-    p.insert(f32.begin(), f32.end());
-    run_nhwc(backend, p);
-  };
-  // The stem's shape: 3 channels (BK 8) in a pitch of 8, stride 2 at odd sizes.
-  with({{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "15"}, {"STRIDE", "2"}});
-  // BK 16 (64-byte rows), two images, the last M tile partial.
-  with({{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "11"}});
-  // BK 32 (128-byte rows): 72 = 32 + 32 + 8 channels, 27 steps around the ring; + residual.
-  with({{"C_IN", "72"}, {"C_OUT", "48"}, {"H", "7"}, {"W", "6"}, {"RESIDUAL", "true"}});
-  // 1x1 from a wider input (pitch 152) into the slice [8, 144) of 160, two N tiles, BLOCK_M 64.
-  with({{"C_IN", "136"},
-        {"C_OUT", "136"},
-        {"H", "5"},
-        {"W", "6"},
-        {"K", "1"},
-        {"IN_PITCH", "152"},
-        {"OUT_OFFSET", "8"},
-        {"OUT_PITCH", "160"},
-        {"BLOCK_M", "64"}});
-  // Stride 2 across images, no SiLU, and split-K over 3 CTAs a tile.
-  with({{"B", "2"},
-        {"C_IN", "32"},
-        {"C_OUT", "64"},
-        {"H", "10"},
-        {"W", "9"},
-        {"STRIDE", "2"},
-        {"SILU", "false"}});
-  with({{"C_IN", "72"}, {"C_OUT", "144"}, {"H", "7"}, {"W", "9"}, {"RESIDUAL", "true"}, {"SPLIT_K", "3"}});
+// conv2d_nhwc on float activations, DTYPE tf32 (tf32 values stored, tf32 products) and f32 (3xTF32 products,
+// A_lo written by the consumers): every row width of the swizzle (tf32: BK 8, 16, 32 floats, 32 to 128 bytes;
+// f32: 8, 16), several channel blocks, both pixel tiles, slices, a residual and split-K.
+void run_float(Backend& backend) {
+  for (const char* dtype : {"tf32", "f32"}) {
+    auto with = [&](Params p) {
+      p["DTYPE"] = dtype;
+      run_nhwc(backend, p);
+    };
+    // The stem's shape: 3 channels (BK 8) in a pitch of 8, stride 2 at odd sizes.
+    with({{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "15"}, {"STRIDE", "2"}});
+    // BK 16 (64-byte rows), two images, the last M tile partial.
+    with({{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "11"}});
+    // tf32 BK 32 (128-byte rows): 72 = 32 + 32 + 8 channels, 27 steps around the ring (f32: 5 blocks); +
+    // residual.
+    with({{"C_IN", "72"}, {"C_OUT", "48"}, {"H", "7"}, {"W", "6"}, {"RESIDUAL", "true"}});
+    // 1x1 from a wider input (pitch 152) into the slice [8, 144) of 160, two N tiles, BLOCK_M 64.
+    with({{"C_IN", "136"},
+          {"C_OUT", "136"},
+          {"H", "5"},
+          {"W", "6"},
+          {"K", "1"},
+          {"IN_PITCH", "152"},
+          {"OUT_OFFSET", "8"},
+          {"OUT_PITCH", "160"},
+          {"BLOCK_M", "64"}});
+    // Stride 2 across images, no SiLU, and split-K over 3 CTAs a tile.
+    with({{"B", "2"},
+          {"C_IN", "32"},
+          {"C_OUT", "64"},
+          {"H", "10"},
+          {"W", "9"},
+          {"STRIDE", "2"},
+          {"SILU", "false"}});
+    with({{"C_IN", "72"}, {"C_OUT", "144"}, {"H", "7"}, {"W", "9"}, {"RESIDUAL", "true"}, {"SPLIT_K", "3"}});
+  }
 }
 
-TEST_CASE("conv2d_nhwc on float activations (tf32) matches the reference on the cpu backend",
+TEST_CASE("conv2d_nhwc on float activations (tf32, f32) matches the reference on the cpu backend",
           "[conv2d_nhwc]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  run_f32(*backend);
+  run_float(*backend);
 }
 
-TEST_CASE("conv2d_nhwc on float activations (tf32) matches the reference on the GPU, at yolo26n's shapes too",
-          "[conv2d_nhwc][gpu]") {
+TEST_CASE(
+    "conv2d_nhwc on float activations (tf32, f32) matches the reference on the GPU, at yolo26n's shapes too",
+    "[conv2d_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
-  run_f32(*backend);
-  run_nhwc(*backend,
-           {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"DTYPE", "f32"}});
-  run_nhwc(*backend, {{"B", "4"},
-                      {"C_IN", "64"},
-                      {"C_OUT", "64"},
-                      {"H", "80"},
-                      {"W", "80"},
-                      {"RESIDUAL", "true"},
-                      {"DTYPE", "f32"}});
-  run_nhwc(*backend,
-           {{"C_IN", "128"}, {"C_OUT", "128"}, {"H", "40"}, {"W", "40"}, {"STRIDE", "2"}, {"DTYPE", "f32"}});
+  run_float(*backend);
+  for (const char* dtype : {"tf32", "f32"}) {
+    run_nhwc(*backend,
+             {{"C_IN", "256"}, {"C_OUT", "256"}, {"H", "20"}, {"W", "20"}, {"K", "1"}, {"DTYPE", dtype}});
+    run_nhwc(*backend, {{"B", "4"},
+                        {"C_IN", "64"},
+                        {"C_OUT", "64"},
+                        {"H", "80"},
+                        {"W", "80"},
+                        {"RESIDUAL", "true"},
+                        {"DTYPE", dtype}});
+    run_nhwc(
+        *backend,
+        {{"C_IN", "128"}, {"C_OUT", "128"}, {"H", "40"}, {"W", "40"}, {"STRIDE", "2"}, {"DTYPE", dtype}});
+  }
 }
 
 TEST_CASE("conv2d_nhwc's persistent CTAs walk several tiles each on the cpu backend", "[conv2d_nhwc]") {

@@ -38,7 +38,7 @@ void run_stem(Backend& backend, const Params& given) {
 
 TEST_CASE("conv2d_stem_nhwc matches the reference on the cpu backend", "[conv2d_stem_nhwc]") {
   auto backend = make_backend("cpu", test::embedded_context());
-  for (const char* dtype : {"f16", "bf16", "f32"}) {
+  for (const char* dtype : {"f16", "bf16", "tf32", "f32"}) {
     // yolo26n's 16 channels at odd sizes (the last row and column see the right / bottom padding), batch 2.
     run_stem(*backend, {{"B", "2"}, {"H", "17"}, {"W", "15"}, {"DTYPE", dtype}});
     // Even sizes, 64 channels (eight 16-byte groups).
@@ -56,7 +56,7 @@ TEST_CASE("conv2d_stem_nhwc matches the reference on the cuda backend at yolo26n
           "[conv2d_stem_nhwc][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
-  for (const char* dtype : {"f16", "bf16", "f32"})
+  for (const char* dtype : {"f16", "bf16", "tf32", "f32"})
     run_stem(*backend, {{"B", "2"}, {"H", "640"}, {"W", "640"}, {"DTYPE", dtype}});
   run_stem(*backend,
            {{"C_OUT", "64"}, {"H", "333"}, {"W", "417"}, {"OUT_OFFSET", "16"}, {"OUT_PITCH", "96"}});

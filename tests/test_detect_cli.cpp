@@ -162,14 +162,15 @@ TEST_CASE("lab detect rejects an empty folder and bad options with exit 2", "[de
   const LabResult layout = run_detect(quoted((dir.path / "small.png").string()) + " --layout nhcw");
   CHECK(layout.exit_code == 2);
   CHECK(contains(layout.err, "--layout"));
-  // 16-bit NHWC activations at float32: one line naming the option, no output folder.
+  // NHWC activations on the float64 reference forward: one line naming the option, no output folder.
   const fs::path shared_model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
   if (fs::exists(shared_model)) {
-    const LabResult fp32 = run_detect(quoted((dir.path / "small.png").string()) + " --backend cpu --model " +
-                                      quoted(shared_model.string()) + " --layout nhwc --out " +
-                                      quoted((dir.path / "runs").string()));
-    CHECK(fp32.exit_code == 2);
-    CHECK(fp32.err == "lab: --layout nhwc: 16-bit activations need --precision fp16 or bf16, not fp32\n");
+    const LabResult reference = run_detect(quoted((dir.path / "small.png").string()) +
+                                           " --backend reference --model " + quoted(shared_model.string()) +
+                                           " --layout nhwc --out " + quoted((dir.path / "runs").string()));
+    CHECK(reference.exit_code == 2);
+    CHECK(reference.err ==
+          "lab: --layout nhwc needs a kernel backend (cuda or cpu): the reference forward is float64 NCHW\n");
     CHECK_FALSE(fs::exists(dir.path / "runs"));
   }
 }
@@ -332,12 +333,14 @@ TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings
   }
   lab::test::ScratchDir dir("detect-json-stdout");
   const fs::path image = kAssets / "images" / "." / "bus.jpg";  // the JSON names it without the "/./"
-  const LabResult r = run_detect(quoted(image.string()) + " --backend reference --imgsz 320 --classes 0 "
-                                 "--json - --nosave --out " + quoted((dir.path / "runs").string()));
+  const LabResult r = run_detect(quoted(image.string()) +
+                                 " --backend reference --imgsz 320 --classes 0 "
+                                 "--json - --nosave --out " +
+                                 quoted((dir.path / "runs").string()));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);  // stdout is the JSON document alone
-  CHECK(contains(r.err, "bus.jpg: 320x256 "));             // the lines for people went to stderr
+  CHECK(contains(r.err, "bus.jpg: 320x256 "));            // the lines for people went to stderr
   CHECK(j["lab_version"] == "0.1.0");
   CHECK(j["backend"] == "reference");
   CHECK(j["precision"] == "fp32");
@@ -361,8 +364,9 @@ TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings
   CHECK(unknown.err == "lab: --classes 80: the model has classes 0 to 79\n");
 }
 
-TEST_CASE("lab detect: empty, directory, FIFO and symlink-loop paths and oversized inputs are one-line errors",
-          "[detect]") {
+TEST_CASE(
+    "lab detect: empty, directory, FIFO and symlink-loop paths and oversized inputs are one-line errors",
+    "[detect]") {
   lab::test::ScratchDir dir("detect-edges");
   const fs::path image = dir.path / "small.png";
   lab::write_image(lab::Image(64, 48, 90), image);
@@ -403,16 +407,18 @@ TEST_CASE("without a GPU, lab detect --precision fp16 runs on the cpu backend", 
   }
   lab::test::ScratchDir dir("detect-auto-fp16");
   lab::write_image(lab::Image(64, 48, 90), dir.path / "small.png");
-  const LabResult r = run_detect(quoted((dir.path / "small.png").string()) + " --precision fp16 --imgsz 64 --out " +
-                                 quoted((dir.path / "runs").string()));
+  const LabResult r =
+      run_detect(quoted((dir.path / "small.png").string()) + " --precision fp16 --imgsz 64 --out " +
+                 quoted((dir.path / "runs").string()));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(contains(r.out, "backend cpu (auto: no CUDA device, and --precision fp16 needs our kernels)"));
 }
 
-TEST_CASE("lab detect on a folder with our kernels: batch 2 through the staging slots gives batch 1's detections "
-          "and files; --verbose prints the stage profile",
-          "[detect]") {
+TEST_CASE(
+    "lab detect on a folder with our kernels: batch 2 through the staging slots gives batch 1's detections "
+    "and files; --verbose prints the stage profile",
+    "[detect]") {
   if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
     WARN("skipped: shared assets not found at " << kAssets);
     return;
@@ -425,8 +431,8 @@ TEST_CASE("lab detect on a folder with our kernels: batch 2 through the staging 
   fs::copy_file(kAssets / "images" / "bus.jpg", images / "b_bus.jpg");
   fs::copy_file(kAssets / "images" / "zidane.jpg", images / "c_zidane.jpg");
   const auto detect = [&](const std::string& name, const std::string& flags) {
-    const LabResult r = run_detect(quoted(images.string()) + " --backend cpu --imgsz 128 --conf 0.1 " + flags +
-                                   " --out " + quoted((dir.path / name).string()) + " --json " +
+    const LabResult r = run_detect(quoted(images.string()) + " --backend cpu --imgsz 128 --conf 0.1 " +
+                                   flags + " --out " + quoted((dir.path / name).string()) + " --json " +
                                    quoted((dir.path / (name + ".json")).string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
@@ -451,7 +457,8 @@ TEST_CASE("lab detect on a folder with our kernels: batch 2 through the staging 
   }
   CHECK(detections > 0);
   CHECK_FALSE(contains(one.out, "Stages ("));
-  for (const char* stage : {"decode ", "letterbox ", "draw ", "encode ", "write ", "upload ", "forward ", "top-k "})
+  for (const char* stage :
+       {"decode ", "letterbox ", "draw ", "encode ", "write ", "upload ", "forward ", "top-k "})
     CHECK(contains(two.out, stage));
   CHECK(contains(two.out, "critical: "));
 }

@@ -152,4 +152,5 @@ TEST_CASE(
   for (Precision precision : kPrecisions) check_agreement("cuda", 640, precision);
   for (Precision precision : {Precision::Tf32, Precision::Fp16, Precision::Bf16})
     check_agreement("cuda", 640, precision, {true, false}, "", LayoutChoice::Nchw);
+  check_agreement("cuda", 640, Precision::Fp32, {true, false}, "", LayoutChoice::Nhwc);
 }

@@ -1,8 +1,8 @@
 // The NHWC layer kernels (kernels/nn/nhwc_layers.cu through NhwcLayerOps): every runner against its float64
 // reference on the cpu emulator at odd sizes (partial 8-channel groups, input and output slices with offsets
-// inside wider pitches, batch > 1, fp16, bf16 and f32), each output written again after poisoning and the
-// elements around the output slice untouched; the op's one-line refusals; and the same cases plus yolo26n's
-// shapes on the H200.
+// inside wider pitches, batch > 1, fp16, bf16, tf32 and f32), each output written again after poisoning and
+// the elements around the output slice untouched; the op's one-line refusals; and the same cases plus
+// yolo26n's shapes on the H200.
 #include <catch2/catch.hpp>
 
 #include "kernels/nn/nhwc_layers_op.hpp"
@@ -35,7 +35,7 @@ void run_layer(Backend& backend, const std::string& name, const Params& given) {
 
 // The small cases both backends run: every entry at odd sizes, in every element type.
 void run_small_cases(Backend& backend) {
-  for (const char* dtype : {"f16", "bf16", "f32"}) {
+  for (const char* dtype : {"f16", "bf16", "tf32", "f32"}) {
     // The stem input, batch 2, into a pitch of 8 and into channels [8, 16) of 24.
     run_layer(backend, "nhwc_pack_input", {{"B", "2"}, {"H", "13"}, {"W", "11"}, {"DTYPE", dtype}});
     run_layer(backend, "nhwc_pack_input",
@@ -155,7 +155,7 @@ TEST_CASE("nhwc layer kernels match their references on the cuda backend", "[nhw
   run_small_cases(*backend);
   // yolo26n's shapes: the 640x640 input at batch 2, a DWConv, SPPF's pool into its concatenation, the neck's
   // upsample into a concatenation, and the P3 class outputs into the 8400 anchors.
-  for (const char* dtype : {"f16", "bf16", "f32"}) {
+  for (const char* dtype : {"f16", "bf16", "tf32", "f32"}) {
     run_layer(*backend, "nhwc_pack_input", {{"B", "2"}, {"H", "640"}, {"W", "640"}, {"DTYPE", dtype}});
     run_layer(*backend, "nhwc_depthwise3x3",
               {{"B", "2"}, {"C", "64"}, {"H", "80"}, {"W", "80"}, {"SILU", "false"}, {"DTYPE", dtype}});

@@ -21,6 +21,19 @@
 
 using namespace lab;
 
+namespace {
+
+// The bars of the NHWC networks: the NCHW network's at each precision (below), but fp32 on NHWC (3xTF32
+// products) must keep float32 accuracy, issue 18's every tensor within 1e-5 of the float64 reference
+// (measured 1.3e-6 on the cpu test below), not only fp32's 1e-4.
+test::NetworkTolerance nhwc_tolerance(Precision p) {
+  test::NetworkTolerance t = test::network_tolerance(p);
+  if (p == Precision::Fp32) t.layer_rel_l2 = 1e-5;
+  return t;
+}
+
+}  // namespace
+
 // The NHWC network stores every activation in 16 bits where the NCHW network rounds only the dense convs'
 // operands to them: each conv's input was rounded there already, so storing it rounded adds little. Measured
 // on the cpu test below (batch 2, 64x96, 2026-12-02): fp16 worst tensor layer04 at rel_l2 1.1e-3 (NCHW fp16:
@@ -35,10 +48,10 @@ TEST_CASE(
   auto backend = make_backend("cpu", test::embedded_context());
   const int batch = 2, height = 64, width = 96;  // rectangular, two images: the im2col maps cross images
   const auto input = random_uniform(size_t(batch) * 3 * height * width, 0.0f, 1.0f, 20261202);
-  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32}) {
+  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32, Precision::Fp32}) {
     CAPTURE(precision_name(precision));
     test::compare_with_reference(*model, *backend, input, batch, height, width, precision, LayoutChoice::Nhwc,
-                                 test::network_tolerance(precision));
+                                 nhwc_tolerance(precision));
   }
 }
 
@@ -130,23 +143,23 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 (fp16, bf16, tf32)",
+TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 at every precision",
           "[nhwc_network][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cuda", test::embedded_context());
   const std::vector<float> bus = test::bus640_input();
-  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32}) {
+  for (Precision precision : {Precision::Fp16, Precision::Bf16, Precision::Tf32, Precision::Fp32}) {
     CAPTURE(precision_name(precision));
     test::compare_with_reference(*model, *backend, bus, 1, 640, 640, precision, LayoutChoice::Nhwc,
-                                 test::network_tolerance(precision));
+                                 nhwc_tolerance(precision));
   }
 }
 
 TEST_CASE(
-    "auto picks nhwc for fp16 / bf16 / tf32 on the cpu emulator (bf16 with the float stem), nchw for fp32; "
-    "nhwc "
-    "where it cannot run is a one-line error",
+    "auto picks nhwc for fp16 / bf16 / tf32 on the cpu emulator (bf16 with the float stem), nchw for fp32 "
+    "(nhwc "
+    "on request); nhwc where it cannot run is a one-line error",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
@@ -164,9 +177,7 @@ TEST_CASE(
   CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp16, *backend) == ActivationLayout::Nchw);
   CHECK(make_kernel_network(*model, *backend, Precision::Fp16, LayoutChoice::Auto)->activation_layout() ==
         "nhwc");
-  CHECK_THROWS_WITH(make_kernel_network(*model, *backend, Precision::Fp32, LayoutChoice::Nhwc),
-                    "--layout nhwc: NHWC activations need --precision fp16, bf16 or tf32 (fp32 keeps float32 "
-                    "products: the NCHW network)");
+  CHECK(choose_layout(LayoutChoice::Nhwc, *model, Precision::Fp32, *backend) == ActivationLayout::Nhwc);
   CHECK_THROWS_WITH(parse_layout_choice("nhcw"), "--layout nhcw: unknown (valid: auto, nchw, nhwc)");
 
   // A concatenation input at a channel offset NHWC rows cannot start at: nhwc names the layer, auto falls

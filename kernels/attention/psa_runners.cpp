@@ -145,7 +145,7 @@ class PsaAttentionInstance : public InstanceBase {
         op_(b, variant, psa_dims(s_)),
         ws_(op_.workspace()),
         qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")),
-                        ActivationType::f32)),
+                        ActivationType::tf32)),
         qkv_buf_(b.upload_vector(qkv_)) {}
   // Replaces workspace buffers by outputs of the same size: poisoned, so a launch must write them.
   void replace_by_outputs(std::initializer_list<DeviceBuffer*> buffers) {
@@ -358,11 +358,12 @@ KernelSpec half_spec() {
   return spec;
 }
 
-// psa_attention_tf32_nhwc: seeded qkv of tf32 values (as the network stores them) as an NHWC float view of
-// pitch C + 8 whose padding is NaN (a read of it would spoil the outputs), x and v written into the channel
-// slice [8, 8 + C) of poisoned float views of pitch C + 16, whose other channels must keep their poison.
-// 3xTF32 products in float32 accuracy: L under float32's tolerance (psa_attention's), x one unit of its
-// rounding to tf32 (one_unit_tolerance), v a copy (exact).
+// psa_attention_tf32_nhwc: seeded qkv of the element type's values (DTYPE tf32: tf32 values, as that network
+// stores them; f32: floats) as an NHWC float view of pitch C + 8 whose padding is NaN (a read of it would
+// spoil the outputs), x and v written into the channel slice [8, 8 + C) of poisoned float views of pitch C +
+// 16, whose other channels must keep their poison. 3xTF32 products in float32 accuracy: L under float32's
+// tolerance (psa_attention's), x too for f32 and for tf32 one unit of its rounding to tf32
+// (one_unit_tolerance), v a copy (exact).
 class PsaTf32NhwcInstance : public InstanceBase {
  public:
   static constexpr int kQkvPad = 8, kOutOffset = 8, kOutPad = 16;
@@ -370,11 +371,11 @@ class PsaTf32NhwcInstance : public InstanceBase {
   PsaTf32NhwcInstance(Backend& b, const std::string&, const Params& p, uint64_t seed)
       : InstanceBase(b),
         s_(psa_shape(p)),
-        op_(b, psa_dims(s_)),
-        qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")),
-                        ActivationType::f32)),
-        qkv_buf_(b.upload_vector(to_nhwc(qkv_, ActivationType::f32, s_.batch, s_.qkv_channels(), s_.n(),
-                                         s_.qkv_channels() + kQkvPad))),
+        type_(parse_activation_type(param_str(p, "DTYPE"))),
+        op_(b, type_, psa_dims(s_)),
+        qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")), type_)),
+        qkv_buf_(b.upload_vector(
+            to_nhwc(qkv_, type_, s_.batch, s_.qkv_channels(), s_.n(), s_.qkv_channels() + kQkvPad))),
         x_(output_array<float>(out_view_elems())),
         v_(output_array<float>(out_view_elems())),
         lse_(output_array<float>(size_t(s_.batch_heads()) * s_.n())) {}
@@ -384,8 +385,9 @@ class PsaTf32NhwcInstance : public InstanceBase {
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(qkv_), s_);
-    std::vector<OutputCheck> checks =
-        slice_checks("x", x_, ref_.x, tol.value_or(one_unit_tolerance(ActivationType::f32, ref_.x)));
+    const Tolerance x_tol =
+        type_ == ActivationType::f32 ? Tolerance{1e-5, 1e-4} : one_unit_tolerance(type_, ref_.x);
+    std::vector<OutputCheck> checks = slice_checks("x", x_, ref_.x, tol.value_or(x_tol));
     for (OutputCheck& c : slice_checks("v", v_, ref_.v, tol.value_or(kExact))) checks.push_back(std::move(c));
     const size_t rows = size_t(s_.batch_heads()) * s_.n();
     checks.push_back(make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows),
@@ -410,30 +412,37 @@ class PsaTf32NhwcInstance : public InstanceBase {
     std::vector<OutputCheck> checks =
         check_nhwc_slice(fetch<unsigned char>(buf, out_view_elems() * sizeof(float)),
                          {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(),
-                         kOutOffset, ActivationType::f32, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
+                         kOutOffset, type_, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
     checks[0].output = name;
     checks[1].output = name + "_neighbours";
     return checks;
   }
   PsaShape s_;
+  ActivationType type_;
   PsaTf32NhwcOp op_;
   std::vector<float> qkv_;
   DeviceBuffer qkv_buf_, x_, v_, lse_;
   PsaAttentionRef ref_;
 };
 
-// The tf32 NHWC network's forward: the PSA parameters, one variant, KEY_DIM 16 or 32.
+// The float NHWC networks' forward: the PSA parameters and DTYPE (tf32, f32), one variant, KEY_DIM 16 or 32.
 KernelSpec tf32_nhwc_spec() {
-  KernelSpec spec = psa_spec("psa_attention_tf32_nhwc",
-                             "PSA attention forward on NHWC float qkv (the tf32 NHWC network's): one launch, "
-                             "3xTF32 mma.sync m16n8k8 -> x, v (float slices), L",
-                             {{"mma_3xtf32",
-                               "psa_attention fused_tc's work split and 3xTF32 steps on NHWC views with "
-                               "pitches (KEY_DIM 16, 32)",
-                               fused_problem}});
+  KernelSpec spec =
+      psa_spec("psa_attention_tf32_nhwc",
+               "PSA attention forward on NHWC float qkv (the tf32 / fp32 NHWC networks'): one launch, "
+               "3xTF32 mma.sync m16n8k8 -> x, v (float slices), L",
+               {{"mma_3xtf32",
+                 "psa_attention fused_tc's work split and 3xTF32 steps on NHWC views with "
+                 "pitches (KEY_DIM 16, 32)",
+                 fused_problem}});
   spec.source = kPsaTcSource;
+  ParamSpec dtype{"DTYPE", ParamSpec::Kind::Choice, "tf32",
+                  "float activations: tf32 (tf32 values, merged rounded to tf32) or f32 (unrounded)"};
+  dtype.choices = {"tf32", "f32"};
+  spec.params.push_back(dtype);
   spec.compile = [](const std::string&, const Params& p) {
-    return psa_tf32_nhwc_compile_request(int(param_int(p, "KEY_DIM")));
+    return psa_tf32_nhwc_compile_request(parse_activation_type(param_str(p, "DTYPE")),
+                                         int(param_int(p, "KEY_DIM")));
   };
   return spec;
 }

@@ -6,8 +6,8 @@
 //                                   accumulation: merged and v_out in the same 16-bit type, L in float.
 //   psa_attention_half_nhwc<KD, DT> the same on NHWC views with pitches (wide loads of a token's channels;
 //                                   its comment says which orders change).
-//   psa_attention_tf32_nhwc<KD>     psa_attention_fused_tc's 3xTF32 attention on NHWC float views: the tf32
-//                                   NHWC network's.
+//   psa_attention_tf32_nhwc<KD, DT> psa_attention_fused_tc's 3xTF32 attention on NHWC float views: the
+//                                   float NHWC networks' (tf32 and fp32).
 // KD is 16 or 32 (YOLO26 uses 32); the value width is VD = 2 KD, both halves on the same scores.
 //
 // Work split (both kernels). One CTA of 8 warps owns 16 query rows (one mma M tile) of one head: grid
@@ -39,6 +39,7 @@
 #include "common/lab_grid_dependency.cuh"
 #include "attention/psa_params.cuh"
 #include "attention/psa_tc_parts.cuh"
+#include "nn/nhwc_element.cuh"
 
 namespace psa_tc {
 constexpr int kWarps = 8;  // each walks its own range of key tiles
@@ -230,14 +231,14 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
   }
 }
 
-// psa_attention_tf32_nhwc<KD> (the tf32 NHWC network's attention, PsaHalfOp at ActivationType f32):
+// psa_attention_tf32_nhwc<KD, DT> (the float NHWC networks' attention, PsaTf32NhwcOp):
 // psa_attention_fused_tc's 3xTF32 products and steps (float32 accuracy) on NHWC float views with pitches
-// (PsaTf32NhwcParams), and psa_attention_half_nhwc's outputs: merged (rounded to tf32 values, as every float
-// activation of that network: nn/nhwc_element.cuh) and v_out into their channel slices, L.
-// Operands come element by element through NhwcFloatHead (psa_tc_parts.cuh); merged and v_out are written 4
-// channels (16 bytes) per thread, a row's channels by consecutive threads. Block 256, grid (ceil(N / 16),
-// BH); static shared memory: the merge.
-template <int KD>
+// (PsaTf32NhwcParams), and psa_attention_half_nhwc's outputs: merged (stored as DT stores a float,
+// nn/nhwc_element.cuh: rounded to tf32 values for LAB_F32, the tf32 network's; unrounded for LAB_F32X3, the
+// fp32 one's) and v_out into their channel slices, L. Operands come element by element through NhwcFloatHead
+// (psa_tc_parts.cuh); merged and v_out are written 4 channels (16 bytes) per thread, a row's channels by
+// consecutive threads. Block 256, grid (ceil(N / 16), BH); static shared memory: the merge.
+template <int KD, int DT>
 __global__ void __launch_bounds__(psa_tc::kThreads)
     psa_attention_tf32_nhwc(const lab::PsaTf32NhwcParams params) {
   constexpr int VD = 2 * KD, KS = KD / 8, NT = VD / 8, CH = 4, QB = psa_tc::kRows;
@@ -279,8 +280,8 @@ __global__ void __launch_bounds__(psa_tc::kThreads)
 #pragma unroll
     for (int k = 0; k < 4; ++k) value[k] = psa_tc::merged_value(sh, r, c0 + k, lse);
     *reinterpret_cast<float4*>(params.merged + pixel * params.merged_pitch + h * VD + c0) =
-        make_float4(__uint_as_float(lab_to_tf32(value[0])), __uint_as_float(lab_to_tf32(value[1])),
-                    __uint_as_float(lab_to_tf32(value[2])), __uint_as_float(lab_to_tf32(value[3])));
+        make_float4(nn::nhwc_float_store_value<DT>(value[0]), nn::nhwc_float_store_value<DT>(value[1]),
+                    nn::nhwc_float_store_value<DT>(value[2]), nn::nhwc_float_store_value<DT>(value[3]));
     *reinterpret_cast<float4*>(params.v_out + pixel * params.v_pitch + h * VD + c0) = copy[it];
     if (c0 == 0) params.lse[size_t(bh) * n + row] = lse;
   }

@@ -11,27 +11,30 @@ namespace {
 
 constexpr const char* kKernel = "psa_attention_tf32_nhwc";
 
-std::string kernel_name(int key_dim) {
-  return std::string(kKernel) + "<" + std::to_string(key_dim) + ">";
+std::string kernel_name(ActivationType type, int key_dim) {
+  if (type != ActivationType::tf32 && type != ActivationType::f32)
+    throw UsageError("the float NHWC PSA attention runs tf32 or f32 activations, not " +
+                     activation_type_name(type));
+  return std::string(kKernel) + "<" + std::to_string(key_dim) + ", " + activation_template_arg(type) + ">";
 }
 
 const PsaDims& checked(const PsaDims& dims) {
   if (const std::string problem = psa_fused_problem(dims.key_dim); !problem.empty())
-    throw UsageError("the tf32 NHWC PSA attention " + problem);
+    throw UsageError("the float NHWC PSA attention " + problem);
   return dims;
 }
 
 }  // namespace
 
-CompileRequest psa_tf32_nhwc_compile_request(int key_dim) {
-  return {kPsaTcSource, {}, {kernel_name(key_dim)}};
+CompileRequest psa_tf32_nhwc_compile_request(ActivationType type, int key_dim) {
+  return {kPsaTcSource, {}, {kernel_name(type, key_dim)}};
 }
 
-PsaTf32NhwcOp::PsaTf32NhwcOp(Backend& backend, const PsaDims& dims)
+PsaTf32NhwcOp::PsaTf32NhwcOp(Backend& backend, ActivationType type, const PsaDims& dims)
     : backend_(backend),
       dims_(checked(dims)),
-      module_(backend.compile(psa_tf32_nhwc_compile_request(dims.key_dim))),
-      forward_(module_->kernel(kernel_name(dims.key_dim))) {}
+      module_(backend.compile(psa_tf32_nhwc_compile_request(type, dims.key_dim))),
+      forward_(module_->kernel(kernel_name(type, dims.key_dim))) {}
 
 void PsaTf32NhwcOp::forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
                                  int v_pitch, float* lse) const {

@@ -18,27 +18,48 @@ std::optional<HalfType> half_type_of(ActivationType t) {
 }
 
 std::string activation_type_name(ActivationType t) {
-  return t == ActivationType::f16 ? "f16" : t == ActivationType::bf16 ? "bf16" : "f32";
+  switch (t) {
+    case ActivationType::f16:
+      return "f16";
+    case ActivationType::bf16:
+      return "bf16";
+    case ActivationType::tf32:
+      return "tf32";
+    case ActivationType::f32:
+      return "f32";
+  }
+  return "";
 }
 
 ActivationType parse_activation_type(const std::string& name) {
   if (name == "f16") return ActivationType::f16;
   if (name == "bf16") return ActivationType::bf16;
+  if (name == "tf32") return ActivationType::tf32;
   if (name == "f32") return ActivationType::f32;
-  throw UsageError("unknown activation element type '" + name + "' (valid: f16, bf16, f32)");
+  throw UsageError("unknown activation element type '" + name + "' (valid: f16, bf16, tf32, f32)");
 }
 
 std::string activation_template_arg(ActivationType t) {
-  return t == ActivationType::f16 ? "0" : t == ActivationType::bf16 ? "1" : "3";
+  switch (t) {
+    case ActivationType::f16:
+      return "0";
+    case ActivationType::bf16:
+      return "1";
+    case ActivationType::tf32:
+      return "3";
+    case ActivationType::f32:
+      return "4";
+  }
+  return "";
 }
 
 int activation_bytes(ActivationType t) {
-  return t == ActivationType::f32 ? 4 : 2;
+  return half_type_of(t) ? 2 : 4;
 }
 
 double unit_roundoff(ActivationType t) {
   if (const std::optional<HalfType> h = half_type_of(t)) return unit_roundoff(*h);
-  return 0x1p-11;
+  return t == ActivationType::tf32 ? 0x1p-11 : 0x1p-24;
 }
 
 std::vector<unsigned char> to_activation_bytes(const std::vector<float>& values, ActivationType t) {
@@ -46,13 +67,14 @@ std::vector<unsigned char> to_activation_bytes(const std::vector<float>& values,
   if (const std::optional<HalfType> h = half_type_of(t)) {
     const std::vector<uint16_t> bits = to_half_bits(values, *h);
     std::memcpy(bytes.data(), bits.data(), bytes.size());
-  } else {
+  } else if (t == ActivationType::tf32) {
     for (size_t i = 0; i < values.size(); ++i) {
-      uint32_t x;
-      std::memcpy(&x, &values[i], sizeof x);
-      if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0x1000u) & ~0x1fffu;  // finite: nearest, ties away
-      std::memcpy(&bytes[i * sizeof x], &x, sizeof x);
+      float hi, lo;
+      split_tf32(values[i], hi, lo);
+      std::memcpy(&bytes[i * sizeof hi], &hi, sizeof hi);
     }
+  } else {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
   }
   return bytes;
 }
@@ -67,6 +89,14 @@ std::vector<float> activation_bytes_to_float(const std::vector<unsigned char>& b
   std::vector<float> values(n);
   std::memcpy(values.data(), bytes.data(), n * sizeof(float));
   return values;
+}
+
+void split_tf32(float x, float& hi, float& lo) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & ~0x1fffu;  // finite: nearest, ties away
+  std::memcpy(&hi, &bits, sizeof bits);
+  lo = x - hi;
 }
 
 }  // namespace lab

@@ -41,8 +41,21 @@
 //   second reduce kernel: the PDL chain and the graph keep one node per conv, and the counters need no
 //   clearing between replays.
 // Precision: products of 16-bit values (or of tf32 values: the tensor cores drop the low 13 fraction bits of
-//   float operands) summed in float32; the output rounded once to 16 bits or stored as float (split-K: the S
-//   partial sums, each float32, added in slice order).
+//   float operands) summed in float32; the output rounded once to 16 bits or to tf32 (split-K: the S partial
+//   sums, each float32, added in slice order).
+// 3xTF32 (DT LAB_F32X3: float activations at float32 accuracy): a = a_hi + a_lo with a_hi what the tensor
+//   cores read of a (its low 13 fraction bits dropped) and a_lo = a - a_hi, exact; each product is a_hi b_hi
+//   + a_hi b_lo + a_lo b_hi, three wgmma (a_lo b_lo, about 2^-22 of it, and the lo parts' own truncation left
+//   out). The weights come split on the host (w_map: b_hi = b rounded to nearest tf32, w_lo_map: b - b_hi), a
+//   stage holding A, B, A_lo and B_lo; each consumer warpgroup writes A_lo of its own 64 rows from A (the
+//   same byte offsets, so the same swizzle), fences the writes into the async proxy and meets its warpgroup
+//   on a named barrier before its products. Each step's products go into a fresh accumulator that is added to
+//   the tile's on the FMA pipe (rounded to nearest) once they complete: wgmma's own accumulation of float
+//   sums drops bits (measured on the H200 with the three products accumulated in place over yolo26n: worst
+//   tensor rel_l2 4.9e-5, against 1.3e-6 on the emulator, whose sums are exact), and that loss grows with
+//   every product added into a large accumulator. The step waits for its products (no second group in
+//   flight), and a CTA takes one SM share fewer (conv2d_nhwc_ctas_per_sm) for the registers. The output is
+//   stored unrounded.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -79,6 +92,11 @@ __device__ __forceinline__ constexpr int launch_registers(int threads, int ctas)
 }
 __device__ __forceinline__ constexpr int consumer_registers(int launch) {
   return (3 * launch - 40) / 2 / 8 * 8;
+}
+
+// x minus what the tensor cores read of it (x with its low 13 fraction bits dropped): exact in float.
+__device__ __forceinline__ float tf32_low(float x) {
+  return x - __uint_as_float(__float_as_uint(x) & ~0x1fffu);
 }
 
 // Transposes four values across the four threads of a quad (lanes 4 g .. 4 g + 3, q the lane's place): value
@@ -150,16 +168,20 @@ template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS, bool SPL
 __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p, float* partial,
                                                  unsigned* arrivals, int splits) {
   using namespace conv_nhwc;
+  constexpr bool kSplit3 = DT == LAB_F32X3;  // 3xTF32 products
+  constexpr int kPromoteSteps = 1;           // 3xTF32: steps whose products wgmma sums before d takes them
+  constexpr int MMA_DT = kSplit3 ? LAB_F32 : DT;  // what the tensor cores read
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
   constexpr int RB = BK * int(sizeof(nn::nhwc_t<DT>));  // bytes of a tile row
   static_assert(RB == 32 || RB == 64 || RB == 128, "BK: one swizzle row of 32, 64 or 128 bytes");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
   static_assert(!SPLIT || CONSUMERS == 1, "split-K: one consumer warpgroup (BM 64)");
   constexpr int BM = 64 * CONSUMERS;
-  constexpr unsigned a_bytes = BM * RB;
-  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, RB);
+  constexpr unsigned a_bytes = BM * RB, lo_bytes = (BM + BN) * RB;  // A_lo and B_lo follow A and B (3xTF32)
+  constexpr unsigned stage_bytes = lab::conv2d_nhwc_stage_bytes(BM, BN, RB, kSplit3 ? 2 : 1);
+  constexpr unsigned load_bytes = (BM + (kSplit3 ? 2 : 1) * BN) * RB;  // what TMA brings into a stage
   constexpr int launch_regs =
-      launch_registers(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS));
+      launch_registers(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS, kSplit3 ? 2 : 1));
   LAB_DYNAMIC_SHARED(unsigned char, raw);
   unsigned char* base = lab_smem_align_1024(raw);
   uint64_t* full = reinterpret_cast<uint64_t*>(base + STAGES * stage_bytes);
@@ -194,13 +216,14 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
         const int s = k % STAGES, tap = step / p.channel_blocks, c0 = step % p.channel_blocks * BK;
         if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
         unsigned char* slot = base + s * stage_bytes;
-        lab_mbarrier_arrive_expect_tx(&full[s], stage_bytes);
+        lab_mbarrier_arrive_expect_tx(&full[s], load_bytes);
         if (KSIZE == 1)
           lab_tma_load_2d(slot, &p.x_map, &full[s], c0, m0);
         else
           lab_tma_load_im2col_4d(slot, &p.x_map, &full[s], c0, ox * p.stride - 1, oy * p.stride - 1, image,
                                  (unsigned short)(tap % 3), (unsigned short)(tap / 3));
         lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
+        if (kSplit3) lab_tma_load_3d(slot + lo_bytes + a_bytes, &p.w_lo_map, &full[s], c0, tap, n0);
       }
     }
     return;
@@ -217,6 +240,7 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
     const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
     const int first = slice * steps / splits, last = (slice + 1) * steps / splits;
     float d[BN / 2];
+    float part[kSplit3 ? BN / 2 : 1];  // 3xTF32: the products of the steps since the last promotion
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
     for (int step = first; step < last; ++step, ++k) {
@@ -224,17 +248,53 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
       const unsigned char* a = base + s * stage_bytes + c * 64 * RB;
       const unsigned char* b = base + s * stage_bytes + a_bytes;
       lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
-      lab_wgmma_fence();
+      if constexpr (kSplit3) {  // A_lo of this warpgroup's 64 rows, position by position
+        unsigned char* a_lo = const_cast<unsigned char*>(a) + lo_bytes;
 #pragma unroll
-      for (int kk = 0; kk < RB / 32; ++kk)
-        lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk), 1);
-      lab_wgmma_commit_group();
-      lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
-      if (step > first) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
+        for (int off = 16 * t; off < 64 * RB; off += 16 * 128) {
+          const float4 v = *reinterpret_cast<const float4*>(a + off);
+          *reinterpret_cast<float4*>(a_lo + off) =
+              make_float4(tf32_low(v.x), tf32_low(v.y), tf32_low(v.z), tf32_low(v.w));
+        }
+        lab_fence_proxy_async_shared();
+        lab_named_barrier_sync(2 + c, 128);
+      }
+      lab_wgmma_fence();
+      if constexpr (kSplit3) {  // kPromoteSteps steps' products into `part`, then added to d on the FMA pipe
+        const int j = step - first;
+        const bool fresh = j % kPromoteSteps == 0, promote = (j + 1) % kPromoteSteps == 0 || step + 1 == last;
+#pragma unroll
+        for (int kk = 0; kk < RB / 32; ++kk) {
+          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk),
+                                         !fresh || kk > 0);
+          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a, kk), k_major_desc<RB>(b + lo_bytes, kk),
+                                         1);
+          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a + lo_bytes, kk), k_major_desc<RB>(b, kk),
+                                         1);
+        }
+        lab_wgmma_commit_group();
+        if (promote) {
+          lab_wgmma_wait_group<0>();
+          lab_wgmma_hold(part);
+#pragma unroll
+          for (int i = 0; i < BN / 2; ++i) d[i] += part[i];
+          for (int back = 0; back <= j % kPromoteSteps; ++back)  // these steps' slots are free
+            lab_mbarrier_arrive(&empty[(k - back) % STAGES]);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < RB / 32; ++kk)
+          lab_wgmma_ss<MMA_DT, BN, 0, 0>(d, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk), 1);
+        lab_wgmma_commit_group();
+        lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
+        if (step > first) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
+      }
     }
-    lab_wgmma_wait_group<0>();
-    lab_wgmma_hold(d);
-    lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now
+    if constexpr (!kSplit3) {
+      lab_wgmma_wait_group<0>();
+      lab_wgmma_hold(d);
+      lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now
+    }
     if constexpr (SPLIT) {
       float4* region = reinterpret_cast<float4*>(partial) + size_t(tile) * splits * (BN / 8) * 128;
       if (!gather_splits<BN>(d, region, &arrivals[tile], slice, splits, t)) continue;
@@ -271,20 +331,21 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
   }
 }
 
-// DT LAB_F16, LAB_BF16 or LAB_F32; KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64 16-bit channels or 8,
-// 16 or 32 float ones; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS), dynamic shared memory
-// lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK * element bytes, STAGES), grid at most the
+// DT LAB_F16, LAB_BF16, LAB_F32 or LAB_F32X3; KSIZE 1 or 3; BN 16, 32, 64 or 128; BK 16, 32 or 64 16-bit
+// channels or 8, 16 or 32 float ones; CONSUMERS 1 or 2. Block 128 * (1 + CONSUMERS), dynamic shared memory
+// lab::conv2d_nhwc_shared_bytes(64 * CONSUMERS, BN, BK * element bytes, operands, STAGES), grid at most the
 // tile count. lab::conv2d_nhwc_ctas_per_sm CTAs share an SM (their registers bounded to fit), so one CTA's
 // epilogue overlaps the others' products and loads.
 template <int DT, int KSIZE, int BN, int BK, int STAGES, int CONSUMERS>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS))
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS),
+                                  lab::conv2d_nhwc_ctas_per_sm(BN, CONSUMERS, DT == LAB_F32X3 ? 2 : 1))
     conv2d_nhwc(const __grid_constant__ lab::Conv2dNhwcParams p) {
   conv2d_nhwc_body<DT, KSIZE, BN, BK, STAGES, CONSUMERS, false>(p, nullptr, nullptr, 1);
 }
 
 // The split-K mode (Conv2dNhwcSplitParams): one consumer warpgroup (block 256, BM 64), grid at most tiles x
 // splits and lab::conv2d_nhwc_splitk_ctas_per_sm CTAs an SM, dynamic shared memory
-// lab::conv2d_nhwc_shared_bytes(64, BN, BK * element bytes, STAGES). For layers whose output
+// lab::conv2d_nhwc_shared_bytes(64, BN, BK * element bytes, operands, STAGES). For layers whose output
 // tiles leave most SMs idle: splits CTAs share each tile's reduction, the last to finish runs the epilogue.
 template <int DT, int KSIZE, int BN, int BK, int STAGES>
 __global__ void __launch_bounds__(256, lab::conv2d_nhwc_splitk_ctas_per_sm())

@@ -20,6 +20,11 @@ TensorElement element_of(ActivationType type) {
                                         : TensorElement::F32;
 }
 
+// Operand tiles of a stage: 2 (A, B and their lo parts) for f32's 3xTF32 products, else 1.
+int operands_of(ActivationType type) {
+  return type == ActivationType::f32 ? 2 : 1;
+}
+
 // The swizzle of tile rows of BK elements of `type`.
 TensorSwizzle swizzle_of(ActivationType type, int bk) {
   const int row_bytes = bk * activation_bytes(type);
@@ -32,15 +37,22 @@ DeviceBuffer span_of(ActivationType type, const NhwcView& v, int64_t pixels, int
                               size_t((pixels - 1) * v.pitch + channels) * size_t(activation_bytes(type)));
 }
 
-// [C_out][C_in][K][K] float -> [C_out][K*K][pitch] of `type`, channels past C_in zero.
+// [C_out][C_in][K][K] float -> [C_out][K*K][pitch] of `type`, channels past C_in zero. f32 (3xTF32): the
+// weights rounded to nearest tf32, and with `low` their remainders (split_tf32).
 std::vector<unsigned char> kernel_weights(const Conv2dShape& s, ActivationType type,
-                                          const std::vector<float>& weight) {
+                                          const std::vector<float>& weight, bool low = false) {
   const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
   std::vector<float> w(size_t(s.c_out) * taps * pitch, 0.0f);
   for (int co = 0; co < s.c_out; ++co)
     for (int ci = 0; ci < s.c_in; ++ci)
       for (int t = 0; t < taps; ++t)
         w[(size_t(co) * taps + t) * pitch + ci] = weight[(size_t(co) * s.c_in + ci) * taps + t];
+  if (type == ActivationType::f32)
+    for (float& v : w) {
+      float hi, lo;
+      split_tf32(v, hi, lo);
+      v = low ? lo : hi;
+    }
   return to_activation_bytes(w, type);
 }
 
@@ -115,13 +127,11 @@ void check_nhwc_view(const char* op, const char* name, const NhwcView& v, int ch
 
 Conv2dNhwcTiles conv2d_nhwc_tiles(ActivationType type, int c_in, int c_out, int block_n) {
   const int bn = channel_tile(c_out, block_n);
-  // Rows of 128 bytes where C_in fills them, else 64 or 32.
-  const int bk = type == ActivationType::f32 ? (c_in > 16  ? 32
-                                                : c_in > 8 ? 16
-                                                           : 8)
-                                             : (c_in > 32   ? 64
-                                                : c_in > 16 ? 32
-                                                            : 16);
+  // Rows of 128 bytes where C_in fills them, else 64 or 32; f32's stages hold four operand tiles: rows of at
+  // most 64 bytes, so that as many CTAs fit an SM as for the others (conv2d_nhwc_ctas_per_sm).
+  int bk = c_in > 32 ? 64 : c_in > 16 ? 32 : 16;  // 16-bit channels
+  if (type == ActivationType::tf32) bk = c_in > 16 ? 32 : c_in > 8 ? 16 : 8;
+  if (type == ActivationType::f32) bk = c_in > 8 ? 16 : 8;
   return {bn, bk, kStages};
 }
 
@@ -153,8 +163,9 @@ int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors) {
              : wide;
 }
 
-int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors) {
-  return std::min<int64_t>(tiles, int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64));
+int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors, int operands) {
+  return std::min<int64_t>(tiles,
+                           int64_t(multiprocessors) * conv2d_nhwc_ctas_per_sm(bn, block_m / 64, operands));
 }
 
 int conv2d_nhwc_steps(ActivationType type, const Conv2dShape& s) {
@@ -209,6 +220,8 @@ Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, Activatio
   if (conv2d_nhwc_steps(type, shape) >= 2)
     kernel_splitk_ = module_->kernel(conv2d_nhwc_splitk_instance(type, shape, block_n));
   weight_ = backend.upload_vector(kernel_weights(shape, type, weight));
+  if (type == ActivationType::f32)
+    weight_lo_ = backend.upload_vector(kernel_weights(shape, type, weight, true));
   bias_ = backend.upload_vector(bias);
   wide_ = tiling(tiles_);
   if (narrows(shape, block_n))
@@ -218,15 +231,20 @@ Conv2dNhwcOp::Conv2dNhwcOp(Backend& backend, const Conv2dShape& shape, Activatio
 Conv2dNhwcOp::Tiling Conv2dNhwcOp::tiling(const Conv2dNhwcTiles& t) const {
   const Conv2dShape& s = shape_;
   const int taps = s.kernel * s.kernel, pitch = nhwc_min_pitch(s.c_in);
-  TensorMapDesc wd =
-      dense_tensor_map(element_of(type_), weight_, {uint64_t(s.c_in), uint64_t(taps), uint64_t(s.c_out)},
-                       {uint32_t(t.bk), 1, uint32_t(t.bn)});
   const uint64_t row_bytes = uint64_t(pitch) * uint64_t(activation_bytes(type_));
-  wd.strides = {row_bytes, row_bytes * taps, 0, 0};
-  wd.swizzle = swizzle_of(type_, t.bk);
-  wd.l2_promotion = TensorL2Promotion::B256;
+  auto weight_map = [&](const DeviceBuffer& weights) {
+    TensorMapDesc wd =
+        dense_tensor_map(element_of(type_), weights, {uint64_t(s.c_in), uint64_t(taps), uint64_t(s.c_out)},
+                         {uint32_t(t.bk), 1, uint32_t(t.bn)});
+    wd.strides = {row_bytes, row_bytes * taps, 0, 0};
+    wd.swizzle = swizzle_of(type_, t.bk);
+    wd.l2_promotion = TensorL2Promotion::B256;
+    return backend_.tensor_map(wd);
+  };
+  const TensorMap hi = weight_map(weight_);
   return {t, module_->kernel(conv2d_nhwc_instance(type_, s, 64, t.bn)),
-          module_->kernel(conv2d_nhwc_instance(type_, s, 128, t.bn)), backend_.tensor_map(wd)};
+          module_->kernel(conv2d_nhwc_instance(type_, s, 128, t.bn)), hi,
+          type_ == ActivationType::f32 ? weight_map(weight_lo_) : hi};
 }
 
 TensorMap Conv2dNhwcOp::input_map(const InputKey& key) const {
@@ -297,6 +315,7 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   const int64_t tiles = (m + bm - 1) / bm * n_tiles;
   const Conv2dNhwcParams p{input_map({in.data, in.pitch, batch, h, w, bm}),
                            tiling.weight_map,
+                           tiling.weight_lo_map,
                            bias_.as<const float>(),
                            residual.data,
                            out.data,
@@ -314,11 +333,12 @@ void Conv2dNhwcOp::run(int batch, int h, int w, NhwcView in, NhwcView out, NhwcV
   const int64_t grid =
       split.splits > 1  // split-K: each tile's reduction over `splits` CTAs
           ? std::min<int64_t>(tiles * split.splits, int64_t(sms) * conv2d_nhwc_splitk_ctas_per_sm())
-          : conv2d_nhwc_grid(tiles, t.bn, bm, sms);
-  const LaunchConfig cfg{{unsigned(grid), 1, 1},
-                         {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
-                         conv2d_nhwc_shared_bytes(bm, t.bn, t.bk * activation_bytes(type_), t.stages),
-                         /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
+          : conv2d_nhwc_grid(tiles, t.bn, bm, sms, operands_of(type_));
+  const LaunchConfig cfg{
+      {unsigned(grid), 1, 1},
+      {unsigned(128 + 2 * bm), 1, 1},  // the producer and bm / 64 consumer warpgroups
+      conv2d_nhwc_shared_bytes(bm, t.bn, t.bk * activation_bytes(type_), operands_of(type_), t.stages),
+      /*programmatic_dependent=*/true};  // the kernel waits for its predecessor
   if (split.splits > 1)
     backend_.launch(*kernel_splitk_, cfg,
                     kernel_params(Conv2dNhwcSplitParams{p, split.partial, split.arrivals, split.splits}));

@@ -56,7 +56,8 @@ inline constexpr Conv2dNhwcBlockNRule kConv2dNhwcBlockNRule{64, 1};
 int conv2d_nhwc_block_n(int64_t m, int c_out, int multiprocessors);
 // The persistent grid of a layer of `tiles` output tiles (BN channels x BLOCK_M pixels): as many CTAs as
 // `multiprocessors` SMs hold (conv2d_nhwc_ctas_per_sm), fewer when there are fewer tiles.
-int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors);
+// `operands` 2 for f32's 3xTF32 instances (conv2d_nhwc_ctas_per_sm).
+int64_t conv2d_nhwc_grid(int64_t tiles, int bn, int block_m, int multiprocessors, int operands = 1);
 // The reduction steps of one output tile: taps x ceil(C_in / BK) channel blocks.
 int conv2d_nhwc_steps(ActivationType type, const Conv2dShape& s);
 
@@ -147,6 +148,7 @@ class Conv2dNhwcOp {
     Conv2dNhwcTiles tiles;
     Kernel kernel_64, kernel_128;  // one and two consumer warpgroups
     TensorMap weight_map;          // box BK x 1 x BN
+    TensorMap weight_lo_map;       // f32: the weights' remainders (3xTF32), else weight_map again
   };
   Tiling tiling(const Conv2dNhwcTiles& tiles) const;
 
@@ -164,10 +166,10 @@ class Conv2dNhwcOp {
   int block_n_;  // 0: the tile rule's BN
   Conv2dNhwcTiles tiles_;
   std::shared_ptr<Module> module_;
-  std::optional<Kernel> kernel_splitk_;  // when the reduction has 2 steps or more
-  DeviceBuffer weight_, bias_;
-  Tiling wide_;                   // at tiles_
-  std::optional<Tiling> narrow_;  // at auto BN where the rule may narrow the tiles
+  std::optional<Kernel> kernel_splitk_;     // when the reduction has 2 steps or more
+  DeviceBuffer weight_, weight_lo_, bias_;  // weight_lo_: f32's remainders (3xTF32)
+  Tiling wide_;                             // at tiles_
+  std::optional<Tiling> narrow_;            // at auto BN where the rule may narrow the tiles
   mutable std::optional<std::pair<InputKey, TensorMap>> last_input_map_;
 };
 

@@ -18,8 +18,11 @@ struct Conv2dNhwcParams {
   // dims[0] = C_in so channels past C_in load as zeros, swizzle = a row's BK elements in bytes.
   TensorMap x_map;
   // B: the weights [C_out][K*K][C_in] (rows padded to a multiple of 8 channels), box [BN][1][BK], same
-  // swizzle; output channels past C_out load as zeros.
+  // swizzle; output channels past C_out load as zeros. 3xTF32 (LAB_F32X3): the weights rounded to nearest
+  // tf32.
   TensorMap w_map;
+  // 3xTF32 only (unused otherwise): the weights' remainders, w - w_map's, in w_map's layout and box.
+  TensorMap w_lo_map;
   const float* bias;         // [C_out]
   const void* residual;      // null, or NHWC of the output's shape: element (m, c) at m * res_pitch + c
   void* out;                 // element (m, c) at m * out_pitch + c (the slice's channel 0)
@@ -52,22 +55,26 @@ struct Conv2dNhwcSplitParams {
 #endif
 
 // Bytes of one pipeline stage: the A tile (BM pixels x BK channels) and the B tile (BN channels x BK), rows
-// of `row_bytes` (BK times the element's bytes).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int row_bytes) {
-  return unsigned(bm + bn) * unsigned(row_bytes);
+// of `row_bytes` (BK times the element's bytes); `operands` 2 (3xTF32) also holds A_lo and B_lo after them.
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_stage_bytes(int bm, int bn, int row_bytes, int operands) {
+  return unsigned(operands) * unsigned(bm + bn) * unsigned(row_bytes);
 }
 
 // The launch's dynamic shared memory: the stages, a full and an empty mbarrier per stage, 1024 bytes of
 // alignment slack (the kernel aligns the stages to the 128-byte swizzle pattern).
-LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int row_bytes, int stages) {
-  return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, row_bytes) + unsigned(stages) * 16u + 1024u;
+LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int row_bytes, int operands,
+                                                     int stages) {
+  return unsigned(stages) * conv2d_nhwc_stage_bytes(bm, bn, row_bytes, operands) + unsigned(stages) * 16u +
+         1024u;
 }
 
 // CTAs of one instance an SM holds, the kernel's launch bounds (registers bounded to fit) and the op's
 // persistent grid (SMs x this): N tiles up to 64 channels (32 accumulators a consumer thread) fit one more.
 // Their shared memory fits too: at most 2 x 97 KB (two consumers, BN 64) or 3 x 66 KB (one consumer, BN 64).
-LAB_CONV2D_NHWC_FN int conv2d_nhwc_ctas_per_sm(int bn, int consumers) {
-  return (bn <= 64 ? 4 : 3) - consumers;
+// `operands` 2 (3xTF32) takes one CTA fewer (at least one): its step's products need a second accumulator.
+LAB_CONV2D_NHWC_FN int conv2d_nhwc_ctas_per_sm(int bn, int consumers, int operands = 1) {
+  const int ctas = (bn <= 64 ? 4 : 3) - consumers - (operands - 1);
+  return ctas < 1 ? 1 : ctas;
 }
 
 // CTAs of conv2d_nhwc_splitk an SM holds, its launch bounds (128 registers a thread): two. The split's state

@@ -23,12 +23,13 @@ std::vector<unsigned char> to_nhwc(const std::vector<float>& nchw, ActivationTyp
 // [batch][c][plane] values -> [batch * plane][c] (dense pixels).
 std::vector<double> nchw_to_pixels(const std::vector<double>& nchw, int batch, int c, int64_t plane);
 
-// Each value rounded to the element type (fp16 / bf16 nearest even, f32 nearest tf32), as a float.
+// Each value rounded to the element type (fp16 / bf16 nearest even, tf32 nearest tf32, f32 unchanged), as a
+// float.
 std::vector<float> rounded_to(const std::vector<float>& values, ActivationType type);
 
 // The bound of an output rounded once to the element type: rel_l2 one unit in the last place (2^-10 fp16 and
-// f32's tf32, 2^-7 bf16: twice the half unit the rounding can cost), max_abs one unit at the largest |ref|
-// (at least 1).
+// tf32, 2^-7 bf16: twice the half unit the rounding can cost), max_abs one unit at the largest |ref| (at
+// least 1); f32 (not rounded): 2^-17, the 3xTF32 products' error (nhwc_runner_support.cpp says why).
 Tolerance one_unit_tolerance(ActivationType type, const std::vector<double>& ref);
 
 // The checks of an output slice: `all` is the downloaded [pixels][pitch] buffer's bytes (poisoned before the

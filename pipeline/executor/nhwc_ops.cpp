@@ -59,8 +59,8 @@ const ConvSpec* float_stem(const Yolo26Model& model) {
 ActivationType nhwc_activation_type(Precision precision) {
   if (precision == Precision::Fp16) return ActivationType::f16;
   if (precision == Precision::Bf16) return ActivationType::bf16;
-  if (precision == Precision::Tf32) return ActivationType::f32;
-  throw UsageError("the NHWC network runs fp16, bf16 or tf32, not " + precision_name(precision));
+  if (precision == Precision::Tf32) return ActivationType::tf32;
+  return ActivationType::f32;
 }
 
 int conv_split_limit_from_env() {

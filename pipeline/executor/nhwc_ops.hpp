@@ -25,7 +25,8 @@ namespace lab {
 // The stem (layer 0's Conv) when conv2d_stem_nhwc runs its shape (float FMAs on the float input), else null.
 const ConvSpec* float_stem(const Yolo26Model& model);
 
-// The element type of the NHWC network at `precision`: fp16, bf16, or float for tf32 (UsageError otherwise).
+// The element type of the NHWC network at `precision`: fp16, bf16, tf32 values in float (tf32), float with
+// 3xTF32 products (fp32).
 ActivationType nhwc_activation_type(Precision precision);
 
 // The largest split-K the network's convs may take (conv2d_nhwc_split_k's max_splits), from LAB_CONV_SPLIT_K:

@@ -114,7 +114,7 @@ void NhwcPlanBuilder::attention(const AttentionSpec& a, const NhwcActivation& qk
   if (const std::optional<HalfType> half = half_type_of(ops_.type()))
     run->op = std::make_unique<PsaHalfOp>(ops_.backend(), kPsaHalfNetworkVariant, *half, dims);
   else
-    run->op = std::make_unique<PsaTf32NhwcOp>(ops_.backend(), dims);
+    run->op = std::make_unique<PsaTf32NhwcOp>(ops_.backend(), ops_.type(), dims);
   run->qkv = qkv;
   run->lse = lse;
   const PsaNhwcForward* op = run->op.get();
@@ -186,7 +186,7 @@ std::vector<CompileRequest> nhwc_plan_compile_requests(const Yolo26Model& model,
   for_each_attention(model, [&](const AttentionSpec& a, const LayerSpec&) {
     const std::optional<HalfType> half = half_type_of(type);
     CompileRequest r = half ? psa_half_compile_request(kPsaHalfNetworkVariant, *half, a.key_dim)
-                            : psa_tf32_nhwc_compile_request(a.key_dim);
+                            : psa_tf32_nhwc_compile_request(type, a.key_dim);
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));
   });
   return requests;
