@@ -43,6 +43,14 @@ const PsaDims& checked(const PsaDims& dims, const std::string& variant) {
 
 }  // namespace
 
+void check_psa_nhwc_views(const char* kernel, const PsaDims& dims, const void* qkv, int qkv_pitch,
+                          const void* merged, int merged_pitch, const void* v_out, int v_pitch) {
+  const int out_channels = dims.num_heads * 2 * dims.key_dim;
+  check_nhwc_view(kernel, "qkv", {const_cast<void*>(qkv), qkv_pitch}, 2 * out_channels);
+  check_nhwc_view(kernel, "merged", {const_cast<void*>(merged), merged_pitch}, out_channels);
+  check_nhwc_view(kernel, "v_out", {const_cast<void*>(v_out), v_pitch}, out_channels);
+}
+
 CompileRequest psa_half_compile_request(const std::string& variant, HalfType type, int key_dim) {
   const PsaHalfVariant v = parse_variant(variant);
   if (v == PsaHalfVariant::MmaStaged) return {kPsaTcSource, {}, {kernel_name(kNhwc, v, type, key_dim)}};
@@ -70,10 +78,7 @@ void PsaHalfOp::forward(const uint16_t* qkv, uint16_t* merged, uint16_t* v_out, 
 }
 void PsaHalfOp::forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
                              int v_pitch, float* lse) const {
-  const int out_channels = dims_.num_heads * 2 * dims_.key_dim;
-  check_nhwc_view(kNhwc, "qkv", {const_cast<void*>(qkv), qkv_pitch}, 2 * out_channels);
-  check_nhwc_view(kNhwc, "merged", {merged, merged_pitch}, out_channels);
-  check_nhwc_view(kNhwc, "v_out", {v_out, v_pitch}, out_channels);
+  check_psa_nhwc_views(kNhwc, dims_, qkv, qkv_pitch, merged, merged_pitch, v_out, v_pitch);
   const PsaHalfNhwcParams p{static_cast<const uint16_t*>(qkv),
                             static_cast<uint16_t*>(merged),
                             static_cast<uint16_t*>(v_out),

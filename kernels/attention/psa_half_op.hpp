@@ -33,6 +33,11 @@ inline constexpr const char* kPsaHalfNetworkVariant = "mma";
 
 // The NHWC attention forward the NHWC network runs: PsaHalfOp on fp16 / bf16 activations, PsaTf32NhwcOp
 // (psa_tf32_nhwc_op.hpp) on float ones. Views as forward_nhwc below says.
+// The view checks of forward_nhwc for `kernel` (named in the one-line UsageError): qkv of nh*4*KD channels,
+// merged and v_out of nh*2*KD each, pitches multiples of 8 of at least those, views 16-byte aligned.
+void check_psa_nhwc_views(const char* kernel, const PsaDims& dims, const void* qkv, int qkv_pitch,
+                          const void* merged, int merged_pitch, const void* v_out, int v_pitch);
+
 class PsaNhwcForward {
  public:
   virtual ~PsaNhwcForward() = default;

@@ -227,6 +227,20 @@ class PsaBackwardInstance : public PsaAttentionInstance {
   std::vector<double> ref_;
 };
 
+// check_nhwc_slice of an NHWC runner's x or v: `buf` holds [B * N][out_pitch] elements of `type` (poisoned
+// before the launch), the slice [B, H, W, C] at channel `offset`; outputs named `name` and `name`_neighbours.
+std::vector<OutputCheck> psa_slice_checks(const std::string& name, const std::vector<unsigned char>& buf,
+                                          const PsaShape& s, int out_pitch, int offset, ActivationType type,
+                                          const std::vector<double>& ref_nchw, const Tolerance& tol) {
+  const int c = s.out_channels();
+  std::vector<OutputCheck> checks =
+      check_nhwc_slice(buf, {size_t(s.batch), size_t(s.height), size_t(s.width), size_t(c)}, out_pitch,
+                       offset, type, nchw_to_pixels(ref_nchw, s.batch, c, s.n()), tol);
+  checks[0].output = name;
+  checks[1].output = name + "_neighbours";
+  return checks;
+}
+
 // psa_attention_half: seeded qkv rounded to fp16 / bf16, one PsaHalfOp forward, checked against the float64
 // formula on the rounded inputs. LAYOUT nhwc: qkv as an NHWC view of pitch C + 8 whose padding is NaN
 // (0xffff: a read of it would spoil the outputs), x and v written into the channel slice [8, 8 + C) of
@@ -271,8 +285,13 @@ class PsaHalfInstance : public InstanceBase {
     if (!nhwc_)
       return {make_check("x", nchw(s_, s_.out_channels()), decode(x_), ref_.x, x_tol),
               make_check("v", nchw(s_, s_.out_channels()), decode(v_), ref_.v, v_tol), lse};
-    std::vector<OutputCheck> checks = slice_checks("x", x_, ref_.x, x_tol);
-    for (OutputCheck& c : slice_checks("v", v_, ref_.v, v_tol)) checks.push_back(std::move(c));
+    const ActivationType type = activation_type(type_);
+    const size_t bytes = out_view_elems() * sizeof(uint16_t);
+    std::vector<OutputCheck> checks = psa_slice_checks("x", fetch<unsigned char>(x_, bytes), s_, out_pitch(),
+                                                       kOutOffset, type, ref_.x, x_tol);
+    for (OutputCheck& c : psa_slice_checks("v", fetch<unsigned char>(v_, bytes), s_, out_pitch(), kOutOffset,
+                                           type, ref_.v, v_tol))
+      checks.push_back(std::move(c));
     checks.push_back(std::move(lse));
     return checks;
   }
@@ -290,19 +309,6 @@ class PsaHalfInstance : public InstanceBase {
   size_t out_view_elems() const { return nhwc_ ? pixels() * out_pitch() : s_.out_elems(); }
   std::vector<float> decode(const DeviceBuffer& buf) {
     return half_bits_to_float(fetch<uint16_t>(buf, s_.out_elems()), type_);
-  }
-  // check_nhwc_slice of x or v ([B, H, W, C] in the slice, the channels around it still poisoned), its
-  // outputs named `name` and `name`_neighbours.
-  std::vector<OutputCheck> slice_checks(const std::string& name, const DeviceBuffer& buf,
-                                        const std::vector<double>& ref_nchw, const Tolerance& tol) {
-    const int c = s_.out_channels();
-    std::vector<OutputCheck> checks = check_nhwc_slice(
-        fetch<unsigned char>(buf, out_view_elems() * sizeof(uint16_t)),
-        {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(), kOutOffset,
-        activation_type(type_), nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
-    checks[0].output = name;
-    checks[1].output = name + "_neighbours";
-    return checks;
   }
   PsaShape s_;
   HalfType type_;
@@ -387,8 +393,12 @@ class PsaTf32NhwcInstance : public InstanceBase {
     if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(qkv_), s_);
     const Tolerance x_tol =
         type_ == ActivationType::f32 ? Tolerance{1e-5, 1e-4} : one_unit_tolerance(type_, ref_.x);
-    std::vector<OutputCheck> checks = slice_checks("x", x_, ref_.x, tol.value_or(x_tol));
-    for (OutputCheck& c : slice_checks("v", v_, ref_.v, tol.value_or(kExact))) checks.push_back(std::move(c));
+    const size_t bytes = out_view_elems() * sizeof(float);
+    std::vector<OutputCheck> checks = psa_slice_checks("x", fetch<unsigned char>(x_, bytes), s_, out_pitch(),
+                                                       kOutOffset, type_, ref_.x, tol.value_or(x_tol));
+    for (OutputCheck& c : psa_slice_checks("v", fetch<unsigned char>(v_, bytes), s_, out_pitch(), kOutOffset,
+                                           type_, ref_.v, tol.value_or(kExact)))
+      checks.push_back(std::move(c));
     const size_t rows = size_t(s_.batch_heads()) * s_.n();
     checks.push_back(make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(lse_, rows),
                                 ref_.lse, tol.value_or(Tolerance{1e-5, 1e-4})));
@@ -405,18 +415,6 @@ class PsaTf32NhwcInstance : public InstanceBase {
  private:
   int out_pitch() const { return s_.out_channels() + kOutPad; }
   size_t out_view_elems() const { return size_t(s_.batch) * s_.n() * out_pitch(); }
-  // check_nhwc_slice of x or v, its outputs named `name` and `name`_neighbours.
-  std::vector<OutputCheck> slice_checks(const std::string& name, const DeviceBuffer& buf,
-                                        const std::vector<double>& ref_nchw, const Tolerance& tol) {
-    const int c = s_.out_channels();
-    std::vector<OutputCheck> checks =
-        check_nhwc_slice(fetch<unsigned char>(buf, out_view_elems() * sizeof(float)),
-                         {size_t(s_.batch), size_t(s_.height), size_t(s_.width), size_t(c)}, out_pitch(),
-                         kOutOffset, type_, nchw_to_pixels(ref_nchw, s_.batch, c, s_.n()), tol);
-    checks[0].output = name;
-    checks[1].output = name + "_neighbours";
-    return checks;
-  }
   PsaShape s_;
   ActivationType type_;
   PsaTf32NhwcOp op_;

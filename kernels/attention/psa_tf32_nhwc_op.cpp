@@ -38,10 +38,7 @@ PsaTf32NhwcOp::PsaTf32NhwcOp(Backend& backend, ActivationType type, const PsaDim
 
 void PsaTf32NhwcOp::forward_nhwc(const void* qkv, int qkv_pitch, void* merged, int merged_pitch, void* v_out,
                                  int v_pitch, float* lse) const {
-  const int out_channels = dims_.num_heads * 2 * dims_.key_dim;
-  check_nhwc_view(kKernel, "qkv", {const_cast<void*>(qkv), qkv_pitch}, 2 * out_channels);
-  check_nhwc_view(kKernel, "merged", {merged, merged_pitch}, out_channels);
-  check_nhwc_view(kKernel, "v_out", {v_out, v_pitch}, out_channels);
+  check_psa_nhwc_views(kKernel, dims_, qkv, qkv_pitch, merged, merged_pitch, v_out, v_pitch);
   const PsaTf32NhwcParams p{static_cast<const float*>(qkv),
                             static_cast<float*>(merged),
                             static_cast<float*>(v_out),
