@@ -64,11 +64,13 @@ def run_lab_json(cmd):
     return None, (out.stderr or out.stdout).strip().splitlines()[-1:]
 
 
-def lab_pipeline(lab, model, batch, precision, reps):
+def lab_pipeline(lab, model, batch, precision, reps, layout=None):
     cmd = [lab, "bench", "pipeline", "--model", model, "--batch", str(batch), "--imgsz", "640", "--iters",
            str(reps), "--json"]
     if precision:
         cmd += ["--precision", precision]
+    if layout:
+        cmd += ["--layout", layout]
     return run_lab_json(cmd)
 
 
@@ -228,15 +230,18 @@ def main():
 
     if args.lab and args.model:
         print("\nlab bench pipeline (same GPU, same run):")
-        for precision in ("fp32", "tf32", "fp16", "bf16"):
+        # fp32 twice: the default layout (auto: NCHW, FFMA) and NHWC (3xTF32), both at float32 accuracy.
+        for precision, layout in (("fp32", None), ("fp32", "nhwc"), ("tf32", None), ("fp16", None),
+                                  ("bf16", None)):
             for batch in (1, 32):
                 torch_row = f"b{batch} {precision} cuda-graph"
-                result, err = lab_pipeline(args.lab, args.model, batch, precision, args.reps)
+                result, err = lab_pipeline(args.lab, args.model, batch, precision, args.reps, layout)
+                label = f"batch {batch} {precision}" + (f" {layout}" if layout else "")
                 if result is None:
-                    print(f"  batch {batch} {precision}: lab failed: {err}")
+                    print(f"  {label}: lab failed: {err}")
                     continue
                 ours = result["graph_ms"]
-                print(f"  batch {batch} {precision}: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
+                print(f"  {label}: lab {ours:.4g} ms vs torch {rows[torch_row]:.4g} ms "
                       f"(torch/lab = {rows[torch_row] / ours:.2f}x)")
     if args.lab and not args.no_fa2:
         print_attention_ratios(args.lab, rows, 30)

@@ -32,6 +32,8 @@ def read_launches(path):
         sys.exit(f"ncu_summary: {path}: no ncu CSV header (\"ID\",...) found")
     launches = {}
     for row in csv.DictReader(lines[start:]):
+        if row.get("Metric Value") is None:  # a line the profiled program printed among ncu's rows
+            continue
         value = row["Metric Value"].replace(",", "")
         try:
             number = float(value)

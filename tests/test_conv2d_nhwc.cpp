@@ -191,8 +191,8 @@ TEST_CASE("conv2d_nhwc matches the reference on the cpu backend", "[conv2d_nhwc]
 }
 
 // conv2d_nhwc on float activations, DTYPE tf32 (tf32 values stored, tf32 products) and f32 (3xTF32 products,
-// A_lo written by the consumers): every row width of the swizzle (tf32: BK 8, 16, 32 floats, 32 to 128 bytes;
-// f32: 8, 16), several channel blocks, both pixel tiles, slices, a residual and split-K.
+// A_lo written by the consumers): every row width of the swizzle (BK 8, 16, 32 floats, 32 to 128 bytes; f32's
+// 32 in 3 stages), several channel blocks, both pixel tiles, slices, a residual and split-K.
 void run_float(Backend& backend) {
   for (const char* dtype : {"tf32", "f32"}) {
     auto with = [&](Params p) {
@@ -203,8 +203,7 @@ void run_float(Backend& backend) {
     with({{"C_IN", "3"}, {"C_OUT", "16"}, {"H", "17"}, {"W", "15"}, {"STRIDE", "2"}});
     // BK 16 (64-byte rows), two images, the last M tile partial.
     with({{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "32"}, {"H", "12"}, {"W", "11"}});
-    // tf32 BK 32 (128-byte rows): 72 = 32 + 32 + 8 channels, 27 steps around the ring (f32: 5 blocks); +
-    // residual.
+    // BK 32 (128-byte rows): 72 = 32 + 32 + 8 channels, 27 steps around the ring (4 or 3 slots); + residual.
     with({{"C_IN", "72"}, {"C_OUT", "48"}, {"H", "7"}, {"W", "6"}, {"RESIDUAL", "true"}});
     // 1x1 from a wider input (pitch 152) into the slice [8, 144) of 160, two N tiles, BLOCK_M 64.
     with({{"C_IN", "136"},
@@ -505,6 +504,16 @@ TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]"
   CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256).bn == 128);
   CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bn == 64);  // BLOCK_N
   CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bk == 64);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256).stages == 4);
+  // Float rows: 8, 16 or 32 floats; f32's four operand tiles (3xTF32) take 3 stages of 128-byte rows.
+  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 16, 64).bk == 16);
+  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 256, 256).bk == 32);
+  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 256, 256).stages == 4);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 8, 64).bk == 8);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 16, 64).stages == 4);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 256, 256).bk == 32);
+  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 256, 256).stages == 3);
+  CHECK(conv2d_nhwc_shared_bytes(128, 128, 128, 2, 3) <= 227u * 1024);  // the SM's most for one CTA
 }
 
 TEST_CASE(

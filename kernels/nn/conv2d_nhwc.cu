@@ -49,15 +49,15 @@
 //   out). The weights come split on the host (w_map: b_hi = b rounded to nearest tf32, w_lo_map: b - b_hi), a
 //   stage holding A, B, A_lo and B_lo; each consumer warpgroup writes A_lo of its own 64 rows from A (the
 //   same byte offsets, so the same swizzle), fences the writes into the async proxy and meets its warpgroup
-//   on a named barrier before its products. The products of every kPromoteSteps steps go into a fresh
-//   accumulator that is added to the tile's on the FMA pipe (rounded to nearest) once they complete: wgmma's
-//   own accumulation of float sums drops bits (measured on the H200 over yolo26n with the three products
-//   accumulated in place: worst tensor rel_l2 4.9e-5, against 1.3e-6 on the emulator, whose sums are exact;
-//   with a fresh accumulator every step 4.0e-6), and that loss grows with every product added into a large
-//   accumulator. The CTA waits for those products (no second group in flight: two alternating accumulators
-//   spilled and measured 8.41 ms against 7.00 for the batch-32 forward), and takes one SM share fewer
-//   (conv2d_nhwc_ctas_per_sm) for the registers. kPromoteSteps is 1, the H200-checked accuracy; 2 measured
-//   6.89 ms against 7.00 but its accuracy has not run there. The output is stored unrounded.
+//   on a named barrier before its products. Each step's products go into a fresh accumulator that is added
+//   to the tile's on the FMA pipe (rounded to nearest) once they complete: wgmma's own accumulation of float
+//   sums drops bits (measured on the H200 over yolo26n with the three products accumulated in place: worst
+//   tensor rel_l2 4.9e-5, against 1.3e-6 on the emulator, whose sums are exact; with a fresh accumulator
+//   every step 4.0e-6), and that loss grows with every product added into a large accumulator. The next
+//   step's A_lo is written while a step's products run (split3_reduce); the CTA waits for the products
+//   before the adds (no second group in flight: two alternating accumulators spilled, 8.41 ms against 7.00
+//   for the batch-32 forward, and two groups over the channel halves measured 8.91), and takes one SM share
+//   fewer (conv2d_nhwc_ctas_per_sm) for the registers. The output is stored unrounded.
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "common/lab_tensor_map.cuh"
@@ -160,6 +160,59 @@ __device__ __forceinline__ bool gather_splits(float (&d)[BN / 2], float4* region
   return true;
 }
 
+// 3xTF32: once stage slot `a` (this consumer warpgroup's 64 rows of its A tile) is full, writes their low
+// parts at the same byte offsets + lo_bytes (so in the same swizzle), position by position, fences the writes
+// into the async proxy and meets the warpgroup (thread t) on named barrier 2 + c before products read them.
+template <int RB>
+__device__ __forceinline__ void write_a_low(unsigned char* a, unsigned lo_bytes, uint64_t* full,
+                                            unsigned parity, int t, int c) {
+  lab_mbarrier_wait_parity(full, parity);
+#pragma unroll
+  for (int off = 16 * t; off < 64 * RB; off += 16 * 128) {
+    const float4 v = *reinterpret_cast<const float4*>(a + off);
+    *reinterpret_cast<float4*>(a + lo_bytes + off) =
+        make_float4(tf32_low(v.x), tf32_low(v.y), tf32_low(v.z), tf32_low(v.w));
+  }
+  lab_fence_proxy_async_shared();
+  lab_named_barrier_sync(2 + c, 128);
+}
+
+// 3xTF32: consumer warpgroup c's reduction of one tile's `steps` steps into d (the CTA's step counter k at the
+// first; stage slots from `base`, A at their start, B a_bytes in, A_lo and B_lo lo_bytes after them). Each
+// step's products a_hi b_hi + a_hi b_lo + a_lo b_hi (k8 at a time) go into the fresh accumulator `part`,
+// which the FMA pipe adds to d once they complete (wgmma's own float sums drop bits). The next step's A_lo is
+// written while this step's products run, so the tensor cores wait only for the adds.
+template <int BN, int RB, int STAGES>
+__device__ __forceinline__ void split3_reduce(float (&d)[BN / 2], unsigned char* base, unsigned stage_bytes,
+                                              unsigned a_bytes, unsigned lo_bytes, uint64_t* full,
+                                              uint64_t* empty, int k, int steps, int c, int t) {
+  float part[BN / 2];                     // the products of the step in flight
+  unsigned char* a = base + c * 64 * RB;  // this warpgroup's rows of slot 0's A tile
+  write_a_low<RB>(a + k % STAGES * stage_bytes, lo_bytes, &full[k % STAGES], (k / STAGES) & 1, t, c);
+  for (int j = 0; j < steps; ++j, ++k) {
+    const unsigned char* a_k = a + k % STAGES * stage_bytes;
+    const unsigned char* b_k = base + k % STAGES * stage_bytes + a_bytes;
+    lab_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < RB / 32; ++kk) {
+      lab_wgmma_ss<LAB_F32, BN, 0, 0>(part, k_major_desc<RB>(a_k, kk), k_major_desc<RB>(b_k, kk), kk > 0);
+      lab_wgmma_ss<LAB_F32, BN, 0, 0>(part, k_major_desc<RB>(a_k, kk), k_major_desc<RB>(b_k + lo_bytes, kk),
+                                      1);
+      lab_wgmma_ss<LAB_F32, BN, 0, 0>(part, k_major_desc<RB>(a_k + lo_bytes, kk), k_major_desc<RB>(b_k, kk),
+                                      1);
+    }
+    lab_wgmma_commit_group();
+    if (j + 1 < steps)
+      write_a_low<RB>(a + (k + 1) % STAGES * stage_bytes, lo_bytes, &full[(k + 1) % STAGES],
+                      ((k + 1) / STAGES) & 1, t, c);
+    lab_wgmma_wait_group<0>();
+    lab_wgmma_hold(part);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) d[i] += part[i];
+    lab_mbarrier_arrive(&empty[k % STAGES]);  // this step's slot: the producer refills it now
+  }
+}
+
 }  // namespace conv_nhwc
 
 // The kernels' body (at global scope, as the kernels: LAB_DYNAMIC_SHARED's symbol stays the same). Work unit
@@ -171,8 +224,6 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
                                                  unsigned* arrivals, int splits) {
   using namespace conv_nhwc;
   constexpr bool kSplit3 = DT == LAB_F32X3;  // 3xTF32 products
-  constexpr int kPromoteSteps = 1;           // 3xTF32: steps whose products wgmma sums before d takes them
-  constexpr int MMA_DT = kSplit3 ? LAB_F32 : DT;  // what the tensor cores read
   static_assert(KSIZE == 1 || KSIZE == 3, "1x1 or 3x3");
   constexpr int RB = BK * int(sizeof(nn::nhwc_t<DT>));  // bytes of a tile row
   static_assert(RB == 32 || RB == 64 || RB == 128, "BK: one swizzle row of 32, 64 or 128 bytes");
@@ -242,57 +293,26 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
     const int m0 = tile / p.n_tiles * BM, n0 = tile % p.n_tiles * BN;
     const int first = slice * steps / splits, last = (slice + 1) * steps / splits;
     float d[BN / 2];
-    float part[kSplit3 ? BN / 2 : 1];  // 3xTF32: the products of the steps since the last promotion
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-    for (int step = first; step < last; ++step, ++k) {
-      const int s = k % STAGES;
-      const unsigned char* a = base + s * stage_bytes + c * 64 * RB;
-      const unsigned char* b = base + s * stage_bytes + a_bytes;
-      lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
-      if constexpr (kSplit3) {  // A_lo of this warpgroup's 64 rows, position by position
-        unsigned char* a_lo = const_cast<unsigned char*>(a) + lo_bytes;
-#pragma unroll
-        for (int off = 16 * t; off < 64 * RB; off += 16 * 128) {
-          const float4 v = *reinterpret_cast<const float4*>(a + off);
-          *reinterpret_cast<float4*>(a_lo + off) =
-              make_float4(tf32_low(v.x), tf32_low(v.y), tf32_low(v.z), tf32_low(v.w));
-        }
-        lab_fence_proxy_async_shared();
-        lab_named_barrier_sync(2 + c, 128);
-      }
-      lab_wgmma_fence();
-      if constexpr (kSplit3) {  // kPromoteSteps steps' products into `part`, then added to d on the FMA pipe
-        const int j = step - first;
-        const bool fresh = j % kPromoteSteps == 0, promote = (j + 1) % kPromoteSteps == 0 || step + 1 == last;
-#pragma unroll
-        for (int kk = 0; kk < RB / 32; ++kk) {
-          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk),
-                                         !fresh || kk > 0);
-          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a, kk), k_major_desc<RB>(b + lo_bytes, kk),
-                                         1);
-          lab_wgmma_ss<MMA_DT, BN, 0, 0>(part, k_major_desc<RB>(a + lo_bytes, kk), k_major_desc<RB>(b, kk),
-                                         1);
-        }
-        lab_wgmma_commit_group();
-        if (promote) {
-          lab_wgmma_wait_group<0>();
-          lab_wgmma_hold(part);
-#pragma unroll
-          for (int i = 0; i < BN / 2; ++i) d[i] += part[i];
-          for (int back = 0; back <= j % kPromoteSteps; ++back)  // these steps' slots are free
-            lab_mbarrier_arrive(&empty[(k - back) % STAGES]);
-        }
-      } else {
+    if constexpr (kSplit3) {
+      split3_reduce<BN, RB, STAGES>(d, base, stage_bytes, a_bytes, lo_bytes, full, empty, k, last - first, c,
+                                    t);
+      k += last - first;
+    } else {
+      for (int step = first; step < last; ++step, ++k) {
+        const int s = k % STAGES;
+        const unsigned char* a = base + s * stage_bytes + c * 64 * RB;
+        const unsigned char* b = base + s * stage_bytes + a_bytes;
+        lab_mbarrier_wait_parity(&full[s], (k / STAGES) & 1);
+        lab_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < RB / 32; ++kk)
-          lab_wgmma_ss<MMA_DT, BN, 0, 0>(d, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk), 1);
+          lab_wgmma_ss<DT, BN, 0, 0>(d, k_major_desc<RB>(a, kk), k_major_desc<RB>(b, kk), 1);
         lab_wgmma_commit_group();
         lab_wgmma_wait_group<1>();  // the previous step's products are done: its slot is free
         if (step > first) lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);
       }
-    }
-    if constexpr (!kSplit3) {
       lab_wgmma_wait_group<0>();
       lab_wgmma_hold(d);
       lab_mbarrier_arrive(&empty[(k - 1) % STAGES]);  // the tile's last slot: the producer refills it now

@@ -70,7 +70,9 @@ LAB_CONV2D_NHWC_FN unsigned conv2d_nhwc_shared_bytes(int bm, int bn, int row_byt
 
 // CTAs of one instance an SM holds, the kernel's launch bounds (registers bounded to fit) and the op's
 // persistent grid (SMs x this): N tiles up to 64 channels (32 accumulators a consumer thread) fit one more.
-// Their shared memory fits too: at most 2 x 97 KB (two consumers, BN 64) or 3 x 66 KB (one consumer, BN 64).
+// Their shared memory fits too: at most 2 x 97 KB (two consumers, BN 64) or 3 x 66 KB (one consumer, BN 64);
+// 3xTF32 (four operand tiles, 128-byte rows in 3 stages: conv2d_nhwc_tiles) 1 x 193 KB (two consumers, BN
+// 128) or 2 x 97 KB (one consumer, BN 64).
 // `operands` 2 (3xTF32) takes one CTA fewer (at least one): its step's products need a second accumulator.
 LAB_CONV2D_NHWC_FN int conv2d_nhwc_ctas_per_sm(int bn, int consumers, int operands = 1) {
   const int ctas = (bn <= 64 ? 4 : 3) - consumers - (operands - 1);
