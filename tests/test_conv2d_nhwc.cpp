@@ -495,24 +495,30 @@ TEST_CASE("conv2d_nhwc launches as many persistent CTAs as the SMs hold, at most
 }
 
 TEST_CASE("conv2d_nhwc picks its tiles from the channel counts", "[conv2d_nhwc]") {
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 3, 16).bn == 16);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 3, 16).bk == 16);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 32, 24).bn == 32);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 32, 24).bk == 32);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 48, 64).bn == 64);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 48, 64).bk == 64);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256).bn == 128);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bn == 64);  // BLOCK_N
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256, 64).bk == 64);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f16, 256, 256).stages == 4);
-  // Float rows: 8, 16 or 32 floats; f32's four operand tiles (3xTF32) take 3 stages of 128-byte rows.
-  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 16, 64).bk == 16);
-  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 256, 256).bk == 32);
-  CHECK(conv2d_nhwc_tiles(ActivationType::tf32, 256, 256).stages == 4);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 8, 64).bk == 8);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 16, 64).stages == 4);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 256, 256).bk == 32);
-  CHECK(conv2d_nhwc_tiles(ActivationType::f32, 256, 256).stages == 3);
+  struct Case {
+    ActivationType type;
+    int c_in, c_out, block_n;
+    Conv2dNhwcTiles tiles;  // bn, bk, stages
+  };
+  // 16-bit rows of 16, 32 or 64 channels; float rows of 8, 16 or 32; f32's four operand tiles (3xTF32) take 3
+  // stages of 128-byte rows.
+  const Case cases[] = {{ActivationType::f16, 3, 16, 0, {16, 16, 4}},
+                        {ActivationType::f16, 32, 24, 0, {32, 32, 4}},
+                        {ActivationType::f16, 48, 64, 0, {64, 64, 4}},
+                        {ActivationType::f16, 256, 256, 0, {128, 64, 4}},
+                        {ActivationType::f16, 256, 256, 64, {64, 64, 4}},  // BLOCK_N
+                        {ActivationType::tf32, 16, 64, 0, {64, 16, 4}},
+                        {ActivationType::tf32, 256, 256, 0, {128, 32, 4}},
+                        {ActivationType::f32, 8, 64, 0, {64, 8, 4}},
+                        {ActivationType::f32, 16, 64, 0, {64, 16, 4}},
+                        {ActivationType::f32, 256, 256, 0, {128, 32, 3}}};
+  for (const Case& c : cases) {
+    CAPTURE(activation_type_name(c.type), c.c_in, c.c_out, c.block_n);
+    const Conv2dNhwcTiles t = conv2d_nhwc_tiles(c.type, c.c_in, c.c_out, c.block_n);
+    CHECK(t.bn == c.tiles.bn);
+    CHECK(t.bk == c.tiles.bk);
+    CHECK(t.stages == c.tiles.stages);
+  }
   CHECK(conv2d_nhwc_shared_bytes(128, 128, 128, 2, 3) <= 227u * 1024);  // the SM's most for one CTA
 }
 
