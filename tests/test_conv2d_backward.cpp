@@ -187,6 +187,9 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels and splits lon
         size_t(split.weight_grad_splits(2, 32, 30)) * size_t(split_shape.weight_count()));
   CHECK(split.weight_grad_splits(1, 4, 4) == 1);
   CHECK(split.weight_grad_workspace_floats(1, 4, 4) == 0);
+  // Without splits, the bias gradient's per-image sums still need B x C_out floats above batch 1.
+  CHECK(split.weight_grad_splits(2, 4, 4) == 1);
+  CHECK(split.weight_grad_workspace_floats(2, 4, 4) == size_t(2 * split_shape.c_out));
   CHECK_THROWS_WITH(split.input_grad(1, 4, 4, nullptr, nullptr),
                     Catch::Contains("built without the input gradient"));
 }

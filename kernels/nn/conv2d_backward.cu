@@ -37,7 +37,10 @@
 //                              fragments (MmaTile); dx and dW stay float32 (dW for the float32 master
 //                              weights). Needs sm_80 or newer; the emulator runs its mma model.
 //   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
-//   conv2d_bias_grad           one CTA per output channel: 256 threads stride over (b, pixel), tree sum.
+//   conv2d_bias_grad           one CTA per (output channel, image): 256 threads stride over the plane, tree
+//                              sum, into grad_bias at batch 1, else into partial [B, C_out], which
+//                              conv2d_wgrad_reduce adds in image order (one CTA per channel, the former
+//                              form, left SMs idle: 26 ms of a 156 ms training iteration at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -159,8 +162,10 @@ struct DgradColumn {
       if (valid && r < r_end) {
         const int co = r / (K * K), kk = r % (K * K);
         const int ty = ty0 - kk / K, tx = tx0 - kk % K;
-        if (ty >= 0 && tx >= 0 && ty % stride == 0 && tx % stride == 0) {
-          const int oy = ty / stride, ox = tx / stride;
+        // Stride 1 (most of yolo26n's convs) needs no division by the run-time stride.
+        const bool hit = ty >= 0 && tx >= 0 && (stride == 1 || (ty % stride == 0 && tx % stride == 0));
+        if (hit) {
+          const int oy = stride == 1 ? ty : ty / stride, ox = stride == 1 ? tx : tx / stride;
           if (oy < h_out && ox < w_out) v = dz_b[(long long)co * h_out * w_out + oy * w_out + ox];
         }
       }
@@ -267,44 +272,61 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
 
 namespace nn {
 
+// The reduction item q = (b, output pixel) a thread of wgrad_gemm stages in every chunk: row threadIdx.x %
+// kTiledChunk of the chunk (kThreads is a multiple of kTiledChunk), so q steps by kTiledChunk from chunk to
+// chunk and its image and pixel advance without a division (the per-element 64-bit divisions of the first
+// form were most of the kernel's instructions).
+struct WgradItem {
+  long long q;
+  int b, oy, ox;
+
+  __device__ __forceinline__ WgradItem(long long q_begin, int h_out, int w_out) {
+    q = q_begin + threadIdx.x % kTiledChunk;
+    const int plane_out = h_out * w_out;
+    b = int(q / plane_out);
+    const int p = int(q % plane_out);
+    oy = p / w_out, ox = p % w_out;
+  }
+  __device__ __forceinline__ void advance(int h_out, int w_out) {
+    q += kTiledChunk;
+    for (ox += kTiledChunk; ox >= w_out; ox -= w_out)
+      if (++oy == h_out) oy = 0, ++b;
+  }
+};
+
 // The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
 // items, into grad_w or the split's partial.
 template <int K, int TM, class Tile>
 __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
-  constexpr int kChunk = kTiledChunk, TN = 4096 / TM;
+  constexpr int kChunk = kTiledChunk, TN = 4096 / TM, kRowStep = kThreads / kChunk;
+  static_assert(kThreads % kChunk == 0, "a thread stages one fixed item row of every chunk");
   __shared__ __align__(16) float g_s[kChunk][TM];  // dz[q][co]
   __shared__ __align__(16) float x_s[kChunk][TN];  // im2col[q][r]
   const int co0 = blockIdx.y * TM, rc0 = blockIdx.x * TN, split = blockIdx.z;
   const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out, rows = n.c_in * K * K;
   const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
+  const int qq = threadIdx.x % kChunk, first = threadIdx.x / kChunk;
+  WgradItem item(q_begin, n.h_out, n.w_out);
   Tile tile;
-  for (long long q0 = q_begin; q0 < q_end; q0 += kChunk) {
+  for (long long q0 = q_begin; q0 < q_end; q0 += kChunk, item.advance(n.h_out, n.w_out)) {
     // Consecutive threads take consecutive q (pixels of one plane): coalesced reads of dz and x.
+    const bool live = item.q < q_end;
+    const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
+    const float* x = params.in + (long long)item.b * n.c_in * plane_in;
+    const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
 #pragma unroll
-    for (int i = threadIdx.x; i < kChunk * TM; i += kThreads) {
-      const int qq = i % kChunk, cc = i / kChunk, co = co0 + cc;
-      const long long q = q0 + qq;
-      float v = 0.0f;
-      if (q < q_end && co < n.c_out) {
-        const int b = int(q / plane_out), p = int(q % plane_out);
-        v = params.grad_z[((long long)b * n.c_out + co) * plane_out + p];
-      }
-      g_s[qq][cc] = v;
+    for (int cc = first; cc < TM; cc += kRowStep) {
+      const int co = co0 + cc;
+      g_s[qq][cc] = live && co < n.c_out ? dz[(long long)co * plane_out] : 0.0f;
     }
 #pragma unroll
-    for (int i = threadIdx.x; i < kChunk * TN; i += kThreads) {
-      const int qq = i % kChunk, rr = i / kChunk, r = rc0 + rr;
-      const long long q = q0 + qq;
-      float v = 0.0f;
-      if (q < q_end && r < rows) {
-        const int b = int(q / plane_out), p = int(q % plane_out), ci = r / (K * K), kk = r % (K * K);
-        const int iy = (p / n.w_out) * n.stride - K / 2 + kk / K, ix = (p % n.w_out) * n.stride - K / 2 + kk % K;
-        if (iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in)
-          v = params.in[((long long)b * n.c_in + ci) * plane_in + iy * n.w_in + ix];
-      }
-      x_s[qq][rr] = v;
+    for (int rr = first; rr < TN; rr += kRowStep) {
+      const int r = rc0 + rr, ci = r / (K * K), kk = r % (K * K);
+      const int iy = iy0 + kk / K, ix = ix0 + kk % K;
+      const bool inside = live && r < rows && iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in;
+      x_s[qq][rr] = inside ? x[(long long)ci * plane_in + iy * n.w_in + ix] : 0.0f;
     }
     __syncthreads();
     tile.accumulate(g_s, x_s);
@@ -337,15 +359,17 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::C
 }
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
-  const int c = blockIdx.x;
-  const long long items = (long long)params.batch * params.plane;
+  const int c = blockIdx.x, b = blockIdx.y;
+  const float* dz = params.grad_z + ((long long)b * params.c_out + c) * params.plane;
   float acc = 0.0f;
-  for (long long q = threadIdx.x; q < items; q += nn::kThreads) {
-    const int b = int(q / params.plane), p = int(q % params.plane);
-    acc += params.grad_z[((long long)b * params.c_out + c) * params.plane + p];
-  }
+  for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
   acc = nn::block_sum(acc);
-  if (threadIdx.x == 0) params.grad_bias[c] = acc;
+  if (threadIdx.x == 0) {
+    if (params.partial)
+      params.partial[(long long)b * params.c_out + c] = acc;
+    else
+      params.grad_bias[c] = acc;
+  }
 }
 
 #endif  // LAB_NN_CONV2D_BACKWARD_CU

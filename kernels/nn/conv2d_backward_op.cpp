@@ -259,9 +259,12 @@ int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   return int((chunks + chunks_per_split - 1) / chunks_per_split);
 }
 
+// The weight gradient's split partials, then (after their reduction) the bias gradient's per-image sums.
 size_t Conv2dBackwardOp::weight_grad_workspace_floats(int batch, int h, int w) const {
   const int splits = weight_grad_splits(batch, h, w);
-  return splits == 1 ? 0 : size_t(splits) * size_t(shape_.weight_count());
+  const size_t weight_partials = splits == 1 ? 0 : size_t(splits) * size_t(shape_.weight_count());
+  const size_t bias_partials = batch == 1 ? 0 : size_t(batch) * size_t(shape_.c_out);
+  return std::max(weight_partials, bias_partials);
 }
 
 void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, const float* grad_z,
@@ -271,14 +274,14 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
   const int h_out = s.out_size(h), w_out = s.out_size(w);
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, h_out, w_out, s.kernel, s.stride, s.groups};
   const long long count = s.weight_count(), items = (long long)batch * h_out * w_out;
+  if (weight_grad_workspace_floats(batch, h, w) > 0 && !workspace)
+    throw UsageError("conv2d_wgrad: the split reductions need a workspace of " +
+                     std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
   if (*weight_grad_ == ConvBackwardVariant::Direct) {
     backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
                     kernel_params(Conv2dWgradParams{in, grad_z, grad_w, nullptr, 0, n}));
   } else {
     const int splits = weight_grad_splits(batch, h, w);
-    if (splits > 1 && !workspace)
-      throw UsageError("conv2d_wgrad: the split reduction needs a workspace of " +
-                       std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
     const long long chunks = (items + kChunk - 1) / kChunk;
     const int split_items = int((chunks + splits - 1) / splits * kChunk);
     float* partial = splits > 1 ? workspace : nullptr;
@@ -292,8 +295,12 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
       backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
                       kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
   }
-  backend_.launch(bias_grad_, {{unsigned(s.c_out), 1, 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, batch, s.c_out, h_out * w_out}));
+  float* bias_partial = batch > 1 ? workspace : nullptr;
+  backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, batch, s.c_out, h_out * w_out}));
+  if (bias_partial)
+    backend_.launch(weight_grad_reduce_, {{blocks_of(s.c_out), 1, 1}, {kThreads, 1, 1}},
+                    kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, s.c_out}));
 }
 
 }  // namespace lab

@@ -57,7 +57,8 @@ class Conv2dBackwardOp {
   void weight_grad(int batch, int h, int w, const float* in, const float* grad_z, float* grad_w,
                    float* grad_bias, float* workspace) const;
   // Splits of v2's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats of
-  // partial sums they need (0 when 1).
+  // partial sums weight_grad() needs: the splits' (none when 1), then the bias gradient's per image (none at
+  // batch 1) in the same memory.
   int weight_grad_splits(int batch, int h, int w) const;
   size_t weight_grad_workspace_floats(int batch, int h, int w) const;
 

@@ -46,7 +46,8 @@ struct Conv2dWgradReduceParams {
 // conv2d_bias_grad: db[c] = sum over b and pixels of dz[b, c, :].
 struct Conv2dBiasGradParams {
   const float* grad_z;  // dz [B, C_out, plane]
-  float* grad_bias;     // [C_out]
+  float* grad_bias;     // [C_out], written when partial is null (batch 1)
+  float* partial;       // null, or [batch, C_out] per-image sums (then grad_bias is not written)
   int batch, c_out, plane;
 };
 
