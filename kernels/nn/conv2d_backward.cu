@@ -174,6 +174,31 @@ struct DgradColumn {
   }
 };
 
+// The reduction items q = (b, output pixel) one thread visits, kStep apart from q_begin + threadIdx.x %
+// kStep: wgrad_gemm's row of every chunk (kStep = kTiledChunk) or conv2d_wgrad_direct's stride over all items
+// (kStep = kThreads). The image and output row and column advance without a division (the per-item 64-bit
+// divisions they replace were most of both kernels' instructions).
+template <int kStep>
+struct ItemWalk {
+  long long q;
+  int b, oy, ox, step_y, step_x;
+
+  __device__ __forceinline__ ItemWalk(long long q_begin, int h_out, int w_out) {
+    q = q_begin + threadIdx.x % kStep;
+    const int plane_out = h_out * w_out;
+    b = int(q / plane_out);
+    const int p = int(q % plane_out);
+    oy = p / w_out, ox = p % w_out;
+    step_y = kStep / w_out, step_x = kStep % w_out;
+  }
+  __device__ __forceinline__ void advance(int h_out, int w_out) {
+    q += kStep;
+    ox += step_x, oy += step_y;
+    if (ox >= w_out) ox -= w_out, ++oy;
+    for (; oy >= h_out; oy -= h_out) ++b;
+  }
+};
+
 }  // namespace nn
 
 __global__ void __launch_bounds__(nn::kThreads)
@@ -259,40 +284,17 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
   const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
   const long long items = (long long)n.batch * plane_out;
   float acc = 0.0f;
-  for (long long q = threadIdx.x; q < items; q += nn::kThreads) {
-    const int b = int(q / plane_out), p = int(q % plane_out);
-    const int iy = (p / n.w_out) * n.stride - k / 2 + ky, ix = (p % n.w_out) * n.stride - k / 2 + kx;
+  for (nn::ItemWalk<nn::kThreads> item(0, n.h_out, n.w_out); item.q < items; item.advance(n.h_out, n.w_out)) {
+    const int iy = item.oy * n.stride - k / 2 + ky, ix = item.ox * n.stride - k / 2 + kx;
     if (iy < 0 || iy >= n.h_in || ix < 0 || ix >= n.w_in) continue;
-    acc = fmaf(params.grad_z[((long long)b * n.c_out + co) * plane_out + p],
-               params.in[((long long)b * n.c_in + ci) * plane_in + iy * n.w_in + ix], acc);
+    acc = fmaf(params.grad_z[((long long)item.b * n.c_out + co) * plane_out + item.oy * n.w_out + item.ox],
+               params.in[((long long)item.b * n.c_in + ci) * plane_in + iy * n.w_in + ix], acc);
   }
   acc = nn::block_sum(acc);
   if (threadIdx.x == 0) params.grad_w[e] = acc;
 }
 
 namespace nn {
-
-// The reduction item q = (b, output pixel) a thread of wgrad_gemm stages in every chunk: row threadIdx.x %
-// kTiledChunk of the chunk (kThreads is a multiple of kTiledChunk), so q steps by kTiledChunk from chunk to
-// chunk and its image and pixel advance without a division (the per-element 64-bit divisions of the first
-// form were most of the kernel's instructions).
-struct WgradItem {
-  long long q;
-  int b, oy, ox;
-
-  __device__ __forceinline__ WgradItem(long long q_begin, int h_out, int w_out) {
-    q = q_begin + threadIdx.x % kTiledChunk;
-    const int plane_out = h_out * w_out;
-    b = int(q / plane_out);
-    const int p = int(q % plane_out);
-    oy = p / w_out, ox = p % w_out;
-  }
-  __device__ __forceinline__ void advance(int h_out, int w_out) {
-    q += kTiledChunk;
-    for (ox += kTiledChunk; ox >= w_out; ox -= w_out)
-      if (++oy == h_out) oy = 0, ++b;
-  }
-};
 
 // The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
 // items, into grad_w or the split's partial.
@@ -308,7 +310,7 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
   const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
   const int qq = threadIdx.x % kChunk, first = threadIdx.x / kChunk;
-  WgradItem item(q_begin, n.h_out, n.w_out);
+  ItemWalk<kChunk> item(q_begin, n.h_out, n.w_out);
   Tile tile;
   for (long long q0 = q_begin; q0 < q_end; q0 += kChunk, item.advance(n.h_out, n.w_out)) {
     // Consecutive threads take consecutive q (pixels of one plane): coalesced reads of dz and x.
