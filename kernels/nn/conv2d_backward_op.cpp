@@ -243,11 +243,12 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
   backend_.launch(input_grad_kernel_, cfg, kernel_params(params));
 }
 
-// Splits so that tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at least
-// 512 items (32 chunks); the direct variant never splits.
+// Splits so that tiles x splits fill about three CTAs per SM of an H200 (132 SMs), as many as the GEMMs' 63-75
+// registers a thread let each SM hold at 256 threads (`lab source conv2d_wgrad --resources`), each split summing
+// at least 512 items (32 chunks); the direct variant never splits.
 int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   if (!weight_grad_ || weight_grad_ == ConvBackwardVariant::Direct) return 1;
-  const long long kTargetCtas = 264, kMinChunksPerSplit = 32;
+  const long long kTargetCtas = 396, kMinChunksPerSplit = 32;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;
   const long long tiles = (rows + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm);
