@@ -97,6 +97,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int threads = std::atoi(argv[1]), count = std::atoi(argv[2]);
+  if (threads < 1 || threads > 1024 || count < 1) {
+    std::fprintf(stderr, "THREADS (1-1024) and IMAGES_PER_THREAD must be positive integers, got '%s' and '%s'\n",
+                 argv[1], argv[2]);
+    return 2;
+  }
+  if (std::string(argv[3]) != "fresh" && std::string(argv[3]) != "reuse") {
+    std::fprintf(stderr, "the third argument must be fresh or reuse, got '%s'\n", argv[3]);
+    return 2;
+  }
   const bool reuse = std::string(argv[3]) == "reuse";
   std::vector<Bytes> images;
   for (int i = 4; i < argc; ++i) {
