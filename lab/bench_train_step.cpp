@@ -1,11 +1,12 @@
 // `lab bench train-step`: builds DeviceTrainEngine at the batch shape, runs the warm-up iterations (the first
 // compiles and allocates), then times each iteration, and its accumulate() and step() apart; prints a few
-// lines or JSON.
+// lines or JSON; --kernels adds a launch profile of one more iteration (lab/launch_profile_report).
 #include "lab/bench_train_step.hpp"
 #include "lab/bench_train_step_ranks.hpp"
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/train/device_train_engine.hpp"
 #include "lab/bench_pipeline.hpp"
+#include "lab/launch_profile_report.hpp"
 #include "lab/size_options.hpp"
 #include "lab/table.hpp"
 
@@ -37,6 +39,83 @@ train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint6
   return b;
 }
 
+namespace {
+
+constexpr double kTimedLr = 1e-4;  // small: the timed iterations stay near the checkpoint
+
+train::StepHyper timed_hyper() {
+  train::StepHyper hyper;
+  hyper.lr = {kTimedLr, kTimedLr, kTimedLr};
+  return hyper;
+}
+
+struct IterationTimes {
+  std::vector<double> iteration, accumulate, step;
+  double loss = 0;
+  std::string engine;  // DeviceTrainEngine::describe()
+};
+
+// Warm-up iterations (the first compiles and allocates), then whole iterations, then as many with
+// accumulate() and step() timed apart.
+IterationTimes time_iterations(Backend& backend, const Yolo26Model& model, const TrainStepBenchOptions& o,
+                               int imgsz, const train::TrainBatch& batch, int warmup, int iters) {
+  train::DeviceTrainEngine engine(backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
+  const loss::LossConfig config;
+  const train::StepHyper hyper = timed_hyper();
+  for (int i = 0; i < std::max(warmup, 1); ++i) {
+    engine.accumulate(batch, config);
+    engine.step(hyper);
+  }
+  IterationTimes t;
+  for (int i = 0; i < iters; ++i)
+    t.iteration.push_back(backend.time_ms([&] {
+      t.loss = engine.accumulate(batch, config).total;
+      engine.step(hyper);
+    }));
+  for (int i = 0; i < iters; ++i) {
+    t.accumulate.push_back(backend.time_ms([&] { engine.accumulate(batch, config); }));
+    t.step.push_back(backend.time_ms([&] { engine.step(hyper); }));
+  }
+  t.engine = engine.describe();
+  return t;
+}
+
+struct LaunchProfile {
+  std::vector<KernelTotal> totals;
+  double span_ms = 0;
+};
+
+// One iteration with every launch timed: on an engine of its own, built while the profile is on, so that
+// its passes are replayed functions rather than graphs (a graph replays untimed); the first iteration
+// compiles and allocates, the second is the one reported.
+LaunchProfile profile_iteration(Backend& backend, const Yolo26Model& model, const TrainStepBenchOptions& o,
+                                int imgsz, const train::TrainBatch& batch) {
+  std::cerr << "lab: profiling one more iteration launch by launch\n";
+  backend.start_launch_profile();
+  try {
+    train::DeviceTrainEngine engine(backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
+    const loss::LossConfig config;
+    const train::StepHyper hyper = timed_hyper();
+    engine.accumulate(batch, config);
+    engine.step(hyper);
+    backend.synchronize();
+    backend.stop_launch_profile();
+    backend.start_launch_profile();
+    LaunchProfile p;
+    p.span_ms = backend.time_ms([&] {
+      engine.accumulate(batch, config);
+      engine.step(hyper);
+    });
+    p.totals = kernel_totals(backend.stop_launch_profile());
+    return p;
+  } catch (...) {
+    backend.stop_launch_profile();
+    throw;
+  }
+}
+
+}  // namespace
+
 void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   if (!o.devices.empty()) return bench_train_step_ranks(o, state);
   const int imgsz = rounded_imgsz(o.imgsz);
@@ -57,32 +136,17 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   std::cerr << "lab: building the training pass, then " << std::max(warmup, 1) << " warm-up and " << iters
             << " timed iterations\n";
 
-  train::DeviceTrainEngine engine(*backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
   const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed);
-  const loss::LossConfig config;
-  train::StepHyper hyper;
-  hyper.lr = {1e-4, 1e-4, 1e-4};  // small: the timed iterations stay near the checkpoint
-  for (int i = 0; i < std::max(warmup, 1); ++i) {
-    engine.accumulate(batch, config);
-    engine.step(hyper);
-  }
-  // Whole iterations, then as many with accumulate() and step() timed apart.
-  std::vector<double> iteration, accumulate, step;
-  double loss = 0;
-  for (int i = 0; i < iters; ++i)
-    iteration.push_back(backend->time_ms([&] {
-      loss = engine.accumulate(batch, config).total;
-      engine.step(hyper);
-    }));
-  for (int i = 0; i < iters; ++i) {
-    accumulate.push_back(backend->time_ms([&] { engine.accumulate(batch, config); }));
-    step.push_back(backend->time_ms([&] { engine.step(hyper); }));
-  }
-  const std::string engine_text = engine.describe();
-  const TimingStats it = timing_stats(iteration), acc = timing_stats(accumulate), st = timing_stats(step);
+  const IterationTimes times = time_iterations(*backend, model, o, imgsz, batch, warmup, iters);
+  std::optional<LaunchProfile> profile;
+  if (o.kernels) profile = profile_iteration(*backend, model, o, imgsz, batch);
+  const std::string& engine_text = times.engine;
+  const TimingStats it = timing_stats(times.iteration), acc = timing_stats(times.accumulate),
+                    st = timing_stats(times.step);
+  const double loss = times.loss;
   const double images_per_s = o.batch * 1e3 / it.median;
   if (o.json) {
-    const nlohmann::json out = {{"model", location.path.string()},
+    nlohmann::json out = {{"model", location.path.string()},
                                 {"backend", backend_name},
                                 {"device", device},
                                 {"optimizer", o.optimizer},
@@ -98,6 +162,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
                                 {"step_ms", st.median},
                                 {"images_per_s", images_per_s},
                                 {"last_loss", loss}};
+    if (profile) out["launch_profile"] = launch_profile_json(profile->totals, profile->span_ms);
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -110,6 +175,11 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
             << "  step (clip, " << o.optimizer << ", gradients zeroed): median " << format_ms(st.median)
             << "\n"
             << "last loss " << format_sig(loss, 6) << "\n";
+  if (profile) {
+    std::cout << "launch profile (one more iteration on a new engine, without graphs, each launch timed on its "
+                 "own):\n";
+    print_launch_profile(std::cout, profile->totals, o.kernel_rows, profile->span_ms);
+  }
 }
 
 }  // namespace lab

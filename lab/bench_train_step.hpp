@@ -22,6 +22,8 @@ struct TrainStepBenchOptions {
   bool json = false;
   uint64_t seed = 1;
   std::string devices;  // data-parallel ranks (pipeline/train/device_list.hpp); empty: one
+  bool kernels = false;    // also a launch profile of one more iteration
+  size_t kernel_rows = 25;  // its table's rows (the rest summed in one)
 };
 
 void bench_train_step(const TrainStepBenchOptions& options, CliState& state);

@@ -76,6 +76,13 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// One launch's time while a launch profile is on (Backend::start_launch_profile).
+struct LaunchSample {
+  std::string kernel;             // the entry's name expression
+  unsigned long long blocks = 0;  // grid size in CTAs
+  double ms = 0;                  // from just before the launch to its end (see start_launch_profile)
+};
+
 struct DeviceInfo {
   std::string name;         // "NVIDIA H200" or "host CPU (N threads)"
   std::string arch;         // "sm_90" or the host compiler
@@ -154,8 +161,16 @@ class Backend {
   virtual void release(void* ptr) noexcept = 0;
 
   // Records the launches `work` makes (on cuda they are captured, not run) for replay. The default keeps
-  // the function and runs it on each replay.
+  // the function and runs it on each replay; so does cuda while a launch profile is on.
   virtual std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work);
+
+  // Launch profile: from start_launch_profile() to stop_launch_profile(), every launch is timed on its own
+  // (cuda: an event pair around it on its stream, so a launch the host issues late also counts the GPU's
+  // wait for it, a few microseconds; cpu: the wall clock), and capture() makes replayed functions rather
+  // than graphs, so the launches of later replays are timed too (graphs captured before the start replay
+  // untimed). stop_launch_profile() waits for the device and returns the samples in launch order.
+  virtual void start_launch_profile() = 0;
+  virtual std::vector<LaunchSample> stop_launch_profile() = 0;
 
   // Lanes: independent chains of launches that may run at the same time (on cuda, streams forked from the
   // main stream and joined back, which a graph capture records as parallel branches; elsewhere they run in

@@ -143,6 +143,8 @@ class CudaBackend : public Backend {
       cudaStreamDestroy(lane.stream);
     }
     if (fork_) cudaEventDestroy(fork_);
+    recycle_profile_events();
+    for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     cudaStreamDestroy(stream_);
@@ -197,6 +199,11 @@ class CudaBackend : public Backend {
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
     void** arguments = const_cast<void**>(args.pointers.data());
+    if (profiling_) {
+      profile_.push_back({kernel.name_expression, (unsigned long long)grid.x * grid.y * grid.z, profile_event(),
+                          profile_event()});
+      check(cudaEventRecord(profile_.back().start, current_), "cudaEventRecord (launch profile)");
+    }
     if (c.programmatic_dependent && programmatic_) {
       // Captured into a graph, the attribute becomes a programmatic edge from the predecessor's kernel node.
       cudaLaunchAttribute overlap{};
@@ -209,6 +216,25 @@ class CudaBackend : public Backend {
             "launching kernel " + kernel.name_expression);
     }
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
+    if (profiling_) check(cudaEventRecord(profile_.back().stop, current_), "cudaEventRecord (launch profile)");
+  }
+
+  void start_launch_profile() override {
+    recycle_profile_events();
+    profiling_ = true;
+  }
+  std::vector<LaunchSample> stop_launch_profile() override {
+    profiling_ = false;
+    std::vector<LaunchSample> samples;
+    samples.reserve(profile_.size());
+    for (const PendingLaunch& p : profile_) {
+      check(cudaEventSynchronize(p.stop), "cudaEventSynchronize (launch profile)" + after_last());
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, p.start, p.stop), "cudaEventElapsedTime (launch profile)");
+      samples.push_back({p.kernel, p.blocks, ms});
+    }
+    recycle_profile_events();
+    return samples;
   }
   void synchronize() override {
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize" + after_last());
@@ -230,6 +256,7 @@ class CudaBackend : public Backend {
   bool runs_arch_specific_kernels() const override { return arch_specific_; }
 
   std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work) override {
+    if (profiling_) return Backend::capture(work);
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     try {
       work();
@@ -285,6 +312,22 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // An event for the launch profile: a spare one, else a new one.
+  cudaEvent_t profile_event() {
+    if (spare_events_.empty()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate (launch profile)");
+      return e;
+    }
+    cudaEvent_t e = spare_events_.back();
+    spare_events_.pop_back();
+    return e;
+  }
+  void recycle_profile_events() noexcept {
+    for (const PendingLaunch& p : profile_) spare_events_.insert(spare_events_.end(), {p.start, p.stop});
+    profile_.clear();
+  }
+
   std::string after_last() const {
     return last_kernel_.empty() ? "" : " (after kernel " + last_kernel_ + ")";
   }
@@ -305,6 +348,14 @@ class CudaBackend : public Backend {
   bool arch_specific_;  // sm_90a code runs: a compute capability 9.0 device (cuda_compiler.cpp's rule)
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::string last_kernel_;
+  struct PendingLaunch {  // a profiled launch, its events not yet read
+    std::string kernel;
+    unsigned long long blocks;
+    cudaEvent_t start, stop;
+  };
+  bool profiling_ = false;
+  std::vector<PendingLaunch> profile_;
+  std::vector<cudaEvent_t> spare_events_;
 };
 
 }  // namespace

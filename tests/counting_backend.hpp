@@ -52,6 +52,8 @@ class CountingBackend : public Backend {
     ++captures;
     return inner_.capture(work);
   }
+  void start_launch_profile() override { inner_.start_launch_profile(); }
+  std::vector<LaunchSample> stop_launch_profile() override { return inner_.stop_launch_profile(); }
   void fork_lanes(int count) override { inner_.fork_lanes(count); }
   void use_lane(int lane) override { inner_.use_lane(lane); }
   void join_lanes() override { inner_.join_lanes(); }

@@ -1,6 +1,7 @@
 // `lab bench train-step` (lab/bench_train_step): one DeviceTrainEngine iteration on the cpu emulator at
 // 32x32 prints the JSON record with positive timings and a finite loss at fp32, fp16 and bf16; tf32 is a
-// one-line error (exit 2).
+// one-line error (exit 2); --kernels adds the launch profile, whose per-kernel sums account for the launches
+// of an iteration.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -39,6 +40,47 @@ TEST_CASE("lab bench train-step times an iteration and reports it as JSON on cpu
     CHECK(std::isfinite(loss));
     CHECK(loss > 0);
   }
+}
+
+TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kernel", "[bench_train_step]") {
+  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: " << model.string() << " is absent");
+    return;
+  }
+  const LabResult r = run_lab("bench train-step --backend cpu --batch 1 --imgsz 32 --iters 1 --warmup 0 --json "
+                              "--kernels --model " + quoted(model.string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json profile = nlohmann::json::parse(r.out).at("launch_profile");
+  const nlohmann::json& kernels = profile.at("kernels");
+  REQUIRE(kernels.size() > 10);
+  int launches = 0, conv_forward = 0, conv_backward = 0;
+  double sum = 0, previous = 1e300;
+  for (const nlohmann::json& k : kernels) {
+    const std::string name = k.at("kernel");
+    const double ms = k.at("ms");
+    CHECK(ms > 0);
+    CHECK(ms <= previous);  // most time first
+    previous = ms, sum += ms;
+    launches += k.at("launches").get<int>();
+    conv_forward += name.rfind("conv2d_tiled<", 0) == 0 || name.rfind("conv2d_depthwise<", 0) == 0;
+    conv_backward += name.rfind("conv2d_dgrad", 0) == 0 || name.rfind("conv2d_wgrad", 0) == 0;
+  }
+  CHECK(conv_forward > 0);
+  CHECK(conv_backward > 0);
+  CHECK(launches > 300);  // yolo26n's forward alone is over a hundred convolutions
+  CHECK(profile.at("launch_ms").get<double>() == Approx(sum));
+  CHECK(profile.at("span_ms").get<double>() >= sum);  // the launches ran inside the timed span
+}
+
+TEST_CASE("lab bench --kernels is train-step's and one device's", "[bench_train_step]") {
+  const LabResult pipeline = run_lab("bench pipeline --backend cpu --kernels");
+  CHECK(pipeline.exit_code == 2);
+  CHECK(pipeline.err == "lab: --kernels: only train-step has a launch profile\n");
+  const LabResult ranks = run_lab("bench train-step --backend cpu --kernels --devices 0,1");
+  CHECK(ranks.exit_code == 2);
+  CHECK(ranks.err == "lab: --kernels: the launch profile runs on one device (leave out --devices)\n");
 }
 
 TEST_CASE("lab bench train-step refuses a precision it does not run", "[bench_train_step]") {

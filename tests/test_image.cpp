@@ -115,7 +115,7 @@ TEST_CASE("letterboxed bus.jpg reproduces the Ultralytics golden input byte for 
 TEST_CASE("the one-pass letterbox writes what letterbox then append_nchw do, padding included", "[image]") {
   // Random pixels; down- and upscaling, rect and square, odd sizes and a single pixel.
   uint32_t state = 12345;
-  for (const auto [w, h] : {std::pair{810, 1080}, {1280, 720}, {33, 17}, {1, 1}, {3, 200}, {640, 640}})
+  for (const auto& [w, h] : {std::pair{810, 1080}, {1280, 720}, {33, 17}, {1, 1}, {3, 200}, {640, 640}})
     for (const int imgsz : {64, 320, 640})
       for (const bool rect : {true, false}) {
         INFO(w << "x" << h << " imgsz " << imgsz << (rect ? " rect" : " square"));

@@ -133,9 +133,25 @@ class CpuBackend : public Backend {
     job.block = {b.x, b.y, b.z};
     job.dynamic_shared_bytes = config.dynamic_shared_bytes;
     std::lock_guard lock(launch_mutex_);
+    const auto start = std::chrono::steady_clock::now();
     if (std::string failure = pool_.run(job); !failure.empty()) throw RuntimeError(name + " " + failure);
     if (std::string overrun = memory_.check_padding(); !overrun.empty())
       throw RuntimeError(name + " " + overrun);
+    if (profiling_)
+      samples_.push_back({kernel.name_expression, (unsigned long long)g.x * g.y * g.z,
+                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                              .count()});
+  }
+
+  void start_launch_profile() override {
+    std::lock_guard lock(launch_mutex_);
+    profiling_ = true;
+    samples_.clear();
+  }
+  std::vector<LaunchSample> stop_launch_profile() override {
+    std::lock_guard lock(launch_mutex_);
+    profiling_ = false;
+    return std::move(samples_);
   }
 
   void synchronize() override {}
@@ -167,6 +183,8 @@ class CpuBackend : public Backend {
   cpu::HostMemory memory_;
   cpu::WorkerPool pool_;
   std::mutex launch_mutex_;
+  bool profiling_ = false;  // the launch profile (guarded by launch_mutex_)
+  std::vector<LaunchSample> samples_;
 };
 
 }  // namespace

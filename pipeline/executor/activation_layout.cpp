@@ -88,7 +88,7 @@ LayoutChoice parse_layout_choice(const std::string& value) {
   throw UsageError("--layout " + value + ": unknown (valid: auto, nchw, nhwc)");
 }
 
-std::string nhwc_problem(const Yolo26Model& model, Precision precision, const Backend& backend) {
+std::string nhwc_problem(const Yolo26Model& model, const Backend& backend) {
   if (!backend.runs_arch_specific_kernels())
     return "the wgmma / TMA kernels need a Hopper GPU (sm_90a), not " + backend.device().name + " (" +
            backend.device().arch + ")";
@@ -100,7 +100,7 @@ std::string nhwc_problem(const Yolo26Model& model, Precision precision, const Ba
 ActivationLayout choose_layout(LayoutChoice choice, const Yolo26Model& model, Precision precision,
                                const Backend& backend) {
   if (choice == LayoutChoice::Nchw) return ActivationLayout::Nchw;
-  const std::string problem = nhwc_problem(model, precision, backend);
+  const std::string problem = nhwc_problem(model, backend);
   if (choice == LayoutChoice::Nhwc && !problem.empty()) throw UsageError("--layout nhwc: " + problem);
   // auto takes bf16 to NHWC only with the float stem (conv2d_stem_nhwc): a bf16 stem on the image rounded to
   // bf16 does not report what fp32 reports. Measured on the cpu emulator, zidane.jpg at 640 square, bf16 NHWC

@@ -23,8 +23,8 @@ std::string layout_name(ActivationLayout layout);  // "nchw" / "nhwc"
 // The choice named by `value`; UsageError "--layout x: unknown (valid: auto, nchw, nhwc)" otherwise.
 LayoutChoice parse_layout_choice(const std::string& value);
 
-// Empty when the NHWC network runs `model` at `precision` on `backend`, else why not (one line).
-std::string nhwc_problem(const Yolo26Model& model, Precision precision, const Backend& backend);
+// Empty when the NHWC network runs `model` (at any precision) on `backend`, else why not (one line).
+std::string nhwc_problem(const Yolo26Model& model, const Backend& backend);
 // The layout `choice` runs: auto as above; nhwc where nhwc_problem says nothing, else UsageError
 // "--layout nhwc: <problem>".
 ActivationLayout choose_layout(LayoutChoice choice, const Yolo26Model& model, Precision precision,
