@@ -48,7 +48,7 @@ void print_launch_profile(std::ostream& os, const std::vector<KernelTotal>& tota
   for (size_t i = 0; i < totals.size() && i < rows; ++i) {
     const KernelTotal& t = totals[i];
     table.add({t.kernel, std::to_string(t.launches), format_ms(t.ms), share(t.ms), format_ms(t.ms / t.launches),
-               std::to_string(t.blocks / (unsigned long long)t.launches)});
+               t.blocks ? std::to_string(t.blocks / (unsigned long long)t.launches) : "-"});
   }
   if (totals.size() > rows) {
     const std::vector<KernelTotal> rest(totals.begin() + std::ptrdiff_t(rows), totals.end());
@@ -56,8 +56,8 @@ void print_launch_profile(std::ostream& os, const std::vector<KernelTotal>& tota
                format_ms(sum_ms(rest)), share(sum_ms(rest)), "", ""});
   }
   table.print(os, "  ");
-  os << "  " << sum_launches(totals) << " launches, " << format_ms(total) << " summed over the launches, "
-     << format_ms(span_ms) << " for the whole work (the rest: copies, host work, gaps between launches)\n";
+  os << "  " << sum_launches(totals) << " launches, copies and fills, " << format_ms(total) << " summed, "
+     << format_ms(span_ms) << " for the whole work (the rest: host work and gaps between them)\n";
 }
 
 nlohmann::json launch_profile_json(const std::vector<KernelTotal>& totals, double span_ms) {

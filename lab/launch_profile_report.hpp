@@ -1,5 +1,5 @@
-// The report of a launch profile (Backend::start_launch_profile): the samples summed per kernel instance,
-// as a table for the terminal and as JSON.
+// The report of a launch profile (Backend::start_launch_profile): the samples summed per kernel instance
+// (and per kind of copy or fill), as a table for the terminal and as JSON.
 #pragma once
 #include <ostream>
 #include <string>
@@ -12,10 +12,10 @@
 namespace lab {
 
 struct KernelTotal {
-  std::string kernel;  // the entry's name expression
+  std::string kernel;  // the entry's name expression, or kCopyToDevice / kCopyToHost / kFill
   int launches = 0;
   double ms = 0;                  // summed over its launches
-  unsigned long long blocks = 0;  // summed grid sizes
+  unsigned long long blocks = 0;  // summed grid sizes (0 for copies and fills)
 };
 
 // One row per kernel instance, the most time first (ties: by name).

@@ -76,12 +76,16 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// One launch's time while a launch profile is on (Backend::start_launch_profile).
+// One launch's time while a launch profile is on (Backend::start_launch_profile). Copies and fills are
+// samples too, named kCopyToDevice, kCopyToHost and kFill, with no blocks.
 struct LaunchSample {
-  std::string kernel;             // the entry's name expression
-  unsigned long long blocks = 0;  // grid size in CTAs
+  std::string kernel;             // the entry's name expression, or one of the names below
+  unsigned long long blocks = 0;  // grid size in CTAs (0: a copy or fill)
   double ms = 0;                  // from just before the launch to its end (see start_launch_profile)
 };
+
+inline const std::string kCopyToDevice = "(copy host->device)", kCopyToHost = "(copy device->host)",
+                         kFill = "(memset)";
 
 struct DeviceInfo {
   std::string name;         // "NVIDIA H200" or "host CPU (N threads)"
@@ -164,11 +168,11 @@ class Backend {
   // the function and runs it on each replay; so does cuda while a launch profile is on.
   virtual std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work);
 
-  // Launch profile: from start_launch_profile() to stop_launch_profile(), every launch is timed on its own
-  // (cuda: an event pair around it on its stream, so a launch the host issues late also counts the GPU's
-  // wait for it, a few microseconds; cpu: the wall clock), and capture() makes replayed functions rather
-  // than graphs, so the launches of later replays are timed too (graphs captured before the start replay
-  // untimed). stop_launch_profile() waits for the device and returns the samples in launch order.
+  // Launch profile: from start_launch_profile() to stop_launch_profile(), every launch, copy and fill is timed
+  // on its own (cuda: an event pair around it on its stream, so a launch the host issues late also counts
+  // the GPU's wait for it, a few microseconds; cpu: the wall clock), and capture() makes replayed functions
+  // rather than graphs, so the launches of later replays are timed too (graphs captured before the start
+  // replay untimed). stop_launch_profile() waits for the device and returns the samples in launch order.
   virtual void start_launch_profile() = 0;
   virtual std::vector<LaunchSample> stop_launch_profile() = 0;
 

@@ -165,11 +165,15 @@ class CudaBackend : public Backend {
   }
   void release(void* ptr) noexcept override { cudaFree(ptr); }
   void upload(void* dst, const void* src, size_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpy host->device");
+    profiled(kCopyToDevice, 0, stream_, [&] {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpy host->device");
+    });
     synchronize();
   }
   void download(void* dst, const void* src, size_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy device->host");
+    profiled(kCopyToHost, 0, stream_, [&] {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpy device->host");
+    });
     synchronize();
   }
   HostBuffer alloc_host(size_t bytes) override {
@@ -181,10 +185,13 @@ class CudaBackend : public Backend {
     return HostBuffer(p, bytes, [](void* ptr) noexcept { cudaFreeHost(ptr); });
   }
   void upload_async(void* dst, const void* src, size_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync host->device");
+    profiled(kCopyToDevice, 0, stream_, [&] {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync host->device");
+    });
   }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
-    check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last());
+    profiled(kFill, 0, stream_,
+             [&] { check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last()); });
   }
   TensorMap tensor_map(const TensorMapDesc& desc) override { return cuda_tensor_map(desc); }
 
@@ -199,11 +206,12 @@ class CudaBackend : public Backend {
     dim3 grid(c.grid.x, c.grid.y, c.grid.z), block(c.block.x, c.block.y, c.block.z);
     last_kernel_ = kernel.name_expression;
     void** arguments = const_cast<void**>(args.pointers.data());
-    if (profiling_) {
-      profile_.push_back({kernel.name_expression, (unsigned long long)grid.x * grid.y * grid.z, profile_event(),
-                          profile_event()});
-      check(cudaEventRecord(profile_.back().start, current_), "cudaEventRecord (launch profile)");
-    }
+    profiled(kernel.name_expression, (unsigned long long)grid.x * grid.y * grid.z, current_, [&] {
+      enqueue_launch(kernel, c, fn, grid, block, arguments);
+    });
+  }
+  void enqueue_launch(const Kernel& kernel, const LaunchConfig& c, const void* fn, dim3 grid, dim3 block,
+                      void** arguments) {
     if (c.programmatic_dependent && programmatic_) {
       // Captured into a graph, the attribute becomes a programmatic edge from the predecessor's kernel node.
       cudaLaunchAttribute overlap{};
@@ -216,7 +224,6 @@ class CudaBackend : public Backend {
             "launching kernel " + kernel.name_expression);
     }
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
-    if (profiling_) check(cudaEventRecord(profile_.back().stop, current_), "cudaEventRecord (launch profile)");
   }
 
   void start_launch_profile() override {
@@ -312,6 +319,15 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // Enqueues work on `stream`, between two events while the launch profile is on.
+  template <class Enqueue>
+  void profiled(const std::string& what, unsigned long long blocks, cudaStream_t stream, Enqueue&& enqueue) {
+    if (!profiling_) return enqueue();
+    profile_.push_back({what, blocks, profile_event(), profile_event()});
+    check(cudaEventRecord(profile_.back().start, stream), "cudaEventRecord (launch profile)");
+    enqueue();
+    check(cudaEventRecord(profile_.back().stop, stream), "cudaEventRecord (launch profile)");
+  }
   // An event for the launch profile: a spare one, else a new one.
   cudaEvent_t profile_event() {
     if (spare_events_.empty()) {

@@ -97,17 +97,17 @@ class CpuBackend : public Backend {
 
   void upload(void* device_dst, const void* host_src, size_t bytes) override {
     memory_.check_range(device_dst, bytes, "upload");
-    std::memcpy(device_dst, host_src, bytes);
+    profiled(kCopyToDevice, 0, [&] { std::memcpy(device_dst, host_src, bytes); });
   }
 
   void download(void* host_dst, const void* device_src, size_t bytes) override {
     memory_.check_range(device_src, bytes, "download");
-    std::memcpy(host_dst, device_src, bytes);
+    profiled(kCopyToHost, 0, [&] { std::memcpy(host_dst, device_src, bytes); });
   }
 
   void fill_bytes(void* device_dst, uint8_t value, size_t bytes) override {
     memory_.check_range(device_dst, bytes, "fill");
-    std::memset(device_dst, value, bytes);
+    profiled(kFill, 0, [&] { std::memset(device_dst, value, bytes); });
   }
   TensorMap tensor_map(const TensorMapDesc& desc) override { return emulator_tensor_map(desc); }
 
@@ -133,14 +133,11 @@ class CpuBackend : public Backend {
     job.block = {b.x, b.y, b.z};
     job.dynamic_shared_bytes = config.dynamic_shared_bytes;
     std::lock_guard lock(launch_mutex_);
-    const auto start = std::chrono::steady_clock::now();
-    if (std::string failure = pool_.run(job); !failure.empty()) throw RuntimeError(name + " " + failure);
+    profiled_locked(kernel.name_expression, (unsigned long long)g.x * g.y * g.z, [&] {
+      if (std::string failure = pool_.run(job); !failure.empty()) throw RuntimeError(name + " " + failure);
+    });
     if (std::string overrun = memory_.check_padding(); !overrun.empty())
       throw RuntimeError(name + " " + overrun);
-    if (profiling_)
-      samples_.push_back({kernel.name_expression, (unsigned long long)g.x * g.y * g.z,
-                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                              .count()});
   }
 
   void start_launch_profile() override {
@@ -183,6 +180,21 @@ class CpuBackend : public Backend {
   cpu::HostMemory memory_;
   cpu::WorkerPool pool_;
   std::mutex launch_mutex_;
+  // Runs `work`, sampled on the wall clock while the launch profile is on; the caller holds launch_mutex_.
+  template <class Work>
+  void profiled_locked(const std::string& what, unsigned long long blocks, Work&& work) {
+    if (!profiling_) return work();
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    samples_.push_back(
+        {what, blocks, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()});
+  }
+  template <class Work>
+  void profiled(const std::string& what, unsigned long long blocks, Work&& work) {
+    std::lock_guard lock(launch_mutex_);
+    profiled_locked(what, blocks, std::forward<Work>(work));
+  }
+
   bool profiling_ = false;  // the launch profile (guarded by launch_mutex_)
   std::vector<LaunchSample> samples_;
 };
