@@ -8,6 +8,7 @@
 
 #include "kernels/attention/psa_op.hpp"
 #include "nvrtc_runtime/errors.hpp"
+#include "pipeline/executor/input_grad_conv.hpp"
 #include "pipeline/executor/network_ops.hpp"
 #include "pipeline/executor/precision_policy.hpp"
 
@@ -125,8 +126,14 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   linear.silu = false;
   const ConvBackwardVariant variant = choose_conv_backward_variant(shape, precision);
   c.forward = std::make_unique<Conv2dOp>(kernels_, linear, run.weight, run.bias, precision);
+  const bool input_grad_as_conv = needs_grad(x) && input_grad_runs_as_conv(shape);
   c.backward = std::make_unique<Conv2dBackwardOp>(
-      backend_, shape, run.weight, needs_grad(x) ? std::optional(variant) : std::nullopt, variant);
+      backend_, shape, run.weight, needs_grad(x) && !input_grad_as_conv ? std::optional(variant) : std::nullopt,
+      variant);
+  if (input_grad_as_conv) {
+    c.input_grad = make_input_grad_conv(kernels_, shape, run.weight, precision);
+    splitk_floats_ = std::max(splitk_floats_, c.input_grad->splitk_workspace_floats(batch, h, w));
+  }
   c.d_weight = backend_.alloc_array<float>(run.weight.size());
   c.d_bias = backend_.alloc_array<float>(run.bias.size());
   backend_.fill_bytes(c.d_weight.get(), 0, c.d_weight.bytes());
@@ -168,14 +175,25 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
   back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(),
                    conv.d_bias.as<float>(), workspace);
   if (!needs_grad(x)) return;
+  // dx [B, c_in, h, w] from dz [B, c_out, h, w] (input_grad: stride 1, so the same plane).
+  const auto input_grad = [&](float* dx) {
+    if (conv.input_grad)
+      conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()),
+                           dense_view(dx, x.channels, x.plane()), {}, splitk_workspace_.as<float>());
+    else
+      back.input_grad(x.batch, x.height, x.width, dz, dx);
+  };
   if (!has_grad(x)) {
-    const auto [target, write] = grad_target(x);
-    back.input_grad(x.batch, x.height, x.width, dz, target.data);
+    input_grad(grad_target(x).first.data);
   } else {
     float* dx = scratch(x.count());
-    back.input_grad(x.batch, x.height, x.width, dz, dx);
+    input_grad(dx);
     add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
   }
+}
+
+ConvWeightLayout TapeConv::input_grad_weight_layout() const {
+  return input_grad ? original_weight_layout(*input_grad) : backward->weight_layout();
 }
 
 TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {

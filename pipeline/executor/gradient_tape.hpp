@@ -87,12 +87,20 @@ struct BatchStatisticsSync {
 // [c_out] after a backward (zero where no gradient reached it). Under batch-statistics BatchNorm (`bn` set)
 // the ops run bn->unnormalised and d_weight is d loss / d conv.weight (d_bias, the unnormalised conv's bias
 // gradient, is unused: a sum of du, zero up to rounding).
+// The input gradient runs on `input_grad`, the forward conv of dz with the weights transposed and flipped
+// (pipeline/executor/input_grad_conv), where the conv's shape allows (stride 1, groups 1 or depthwise), else
+// on `backward`.
 struct TapeConv {
   const ConvSpec* spec = nullptr;
   std::unique_ptr<TapeBatchNorm> bn;
   std::unique_ptr<Conv2dOp> forward;
   std::unique_ptr<Conv2dBackwardOp> backward;
+  std::unique_ptr<Conv2dOp> input_grad;  // null: backward computes the input gradient (or none is needed)
   DeviceBuffer d_weight, d_bias;
+
+  // Where the fold writes the conv's weights for the input gradient, in the original (o, i, t) order; data
+  // null when no input gradient is computed.
+  ConvWeightLayout input_grad_weight_layout() const;
 };
 
 class GradientTape {

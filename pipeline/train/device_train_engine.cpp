@@ -159,7 +159,7 @@ std::unique_ptr<FoldConvTable> DeviceTrainEngine::fold_table(const TrainingPass&
     const TapeConv& tc = *it->second;
     FoldConv f = checkpoint_entry(conv);
     f.folded[0] = target_of(tc.forward->weight_layout());
-    f.folded[1] = target_of(tc.backward->weight_layout());
+    f.folded[1] = target_of(tc.input_grad_weight_layout());
     f.d_folded_weight = tc.d_weight.as<const float>();
     if (!tc.bn) {
       f.folded_bias = tc.forward->bias_data();
