@@ -108,6 +108,11 @@ const std::vector<Case>& backward_cases() {
       // Enough (b, pixel) items for the weight gradient's split-K (checked to split below).
       {"v2_tiled", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
       {"v1_direct", {{"C_IN", "16"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "11"}, {"K", "3"}}},
+      // Stride-phase classes of the input gradient: 1x1 stride 2 (the odd rows and columns get no tap: zeros),
+      // 5x5 stride 2 (1 to 9 taps per class) on classes of unequal sizes.
+      {"v2_tiled", {{"B", "2"}, {"C_IN", "12"}, {"C_OUT", "20"}, {"H", "9"}, {"W", "8"}, {"K", "1"}, {"STRIDE", "2"}}},
+      {"v2_tiled", {{"C_IN", "8"}, {"C_OUT", "12"}, {"H", "11"}, {"W", "10"}, {"K", "5"}, {"STRIDE", "2"}}},
+      {"v4_bf16", {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "24"}, {"H", "7"}, {"W", "12"}, {"K", "3"}, {"STRIDE", "2"}}},
       // The 16-bit GEMMs (their own tolerances): two channel tiles at stride 2, split-K, 1x1 and 5x5.
       {"v3_fp16", {{"C_IN", "32"}, {"C_OUT", "72"}, {"H", "15"}, {"W", "9"}, {"K", "3"}, {"STRIDE", "2"}}},
       {"v3_fp16", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},

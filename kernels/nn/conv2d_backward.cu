@@ -14,10 +14,12 @@
 //   conv2d_dgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dx[ci, pixel] = sum_r w'[r, ci] * g[r, pixel]
 //                              over r = (co, ky, kx), w' = the weights rearranged to [C_out*K*K, C_in] on the
 //                              host, g the gathered dz (zero where the tap misses the stride grid or the
-//                              output). A CTA owns TM input channels x TN = 4096/TM input pixels, 16-row
+//                              output). A CTA owns TM input channels x TN = 4096/TM input pixels of one
+//                              stride-phase class (the pixels with iy % S, ix % S fixed: DgradPhase), and its
+//                              reduction runs over co x the taps that reach that class only (at stride 2, K 3:
+//                              1, 2 or 4 of the 9 taps, where gathering all 9 left three quarters zero). 16-row
 //                              chunks in shared memory, 4 x 4 accumulators per thread (conv2d_tiled's scheme).
-//                              Grid (ceil(H*W / TN), ceil(C_in / TM), B). At stride 2, 3 of 4 gathered taps
-//                              are zero (kept: one kernel for both strides).
+//                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
 //   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
 //                              then a shared-memory tree sum (deterministic). Any K / stride / groups; the
 //                              depthwise weight gradient of yolo26n is this one.
@@ -136,38 +138,84 @@ struct MmaTile {
   }
 };
 
-// The dz column (one input pixel) a thread of conv2d_dgrad_tiled gathers: column threadIdx.x % TN of the
-// CTA's pixels, rows threadIdx.x / TN, + kThreads / TN, ... of each chunk.
+// The stride-phase class of conv2d_dgrad_tiled's CTA (blockIdx.z % stride^2): the input pixels (iy, ix) with
+// iy % stride == py and ix % stride == px, and the taps that reach them, ky = ky0, ky0 + stride, ... (ky0 =
+// (py + K/2) % stride; likewise kx). Any other tap misses the stride grid, so the CTA's reduction runs over
+// c_out x these taps only: at stride 2, K 3, 1, 2 or 4 taps of 9 (a quarter of the work on average). At stride
+// 1 the one class is every pixel and every tap.
+template <int K>
+struct DgradPhase {
+  int stride, py, px, ky0, kx0, nkx, taps, hc, wc;  // hc x wc: the class's pixels
+
+  __device__ __forceinline__ DgradPhase(int phase, int s, int h_in, int w_in) : stride(s) {
+    py = phase / s, px = phase % s;
+    ky0 = (py + K / 2) % s, kx0 = (px + K / 2) % s;
+    const int nky = ky0 < K ? (K - 1 - ky0) / s + 1 : 0;
+    nkx = kx0 < K ? (K - 1 - kx0) / s + 1 : 0;
+    taps = nky * nkx;
+    hc = h_in > py ? (h_in - py + s - 1) / s : 0;
+    wc = w_in > px ? (w_in - px + s - 1) / s : 0;
+  }
+  // Tap t of the class (t < taps) as ky * K + kx.
+  __device__ __forceinline__ int tap(int t) const {
+    return (ky0 + stride * (t / nkx)) * K + kx0 + stride * (t % nkx);
+  }
+  // The input pixel of class pixel p (p < hc * wc).
+  __device__ __forceinline__ int pixel(int p, int w_in) const {
+    return (py + stride * (p / wc)) * w_in + px + stride * (p % wc);
+  }
+};
+
+// w_s[rr][cc] = w'[row(r0 + rr), ci0 + cc] for the class's reduction rows r = (co, class tap t), row = co * K*K
+// + tap(t) of the rearranged weights w' [C_out*K*K, C_in]; 0 past the reduction or c_in.
+template <int K, int TM>
+__device__ __forceinline__ void stage_dgrad_weights(float (*w_s)[TM], const float* __restrict__ w,
+                                                    const DgradPhase<K>& phase, int r0, int r_end, int ci0,
+                                                    int c_in) {
+#pragma unroll
+  for (int i = threadIdx.x; i < kTiledChunk * TM; i += kThreads) {
+    const int rr = i / TM, cc = i % TM, r = r0 + rr, ci = ci0 + cc;
+    float v = 0.0f;
+    if (r < r_end && ci < c_in) {
+      const int co = r / phase.taps, row = co * K * K + phase.tap(r % phase.taps);
+      v = w[(long long)row * c_in + ci];
+    }
+    w_s[rr][cc] = v;
+  }
+}
+
+// The dz column (one input pixel of the class) a thread of conv2d_dgrad_tiled gathers: column threadIdx.x % TN
+// of the CTA's class pixels, rows threadIdx.x / TN, + kThreads / TN, ... of each chunk.
 template <int K, int TN>
 struct DgradColumn {
   static_assert(TN <= kThreads && kThreads % TN == 0, "a thread gathers one fixed pixel column");
-  int col, ty0, tx0;  // ty0 = iy + K/2: the output row tap ky reaches is (ty0 - ky) / stride
+  int col, sy, sx;  // the pixel's row and column in the class's sub-grid
   bool valid;
 
-  __device__ __forceinline__ DgradColumn(int px0, int plane_in, int w_in) {
+  __device__ __forceinline__ DgradColumn(int px0, const DgradPhase<K>& phase) {
     col = threadIdx.x % TN;
-    const int px = px0 + col;
-    valid = px < plane_in;
-    ty0 = (valid ? px / w_in : 0) + K / 2;
-    tx0 = (valid ? px % w_in : 0) + K / 2;
+    const int p = px0 + col;
+    valid = p < phase.hc * phase.wc;
+    sy = valid ? p / phase.wc : 0;
+    sx = valid ? p % phase.wc : 0;
   }
 
-  // g_s[rr][col] = dz[co, oy, ox] of row r0 + rr = (co, ky, kx), 0 where the tap misses the output.
-  __device__ __forceinline__ void stage(float (*g_s)[TN], const float* __restrict__ dz_b, int r0, int r_end,
-                                        int stride, int h_out, int w_out) const {
+  // g_s[rr][col] = dz[co, oy, ox] of row r0 + rr = (co, class tap t), 0 where the tap leaves the output. The
+  // tap (ky, kx) reaches output row oy = sy + (py + K/2 - ky) / stride, an exact division.
+  __device__ __forceinline__ void stage(float (*g_s)[TN], const float* __restrict__ dz_b,
+                                        const DgradPhase<K>& phase, int r0, int r_end, int h_out,
+                                        int w_out) const {
 #pragma unroll
     for (int rr = threadIdx.x / TN; rr < kTiledChunk; rr += kThreads / TN) {
       const int r = r0 + rr;
       float v = 0.0f;
       if (valid && r < r_end) {
-        const int co = r / (K * K), kk = r % (K * K);
-        const int ty = ty0 - kk / K, tx = tx0 - kk % K;
-        // Stride 1 (most of yolo26n's convs) needs no division by the run-time stride.
-        const bool hit = ty >= 0 && tx >= 0 && (stride == 1 || (ty % stride == 0 && tx % stride == 0));
-        if (hit) {
-          const int oy = stride == 1 ? ty : ty / stride, ox = stride == 1 ? tx : tx / stride;
-          if (oy < h_out && ox < w_out) v = dz_b[(long long)co * h_out * w_out + oy * w_out + ox];
-        }
+        const int co = r / phase.taps, t = r % phase.taps;
+        const int ky = phase.ky0 + phase.stride * (t / phase.nkx), kx = phase.kx0 + phase.stride * (t % phase.nkx);
+        const int oy = sy + (phase.py + K / 2 - ky) / phase.stride;
+        const int ox = sx + (phase.px + K / 2 - kx) / phase.stride;
+        if (oy >= 0 && oy < h_out && ox >= 0 && ox < w_out)
+          v = dz_b[(long long)co * h_out * w_out + oy * w_out + ox];
       }
       g_s[rr][col] = v;
     }
@@ -238,28 +286,34 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_direct(const lab::C
 
 namespace nn {
 
-// The input-gradient GEMM of one CTA (v2, v3, v4): dx[ci0 .. + TM, px0 .. + TN] of image blockIdx.z.
+// The input-gradient GEMM of one CTA (v2, v3, v4): dx[ci0 .. + TM, class pixels px0 .. + TN] of image
+// blockIdx.z / stride^2, stride-phase class blockIdx.z % stride^2 (DgradPhase).
 template <int K, int TM, class Tile>
 __device__ __forceinline__ void dgrad_gemm(const lab::Conv2dDgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
   constexpr int TN = 4096 / TM;
   __shared__ __align__(16) float w_s[kTiledChunk][TM];
   __shared__ __align__(16) float g_s[kTiledChunk][TN];
-  const int b = blockIdx.z, ci0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
-  const int plane_in = n.h_in * n.w_in, reduction = n.c_out * K * K;
+  const int classes = n.stride * n.stride;
+  const int b = blockIdx.z / classes, ci0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
+  const DgradPhase<K> phase(blockIdx.z % classes, n.stride, n.h_in, n.w_in);
+  const int plane_in = n.h_in * n.w_in, class_pixels = phase.hc * phase.wc;
+  if (px0 >= class_pixels) return;  // a smaller class than the grid's largest
+  const int reduction = n.c_out * phase.taps;
   const float* dz_b = params.grad_z + (long long)b * n.c_out * n.h_out * n.w_out;
-  const DgradColumn<K, TN> column(px0, plane_in, n.w_in);
+  const DgradColumn<K, TN> column(px0, phase);
   Tile tile;
   for (int r0 = 0; r0 < reduction; r0 += kTiledChunk) {
-    stage_weight_chunk<TM, TM>(&w_s[0][0], params.w, r0, reduction, ci0, n.c_in, StageAsIs{});
-    column.stage(g_s, dz_b, r0, reduction, n.stride, n.h_out, n.w_out);
+    stage_dgrad_weights<K, TM>(w_s, params.w, phase, r0, reduction, ci0, n.c_in);
+    column.stage(g_s, dz_b, phase, r0, reduction, n.h_out, n.w_out);
     __syncthreads();
     tile.accumulate(w_s, g_s);
     __syncthreads();
   }
   float* grad_in = params.grad_in + (long long)b * n.c_in * plane_in;
   tile.store([&](int m, int p, float v) {
-    if (ci0 + m < n.c_in && px0 + p < plane_in) grad_in[(long long)(ci0 + m) * plane_in + px0 + p] = v;
+    if (ci0 + m < n.c_in && px0 + p < class_pixels)
+      grad_in[(long long)(ci0 + m) * plane_in + phase.pixel(px0 + p, n.w_in)] = v;
   });
 }
 

@@ -236,10 +236,16 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
                     plane_launch("conv2d_dgrad", plane_in, s.c_in, batch), kernel_params(params));
     return;
   }
-  if (batch > kMaxGridYZ) throw UsageError("conv2d_dgrad: batch " + std::to_string(batch) + " exceeds 65535");
+  // One CTA row per (image, stride-phase class); the largest class is ceil(h / S) x ceil(w / S) pixels.
+  const long long classes = (long long)s.stride * s.stride, grid_z = batch * classes;
+  if (grid_z > kMaxGridYZ)
+    throw UsageError("conv2d_dgrad: batch " + std::to_string(batch) + " x " + std::to_string(classes) +
+                     " stride classes exceeds 65535");
+  const long long class_plane = (long long)((h + s.stride - 1) / s.stride) * ((w + s.stride - 1) / s.stride);
   const int tm = conv_tiled_channel_tile(s.c_in), tn = 4096 / tm;
-  const LaunchConfig cfg{{unsigned((plane_in + tn - 1) / tn), unsigned((s.c_in + tm - 1) / tm), unsigned(batch)},
-                         {kThreads, 1, 1}};
+  const LaunchConfig cfg{
+      {unsigned((class_plane + tn - 1) / tn), unsigned((s.c_in + tm - 1) / tm), unsigned(grid_z)},
+      {kThreads, 1, 1}};
   backend_.launch(input_grad_kernel_, cfg, kernel_params(params));
 }
 
