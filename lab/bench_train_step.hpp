@@ -28,7 +28,8 @@ struct TrainStepBenchOptions {
 
 void bench_train_step(const TrainStepBenchOptions& options, CliState& state);
 
-// Seeded images and four boxes per image (classes in turn, sides 1/8 to 1/2 of the image).
+// Seeded RGB bytes (as the loader hands them over) and four boxes per image (classes in turn, sides 1/8 to
+// 1/2 of the image).
 train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed);
 
 }  // namespace lab

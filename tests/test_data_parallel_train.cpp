@@ -139,11 +139,11 @@ TEST_CASE("TrainLoader shards: 2 ranks' batches are 1 rank's at the whole batch,
       INFO("epoch " << epoch << " batch " << k);
       REQUIRE(a.batch == 1);
       REQUIRE(b.batch == 1);
-      const size_t floats = a.images.size();
-      CHECK(std::vector<float>(whole.images.begin(), whole.images.begin() + long(floats)) == a.images);
+      const size_t bytes = a.pixels.size();
+      CHECK(std::vector<uint8_t>(whole.pixels.begin(), whole.pixels.begin() + long(bytes)) == a.pixels);
       CHECK(boxes(whole.ground_truth[0]) == boxes(a.ground_truth[0]));
       if (k < 2) {  // the last position of the padded epoch repeats the shuffle's first image
-        CHECK(std::vector<float>(whole.images.begin() + long(floats), whole.images.end()) == b.images);
+        CHECK(std::vector<uint8_t>(whole.pixels.begin() + long(bytes), whole.pixels.end()) == b.pixels);
         CHECK(whole.files[1] == b.files[0]);
       }
     }

@@ -8,6 +8,7 @@
 // running statistics against HostTrainEngine's. cpu emulator; [gpu] twins.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/compare.hpp"
@@ -364,7 +365,41 @@ void check_against_host_engine(Backend& backend, const std::string& optimizer,
   CHECK(weights_apart(engine_parameters(device, model), engine_parameters(resumed, model)) == 0);
 }
 
+// A batch given as bytes (what the loader hands over: uploaded as bytes, converted on the device) trains
+// exactly as the same batch given as its float planes: the same loss and gradients bit for bit; a batch with
+// neither or both, or of the wrong size, is a one-line error.
+void check_pixel_batch(Backend& backend) {
+  const Yolo26Model model = trainable_model(BatchNormMode::Frozen);
+  train::TrainBatch bytes = make_batch(2, 31);
+  bytes.images.clear();
+  const std::vector<float> unit = random_uniform(size_t(2) * 3 * kSize * kSize, 0.0f, 1.0f, 32);
+  bytes.pixels.resize(unit.size());
+  std::transform(unit.begin(), unit.end(), bytes.pixels.begin(),
+                 [](float v) { return uint8_t(std::min(v * 256.0f, 255.0f)); });
+  train::TrainBatch floats = bytes;
+  floats.pixels.clear();
+  floats.images = bytes.planes();
+  DeviceTrainEngine from_bytes(backend, model, "SGD", 2, kSize, kSize);
+  DeviceTrainEngine from_floats(backend, model, "SGD", 2, kSize, kSize);
+  CHECK(from_bytes.accumulate(bytes, {}).total == from_floats.accumulate(floats, {}).total);
+  const std::vector<ParameterGradient> a = from_bytes.gradients(), b = from_floats.gradients();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].values == b[i].values);
+
+  train::TrainBatch both = bytes;
+  both.images = floats.images;
+  CHECK_THROWS_WITH(from_bytes.accumulate(both, {}), "train batch: both bytes and float images are set");
+  bytes.pixels.pop_back();
+  CHECK_THROWS_WITH(from_bytes.accumulate(bytes, {}),
+                    "train batch: " + std::to_string(bytes.pixels.size()) + " image values for 2 images of 64x64");
+}
+
 }  // namespace
+
+TEST_CASE("DeviceTrainEngine: a batch of bytes trains exactly as its float planes on cpu", "[device_train]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_pixel_batch(*backend);
+}
 
 TEST_CASE("DeviceTrainEngine: loss and gradients match the float64 reference on cpu", "[device_train]") {
   auto backend = make_backend("cpu", test::embedded_context());
@@ -434,6 +469,7 @@ TEST_CASE("DeviceTrainEngine: no allocation after the first iteration on cpu", "
 TEST_CASE("DeviceTrainEngine: gradients, steps, state and allocations on cuda", "[device_train][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
   auto backend = make_backend("cuda", test::embedded_context());
+  check_pixel_batch(*backend);
   check_gradients(*backend, "cuda");
   check_steps(*backend, "AdamW", "cuda");
   check_steps(*backend, "SGD", "cuda");

@@ -71,7 +71,7 @@ void check_same(const std::vector<TrainBatch>& a, const std::vector<TrainBatch>&
   REQUIRE(a.size() == b.size());
   for (size_t k = 0; k < a.size(); ++k) {
     CHECK(a[k].files == b[k].files);
-    CHECK(a[k].images == b[k].images);
+    CHECK(a[k].pixels == b[k].pixels);
     REQUIRE(a[k].ground_truth.size() == b[k].ground_truth.size());
     for (size_t i = 0; i < a[k].ground_truth.size(); ++i) {
       REQUIRE(a[k].ground_truth[i].size() == b[k].ground_truth[i].size());
@@ -83,16 +83,19 @@ void check_same(const std::vector<TrainBatch>& a, const std::vector<TrainBatch>&
   }
 }
 
-// Whether image `i` of `batch` is exactly its file's pixels / 255 with the file's labels times the size (the
+// Whether image `i` of `batch` is exactly its file's pixels with the file's labels times the size (the
 // loader's plain path at imgsz = the image size: no resize, no padding).
 bool is_plain(const TrainBatch& batch, size_t i, const dataset::Split& split) {
   const auto sample = std::find_if(split.samples.begin(), split.samples.end(),
                                    [&](const dataset::Sample& s) { return s.image == batch.files[i]; });
   const Image image = decode_image(sample->image);
-  const size_t plane = size_t(kSize) * kSize;
+  const size_t bytes = size_t(kSize) * kSize * 3;
+  if (!std::equal(image.rgb.begin(), image.rgb.end(), batch.pixels.begin() + long(i * bytes))) return false;
+  const std::vector<float> planes = batch.planes();  // the network's input: the bytes / 255 in planes
+  const size_t plane = bytes / 3;
   for (size_t p = 0; p < plane; ++p)
     for (size_t c = 0; c < 3; ++c)
-      if (batch.images[i * 3 * plane + c * plane + p] != float(image.rgb[p * 3 + c]) / 255.f) return false;
+      if (planes[i * bytes + c * plane + p] != float(image.rgb[p * 3 + c]) / 255.f) return false;
   const std::vector<loss::GtBox>& truth = batch.ground_truth[i];
   if (truth.size() != sample->labels.size()) return false;
   for (size_t j = 0; j < truth.size(); ++j) {
@@ -121,7 +124,8 @@ TEST_CASE("train loader: the same (seed, epoch) gives the same batches whatever 
     REQUIRE(reference.size() == 3);
     CHECK(reference[0].batch == 5);
     CHECK(reference[2].batch == 2);
-    CHECK(reference[0].images.size() == size_t(5 * 3 * kSize * kSize));
+    CHECK(reference[0].pixels.size() == size_t(5 * 3 * kSize * kSize));
+    CHECK(reference[0].images.empty());
     std::set<fs::path> files;
     for (const TrainBatch& b : reference) files.insert(b.files.begin(), b.files.end());
     CHECK(files.size() == 12);

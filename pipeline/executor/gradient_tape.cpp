@@ -100,6 +100,14 @@ void GradientTape::set_input(const TapeTensor& t, const std::vector<float>& valu
   backend_.upload(data(t), values.data(), values.size() * sizeof(float));
 }
 
+void GradientTape::set_input_pixels(const TapeTensor& t, const std::vector<uint8_t>& pixels) {
+  if (t.channels != 3 || pixels.size() != t.count()) throw UsageError("gradient tape: input bytes of the wrong size");
+  if (!pixels_to_planes_) pixels_to_planes_ = std::make_unique<PixelInputOp>(backend_);
+  if (input_pixels_.bytes() < pixels.size()) input_pixels_ = backend_.alloc(pixels.size());
+  backend_.upload(input_pixels_.get(), pixels.data(), pixels.size());
+  pixels_to_planes_->run(input_pixels_.as<const unsigned char>(), data(t), t.batch, t.height, t.width);
+}
+
 TapeTensor GradientTape::detach(const TapeTensor& x) {
   TapeTensor t = x;
   t.id = int(nodes_.size());

@@ -43,6 +43,7 @@
 #include "kernels/train/batchnorm_batch_op.hpp"
 #include "kernels/train/batchnorm_sync_op.hpp"
 #include "kernels/train/silu_residual_op.hpp"
+#include "pipeline/executor/pixel_input.hpp"
 #include "pipeline/model/yolo26_model.hpp"
 #include "pipeline/reference/ref_backward_ops.hpp"
 
@@ -111,6 +112,9 @@ class GradientTape {
   // A tensor that needs no gradient, its values set by set_input before a forward (the network input).
   TapeTensor input(int batch, int channels, int height, int width);
   void set_input(const TapeTensor& t, const std::vector<float>& values);
+  // The same from RGB bytes [batch, height, width, 3] of a 3-channel input: values = bytes / 255, uploaded as
+  // bytes (a quarter of the floats) and converted on the device (PixelInputOp).
+  void set_input_pixels(const TapeTensor& t, const std::vector<uint8_t>& pixels);
   // The same values, cut from the tape: no gradient flows back through it (Ultralytics' detach()).
   TapeTensor detach(const TapeTensor& x);
 
@@ -210,6 +214,8 @@ class GradientTape {
   // by the first forward.
   size_t splitk_floats_ = 0;
   DeviceBuffer splitk_workspace_;
+  std::unique_ptr<PixelInputOp> pixels_to_planes_;  // set_input_pixels's, made on its first call
+  DeviceBuffer input_pixels_;
   std::unique_ptr<LaunchGraph> forward_graph_, backward_graph_;
   int forward_runs_ = 0, backward_runs_ = 0;
   std::vector<const void*> graph_seeds_;  // the seed buffers the backward graph reads

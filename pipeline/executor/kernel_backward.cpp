@@ -176,6 +176,20 @@ const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
                                                 const loss::LossConfig& config, double loss_scale,
                                                 const loss::SumOverRanks& sum_over_ranks) {
   tape_.set_input(input_, input);
+  return run_on_input(ground_truth, config, loss_scale, sum_over_ranks);
+}
+
+const loss::DeviceLossResult& TrainingPass::run(const std::vector<uint8_t>& pixels,
+                                                const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                                const loss::LossConfig& config, double loss_scale,
+                                                const loss::SumOverRanks& sum_over_ranks) {
+  tape_.set_input_pixels(input_, pixels);
+  return run_on_input(ground_truth, config, loss_scale, sum_over_ranks);
+}
+
+const loss::DeviceLossResult& TrainingPass::run_on_input(const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                                         const loss::LossConfig& config, double loss_scale,
+                                                         const loss::SumOverRanks& sum_over_ranks) {
   tape_.forward();
   if (!loss_ || !same_config(loss_->config(), config))
     loss_ = std::make_unique<loss::Yolo26Loss>(backend_, config);

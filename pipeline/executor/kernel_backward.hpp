@@ -50,6 +50,12 @@ class TrainingPass {
                                     const std::vector<std::vector<loss::GtBox>>& ground_truth,
                                     const loss::LossConfig& config, double loss_scale = 1.0,
                                     const loss::SumOverRanks& sum_over_ranks = {});
+  // The same from `pixels` [batch, height, width, 3] RGB bytes: the input is pixels / 255 in planes, uploaded
+  // as bytes and converted on the device (GradientTape::set_input_pixels).
+  const loss::DeviceLossResult& run(const std::vector<uint8_t>& pixels,
+                                    const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                    const loss::LossConfig& config, double loss_scale = 1.0,
+                                    const loss::SumOverRanks& sum_over_ranks = {});
   GradientTape& tape() { return tape_; }
   const GradientTape& tape() const { return tape_; }
   int batch() const { return batch_; }
@@ -57,6 +63,11 @@ class TrainingPass {
   int width() const { return width_; }
 
  private:
+  // Forward, loss and backward of the input already on the tape.
+  const loss::DeviceLossResult& run_on_input(const std::vector<std::vector<loss::GtBox>>& ground_truth,
+                                             const loss::LossConfig& config, double loss_scale,
+                                             const loss::SumOverRanks& sum_over_ranks);
+
   Backend& backend_;
   int batch_, height_, width_, num_classes_;
   GradientTape tape_;

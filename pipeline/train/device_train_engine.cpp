@@ -218,10 +218,7 @@ std::string DeviceTrainEngine::describe() const {
 }
 
 BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::LossConfig& config) {
-  if (batch.images.size() != size_t(batch.batch) * 3 * batch.height * batch.width)
-    throw UsageError("train batch: " + std::to_string(batch.images.size()) + " image values for " +
-                     std::to_string(batch.batch) + " images of " + std::to_string(batch.height) + "x" +
-                     std::to_string(batch.width));
+  if (std::string problem = batch.size_problem(); !problem.empty()) throw UsageError(problem);
   Pass& p = pass_for(batch.batch, batch.height, batch.width);
   if (p.folded_version != version_) {
     fold_.fold(*p.table);
@@ -232,7 +229,8 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
   if (ranks_)
     sum_over_ranks = [this](double* values, size_t count) { ranks_->all_reduce_sum_host(values, count); };
   const loss::DeviceLossResult& r =
-      p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks);
+      batch.pixels.empty() ? p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks)
+                           : p.pass->run(batch.pixels, batch.ground_truth, config, scale, sum_over_ranks);
   fold_.backward(*p.table, 1.0 / scale);
   gradients_summed_ = false;
   BatchLoss out;

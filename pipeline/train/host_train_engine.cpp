@@ -58,7 +58,7 @@ BatchLoss HostTrainEngine::accumulate(const TrainBatch& batch, const loss::LossC
   BatchLoss out;
   std::vector<ParameterGradient> grads;
   if (backend_) {
-    TrainingGradients g = kernel_gradients(*backend_, model_, batch.images, batch.batch, batch.height,
+    TrainingGradients g = kernel_gradients(*backend_, model_, batch.planes(), batch.batch, batch.height,
                                            batch.width, batch.ground_truth, config);
     out = {g.one2many, g.one2one, g.weights, g.total};
     grads = std::move(g.parameters);
@@ -70,7 +70,7 @@ BatchLoss HostTrainEngine::accumulate(const TrainBatch& batch, const loss::LossC
     });
   } else {
     reference::RefTensor input(batch.batch, 3, batch.height, batch.width);
-    input.values = batch.images;
+    input.values = batch.planes();
     reference::NetworkGradients g = reference::reference_gradients(model_, input, batch.ground_truth, config);
     out = {g.loss.one2many, g.loss.one2one, g.loss.weights, g.loss.total};
     grads = std::move(g.parameters);

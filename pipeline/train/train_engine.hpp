@@ -5,6 +5,7 @@
 // optimizer state resident on the device, kernels/optim's steps).
 #pragma once
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -19,11 +20,20 @@
 namespace lab::train {
 
 // One batch as the loader hands it over: letterboxed (and augmented) images and their boxes in the input.
+// The images come one of two ways: `pixels`, the loader's RGB bytes (the network's input is pixels / 255 in
+// planes; DeviceTrainEngine uploads the bytes, a quarter of the floats' size, and converts them on the
+// device), or `images`, float planes of any values (tests); the other is empty.
 struct TrainBatch {
   int batch = 0, height = 0, width = 0;
-  std::vector<float> images;                           // [batch, 3, height, width], RGB / 255
+  std::vector<uint8_t> pixels;                         // [batch, height, width, 3] RGB bytes
+  std::vector<float> images;                           // [batch, 3, height, width]
   std::vector<std::vector<loss::GtBox>> ground_truth;  // per image: class and xyxy pixels in the input
   std::vector<std::filesystem::path> files;            // per image (a mosaic: its first tile's)
+
+  // The float planes [batch, 3, height, width]: `images`, or `pixels` / 255 by pipeline/image's byte table.
+  std::vector<float> planes() const;
+  // Empty when exactly one of pixels and images holds batch x height x width images, else why not.
+  std::string size_problem() const;
 };
 
 // The loss of one batch: per-image components after gains (as Ultralytics prints them) and the total that

@@ -81,21 +81,21 @@ void TrainLoader::on_warning(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
-size_t TrainLoader::image_floats() const {
+size_t TrainLoader::image_bytes() const {
   return size_t(3) * size_t(imgsz_) * size_t(imgsz_);
 }
 
-float* TrainLoader::batch_slot(size_t position) {
+uint8_t* TrainLoader::batch_slot(size_t position) {
   const size_t batch = position / size_t(batch_);
-  std::vector<float>& buffer = buffers_[batch];
+  std::vector<uint8_t>& buffer = buffers_[batch];
   if (buffer.empty()) {  // (still empty after an allocation that failed: tried again)
     const size_t end = std::min((batch + 1) * size_t(batch_), order_.size());
-    buffer.resize((end - batch * size_t(batch_)) * image_floats());
+    buffer.resize((end - batch * size_t(batch_)) * image_bytes());
   }
-  return buffer.data() + (position % size_t(batch_)) * image_floats();
+  return buffer.data() + (position % size_t(batch_)) * image_bytes();
 }
 
-TrainLoader::Item TrainLoader::prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const {
+TrainLoader::Item TrainLoader::prepare(size_t sample, uint64_t item_seed, bool mosaic, uint8_t* pixels) const {
   Item item;
   const SampleSource source = [&](size_t index) -> std::optional<LabeledImage> {
     const dataset::Sample& s = samples_[index];
@@ -110,7 +110,10 @@ TrainLoader::Item TrainLoader::prepare(size_t sample, uint64_t item_seed, bool m
     dataset::SynthRandom random(item_seed);
     if (std::optional<LabeledImage> image =
             augment_sample(sample, samples_.size(), source, augment_, mosaic, imgsz_, random)) {
-      write_nchw(image->image, planes);
+      if (image->image.rgb.size() != image_bytes())
+        throw RuntimeError("train loader: an augmented image of " + std::to_string(image->image.width) + "x" +
+                           std::to_string(image->image.height) + ", not " + std::to_string(imgsz_) + " square");
+      std::copy(image->image.rgb.begin(), image->image.rgb.end(), pixels);
       item.boxes = std::move(image->boxes);
       item.decoded = true;
     }
@@ -134,16 +137,16 @@ void TrainLoader::work() {
     const size_t sample = order_[position];
     const bool mosaic = mosaic_;
     Item item;
-    float* planes = nullptr;
+    uint8_t* pixels = nullptr;
     try {
-      planes = batch_slot(position);
+      pixels = batch_slot(position);
     } catch (...) {  // out of memory: next() throws it
       item.failure = std::current_exception();
       item.done = true;
     }
     ++in_flight_;
     lock.unlock();
-    if (planes) item = prepare(sample, item_seed, mosaic, planes);
+    if (pixels) item = prepare(sample, item_seed, mosaic, pixels);
     lock.lock();
     --in_flight_;
     items_[position] = std::move(item);
@@ -183,26 +186,26 @@ std::optional<TrainBatch> TrainLoader::next() {
       std::move(items_.begin() + long(begin), items_.begin() + long(end), std::back_inserter(ready));
       for (size_t position = begin; position < end; ++position)
         files.push_back(samples_[order_[position]].image);
-      batch.images = std::move(buffers_.at(next_batch_));
+      batch.pixels = std::move(buffers_.at(next_batch_));
       buffers_.erase(next_batch_);
       ++next_batch_;
     }
     work_ready_.notify_all();
     batch.height = batch.width = imgsz_;
-    const size_t floats = image_floats();
+    const size_t bytes = image_bytes();
     for (size_t k = 0; k < ready.size(); ++k) {
       Item& item = ready[k];
       if (item.failure) std::rethrow_exception(item.failure);
       note_undecodable(item);
       if (!item.decoded) continue;
       if (size_t(batch.batch) != k)  // close the gap an undecodable image left
-        std::copy_n(batch.images.begin() + long(k * floats), floats,
-                    batch.images.begin() + long(size_t(batch.batch) * floats));
+        std::copy_n(batch.pixels.begin() + long(k * bytes), bytes,
+                    batch.pixels.begin() + long(size_t(batch.batch) * bytes));
       ++batch.batch;
       batch.ground_truth.push_back(std::move(item.boxes));
       batch.files.push_back(files[k]);
     }
-    batch.images.resize(size_t(batch.batch) * floats);
+    batch.pixels.resize(size_t(batch.batch) * bytes);
     if (batch.batch > 0) return batch;
     if (undecodable_ == samples_.size())
       throw UsageError(printable_path(samples_.front().image.parent_path()) + ": none of the " +

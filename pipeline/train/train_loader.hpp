@@ -1,7 +1,8 @@
 // The training batch loader of `lab train`: each epoch a fresh shuffle of the split (from the seed and the
 // epoch), each image augmented as Ultralytics trains (augment_pipeline: mosaic, random affine, HSV, flip; no
 // mosaic in the last close_mosaic epochs) on worker threads that stay a few batches ahead, batches of imgsz x
-// imgsz RGB / 255 with their boxes in pixels (the workers write each image into its batch's buffer). The same
+// imgsz RGB bytes (TrainBatch::pixels) with their boxes in pixels (the workers write each image into its batch's
+// buffer). The same
 // (seed, epoch) gives the same batches whatever the number of workers. An image that does not decode is left
 // out of its batch (which comes out short; a batch left empty is passed over) and counted in report() with a
 // one-line warning naming the file; a split where no image decodes is a UsageError. Data-parallel training
@@ -60,11 +61,11 @@ class TrainLoader {
   };
 
   void work();
-  Item prepare(size_t sample, uint64_t item_seed, bool mosaic, float* planes) const;
+  Item prepare(size_t sample, uint64_t item_seed, bool mosaic, uint8_t* pixels) const;
   // Under mutex_: where position's planes go in its batch's buffer (allocated when first asked for).
-  float* batch_slot(size_t position);
+  uint8_t* batch_slot(size_t position);
   void note_undecodable(const Item& item);
-  size_t image_floats() const;
+  size_t image_bytes() const;
 
   std::vector<dataset::Sample> samples_;
   dataset::SplitReport report_;
@@ -82,7 +83,7 @@ class TrainLoader {
   uint64_t epoch_key_ = 0;
   std::vector<size_t> order_;                     // the rank's share of the shuffle: position -> sample
   std::vector<Item> items_;                       // per position
-  std::map<size_t, std::vector<float>> buffers_;  // per batch being prepared: [batch, 3, imgsz, imgsz]
+  std::map<size_t, std::vector<uint8_t>> buffers_;  // per batch being prepared: [batch, imgsz, imgsz, 3]
   size_t next_claim_ = 0, next_batch_ = 0;
   int in_flight_ = 0;
   std::vector<std::thread> threads_;
