@@ -7,8 +7,8 @@ that `lab convert` writes): Conv + BatchNorm2d in eval mode (frozen statistics, 
 one-to-one head on detached features, attention through scaled_dot_product_attention. The loss is
 yolo26_loss_torch.py's E2ELoss (spec/yolo26.md, dense on the GPU), the optimizer Ultralytics' three groups
 (yolo26_train_torch.py). First the checks of torch_train_golden.py on bus.jpg (exit 1 on a miss); then one
-iteration = the batch's upload (float32 images and labels from host memory, as `lab bench train-step` uploads
-its batch), zero_grad, forward, loss, backward, clip at 10, optimizer step, timed with CUDA events (median of
+iteration = the batch's upload (8-bit images and labels from host memory, the images then divided by 255 on the
+GPU, as Ultralytics' trainer and `lab bench train-step` do), zero_grad, forward, loss, backward, clip at 10, optimizer step, timed with CUDA events (median of
 warm iterations) at each batch size, optimizer and precision: fp32 (TF32 off), tf32 (cuDNN and matmul TF32
 on), amp (float16 autocast + GradScaler, PyTorch's default TF32 settings, as `yolo train` runs), and with
 --compile MODE the forward and loss through torch.compile(mode=MODE) as well. The batch is seeded random images
@@ -35,9 +35,9 @@ LR = 1e-4  # as `lab bench train-step`: the timed iterations stay near the check
 
 
 def synthetic_batch(torch, batch, imgsz, boxes, classes, seed):
-    """Host tensors: images [B, 3, S, S] uniform in [0, 1), classes [B, G], xyxy pixels [B, G, 4], mask [B, G]."""
+    """Host tensors: images [B, 3, S, S] uint8, classes [B, G], xyxy pixels [B, G, 4], mask [B, G]."""
     gen = torch.Generator().manual_seed(seed)
-    images = torch.rand(batch, 3, imgsz, imgsz, generator=gen)
+    images = torch.randint(0, 256, (batch, 3, imgsz, imgsz), generator=gen, dtype=torch.uint8)
     r = torch.rand(batch, boxes, 4, generator=gen)
     w, h = imgsz * (0.125 + 0.375 * r[..., 0]), imgsz * (0.125 + 0.375 * r[..., 1])
     x, y = (imgsz - w) * r[..., 2], (imgsz - h) * r[..., 3]
@@ -72,7 +72,8 @@ def time_iteration(torch, sd, host_batch, optimizer, precision, compile_mode, ar
     def iteration():
         if compile_mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()  # a new iteration: the graphs' last outputs are done
-        last[:] = [step(*(t.to(dev) for t in host_batch))]
+        images, *labels = (t.to(dev) for t in host_batch)
+        last[:] = [step(images.float() / 255, *labels)]
 
     ms = time_ms(torch, iteration, args.warmup, args.reps)
     return ms, last[0].item()
