@@ -118,6 +118,15 @@ const std::vector<Case>& backward_cases() {
       {"v3_fp16", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
       {"v4_bf16", {{"B", "2"}, {"C_IN", "24"}, {"C_OUT", "40"}, {"H", "13"}, {"W", "11"}, {"K", "1"}}},
       {"v4_bf16", {{"C_IN", "6"}, {"C_OUT", "5"}, {"H", "8"}, {"W", "7"}, {"K", "5"}, {"SILU", "false"}}},
+      // The pipelined GEMMs at odd sizes on every variant: stride 2 with a partial channel tile (C_IN 70) and
+      // a partial last chunk of each tap (C_OUT 37 / 40 / 44, not a multiple of 16 or 32), 5x5 stride 2, and
+      // weight-gradient splits whose item count is no multiple of the 32-item granule (3 x 31 x 29).
+      {"v2_tiled", {{"C_IN", "70"}, {"C_OUT", "37"}, {"H", "13"}, {"W", "11"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v3_fp16", {{"C_IN", "70"}, {"C_OUT", "40"}, {"H", "13"}, {"W", "11"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v4_bf16", {{"C_IN", "20"}, {"C_OUT", "44"}, {"H", "11"}, {"W", "9"}, {"K", "5"}, {"STRIDE", "2"}}},
+      {"v3_fp16", {{"C_IN", "12"}, {"C_OUT", "20"}, {"H", "9"}, {"W", "8"}, {"K", "1"}, {"STRIDE", "2"}}},
+      {"v2_tiled", {{"B", "3"}, {"C_IN", "5"}, {"C_OUT", "24"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
+      {"v4_bf16", {{"B", "3"}, {"C_IN", "5"}, {"C_OUT", "24"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
       {"auto", {{"C_IN", "48"}, {"C_OUT", "48"}, {"GROUPS", "48"}, {"H", "11"}, {"W", "13"}, {"K", "3"}}},
       {"v1_direct",
        {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "9"}, {"W", "6"}, {"K", "3"},
@@ -195,6 +204,12 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels and splits lon
   // Without splits, the bias gradient's per-image sums still need B x C_out floats above batch 1.
   CHECK(split.weight_grad_splits(2, 4, 4) == 1);
   CHECK(split.weight_grad_workspace_floats(2, 4, 4) == size_t(2 * split_shape.c_out));
+  // The ragged split case of backward_cases(): 2697 items, the last split short of a whole 32-item granule.
+  const Conv2dShape ragged_shape{5, 24, 3, 1, 1, true};
+  const Conv2dBackwardOp ragged(*backend, ragged_shape,
+                                std::vector<float>(size_t(ragged_shape.weight_count())), std::nullopt,
+                                ConvBackwardVariant::Tiled);
+  CHECK(ragged.weight_grad_splits(3, 31, 29) > 1);
   CHECK_THROWS_WITH(split.input_grad(1, 4, 4, nullptr, nullptr),
                     Catch::Contains("built without the input gradient"));
 }

@@ -16,28 +16,35 @@
 //                              host, g the gathered dz (zero where the tap misses the stride grid or the
 //                              output). A CTA owns TM input channels x TN = 4096/TM input pixels of one
 //                              stride-phase class (the pixels with iy % S, ix % S fixed: DgradPhase), and its
-//                              reduction runs over co x the taps that reach that class only (at stride 2, K 3:
-//                              1, 2 or 4 of the 9 taps, where gathering all 9 left three quarters zero). 16-row
-//                              chunks in shared memory, 4 x 4 accumulators per thread (conv2d_tiled's scheme).
+//                              reduction runs over co x the taps that reach that class only (at stride 2, K
+//                              3: 1, 2 or 4 of the 9 taps, where gathering all 9 left three quarters zero),
+//                              tap by tap (DgradStaging: one output offset and bounds check a chunk). 16-row
+//                              chunks, 4 x 4 accumulators per thread (FmaTile).
 //                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
 //   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
 //                              then a shared-memory tree sum (deterministic). Any K / stride / groups; the
 //                              depthwise weight gradient of yolo26n is this one.
 //   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
-//                              TN = 4096/TM rows r, 16-item chunks of q in shared memory, 4 x 4 per thread.
+//                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
+//                              stages one item of every chunk (WgradStaging, ItemWalk), the CTA's im2col row
+//                              offsets found once in shared memory (Im2colRow).
 //                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
-//                              each split writes partial [split, C_out, R] and conv2d_wgrad_reduce adds the
-//                              splits in index order. Split-K with a fixed-order reduction rather than float
-//                              atomics: the gradients are bit-identical run to run (a resumed or repeated
-//                              training step reproduces), at the cost of a workspace and one extra pass.
-//                              Grid (ceil(R / TN), ceil(C_out / TM), splits).
+//                              each split (a multiple of 32 items) writes partial [split, C_out, R] and
+//                              conv2d_wgrad_reduce adds the splits in index order. Split-K with a fixed-order
+//                              reduction rather than float atomics: the gradients are bit-identical run to
+//                              run (a resumed or repeated training step reproduces), at the cost of a
+//                              workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out / TM), splits).
 //   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
-//                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging, tiles,
-//                              grid and split-K) with the products on tensor cores: mma.sync m16n8k16, float
-//                              accumulation, the staged float values rounded to DT as each warp packs its
-//                              fragments (MmaTile); dx and dW stay float32 (dW for the float32 master
-//                              weights). Needs sm_80 or newer; the emulator runs its mma model.
+//                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging order,
+//                              tiles, grid and split-K) with the products on tensor cores: mma.sync m16n8k16,
+//                              float accumulation (MmaTile). The staging rounds each value to DT once and
+//                              stores 16-bit tiles, 32-row chunks; the warps load their fragments by
+//                              transposed ldmatrix. dx and dW stay float32 (dW for the float32 master
+//                              weights). Needs sm_80 or newer; the emulator runs its mma / ldmatrix model.
+//   The GEMMs (v2, v3, v4) are software-pipelined (pipelined_products): the operands of chunk c + 1 are
+//   loaded from global memory into registers before chunk c's products and stored into the other of two
+//   shared buffers after them, one __syncthreads a chunk; both operands are stored k-major, rows padded.
 //   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           one CTA per (output channel, image): 256 threads stride over the plane, tree
 //                              sum, into grad_bias at batch 1, else into partial [B, C_out], which
@@ -48,7 +55,6 @@
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
 #include "nn/conv2d_backward_params.cuh"
-#include "nn/conv2d_stage.cuh"
 #include "nn/nn_common.cuh"
 
 namespace nn {
@@ -67,22 +73,28 @@ __device__ __forceinline__ float block_sum(float v) {
   return sum;
 }
 
-// The products of the v2 GEMMs, C[m][n] += sum_k A[m][k] B[k][n] over one staged chunk of 16 k, A given
-// transposed (a[k][m], TM columns) and B as b[k][n] (TN columns), both float rows in shared memory; a CTA tile
-// of TM x TN = 4096 results. store(m, n, value) hands each result of this thread to the kernel's epilogue.
-// FmaTile (v2_tiled): float FMAs, 4 x 4 results per thread, float4 shared reads.
+// The products of the v2 / v3 / v4 GEMMs, C[m][n] += sum_k A[m][k] B[k][n] over one staged chunk of kChunk k,
+// both operands stored k-major in shared memory (a[k * kLdA + m], b[k * kLdB + n], Element each), a CTA tile
+// of TM x TN = 4096 results; element(v) is how the staging stores a value. store(m, n, value) hands each
+// result of this thread to the kernel's epilogue. FmaTile (v2_tiled): float FMAs, 4 x 4 results per thread,
+// float4 shared reads; rows padded by 4 floats so the wgrad staging's column stores (8 k x 4 m a warp) fall
+// in distinct banks.
 template <int TM, int TN>
 struct FmaTile {
+  using Element = float;
+  static constexpr int kChunk = 16, kLdA = TM + 4, kLdB = TN + 4;
   float acc[4][4] = {};
   int ty, tx;
 
   __device__ __forceinline__ FmaTile() : ty(threadIdx.x / (TN / 4)), tx(threadIdx.x % (TN / 4)) {}
 
-  __device__ __forceinline__ void accumulate(const float (*a)[TM], const float (*b)[TN]) {
+  __device__ __forceinline__ static float element(float v) { return v; }
+
+  __device__ __forceinline__ void accumulate(const float* a, const float* b) {
 #pragma unroll
-    for (int k = 0; k < kTiledChunk; ++k) {
-      const float4 av4 = *reinterpret_cast<const float4*>(&a[k][ty * 4]);
-      const float4 bv4 = *reinterpret_cast<const float4*>(&b[k][tx * 4]);
+    for (int k = 0; k < kChunk; ++k) {
+      const float4 av4 = *reinterpret_cast<const float4*>(a + k * kLdA + ty * 4);
+      const float4 bv4 = *reinterpret_cast<const float4*>(b + k * kLdB + tx * 4);
       const float av[4] = {av4.x, av4.y, av4.z, av4.w}, bv[4] = {bv4.x, bv4.y, bv4.z, bv4.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i)
@@ -100,43 +112,73 @@ struct FmaTile {
 };
 
 // MmaTile (v3_fp16 / v4_bf16): mma.sync m16n8k16 with float accumulation; warp w owns rows 16 (w / (8 /
-// (TM/16))) .. + 15 and 32 columns; the fragments are built from the float tiles, each value rounded to DT
-// (round to nearest even) as it is packed, so the activations and gradients stay float32 in memory.
+// (TM/16))) .. + 15 and 32 columns. The staging rounds each value to DT once (round to nearest even) and
+// stores the 16-bit pattern, so the activations and gradients stay float32 in memory; the fragments come by
+// transposed ldmatrix from the k-major tiles, whose rows are padded by 8 elements (16 bytes) so the eight
+// rows of each 8x8 matrix fall in distinct banks. 32-deep chunks: two k16 steps per barrier.
 template <int DT, int TM, int TN>
 struct MmaTile {
+  using Element = uint16_t;
+  static constexpr int kChunk = 32, kLdA = TM + 8, kLdB = TN + 8;
   static constexpr int kWarpCols = 8 / (TM / 16);
   static_assert(kWarpCols * 32 == TN, "each warp owns 16 rows x 32 columns");
   float d[4][4] = {};  // four n8 tiles: d[nt][0..1] row g, d[nt][2..3] row g + 8, columns 2t, 2t + 1
-  int m0, n0, g, t;
+  int m0, n0, lane;
 
   __device__ __forceinline__ MmaTile() {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    m0 = (warp / kWarpCols) * 16, n0 = (warp % kWarpCols) * 32, g = lane / 4, t = lane % 4;
+    const int warp = threadIdx.x / 32;
+    lane = threadIdx.x % 32, m0 = (warp / kWarpCols) * 16, n0 = (warp % kWarpCols) * 32;
   }
 
-  __device__ __forceinline__ void accumulate(const float (*a)[TM], const float (*b)[TN]) {
-    const uint32_t af[4] = {lab_pack2<DT>(a[2 * t][m0 + g], a[2 * t + 1][m0 + g]),
-                            lab_pack2<DT>(a[2 * t][m0 + g + 8], a[2 * t + 1][m0 + g + 8]),
-                            lab_pack2<DT>(a[2 * t + 8][m0 + g], a[2 * t + 9][m0 + g]),
-                            lab_pack2<DT>(a[2 * t + 8][m0 + g + 8], a[2 * t + 9][m0 + g + 8])};
+  __device__ __forceinline__ static uint16_t element(float v) { return uint16_t(lab_pack2<DT>(v, 0.0f)); }
+
+  __device__ __forceinline__ void accumulate(const uint16_t* a, const uint16_t* b) {
 #pragma unroll
-    for (int pair = 0; pair < 2; ++pair) {
-      const int n = n0 + pair * 16 + g;
-      const uint32_t bf[4] = {lab_pack2<DT>(b[2 * t][n], b[2 * t + 1][n]),
-                              lab_pack2<DT>(b[2 * t + 8][n], b[2 * t + 9][n]),
-                              lab_pack2<DT>(b[2 * t][n + 8], b[2 * t + 1][n + 8]),
-                              lab_pack2<DT>(b[2 * t + 8][n + 8], b[2 * t + 9][n + 8])};
-      lab_mma_16816_pair<DT>(d[2 * pair], d[2 * pair + 1], af, bf);
+    for (int k0 = 0; k0 < kChunk; k0 += 16) {
+      // The A fragment (rows m0.., k0..) from a[k][m]: matrix i = lane / 8 holds m + 8 (i % 2), k + 8 (i /
+      // 2).
+      uint32_t af[4];
+      lab_ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * kLdA + m0 + ((lane / 8) % 2) * 8);
+#pragma unroll
+      for (int pair = 0; pair < 2; ++pair) {
+        uint32_t bf[4];
+        lab_load_b_rows_k<kLdB>(bf, b, n0 + pair * 16, k0, lane);
+        lab_mma_16816_pair<DT>(d[2 * pair], d[2 * pair + 1], af, bf);
+      }
     }
   }
   template <class Store>
   __device__ __forceinline__ void store(Store store) const {
+    const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) store(m0 + g + (e / 2) * 8, n0 + nt * 8 + 2 * t + e % 2, d[nt][e]);
   }
 };
+
+// The GEMM main loop of v2 / v3 / v4: `chunks` chunks of Tile::kChunk reduction rows, double buffered in
+// shared memory with a register prefetch. Staging::load() reads the next chunk from global memory into the
+// thread's registers and advances; Staging::store(a, b) writes them (as Tile::Element) into one buffer pair.
+// Chunk c + 1's loads are issued before chunk c's products and stored after them, so their latency hides
+// behind the products; one barrier a chunk (buffer c % 2 is read while (c + 1) % 2 is written).
+template <class Tile, class Staging>
+__device__ __forceinline__ void pipelined_products(Tile& tile, Staging& staging, int chunks) {
+  using Element = typename Tile::Element;
+  __shared__ __align__(16) Element a_s[2][Tile::kChunk * Tile::kLdA];
+  __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
+  if (chunks <= 0) return;
+  staging.load();
+  staging.store(a_s[0], b_s[0]);
+  __syncthreads();
+  for (int c = 0; c < chunks; ++c) {
+    const bool more = c + 1 < chunks;
+    if (more) staging.load();
+    tile.accumulate(a_s[c % 2], b_s[c % 2]);
+    if (more) staging.store(a_s[(c + 1) % 2], b_s[(c + 1) % 2]);
+    __syncthreads();
+  }
+}
 
 // The stride-phase class of conv2d_dgrad_tiled's CTA (blockIdx.z % stride^2): the input pixels (iy, ix) with
 // iy % stride == py and ix % stride == px, and the taps that reach them, ky = ky0, ky0 + stride, ... (ky0 =
@@ -166,73 +208,88 @@ struct DgradPhase {
   }
 };
 
-// w_s[rr][cc] = w'[row(r0 + rr), ci0 + cc] for the class's reduction rows r = (co, class tap t), row = co * K*K
-// + tap(t) of the rearranged weights w' [C_out*K*K, C_in]; 0 past the reduction or c_in.
-template <int K, int TM>
-__device__ __forceinline__ void stage_dgrad_weights(float (*w_s)[TM], const float* __restrict__ w,
-                                                    const DgradPhase<K>& phase, int r0, int r_end, int ci0,
-                                                    int c_in) {
-#pragma unroll
-  for (int i = threadIdx.x; i < kTiledChunk * TM; i += kThreads) {
-    const int rr = i / TM, cc = i % TM, r = r0 + rr, ci = ci0 + cc;
-    float v = 0.0f;
-    if (r < r_end && ci < c_in) {
-      const int co = r / phase.taps, row = co * K * K + phase.tap(r % phase.taps);
-      v = w[(long long)row * c_in + ci];
-    }
-    w_s[rr][cc] = v;
-  }
-}
+// The staging of conv2d_dgrad's GEMM (v2, v3, v4). The CTA's reduction runs tap-major: chunk (t, co0) holds
+// class tap t and output channels co0 .. + kChunk - 1 (zero past c_out), the taps outer. Every row of a chunk
+// thus shares one tap: a thread finds its pixel's output offset and bounds once a chunk, and its loads are
+// plain strides (weights K*K rows of w' [C_out*K*K, C_in] apart, dz one plane apart). A thread keeps one
+// weight column (input channel ci0 + threadIdx.x % TM) and one dz column (class pixel threadIdx.x % TN).
+template <int K, int TM, int TN, class Tile>
+struct DgradStaging {
+  static constexpr int kChunk = Tile::kChunk, kWeightRowStep = kThreads / TM, kGradRowStep = kThreads / TN;
+  static constexpr int kWeights = kChunk / kWeightRowStep, kGrads = kChunk / kGradRowStep;
+  static_assert(kThreads % TM == 0 && kThreads % TN == 0 && kWeights * kWeightRowStep == kChunk &&
+                    kGrads * kGradRowStep == kChunk,
+                "each thread stages whole rows of one fixed column of each operand");
+  const lab::Conv2dDgradParams& params;
+  const DgradPhase<K>& phase;
+  const float* dz_b;
+  int w_col, g_col, ci, sy, sx, tap_index = 0, co0 = 0;
+  bool pixel_valid;
+  float weights[kWeights], grads[kGrads];
 
-// The dz column (one input pixel of the class) a thread of conv2d_dgrad_tiled gathers: column threadIdx.x % TN
-// of the CTA's class pixels, rows threadIdx.x / TN, + kThreads / TN, ... of each chunk.
-template <int K, int TN>
-struct DgradColumn {
-  static_assert(TN <= kThreads && kThreads % TN == 0, "a thread gathers one fixed pixel column");
-  int col, sy, sx;  // the pixel's row and column in the class's sub-grid
-  bool valid;
-
-  __device__ __forceinline__ DgradColumn(int px0, const DgradPhase<K>& phase) {
-    col = threadIdx.x % TN;
-    const int p = px0 + col;
-    valid = p < phase.hc * phase.wc;
-    sy = valid ? p / phase.wc : 0;
-    sx = valid ? p % phase.wc : 0;
+  __device__ __forceinline__ DgradStaging(const lab::Conv2dDgradParams& p, const DgradPhase<K>& ph,
+                                          const float* dz_image, int ci0, int px0)
+      : params(p), phase(ph), dz_b(dz_image) {
+    w_col = threadIdx.x % TM, g_col = threadIdx.x % TN, ci = ci0 + w_col;
+    const int pixel = px0 + g_col;
+    pixel_valid = pixel < ph.hc * ph.wc;
+    sy = pixel_valid ? pixel / ph.wc : 0;
+    sx = pixel_valid ? pixel % ph.wc : 0;
   }
 
-  // g_s[rr][col] = dz[co, oy, ox] of row r0 + rr = (co, class tap t), 0 where the tap leaves the output. The
-  // tap (ky, kx) reaches output row oy = sy + (py + K/2 - ky) / stride, an exact division.
-  __device__ __forceinline__ void stage(float (*g_s)[TN], const float* __restrict__ dz_b,
-                                        const DgradPhase<K>& phase, int r0, int r_end, int h_out,
-                                        int w_out) const {
+  // The chunks of the CTA's reduction.
+  __device__ __forceinline__ int chunks() const {
+    return phase.taps * ((params.size.c_out + kChunk - 1) / kChunk);
+  }
+
+  // Chunk (tap_index, co0) into registers, then on to the next chunk. The tap (ky, kx) reaches output row oy
+  // = sy + (py + K/2 - ky) / stride, an exact division.
+  __device__ __forceinline__ void load() {
+    const lab::Conv2dBackwardSizes& n = params.size;
+    const int tap = phase.tap(tap_index), ky = tap / K, kx = tap % K;
+    const int oy = sy + (phase.py + K / 2 - ky) / phase.stride,
+              ox = sx + (phase.px + K / 2 - kx) / phase.stride;
+    const bool inside = pixel_valid && oy >= 0 && oy < n.h_out && ox >= 0 && ox < n.w_out;
+    const float* w_tap = params.w + (long long)tap * n.c_in + ci;  // row co * K*K + tap of w'
+    const float* dz_pixel = dz_b + (inside ? oy * n.w_out + ox : 0);
+    const int w_row0 = threadIdx.x / TM, g_row0 = threadIdx.x / TN;
 #pragma unroll
-    for (int rr = threadIdx.x / TN; rr < kTiledChunk; rr += kThreads / TN) {
-      const int r = r0 + rr;
-      float v = 0.0f;
-      if (valid && r < r_end) {
-        const int co = r / phase.taps, t = r % phase.taps;
-        const int ky = phase.ky0 + phase.stride * (t / phase.nkx), kx = phase.kx0 + phase.stride * (t % phase.nkx);
-        const int oy = sy + (phase.py + K / 2 - ky) / phase.stride;
-        const int ox = sx + (phase.px + K / 2 - kx) / phase.stride;
-        if (oy >= 0 && oy < h_out && ox >= 0 && ox < w_out)
-          v = dz_b[(long long)co * h_out * w_out + oy * w_out + ox];
-      }
-      g_s[rr][col] = v;
+    for (int j = 0; j < kWeights; ++j) {
+      const int co = co0 + w_row0 + j * kWeightRowStep;
+      weights[j] = ci < n.c_in && co < n.c_out ? w_tap[(long long)co * K * K * n.c_in] : 0.0f;
     }
+#pragma unroll
+    for (int j = 0; j < kGrads; ++j) {
+      const int co = co0 + g_row0 + j * kGradRowStep;
+      grads[j] = inside && co < n.c_out ? dz_pixel[(long long)co * n.h_out * n.w_out] : 0.0f;
+    }
+    co0 += kChunk;
+    if (co0 >= n.c_out) co0 = 0, ++tap_index;
+  }
+
+  // The loaded chunk as the A (weights, rows co, columns ci) and B (dz, rows co, columns pixel) tiles.
+  __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
+    const int w_row0 = threadIdx.x / TM, g_row0 = threadIdx.x / TN;
+#pragma unroll
+    for (int j = 0; j < kWeights; ++j)
+      a[(w_row0 + j * kWeightRowStep) * Tile::kLdA + w_col] = Tile::element(weights[j]);
+#pragma unroll
+    for (int j = 0; j < kGrads; ++j)
+      b[(g_row0 + j * kGradRowStep) * Tile::kLdB + g_col] = Tile::element(grads[j]);
   }
 };
 
-// The reduction items q = (b, output pixel) one thread visits, kStep apart from q_begin + threadIdx.x %
-// kStep: wgrad_gemm's row of every chunk (kStep = kTiledChunk) or conv2d_wgrad_direct's stride over all items
-// (kStep = kThreads). The image and output row and column advance without a division (the per-item 64-bit
-// divisions they replace were most of both kernels' instructions).
+// The reduction items q = (b, output pixel) one thread visits, kStep apart from q_first: the staging row of
+// every wgrad_gemm chunk (kStep = the chunk) or conv2d_wgrad_direct's stride over all items (kStep =
+// kThreads). The image and output row and column advance without a division (the per-item 64-bit divisions
+// they replace were most of both kernels' instructions).
 template <int kStep>
 struct ItemWalk {
   long long q;
   int b, oy, ox, step_y, step_x;
 
-  __device__ __forceinline__ ItemWalk(long long q_begin, int h_out, int w_out) {
-    q = q_begin + threadIdx.x % kStep;
+  __device__ __forceinline__ ItemWalk(long long q_first, int h_out, int w_out) {
+    q = q_first;
     const int plane_out = h_out * w_out;
     b = int(q / plane_out);
     const int p = int(q % plane_out);
@@ -244,6 +301,86 @@ struct ItemWalk {
     ox += step_x, oy += step_y;
     if (ox >= w_out) ox -= w_out, ++oy;
     for (; oy >= h_out; oy -= h_out) ++b;
+  }
+};
+
+// The im2col rows r = rc0 + rr (rr < TN) of conv2d_wgrad's CTA, found once before the reduction: the input
+// offset ci * H*W + (ky - K/2) * W + kx - K/2 and the tap (ky << 8 | kx); past the reduction (c_in * K*K
+// rows) a tap above every input. Read from shared memory each chunk rather than kept in registers: ptxas kept
+// the three terms of every staged column live through the loop (up to 223 registers a thread).
+struct Im2colRow {
+  int offset, tap;
+};
+
+template <int K, int TN>
+__device__ __forceinline__ void find_im2col_rows(Im2colRow* rows_s, const lab::Conv2dBackwardSizes& n,
+                                                 int rc0) {
+  constexpr int kNoTap = -(1 << 24);  // ky = -65536, kx = 0
+  for (int rr = threadIdx.x; rr < TN; rr += kThreads) {
+    const int r = rc0 + rr, ci = r / (K * K), ky = r % (K * K) / K, kx = r % K;
+    const bool inside = r < n.c_in * K * K;
+    rows_s[rr] = {inside ? ci * n.h_in * n.w_in + (ky - K / 2) * n.w_in + kx - K / 2 : 0,
+                  inside ? ky << 8 | kx : kNoTap};
+  }
+}
+
+// The staging of conv2d_wgrad's GEMM (v2, v3, v4): chunks of kChunk items q of the CTA's split, A = dz[q][co]
+// (TM channels from co0) and B = im2col[q][r] (TN rows r = (ci, ky, kx), rows_s). A thread keeps one item
+// row qq of every chunk (walked by ItemWalk) and the columns first, first + kColumnStep, ...; a warp covers 8
+// consecutive items x 4 consecutive columns, so each dz load instruction reads 4 whole 32-byte sectors and
+// each shared store (rows padded: Tile::kLdA, kLdB) hits 32 distinct banks.
+template <int K, int TM, int TN, class Tile>
+struct WgradStaging {
+  static constexpr int kChunk = Tile::kChunk, kItemGroups = kChunk / 8, kColumnStep = kThreads / kChunk;
+  static constexpr int kGrads = TM / kColumnStep, kInputs = TN / kColumnStep;
+  static_assert(kThreads % kChunk == 0 && (kThreads / 32) % kItemGroups == 0 &&
+                    (kThreads / 32 / kItemGroups) * 4 == kColumnStep && kGrads * kColumnStep == TM,
+                "a warp stages 8 items x 4 columns; every column of each operand once per item");
+  const lab::Conv2dWgradParams& params;
+  const Im2colRow* rows_s;
+  int qq, first, co0;
+  long long q_end;
+  ItemWalk<kChunk> item;
+  float grads[kGrads], inputs[kInputs];
+
+  __device__ __forceinline__ WgradStaging(const lab::Conv2dWgradParams& p, const Im2colRow* rows,
+                                          long long q_begin, long long q_stop, int channel0)
+      : params(p),
+        rows_s(rows),
+        qq((threadIdx.x / 32 % kItemGroups) * 8 + threadIdx.x % 8),
+        first((threadIdx.x / 32 / kItemGroups) * 4 + threadIdx.x % 32 / 8),
+        co0(channel0),
+        q_end(q_stop),
+        item(q_begin + qq, p.size.h_out, p.size.w_out) {}
+
+  // This thread's item of the next chunk into registers (0 past the split or in the padding), then on.
+  __device__ __forceinline__ void load() {
+    const lab::Conv2dBackwardSizes& n = params.size;
+    const int plane_out = n.h_out * n.w_out;
+    const bool live = item.q < q_end;
+    const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
+    const int iy0 = item.oy * n.stride, ix0 = item.ox * n.stride;  // the input pixel of tap (K/2, K/2)
+    const float* x = params.in + (long long)item.b * n.c_in * n.h_in * n.w_in + iy0 * n.w_in + ix0;
+#pragma unroll
+    for (int j = 0; j < kGrads; ++j) {
+      const int co = co0 + first + j * kColumnStep;
+      grads[j] = live && co < n.c_out ? dz[(long long)co * plane_out] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kInputs; ++j) {
+      const Im2colRow row = rows_s[first + j * kColumnStep];
+      const int iy = iy0 + (row.tap >> 8) - K / 2, ix = ix0 + (row.tap & 255) - K / 2;
+      const bool inside = live && iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in;
+      inputs[j] = inside ? x[row.offset] : 0.0f;
+    }
+    item.advance(n.h_out, n.w_out);
+  }
+
+  __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
+#pragma unroll
+    for (int j = 0; j < kGrads; ++j) a[qq * Tile::kLdA + first + j * kColumnStep] = Tile::element(grads[j]);
+#pragma unroll
+    for (int j = 0; j < kInputs; ++j) b[qq * Tile::kLdB + first + j * kColumnStep] = Tile::element(inputs[j]);
   }
 };
 
@@ -292,24 +429,15 @@ template <int K, int TM, class Tile>
 __device__ __forceinline__ void dgrad_gemm(const lab::Conv2dDgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
   constexpr int TN = 4096 / TM;
-  __shared__ __align__(16) float w_s[kTiledChunk][TM];
-  __shared__ __align__(16) float g_s[kTiledChunk][TN];
   const int classes = n.stride * n.stride;
   const int b = blockIdx.z / classes, ci0 = blockIdx.y * TM, px0 = blockIdx.x * TN;
   const DgradPhase<K> phase(blockIdx.z % classes, n.stride, n.h_in, n.w_in);
   const int plane_in = n.h_in * n.w_in, class_pixels = phase.hc * phase.wc;
   if (px0 >= class_pixels) return;  // a smaller class than the grid's largest
-  const int reduction = n.c_out * phase.taps;
   const float* dz_b = params.grad_z + (long long)b * n.c_out * n.h_out * n.w_out;
-  const DgradColumn<K, TN> column(px0, phase);
+  DgradStaging<K, TM, TN, Tile> staging(params, phase, dz_b, ci0, px0);
   Tile tile;
-  for (int r0 = 0; r0 < reduction; r0 += kTiledChunk) {
-    stage_dgrad_weights<K, TM>(w_s, params.w, phase, r0, reduction, ci0, n.c_in);
-    column.stage(g_s, dz_b, phase, r0, reduction, n.h_out, n.w_out);
-    __syncthreads();
-    tile.accumulate(w_s, g_s);
-    __syncthreads();
-  }
+  pipelined_products(tile, staging, staging.chunks());
   float* grad_in = params.grad_in + (long long)b * n.c_in * plane_in;
   tile.store([&](int m, int p, float v) {
     if (ci0 + m < n.c_in && px0 + p < class_pixels)
@@ -338,7 +466,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
   const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
   const long long items = (long long)n.batch * plane_out;
   float acc = 0.0f;
-  for (nn::ItemWalk<nn::kThreads> item(0, n.h_out, n.w_out); item.q < items; item.advance(n.h_out, n.w_out)) {
+  for (nn::ItemWalk<nn::kThreads> item(threadIdx.x, n.h_out, n.w_out); item.q < items;
+       item.advance(n.h_out, n.w_out)) {
     const int iy = item.oy * n.stride - k / 2 + ky, ix = item.ox * n.stride - k / 2 + kx;
     if (iy < 0 || iy >= n.h_in || ix < 0 || ix >= n.w_in) continue;
     acc = fmaf(params.grad_z[((long long)item.b * n.c_out + co) * plane_out + item.oy * n.w_out + item.ox],
@@ -355,39 +484,17 @@ namespace nn {
 template <int K, int TM, class Tile>
 __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
-  constexpr int kChunk = kTiledChunk, TN = 4096 / TM, kRowStep = kThreads / kChunk;
-  static_assert(kThreads % kChunk == 0, "a thread stages one fixed item row of every chunk");
-  __shared__ __align__(16) float g_s[kChunk][TM];  // dz[q][co]
-  __shared__ __align__(16) float x_s[kChunk][TN];  // im2col[q][r]
-  const int co0 = blockIdx.y * TM, rc0 = blockIdx.x * TN, split = blockIdx.z;
-  const int plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out, rows = n.c_in * K * K;
-  const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
+  constexpr int TN = 4096 / TM;
+  const int co0 = blockIdx.y * TM, rc0 = blockIdx.x * TN, split = blockIdx.z, rows = n.c_in * K * K;
+  const long long items = (long long)n.batch * n.h_out * n.w_out,
+                  q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
-  const int qq = threadIdx.x % kChunk, first = threadIdx.x / kChunk;
-  ItemWalk<kChunk> item(q_begin, n.h_out, n.w_out);
+  __shared__ Im2colRow rows_s[TN];
+  find_im2col_rows<K, TN>(rows_s, n, rc0);
+  __syncthreads();
+  WgradStaging<K, TM, TN, Tile> staging(params, rows_s, q_begin, q_end, co0);
   Tile tile;
-  for (long long q0 = q_begin; q0 < q_end; q0 += kChunk, item.advance(n.h_out, n.w_out)) {
-    // Consecutive threads take consecutive q (pixels of one plane): coalesced reads of dz and x.
-    const bool live = item.q < q_end;
-    const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
-    const float* x = params.in + (long long)item.b * n.c_in * plane_in;
-    const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
-#pragma unroll
-    for (int cc = first; cc < TM; cc += kRowStep) {
-      const int co = co0 + cc;
-      g_s[qq][cc] = live && co < n.c_out ? dz[(long long)co * plane_out] : 0.0f;
-    }
-#pragma unroll
-    for (int rr = first; rr < TN; rr += kRowStep) {
-      const int r = rc0 + rr, ci = r / (K * K), kk = r % (K * K);
-      const int iy = iy0 + kk / K, ix = ix0 + kk % K;
-      const bool inside = live && r < rows && iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in;
-      x_s[qq][rr] = inside ? x[(long long)ci * plane_in + iy * n.w_in + ix] : 0.0f;
-    }
-    __syncthreads();
-    tile.accumulate(g_s, x_s);
-    __syncthreads();
-  }
+  pipelined_products(tile, staging, int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk));
   float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
   tile.store([&](int m, int r, float v) {
     if (co0 + m < n.c_out && rc0 + r < rows) out[(long long)(co0 + m) * rows + rc0 + r] = v;

@@ -20,7 +20,9 @@ constexpr const char* kSiluBackwardKernel = "conv2d_silu_backward";
 constexpr const char* kWgradReduceKernel = "conv2d_wgrad_reduce";
 constexpr const char* kBiasGradKernel = "conv2d_bias_grad";
 constexpr int kThreads = 256;
-constexpr int kChunk = 16;  // reduction items per shared-memory step of the v2 kernels (nn::kTiledChunk)
+// The weight gradient's splits hold whole multiples of this many items: 32, a multiple of both tiles'
+// reduction chunks (FmaTile 16, MmaTile 32), so no chunk straddles two splits.
+constexpr int kSplitGranule = 32;
 constexpr int kMaxGridYZ = 65535;
 constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16"};  // enum order
 
@@ -95,8 +97,10 @@ unsigned blocks_of(long long elements) {
 
 const KernelSpec& conv2d_dgrad_spec() {
   static const KernelSpec spec = backward_spec(
-      "conv2d_dgrad", "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
-      "groups = 1: implicit GEMM over (c_out, ky, kx), 16-row chunks in shared memory, 4x4 per thread",
+      "conv2d_dgrad",
+      "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
+      "groups = 1: implicit GEMM over (class tap, c_out), one stride-phase class per CTA, 16-row chunks "
+      "double buffered in shared memory, 4x4 per thread",
       conv2d_dgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
         return std::vector<std::string>{conv_dgrad_kernel_name(v, s)};
       });
@@ -105,9 +109,10 @@ const KernelSpec& conv2d_dgrad_spec() {
 
 const KernelSpec& conv2d_wgrad_spec() {
   static const KernelSpec spec = backward_spec(
-      "conv2d_wgrad", "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
-      "groups = 1: implicit GEMM over (b, pixel), split-K with an ordered reduction, 16-item chunks in shared "
-      "memory, 4x4 per thread",
+      "conv2d_wgrad",
+      "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
+      "groups = 1: implicit GEMM over (b, pixel), split-K with an ordered reduction, 16-item chunks double "
+      "buffered in shared memory, 4x4 per thread",
       conv2d_wgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
         return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kWgradReduceKernel, kBiasGradKernel};
       });
@@ -249,21 +254,23 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
   backend_.launch(input_grad_kernel_, cfg, kernel_params(params));
 }
 
-// Splits so that tiles x splits fill about three CTAs per SM of an H200 (132 SMs), as many as the GEMMs' 63-75
-// registers a thread let each SM hold at 256 threads (`lab source conv2d_wgrad --resources`), each split summing
-// at least 512 items (32 chunks); the direct variant never splits.
+// Splits so that tiles x splits fill about three CTAs per SM of an H200 (132 SMs), about as many as the
+// GEMMs' registers (48-94 a thread) and shared memory let each SM hold at 256 threads (2-5, `lab source
+// conv2d_wgrad --resources`), each split summing at least 512 items (16 granules); the direct variant never
+// splits.
 int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   if (!weight_grad_ || weight_grad_ == ConvBackwardVariant::Direct) return 1;
-  const long long kTargetCtas = 396, kMinChunksPerSplit = 32;
+  const long long kTargetCtas = 396, kMinGranulesPerSplit = 16;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;
   const long long tiles = (rows + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm);
-  const long long chunks = ((long long)batch * shape_.out_size(h) * shape_.out_size(w) + kChunk - 1) / kChunk;
+  const long long granules =
+      ((long long)batch * shape_.out_size(h) * shape_.out_size(w) + kSplitGranule - 1) / kSplitGranule;
   const long long splits =
-      std::min({(kTargetCtas + tiles - 1) / tiles, chunks / kMinChunksPerSplit, (long long)kMaxGridYZ});
+      std::min({(kTargetCtas + tiles - 1) / tiles, granules / kMinGranulesPerSplit, (long long)kMaxGridYZ});
   if (splits <= 1) return 1;
-  const long long chunks_per_split = (chunks + splits - 1) / splits;
-  return int((chunks + chunks_per_split - 1) / chunks_per_split);
+  const long long granules_per_split = (granules + splits - 1) / splits;
+  return int((granules + granules_per_split - 1) / granules_per_split);
 }
 
 // The weight gradient's split partials, then (after their reduction) the bias gradient's per-image sums.
@@ -289,8 +296,8 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
                     kernel_params(Conv2dWgradParams{in, grad_z, grad_w, nullptr, 0, n}));
   } else {
     const int splits = weight_grad_splits(batch, h, w);
-    const long long chunks = (items + kChunk - 1) / kChunk;
-    const int split_items = int((chunks + splits - 1) / splits * kChunk);
+    const long long granules = (items + kSplitGranule - 1) / kSplitGranule;
+    const int split_items = int((granules + splits - 1) / splits * kSplitGranule);
     float* partial = splits > 1 ? workspace : nullptr;
     const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
     const long long rows = (long long)s.c_in * s.kernel * s.kernel;

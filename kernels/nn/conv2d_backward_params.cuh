@@ -31,7 +31,7 @@ struct Conv2dWgradParams {
   const float* grad_z;  // dz [B, C_out, Ho, Wo]
   float* grad_w;        // dW [C_out, C_in/groups, K, K]
   float* partial;       // v2 split-K: null, or [splits, C_out, C_in*K*K] (then grad_w is not written)
-  int split_items;      // v2: reduction items (b, output pixel) per split, a multiple of 16
+  int split_items;      // v2-v4: reduction items (b, output pixel) per split, a multiple of 32
   Conv2dBackwardSizes size;
 };
 
