@@ -274,8 +274,7 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
       "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
-      "  lab bench train-step --batch 32 --devices 0,1     # one iteration; images/s on one GPU and on two\n"
-      "  lab bench train-step --batch 32 --kernels         # and the time of every kernel in an iteration\n");
+      "  lab bench train-step --batch 32 --kernels         # one iteration, then the time of every kernel\n");
   cmd->callback([&state, o, p, t] {
     if (o->kernel == "train-step") {
       t->precision = precision_option(p->precision);
