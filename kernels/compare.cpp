@@ -1,6 +1,7 @@
 // Output-vs-reference metrics and verdicts; seeded random inputs.
 #include "kernels/compare.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -60,6 +61,13 @@ std::vector<float> random_uniform(size_t n, float lo, float hi, uint64_t seed) {
     x = float(lo + (hi - lo) * u);
   }
   return v;
+}
+
+std::vector<unsigned char> random_bytes(size_t n, uint64_t seed) {
+  std::vector<unsigned char> bytes(n);
+  std::ranges::transform(random_uniform(n, 0.0f, 256.0f, seed), bytes.begin(),
+                         [](float v) { return static_cast<unsigned char>(std::min(v, 255.0f)); });
+  return bytes;
 }
 
 }  // namespace lab

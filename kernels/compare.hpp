@@ -38,6 +38,8 @@ OutputCheck make_check(std::string name, std::vector<size_t> shape, const std::v
 
 // Seeded uniform values in [lo, hi): never all zeros, reproducible across platforms.
 std::vector<float> random_uniform(size_t n, float lo, float hi, uint64_t seed);
+// Seeded bytes over 0..255 (random_uniform's stream scaled): images' pixels.
+std::vector<unsigned char> random_bytes(size_t n, uint64_t seed);
 // A deterministic 64-bit stream derived from a seed and a label, for independent inputs of one problem.
 uint64_t derive_seed(uint64_t seed, const std::string& label);
 

@@ -24,9 +24,7 @@ namespace lab {
 train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed) {
   train::TrainBatch b;
   b.batch = batch, b.height = imgsz, b.width = imgsz;
-  const std::vector<float> unit = random_uniform(size_t(batch) * 3 * imgsz * imgsz, 0.0f, 1.0f, seed);
-  b.pixels.resize(unit.size());
-  std::transform(unit.begin(), unit.end(), b.pixels.begin(), [](float v) { return uint8_t(std::min(v * 256.0f, 255.0f)); });
+  b.pixels = random_bytes(size_t(batch) * 3 * imgsz * imgsz, seed);
   const std::vector<float> r = random_uniform(size_t(batch) * 16, 0.0f, 1.0f, seed + 1);
   for (int i = 0; i < batch; ++i) {
     std::vector<loss::GtBox> boxes;

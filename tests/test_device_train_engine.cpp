@@ -372,10 +372,7 @@ void check_pixel_batch(Backend& backend) {
   const Yolo26Model model = trainable_model(BatchNormMode::Frozen);
   train::TrainBatch bytes = make_batch(2, 31);
   bytes.images.clear();
-  const std::vector<float> unit = random_uniform(size_t(2) * 3 * kSize * kSize, 0.0f, 1.0f, 32);
-  bytes.pixels.resize(unit.size());
-  std::transform(unit.begin(), unit.end(), bytes.pixels.begin(),
-                 [](float v) { return uint8_t(std::min(v * 256.0f, 255.0f)); });
+  bytes.pixels = random_bytes(size_t(2) * 3 * kSize * kSize, 32);
   train::TrainBatch floats = bytes;
   floats.pixels.clear();
   floats.images = bytes.planes();

@@ -1,7 +1,5 @@
 // letterbox_nchw's spec and runner: seeded RGB8 images centred in a letterbox of padding, checked against a
 // float64 reference.
-#include <algorithm>
-
 #include "kernels/compiled_kernel.hpp"
 #include "kernels/image/letterbox_nchw_params.cuh"
 #include "kernels/runner.hpp"
@@ -61,14 +59,6 @@ std::vector<double> letterbox_nchw_reference(const std::vector<unsigned char>& i
       for (int y = 0; y < g.dst_h; ++y)
         for (int x = 0; x < g.dst_w; ++x) out.push_back(byte_at(b, c, y - g.top, x - g.left) / 255.0);
   return out;
-}
-
-// Seeded bytes over 0..255.
-std::vector<unsigned char> random_bytes(size_t count, uint64_t seed) {
-  std::vector<unsigned char> bytes(count);
-  std::ranges::transform(random_uniform(count, 0.0f, 256.0f, seed), bytes.begin(),
-                         [](float v) { return static_cast<unsigned char>(std::min(v, 255.0f)); });
-  return bytes;
 }
 
 class LetterboxNchwInstance : public InstanceBase {

@@ -311,7 +311,7 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
   }
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, batch, s.c_out, h_out * w_out}));
+                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, s.c_out, h_out * w_out}));
   if (bias_partial)
     backend_.launch(weight_grad_reduce_, {{blocks_of(s.c_out), 1, 1}, {kThreads, 1, 1}},
                     kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, s.c_out}));

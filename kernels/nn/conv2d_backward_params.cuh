@@ -48,7 +48,7 @@ struct Conv2dBiasGradParams {
   const float* grad_z;  // dz [B, C_out, plane]
   float* grad_bias;     // [C_out], written when partial is null (batch 1)
   float* partial;       // null, or [batch, C_out] per-image sums (then grad_bias is not written)
-  int batch, c_out, plane;
+  int c_out, plane;  // the images are gridDim.y
 };
 
 }  // namespace lab
