@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/compare.hpp"
+#include "nvrtc_runtime/host_memory_pool.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/train/device_train_engine.hpp"
@@ -21,10 +22,10 @@
 
 namespace lab {
 
-train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed) {
-  train::TrainBatch b;
-  b.batch = batch, b.height = imgsz, b.width = imgsz;
-  b.pixels = random_bytes(size_t(batch) * 3 * imgsz * imgsz, seed);
+train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed,
+                                        std::pmr::memory_resource& staging) {
+  const std::vector<uint8_t> bytes = random_bytes(size_t(batch) * 3 * imgsz * imgsz, seed);
+  train::TrainBatch b{batch, imgsz, imgsz, std::pmr::vector<uint8_t>(bytes.begin(), bytes.end(), &staging)};
   const std::vector<float> r = random_uniform(size_t(batch) * 16, 0.0f, 1.0f, seed + 1);
   for (int i = 0; i < batch; ++i) {
     std::vector<loss::GtBox> boxes;
@@ -136,7 +137,8 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   std::cerr << "lab: building the training pass, then " << std::max(warmup, 1) << " warm-up and " << iters
             << " timed iterations\n";
 
-  const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed);
+  HostMemoryPool staging([&backend](size_t bytes) { return backend->alloc_host(bytes); });
+  const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed, staging);
   const IterationTimes times = time_iterations(*backend, model, o, imgsz, batch, warmup, iters);
   std::optional<LaunchProfile> profile;
   if (o.kernels) profile = profile_iteration(*backend, model, o, imgsz, batch);

@@ -3,6 +3,7 @@
 // warm iterations (median / min / p90, CUDA events on cuda). With --devices, images/s per world size
 // (bench_train_step_ranks).
 #pragma once
+#include <memory_resource>
 #include <string>
 
 #include "kernels/nn/precision.hpp"
@@ -28,8 +29,9 @@ struct TrainStepBenchOptions {
 
 void bench_train_step(const TrainStepBenchOptions& options, CliState& state);
 
-// Seeded RGB bytes (as the loader hands them over) and four boxes per image (classes in turn, sides 1/8 to
-// 1/2 of the image).
-train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed);
+// Seeded RGB bytes (as the loader hands them over: in `staging`, the loader's kind of memory) and four boxes
+// per image (classes in turn, sides 1/8 to 1/2 of the image).
+train::TrainBatch synthetic_train_batch(int batch, int imgsz, int classes, uint64_t seed,
+                                        std::pmr::memory_resource& staging);
 
 }  // namespace lab

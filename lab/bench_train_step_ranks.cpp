@@ -10,6 +10,7 @@
 #include "lab/bench_pipeline.hpp"
 #include "lab/size_options.hpp"
 #include "lab/table.hpp"
+#include "nvrtc_runtime/host_memory_pool.hpp"
 #include "pipeline/checkpoint/checkpoint.hpp"
 #include "pipeline/detect/model_locator.hpp"
 #include "pipeline/distributed/make_communicators.hpp"
@@ -54,7 +55,9 @@ WorldTiming time_world(const TrainStepBenchOptions& o, CliState& state, const st
     Communicator* ranks = communicators.empty() ? nullptr : communicators[size_t(rank)].get();
     train::DeviceTrainEngine engine(*backends[size_t(rank)], model, o.optimizer, o.batch, imgsz, imgsz,
                                     o.precision, ranks);
-    const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed + uint64_t(rank));
+    HostMemoryPool staging([&backends, rank](size_t bytes) { return backends[size_t(rank)]->alloc_host(bytes); });
+    const train::TrainBatch batch =
+        synthetic_train_batch(o.batch, imgsz, model.nc, o.seed + uint64_t(rank), staging);
     const loss::LossConfig config;
     train::StepHyper hyper;
     hyper.lr = {1e-4, 1e-4, 1e-4};  // small: the timed iterations stay near the checkpoint

@@ -372,7 +372,8 @@ void check_pixel_batch(Backend& backend) {
   const Yolo26Model model = trainable_model(BatchNormMode::Frozen);
   train::TrainBatch bytes = make_batch(2, 31);
   bytes.images.clear();
-  bytes.pixels = random_bytes(size_t(2) * 3 * kSize * kSize, 32);
+  const std::vector<uint8_t> pixels = random_bytes(size_t(2) * 3 * kSize * kSize, 32);
+  bytes.pixels.assign(pixels.begin(), pixels.end());
   train::TrainBatch floats = bytes;
   floats.pixels.clear();
   floats.images = bytes.planes();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <set>
 
 #include "nvrtc_runtime/errors.hpp"
@@ -155,6 +156,42 @@ TEST_CASE("train loader: without augmentation the batches are the images and lab
     for (size_t i = 0; i < size_t(b.batch); ++i) CHECK(is_plain(b, i, split));
   }
   CHECK_FALSE(loader.next());
+}
+
+TEST_CASE("train loader: batches staged in the given memory, its blocks reused batch after batch",
+          "[train_loader]") {
+  ScratchDir dir("train-loader-staging");
+  const dataset::Split split = make_split(dir.path, 7);
+  TrainLoader plain(split, kSize, 3, AugmentSettings{}, 0, 5), staged(split, kSize, 3, AugmentSettings{}, 2, 5);
+  std::vector<std::pair<const uint8_t*, size_t>> blocks;  // what the allocation function made
+  std::mutex made;
+  staged.stage_batches_in([&](size_t bytes) {
+    std::lock_guard lock(made);
+    HostBuffer b = HostBuffer::pageable(bytes);
+    blocks.emplace_back(b.as<const uint8_t>(), bytes);
+    return b;
+  });
+  const auto in_a_block = [&](const TrainBatch& b) {
+    std::lock_guard lock(made);
+    return std::any_of(blocks.begin(), blocks.end(), [&](const auto& block) {
+      return b.pixels.data() >= block.first && b.pixels.data() + b.pixels.size() <= block.first + block.second;
+    });
+  };
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    plain.start_epoch(epoch, 3);
+    staged.start_epoch(epoch, 3);
+    for (int k = 0; k < 3; ++k) {  // each batch dropped before the next: its block goes back to the loader
+      const std::optional<TrainBatch> a = plain.next(), b = staged.next();
+      REQUIRE(a);
+      REQUIRE(b);
+      CHECK(a->pixels == b->pixels);  // the same bytes, wherever they live
+      CHECK(in_a_block(*b));
+    }
+  }
+  // The workers run at most two batches ahead of the one held: three blocks serve nine batches.
+  CHECK(blocks.size() <= 3);
+  CHECK_THROWS_WITH(staged.stage_batches_in([](size_t bytes) { return HostBuffer::pageable(bytes); }),
+                    Catch::Contains("before the first epoch"));
 }
 
 TEST_CASE("train loader: mosaic in the early epochs, none in the last close_mosaic ones", "[train_loader]") {

@@ -100,7 +100,7 @@ void GradientTape::set_input(const TapeTensor& t, const std::vector<float>& valu
   backend_.upload(data(t), values.data(), values.size() * sizeof(float));
 }
 
-void GradientTape::set_input_pixels(const TapeTensor& t, const std::vector<uint8_t>& pixels) {
+void GradientTape::set_input_pixels(const TapeTensor& t, std::span<const uint8_t> pixels) {
   if (t.channels != 3 || pixels.size() != t.count()) throw UsageError("gradient tape: input bytes of the wrong size");
   if (!pixels_to_planes_) pixels_to_planes_ = std::make_unique<PixelInputOp>(backend_);
   if (input_pixels_.bytes() < pixels.size()) input_pixels_ = backend_.alloc(pixels.size());
@@ -183,19 +183,18 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
   back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(),
                    conv.d_bias.as<float>(), workspace);
   if (!needs_grad(x)) return;
-  // dx [B, c_in, h, w] from dz [B, c_out, h, w] (input_grad: stride 1, so the same plane).
-  const auto input_grad = [&](float* dx) {
-    if (conv.input_grad)
-      conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()),
-                           dense_view(dx, x.channels, x.plane()), {}, splitk_workspace_.as<float>());
-    else
-      back.input_grad(x.batch, x.height, x.width, dz, dx);
-  };
-  if (!has_grad(x)) {
-    input_grad(grad_target(x).first.data);
+  if (conv.input_grad) {
+    // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,
+    // read and written in place by the same thread: dx + conv(dz) in one pass, bit for bit add_planes' sum.
+    const auto [dx, write] = grad_target(x);
+    conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
+                         write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
+                         splitk_workspace_.as<float>());
+  } else if (!has_grad(x)) {
+    back.input_grad(x.batch, x.height, x.width, dz, grad_target(x).first.data);
   } else {
     float* dx = scratch(x.count());
-    input_grad(dx);
+    back.input_grad(x.batch, x.height, x.width, dz, dx);
     add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
   }
 }

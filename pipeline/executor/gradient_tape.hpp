@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,7 +115,7 @@ class GradientTape {
   void set_input(const TapeTensor& t, const std::vector<float>& values);
   // The same from RGB bytes [batch, height, width, 3] of a 3-channel input: values = bytes / 255, uploaded as
   // bytes (a quarter of the floats) and converted on the device (PixelInputOp).
-  void set_input_pixels(const TapeTensor& t, const std::vector<uint8_t>& pixels);
+  void set_input_pixels(const TapeTensor& t, std::span<const uint8_t> pixels);
   // The same values, cut from the tape: no gradient flows back through it (Ultralytics' detach()).
   TapeTensor detach(const TapeTensor& x);
 

@@ -179,7 +179,7 @@ const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
   return run_on_input(ground_truth, config, loss_scale, sum_over_ranks);
 }
 
-const loss::DeviceLossResult& TrainingPass::run(const std::vector<uint8_t>& pixels,
+const loss::DeviceLossResult& TrainingPass::run(std::span<const uint8_t> pixels,
                                                 const std::vector<std::vector<loss::GtBox>>& ground_truth,
                                                 const loss::LossConfig& config, double loss_scale,
                                                 const loss::SumOverRanks& sum_over_ranks) {

@@ -11,6 +11,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,7 @@ class TrainingPass {
                                     const loss::SumOverRanks& sum_over_ranks = {});
   // The same from `pixels` [batch, height, width, 3] RGB bytes: the input is pixels / 255 in planes, uploaded
   // as bytes and converted on the device (GradientTape::set_input_pixels).
-  const loss::DeviceLossResult& run(const std::vector<uint8_t>& pixels,
+  const loss::DeviceLossResult& run(std::span<const uint8_t> pixels,
                                     const std::vector<std::vector<loss::GtBox>>& ground_truth,
                                     const loss::LossConfig& config, double loss_scale = 1.0,
                                     const loss::SumOverRanks& sum_over_ranks = {});

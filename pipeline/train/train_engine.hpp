@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,10 +23,12 @@ namespace lab::train {
 // One batch as the loader hands it over: letterboxed (and augmented) images and their boxes in the input.
 // The images come one of two ways: `pixels`, the loader's RGB bytes (the network's input is pixels / 255 in
 // planes; DeviceTrainEngine uploads the bytes, a quarter of the floats' size, and converts them on the
-// device), or `images`, float planes of any values (tests); the other is empty.
+// device), or `images`, float planes of any values (tests); the other is empty. The loader's pixels live in
+// its staging memory (TrainLoader::stage_batches_in: page-locked on cuda, so their upload is DMA); a copy of
+// the batch, like a default one, holds ordinary memory.
 struct TrainBatch {
   int batch = 0, height = 0, width = 0;
-  std::vector<uint8_t> pixels;                         // [batch, height, width, 3] RGB bytes
+  std::pmr::vector<uint8_t> pixels;                    // [batch, height, width, 3] RGB bytes
   std::vector<float> images;                           // [batch, 3, height, width]
   std::vector<std::vector<loss::GtBox>> ground_truth;  // per image: class and xyxy pixels in the input
   std::vector<std::filesystem::path> files;            // per image (a mosaic: its first tile's)

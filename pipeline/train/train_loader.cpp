@@ -81,13 +81,20 @@ void TrainLoader::on_warning(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
+void TrainLoader::stage_batches_in(std::function<HostBuffer(size_t)> allocate) {
+  std::lock_guard lock(mutex_);
+  if (started_ || staging_) throw RuntimeError("train loader: staging memory is set once, before the first epoch");
+  staging_ = std::make_unique<HostMemoryPool>(std::move(allocate));
+}
+
 size_t TrainLoader::image_bytes() const {
   return size_t(3) * size_t(imgsz_) * size_t(imgsz_);
 }
 
 uint8_t* TrainLoader::batch_slot(size_t position) {
   const size_t batch = position / size_t(batch_);
-  std::vector<uint8_t>& buffer = buffers_[batch];
+  std::pmr::vector<uint8_t>& buffer =
+      buffers_.try_emplace(batch, staging_ ? staging_.get() : std::pmr::get_default_resource()).first->second;
   if (buffer.empty()) {  // (still empty after an allocation that failed: tried again)
     const size_t end = std::min((batch + 1) * size_t(batch_), order_.size());
     buffer.resize((end - batch * size_t(batch_)) * image_bytes());
@@ -168,7 +175,7 @@ std::optional<TrainBatch> TrainLoader::next() {
   for (;;) {
     std::vector<Item> ready;
     std::vector<std::filesystem::path> files;
-    TrainBatch batch;
+    std::optional<std::pmr::vector<uint8_t>> pixels;  // moved, so it keeps the staging memory
     {
       std::unique_lock lock(mutex_);
       const size_t begin = next_batch_ * size_t(batch_);
@@ -186,11 +193,12 @@ std::optional<TrainBatch> TrainLoader::next() {
       std::move(items_.begin() + long(begin), items_.begin() + long(end), std::back_inserter(ready));
       for (size_t position = begin; position < end; ++position)
         files.push_back(samples_[order_[position]].image);
-      batch.pixels = std::move(buffers_.at(next_batch_));
+      pixels.emplace(std::move(buffers_.at(next_batch_)));
       buffers_.erase(next_batch_);
       ++next_batch_;
     }
     work_ready_.notify_all();
+    TrainBatch batch{.pixels = std::move(*pixels)};
     batch.height = batch.width = imgsz_;
     const size_t bytes = image_bytes();
     for (size_t k = 0; k < ready.size(); ++k) {

@@ -14,12 +14,15 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "nvrtc_runtime/host_memory_pool.hpp"
 #include "pipeline/dataset/yolo_dataset.hpp"
 #include "pipeline/train/augment_settings.hpp"
 #include "pipeline/train/rank_shard.hpp"
@@ -48,6 +51,10 @@ class TrainLoader {
   const dataset::SplitReport& report() const;
   // Called from next() with each new warning line (an image that does not decode).
   void on_warning(std::function<void(const std::string&)> warn);
+  // Each batch's pixels are written into blocks that `allocate` makes (Backend::alloc_host: page-locked on
+  // cuda) and that the loader reuses batch after batch; without it, into ordinary memory. Call once, before
+  // the first start_epoch; the batches handed out must then not outlive the loader.
+  void stage_batches_in(std::function<HostBuffer(size_t)> allocate);
 
  private:
   // One image of the epoch, prepared by a worker: its planes are written into its batch's buffer (slot
@@ -83,7 +90,8 @@ class TrainLoader {
   uint64_t epoch_key_ = 0;
   std::vector<size_t> order_;                     // the rank's share of the shuffle: position -> sample
   std::vector<Item> items_;                       // per position
-  std::map<size_t, std::vector<uint8_t>> buffers_;  // per batch being prepared: [batch, imgsz, imgsz, 3]
+  std::unique_ptr<HostMemoryPool> staging_;       // stage_batches_in's blocks (before buffers_: outlives them)
+  std::map<size_t, std::pmr::vector<uint8_t>> buffers_;  // per batch being prepared: [batch, imgsz, imgsz, 3]
   size_t next_claim_ = 0, next_batch_ = 0;
   int in_flight_ = 0;
   std::vector<std::thread> threads_;

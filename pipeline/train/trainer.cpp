@@ -115,6 +115,8 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   if (options_.engine == "device") {
     if (!rank_.backend) device_ = make_backend(options_.backend, context_);
     Backend& backend = rank_.backend ? *rank_.backend : *device_;
+    // The batches' pixels in the backend's staging memory: their upload each iteration is then DMA.
+    loader_->stage_batches_in([&backend](size_t bytes) { return backend.alloc_host(bytes); });
     auto device = std::make_unique<DeviceTrainEngine>(backend, engine_model, choice.name, rank_batch,
                                                       options_.imgsz, options_.imgsz,
                                                       *parse_precision(options_.precision), rank_.communicator);
