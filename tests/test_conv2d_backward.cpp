@@ -1,7 +1,7 @@
 // Conv2d backward: the float64 reference backward proven by central finite differences of the float64
-// forward reference (conv2d_reference) on tiny shapes; then the dgrad / wgrad runners (silu backward, input
-// gradient, weight and bias gradient kernels) against that reference on the cpu backend over yolo26n's conv
-// shapes, twice per instance with the outputs re-poisoned, and on cuda in the [gpu] twin.
+// forward reference (conv2d_reference) on tiny shapes; then the dgrad / wgrad runners (silu backward with its
+// bias sums, input gradient, weight and bias gradient kernels) against that reference on the cpu backend over
+// yolo26n's conv shapes, twice per instance with the outputs re-poisoned, and on cuda in the [gpu] twin.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -133,6 +133,23 @@ const std::vector<Case>& backward_cases() {
         {"STRIDE", "2"}}},
       {"v1_direct", {{"C_IN", "12"}, {"C_OUT", "9"}, {"GROUPS", "3"}, {"H", "7"}, {"W", "8"}, {"K", "3"}}},
       {"v1_direct", {{"C_IN", "6"}, {"C_OUT", "4"}, {"H", "11"}, {"W", "9"}, {"K", "7"}, {"STRIDE", "3"}}},
+      // The depthwise weight gradient: batch 1 and 2, stride 1 and 2, K 3 / 5 / 7, planes narrower than a
+      // warp (a thread's items cross rows and images), ragged splits at stride 1 (3 x 31 x 29 items: 5
+      // splits, the last 521 items) and stride 2 (4 x 20 x 19: 3 splits, the last 496).
+      {"v5_depthwise",
+       {{"C_IN", "24"}, {"C_OUT", "24"}, {"GROUPS", "24"}, {"H", "13"}, {"W", "11"}, {"K", "3"}}},
+      {"v5_depthwise",
+       {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "16"}, {"GROUPS", "16"}, {"H", "15"}, {"W", "9"}, {"K", "3"},
+        {"STRIDE", "2"}}},
+      {"v5_depthwise",
+       {{"B", "3"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
+      {"v5_depthwise",
+       {{"B", "4"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "40"}, {"W", "37"}, {"K", "3"},
+        {"STRIDE", "2"}}},
+      {"v5_depthwise",
+       {{"B", "2"}, {"C_IN", "6"}, {"C_OUT", "6"}, {"GROUPS", "6"}, {"H", "12"}, {"W", "7"}, {"K", "5"},
+        {"STRIDE", "2"}, {"SILU", "false"}}},
+      {"v5_depthwise", {{"C_IN", "4"}, {"C_OUT", "4"}, {"GROUPS", "4"}, {"H", "9"}, {"W", "10"}, {"K", "7"}}},
   };
   return cases;
 }
@@ -181,11 +198,20 @@ TEST_CASE("conv2d_wgrad matches the reference backward on the cuda backend", "[c
   run_backward_runners("cuda", "conv2d_wgrad");
 }
 
-TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels and splits long weight reductions",
+TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise for depthwise ones and "
+          "splits long weight reductions",
           "[conv2d_bwd]") {
   CHECK(choose_conv_backward_variant({16, 32, 3, 2, 1, true}) == ConvBackwardVariant::Tiled);
-  CHECK(choose_conv_backward_variant({48, 48, 3, 1, 48, true}) == ConvBackwardVariant::Direct);
+  CHECK(choose_conv_backward_variant({48, 48, 3, 1, 48, true}) == ConvBackwardVariant::Depthwise);
+  CHECK(choose_conv_backward_variant({48, 48, 7, 2, 48, true}, Precision::Fp16) ==
+        ConvBackwardVariant::Depthwise);
+  CHECK(choose_conv_backward_variant({48, 48, 1, 1, 48, true}) == ConvBackwardVariant::Direct);
+  CHECK(choose_conv_backward_variant({12, 9, 3, 1, 3, true}) == ConvBackwardVariant::Direct);
   CHECK(choose_conv_backward_variant({6, 4, 7, 3, 1, true}) == ConvBackwardVariant::Direct);
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Depthwise, {8, 8, 5, 2, 8, true}) ==
+        "conv2d_wgrad_depthwise<5>");
+  CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Depthwise, {8, 8, 5, 2, 8, true}) ==
+        "conv2d_dgrad_direct");
   CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
         "conv2d_dgrad_tiled<3, 16>");
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 72, 1, 1, 1, true}) ==
@@ -210,6 +236,22 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels and splits lon
                                 std::vector<float>(size_t(ragged_shape.weight_count())), std::nullopt,
                                 ConvBackwardVariant::Tiled);
   CHECK(ragged.weight_grad_splits(3, 31, 29) > 1);
+  // The depthwise ragged splits of backward_cases(): one CTA per channel and split.
+  const Conv2dShape depthwise_shape{8, 8, 3, 1, 8, true};
+  const Conv2dBackwardOp depthwise(*backend, depthwise_shape,
+                                   std::vector<float>(size_t(depthwise_shape.weight_count())), std::nullopt,
+                                   ConvBackwardVariant::Depthwise);
+  CHECK(depthwise.weight_grad_splits(3, 31, 29) == 5);
+  CHECK(depthwise.weight_grad_workspace_floats(3, 31, 29) == size_t(5 * depthwise_shape.weight_count()));
+  // yolo26n's detect-head DWConvs at batch 32, 640: about three CTAs per SM of an H200 (132 SMs).
+  for (const auto& [channels, size] : {std::pair{64, 80}, {80, 80}, {128, 40}, {256, 20}}) {
+    const Conv2dShape head{channels, channels, 3, 1, channels, true};
+    const Conv2dBackwardOp op(*backend, head, std::vector<float>(size_t(head.weight_count())), std::nullopt,
+                              ConvBackwardVariant::Depthwise);
+    const long long ctas = (long long)channels * op.weight_grad_splits(32, size, size);
+    INFO(channels << " channels at " << size << ": " << ctas << " CTAs");
+    CHECK((ctas >= 2 * 132 && ctas <= 4 * 132));
+  }
   CHECK_THROWS_WITH(split.input_grad(1, 4, 4, nullptr, nullptr),
                     Catch::Contains("built without the input gradient"));
 }
@@ -225,6 +267,11 @@ TEST_CASE("conv2d backward rules are enforced with the rule in the message", "[c
     CHECK_THROWS_WITH(r.instantiate(*backend, "v2_tiled", grouped, 1), Catch::Contains("needs groups = 1"));
     const Params k7 = resolve_params(r, {{"K", "7"}});
     CHECK_THROWS_WITH(r.instantiate(*backend, "v2_tiled", k7, 1), Catch::Contains("kernel sizes 1, 3, 5"));
+    CHECK_THROWS_WITH(r.instantiate(*backend, "v5_depthwise", k7, 1),
+                      Catch::Contains("needs groups = C_IN = C_OUT"));
+    const Params grouped_k1 = resolve_params(r, {{"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"K", "1"}});
+    CHECK_THROWS_WITH(r.instantiate(*backend, "v5_depthwise", grouped_k1, 1),
+                      Catch::Contains("kernel sizes 3, 5, 7"));
   }
   auto backend = make_backend("cpu", test::embedded_context());
   CHECK_THROWS_WITH(Conv2dBackwardOp(*backend, {4, 4, 3, 1, 1, true}, std::vector<float>(5), 
@@ -251,5 +298,57 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
       CHECK(c.pass);
       CHECK(c.metrics.rel_l2 > 2e-5);
     }
+  }
+}
+
+// The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
+// bit for bit what conv2d_bias_grad (weight_grad without the SiLU backward's sums) finds from that dz, at
+// batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction), on a plane (37 x 41) that
+// leaves a partial group of a thread's four loads; both outputs NaN-poisoned first.
+TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
+          "[conv2d_bwd]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  const Conv2dShape shape{4, 6, 1, 1, 1, true};
+  const int h = 37, w = 41, plane = h * w;
+  for (int batch : {1, 3}) {
+    INFO("batch " << batch);
+    const std::vector<float> in = random_uniform(size_t(batch) * shape.c_in * plane, -1.0f, 1.0f, 11);
+    const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 12);
+    const std::vector<float> bias = random_uniform(size_t(shape.c_out), -0.5f, 0.5f, 13);
+    const std::vector<float> grad_out = random_uniform(size_t(batch) * shape.c_out * plane, -1.0f, 1.0f, 14);
+    Conv2dShape linear = shape;
+    linear.silu = false;
+    const std::vector<double> z = conv2d_reference(linear, batch, h, w, in, weight, bias, {});
+    const Conv2dGradients ref = conv2d_backward_reference(shape, batch, h, w, in, weight, bias, grad_out);
+
+    const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, ConvBackwardVariant::Tiled);
+    const DeviceBuffer grad_out_d = backend->upload_vector(grad_out);
+    const DeviceBuffer z_d = backend->upload_vector(std::vector<float>(z.begin(), z.end()));
+    const DeviceBuffer in_d = backend->upload_vector(in);
+    DeviceBuffer dz = backend->alloc_array<float>(grad_out.size());
+    DeviceBuffer fused_bias = backend->alloc_array<float>(bias.size());
+    DeviceBuffer summed_bias = backend->alloc_array<float>(bias.size());
+    DeviceBuffer grad_w = backend->alloc_array<float>(weight.size());
+    DeviceBuffer bias_workspace =
+        backend->alloc_array<float>(std::max<size_t>(1, op.bias_grad_workspace_floats(batch)));
+    DeviceBuffer workspace =
+        backend->alloc_array<float>(std::max<size_t>(1, op.weight_grad_workspace_floats(batch, h, w)));
+    for (const DeviceBuffer* out : {&dz, &fused_bias}) backend->fill_bytes(out->get(), 0xff, out->bytes());
+    op.silu_backward(batch, plane, grad_out_d.as<const float>(), z_d.as<const float>(), dz.as<float>(),
+                     fused_bias.as<float>(), bias_workspace.as<float>());
+    op.weight_grad(batch, h, w, in_d.as<const float>(), dz.as<const float>(), grad_w.as<float>(),
+                   summed_bias.as<float>(), workspace.as<float>());
+    backend->synchronize();
+    const std::vector<float> dz_h = backend->download_vector<float>(dz, grad_out.size());
+    const Metrics m = compare_arrays(dz_h.data(), ref.grad_z.data(), dz_h.size());
+    INFO("dz rel_l2=" << m.rel_l2 << " max_abs=" << m.max_abs);
+    CHECK(m.rel_l2 < 1e-6);
+    CHECK(m.non_finite == 0);
+    const std::vector<float> fused = backend->download_vector<float>(fused_bias, bias.size());
+    const std::vector<float> summed = backend->download_vector<float>(summed_bias, bias.size());
+    CHECK(fused == summed);
+    const Metrics b = compare_arrays(fused.data(), ref.grad_bias.data(), fused.size());
+    INFO("db rel_l2=" << b.rel_l2);
+    CHECK(b.rel_l2 < 1e-5);
   }
 }

@@ -1,14 +1,18 @@
 // nn kernels: every nn runner on the cpu backend at a few shapes (and on cuda in the [gpu] twin), the conv
-// variant choice (and the TF32 precision knob) and parameter rules, views into concat slices and the detect
-// head's anchor ranges, and the sm_90 resource use (registers, no spills) of the whole nn module.
+// variant choice (and the TF32 precision knob) and parameter rules, every conv variant's optional
+// pre-activation output, views into concat slices and the detect head's anchor ranges, and the sm_90
+// resource use (registers, no spills) of the whole nn module.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/nn/plane_ops.hpp"
+#include "kernels/nn/sliced_buffer.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "kernels/runner.hpp"
 #include "tests/sm90_resources.hpp"
@@ -177,6 +181,81 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
                            std::vector<float>(16, 0.1f), Precision::Fp16);
   CHECK(head_fp16.splitk_splits(1, 7, 6) == 4);
   CHECK(head_fp16.splitk_splits(1, 640, 640) == 1);
+}
+
+TEST_CASE("every conv variant writes the pre-activation beside its output when asked", "[nn]") {
+  // pre = conv(x) + b (the training forward's z) and out = act(pre) (+ residual) from one run, each through a
+  // channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce.
+  struct Case {
+    ConvVariant variant;
+    Conv2dShape shape;
+    int batch, h, w;
+    bool residual, split;
+  };
+  const Case cases[] = {
+      {ConvVariant::Direct, {12, 9, 3, 1, 3, true}, 2, 7, 8, true, false},
+      {ConvVariant::Tiled, {16, 24, 3, 1, 1, true}, 2, 9, 11, false, false},
+      {ConvVariant::Tiled, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
+      {ConvVariant::Depthwise, {8, 8, 3, 2, 8, true}, 2, 13, 35, true, false},
+      {ConvVariant::Tf32, {3, 16, 3, 2, 1, true}, 1, 17, 12, false, false},
+      {ConvVariant::Tf32, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
+      {ConvVariant::Fp16, {32, 24, 1, 1, 1, true}, 2, 9, 7, true, false},
+      {ConvVariant::Fp16, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
+      {ConvVariant::Bf16, {3, 16, 3, 2, 1, false}, 1, 17, 12, true, false},
+      {ConvVariant::Bf16, {64, 16, 3, 1, 1, true}, 1, 7, 6, false, true},
+  };
+  // The runner's bars (conv2d_runner.cpp): float32; 10 mantissa bits (TF32, fp16); bf16's 7.
+  const auto tolerance = [](ConvVariant v) {
+    if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
+    if (v == ConvVariant::Tf32 || v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
+    return Tolerance{};
+  };
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnKernels kernels(*backend);
+  for (const Case& c : cases) {
+    const Conv2dShape& s = c.shape;
+    const int ho = s.out_size(c.h), wo = s.out_size(c.w);
+    const int64_t plane_out = int64_t(ho) * wo;
+    INFO(conv_variant_name(c.variant) << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " s"
+                                      << s.stride << " residual " << c.residual);
+    const Conv2dInputs inputs = conv2d_random_inputs(s, c.batch, c.h, c.w, 17);
+    SlicedBuffer in(*backend, c.batch, s.c_in, int64_t(c.h) * c.w),
+        out(*backend, c.batch, s.c_out, plane_out), pre(*backend, c.batch, s.c_out, plane_out, 3, 1);
+    in.upload_window(inputs.in);
+    std::vector<float> residual_host;
+    std::optional<SlicedBuffer> residual;
+    if (c.residual) {
+      residual_host = random_uniform(out.window_elements(), -1.0f, 1.0f, 18);
+      residual.emplace(*backend, c.batch, s.c_out, plane_out, 2, 2);
+      residual->upload_window(residual_host);
+    }
+    const Conv2dOp op(kernels, s, inputs.weight, inputs.bias, Precision::Fp32, c.variant);
+    CHECK((op.splitk_splits(c.batch, c.h, c.w) > 1) == c.split);
+    DeviceBuffer splitk;
+    if (size_t floats = op.splitk_workspace_floats(c.batch, c.h, c.w))
+      splitk = backend->alloc_array<float>(floats);
+    out.poison();
+    pre.poison();
+    op.run(c.batch, c.h, c.w, in.view(), out.view(),
+           residual ? ConstPlaneView(residual->view()) : ConstPlaneView{}, splitk.as<float>(), pre.view());
+    Conv2dShape linear = s;
+    linear.silu = false;
+    const Tolerance tol = tolerance(c.variant);
+    const std::vector<size_t> dims = {size_t(c.batch), size_t(s.c_out), size_t(ho), size_t(wo)};
+    const OutputCheck checks[] = {
+        make_check(
+            "out", dims, out.download_window(),
+            conv2d_reference(s, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, residual_host),
+            tol),
+        make_check("pre", dims, pre.download_window(),
+                   conv2d_reference(linear, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, {}),
+                   tol),
+        out.untouched_check("out_neighbours"), pre.untouched_check("pre_neighbours")};
+    for (const OutputCheck& check : checks) {
+      INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
+      CHECK(check.pass);
+    }
+  }
 }
 
 TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]") {

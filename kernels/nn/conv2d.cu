@@ -1,13 +1,16 @@
 // conv2d: Conv2d (+ folded BatchNorm bias) (+ SiLU) (+ residual) of YOLO26; float32 throughout except v4,
 // which multiplies on TF32 tensor cores (float accumulate).
 //
-// out[b, co, y, x] = act(sum_{ci in group, ky, kx} in[b, ci, y*s - K/2 + ky, x*s - K/2 + kx] * w[co, ci, ky,
-// kx]
-//                        + bias[co]) (+ residual[b, co, y, x]), zero padding K/2 on every side.
-// Layouts: in [B, C_in, H, W], out and residual [B, C_out, Ho, Wo], each a (pointer, batch stride, channel
-// stride) view whose H*W planes are contiguous (plane_view.hpp); residual may be null. weight
+// z[b, co, y, x] = sum_{ci in group, ky, kx} in[b, ci, y*s - K/2 + ky, x*s - K/2 + kx] * w[co, ci, ky, kx]
+//                  + bias[co], zero padding K/2 on every side;
+// out[b, co, y, x] = act(z[b, co, y, x]) (+ residual[b, co, y, x]), and pre[b, co, y, x] = z[b, co, y, x]
+// when pre is not null (the pre-activation the training forward keeps for the SiLU backward).
+// Layouts: in [B, C_in, H, W], out, pre and residual [B, C_out, Ho, Wo], each a (pointer, batch stride,
+// channel stride) view whose H*W planes are contiguous (plane_view.hpp); residual and pre may be null. weight
 // [C_out, C_in/groups, K, K] row-major, bias [C_out]. act = SiLU when silu != 0, else identity; the residual
-// is added after the activation (Bottleneck x + y). out must not overlap in or residual.
+// is added after the activation (Bottleneck x + y). out may be residual itself (each element is read, then
+// written, by one thread: the training backward accumulates an input gradient so); otherwise out and pre must
+// not overlap in, residual or each other.
 // Variants:
 //   conv2d_direct         v1: one thread per output element, any K / stride / groups (runtime values): the
 //                         portable baseline. Block 256, grid (ceil(Ho*Wo / 256), C_out, B).
@@ -50,6 +53,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dD
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int kernel = params.kernel, stride = params.stride, groups = params.groups, silu = params.silu;
@@ -74,7 +79,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dD
       }
     }
   }
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs, b,
+                   co, p);
 }
 
 template <int K, int TM>
@@ -87,6 +93,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGe
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
@@ -143,13 +151,15 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGe
       if (partial_row)
         partial_row[p] = acc[i][j];
       else
-        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs,
+                         out_cs, b, co, p);
     }
   }
 }
 
-// The split-K epilogue of conv2d_tiled: out = act(sum over splits of partial + bias) (+ residual), the splits
-// added in index order. Block 256, grid (ceil(Ho*Wo / 256), C_out, B).
+// The split-K epilogue of conv2d_tiled, conv2d_tf32 and conv2d_mma: z = sum over splits of partial + bias,
+// the splits added in index order; out = act(z) (+ residual), pre = z when pre is not null. Block 256, grid
+// (ceil(Ho*Wo / 256), C_out, B).
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_splitk_reduce(const lab::Conv2dSplitkReduceParams params) {
   const float* __restrict__ partial = params.partial;
@@ -159,6 +169,8 @@ __global__ void __launch_bounds__(nn::kThreads)
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int batch = params.batch, c_out = params.c_out, plane_out = params.plane_out, silu = params.silu;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= plane_out) return;
@@ -167,7 +179,8 @@ __global__ void __launch_bounds__(nn::kThreads)
   const float* src = partial + ((long long)b * c_out + co) * plane_out + p;
   float acc = 0.0f;
   for (int s = 0; s < splits; ++s) acc += src[s * split_stride];
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs, b,
+                   co, p);
 }
 
 namespace nn {
@@ -184,6 +197,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int h_in = params.h_in, w_in = params.w_in, h_out = params.h_out, w_out = params.w_out;
   const int stride = params.stride, silu = params.silu;
   constexpr int TX = nn::kDepthwiseTileX, TY = nn::kDepthwiseTileY;
@@ -212,7 +227,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv
   for (int ky = 0; ky < K; ++ky)
 #pragma unroll
     for (int kx = 0; kx < K; ++kx) acc = fmaf(window[ky * patch_w + kx], wk[ky * K + kx], acc);
-  nn::store_output(acc, bias[c], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, c, oy * w_out + ox);
+  nn::store_output(acc, bias[c], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs, b,
+                   c, oy * w_out + ox);
 }
 
 namespace nn {
@@ -232,6 +248,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tf32(const lab::Conv2dGem
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
@@ -286,7 +304,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tf32(const lab::Conv2dGem
     if (partial)
       partial[((long long)(split * batch + b) * c_out + co) * plane_out + p] = v;
     else
-      nn::store_output(v, bias[co], silu, residual, res_bs, res_cs, out, out_bs, out_cs, b, co, p);
+      nn::store_output(v, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs,
+                       b, co, p);
   }
 }
 

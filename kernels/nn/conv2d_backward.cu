@@ -7,8 +7,11 @@
 //   dw[co, ci, ky, kx]   = sum_{b, oy, ox} dz[b, co, oy, ox] * x[b, ci, oy*S - K/2 + ky, ox*S - K/2 + kx]
 //   db[co]               = sum_{b, oy, ox} dz[b, co, oy, ox]
 // Kernels:
-//   conv2d_silu_backward       dz from dy and the forward's z, one thread per element (block 256). Both GEMMs
-//                              read dz, so it is written once rather than recomputed in two prologues.
+//   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
+//                              (output channel, image), grid (C_out, B), its 256 threads striding over the
+//                              plane (four loads in flight each), then conv2d_bias_grad's sum and outputs.
+//                              Both GEMMs read dz, so it is written once rather than recomputed in two
+//                              prologues; summing db here saves conv2d_bias_grad's second read of it.
 //   conv2d_dgrad_direct        v1: one thread per dx element, any K / stride / groups (depthwise included:
 //                              its reduction is K*K taps). Grid (ceil(H*W / 256), C_in, B).
 //   conv2d_dgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dx[ci, pixel] = sum_r w'[r, ci] * g[r, pixel]
@@ -22,8 +25,7 @@
 //                              chunks, 4 x 4 accumulators per thread (FmaTile).
 //                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
 //   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
-//                              then a shared-memory tree sum (deterministic). Any K / stride / groups; the
-//                              depthwise weight gradient of yolo26n is this one.
+//                              then a shared-memory tree sum (deterministic). Any K / stride / groups.
 //   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
 //                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
@@ -45,11 +47,22 @@
 //   The GEMMs (v2, v3, v4) are software-pipelined (pipelined_products): the operands of chunk c + 1 are
 //   loaded from global memory into registers before chunk c's products and stored into the other of two
 //   shared buffers after them, one __syncthreads a chunk; both operands are stored k-major, rows padded.
-//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
-//   conv2d_bias_grad           one CTA per (output channel, image): 256 threads stride over the plane, tree
-//                              sum, into grad_bias at batch 1, else into partial [B, C_out], which
-//                              conv2d_wgrad_reduce adds in image order (one CTA per channel, the former
-//                              form, left SMs idle: 26 ms of a 156 ms training iteration at batch 32).
+//   conv2d_wgrad_depthwise<K>  v5, depthwise (groups == C_in == C_out), K 3 / 5 / 7, any stride: one CTA per
+//                              (channel, split of the B*Ho*Wo items), its 256 threads striding over the
+//                              split's items (ItemWalk), each reading dz once and the K*K inputs under it and
+//                              keeping all K*K sums in registers; then per tap a warp butterfly and the 8
+//                              warps' sums in order. v1 gave each of the K*K taps its own CTA, each
+//                              re-reading the whole dz and x planes. Split-K as v2 (partial [split, C, K*K],
+//                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
+//                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
+//                              already).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order (also the bias
+//                              gradient's per-image sums).
+//   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
+//                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
+//                              [B, C_out], which conv2d_wgrad_reduce adds in image order (one CTA per
+//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
+//                              at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -280,9 +293,9 @@ struct DgradStaging {
 };
 
 // The reduction items q = (b, output pixel) one thread visits, kStep apart from q_first: the staging row of
-// every wgrad_gemm chunk (kStep = the chunk) or conv2d_wgrad_direct's stride over all items (kStep =
-// kThreads). The image and output row and column advance without a division (the per-item 64-bit divisions
-// they replace were most of both kernels' instructions).
+// every wgrad_gemm chunk (kStep = the chunk), or conv2d_wgrad_direct's and conv2d_wgrad_depthwise's stride
+// over their items (kStep = kThreads). The image and output row and column advance without a division (the
+// per-item 64-bit divisions they replace were most of the GEMM's and v1's instructions).
 template <int kStep>
 struct ItemWalk {
   long long q;
@@ -385,14 +398,6 @@ struct WgradStaging {
 };
 
 }  // namespace nn
-
-__global__ void __launch_bounds__(nn::kThreads)
-    conv2d_silu_backward(const lab::Conv2dSiluBackwardParams params) {
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= params.count) return;
-  const float z = params.z[i], s = 1.0f / (1.0f + expf(-z));
-  params.grad_z[i] = params.grad_out[i] * (s * (1.0f + z * (1.0f - s)));
-}
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_direct(const lab::Conv2dDgradParams params) {
   const lab::Conv2dBackwardSizes n = params.size;
@@ -513,6 +518,45 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_mma(const lab::Conv
   nn::wgrad_gemm<K, TM, nn::MmaTile<DT, TM, 4096 / TM>>(params);
 }
 
+template <int K>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab::Conv2dWgradParams params) {
+  const lab::Conv2dBackwardSizes n = params.size;
+  const int c = blockIdx.x, split = blockIdx.y, plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
+  const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
+  const long long q_end = min(items, q_begin + params.split_items);
+  float acc[K * K] = {};
+  for (nn::ItemWalk<nn::kThreads> item(q_begin + threadIdx.x, n.h_out, n.w_out); item.q < q_end;
+       item.advance(n.h_out, n.w_out)) {
+    const long long image_plane = (long long)item.b * n.c_out + c;  // channel c of image b (C_in == C_out)
+    const float g = params.grad_z[image_plane * plane_out + item.oy * n.w_out + item.ox];
+    const float* x = params.in + image_plane * plane_in;
+    const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky) {
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= n.h_in) continue;
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        const int ix = ix0 + kx;
+        if (ix >= 0 && ix < n.w_in) acc[ky * K + kx] = fmaf(g, x[iy * n.w_in + ix], acc[ky * K + kx]);
+      }
+    }
+  }
+  // Each tap's sum over the CTA: butterfly within each warp (lane 0's result), then the warps in order.
+  __shared__ float warp_sums[nn::kThreads / 32][K * K];
+#pragma unroll
+  for (int t = 0; t < K * K; ++t) {
+    const float sum = lab_warp_sum(acc[t]);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32][t] = sum;
+  }
+  __syncthreads();
+  if (threadIdx.x >= K * K) return;
+  float sum = 0.0f;
+  for (int w = 0; w < nn::kThreads / 32; ++w) sum += warp_sums[w][threadIdx.x];
+  float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
+  out[c * K * K + threadIdx.x] = sum;
+}
+
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= params.count) return;
@@ -521,18 +565,55 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::C
   params.grad_w[i] = sum;
 }
 
+namespace nn {
+
+// The bias gradient's sum of CTA (channel blockIdx.x, image blockIdx.y), `acc` per thread, in the fixed tree
+// order of block_sum: into grad_bias[c] when partial is null (batch 1), else into partial[b, c].
+__device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* grad_bias, float* partial) {
+  acc = block_sum(acc);
+  if (threadIdx.x != 0) return;
+  if (partial)
+    partial[(long long)blockIdx.y * c_out + blockIdx.x] = acc;
+  else
+    grad_bias[blockIdx.x] = acc;
+}
+
+}  // namespace nn
+
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
-  const int c = blockIdx.x, b = blockIdx.y;
-  const float* dz = params.grad_z + ((long long)b * params.c_out + c) * params.plane;
+  const float* dz = params.grad_z + ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
   float acc = 0.0f;
   for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
-  acc = nn::block_sum(acc);
-  if (threadIdx.x == 0) {
-    if (params.partial)
-      params.partial[(long long)b * params.c_out + c] = acc;
-    else
-      params.grad_bias[c] = acc;
+  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial);
+}
+
+// A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
+// its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
+__global__ void __launch_bounds__(nn::kThreads)
+    conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
+  constexpr int kLoads = 4;
+  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
+  const float *dy = params.grad_out + offset, *zs = params.z + offset;
+  float* dz = params.grad_z + offset;
+  float acc = 0.0f;
+  for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
+    float g[kLoads], z[kLoads];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int p = p0 + j * nn::kThreads;
+      g[j] = p < params.plane ? dy[p] : 0.0f;
+      z[j] = p < params.plane ? zs[p] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int p = p0 + j * nn::kThreads;
+      if (p >= params.plane) break;
+      const float s = 1.0f / (1.0f + expf(-z[j])), d = g[j] * (s * (1.0f + z[j] * (1.0f - s)));
+      dz[p] = d;
+      acc += d;
+    }
   }
+  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial);
 }
 
 #endif  // LAB_NN_CONV2D_BACKWARD_CU

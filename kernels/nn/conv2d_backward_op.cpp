@@ -1,5 +1,5 @@
 // The conv2d_dgrad / conv2d_wgrad specs, and Conv2dBackwardOp: variant choice, the weight rearrangement of
-// v2's input gradient, the weight gradient's split-K, launch shapes and parameters.
+// v2's input gradient, the weight gradient's split-K (v2-v5), launch shapes and parameters.
 #include "kernels/nn/conv2d_backward_op.hpp"
 
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace lab {
 namespace {
 
 constexpr const char* kSource = "nn/conv2d_backward.cu";
-constexpr const char* kSiluBackwardKernel = "conv2d_silu_backward";
+constexpr const char* kSiluBackwardKernel = "conv2d_silu_bias_backward";
 constexpr const char* kWgradReduceKernel = "conv2d_wgrad_reduce";
 constexpr const char* kBiasGradKernel = "conv2d_bias_grad";
 constexpr int kThreads = 256;
@@ -24,7 +24,9 @@ constexpr int kThreads = 256;
 // reduction chunks (FmaTile 16, MmaTile 32), so no chunk straddles two splits.
 constexpr int kSplitGranule = 32;
 constexpr int kMaxGridYZ = 65535;
-constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16"};  // enum order
+constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16",
+                                         "v5_depthwise"};  // enum order
+constexpr int kDepthwiseKernelSizes[] = {3, 5, 7};  // conv2d_wgrad_depthwise<K>'s instances
 
 // The 16-bit element type of v3 / v4.
 std::optional<HalfType> half_type(ConvBackwardVariant v) {
@@ -33,9 +35,15 @@ std::optional<HalfType> half_type(ConvBackwardVariant v) {
   return std::nullopt;
 }
 
+// v1 and v5 run the input gradient with conv2d_dgrad_direct, on the weights as given.
+bool direct_input_grad(ConvBackwardVariant v) {
+  return v == ConvBackwardVariant::Direct || v == ConvBackwardVariant::Depthwise;
+}
+
 // A backward runner's spec: conv2d's parameters less RESIDUAL (its gradient is dy itself), the variants
-// "auto", v1_direct, v2_tiled, and a compile of the SiLU backward beside the variant's `kernels`. `self` is the
-// spec's own accessor (the compile checks the variant against it).
+// "auto", v1_direct ... v5_depthwise, and a compile of the SiLU backward and the reduce that adds its
+// per-image bias sums beside the variant's `kernels`. `self` is the spec's own accessor (the compile checks
+// the variant against it).
 KernelSpec backward_spec(const char* name, const char* description, const char* tiled_description,
                          const KernelSpec& (*self)(),
                          std::vector<std::string> (*kernels)(ConvBackwardVariant, const Conv2dShape&)) {
@@ -52,12 +60,16 @@ KernelSpec backward_spec(const char* name, const char* description, const char* 
       .family = "nn",
       .description = description,
       .source = kSource,
-      .variants = {{"auto", "v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
+      .variants = {{"auto", "v5_depthwise where it runs, else v2_tiled where it runs (groups = 1, K 1/3/5), "
+                            "else v1_direct"},
                    variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
                    variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description),
                    variant(ConvBackwardVariant::Fp16, "v3_fp16",
                            "v2 on fp16 tensor cores (mma.sync m16n8k16, float accumulate), float32 results"),
-                   variant(ConvBackwardVariant::Bf16, "v4_bf16", "v3 with bf16 operands (7 mantissa bits)")},
+                   variant(ConvBackwardVariant::Bf16, "v4_bf16", "v3 with bf16 operands (7 mantissa bits)"),
+                   variant(ConvBackwardVariant::Depthwise, "v5_depthwise",
+                           "groups = C_in = C_out, K 3/5/7: the weight gradient one channel x item split per "
+                           "CTA, all K*K taps in registers; the input gradient v1's")},
       .params = params,
       .validate = [kernel](const Params& p) { check_conv2d_params(kernel, p); },
       .compile = [self, kernels](const std::string& variant_name, const Params& p) {
@@ -65,7 +77,7 @@ KernelSpec backward_spec(const char* name, const char* description, const char* 
         const Conv2dShape s = conv2d_shape(p);
         std::vector<std::string> names = kernels(
             parse_conv_backward_variant(variant_name).value_or(choose_conv_backward_variant(s)), s);
-        names.insert(names.begin(), kSiluBackwardKernel);
+        names.insert(names.begin(), {kSiluBackwardKernel, kWgradReduceKernel});
         return CompileRequest{kSource, {}, names};
       }};
 }
@@ -114,7 +126,7 @@ const KernelSpec& conv2d_wgrad_spec() {
       "groups = 1: implicit GEMM over (b, pixel), split-K with an ordered reduction, 16-item chunks double "
       "buffered in shared memory, 4x4 per thread",
       conv2d_wgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
-        return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kWgradReduceKernel, kBiasGradKernel};
+        return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kBiasGradKernel};
       });
   return spec;
 }
@@ -128,6 +140,14 @@ std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string
 std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return {};
   const std::string name = kVariantNames[int(v)];
+  if (v == ConvBackwardVariant::Depthwise) {
+    if (!s.depthwise())
+      return name + " needs groups = C_IN = C_OUT (got " + std::to_string(s.c_in) + " -> " +
+             std::to_string(s.c_out) + " in " + std::to_string(s.groups) + " groups)";
+    if (std::ranges::find(kDepthwiseKernelSizes, s.kernel) == std::end(kDepthwiseKernelSizes))
+      return name + " is compiled for kernel sizes 3, 5, 7 (got " + std::to_string(s.kernel) + ")";
+    return {};
+  }
   if (s.groups != 1) return name + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
   if (!is_specialised_kernel_size(s.kernel))
     return name + " is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) + ")";
@@ -135,6 +155,8 @@ std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dSha
 }
 
 ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision precision) {
+  if (conv_backward_variant_problem(ConvBackwardVariant::Depthwise, s).empty())
+    return ConvBackwardVariant::Depthwise;
   std::optional<ConvBackwardVariant> half;
   if (precision == Precision::Fp16) half = ConvBackwardVariant::Fp16;
   if (precision == Precision::Bf16) half = ConvBackwardVariant::Bf16;
@@ -145,12 +167,13 @@ ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision
 
 // v2 tiles the input gradient's channels by c_in and the weight gradient's by c_out (the GEMMs' M).
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
-  if (v == ConvBackwardVariant::Direct) return "conv2d_dgrad_direct";
+  if (direct_input_grad(v)) return "conv2d_dgrad_direct";
   return gemm_instance_name("dgrad", v, s.kernel, conv_tiled_channel_tile(s.c_in));
 }
 
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return "conv2d_wgrad_direct";
+  if (v == ConvBackwardVariant::Depthwise) return "conv2d_wgrad_depthwise<" + std::to_string(s.kernel) + ">";
   return gemm_instance_name("wgrad", v, s.kernel, conv_tiled_channel_tile(s.c_out));
 }
 
@@ -164,6 +187,8 @@ CompileRequest conv2d_backward_module_request() {
     for (int tile : kTiledChannelTiles)
       for (const char* gradient : {"dgrad", "wgrad"})
         request.name_expressions.push_back(gemm_instance_name(gradient, ConvBackwardVariant::Tiled, k, tile));
+  for (int k : kDepthwiseKernelSizes)
+    request.name_expressions.push_back(conv_wgrad_kernel_name(ConvBackwardVariant::Depthwise, {.kernel = k}));
   return request;
 }
 
@@ -203,30 +228,37 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
     return (half_type(v) ? half_module_ : module_)->kernel(name);
   };
   silu_backward_ = module_->kernel(kSiluBackwardKernel);
+  weight_grad_reduce_ = module_->kernel(kWgradReduceKernel);
   if (input_grad) input_grad_kernel_ = gemm(*input_grad, conv_dgrad_kernel_name(*input_grad, s));
   if (weight_grad) {
     weight_grad_kernel_ = gemm(*weight_grad, conv_wgrad_kernel_name(*weight_grad, s));
-    weight_grad_reduce_ = module_->kernel(kWgradReduceKernel);
     bias_grad_ = module_->kernel(kBiasGradKernel);
   }
   if (input_grad)
-    weight_ = backend.upload_vector(input_grad == ConvBackwardVariant::Direct ? weight
-                                                                             : rearrange_for_input_grad(weight, s));
+    weight_ =
+        backend.upload_vector(direct_input_grad(*input_grad) ? weight : rearrange_for_input_grad(weight, s));
 }
 
 ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
   if (!input_grad_) return {};
   const long long c_in = shape_.c_in, taps = (long long)shape_.kernel * shape_.kernel;
-  if (input_grad_ == ConvBackwardVariant::Direct)
-    return {weight_.as<float>(), (c_in / shape_.groups) * taps, taps, 1};
+  if (direct_input_grad(*input_grad_)) return {weight_.as<float>(), (c_in / shape_.groups) * taps, taps, 1};
   return {weight_.as<float>(), taps * c_in, 1, c_in};  // [c_out * taps, c_in] (rearrange_for_input_grad)
 }
 
-void Conv2dBackwardOp::silu_backward(long long count, const float* grad_out, const float* z,
-                                     float* grad_z) const {
-  if (count < 1) return;
-  backend_.launch(silu_backward_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dSiluBackwardParams{grad_out, z, grad_z, count}));
+void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out, const float* z,
+                                     float* grad_z, float* grad_bias, float* workspace) const {
+  if (batch < 1 || plane < 1) return;
+  if (bias_grad_workspace_floats(batch) > 0 && !workspace)
+    throw UsageError("conv2d silu backward: the bias sums need a workspace of " +
+                     std::to_string(bias_grad_workspace_floats(batch)) + " floats");
+  float* bias_partial = batch > 1 ? workspace : nullptr;
+  backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dSiluBiasBackwardParams{grad_out, z, grad_z, grad_bias, bias_partial,
+                                                             shape_.c_out, plane}));
+  if (bias_partial)
+    backend_.launch(weight_grad_reduce_, {{blocks_of(shape_.c_out), 1, 1}, {kThreads, 1, 1}},
+                    kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, shape_.c_out}));
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
@@ -236,7 +268,7 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
                               s.groups};
   const Conv2dDgradParams params{grad_z, weight_.as<const float>(), grad_in, n};
   const long long plane_in = (long long)h * w;
-  if (*input_grad_ == ConvBackwardVariant::Direct) {
+  if (direct_input_grad(*input_grad_)) {
     backend_.launch(input_grad_kernel_,
                     plane_launch("conv2d_dgrad", plane_in, s.c_in, batch), kernel_params(params));
     return;
@@ -257,13 +289,16 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
 // Splits so that tiles x splits fill about three CTAs per SM of an H200 (132 SMs), about as many as the
 // GEMMs' registers (48-94 a thread) and shared memory let each SM hold at 256 threads (2-5, `lab source
 // conv2d_wgrad --resources`), each split summing at least 512 items (16 granules); the direct variant never
-// splits.
+// splits. v5's tiles are its channels: at batch 32, 640 (C 32..256, 160x160..20x20 planes) 13..2 splits,
+// 400-512 CTAs.
 int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   if (!weight_grad_ || weight_grad_ == ConvBackwardVariant::Direct) return 1;
   const long long kTargetCtas = 396, kMinGranulesPerSplit = 16;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;
-  const long long tiles = (rows + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm);
+  const long long tiles = weight_grad_ == ConvBackwardVariant::Depthwise
+                              ? shape_.c_out
+                              : (rows + tn - 1) / tn * ((shape_.c_out + tm - 1) / tm);
   const long long granules =
       ((long long)batch * shape_.out_size(h) * shape_.out_size(w) + kSplitGranule - 1) / kSplitGranule;
   const long long splits =
@@ -277,8 +312,11 @@ int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
 size_t Conv2dBackwardOp::weight_grad_workspace_floats(int batch, int h, int w) const {
   const int splits = weight_grad_splits(batch, h, w);
   const size_t weight_partials = splits == 1 ? 0 : size_t(splits) * size_t(shape_.weight_count());
-  const size_t bias_partials = batch == 1 ? 0 : size_t(batch) * size_t(shape_.c_out);
-  return std::max(weight_partials, bias_partials);
+  return std::max(weight_partials, bias_grad_workspace_floats(batch));
+}
+
+size_t Conv2dBackwardOp::bias_grad_workspace_floats(int batch) const {
+  return batch == 1 ? 0 : size_t(batch) * size_t(shape_.c_out);
 }
 
 void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, const float* grad_z,
@@ -301,14 +339,16 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
     float* partial = splits > 1 ? workspace : nullptr;
     const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
     const long long rows = (long long)s.c_in * s.kernel * s.kernel;
-    const LaunchConfig cfg{
-        {unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm), unsigned(splits)}, {kThreads, 1, 1}};
+    LaunchConfig cfg{{unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm), unsigned(splits)},
+                     {kThreads, 1, 1}};
+    if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
                     kernel_params(Conv2dWgradParams{in, grad_z, grad_w, partial, split_items, n}));
     if (partial)
       backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
                       kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
   }
+  if (!grad_bias) return;  // silu_backward() summed it
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, s.c_out, h_out * w_out}));

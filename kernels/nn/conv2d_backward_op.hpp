@@ -1,9 +1,12 @@
 // Conv2dBackwardOp: the backward of one Conv2d layer (conv2d_backward.cu) on dense NCHW float32 tensors: SiLU
-// backward (dz from dy and the forward's pre-activation z), the input gradient dx and the weight and bias
-// gradients dW, db. Variants per gradient: v1_direct (any kernel size, stride, groups), v2_tiled (groups == 1,
-// kernel sizes 1, 3, 5: implicit GEMMs), v3_fp16 / v4_bf16 (v2 on fp16 / bf16 tensor cores, float accumulation,
-// float32 results); the op picks v2 where it runs, else v1 (the 16-bit ones when forced, or chosen at a
-// 16-bit precision). The specs of the runners conv2d_dgrad and conv2d_wgrad live here too.
+// backward (dz from dy and the forward's pre-activation z, with the bias gradient db summed in the same
+// pass), the input gradient dx and the weight (and, without SiLU, bias) gradients dW, db. Variants per
+// gradient: v1_direct (any kernel size, stride, groups), v2_tiled (groups == 1, kernel sizes 1, 3, 5:
+// implicit GEMMs), v3_fp16 / v4_bf16 (v2 on fp16 / bf16 tensor cores, float accumulation, float32 results),
+// v5_depthwise (groups == C_in == C_out, kernel sizes 3, 5, 7: a weight-gradient kernel per channel; its
+// input gradient is v1's); the op picks v5 for depthwise shapes, else v2 where it runs, else v1 (the 16-bit
+// ones when forced, or chosen at a 16-bit precision). The specs of the runners conv2d_dgrad and conv2d_wgrad
+// live here too.
 #pragma once
 #include <memory>
 #include <optional>
@@ -17,17 +20,18 @@
 
 namespace lab {
 
-enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16 };
+enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16, Depthwise };
 
-// The runners' specs: variants "auto", v1_direct, v2_tiled, v3_fp16, v4_bf16; parameters B, C_IN, C_OUT, H, W, K, STRIDE,
-// GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
+// The runners' specs: variants "auto", v1_direct, v2_tiled, v3_fp16, v4_bf16, v5_depthwise; parameters B,
+// C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
 const KernelSpec& conv2d_dgrad_spec();
 const KernelSpec& conv2d_wgrad_spec();
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s);
-// At Fp16 / Bf16 the matching mma variant (v3_fp16 / v4_bf16) where it runs; otherwise (and at Fp32, Tf32)
+// v5_depthwise where it runs (at every precision: its sums are float32 FMAs, far from the GEMMs' cost); else
+// at Fp16 / Bf16 the matching mma variant (v3_fp16 / v4_bf16) where it runs; otherwise (and at Fp32, Tf32)
 // v2_tiled where it runs, else v1_direct.
 ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // The kernel name expressions of each gradient at a shape: conv2d_dgrad_tiled<3, 64>, conv2d_wgrad_direct, ...
@@ -35,8 +39,9 @@ std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 
 // The kernels of conv2d_backward.cu in two modules every Conv2dBackwardOp of a backend shares (each compiled
-// once, then a cache hit): the float32 ones (v1, v2 at kernel sizes 1, 3, 5 and channel tiles 16, 32, 64, the
-// SiLU backward, reduce and bias kernels), and the 16-bit GEMMs (v3, v4), compiled only when an op uses them.
+// once, then a cache hit): the float32 ones (v1, v2 at kernel sizes 1, 3, 5 and channel tiles 16, 32, 64, v5
+// at kernel sizes 3, 5, 7, the SiLU backward, reduce and bias kernels), and the 16-bit GEMMs (v3, v4),
+// compiled only when an op uses them.
 CompileRequest conv2d_backward_module_request();
 CompileRequest conv2d_backward_half_module_request();
 
@@ -48,19 +53,25 @@ class Conv2dBackwardOp {
                    std::optional<ConvBackwardVariant> input_grad,
                    std::optional<ConvBackwardVariant> weight_grad);
 
-  // grad_z = grad_out * silu'(z) over `count` elements (the layer's output [B, c_out, ho, wo]).
-  void silu_backward(long long count, const float* grad_out, const float* z, float* grad_z) const;
+  // grad_z = grad_out * silu'(z) over the layer's output [batch, c_out, plane] (plane = ho * wo), and in the
+  // same pass grad_bias [c_out] = its sum over images and pixels; `workspace` holds
+  // bias_grad_workspace_floats(batch) floats (null allowed when that is 0).
+  void silu_backward(int batch, int plane, const float* grad_out, const float* z, float* grad_z,
+                     float* grad_bias, float* workspace) const;
   // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo].
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
-  // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; `workspace`
-  // holds weight_grad_workspace_floats() floats (null allowed when that is 0).
+  // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias
+  // null leaves the bias gradient to silu_backward(), which summed it. `workspace` holds
+  // weight_grad_workspace_floats() floats (null allowed when that is 0).
   void weight_grad(int batch, int h, int w, const float* in, const float* grad_z, float* grad_w,
                    float* grad_bias, float* workspace) const;
-  // Splits of v2's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats of
-  // partial sums weight_grad() needs: the splits' (none when 1), then the bias gradient's per image (none at
-  // batch 1) in the same memory.
+  // Splits of v2-v5's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats
+  // of partial sums weight_grad() needs: the splits' (none when 1), then the bias gradient's per image (none
+  // at batch 1) in the same memory.
   int weight_grad_splits(int batch, int h, int w) const;
   size_t weight_grad_workspace_floats(int batch, int h, int w) const;
+  // The floats of the bias gradient's per-image sums (none at batch 1): silu_backward()'s workspace.
+  size_t bias_grad_workspace_floats(int batch) const;
 
   const Conv2dShape& shape() const { return shape_; }
   // The device weights input_grad() reads, in its variant's layout, for an owner that rewrites them between
@@ -73,7 +84,7 @@ class Conv2dBackwardOp {
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
   std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
   Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
-  DeviceBuffer weight_;  // v1: as given; v2: [c_out*k*k, c_in]
+  DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]
 };
 
 }  // namespace lab

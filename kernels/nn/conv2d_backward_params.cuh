@@ -9,14 +9,6 @@ struct Conv2dBackwardSizes {
   int batch, c_in, c_out, h_in, w_in, h_out, w_out, kernel, stride, groups;
 };
 
-// conv2d_silu_backward: dz = dy * silu'(z) elementwise over `count` elements.
-struct Conv2dSiluBackwardParams {
-  const float* grad_out;  // dy: the gradient of the layer's output
-  const float* z;         // the forward's pre-activation conv(x) + bias
-  float* grad_z;          // dz
-  long long count;
-};
-
 // conv2d_dgrad_direct (v1) and conv2d_dgrad_tiled<K, TM> (v2): dx from dz and the weights.
 struct Conv2dDgradParams {
   const float* grad_z;  // dz [B, C_out, Ho, Wo]
@@ -25,13 +17,14 @@ struct Conv2dDgradParams {
   Conv2dBackwardSizes size;
 };
 
-// conv2d_wgrad_direct (v1) and conv2d_wgrad_tiled<K, TM> (v2): dW from x and dz.
+// conv2d_wgrad_direct (v1), conv2d_wgrad_tiled<K, TM> (v2), conv2d_wgrad_mma (v3, v4) and
+// conv2d_wgrad_depthwise<K> (v5): dW from x and dz.
 struct Conv2dWgradParams {
   const float* in;      // x [B, C_in, H, W]
   const float* grad_z;  // dz [B, C_out, Ho, Wo]
   float* grad_w;        // dW [C_out, C_in/groups, K, K]
-  float* partial;       // v2 split-K: null, or [splits, C_out, C_in*K*K] (then grad_w is not written)
-  int split_items;      // v2-v4: reduction items (b, output pixel) per split, a multiple of 32
+  float* partial;       // v2-v5 split-K: null, or [splits, C_out, C_in/groups*K*K] (grad_w not written then)
+  int split_items;      // v2-v5: reduction items (b, output pixel) per split, a multiple of 32
   Conv2dBackwardSizes size;
 };
 
@@ -49,6 +42,17 @@ struct Conv2dBiasGradParams {
   float* grad_bias;     // [C_out], written when partial is null (batch 1)
   float* partial;       // null, or [batch, C_out] per-image sums (then grad_bias is not written)
   int c_out, plane;  // the images are gridDim.y
+};
+
+// conv2d_silu_bias_backward: dz = dy * silu'(z) elementwise, and db summed from it in the same pass (as
+// conv2d_bias_grad: per image into partial above batch 1).
+struct Conv2dSiluBiasBackwardParams {
+  const float* grad_out;  // dy [B, C_out, plane]: the gradient of the layer's output
+  const float* z;         // the forward's pre-activation conv(x) + bias, as dy
+  float* grad_z;          // dz, as dy
+  float* grad_bias;       // [C_out], written when partial is null (batch 1)
+  float* partial;         // null, or [batch, C_out] per-image sums (then grad_bias is not written)
+  int c_out, plane;       // the images are gridDim.y
 };
 
 }  // namespace lab

@@ -1,8 +1,9 @@
 // Runners conv2d_dgrad and conv2d_wgrad: seeded x, weights and bias (conv2d_inputs.hpp, as conv2d's runner)
 // and dy; the forward's pre-activation z is made on the host (float64 reference, rounded to float32, as
-// the forward would have stored it). A launch is the backward the network runs: SiLU backward into dz (when
-// SILU), then the input gradient (dgrad) or the weight and bias gradients (wgrad). Checked against the
-// float64 reference backward (conv2d_backward_reference.hpp).
+// the forward would have stored it). A launch is the backward the network runs: SiLU backward into dz with
+// the bias gradient summed in the same pass (when SILU), then the input gradient (dgrad) or the weight (and
+// without SILU the bias) gradients (wgrad). Checked against the float64 reference backward
+// (conv2d_backward_reference.hpp).
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -41,7 +42,7 @@ ConvBackwardVariant resolve(const std::string& variant, const Conv2dShape& s) {
   return parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(s));
 }
 
-// What both runners share: the problem, its host tensors and the op's SiLU backward into dz.
+// What both runners share: the problem, its host tensors and the op's SiLU backward into dz (and db).
 class Conv2dBackwardInstance : public InstanceBase {
  protected:
   Conv2dBackwardInstance(Backend& backend, const Params& p, uint64_t seed)
@@ -64,12 +65,17 @@ class Conv2dBackwardInstance : public InstanceBase {
       grad_z_ = backend.alloc_array<float>(out_count());
     }
   }
-  // dz on the device: the SiLU backward's output, or dy itself without SiLU.
-  const float* grad_z(const Conv2dBackwardOp& op) const {
+  // dz on the device: dy itself without SiLU, else the SiLU backward's output, which also writes the bias
+  // gradient into grad_bias (its workspace sized by the op, once made: reserve_silu_workspace).
+  const float* grad_z(const Conv2dBackwardOp& op, float* grad_bias) const {
     if (!shape_.silu) return grad_out_.as<const float>();
-    op.silu_backward((long long)out_count(), grad_out_.as<const float>(), z_.as<const float>(),
-                     grad_z_.as<float>());
+    op.silu_backward(batch_, ho_ * wo_, grad_out_.as<const float>(), z_.as<const float>(),
+                     grad_z_.as<float>(), grad_bias, bias_workspace_.as<float>());
     return grad_z_.as<const float>();
+  }
+  void reserve_silu_workspace(const Conv2dBackwardOp& op) {
+    if (size_t floats = shape_.silu ? op.bias_grad_workspace_floats(batch_) : 0)
+      bias_workspace_ = backend_.alloc_array<float>(floats);
   }
   Conv2dGradients reference() const {
     return conv2d_backward_reference(shape_, batch_, h_, w_, in_host_, weight_, bias_, grad_out_host_);
@@ -86,7 +92,7 @@ class Conv2dBackwardInstance : public InstanceBase {
   Conv2dShape shape_;
   int batch_, h_, w_, ho_, wo_;
   std::vector<float> in_host_, weight_, bias_, grad_out_host_;
-  DeviceBuffer grad_out_, z_, grad_z_;
+  DeviceBuffer grad_out_, z_, grad_z_, bias_workspace_;
 };
 
 class Conv2dDgradInstance : public Conv2dBackwardInstance {
@@ -95,8 +101,13 @@ class Conv2dDgradInstance : public Conv2dBackwardInstance {
       : Conv2dBackwardInstance(backend, p, seed),
         variant_(resolve(variant, shape_)),
         op_(backend, shape_, weight_, variant_, std::nullopt),
-        grad_in_(output_array<float>(in_count())) {}
-  void launch() override { op_.input_grad(batch_, h_, w_, grad_z(op_), grad_in_.as<float>()); }
+        grad_in_(output_array<float>(in_count())),
+        grad_bias_(backend.alloc_array<float>(bias_.size())) {
+    reserve_silu_workspace(op_);
+  }
+  void launch() override {
+    op_.input_grad(batch_, h_, w_, grad_z(op_, grad_bias_.as<float>()), grad_in_.as<float>());
+  }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const std::vector<double> ref = reference().grad_in;
     return {make_check("grad_in", {size_t(batch_), size_t(shape_.c_in), size_t(h_), size_t(w_)},
@@ -108,7 +119,7 @@ class Conv2dDgradInstance : public Conv2dBackwardInstance {
  private:
   ConvBackwardVariant variant_;
   Conv2dBackwardOp op_;
-  DeviceBuffer grad_in_;
+  DeviceBuffer grad_in_, grad_bias_;  // grad_bias_: the SiLU backward's, checked by conv2d_wgrad
 };
 
 class Conv2dWgradInstance : public Conv2dBackwardInstance {
@@ -122,10 +133,14 @@ class Conv2dWgradInstance : public Conv2dBackwardInstance {
         grad_bias_(output_array<float>(bias_.size())) {
     if (size_t floats = op_.weight_grad_workspace_floats(batch_, h_, w_))
       workspace_ = backend.alloc_array<float>(floats);
+    reserve_silu_workspace(op_);
   }
+  // With SiLU the bias gradient comes from the SiLU backward (conv2d_silu_bias_backward), else from
+  // weight_grad (conv2d_bias_grad).
   void launch() override {
-    op_.weight_grad(batch_, h_, w_, in_.as<const float>(), grad_z(op_), grad_weight_.as<float>(),
-                    grad_bias_.as<float>(), workspace_.as<float>());
+    float* grad_bias = grad_bias_.as<float>();
+    op_.weight_grad(batch_, h_, w_, in_.as<const float>(), grad_z(op_, grad_bias), grad_weight_.as<float>(),
+                    shape_.silu ? nullptr : grad_bias, workspace_.as<float>());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const Conv2dGradients ref = reference();

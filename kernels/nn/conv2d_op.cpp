@@ -255,7 +255,7 @@ size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
 }
 
 void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
-                   float* splitk_workspace) const {
+                   float* splitk_workspace, PlaneView pre) const {
   const Conv2dShape& s = shape_;
   int h_out = s.out_size(h_in), w_out = s.out_size(w_in), c_out = s.c_out, silu = s.silu ? 1 : 0;
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
@@ -264,7 +264,8 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
   if (!in.data || !out.data) throw UsageError("conv2d " + shape_text(s) + ": null input or output view");
   if (batch > kMaxGridYZ) throw UsageError("conv2d: batch " + std::to_string(batch) + " exceeds 65535");
   const PlaneIn in_view = kernel_view(in);
-  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out)};
+  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out),
+                           kernel_view(pre)};
   const Conv2dSizes sizes{s.c_in, c_out, h_in, w_in, h_out, w_out};
   const float* w = weight_.as<const float>();
   Backend& backend = kernels_.backend();
@@ -290,16 +291,19 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
       if (mma_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
+        if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its im2col offsets are int32
+          throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
         const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data;
         const uint16_t* wh = weight_.as<const uint16_t>();
         long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
-                  res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride;
+                  res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
+                  pre_bs = pre.batch_stride, pre_cs = pre.channel_stride;
         int red_pad = weight_row_pad_, c_in = s.c_in, stride = s.stride;
-        float* out_p = out.data;
-        backend.launch(
-            kernel_, cfg,
-            kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs, out_cs,
-                        c_in, c_out, h_in, w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
+        float *out_p = out.data, *pre_p = pre.data;
+        backend.launch(kernel_, cfg,
+                       kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
+                                   out_cs, pre_p, pre_bs, pre_cs, c_in, c_out, h_in, w_in, h_out, w_out,
+                                   stride, silu, batch, split_rows, partial));
       } else {
         backend.launch(kernel_, cfg,
                        kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,

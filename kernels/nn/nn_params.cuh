@@ -35,11 +35,12 @@ struct CopyPlanesParams {
   int plane;  // elements per channel plane
 };
 
-// The fused epilogue every conv kernel ends with: out = act(acc + bias[c]) (+ residual when residual.data).
+// The fused epilogue every conv kernel ends with: out = act(acc + bias[c]) (+ residual when residual.data),
+// and pre = acc + bias[c] (the pre-activation the training forward keeps) when pre.data.
 struct Conv2dEpilogue {
   const float* bias;  // [C_out]
   PlaneIn residual;
-  PlaneOut out;
+  PlaneOut out, pre;
 };
 
 struct Conv2dSizes {

@@ -1,5 +1,5 @@
-// SiluResidualOp: y = silu(z) (+ residual) (or z + residual) on dense float32 tensors (silu_residual.cu), the
-// activation of a conv whose pre-activation the training forward keeps.
+// SiluResidualOp: y = silu(z) (+ residual) (or z + residual) on dense float32 tensors (silu_residual.cu): the
+// activation and residual of a batch-statistics conv from its normalised pre-activation.
 #pragma once
 #include "kernels/compiled_kernel.hpp"
 

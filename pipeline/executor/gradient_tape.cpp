@@ -1,7 +1,7 @@
 // GradientTape: each op's buffers and kernels' ops made when it is built, its forward launches and its
-// backward recorded (conv: the linear conv, then the activation and residual from z; backward: SiLU
-// backward, input, weight and bias gradients; pool, upsample, slice, concat, anchors: the weightless
-// backward kernels; attention: PsaOp::backward on the forward's workspace).
+// backward recorded (conv: one launch writing y = act(z) (+ residual) and, with SiLU, the pre-activation z;
+// backward: SiLU backward, input, weight and bias gradients; pool, upsample, slice, concat, anchors: the
+// weightless backward kernels; attention: PsaOp::backward on the forward's workspace).
 #include "pipeline/executor/gradient_tape.hpp"
 
 #include <algorithm>
@@ -130,10 +130,8 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const Precision precision =
       conv_precision(convs_.size() == 1 ? ConvRole::Stem : ConvRole::Body, precision_);
   const Conv2dShape shape = conv_shape(run);
-  Conv2dShape linear = shape;
-  linear.silu = false;
   const ConvBackwardVariant variant = choose_conv_backward_variant(shape, precision);
-  c.forward = std::make_unique<Conv2dOp>(kernels_, linear, run.weight, run.bias, precision);
+  c.forward = std::make_unique<Conv2dOp>(kernels_, shape, run.weight, run.bias, precision);
   const bool input_grad_as_conv = needs_grad(x) && input_grad_runs_as_conv(shape);
   c.backward = std::make_unique<Conv2dBackwardOp>(
       backend_, shape, run.weight, needs_grad(x) && !input_grad_as_conv ? std::optional(variant) : std::nullopt,
@@ -150,17 +148,17 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   if (c.bn) return batchnorm_conv(c, x, residual);
 
   const TapeTensor y = make(batch, spec.c_out, spec.out_size(h), spec.out_size(w));
-  // z = conv(x) + b, the pre-activation the SiLU backward needs; y = act(z) (+ residual) from it.
-  const bool separate_z = spec.silu || residual;
-  const TapeTensor z = separate_z ? make(batch, spec.c_out, y.height, y.width, false) : y;
+  // One launch: y = act(z) (+ residual) and, with SiLU, z = conv(x) + b itself (the pre-activation the SiLU
+  // backward needs), both from the conv's epilogue.
+  const TapeTensor z = spec.silu ? make(batch, spec.c_out, y.height, y.width, false) : y;
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
   record(
-      [this, conv, x, y, z, res, separate_z, silu] {
-        conv->forward->run(x.batch, x.height, x.width, view(x), view(z), {}, splitk_workspace_.as<float>());
-        if (separate_z)
-          activation_.run((long long)y.count(), data(z), res.id >= 0 ? data(res) : nullptr, data(y), silu);
+      [this, conv, x, y, z, res, silu] {
+        conv->forward->run(x.batch, x.height, x.width, view(x), view(y),
+                           res.id >= 0 ? ConstPlaneView(view(res)) : ConstPlaneView{},
+                           splitk_workspace_.as<float>(), silu ? view(z) : PlaneView{});
       },
       [this, conv, x, y, z, res, silu] {
         if (!has_grad(y)) return;
@@ -168,20 +166,24 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
         if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
         const float* dz = dy;
         if (silu) {
+          // dz and, in the same pass, the bias gradient (its per-image sums in their own scratch).
+          const Conv2dBackwardOp& back = *conv->backward;
           float* dz_silu = scratch(y.count());
-          conv->backward->silu_backward((long long)y.count(), dy, data(z), dz_silu);
+          back.silu_backward(y.batch, int(y.plane()), dy, data(z), dz_silu, conv->d_bias.as<float>(),
+                             scratch(back.bias_grad_workspace_floats(y.batch)));
           dz = dz_silu;
         }
-        conv_backward(*conv, x, dz);
+        conv_backward(*conv, x, dz, silu);
       });
   return y;
 }
 
-void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz) {
+void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz,
+                                 bool bias_summed) {
   const Conv2dBackwardOp& back = *conv.backward;
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
   back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(),
-                   conv.d_bias.as<float>(), workspace);
+                   bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
   if (!needs_grad(x)) return;
   if (conv.input_grad) {
     // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,

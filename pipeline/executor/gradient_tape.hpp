@@ -174,8 +174,9 @@ class GradientTape {
   PlaneView grad_view(const TapeTensor& t) const;
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
-  // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients, x's gradient.
-  void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz);
+  // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
+  // alone when bias_summed: the SiLU backward wrote it), x's gradient.
+  void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed = false);
   // Where a contribution to all of t's gradient goes, and how: the first of a backward overwrites.
   std::pair<PlaneView, GradientWrite> grad_target(const TapeTensor& t);
   // t's gradient channels [first, first + src channels) += src ([batch, channels, plane] view).
@@ -199,7 +200,7 @@ class GradientTape {
   AddPlanesOp add_;
   UpsampleNearest2xOp upsample_;
   UpsampleNearest2xBackwardOp upsample_backward_;
-  SiluResidualOp activation_;
+  SiluResidualOp activation_;  // a batch-statistics conv's activation + residual
   std::unique_ptr<BatchNormBatchOp> batchnorm_;  // made by the first batch-statistics conv
   std::unique_ptr<BatchNormSyncOp> batchnorm_sync_;
   std::optional<BatchStatisticsSync> sync_;
