@@ -192,26 +192,35 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     __syncthreads();
   }
 
+  // Each lane holds pixels 2t, 2t + 1 of four n8 tiles for two channels: the channels' rows are found once,
+  // and a pixel pair goes out as one 8-byte access per plane where every view keeps pairs aligned.
   const int g = lane / 4, t = lane % 4;
+  const bool pairs = ((plane_out | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs) & 1) == 0 &&
+                     ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
+                       reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(partial)) & 7) == 0;
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt)
+  for (int half = 0; half < 2; ++half) {
+    const int co = co0 + wm * 16 + g + 8 * half;
+    if (co >= c_out) continue;
+    // Split-K: the raw sums into the split's partial plane (no bias, activation or residual).
+    const float bias_co = partial ? 0.0f : bias[co];
+    const int act_silu = partial ? 0 : silu;
+    float* out_row = partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane_out
+                             : out + b * out_bs + co * out_cs;
+    float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
+    const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int co = co0 + wm * 16 + g + 8 * half;
-      if (co >= c_out) continue;
-      const float bias_co = bias[co];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int p = px0 + wn * 32 + nt * 8 + 2 * t + e;
-        if (p >= plane_out) continue;
-        const float v = acc[nt][2 * half + e];
-        if (partial)
-          partial[((long long)(split * batch + b) * c_out + co) * plane_out + p] = v;
-        else
-          nn::store_output(v, bias_co, silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs,
-                           out_cs, b, co, p);
+    for (int nt = 0; nt < 4; ++nt) {
+      const int p = px0 + wn * 32 + nt * 8 + 2 * t;
+      const float v0 = acc[nt][2 * half], v1 = acc[nt][2 * half + 1];
+      if (pairs && p + 1 < plane_out) {
+        nn::store_output_pair(v0, v1, bias_co, act_silu, res_row, pre_row, out_row, p);
+      } else {
+        if (p < plane_out) nn::store_output_at(v0, bias_co, act_silu, res_row, pre_row, out_row, p);
+        if (p + 1 < plane_out) nn::store_output_at(v1, bias_co, act_silu, res_row, pre_row, out_row, p + 1);
       }
     }
+  }
 }
 
 #endif  // LAB_NN_CONV2D_MMA_CU
