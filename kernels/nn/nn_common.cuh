@@ -20,33 +20,10 @@ __device__ __forceinline__ float bias_act(float acc, float bias, int silu) {
   return act(acc + bias, silu);
 }
 
-// The conv epilogue at pixel p of one channel's planes (res_row and pre_row may be null): z = acc + bias;
-// out_row[p] = act(z) (+ res_row[p]), and pre_row[p] = z (the pre-activation the SiLU backward needs).
-__device__ __forceinline__ void store_output_at(float acc, float bias, int silu, const float* res_row,
-                                                float* pre_row, float* out_row, int p) {
-  const float z = acc + bias;
-  float v = act(z, silu);
-  if (res_row) v += res_row[p];
-  out_row[p] = v;
-  if (pre_row) pre_row[p] = z;  // after out: fewer registers in conv2d_tiled's epilogue
-}
-
-// The same at pixels p and p + 1 as one 8-byte access per plane (p even, every row 8-byte aligned).
-__device__ __forceinline__ void store_output_pair(float acc0, float acc1, float bias, int silu,
-                                                  const float* res_row, float* pre_row, float* out_row, int p) {
-  const float2 z = make_float2(acc0 + bias, acc1 + bias);
-  float2 v = make_float2(act(z.x, silu), act(z.y, silu));
-  if (res_row) {
-    const float2 r = *reinterpret_cast<const float2*>(res_row + p);
-    v.x += r.x, v.y += r.y;
-  }
-  *reinterpret_cast<float2*>(out_row + p) = v;
-  if (pre_row) *reinterpret_cast<float2*>(pre_row + p) = z;
-}
-
-// store_output_at at (b, c, p) of views (pointer, batch stride, channel stride) whose residual and pre may
-// be null. The same steps written on element indices rather than channel rows: routed through
-// store_output_at, conv2d_tiled<1, 16> spilled (ptxas kept the three row pointers live).
+// The conv epilogue at (b, c, p) of views (pointer, batch stride, channel stride): z = acc + bias;
+// out[b, c, p] = act(z) (+ residual[b, c, p] when residual is not null), and pre[b, c, p] = z when pre is not
+// null (the pre-activation the SiLU backward needs). Written on element indices: with channel-row pointers
+// (as conv2d_mma's epilogue has them) conv2d_tiled<1, 16> spilled.
 __device__ __forceinline__ void store_output(float acc, float bias, int silu, const float* residual,
                                              long long res_bs, long long res_cs, float* pre, long long pre_bs,
                                              long long pre_cs, float* out, long long out_bs, long long out_cs,
