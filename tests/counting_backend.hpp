@@ -1,8 +1,11 @@
 // CountingBackend: a Backend that forwards everything to another one and counts the device allocations, the
-// host-to-device uploads, the compiles that missed the cache and the graph captures, so a test can check how
-// often an op copies data to the device, whether Backend::precompile covered every module compiled after it,
-// and when plans are captured.
+// host-to-device uploads, the compiles that missed the cache, the graph captures and the launches by kernel
+// name, so a test can check how often an op copies data to the device, whether Backend::precompile covered
+// every module compiled after it, when plans are captured and how many launches of a kernel a pass makes.
 #pragma once
+#include <map>
+#include <string>
+
 #include "nvrtc_runtime/backend.hpp"
 
 namespace lab::test {
@@ -14,6 +17,7 @@ class CountingBackend : public Backend {
   size_t uploads = 0;
   size_t compile_misses = 0;  // compile() calls that were not cache hits
   size_t captures = 0;
+  std::map<std::string, size_t> launches;  // by Kernel::name_expression
 
   std::string name() const override { return inner_.name(); }
   DeviceInfo device() const override { return inner_.device(); }
@@ -43,6 +47,7 @@ class CountingBackend : public Backend {
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override { inner_.fill_bytes(dst, value, bytes); }
   TensorMap tensor_map(const TensorMapDesc& desc) override { return inner_.tensor_map(desc); }
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
+    ++launches[kernel.name_expression];
     inner_.launch(kernel, config, args);
   }
   void synchronize() override { inner_.synchronize(); }

@@ -334,8 +334,8 @@ TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_g
     DeviceBuffer workspace =
         backend->alloc_array<float>(std::max<size_t>(1, op.weight_grad_workspace_floats(batch, h, w)));
     for (const DeviceBuffer* out : {&dz, &fused_bias}) backend->fill_bytes(out->get(), 0xff, out->bytes());
-    op.silu_backward(batch, plane, grad_out_d.as<const float>(), z_d.as<const float>(), dz.as<float>(),
-                     fused_bias.as<float>(), bias_workspace.as<float>());
+    op.silu_backward(batch, plane, grad_out_d.as<const float>(), int64_t(shape.c_out) * plane, z_d.as<const float>(),
+                     dz.as<float>(), fused_bias.as<float>(), bias_workspace.as<float>());
     op.weight_grad(batch, h, w, in_d.as<const float>(), dz.as<const float>(), grad_w.as<float>(),
                    summed_bias.as<float>(), workspace.as<float>());
     backend->synchronize();

@@ -10,6 +10,7 @@
 //   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
 //                              (output channel, image), grid (C_out, B), its 256 threads striding over the
 //                              plane (four loads in flight each), then conv2d_bias_grad's sum and outputs.
+//                              dy's images may be strided (the tape's concat slices); z and dz are dense.
 //                              Both GEMMs read dz, so it is written once rather than recomputed in two
 //                              prologues; summing db here saves conv2d_bias_grad's second read of it.
 //   conv2d_dgrad_direct        v1: one thread per dx element, any K / stride / groups (depthwise included:
@@ -318,22 +319,23 @@ struct ItemWalk {
 };
 
 // The im2col rows r = rc0 + rr (rr < TN) of conv2d_wgrad's CTA, found once before the reduction: the input
-// offset ci * H*W + (ky - K/2) * W + kx - K/2 and the tap (ky << 8 | kx); past the reduction (c_in * K*K
-// rows) a tap above every input. Read from shared memory each chunk rather than kept in registers: ptxas kept
-// the three terms of every staged column live through the loop (up to 223 registers a thread).
+// offset ci * H*W + (ky - K/2) * W + kx - K/2 and the tap's bit ky * K + kx in an item's mask of in-image
+// taps (WgradStaging); past the reduction (c_in * K*K rows) bit 31, never set. Read from shared memory each
+// chunk rather than kept in registers: ptxas kept the three terms of every staged column live through the
+// loop (up to 223 registers a thread).
 struct Im2colRow {
-  int offset, tap;
+  int offset, bit;
 };
 
 template <int K, int TN>
 __device__ __forceinline__ void find_im2col_rows(Im2colRow* rows_s, const lab::Conv2dBackwardSizes& n,
                                                  int rc0) {
-  constexpr int kNoTap = -(1 << 24);  // ky = -65536, kx = 0
+  static_assert(K * K < 31, "every tap has a bit below the one past the reduction");
   for (int rr = threadIdx.x; rr < TN; rr += kThreads) {
     const int r = rc0 + rr, ci = r / (K * K), ky = r % (K * K) / K, kx = r % K;
     const bool inside = r < n.c_in * K * K;
     rows_s[rr] = {inside ? ci * n.h_in * n.w_in + (ky - K / 2) * n.w_in + kx - K / 2 : 0,
-                  inside ? ky << 8 | kx : kNoTap};
+                  inside ? ky * K + kx : 31};
   }
 }
 
@@ -374,6 +376,16 @@ struct WgradStaging {
     const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
     const int iy0 = item.oy * n.stride, ix0 = item.ox * n.stride;  // the input pixel of tap (K/2, K/2)
     const float* x = params.in + (long long)item.b * n.c_in * n.h_in * n.w_in + iy0 * n.w_in + ix0;
+    // The item's in-image taps, bit ky * K + kx: the rows and columns in range, crossed (none when not live).
+    unsigned rows_in = 0, columns_in = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      rows_in |= unsigned(live && iy0 + k - K / 2 >= 0 && iy0 + k - K / 2 < n.h_in) << k;
+      columns_in |= unsigned(ix0 + k - K / 2 >= 0 && ix0 + k - K / 2 < n.w_in) << k;
+    }
+    unsigned inside = 0;
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky) inside |= (rows_in >> ky & 1u ? columns_in : 0u) << (ky * K);
 #pragma unroll
     for (int j = 0; j < kGrads; ++j) {
       const int co = co0 + first + j * kColumnStep;
@@ -382,9 +394,7 @@ struct WgradStaging {
 #pragma unroll
     for (int j = 0; j < kInputs; ++j) {
       const Im2colRow row = rows_s[first + j * kColumnStep];
-      const int iy = iy0 + (row.tap >> 8) - K / 2, ix = ix0 + (row.tap & 255) - K / 2;
-      const bool inside = live && iy >= 0 && iy < n.h_in && ix >= 0 && ix < n.w_in;
-      inputs[j] = inside ? x[row.offset] : 0.0f;
+      inputs[j] = inside >> row.bit & 1u ? x[row.offset] : 0.0f;
     }
     item.advance(n.h_out, n.w_out);
   }
@@ -508,13 +518,24 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
 
 }  // namespace nn
 
+namespace nn {
+// CTAs per SM the registers of the weight-gradient GEMMs must allow (none spills): the staging's tap masks
+// (WgradStaging) left to ptxas took conv2d_wgrad_tiled<3, 32> from 54 to 66 registers (4 -> 3 CTAs) and
+// conv2d_wgrad_mma<.., 32> from 73 to 95 (3 -> 2); the mma ones at TM 16 spill below 2 CTAs' budget.
+__host__ __device__ constexpr int wgrad_ctas_per_sm(bool mma, int tm) {
+  return !mma ? 4 : tm == 64 ? 4 : tm == 32 ? 3 : 2;
+}
+}  // namespace nn
+
 template <int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_tiled(const lab::Conv2dWgradParams params) {
+__global__ void __launch_bounds__(nn::kThreads, nn::wgrad_ctas_per_sm(false, TM))
+    conv2d_wgrad_tiled(const lab::Conv2dWgradParams params) {
   nn::wgrad_gemm<K, TM, nn::FmaTile<TM, 4096 / TM>>(params);
 }
 
 template <int DT, int K, int TM>
-__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_mma(const lab::Conv2dWgradParams params) {
+__global__ void __launch_bounds__(nn::kThreads, nn::wgrad_ctas_per_sm(true, TM))
+    conv2d_wgrad_mma(const lab::Conv2dWgradParams params) {
   nn::wgrad_gemm<K, TM, nn::MmaTile<DT, TM, 4096 / TM>>(params);
 }
 
@@ -593,7 +614,9 @@ __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
   constexpr int kLoads = 4;
   const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
-  const float *dy = params.grad_out + offset, *zs = params.z + offset;
+  const float* dy =
+      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
+  const float* zs = params.z + offset;
   float* dz = params.grad_z + offset;
   float acc = 0.0f;
   for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {

@@ -246,16 +246,17 @@ ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
   return {weight_.as<float>(), taps * c_in, 1, c_in};  // [c_out * taps, c_in] (rearrange_for_input_grad)
 }
 
-void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out, const float* z,
-                                     float* grad_z, float* grad_bias, float* workspace) const {
+void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out,
+                                     int64_t grad_out_batch_stride, const float* z, float* grad_z,
+                                     float* grad_bias, float* workspace) const {
   if (batch < 1 || plane < 1) return;
   if (bias_grad_workspace_floats(batch) > 0 && !workspace)
     throw UsageError("conv2d silu backward: the bias sums need a workspace of " +
                      std::to_string(bias_grad_workspace_floats(batch)) + " floats");
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dSiluBiasBackwardParams{grad_out, z, grad_z, grad_bias, bias_partial,
-                                                             shape_.c_out, plane}));
+                  kernel_params(Conv2dSiluBiasBackwardParams{grad_out, grad_out_batch_stride, z, grad_z,
+                                                             grad_bias, bias_partial, shape_.c_out, plane}));
   if (bias_partial)
     backend_.launch(weight_grad_reduce_, {{blocks_of(shape_.c_out), 1, 1}, {kThreads, 1, 1}},
                     kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, shape_.c_out}));

@@ -8,6 +8,7 @@
 // ones when forced, or chosen at a 16-bit precision). The specs of the runners conv2d_dgrad and conv2d_wgrad
 // live here too.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,9 +56,10 @@ class Conv2dBackwardOp {
 
   // grad_z = grad_out * silu'(z) over the layer's output [batch, c_out, plane] (plane = ho * wo), and in the
   // same pass grad_bias [c_out] = its sum over images and pixels; `workspace` holds
-  // bias_grad_workspace_floats(batch) floats (null allowed when that is 0).
-  void silu_backward(int batch, int plane, const float* grad_out, const float* z, float* grad_z,
-                     float* grad_bias, float* workspace) const;
+  // bias_grad_workspace_floats(batch) floats (null allowed when that is 0). grad_out's image b starts at
+  // grad_out + b * grad_out_batch_stride (c_out * plane when dense), its channels dense; z and grad_z dense.
+  void silu_backward(int batch, int plane, const float* grad_out, int64_t grad_out_batch_stride,
+                     const float* z, float* grad_z, float* grad_bias, float* workspace) const;
   // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo].
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
   // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias

@@ -1,6 +1,7 @@
 // Parameters of the Conv2d backward kernels (conv2d_backward.cu), shared by the kernels and
 // Conv2dBackwardOp: plain data, passed by value. Tensors are dense NCHW: x [B, C_in, H, W], dz and dy
-// [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward).
+// [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward); the SiLU backward's dy
+// alone may have any image stride (a channel slice of a concatenation's gradient).
 #pragma once
 
 namespace lab {
@@ -47,9 +48,10 @@ struct Conv2dBiasGradParams {
 // conv2d_silu_bias_backward: dz = dy * silu'(z) elementwise, and db summed from it in the same pass (as
 // conv2d_bias_grad: per image into partial above batch 1).
 struct Conv2dSiluBiasBackwardParams {
-  const float* grad_out;  // dy [B, C_out, plane]: the gradient of the layer's output
-  const float* z;         // the forward's pre-activation conv(x) + bias, as dy
-  float* grad_z;          // dz, as dy
+  const float* grad_out;            // dy [B, C_out, plane]: the gradient of the layer's output, image b at
+  long long grad_out_batch_stride;  // grad_out + b * grad_out_batch_stride (dense: C_out * plane)
+  const float* z;                   // the forward's pre-activation conv(x) + bias, dense [B, C_out, plane]
+  float* grad_z;                    // dz, dense as z
   float* grad_bias;       // [C_out], written when partial is null (batch 1)
   float* partial;         // null, or [batch, C_out] per-image sums (then grad_bias is not written)
   int c_out, plane;       // the images are gridDim.y

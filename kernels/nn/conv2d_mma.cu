@@ -21,9 +21,10 @@
 //   Rows are padded by 8 elements so the eight 16-byte rows of each ldmatrix fall in distinct banks. The
 //   accumulators go straight to the epilogue (each lane holds two adjacent pixels of two channels per n8
 //   tile: each channel's rows found once, a pixel pair one 8-byte access per plane where the views keep pairs
-//   aligned, SiLU as act_fast: the hardware's exp2 and reciprocal). Grid (ceil(Ho*Wo / TN), ceil(C_out / TM), B * splits) as conv2d_tiled; split_rows is a multiple
-//   of 32 so a chunk never straddles two splits. Needs sm_80 or newer; the cpu emulator runs it through its
-//   mma / ldmatrix / cp.async model. Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64.
+//   aligned, SiLU as nn::act_fast: the hardware's exp2 and reciprocal). Grid (ceil(Ho*Wo / TN),
+//   ceil(C_out / TM), B * splits) as conv2d_tiled; split_rows is a multiple of 32 so a chunk never straddles
+//   two splits. Needs sm_80 or newer; the cpu emulator runs it through its mma / ldmatrix / cp.async model.
+//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64.
 #ifndef LAB_NN_CONV2D_MMA_CU
 #define LAB_NN_CONV2D_MMA_CU
 #include "common/lab.cuh"
@@ -103,38 +104,6 @@ struct Im2colRun {
     }
   }
 };
-
-// SiLU for the 16-bit-product convs: e^-v from the hardware's exp2 and the quotient from its reciprocal
-// (__expf, __fdividef: relative error about 1e-6, far below the fp16 / bf16 rounding of the products; v
-// below -87 still gives 0) in a third of nn::act's instructions, which with the per-element stores had made
-// the 1x1 instances issue-bound.
-__device__ __forceinline__ float act_fast(float v, int silu) {
-  return silu ? __fdividef(v, 1.0f + __expf(-v)) : v;
-}
-
-// The epilogue at pixel p of one channel's planes (res_row and pre_row may be null): z = acc + bias;
-// out_row[p] = act_fast(z) (+ res_row[p]), and pre_row[p] = z (the pre-activation the SiLU backward needs).
-__device__ __forceinline__ void store_output_at(float acc, float bias, int silu, const float* res_row,
-                                                float* pre_row, float* out_row, int p) {
-  const float z = acc + bias;
-  float v = act_fast(z, silu);
-  if (res_row) v += res_row[p];
-  out_row[p] = v;
-  if (pre_row) pre_row[p] = z;  // after out: fewer registers in conv2d_tiled's epilogue
-}
-
-// The same at pixels p and p + 1 as one 8-byte access per plane (p even, every row 8-byte aligned).
-__device__ __forceinline__ void store_output_pair(float acc0, float acc1, float bias, int silu,
-                                                  const float* res_row, float* pre_row, float* out_row, int p) {
-  const float2 z = make_float2(acc0 + bias, acc1 + bias);
-  float2 v = make_float2(act_fast(z.x, silu), act_fast(z.y, silu));
-  if (res_row) {
-    const float2 r = *reinterpret_cast<const float2*>(res_row + p);
-    v.x += r.x, v.y += r.y;
-  }
-  *reinterpret_cast<float2*>(out_row + p) = v;
-  if (pre_row) *reinterpret_cast<float2*>(pre_row + p) = z;
-}
 
 // cp.async of the weight chunk at reduction row r0 (TM channels from co0, kMmaChunk columns) into w_s;
 // channels past c_out are zero-filled.
@@ -247,10 +216,11 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
       const int p = px0 + wn * 32 + nt * 8 + 2 * t;
       const float v0 = acc[nt][2 * half], v1 = acc[nt][2 * half + 1];
       if (pairs && p + 1 < plane_out) {
-        nn::store_output_pair(v0, v1, bias_co, act_silu, res_row, pre_row, out_row, p);
+        nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, out_row, p);
       } else {
-        if (p < plane_out) nn::store_output_at(v0, bias_co, act_silu, res_row, pre_row, out_row, p);
-        if (p + 1 < plane_out) nn::store_output_at(v1, bias_co, act_silu, res_row, pre_row, out_row, p + 1);
+        if (p < plane_out) nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, out_row, p);
+        if (p + 1 < plane_out)
+          nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, out_row, p + 1);
       }
     }
   }

@@ -15,15 +15,51 @@ __device__ __forceinline__ float act(float v, int silu) {
   return silu ? v / (1.0f + expf(-v)) : v;
 }
 
+// act() for the 16-bit-product convs (conv2d_mma): e^-v from the hardware's exp2 and the quotient from its
+// reciprocal (__expf, __fdividef: relative error about 1e-6, far below the fp16 / bf16 rounding of the
+// products; v below -87 still gives 0) in a third of act()'s instructions, which with per-element stores had
+// made conv2d_mma's 1x1 instances issue-bound.
+__device__ __forceinline__ float act_fast(float v, int silu) {
+  return silu ? __fdividef(v, 1.0f + __expf(-v)) : v;
+}
+
 // act(acc + bias).
 __device__ __forceinline__ float bias_act(float acc, float bias, int silu) {
   return act(acc + bias, silu);
 }
 
+// The conv epilogue at pixel p of one channel's planes (res_row and pre_row may be null): z = acc + bias;
+// out_row[p] = act(z) (act_fast with kFast) (+ res_row[p]), and pre_row[p] = z (the pre-activation the SiLU
+// backward needs). For kernels that find a channel's rows once (conv2d_mma, conv2d_depthwise).
+template <bool kFast>
+__device__ __forceinline__ void store_output_at(float acc, float bias, int silu, const float* res_row,
+                                                float* pre_row, float* out_row, int p) {
+  const float z = acc + bias;
+  float v = kFast ? act_fast(z, silu) : act(z, silu);
+  if (res_row) v += res_row[p];
+  out_row[p] = v;
+  if (pre_row) pre_row[p] = z;
+}
+
+// The same at pixels p and p + 1 as one 8-byte access per plane (p even, every row 8-byte aligned).
+template <bool kFast>
+__device__ __forceinline__ void store_output_pair(float acc0, float acc1, float bias, int silu,
+                                                  const float* res_row, float* pre_row, float* out_row, int p) {
+  const float2 z = make_float2(acc0 + bias, acc1 + bias);
+  float2 v = kFast ? make_float2(act_fast(z.x, silu), act_fast(z.y, silu))
+                   : make_float2(act(z.x, silu), act(z.y, silu));
+  if (res_row) {
+    const float2 r = *reinterpret_cast<const float2*>(res_row + p);
+    v.x += r.x, v.y += r.y;
+  }
+  *reinterpret_cast<float2*>(out_row + p) = v;
+  if (pre_row) *reinterpret_cast<float2*>(pre_row + p) = z;
+}
+
 // The conv epilogue at (b, c, p) of views (pointer, batch stride, channel stride): z = acc + bias;
 // out[b, c, p] = act(z) (+ residual[b, c, p] when residual is not null), and pre[b, c, p] = z when pre is not
-// null (the pre-activation the SiLU backward needs). Written on element indices: with channel-row pointers
-// (as conv2d_mma's epilogue has them) conv2d_tiled<1, 16> spilled.
+// null (the pre-activation the SiLU backward needs). store_output_at's steps on element indices: through
+// channel-row pointers conv2d_tiled<1, 16> spilled.
 __device__ __forceinline__ void store_output(float acc, float bias, int silu, const float* residual,
                                              long long res_bs, long long res_cs, float* pre, long long pre_bs,
                                              long long pre_cs, float* out, long long out_bs, long long out_cs,

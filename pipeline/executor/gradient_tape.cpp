@@ -1,7 +1,8 @@
 // GradientTape: each op's buffers and kernels' ops made when it is built, its forward launches and its
 // backward recorded (conv: one launch writing y = act(z) (+ residual) and, with SiLU, the pre-activation z;
 // backward: SiLU backward, input, weight and bias gradients; pool, upsample, slice, concat, anchors: the
-// weightless backward kernels; attention: PsaOp::backward on the forward's workspace).
+// weightless backward kernels; attention: PsaOp::backward on the forward's workspace). Each record notes the
+// tensors its backward adds to, which decides the concat gradient aliases at the first backward.
 #include "pipeline/executor/gradient_tape.hpp"
 
 #include <algorithm>
@@ -47,7 +48,8 @@ PlaneView GradientTape::view(const TapeTensor& t) const {
 }
 
 PlaneView GradientTape::grad_view(const TapeTensor& t) const {
-  return dense_view(nodes_[size_t(t.id)].grad.as<float>(), t.channels, t.plane());
+  const Node& node = nodes_[size_t(t.id)];
+  return node.alias_of >= 0 ? node.grad_alias : dense_view(node.grad.as<float>(), t.channels, t.plane());
 }
 
 const DeviceBuffer& GradientTape::buffer(const TapeTensor& t) const {
@@ -73,7 +75,7 @@ float* GradientTape::zeros(size_t floats) {
 std::pair<PlaneView, GradientWrite> GradientTape::grad_target(const TapeTensor& t) {
   Node& node = nodes_[size_t(t.id)];
   const bool fresh = !node.grad_live;
-  if (!node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
+  if (node.alias_of < 0 && !node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
   node.grad_live = true;
   return {grad_view(t), fresh ? GradientWrite::Overwrite : GradientWrite::Accumulate};
 }
@@ -83,12 +85,56 @@ void GradientTape::add_grad(const TapeTensor& t, ConstPlaneView src, int first, 
   Node& node = nodes_[size_t(t.id)];
   const bool whole = first == 0 && channels == t.channels;
   if (!node.grad_live && !whole) {  // a slice: the rest of the gradient stays zero
-    if (!node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
-    backend_.fill_bytes(node.grad.get(), 0, node.grad.bytes());
+    // An aliased gradient not live yet: its concat got no gradient in this backward, and nothing reads the
+    // concat's any more (its backward ran before any other contribution to t): zero all of it.
+    if (node.alias_of < 0 && !node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
+    DeviceBuffer& zeroed = node.alias_of < 0 ? node.grad : nodes_[size_t(node.alias_of)].grad;
+    backend_.fill_bytes(zeroed.get(), 0, zeroed.bytes());
     node.grad_live = true;
   }
   const auto [target, write] = grad_target(t);
   add_.run(t.batch, channels, t.plane(), src, target.channels_from(first), write);
+}
+
+void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<void()> forward,
+                          std::function<void()> backward) {
+  if (aliases_fixed_) throw UsageError("gradient tape: an op built after the first backward");
+  for (const TapeTensor& t : reads)
+    if (t.id >= 0) nodes_[size_t(t.id)].last_reader = int(backwards_.size());
+  forwards_.push_back(std::move(forward));
+  backwards_.push_back(std::move(backward));
+}
+
+// Backward runs the records in reverse build order, so a tensor's gradient contributions arrive from its
+// consumers latest-built first, the first overwriting. When concat C is the latest-built consumer of its part
+// p, C's backward is p's first contribution, and that contribution is C's gradient's slice for p verbatim:
+// p's gradient is that slice itself. C's backward then copies nothing for p and marks it live (nothing reads
+// p's gradient before C's backward: p's other consumers, built before C, run after it); p's later
+// contributions accumulate into the slice, which nobody else reads once C's backward has run. If C gets no
+// gradient in a backward, p gets none from C and stays not live: its first contribution overwrites the slice
+// of C's dead gradient. Copied as before: a part whose latest consumer is another op, a part twice in C, a
+// seed (its contribution comes first), a tensor without a gradient (the input, a detached one), and one whose
+// gradient a reader needs dense (grad_view_ok unset: a conv without SiLU or with batch statistics, the
+// attention's outputs, a concat's or anchors' output; so the concat's own gradient is always an ordinary
+// buffer).
+void GradientTape::alias_concat_gradients(const std::vector<Seed>& seeds) {
+  for (const ConcatRecord& c : concats_) {
+    int c0 = 0;
+    for (const TapeTensor& p : c.parts) {
+      Node& part = nodes_[size_t(p.id)];
+      const bool once = std::count_if(c.parts.begin(), c.parts.end(),
+                                      [&p](const TapeTensor& t) { return t.id == p.id; }) == 1;
+      const bool seed =
+          std::any_of(seeds.begin(), seeds.end(), [&p](const Seed& s) { return s.tensor.id == p.id; });
+      if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && once && !seed) {
+        Node& concat = nodes_[size_t(c.y.id)];
+        if (!concat.grad.get()) concat.grad = backend_.alloc_array<float>(c.y.count());
+        part.alias_of = c.y.id;
+        part.grad_alias = grad_view(c.y).channels_from(c0);
+      }
+      c0 += p.channels;
+    }
+  }
 }
 
 TapeTensor GradientTape::input(int batch, int channels, int height, int width) {
@@ -151,10 +197,12 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   // One launch: y = act(z) (+ residual) and, with SiLU, z = conv(x) + b itself (the pre-activation the SiLU
   // backward needs), both from the conv's epilogue.
   const TapeTensor z = spec.silu ? make(batch, spec.c_out, y.height, y.width, false) : y;
+  if (spec.silu) allow_grad_view(y);  // the SiLU backward reads dy strided; without, the GEMMs read it dense
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
   record(
+      {x, res},
       [this, conv, x, y, z, res, silu] {
         conv->forward->run(x.batch, x.height, x.width, view(x), view(y),
                            res.id >= 0 ? ConstPlaneView(view(res)) : ConstPlaneView{},
@@ -162,15 +210,15 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
       },
       [this, conv, x, y, z, res, silu] {
         if (!has_grad(y)) return;
-        const float* dy = grad_view(y).data;
-        if (res.id >= 0) add_grad(res, grad_view(y), 0, res.channels);
-        const float* dz = dy;
+        const PlaneView dy = grad_view(y);  // dense unless aliased (then with SiLU)
+        if (res.id >= 0) add_grad(res, dy, 0, res.channels);
+        const float* dz = dy.data;
         if (silu) {
           // dz and, in the same pass, the bias gradient (its per-image sums in their own scratch).
           const Conv2dBackwardOp& back = *conv->backward;
           float* dz_silu = scratch(y.count());
-          back.silu_backward(y.batch, int(y.plane()), dy, data(z), dz_silu, conv->d_bias.as<float>(),
-                             scratch(back.bias_grad_workspace_floats(y.batch)));
+          back.silu_backward(y.batch, int(y.plane()), dy.data, dy.batch_stride, data(z), dz_silu,
+                             conv->d_bias.as<float>(), scratch(back.bias_grad_workspace_floats(y.batch)));
           dz = dz_silu;
         }
         conv_backward(*conv, x, dz, silu);
@@ -192,7 +240,7 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
     conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
                          write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
                          splitk_workspace_.as<float>());
-  } else if (!has_grad(x)) {
+  } else if (!has_grad(x) && !grad_aliased(x)) {  // dense: an aliased gradient goes through add_grad
     back.input_grad(x.batch, x.height, x.width, dz, grad_target(x).first.data);
   } else {
     float* dx = scratch(x.count());
@@ -209,11 +257,15 @@ TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {
   if (first < 0 || count < 1 || first + count > x.channels)
     throw RuntimeError("gradient tape: slice out of the tensor's channels");
   const TapeTensor y = make(x.batch, count, x.height, x.width);
-  record([this, x, y, first,
-          count] { copy_.run(x.batch, count, x.plane(), view(x).channels_from(first), view(y)); },
-         [this, x, y, first, count] {
-           if (has_grad(y)) add_grad(x, grad_view(y), first, count);
-         });
+  allow_grad_view(y);
+  record(
+      {x},
+      [this, x, y, first, count] {
+        copy_.run(x.batch, count, x.plane(), view(x).channels_from(first), view(y));
+      },
+      [this, x, y, first, count] {
+        if (has_grad(y)) add_grad(x, grad_view(y), first, count);
+      });
   return y;
 }
 
@@ -222,7 +274,9 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
   for (const TapeTensor& p : parts) channels += p.channels;
   const TapeTensor& first = parts.front();
   const TapeTensor y = make(first.batch, channels, first.height, first.width);
+  concats_.push_back({int(backwards_.size()), y, parts});
   record(
+      parts,
       [this, parts, y] {
         int offset = 0;
         for (const TapeTensor& p : parts) {
@@ -234,7 +288,11 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
         if (!has_grad(y)) return;
         int c0 = 0;
         for (const TapeTensor& p : parts) {
-          add_grad(p, grad_view(y).channels_from(c0), 0, p.channels);
+          Node& part = nodes_[size_t(p.id)];
+          if (part.alias_of == y.id)
+            part.grad_live = true;  // its gradient is its slice of y's, written
+          else
+            add_grad(p, grad_view(y).channels_from(c0), 0, p.channels);
           c0 += p.channels;
         }
       });
@@ -245,23 +303,27 @@ TapeTensor GradientTape::maxpool(const TapeTensor& x, int kernel) {
   const TapeTensor y = make(x.batch, x.channels, x.height, x.width);
   auto pool = std::make_shared<MaxPool2dOp>(kernels_, x.channels, kernel);
   auto back = std::make_shared<MaxPool2dBackwardOp>(backward_kernels_, x.channels, kernel);
-  record([this, pool, x, y] { pool->run(x.batch, x.height, x.width, view(x), view(y)); },
-         [this, back, x, y] {
-           if (!has_grad(y) || !needs_grad(x)) return;
-           const auto [target, write] = grad_target(x);
-           back->run(x.batch, x.height, x.width, view(x), grad_view(y), target, write);
-         });
+  allow_grad_view(y);
+  record(
+      {x}, [this, pool, x, y] { pool->run(x.batch, x.height, x.width, view(x), view(y)); },
+      [this, back, x, y] {
+        if (!has_grad(y) || !needs_grad(x)) return;
+        const auto [target, write] = grad_target(x);
+        back->run(x.batch, x.height, x.width, view(x), grad_view(y), target, write);
+      });
   return y;
 }
 
 TapeTensor GradientTape::upsample(const TapeTensor& x) {
   const TapeTensor y = make(x.batch, x.channels, 2 * x.height, 2 * x.width);
-  record([this, x, y] { upsample_.run(x.batch, x.channels, x.height, x.width, view(x), view(y)); },
-         [this, x, y] {
-           if (!has_grad(y) || !needs_grad(x)) return;
-           const auto [target, write] = grad_target(x);
-           upsample_backward_.run(x.batch, x.channels, x.height, x.width, grad_view(y), target, write);
-         });
+  allow_grad_view(y);
+  record(
+      {x}, [this, x, y] { upsample_.run(x.batch, x.channels, x.height, x.width, view(x), view(y)); },
+      [this, x, y] {
+        if (!has_grad(y) || !needs_grad(x)) return;
+        const auto [target, write] = grad_target(x);
+        upsample_backward_.run(x.batch, x.channels, x.height, x.width, grad_view(y), target, write);
+      });
   return y;
 }
 
@@ -273,17 +335,18 @@ std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& s
   auto ws = std::make_shared<PsaWorkspace>(op->workspace());
   const TapeTensor merged = make(qkv.batch, spec.dim, qkv.height, qkv.width);
   const TapeTensor v = make(qkv.batch, spec.dim, qkv.height, qkv.width);
-  record([this, op, ws, qkv, merged, v] { op->forward(data(qkv), data(merged), data(v), *ws); },
-         [this, op, ws, qkv, merged, v] {
-           if ((!has_grad(merged) && !has_grad(v)) || !needs_grad(qkv)) return;
-           // A missing gradient is zero: the backward reads both.
-           const float* d_merged = has_grad(merged) ? grad_view(merged).data : zeros(merged.count());
-           const float* d_v = has_grad(v) ? grad_view(v).data : zeros(v.count());
-           float* d_qkv = scratch(qkv.count());
-           op->backward(d_merged, d_v, d_qkv, *ws);
-           add_grad(qkv, dense_view(static_cast<const float*>(d_qkv), qkv.channels, qkv.plane()), 0,
-                    qkv.channels);
-         });
+  record(
+      {qkv}, [this, op, ws, qkv, merged, v] { op->forward(data(qkv), data(merged), data(v), *ws); },
+      [this, op, ws, qkv, merged, v] {
+        if ((!has_grad(merged) && !has_grad(v)) || !needs_grad(qkv)) return;
+        // A missing gradient is zero: the backward reads both.
+        const float* d_merged = has_grad(merged) ? grad_view(merged).data : zeros(merged.count());
+        const float* d_v = has_grad(v) ? grad_view(v).data : zeros(v.count());
+        float* d_qkv = scratch(qkv.count());
+        op->backward(d_merged, d_v, d_qkv, *ws);
+        add_grad(qkv, dense_view(static_cast<const float*>(d_qkv), qkv.channels, qkv.plane()), 0,
+                 qkv.channels);
+      });
   return {merged, v};
 }
 
@@ -297,6 +360,7 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
     return PlaneView{base + offset, channels * total, total};
   };
   record(
+      levels,
       [this, levels, y, range] {
         int64_t offset = 0;
         for (const TapeTensor& l : levels) {
@@ -343,6 +407,13 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
   for (const Seed& s : seeds)
     if (s.grad->bytes() < s.tensor.count() * sizeof(float))
       throw RuntimeError("gradient tape: seed smaller than its tensor");
+  if (!aliases_fixed_) alias_concat_gradients(seeds);
+  aliases_fixed_ = true;
+  for (const Seed& s : seeds)
+    if (grad_aliased(s.tensor))
+      throw UsageError(
+          "gradient tape: a seed on a tensor whose gradient is a slice of a concat's (fixed by "
+          "the first backward's seeds)");
   std::vector<const void*> seed_buffers;
   for (const Seed& s : seeds) seed_buffers.push_back(s.grad->get());
   if (seed_buffers != graph_seeds_)

@@ -12,13 +12,16 @@
 // once; in each backward it is written whole by its first contribution when that covers the tensor
 // (GradientWrite::Overwrite: no memset), and later contributions add to it (Accumulate). A tensor that needs
 // no gradient (the input, a detached feature) gets none, and the ops reading it skip their input gradient. A
-// record whose output got no gradient is skipped: its contributions are all zero. Each conv's folded weight
-// and bias gradients (overwritten by every backward) and the weights its ops read are exposed per conv
-// (convs()): a training engine folds its parameters into those weights and takes the chain rule from those
-// gradients on the device; conv_gradients() downloads them. Tensors and gradients are float32; at a 16-bit
-// precision each conv's forward, input- and weight-gradient products run on fp16 / bf16 tensor cores (the
-// precision policy's arithmetic for the conv's role: the first conv built is the stem), accumulating in
-// float.
+// record whose output got no gradient is skipped: its contributions are all zero. A concat's part whose
+// latest-built consumer is that concat has no gradient buffer of its own: its gradient is its channel slice
+// of the concat's (decided at the first backward, then fixed: alias_concat_gradients), so the concat's
+// backward copies nothing for it; only tensors whose gradient readers all take strided views (a SiLU conv's
+// output, a slice, a pool, an upsample) are aliased. Each conv's folded weight and bias gradients
+// (overwritten by every backward) and the weights its ops read are exposed per conv (convs()): a training
+// engine folds its parameters into those weights and takes the chain rule from those gradients on the device;
+// conv_gradients() downloads them. Tensors and gradients are float32; at a 16-bit precision each conv's
+// forward, input- and weight-gradient products run on fp16 / bf16 tensor cores (the precision policy's
+// arithmetic for the conv's role: the first conv built is the stem), accumulating in float.
 // A conv marked ConvSpec::batch_statistics runs BatchNorm in train mode (gradient_tape_batchnorm.cpp): the
 // conv without bias or activation (conv.weight) into u, then batchnorm_stats (the batch's mean and inverse
 // standard deviation, and the running statistics moved by Ultralytics' momentum), batchnorm_apply (+ SiLU;
@@ -140,7 +143,8 @@ class GradientTape {
     const DeviceBuffer* grad;
   };
   // Starts from the seeds and runs the backward records in reverse: then convs() hold every conv's folded
-  // parameter gradients.
+  // parameter gradients. The first backward fixes which gradients alias a concat's (none of its seeds'); a
+  // later one throws UsageError for a seed on such a tensor, and building an op after it throws too.
   void backward(const std::vector<Seed>& seeds);
   // The convs in the order the forward runs them.
   const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
@@ -161,17 +165,33 @@ class GradientTape {
  private:
   struct Node {
     std::shared_ptr<DeviceBuffer> value;
-    DeviceBuffer grad;       // made by the first backward that reaches the tensor, then kept
+    DeviceBuffer grad;  // made by the first backward that reaches the tensor, then kept (none if aliased)
+    int alias_of = -1;  // aliased: the concat whose gradient holds this one, at grad_alias
+    PlaneView grad_alias;
     bool grad_live = false;  // written by the running backward
     bool needs_grad = true;
+    bool grad_view_ok = false;  // every backward reading this gradient takes a strided view: it may alias
+    int last_reader = -1;       // the latest-built record whose backward adds to this gradient
+  };
+  // A concat's record, its output and its parts, for alias_concat_gradients.
+  struct ConcatRecord {
+    int record;
+    TapeTensor y;
+    std::vector<TapeTensor> parts;
   };
 
   TapeTensor make(int batch, int channels, int height, int width, bool needs_grad = true);
+  // t's gradient may become a view into a concat's (alias_concat_gradients): every reader takes views.
+  void allow_grad_view(const TapeTensor& t) { nodes_[size_t(t.id)].grad_view_ok = true; }
   float* data(const TapeTensor& t) const;
   PlaneView view(const TapeTensor& t) const;
   bool has_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].grad_live; }
   bool needs_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].needs_grad; }
+  bool grad_aliased(const TapeTensor& t) const { return nodes_[size_t(t.id)].alias_of >= 0; }
   PlaneView grad_view(const TapeTensor& t) const;
+  // Points each concat part whose gradient can be its slice of the concat's at that slice (the rule at the
+  // definition); the first backward's, before anything is written.
+  void alias_concat_gradients(const std::vector<Seed>& seeds);
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
   // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
@@ -184,10 +204,9 @@ class GradientTape {
   // A temporary of the running backward record, back in the pool after it.
   float* scratch(size_t floats);
   float* zeros(size_t floats);  // a zero-filled scratch
-  void record(std::function<void()> forward, std::function<void()> backward) {
-    forwards_.push_back(std::move(forward));
-    backwards_.push_back(std::move(backward));
-  }
+  // An op's forward and backward; `reads`: the tensors whose gradients its backward adds to (id -1: none).
+  void record(const std::vector<TapeTensor>& reads, std::function<void()> forward,
+              std::function<void()> backward);
   // Runs `work` directly the first time; later, where the backend captures graphs, captures it once into
   // `graph` and replays that.
   void run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs, const std::function<void()>& work);
@@ -206,6 +225,8 @@ class GradientTape {
   std::optional<BatchStatisticsSync> sync_;
   std::vector<Node> nodes_;
   std::vector<std::function<void()>> forwards_, backwards_;
+  std::vector<ConcatRecord> concats_;
+  bool aliases_fixed_ = false;  // by the first backward
   struct ScratchBuffer {
     DeviceBuffer buffer;
     bool busy = false;

@@ -48,6 +48,7 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
   const int silu = spec.silu ? 1 : 0;
   const double eps = spec.bn->eps;
   record(
+      {x, res},
       [this, conv, x, y, u, z, res, silu, eps] {
         conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {}, splitk_workspace_.as<float>());
         TapeBatchNorm& bn = *conv->bn;
