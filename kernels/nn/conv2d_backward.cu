@@ -57,12 +57,8 @@
 //                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
 //                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
 //                              already).
-//   conv2d_wgrad_reduce        the splits summed in a fixed order (also the bias gradient's per-image sums):
-//                              a CTA takes 32 consecutive elements, its warp w (of W = blockDim / 32, at most
-//                              8) adds splits w, w + W, ... in index order, then the W warps' sums are added
-//                              in warp order. One thread per element summing all splits in turn ran a few
-//                              dozen CTAs of long chains where the splits are many and the weights few (377
-//                              splits of a 64 x 64 1x1 conv's 4,096 weights: 16 CTAs).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order (also the bias
+//                              gradient's per-image sums).
 //   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
 //                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
 //                              [B, C_out], which conv2d_wgrad_reduce adds in image order (one CTA per
@@ -583,19 +579,11 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
 }
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
-  constexpr int kMaxWarps = nn::kThreads / 32;
-  __shared__ float warp_sums[kMaxWarps][32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  const long long i = (long long)blockIdx.x * 32 + lane;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= params.count) return;
   float sum = 0.0f;
-  if (i < params.count)
-    for (int s = warp; s < params.splits; s += warps) sum += params.partial[s * params.count + i];
-  warp_sums[warp][lane] = sum;
-  __syncthreads();
-  if (warp != 0 || i >= params.count) return;
-  float total = 0.0f;
-  for (int w = 0; w < warps; ++w) total += warp_sums[w][lane];
-  params.grad_w[i] = total;
+  for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
+  params.grad_w[i] = sum;
 }
 
 namespace nn {
