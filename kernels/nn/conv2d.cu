@@ -186,13 +186,10 @@ __global__ void __launch_bounds__(nn::kThreads)
                    co, p);
 }
 
-namespace nn {
-constexpr int kDepthwiseTileX = 32, kDepthwiseRows = 4;  // a lane's output rows; a CTA: 32 x 8 * 4 outputs
-}  // namespace nn
-
 template <int K>
 __global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv2dDepthwiseParams params) {
-  constexpr int TX = nn::kDepthwiseTileX, R = nn::kDepthwiseRows, TY = nn::kThreads / TX * R;
+  constexpr int TX = lab::kDepthwiseTileX, R = lab::kDepthwiseRows, TY = lab::kDepthwiseTileY;
+  static_assert(TY == nn::kThreads / TX * R, "the tile nn_params.cuh gives the host");
   const int h_in = params.h_in, w_in = params.w_in, h_out = params.h_out, w_out = params.w_out;
   const int stride = params.stride, silu = params.silu;
   const int tiles_x = (w_out + TX - 1) / TX, c = blockIdx.y, b = blockIdx.z;

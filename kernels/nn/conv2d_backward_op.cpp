@@ -257,9 +257,12 @@ void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out
   backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dSiluBiasBackwardParams{grad_out, grad_out_batch_stride, z, grad_z,
                                                              grad_bias, bias_partial, shape_.c_out, plane}));
-  if (bias_partial)
-    backend_.launch(weight_grad_reduce_, {{blocks_of(shape_.c_out), 1, 1}, {kThreads, 1, 1}},
-                    kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, shape_.c_out}));
+  if (bias_partial) reduce_splits(bias_partial, grad_bias, batch, shape_.c_out);
+}
+
+void Conv2dBackwardOp::reduce_splits(const float* partial, float* out, int splits, long long count) const {
+  backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dWgradReduceParams{partial, out, splits, count}));
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
@@ -345,17 +348,13 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, const float* in, con
     if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
                     kernel_params(Conv2dWgradParams{in, grad_z, grad_w, partial, split_items, n}));
-    if (partial)
-      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
-                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
+    if (partial) reduce_splits(partial, grad_w, splits, count);
   }
   if (!grad_bias) return;  // silu_backward() summed it
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, s.c_out, h_out * w_out}));
-  if (bias_partial)
-    backend_.launch(weight_grad_reduce_, {{blocks_of(s.c_out), 1, 1}, {kThreads, 1, 1}},
-                    kernel_params(Conv2dWgradReduceParams{bias_partial, grad_bias, batch, s.c_out}));
+  if (bias_partial) reduce_splits(bias_partial, grad_bias, batch, s.c_out);
 }
 
 }  // namespace lab

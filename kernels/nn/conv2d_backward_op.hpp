@@ -81,6 +81,9 @@ class Conv2dBackwardOp {
   ConvWeightLayout weight_layout() const;
 
  private:
+  // out [count] = the `splits` partials [splits, count] added in split order (conv2d_wgrad_reduce).
+  void reduce_splits(const float* partial, float* out, int splits, long long count) const;
+
   Backend& backend_;
   Conv2dShape shape_;
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;

@@ -15,7 +15,6 @@ namespace lab {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kDepthwiseTileX = 32, kDepthwiseTileY = 32;  // conv2d.cu: 32 columns x (8 warps x 4 rows)
 constexpr int kMaxGridYZ = 65535;
 constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of v2 and v4 (nn::kTiledChunk)
 constexpr int kMmaChunk = 32;    // of v5 and v6 (nn::kMmaChunk)

@@ -67,7 +67,10 @@ struct Conv2dGemmParams {
   float* partial;  // null: no split-K; else [splits, B, C_out, Ho*Wo]
 };
 
-// conv2d_depthwise<K> (v3): groups = C_in = C_out.
+// conv2d_depthwise<K> (v3): groups = C_in = C_out. A CTA's 256 threads cover kDepthwiseTileX output columns
+// x (256 / kDepthwiseTileX) * kDepthwiseRows rows, each lane kDepthwiseRows rows of one column.
+constexpr int kDepthwiseTileX = 32, kDepthwiseRows = 4;
+constexpr int kDepthwiseTileY = 256 / kDepthwiseTileX * kDepthwiseRows;
 struct Conv2dDepthwiseParams {
   PlaneIn in;
   const float* w;  // [C, 1, K, K]
