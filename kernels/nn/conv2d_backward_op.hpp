@@ -16,6 +16,7 @@
 
 #include "kernels/kernel_spec.hpp"
 #include "kernels/nn/conv2d_shape.hpp"
+#include "kernels/nn/plane_view.hpp"
 #include "kernels/nn/precision.hpp"
 #include "nvrtc_runtime/backend.hpp"
 
@@ -63,9 +64,10 @@ class Conv2dBackwardOp {
   // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo].
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
   // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias
-  // null leaves the bias gradient to silu_backward(), which summed it. `workspace` holds
-  // weight_grad_workspace_floats() floats (null allowed when that is 0).
-  void weight_grad(int batch, int h, int w, const float* in, const float* grad_z, float* grad_w,
+  // null leaves the bias gradient to silu_backward(), which summed it. `in` may have any batch stride (a
+  // channel slice of a concatenation), its channels dense planes (channel stride h * w, else UsageError).
+  // `workspace` holds weight_grad_workspace_floats() floats (null allowed when that is 0).
+  void weight_grad(int batch, int h, int w, ConstPlaneView in, const float* grad_z, float* grad_w,
                    float* grad_bias, float* workspace) const;
   // Splits of v2-v5's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats
   // of partial sums weight_grad() needs: the splits' (none when 1), then the bias gradient's per image (none

@@ -1,7 +1,8 @@
 // Parameters of the Conv2d backward kernels (conv2d_backward.cu), shared by the kernels and
 // Conv2dBackwardOp: plain data, passed by value. Tensors are dense NCHW: x [B, C_in, H, W], dz and dy
 // [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward); the SiLU backward's dy
-// alone may have any image stride (a channel slice of a concatenation's gradient).
+// and the weight gradient's x alone may have any image stride (a channel slice of a concatenation's gradient
+// or value).
 #pragma once
 
 namespace lab {
@@ -21,7 +22,8 @@ struct Conv2dDgradParams {
 // conv2d_wgrad_direct (v1), conv2d_wgrad_tiled<K, TM> (v2), conv2d_wgrad_mma (v3, v4) and
 // conv2d_wgrad_depthwise<K> (v5): dW from x and dz.
 struct Conv2dWgradParams {
-  const float* in;      // x [B, C_in, H, W]
+  const float* in;              // x [B, C_in, H, W], its channels dense, image b at in + b * in_batch_stride
+  long long in_batch_stride;    // (dense: C_in * H * W)
   const float* grad_z;  // dz [B, C_out, Ho, Wo]
   float* grad_w;        // dW [C_out, C_in/groups, K, K]
   float* partial;       // v2-v5 split-K: null, or [splits, C_out, C_in/groups*K*K] (grad_w not written then)

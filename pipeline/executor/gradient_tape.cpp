@@ -230,7 +230,7 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
                                  bool bias_summed) {
   const Conv2dBackwardOp& back = *conv.backward;
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-  back.weight_grad(x.batch, x.height, x.width, data(x), dz, conv.d_weight.as<float>(),
+  back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
   if (!needs_grad(x)) return;
   if (conv.input_grad) {
