@@ -1,9 +1,11 @@
-// GradientTape's concat gradient aliases (a part's gradient as its channel slice of the concat's, no copy):
-// a small tape of SiLU convs, a pool and three concats on the cpu emulator, batch 2 (the SiLU backward
+// GradientTape's views: concat gradient aliases (a part's gradient as its channel slice of the concat's, no
+// copy): a small tape of SiLU convs, a pool and three concats on the cpu emulator, batch 2 (the SiLU backward
 // reading an aliased dy with its image stride), against the float64 reference ops: a part with a second,
 // earlier-built consumer (aliased), a part whose latest consumer is a later conv (copied), a concat's output
 // as a part (copied), a seeded part (copied); the add_planes launches of one backward; a later seed on an
-// aliased tensor refused. On the synthetic yolo26n, the add_planes launches of one training pass.
+// aliased tensor refused. Values placed in their concat's and anchors' buffers, sliced and residual gradient
+// aliases, on C3k2's pattern against the reference. On the synthetic yolo26n, the copy_planes and add_planes
+// launches of one training pass.
 #include <catch2/catch.hpp>
 
 #include "kernels/compare.hpp"
@@ -112,7 +114,100 @@ TEST_CASE("the gradient tape aliases a concat part's gradient only where the con
   CHECK_THROWS_AS(tape.backward({{a, &d_b}}), UsageError);
 }
 
-TEST_CASE("one training pass of yolo26n copies no concat part whose gradient aliases the concat's",
+// C3k2's pattern and the head's: ya = A(x) split into halves a, b; u = C(B(b)) + b; e = E(D(u)) + u (u's
+// gradient is e's); f = F(e) + e (a conv's own input as its residual: copied); g = [a, b, f] (ya and f placed
+// in g's buffer, ya's gradient g's channels 0..4); two non-SiLU convs of g into anchors (placed). Against the
+// float64 reference, with the copies and sums each pass makes.
+TEST_CASE("the gradient tape places slices, concat parts and anchor levels in place and aliases residual and "
+          "sliced gradients",
+          "[gradient_tape]") {
+  auto cpu = make_backend("cpu", test::embedded_context());
+  test::CountingBackend backend(*cpu);
+  const ConvSpec A = silu_conv("A", 3, 4, 3, 110), B = silu_conv("B", 2, 2, 3, 120),
+                 C = silu_conv("C", 2, 2, 1, 130), D = silu_conv("D", 2, 2, 3, 140),
+                 E = silu_conv("E", 2, 2, 1, 150), F = silu_conv("F", 2, 2, 3, 160);
+  ConvSpec G1 = silu_conv("G1", 6, 4, 1, 170), G2 = silu_conv("G2", 6, 4, 3, 180);
+  G1.silu = G2.silu = false;
+  const std::vector<float> image = random_uniform(size_t(kBatch) * 3 * kHeight * kWidth, -1.0f, 1.0f, 190);
+  const int plane = kHeight * kWidth;
+  const std::vector<float> seed = random_uniform(size_t(kBatch) * 4 * 2 * plane, -1.0f, 1.0f, 191);
+
+  GradientTape tape(backend);
+  const TapeTensor x = tape.input(kBatch, 3, kHeight, kWidth);
+  const TapeTensor ya = tape.conv(A, x);
+  const TapeTensor a = tape.slice(ya, 0, 2), b = tape.slice(ya, 2, 2);
+  const TapeTensor u = tape.conv(C, tape.conv(B, b), &b);
+  const TapeTensor e = tape.conv(E, tape.conv(D, u), &u);
+  const TapeTensor f = tape.conv(F, e, &e);
+  const TapeTensor g = tape.concat({a, b, f});
+  const TapeTensor out = tape.anchors({tape.conv(G1, g), tape.conv(G2, g)});
+  tape.set_input(x, image);
+  backend.launches.clear();
+  tape.forward();
+  CHECK(backend.launches[kCopyPlanesKernel] == 0);  // 5 without the placements: 3 parts, 2 levels
+  const DeviceBuffer d_out = backend.upload_vector(seed);
+  backend.launches.clear();
+  tape.backward({{out, &d_out}});
+  // The seed, the two levels' gradients, e's and b's residual sums (8 without the aliases: u's residual sum
+  // and the two slices' copies into ya's gradient).
+  CHECK(backend.launches[kAddPlanesKernel] == 5);
+
+  using namespace reference;
+  RefTensor xr(kBatch, 3, kHeight, kWidth);
+  xr.values = image;
+  const ConvTrace ta = trace_conv(A, xr);
+  const RefTensor ar = slice_channels(ta.y, 0, 2), br = slice_channels(ta.y, 2, 2);
+  const ConvTrace tb = trace_conv(B, br);
+  ConvTrace tc = trace_conv(C, tb.y);
+  add_inplace(tc.y, br);
+  const ConvTrace td = trace_conv(D, tc.y);
+  ConvTrace te = trace_conv(E, td.y);
+  add_inplace(te.y, tc.y);
+  ConvTrace tf = trace_conv(F, te.y);
+  add_inplace(tf.y, te.y);
+  const RefTensor gr = concat_channels({&ar, &br, &tf.y});
+  const ConvTrace t1 = trace_conv(G1, gr), t2 = trace_conv(G2, gr);
+  RefGrad d1(kBatch, 4, kHeight, kWidth), d2(kBatch, 4, kHeight, kWidth);  // the anchors' halves
+  for (int i = 0; i < kBatch * 4; ++i)
+    for (int p = 0; p < plane; ++p) {
+      d1.values[size_t(i) * plane + p] = seed[size_t(i) * 2 * plane + p];
+      d2.values[size_t(i) * plane + p] = seed[size_t(i) * 2 * plane + plane + p];
+    }
+  ConvGradients want;
+  RefGrad dg = conv2d_backward(G1, gr, t1.z, d1, want);
+  add(dg, conv2d_backward(G2, gr, t2.z, d2, want));
+  RefGrad de = slice_grad(dg, 4, 2);
+  add(de, conv2d_backward(F, te.y, tf.z, slice_grad(dg, 4, 2), want));
+  RefGrad du = de;
+  add(du, conv2d_backward(D, tc.y, td.z, conv2d_backward(E, td.y, te.z, de, want), want));
+  RefGrad db = slice_grad(dg, 2, 2);
+  add(db, du);
+  add(db, conv2d_backward(B, br, tb.z, conv2d_backward(C, tb.y, tc.z, du, want), want));
+  const RefGrad da = slice_grad(dg, 0, 2);
+  const RefGrad dya = concat_grads({&da, &db});
+  conv2d_backward(A, xr, ta.z, dya, want, false);
+
+  const ConvGradients got = tape.conv_gradients();
+  for (const ConvSpec* conv : std::vector<const ConvSpec*>{&A, &B, &C, &D, &E, &F, &G1, &G2}) {
+    const ConvGradient &gc = got.at(conv->name), &wc = want.at(conv->name);
+    const double weight = test::relative_l2(gc.weight, wc.weight), bias = test::relative_l2(gc.bias, wc.bias);
+    INFO(conv->name << ": weight " << weight << ", bias " << bias);
+    CHECK(weight < 1e-5);  // float32 kernels against float64 sums; a lost or doubled contribution is O(0.1)
+    CHECK(bias < 1e-5);
+  }
+  // The forward's values, too: the anchors' levels written in place by G1 and G2.
+  const std::vector<float> values = backend.download_vector<float>(tape.buffer(out), seed.size());
+  std::vector<float> want_values(seed.size());
+  for (int i = 0; i < kBatch * 4; ++i)
+    for (int p = 0; p < plane; ++p) {
+      want_values[size_t(i) * 2 * plane + p] = t1.y.values[size_t(i) * plane + p];
+      want_values[size_t(i) * 2 * plane + plane + p] = t2.y.values[size_t(i) * plane + p];
+    }
+  CHECK(test::relative_l2(values, want_values) < 1e-6);
+  CHECK_THROWS_AS(tape.buffer(a), UsageError);  // a view has no buffer of its own
+}
+
+TEST_CASE("one training pass of yolo26n copies no concat part it can place or alias",
           "[gradient_tape]") {
   auto cpu = make_backend("cpu", test::embedded_context());
   test::CountingBackend backend(*cpu);
@@ -121,9 +216,12 @@ TEST_CASE("one training pass of yolo26n copies no concat part whose gradient ali
   TrainingPass pass(backend, model, 1, size, size);
   const std::vector<float> image = random_uniform(size_t(3) * size * size, 0.0f, 1.0f, 70);
   pass.run(image, {{{0, 4, 6, 40, 50}}}, loss::LossConfig{});
-  // add_planes only runs in the backward: the 4 seeds, the slices' gradients, the residuals', the
-  // contributions added to a live gradient from scratch, and the copies of the 3 concat parts not aliased
-  // (the attention blocks' outputs: convs without SiLU). 108 launches before the aliases: 45 parts' copies
-  // saved.
-  CHECK(backend.launches[kAddPlanesKernel] == 63);
+  // add_planes only runs in the backward: the 4 seeds, the 12 anchor levels' gradients, the residual sums
+  // into a live gradient, the contributions added from scratch, the copies of the concat parts not aliased
+  // (the attention blocks' outputs: convs without SiLU) and of C2PSA's slices. 108 launches before any alias,
+  // 63 with the concat parts' alone (the sliced and residual aliases save 33 more).
+  CHECK(backend.launches[kAddPlanesKernel] == 30);
+  // copy_planes: only C2PSA's first half into its concat (cv1's output cannot be placed: the concat's other
+  // half is the attention's); 60 without the placements (and before that each of the 18 slices copied too).
+  CHECK(backend.launches[kCopyPlanesKernel] == 1);
 }

@@ -33,18 +33,112 @@ GradientTape::~GradientTape() {
 TapeTensor GradientTape::make(int batch, int channels, int height, int width, bool needs_grad) {
   TapeTensor t{int(nodes_.size()), batch, channels, height, width};
   Node node;
-  node.value = std::make_shared<DeviceBuffer>(backend_.alloc_array<float>(t.count()));
+  node.tensor = t;
+  node.value = backend_.alloc_array<float>(t.count());
   node.needs_grad = needs_grad;
   nodes_.push_back(std::move(node));
   return t;
 }
 
+TapeTensor GradientTape::make_view(const TapeTensor& of, int first, const TapeTensor& shape, bool needs_grad) {
+  TapeTensor t = shape;
+  t.id = int(nodes_.size());
+  Node node;
+  node.tensor = t;
+  node.value_of = of.id, node.value_first = first;
+  node.needs_grad = needs_grad;
+  nodes_.push_back(std::move(node));
+  return t;
+}
+
+std::pair<int, int> GradientTape::value_root(int id) const {
+  int first = 0;
+  for (; nodes_[size_t(id)].value_of >= 0; id = nodes_[size_t(id)].value_of) first += nodes_[size_t(id)].value_first;
+  return {id, first};
+}
+
 float* GradientTape::data(const TapeTensor& t) const {
-  return nodes_[size_t(t.id)].value->as<float>();
+  const Node& node = nodes_[size_t(t.id)];
+  if (node.value_of >= 0) throw RuntimeError("gradient tape: a plain pointer to a view's values");
+  return node.value.as<float>();
 }
 
 PlaneView GradientTape::view(const TapeTensor& t) const {
-  return dense_view(data(t), t.channels, t.plane());
+  const Node& node = nodes_[size_t(t.id)];
+  if (node.value_of < 0) return dense_view(node.value.as<float>(), t.channels, t.plane());
+  PlaneView v = view(nodes_[size_t(node.value_of)].tensor).channels_from(node.value_first);
+  v.data += node.value_pixel;
+  return v;
+}
+
+TapeTensor GradientTape::dense(const TapeTensor& t) {
+  if (nodes_[size_t(t.id)].value_of < 0) {
+    nodes_[size_t(t.id)].dense_value = true;
+    return t;
+  }
+  const TapeTensor y = make(t.batch, t.channels, t.height, t.width, needs_grad(t));
+  nodes_[size_t(y.id)].dense_value = true;
+  record(
+      {t}, [this, t, y] { copy_.run(t.batch, t.channels, t.plane(), view(t), view(y)); },
+      [this, t, y] {
+        if (has_grad(y)) add_grad(t, grad_view(y), 0, t.channels);
+      });
+  return y;
+}
+
+// Concats first: a concat part p whose values are channels [f, f + p.channels) of root r (r itself, or r's slice, or its
+// detached twin) is placed with r: r's buffer becomes the concat's channels [c0 - f, c0 - f + r.channels)
+// when the concat's parts from r are exactly all of r's channels, each at that same base (C3k2's two halves of
+// cv1's output side by side), and nothing reads or writes r's values or any view of them through a plain
+// pointer (dense(): the attention, a batch-statistics conv's output and residual, the anchors, the input).
+// Every op reads and writes the other tensors through views (PlaneView: any image stride, dense planes), so r's
+// producer then writes straight into the concat and the concat's forward skips the copy (its part's view is
+// already its destination). A concat's output is a root like any other and may in turn be placed in a later
+// concat; r is never placed in a concat whose own buffer lies in r's. Then the anchors: a level that is still a
+// root of its own, with no dense-valued view, becomes its anchor range of the anchors' buffer (channel stride
+// A), which the detect head's last conv writes as in the inference network.
+void GradientTape::place_parts() {
+  std::vector<char> dense_below(nodes_.size(), 0);  // the roots of every dense-valued node's chain
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].dense_value)
+      for (int id = int(i); id >= 0; id = nodes_[size_t(id)].value_of) dense_below[size_t(id)] = 1;
+  struct Group {
+    int root, base, channels;
+    bool same_base;
+  };
+  for (const ConcatRecord& c : concats_) {
+    std::vector<Group> groups;
+    int c0 = 0;
+    for (const TapeTensor& p : c.parts) {
+      const auto [root, first] = value_root(p.id);
+      auto g = std::find_if(groups.begin(), groups.end(), [root = root](const Group& x) { return x.root == root; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {root, c0 - first, 0, true});
+      g->channels += p.channels;
+      g->same_base = g->same_base && g->base == c0 - first;
+      c0 += p.channels;
+    }
+    for (const Group& g : groups) {
+      Node& r = nodes_[size_t(g.root)];
+      if (!g.same_base || dense_below[size_t(g.root)] || g.channels != r.tensor.channels || g.base < 0 ||
+          g.base + r.tensor.channels > c.y.channels || value_root(c.y.id).first == g.root)
+        continue;
+      r.value_of = c.y.id, r.value_first = g.base;
+      r.value = DeviceBuffer{};
+    }
+  }
+  for (const ConcatRecord& a : anchors_) {
+    int64_t offset = 0;
+    for (const TapeTensor& l : a.parts) {
+      Node& level = nodes_[size_t(l.id)];
+      const bool once = std::count_if(a.parts.begin(), a.parts.end(),
+                                      [&l](const TapeTensor& t) { return t.id == l.id; }) == 1;
+      if (level.value_of < 0 && !dense_below[size_t(l.id)] && once) {
+        level.value_of = a.y.id, level.value_pixel = offset;
+        level.value = DeviceBuffer{};
+      }
+      offset += l.plane();
+    }
+  }
 }
 
 PlaneView GradientTape::grad_view(const TapeTensor& t) const {
@@ -53,7 +147,9 @@ PlaneView GradientTape::grad_view(const TapeTensor& t) const {
 }
 
 const DeviceBuffer& GradientTape::buffer(const TapeTensor& t) const {
-  return *nodes_[size_t(t.id)].value;
+  const Node& node = nodes_[size_t(t.id)];
+  if (node.value_of >= 0) throw UsageError("gradient tape: buffer() of a view (a slice, a detached tensor)");
+  return node.value;
 }
 
 float* GradientTape::scratch(size_t floats) {
@@ -85,12 +181,12 @@ void GradientTape::add_grad(const TapeTensor& t, ConstPlaneView src, int first, 
   Node& node = nodes_[size_t(t.id)];
   const bool whole = first == 0 && channels == t.channels;
   if (!node.grad_live && !whole) {  // a slice: the rest of the gradient stays zero
-    // An aliased gradient not live yet: its concat got no gradient in this backward, and nothing reads the
-    // concat's any more (its backward ran before any other contribution to t): zero all of it.
-    if (node.alias_of < 0 && !node.grad.get()) node.grad = backend_.alloc_array<float>(t.count());
-    DeviceBuffer& zeroed = node.alias_of < 0 ? node.grad : nodes_[size_t(node.alias_of)].grad;
-    backend_.fill_bytes(zeroed.get(), 0, zeroed.bytes());
-    node.grad_live = true;
+    const auto [target, write] = grad_target(t);
+    if (node.alias_of < 0)
+      backend_.fill_bytes(node.grad.get(), 0, node.grad.bytes());
+    else  // a view into another tensor's gradient: only its own channels
+      add_.run(t.batch, t.channels, t.plane(), dense_view(static_cast<const float*>(zeros(t.count())), t.channels,
+               t.plane()), target, write);
   }
   const auto [target, write] = grad_target(t);
   add_.run(t.batch, channels, t.plane(), src, target.channels_from(first), write);
@@ -99,8 +195,12 @@ void GradientTape::add_grad(const TapeTensor& t, ConstPlaneView src, int first, 
 void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<void()> forward,
                           std::function<void()> backward) {
   if (aliases_fixed_) throw UsageError("gradient tape: an op built after the first backward");
+  if (values_placed_) throw UsageError("gradient tape: an op built after the first forward");
   for (const TapeTensor& t : reads)
-    if (t.id >= 0) nodes_[size_t(t.id)].last_reader = int(backwards_.size());
+    if (t.id >= 0) {
+      nodes_[size_t(t.id)].last_reader = int(backwards_.size());
+      ++nodes_[size_t(t.id)].readers;
+    }
   forwards_.push_back(std::move(forward));
   backwards_.push_back(std::move(backward));
 }
@@ -116,17 +216,28 @@ void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<vo
 // seed (its contribution comes first), a tensor without a gradient (the input, a detached one), and one whose
 // gradient a reader needs dense (grad_view_ok unset: a conv without SiLU or with batch statistics, the
 // attention's outputs, a concat's or anchors' output; so the concat's own gradient is always an ordinary
-// buffer).
-void GradientTape::alias_concat_gradients(const std::vector<Seed>& seeds) {
+// buffer). If C gets no gradient in a backward while a part aliases it, C's backward zeroes C's gradient and
+// marks those parts live (their contributions then add to zeros), so that the views below never read a
+// dead gradient.
+// Then a tensor x read only by slices, each aliased in one concat at x's base + the slice's first channel
+// and together covering x once (C3k2's cv1 output, placed beside its halves in the concat): x's gradient is
+// that run of the concat's channels, and the slices' backwards add nothing (x live once they ran: the concat
+// wrote the run, and the slices' other consumers added to it before).
+// Then, latest-built first, a conv's residual res (y = act(conv(x)) + res): when y's record is res's latest
+// reader, res's first contribution is dy verbatim, so res's gradient is y's (nothing reads y's after y's
+// record, whose own SiLU backward reads it first); as for a part: not a seed, not the conv's own input (its
+// input gradient may accumulate in place), and a strided y gradient only where res's readers take views.
+void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
+  const auto seeded = [&seeds](const TapeTensor& t) {
+    return std::any_of(seeds.begin(), seeds.end(), [&t](const Seed& s) { return s.tensor.id == t.id; });
+  };
   for (const ConcatRecord& c : concats_) {
     int c0 = 0;
     for (const TapeTensor& p : c.parts) {
       Node& part = nodes_[size_t(p.id)];
       const bool once = std::count_if(c.parts.begin(), c.parts.end(),
                                       [&p](const TapeTensor& t) { return t.id == p.id; }) == 1;
-      const bool seed =
-          std::any_of(seeds.begin(), seeds.end(), [&p](const Seed& s) { return s.tensor.id == p.id; });
-      if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && once && !seed) {
+      if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && once && !seeded(p)) {
         Node& concat = nodes_[size_t(c.y.id)];
         if (!concat.grad.get()) concat.grad = backend_.alloc_array<float>(c.y.count());
         part.alias_of = c.y.id;
@@ -135,10 +246,45 @@ void GradientTape::alias_concat_gradients(const std::vector<Seed>& seeds) {
       c0 += p.channels;
     }
   }
+  for (const SliceRecord& sr : slices_) {
+    Node& x = nodes_[size_t(sr.x.id)];
+    if (x.alias_of >= 0 || !x.needs_grad || !x.grad_view_ok || seeded(sr.x)) continue;
+    const PlaneView run = sliced_alias(sr.x);
+    if (!run.data) continue;
+    x.alias_of = nodes_[size_t(sr.y.id)].alias_of;
+    x.grad_alias = run;
+  }
+  for (size_t i = residuals_.size(); i-- > 0;) {
+    const ResidualRecord& r = residuals_[i];
+    Node& res = nodes_[size_t(r.res.id)];
+    Node& y = nodes_[size_t(r.y.id)];
+    if (res.alias_of >= 0 || !res.needs_grad || res.last_reader != r.record || r.res.id == r.x.id ||
+        seeded(r.res) || (y.alias_of >= 0 && !res.grad_view_ok))
+      continue;
+    if (y.alias_of < 0 && !y.grad.get()) y.grad = backend_.alloc_array<float>(r.y.count());
+    res.alias_of = r.y.id;
+    res.grad_alias = grad_view(r.y);
+  }
+}
+
+PlaneView GradientTape::sliced_alias(const TapeTensor& x) const {
+  int covered = 0, slices = 0, owner = -1;
+  PlaneView run{};
+  for (const SliceRecord& sr : slices_) {
+    if (sr.x.id != x.id) continue;
+    const Node& y = nodes_[size_t(sr.y.id)];
+    if (y.alias_of < 0 || (owner >= 0 && y.alias_of != owner)) return {};
+    PlaneView at = y.grad_alias;
+    at.data -= sr.first * at.channel_stride;  // where x's channel 0 would be
+    if (run.data && at.data != run.data) return {};
+    run = at, owner = y.alias_of;
+    covered += sr.y.channels, ++slices;
+  }
+  return covered == x.channels && slices == nodes_[size_t(x.id)].readers ? run : PlaneView{};
 }
 
 TapeTensor GradientTape::input(int batch, int channels, int height, int width) {
-  return make(batch, channels, height, width, false);
+  return dense(make(batch, channels, height, width, false));  // set_input writes it through a plain pointer
 }
 
 void GradientTape::set_input(const TapeTensor& t, const std::vector<float>& values) {
@@ -155,13 +301,7 @@ void GradientTape::set_input_pixels(const TapeTensor& t, std::span<const uint8_t
 }
 
 TapeTensor GradientTape::detach(const TapeTensor& x) {
-  TapeTensor t = x;
-  t.id = int(nodes_.size());
-  Node node;
-  node.value = nodes_[size_t(x.id)].value;
-  node.needs_grad = false;
-  nodes_.push_back(std::move(node));
-  return t;
+  return make_view(x, 0, x, false);
 }
 
 TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const TapeTensor* residual) {
@@ -201,6 +341,7 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
+  if (residual) residuals_.push_back({int(backwards_.size()), x, y, res});
   record(
       {x, res},
       [this, conv, x, y, z, res, silu] {
@@ -211,7 +352,10 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
       [this, conv, x, y, z, res, silu] {
         if (!has_grad(y)) return;
         const PlaneView dy = grad_view(y);  // dense unless aliased (then with SiLU)
-        if (res.id >= 0) add_grad(res, dy, 0, res.channels);
+        if (res.id >= 0 && nodes_[size_t(res.id)].alias_of == y.id)
+          nodes_[size_t(res.id)].grad_live = true;  // dy is res's gradient, in place
+        else if (res.id >= 0)
+          add_grad(res, dy, 0, res.channels);
         const float* dz = dy.data;
         if (silu) {
           // dz and, in the same pass, the bias gradient (its per-image sums in their own scratch).
@@ -256,15 +400,17 @@ ConvWeightLayout TapeConv::input_grad_weight_layout() const {
 TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {
   if (first < 0 || count < 1 || first + count > x.channels)
     throw RuntimeError("gradient tape: slice out of the tensor's channels");
-  const TapeTensor y = make(x.batch, count, x.height, x.width);
+  const TapeTensor y = make_view(x, first, TapeTensor{-1, x.batch, count, x.height, x.width}, true);
   allow_grad_view(y);
+  slices_.push_back({int(backwards_.size()), x, y, first});
   record(
-      {x},
+      {x}, nullptr,
       [this, x, y, first, count] {
-        copy_.run(x.batch, count, x.plane(), view(x).channels_from(first), view(y));
-      },
-      [this, x, y, first, count] {
-        if (has_grad(y)) add_grad(x, grad_view(y), first, count);
+        if (!has_grad(y)) return;
+        if (grad_aliased(x) && grad_view(x).channels_from(first).data == grad_view(y).data)
+          nodes_[size_t(x.id)].grad_live = true;  // y's gradient is x's, in place
+        else
+          add_grad(x, grad_view(y), first, count);
       });
   return y;
 }
@@ -273,6 +419,9 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
   int channels = 0;
   for (const TapeTensor& p : parts) channels += p.channels;
   const TapeTensor& first = parts.front();
+  for (const TapeTensor& p : parts)
+    if (p.batch != first.batch || p.height != first.height || p.width != first.width)
+      throw RuntimeError("gradient tape: concat of parts with different shapes");
   const TapeTensor y = make(first.batch, channels, first.height, first.width);
   concats_.push_back({int(backwards_.size()), y, parts});
   record(
@@ -280,12 +429,21 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
       [this, parts, y] {
         int offset = 0;
         for (const TapeTensor& p : parts) {
-          copy_.run(p.batch, p.channels, p.plane(), view(p), view(y).channels_from(offset));
+          const PlaneView src = view(p), dst = view(y).channels_from(offset);
+          if (src.data != dst.data)  // else placed: its producer wrote it there
+            copy_.run(p.batch, p.channels, p.plane(), src, dst);
           offset += p.channels;
         }
       },
       [this, parts, y] {
-        if (!has_grad(y)) return;
+        if (!has_grad(y)) {
+          // The aliased parts' gradients start as zeros in the dead gradient (alias_gradients).
+          bool aliased = false;
+          for (const TapeTensor& p : parts)
+            if (nodes_[size_t(p.id)].alias_of == y.id) aliased = nodes_[size_t(p.id)].grad_live = true;
+          if (aliased) backend_.fill_bytes(nodes_[size_t(y.id)].grad.get(), 0, nodes_[size_t(y.id)].grad.bytes());
+          return;
+        }
         int c0 = 0;
         for (const TapeTensor& p : parts) {
           Node& part = nodes_[size_t(p.id)];
@@ -327,14 +485,15 @@ TapeTensor GradientTape::upsample(const TapeTensor& x) {
   return y;
 }
 
-std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& spec, const TapeTensor& qkv) {
+std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& spec, const TapeTensor& qkv_in) {
+  const TapeTensor qkv = dense(qkv_in);  // PsaOp reads and writes plain pointers
   PsaDims dims;
   dims.batch = qkv.batch, dims.num_heads = spec.num_heads, dims.key_dim = spec.key_dim;
   dims.n = int(qkv.plane()), dims.scale = spec.scale;
   auto op = std::make_shared<PsaOp>(backend_, "tiled", dims);
   auto ws = std::make_shared<PsaWorkspace>(op->workspace());
-  const TapeTensor merged = make(qkv.batch, spec.dim, qkv.height, qkv.width);
-  const TapeTensor v = make(qkv.batch, spec.dim, qkv.height, qkv.width);
+  const TapeTensor merged = dense(make(qkv.batch, spec.dim, qkv.height, qkv.width));
+  const TapeTensor v = dense(make(qkv.batch, spec.dim, qkv.height, qkv.width));
   record(
       {qkv}, [this, op, ws, qkv, merged, v] { op->forward(data(qkv), data(merged), data(v), *ws); },
       [this, op, ws, qkv, merged, v] {
@@ -354,17 +513,23 @@ TapeTensor GradientTape::anchors(const std::vector<TapeTensor>& levels) {
   int64_t total = 0;
   for (const TapeTensor& l : levels) total += l.plane();
   const TapeTensor& first = levels.front();
-  const TapeTensor y = make(first.batch, first.channels, 1, int(total));
+  for (const TapeTensor& l : levels)
+    if (l.batch != first.batch || l.channels != first.channels)
+      throw RuntimeError("gradient tape: anchors of levels with different batches or channels");
+  const TapeTensor y = dense(make(first.batch, first.channels, 1, int(total)));  // the loss reads buffer(y)
   // Level i's anchors of y: a [B, C, h_i w_i] view at anchor `offset` with channel stride A.
   const auto range = [total](float* base, int channels, int64_t offset) {
     return PlaneView{base + offset, channels * total, total};
   };
+  anchors_.push_back({int(backwards_.size()), y, levels});
   record(
       levels,
       [this, levels, y, range] {
         int64_t offset = 0;
         for (const TapeTensor& l : levels) {
-          copy_.run(l.batch, l.channels, l.plane(), view(l), range(data(y), y.channels, offset));
+          const PlaneView src = view(l), dst = range(data(y), y.channels, offset);
+          if (src.data != dst.data)  // else placed: its conv wrote it there
+            copy_.run(l.batch, l.channels, l.plane(), src, dst);
           offset += l.plane();
         }
       },
@@ -398,8 +563,11 @@ void GradientTape::run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs,
 void GradientTape::forward() {
   if (splitk_workspace_.bytes() < splitk_floats_ * sizeof(float))
     splitk_workspace_ = backend_.alloc_array<float>(splitk_floats_);
+  if (!values_placed_) place_parts();
+  values_placed_ = true;
   run_or_replay(forward_graph_, forward_runs_, [this] {
-    for (const auto& f : forwards_) f();
+    for (const auto& f : forwards_)
+      if (f) f();  // a slice has no forward
   });
 }
 
@@ -407,7 +575,7 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
   for (const Seed& s : seeds)
     if (s.grad->bytes() < s.tensor.count() * sizeof(float))
       throw RuntimeError("gradient tape: seed smaller than its tensor");
-  if (!aliases_fixed_) alias_concat_gradients(seeds);
+  if (!aliases_fixed_) alias_gradients(seeds);
   aliases_fixed_ = true;
   for (const Seed& s : seeds)
     if (grad_aliased(s.tensor))

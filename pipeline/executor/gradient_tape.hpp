@@ -8,8 +8,12 @@
 // next behind it. From the second run on, where the backend captures graphs, the forward and the backward
 // are each captured once and replayed as one graph (a capture that fails leaves the launches direct and
 // says why in graph_error()).
-// Tensors are dense float32 [B, C, H, W] device buffers owned by the tape. A tensor's gradient buffer is made
-// once; in each backward it is written whole by its first contribution when that covers the tensor
+// Tensors are float32 [B, C, H, W] with dense H*W planes, addressed as PlaneViews: a tensor owns its buffer,
+// or is a view of another's channels (a slice, a detached twin, and, fixed at the first forward, a concat
+// part placed in its concat's buffer so that its producer writes it there and the concat copies nothing for
+// it, and the same for a detect level in its anchors' buffer: place_parts). An op that needs plain pointers
+// marks its tensors dense (a view gets a dense copy of its own). A tensor's gradient buffer is made once; in
+// each backward it is written whole by its first contribution when that covers the tensor
 // (GradientWrite::Overwrite: no memset), and later contributions add to it (Accumulate). A tensor that needs
 // no gradient (the input, a detached feature) gets none, and the ops reading it skip their input gradient. A
 // record whose output got no gradient is skipped: its contributions are all zero. A concat's part whose
@@ -130,11 +134,12 @@ class GradientTape {
   TapeTensor maxpool(const TapeTensor& x, int kernel);          // stride 1, padding kernel/2
   TapeTensor upsample(const TapeTensor& x);                     // nearest x2
   // PSA attention on qkv [B, nh*(2kd+hd), H, W]: (merged = v @ attn^T, v), as PsaOp::forward.
-  std::pair<TapeTensor, TapeTensor> attention(const AttentionSpec& spec, const TapeTensor& qkv);
+  std::pair<TapeTensor, TapeTensor> attention(const AttentionSpec& spec, const TapeTensor& qkv_in);
   // Levels [B, C, h_i, w_i] laid side by side along anchors: [B, C, 1, sum h_i w_i] (a detect head's output).
   TapeTensor anchors(const std::vector<TapeTensor>& levels);
 
-  // Launches every op's forward, in the order they were built.
+  // Launches every op's forward, in the order they were built. The first places concat parts (above); an op
+  // built after it throws UsageError.
   void forward();
   const DeviceBuffer& buffer(const TapeTensor& t) const;
   // A loss's gradient: d loss / d t, a device buffer laid out like t.
@@ -164,16 +169,24 @@ class GradientTape {
 
  private:
   struct Node {
-    std::shared_ptr<DeviceBuffer> value;
+    TapeTensor tensor;
+    DeviceBuffer value;  // none for a view
+    // A view: this tensor's values are channels [value_first, ...) of node value_of's, from pixel value_pixel
+    // of their planes on (a slice, a detached twin, a tensor placed in its concat's buffer or a level placed in
+    // its anchors' by place_parts).
+    int value_of = -1, value_first = 0;
+    int64_t value_pixel = 0;
+    bool dense_value = false;  // an op reads or writes the values through a plain pointer: never placed
     DeviceBuffer grad;  // made by the first backward that reaches the tensor, then kept (none if aliased)
-    int alias_of = -1;  // aliased: the concat whose gradient holds this one, at grad_alias
+    int alias_of = -1;  // aliased: the tensor whose gradient holds this one, at grad_alias
     PlaneView grad_alias;
     bool grad_live = false;  // written by the running backward
     bool needs_grad = true;
     bool grad_view_ok = false;  // every backward reading this gradient takes a strided view: it may alias
     int last_reader = -1;       // the latest-built record whose backward adds to this gradient
+    int readers = 0;            // the records whose backward adds to it
   };
-  // A concat's record, its output and its parts, for alias_concat_gradients.
+  // A concat's (or anchors') record, its output and its parts, for alias_gradients and place_parts.
   struct ConcatRecord {
     int record;
     TapeTensor y;
@@ -181,6 +194,17 @@ class GradientTape {
   };
 
   TapeTensor make(int batch, int channels, int height, int width, bool needs_grad = true);
+  // A tensor whose values are channels [first, first + shape.channels) of `of`'s (no buffer of its own).
+  TapeTensor make_view(const TapeTensor& of, int first, const TapeTensor& shape, bool needs_grad);
+  // t for an op that reads or writes its values through a plain pointer: t itself, marked never to be
+  // placed in a concat, or for a view a dense copy of it made by an op of its own.
+  TapeTensor dense(const TapeTensor& t);
+  // The node whose buffer holds t's values, and t's first channel in it.
+  std::pair<int, int> value_root(int id) const;
+  // Each concat part and anchors level whose values can live in the concat's (anchors') buffer is placed there
+  // (its producer writes it in place, the concat copies nothing for it); the first forward's, before anything
+  // runs. The rules at the definition.
+  void place_parts();
   // t's gradient may become a view into a concat's (alias_concat_gradients): every reader takes views.
   void allow_grad_view(const TapeTensor& t) { nodes_[size_t(t.id)].grad_view_ok = true; }
   float* data(const TapeTensor& t) const;
@@ -189,9 +213,12 @@ class GradientTape {
   bool needs_grad(const TapeTensor& t) const { return nodes_[size_t(t.id)].needs_grad; }
   bool grad_aliased(const TapeTensor& t) const { return nodes_[size_t(t.id)].alias_of >= 0; }
   PlaneView grad_view(const TapeTensor& t) const;
-  // Points each concat part whose gradient can be its slice of the concat's at that slice (the rule at the
-  // definition); the first backward's, before anything is written.
-  void alias_concat_gradients(const std::vector<Seed>& seeds);
+  // Points each gradient that can be a view of another's at it: a concat part's at its slice of the concat's,
+  // a tensor read only by slices at the concat's channels its slices' gradients are, a conv's residual at the
+  // conv output's (the rules at the definition); the first backward's, before anything is written.
+  void alias_gradients(const std::vector<Seed>& seeds);
+  // The slice records of x whose gradients tile x's at one concat's channels: that view, else data null.
+  PlaneView sliced_alias(const TapeTensor& x) const;
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
   // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
@@ -225,8 +252,21 @@ class GradientTape {
   std::optional<BatchStatisticsSync> sync_;
   std::vector<Node> nodes_;
   std::vector<std::function<void()>> forwards_, backwards_;
-  std::vector<ConcatRecord> concats_;
+  std::vector<ConcatRecord> concats_, anchors_;
+  // A slice's record (y = x's channels [first, ..)), and a conv's with a residual (y = conv(x) + res).
+  struct SliceRecord {
+    int record;
+    TapeTensor x, y;
+    int first;
+  };
+  struct ResidualRecord {
+    int record;
+    TapeTensor x, y, res;
+  };
+  std::vector<SliceRecord> slices_;
+  std::vector<ResidualRecord> residuals_;
   bool aliases_fixed_ = false;  // by the first backward
+  bool values_placed_ = false;  // by the first forward
   struct ScratchBuffer {
     DeviceBuffer buffer;
     bool busy = false;

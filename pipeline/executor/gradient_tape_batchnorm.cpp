@@ -38,12 +38,13 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
   require_batch_statistics(x.batch, int64_t(spec.out_size(x.height)) * spec.out_size(x.width),
                            spec.name.c_str());
   if (!batchnorm_) batchnorm_ = std::make_unique<BatchNormBatchOp>(backend_);
-  const TapeTensor y = make(x.batch, spec.c_out, spec.out_size(x.height), spec.out_size(x.width));
+  // silu_residual and batchnorm_apply read and write plain pointers.
+  const TapeTensor y = dense(make(x.batch, spec.c_out, spec.out_size(x.height), spec.out_size(x.width)));
   // u = conv(x), what the BatchNorm normalises (kept for its backward).
   const TapeTensor u = make(y.batch, y.channels, y.height, y.width, false);
   // With a residual, z = BatchNorm(u) and y = act(z) + residual; without, y = act(BatchNorm(u)) directly.
   const TapeTensor z = residual ? make(y.batch, y.channels, y.height, y.width, false) : y;
-  const TapeTensor res = residual ? *residual : TapeTensor{};
+  const TapeTensor res = residual ? dense(*residual) : TapeTensor{};
   const TapeConv* conv = &c;
   const int silu = spec.silu ? 1 : 0;
   const double eps = spec.bn->eps;
