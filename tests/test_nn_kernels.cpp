@@ -380,3 +380,27 @@ TEST_CASE("the nn and top-k kernels compile for sm_90 without spills", "[nn]") {
   requests.push_back(CompileRequest{"detect/topk_postprocess.cu", {}, {"topk_anchor_keys", "topk_select"}});
   for (const CompileRequest& request : requests) test::check_compiles_for_sm90_without_spills(request);
 }
+
+TEST_CASE("conv2d v5_fp16 and v6_bf16 stage 1x1 inputs at aligned, unaligned and strided views", "[nn]") {
+  // conv2d_mma's 1x1 staging loads a row's 4-pixel quad as one float4 where the view keeps it 16-byte
+  // aligned and a pixel at a time elsewhere. The runner's input is a channel window of a NaN-poisoned buffer
+  // (an over-read shows): aligned planes (16 x 16; 20 x 20 with a partial pixel tile and a 33-row reduction's
+  // partial chunk), an unaligned one (19 x 17), stride 2 (its pixels walked across output rows), a split
+  // reduction, and the three channel tiles.
+  auto backend = make_backend("cpu", test::embedded_context());
+  const std::vector<Params> shapes = {
+      {{"C_IN", "64"}, {"C_OUT", "64"}, {"H", "16"}, {"W", "16"}, {"K", "1"}},
+      {{"B", "2"},
+       {"C_IN", "33"},
+       {"C_OUT", "32"},
+       {"H", "20"},
+       {"W", "20"},
+       {"K", "1"},
+       {"RESIDUAL", "true"}},
+      {{"C_IN", "24"}, {"C_OUT", "16"}, {"H", "19"}, {"W", "17"}, {"K", "1"}, {"SILU", "false"}},
+      {{"C_IN", "24"}, {"C_OUT", "40"}, {"H", "19"}, {"W", "17"}, {"K", "1"}, {"STRIDE", "2"}},
+      {{"C_IN", "300"}, {"C_OUT", "72"}, {"H", "8"}, {"W", "4"}, {"K", "1"}},
+  };
+  for (const std::string variant : {"v5_fp16", "v6_bf16"})
+    for (const Params& p : shapes) run_runner(*backend, "conv2d", variant, p);
+}

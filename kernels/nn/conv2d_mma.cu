@@ -10,14 +10,20 @@
 //   shared memory, one __syncthreads per chunk:
 //   - weights wh [C_out][red_pad] (DT patterns, each row zero-padded to red_pad, a multiple of 32) go global
 //     -> shared with cp.async in 16-byte pieces, tile w_s[TM][32 + 8] (the A operand, row-major);
-//   - the im2col chunk is read into registers one chunk ahead (each thread: one pixel and TN / 8 consecutive
-//     rows; a warp's loads of one row are consecutive pixels), rounded to DT and stored as x_s[TN][32 + 8]
-//     (pixel rows, reduction columns: the B operand n-major) once the current chunk's products are issued.
-//     The rows' (channel, tap) are decomposed once per CTA into a 32-entry shared table two chunks ahead
-//     (Im2colTap: an int32 offset, so c_in * in_cs stays below 2^31), and each thread finds its pixel's
-//     in-image taps once as a bit mask: a staged value is a table broadcast, a bit test and a load, where
-//     the divisions and bounds checks per value had made the 3x3 convs with 16 output channels issue-bound
-//     (ncu on the H200: 52 % SM throughput, 3 % DRAM, at 64 -> 16 channels, 80 x 80, batch 32).
+//   - the im2col chunk is read into registers one chunk ahead and rounded to DT into x_s once the current
+//     chunk's products are issued (Im2colStaging<K, TN>). K > 1: each thread stages one pixel and TN / 8
+//     consecutive rows (a warp's loads of one row are consecutive pixels) into x_s[TN][32 + 8] (pixel rows,
+//     reduction columns: the B operand n-major). The rows' (channel, tap) are decomposed once per CTA into a
+//     32-entry shared table two chunks ahead (Im2colTap: an int32 offset, so c_in * in_cs stays below
+//     2^31), and each thread finds its pixel's in-image taps once as a bit mask: a staged value is a table
+//     broadcast, a bit test and a load, where the divisions and bounds checks per value had made the 3x3
+//     convs with 16 output channels issue-bound (ncu on the H200: 52 % SM throughput, 3 % DRAM, at 64 -> 16
+//     channels, 80 x 80, batch 32);
+//   - K == 1: a reduction row is an input channel, so each thread stages 4 consecutive pixels (a quad) of
+//     TN / 32 consecutive rows, a row's quad one 16-byte load where the view keeps it aligned (stride 1, else
+//     four scalar loads), into x_s[32][TN + 8] (the B operand k-major, read by transposed ldmatrix) as one
+//     8-byte store: 2.4 SASS instructions a staged value at TM 64 (1.8 at TM 16) where the tap table's path
+//     took 10 to 11, and a thread's main-loop iteration 110 instructions instead of 178 (TM 64).
 //   Rows are padded by 8 elements so the eight 16-byte rows of each ldmatrix fall in distinct banks. The
 //   accumulators go straight to the epilogue (each lane holds two adjacent pixels of two channels per n8
 //   tile: each channel's rows found once, a pixel pair one 8-byte access per plane where the views keep pairs
@@ -105,14 +111,149 @@ struct Im2colRun {
   }
 };
 
+// How conv2d_mma stages its im2col operand, chunk after chunk: plan(table, r0) writes the tap table of the
+// chunk at reduction row r0 (two chunks ahead, as the tables' barrier order wants), load(table) reads the
+// next chunk into registers (one chunk ahead of the products; its taps in `table`), store rounds the loaded
+// values to DT into an x_s tile of kTileElems elements, and load_b reads B fragments from a stored tile.
+// K > 1 (this template): one Im2colRun a thread, x_s pixel-major [TN][kMmaLd] (the B operand n-major).
+template <int K, int TN>
+struct Im2colStaging {
+  static constexpr int kRows = kMmaChunk * TN / kThreads;  // rows a thread stages per chunk
+  static constexpr int kTileElems = TN * kMmaLd;
+  long long in_cs;
+  int r_end, w_in, col;
+  Im2colRun<K, kRows> column;
+
+  __device__ __forceinline__ Im2colStaging(const float* in_b, long long in_cs_, int px0, int plane_out,
+                                           int w_out, int stride, int h_in, int w_in_, int /*r_begin*/,
+                                           int r_end_)
+      : in_cs(in_cs_),
+        r_end(r_end_),
+        w_in(w_in_),
+        col(int(threadIdx.x) % TN),
+        column(in_b, px0 + col, plane_out, w_out, stride, int(threadIdx.x) / TN * kRows, h_in, w_in_) {}
+
+  __device__ __forceinline__ void plan(Im2colTap* table, int r0) const {
+    find_chunk_taps<K>(table, r0, r_end, in_cs, w_in);
+  }
+  __device__ __forceinline__ void load(const Im2colTap* table) { column.load(table); }
+  template <int DT>
+  __device__ __forceinline__ void store(uint16_t* x_tile) const {
+    column.template store<DT>(x_tile, col);
+  }
+  static __device__ __forceinline__ void load_b(uint32_t (&b)[4], const uint16_t* x_tile, int n0, int k0,
+                                                int lane) {
+    lab_load_b_rows_n<kMmaLd>(b, x_tile, n0, k0, lane);
+  }
+};
+
+// K == 1: a reduction row is an input channel, and at stride 1 the pixels of a row are consecutive floats.
+// Each thread stages kRows consecutive rows of one quad of 4 consecutive output pixels, the same quad for
+// the whole reduction: a row's quad is one 16-byte load where the quad lies wholly in the plane and the view
+// keeps it aligned (the image's and every channel's start on 16 bytes; a quad starts at a multiple of 4
+// pixels), else four predicated scalar loads (stride > 1, unaligned views, the plane's end, the reduction's
+// last rows). The tile is k-major, x_s[row][pixel] with rows padded by 8 elements: a quad goes in as one
+// 8-byte store (a half warp's 16 quads are 128 consecutive bytes) and B comes by transposed ldmatrix (rows
+// of 2 TN + 16 bytes put its eight 16-byte rows in distinct banks). The values and their k order are those
+// of the tap-table path, so the products and sums are the same bit for bit; what goes is the table, the
+// masks and the address arithmetic per value.
+template <int TN>
+struct Im2colStaging<1, TN> {
+  static constexpr int kQuads = TN / 4;                        // pixel quads of a row
+  static constexpr int kRows = kMmaChunk * kQuads / kThreads;  // rows a thread stages per chunk: TN / 32
+  static constexpr int kLd = TN + 8;                           // row stride of the tile, in elements
+  static constexpr int kTileElems = kMmaChunk * kLd;
+  static_assert(kRows >= 1 && kThreads % kQuads == 0, "every thread one quad of whole rows");
+  const float* next;  // the quad's first pixel in this thread's first row of the chunk load() reads next
+  long long in_cs;
+  int rows_left;  // reduction rows from that row on (r_end - its row; <= 0 past the end)
+  int tile_at;    // where the thread's first row and first pixel go in a tile
+  int x0;         // the quad's first pixel's output column
+  int pixels;     // the quad's pixels inside the output plane (0 .. 4)
+  int w_out, stride, w_in;
+  bool whole;  // a row's quad is one aligned 16-byte load
+  float4 v[kRows];
+
+  __device__ __forceinline__ Im2colStaging(const float* in_b, long long in_cs_, int px0, int plane_out,
+                                           int w_out_, int stride_, int /*h_in*/, int w_in_, int r_begin,
+                                           int r_end)
+      : in_cs(in_cs_), w_out(w_out_), stride(stride_), w_in(w_in_) {
+    const int quad = int(threadIdx.x) % kQuads, row0 = int(threadIdx.x) / kQuads * kRows, p = px0 + 4 * quad;
+    rows_left = r_end - (r_begin + row0);
+    tile_at = row0 * kLd + 4 * quad;
+    pixels = max(0, min(4, plane_out - p));
+    const int y = pixels ? p / w_out : 0;
+    x0 = pixels ? p % w_out : 0;
+    next = in_b + (r_begin + row0) * in_cs + (y * w_in + x0) * stride;
+    // p is a multiple of 4, so at stride 1 the quad is aligned where the image and channel starts are.
+    whole = stride == 1 && pixels == 4 && (reinterpret_cast<unsigned long long>(in_b) & 15) == 0 &&
+            (in_cs & 3) == 0;
+  }
+
+  __device__ __forceinline__ void plan(Im2colTap*, int) const {}  // nothing to prepare
+
+  // v[i] = the quad in row i of the thread's rows of the next chunk (chunks come in order), zero past r_end
+  // and the plane. A thread whose rows all lie in the reduction takes the unpredicated 16-byte loads.
+  __device__ __forceinline__ void load(const Im2colTap* /*table*/) {
+    if (whole && rows_left >= kRows) {
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) v[i] = __ldg(reinterpret_cast<const float4*>(next + i * in_cs));
+    } else {
+      load_pixels();
+    }
+    next += kMmaChunk * in_cs;
+    rows_left -= kMmaChunk;
+  }
+
+  // load() a pixel at a time: the pixels' offsets from the quad's first found by walking its output row(s).
+  __device__ __forceinline__ void load_pixels() {
+    int at[4], x = x0, offset = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      at[j] = offset;
+      const bool wraps = ++x == w_out;  // the next pixel starts the next output row
+      x = wraps ? 0 : x;
+      offset += wraps ? (w_in - w_out + 1) * stride : stride;
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float* row = next + i * in_cs;
+      const bool in_rows = i < rows_left;
+      v[i].x = in_rows && pixels > 0 ? __ldg(row + at[0]) : 0.0f;
+      v[i].y = in_rows && pixels > 1 ? __ldg(row + at[1]) : 0.0f;
+      v[i].z = in_rows && pixels > 2 ? __ldg(row + at[2]) : 0.0f;
+      v[i].w = in_rows && pixels > 3 ? __ldg(row + at[3]) : 0.0f;
+    }
+  }
+
+  // The loaded rows rounded to DT, one 8-byte store a row.
+  template <int DT>
+  __device__ __forceinline__ void store(uint16_t* x_tile) const {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+      *reinterpret_cast<uint2*>(x_tile + tile_at + i * kLd) =
+          make_uint2(lab_pack2<DT>(v[i].x, v[i].y), lab_pack2<DT>(v[i].z, v[i].w));
+  }
+
+  static __device__ __forceinline__ void load_b(uint32_t (&b)[4], const uint16_t* x_tile, int n0, int k0,
+                                                int lane) {
+    lab_load_b_rows_k<kLd>(b, x_tile, n0, k0, lane);
+  }
+};
+
 // cp.async of the weight chunk at reduction row r0 (TM channels from co0, kMmaChunk columns) into w_s;
-// channels past c_out are zero-filled.
+// channels past c_out are zero-filled. A fixed trip count (the pieces a thread issues, known at compile
+// time): the loop from threadIdx.x with a run-time bound had compiled to ~45 instructions a chunk for one
+// cp.async a thread at TM 64.
 template <int TM>
 __device__ __forceinline__ void stage_weights_async(uint16_t* w_s, const uint16_t* __restrict__ wh,
                                                     int red_pad, int r0, int co0, int c_out) {
   constexpr int kPieces = kMmaChunk / 8;  // 16-byte pieces per channel row
+  constexpr int kTotal = TM * kPieces, kPerThread = (kTotal + kThreads - 1) / kThreads;
 #pragma unroll
-  for (int i = threadIdx.x; i < TM * kPieces; i += kThreads) {
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = int(threadIdx.x) + k * kThreads;
+    if (kTotal % kThreads != 0 && i >= kTotal) break;
     const int row = i / kPieces, col = (i % kPieces) * 8, co = co0 + row;
     const bool valid = co < c_out;
     lab_cp_async_16(w_s + row * kMmaLd + col, wh + (long long)(valid ? co : 0) * red_pad + r0 + col, valid);
@@ -139,12 +280,12 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
                int h_in, int w_in, int h_out, int w_out, int stride, int silu, int batch, int split_rows,
                float* partial) {
   constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
-  constexpr int kWarpCols = 8 / (TM / 16);                    // warps along pixels
-  constexpr int kRowsPerThread = kChunk * TN / nn::kThreads;  // im2col rows a thread stages per chunk
+  constexpr int kWarpCols = 8 / (TM / 16);  // warps along pixels
   static_assert(TN / kWarpCols == 32, "each warp owns 16 channels x 32 pixels");
+  using Im2col = nn::Im2colStaging<K, TN>;
   __shared__ __align__(16) uint16_t w_s[2][TM * LD];
-  __shared__ __align__(16) uint16_t x_s[2][TN * LD];
-  __shared__ nn::Im2colTap taps_s[2][kChunk];  // chunk c's rows in taps_s[c % 2]
+  __shared__ __align__(16) uint16_t x_s[2][Im2col::kTileElems];
+  __shared__ nn::Im2colTap taps_s[2][kChunk];  // Im2col's tap tables (K > 1)
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / kWarpCols, wn = warp % kWarpCols;
@@ -153,17 +294,14 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
   const int plane_out = h_out * w_out, reduction = c_in * K * K;
   const int r_begin = split * split_rows, r_end = min(reduction, r_begin + split_rows);
   const int chunks = (r_end - r_begin + kChunk - 1) / kChunk;
-  const float* in_b = in + b * in_bs;
-  const int col = tid % TN;
-  nn::Im2colRun<K, kRowsPerThread> column(in_b, px0 + col, plane_out, w_out, stride, tid / TN * kRowsPerThread,
-                                          h_in, w_in);
+  Im2col im2col(in + b * in_bs, in_cs, px0, plane_out, w_out, stride, h_in, w_in, r_begin, r_end);
 
   nn::stage_weights_async<TM>(w_s[0], wh, red_pad, r_begin, co0, c_out);
-  nn::find_chunk_taps<K>(taps_s[0], r_begin, r_end, in_cs, w_in);
-  if (chunks > 1) nn::find_chunk_taps<K>(taps_s[1], r_begin + kChunk, r_end, in_cs, w_in);
+  im2col.plan(taps_s[0], r_begin);
+  if (chunks > 1) im2col.plan(taps_s[1], r_begin + kChunk);
   __syncthreads();
-  column.load(taps_s[0]);
-  column.template store<DT>(x_s[0], col);
+  im2col.load(taps_s[0]);
+  im2col.template store<DT>(x_s[0]);
   lab_cp_async_wait<0>();
   __syncthreads();
 
@@ -174,7 +312,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     if (more) {
       const int r_next = r_begin + (c + 1) * kChunk;
       nn::stage_weights_async<TM>(w_s[buf ^ 1], wh, red_pad, r_next, co0, c_out);
-      column.load(taps_s[buf ^ 1]);
+      im2col.load(taps_s[buf ^ 1]);
     }
 #pragma unroll
     for (int kc = 0; kc < kChunk / 16; ++kc) {
@@ -183,13 +321,13 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
         uint32_t bf[4];
-        lab_load_b_rows_n<LD>(bf, x_s[buf], wn * 32 + np * 16, kc * 16, lane);
+        Im2col::load_b(bf, x_s[buf], wn * 32 + np * 16, kc * 16, lane);
         lab_mma_16816_pair<DT>(acc[2 * np], acc[2 * np + 1], a, bf);
       }
     }
-    if (more) column.template store<DT>(x_s[buf ^ 1], col);
+    if (more) im2col.template store<DT>(x_s[buf ^ 1]);
     // Chunk c + 2's taps into the table chunk c's loads left (read in the previous step, before its barrier).
-    if (c + 2 < chunks) nn::find_chunk_taps<K>(taps_s[buf], r_begin + (c + 2) * kChunk, r_end, in_cs, w_in);
+    if (c + 2 < chunks) im2col.plan(taps_s[buf], r_begin + (c + 2) * kChunk);
     lab_cp_async_wait<0>();
     __syncthreads();
   }
