@@ -402,3 +402,54 @@ TEST_CASE("conv2d_wgrad reads x as a batch-strided channel slice bit for bit as 
                     UsageError);
   }
 }
+
+// The 1x1 weight-gradient GEMMs stage by vector loads where the planes keep 16-byte alignment
+// (WgradStaging1x1) and one value at a time elsewhere (WgradStaging), into the same tiles: x at an aligned
+// address takes the first, x one float further the second, and both must give the same bits, for v2, v3 and
+// v4 at TM 16 / 32 / 64 (partial channel tiles), on planes whose 8-item sectors stay in one image (12 x 10,
+// 16 x 16) or cross into the next (10 x 10, 2 x 2), with and without split-K (its second split starting
+// mid-image).
+TEST_CASE("conv2d_wgrad's 1x1 vector staging gives the generic staging's bits", "[conv2d_bwd]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  struct Case {
+    int c_in, c_out, batch, h, w;
+    bool split;
+  };
+  const Case cases[] = {{300, 16, 3, 12, 10, false},
+                        {24, 40, 12, 10, 10, true},
+                        {70, 20, 5, 2, 2, false},
+                        {8, 72, 4, 16, 16, true}};
+  for (ConvBackwardVariant variant :
+       {ConvBackwardVariant::Tiled, ConvBackwardVariant::Fp16, ConvBackwardVariant::Bf16}) {
+    for (const Case& c : cases) {
+      INFO("variant " << int(variant) << " C_in " << c.c_in << " C_out " << c.c_out << " batch " << c.batch
+                      << " " << c.h << " x " << c.w);
+      const Conv2dShape shape{c.c_in, c.c_out, 1, 1, 1, false};
+      const int plane = c.h * c.w;
+      const size_t x_count = size_t(c.batch) * c.c_in * plane;
+      const std::vector<float> x = random_uniform(x_count, -1.0f, 1.0f, 31);
+      std::vector<float> shifted(x_count + 1, std::nanf(""));
+      std::copy(x.begin(), x.end(), shifted.begin() + 1);
+      const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 32);
+      const std::vector<float> dz = random_uniform(size_t(c.batch) * c.c_out * plane, -1.0f, 1.0f, 33);
+      const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, variant);
+      CHECK((op.weight_grad_splits(c.batch, c.h, c.w) > 1) == c.split);
+      const DeviceBuffer x_d = backend->upload_vector(x), shifted_d = backend->upload_vector(shifted);
+      const DeviceBuffer dz_d = backend->upload_vector(dz);
+      DeviceBuffer workspace = backend->alloc_array<float>(
+          std::max<size_t>(1, op.weight_grad_workspace_floats(c.batch, c.h, c.w)));
+      auto gradients = [&](const float* in) {
+        DeviceBuffer grad_w = backend->alloc_array<float>(weight.size());
+        DeviceBuffer grad_b = backend->alloc_array<float>(size_t(c.c_out));
+        backend->fill_bytes(grad_w.get(), 0xff, grad_w.bytes());
+        op.weight_grad(c.batch, c.h, c.w, dense_view(in, c.c_in, plane), dz_d.as<const float>(),
+                       grad_w.as<float>(), grad_b.as<float>(), workspace.as<float>());
+        return backend->download_vector<float>(grad_w, weight.size());
+      };
+      const std::vector<float> vectors = gradients(x_d.as<const float>());
+      const std::vector<float> one_by_one = gradients(shifted_d.as<const float>() + 1);
+      CHECK(std::all_of(vectors.begin(), vectors.end(), [](float v) { return std::isfinite(v); }));
+      CHECK(std::memcmp(vectors.data(), one_by_one.data(), vectors.size() * sizeof(float)) == 0);
+    }
+  }
+}

@@ -31,7 +31,9 @@
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
 //                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
 //                              stages one item of every chunk (WgradStaging, ItemWalk), the CTA's im2col row
-//                              offsets found once in shared memory (Im2colRow).
+//                              offsets found once in shared memory (Im2colRow). 1x1 at stride 1 on planes of a
+//                              multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a few
+//                              channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
 //                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
 //                              each split (a multiple of 32 items) writes partial [split, C_out, R] and
 //                              conv2d_wgrad_reduce adds the splits in index order. Split-K with a fixed-order
@@ -145,6 +147,10 @@ struct MmaTile {
   }
 
   __device__ __forceinline__ static uint16_t element(float v) { return uint16_t(lab_pack2<DT>(v, 0.0f)); }
+  // element(lo) | element(hi) << 16: two neighbours of a tile row in one 32-bit store.
+  __device__ __forceinline__ static uint32_t element_pair(float lo, float hi) {
+    return lab_pack2<DT>(lo, hi);
+  }
 
   __device__ __forceinline__ void accumulate(const uint16_t* a, const uint16_t* b) {
 #pragma unroll
@@ -172,15 +178,14 @@ struct MmaTile {
 };
 
 // The GEMM main loop of v2 / v3 / v4: `chunks` chunks of Tile::kChunk reduction rows, double buffered in
-// shared memory with a register prefetch. Staging::load() reads the next chunk from global memory into the
-// thread's registers and advances; Staging::store(a, b) writes them (as Tile::Element) into one buffer pair.
-// Chunk c + 1's loads are issued before chunk c's products and stored after them, so their latency hides
-// behind the products; one barrier a chunk (buffer c % 2 is read while (c + 1) % 2 is written).
+// shared memory (a_s, b_s) with a register prefetch. Staging::load() reads the next chunk from global memory
+// into the thread's registers and advances; Staging::store(a, b) writes them (as Tile::Element) into one
+// buffer pair. Chunk c + 1's loads are issued before chunk c's products and stored after them, so their
+// latency hides behind the products; one barrier a chunk (buffer c % 2 is read while (c + 1) % 2 is written).
 template <class Tile, class Staging>
-__device__ __forceinline__ void pipelined_products(Tile& tile, Staging& staging, int chunks) {
-  using Element = typename Tile::Element;
-  __shared__ __align__(16) Element a_s[2][Tile::kChunk * Tile::kLdA];
-  __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
+__device__ __forceinline__ void pipelined_products(
+    Tile& tile, Staging& staging, int chunks, typename Tile::Element (&a_s)[2][Tile::kChunk * Tile::kLdA],
+    typename Tile::Element (&b_s)[2][Tile::kChunk * Tile::kLdB]) {
   if (chunks <= 0) return;
   staging.load();
   staging.store(a_s[0], b_s[0]);
@@ -192,6 +197,15 @@ __device__ __forceinline__ void pipelined_products(Tile& tile, Staging& staging,
     if (more) staging.store(a_s[(c + 1) % 2], b_s[(c + 1) % 2]);
     __syncthreads();
   }
+}
+
+// The same with its own buffers (a kernel with two stagings hands both the same ones instead).
+template <class Tile, class Staging>
+__device__ __forceinline__ void pipelined_products(Tile& tile, Staging& staging, int chunks) {
+  using Element = typename Tile::Element;
+  __shared__ __align__(16) Element a_s[2][Tile::kChunk * Tile::kLdA];
+  __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
+  pipelined_products(tile, staging, chunks, a_s, b_s);
 }
 
 // The stride-phase class of conv2d_dgrad_tiled's CTA (blockIdx.z % stride^2): the input pixels (iy, ix) with
@@ -339,11 +353,12 @@ __device__ __forceinline__ void find_im2col_rows(Im2colRow* rows_s, const lab::C
   }
 }
 
-// The staging of conv2d_wgrad's GEMM (v2, v3, v4): chunks of kChunk items q of the CTA's split, A = dz[q][co]
-// (TM channels from co0) and B = im2col[q][r] (TN rows r = (ci, ky, kx), rows_s). A thread keeps one item
-// row qq of every chunk (walked by ItemWalk) and the columns first, first + kColumnStep, ...; a warp covers 8
-// consecutive items x 4 consecutive columns, so each dz load instruction reads 4 whole 32-byte sectors and
-// each shared store (rows padded: Tile::kLdA, kLdB) hits 32 distinct banks.
+// The staging of conv2d_wgrad's GEMM (v2, v3, v4) at K 3 / 5, and at K 1 where WgradStaging1x1 does not
+// apply: chunks of kChunk items q of the CTA's split, A = dz[q][co] (TM channels from co0) and B =
+// im2col[q][r] (TN rows r = (ci, ky, kx), rows_s). A thread keeps one item row qq of every chunk (walked by
+// ItemWalk) and the columns first, first + kColumnStep, ...; a warp covers 8 consecutive items x 4
+// consecutive columns, so each dz load instruction reads 4 whole 32-byte sectors and each shared store (rows
+// padded: Tile::kLdA, kLdB) hits 32 distinct banks.
 template <int K, int TM, int TN, class Tile>
 struct WgradStaging {
   static constexpr int kChunk = Tile::kChunk, kItemGroups = kChunk / 8, kColumnStep = kThreads / kChunk;
@@ -404,6 +419,165 @@ struct WgradStaging {
     for (int j = 0; j < kGrads; ++j) a[qq * Tile::kLdA + first + j * kColumnStep] = Tile::element(grads[j]);
 #pragma unroll
     for (int j = 0; j < kInputs; ++j) b[qq * Tile::kLdB + first + j * kColumnStep] = Tile::element(inputs[j]);
+  }
+};
+
+// kN consecutive floats from `from` (4 * kN-byte aligned) in one load.
+template <int kN>
+__device__ __forceinline__ void load_consecutive(float (&v)[kN], const float* from) {
+  if constexpr (kN == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(from);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else if constexpr (kN == 2) {
+    const float2 f = *reinterpret_cast<const float2*>(from);
+    v[0] = f.x, v[1] = f.y;
+  } else {
+    static_assert(kN == 1, "1, 2 or 4 floats");
+    v[0] = *from;
+  }
+}
+
+// v as kN consecutive Tile::Elements of a tile row in one store: floats as they are, 16-bit values rounded in
+// pairs (Tile::element_pair, the bits of two element() calls).
+template <class Tile, int kN>
+__device__ __forceinline__ void store_consecutive(typename Tile::Element* to, const float (&v)[kN]) {
+  if constexpr (sizeof(typename Tile::Element) == 4) {
+    if constexpr (kN == 4)
+      *reinterpret_cast<float4*>(to) = make_float4(v[0], v[1], v[2], v[3]);
+    else if constexpr (kN == 2)
+      *reinterpret_cast<float2*>(to) = make_float2(v[0], v[1]);
+    else
+      to[0] = v[0];
+  } else if constexpr (kN == 8) {
+    *reinterpret_cast<uint4*>(to) =
+        make_uint4(Tile::element_pair(v[0], v[1]), Tile::element_pair(v[2], v[3]),
+                   Tile::element_pair(v[4], v[5]), Tile::element_pair(v[6], v[7]));
+  } else if constexpr (kN == 4) {
+    *reinterpret_cast<uint2*>(to) =
+        make_uint2(Tile::element_pair(v[0], v[1]), Tile::element_pair(v[2], v[3]));
+  } else if constexpr (kN == 2) {
+    *reinterpret_cast<uint32_t*>(to) = Tile::element_pair(v[0], v[1]);
+  } else {
+    to[0] = Tile::element(v[0]);
+  }
+}
+
+// One operand of WgradStaging1x1: kWidth columns (dz's channels or x's) x kChunk items a chunk, of which a
+// thread holds kItems consecutive items (one float / float2 / float4 load a column) x kColumns consecutive
+// columns (one store of up to 16 bytes an item). Consecutive lanes take the 8 / kItems vectors of one 8-item
+// sector (32 bytes of a plane), then the next column block: each load instruction reads whole 32-byte sectors,
+// and each store writes consecutive words of rows kItems apart, which the rows' padding (Tile::kLdA, kLdB)
+// puts in distinct banks. A warp's sector, threadIdx.x / (2048 / kChunk), is the same for both operands.
+template <int kWidth, int kChunk>
+struct StagedColumns {
+  static constexpr int kValues = kWidth * kChunk / kThreads, kItems = kValues < 4 ? kValues : 4,
+                       kColumns = kValues / kItems, kVectorsPerSector = 8 / kItems;
+  static_assert(kValues * kThreads == kWidth * kChunk && kItems * kColumns == kValues && 8 % kItems == 0 &&
+                    kVectorsPerSector * (kWidth / kColumns) * (kChunk / 8) == kThreads,
+                "every item of every column once: the threads of a sector cover its vectors x column blocks");
+  int item, column;  // the thread's first item in its sector, and first column
+  int pixel;         // the output pixel of its first item in the next chunk
+  const float* at;   // that item's value in its first column
+  float v[kColumns][kItems];
+
+  __device__ __forceinline__ StagedColumns()
+      : item(threadIdx.x % kVectorsPerSector * kItems),
+        column(threadIdx.x / kVectorsPerSector % (kWidth / kColumns) * kColumns) {}
+
+  // Points `at` the thread's first item of the first chunk, whose sector starts at output pixel `pixel0` of
+  // image `image`; `first` is the operand's column `column` in image 0. A vector never crosses an image
+  // (plane % 4 == 0), but the sectors of a plane of 4 (mod 8) may.
+  __device__ __forceinline__ void start(const float* first, long long image_stride, int plane, int image,
+                                        int pixel0) {
+    pixel = pixel0 + item;
+    if (pixel >= plane) pixel -= plane, ++image;
+    at = first + image * image_stride + pixel;
+  }
+
+  // The thread's values of the chunk, one vector load a column (columns a plane apart, `columns` of them
+  // real; zero past them, and for items past the `left` ones of the split from the sector); then on to the
+  // next chunk, which may start images later (planes smaller than a chunk).
+  __device__ __forceinline__ void load(long long image_stride, int plane, int columns, int left) {
+#pragma unroll
+    for (int j = 0; j < kColumns; ++j) {
+      if (item < left && j < columns) {
+        load_consecutive(v[j], at + j * plane);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) v[j][i] = 0.0f;
+      }
+    }
+    at += kChunk, pixel += kChunk;
+    for (; pixel >= plane; pixel -= plane) at += image_stride - plane;
+  }
+
+  // The values into the thread's rows (sector0 + item + i) of a k-major tile, one store an item.
+  template <class Tile, int kLd>
+  __device__ __forceinline__ void store(typename Tile::Element* tile, int sector0) const {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      float row[kColumns];
+#pragma unroll
+      for (int j = 0; j < kColumns; ++j) row[j] = v[j][i];
+      store_consecutive<Tile>(tile + (sector0 + item + i) * kLd + column, row);
+    }
+  }
+};
+
+// The staging of conv2d_wgrad's GEMM at K == 1 and stride 1 (v2, v3, v4), dW[co][ci] = sum_q dz[q][co]
+// x[q][ci], where its planes keep 16-byte alignment (applies(): the plane a multiple of 4, the tensors and
+// x's batch stride aligned; every plane of training at 640). An im2col row is then an input channel, every
+// tap is inside, and consecutive items of an image are consecutive pixels of dz and x alike: no row table, no
+// tap mask, and each column of a thread's items one float4 (float2, float) load (StagedColumns). The chunks
+// and tiles are WgradStaging's, each tile element the same value rounded the same way, so the products and
+// their order are too; only which thread stages which values differs. A thread's items of a chunk lie in one
+// 8-item sector, whose image and pixel it advances a chunk at a time without a division. Other 1x1
+// convolutions (planes whose vectors would cross images, stride 2, misaligned views) take WgradStaging.
+template <int TM, int TN, class Tile>
+struct WgradStaging1x1 {
+  static constexpr int kChunk = Tile::kChunk;
+  const lab::Conv2dWgradParams& params;
+  // The thread's columns inside c_out / c_in (fewer or none at the edge tiles), its sector's first row in a
+  // chunk, and the items of the split from there.
+  int grad_columns, input_columns, sector0, left;
+  StagedColumns<TM, kChunk> grads;
+  StagedColumns<TN, kChunk> inputs;
+
+  // Whether every vector of every chunk is aligned (4 * kItems bytes) and inside one image: the tensors and
+  // x's batch stride 16-byte aligned, and every split and image starting at a multiple of 4 items.
+  __device__ __forceinline__ static bool applies(const lab::Conv2dWgradParams& p) {
+    return p.size.stride == 1 && p.size.h_out * p.size.w_out % 4 == 0 && p.split_items % 4 == 0 &&
+           p.in_batch_stride % 4 == 0 && (unsigned long long)p.grad_z % 16 == 0 &&
+           (unsigned long long)p.in % 16 == 0;
+  }
+
+  __device__ __forceinline__ WgradStaging1x1(const lab::Conv2dWgradParams& pr, long long q_begin,
+                                             long long q_end, int co0, int ci0)
+      : params(pr), sector0(threadIdx.x / (2048 / kChunk) * 8) {
+    const lab::Conv2dBackwardSizes& n = pr.size;
+    const int plane = n.h_out * n.w_out;
+    grad_columns = n.c_out - co0 - grads.column;
+    input_columns = n.c_in - ci0 - inputs.column;
+    const long long q = q_begin + sector0;
+    const int image = int(q / plane), pixel = int(q % plane);
+    left = int(q_end - q);
+    grads.start(pr.grad_z + (long long)(co0 + grads.column) * plane, (long long)n.c_out * plane, plane, image,
+                pixel);
+    inputs.start(pr.in + (long long)(ci0 + inputs.column) * plane, pr.in_batch_stride, plane, image, pixel);
+  }
+
+  // The thread's values of the next chunk into registers (0 past the split or in the padding), then on.
+  __device__ __forceinline__ void load() {
+    const lab::Conv2dBackwardSizes& n = params.size;
+    const int plane = n.h_out * n.w_out;
+    grads.load((long long)n.c_out * plane, plane, grad_columns, left);
+    inputs.load(params.in_batch_stride, plane, input_columns, left);
+    left -= kChunk;
+  }
+
+  __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
+    grads.template store<Tile, Tile::kLdA>(a, sector0);
+    inputs.template store<Tile, Tile::kLdB>(b, sector0);
   }
 };
 
@@ -494,6 +668,34 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
 
 namespace nn {
 
+// The products of a 1x1 conv2d_wgrad CTA over items [q_begin, q_end), handed to store(tile): staged by
+// WgradStaging1x1 where it applies, else by WgradStaging, through the same shared buffers. Each into a tile
+// of its own: with one tile live across both loops, ptxas spilled in v2's at TM 16.
+template <int TM, class Tile, class Store>
+__device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams& params, long long q_begin,
+                                                   long long q_end, int co0, int rc0, const Store& store) {
+  using Element = typename Tile::Element;
+  constexpr int TN = 4096 / TM;
+  __shared__ __align__(16) Element a_s[2][Tile::kChunk * Tile::kLdA];
+  __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
+  const int chunks = int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk);
+  if (WgradStaging1x1<TM, TN, Tile>::applies(params)) {
+    WgradStaging1x1<TM, TN, Tile> staging(params, q_begin, q_end, co0, rc0);
+    Tile tile;
+    pipelined_products(tile, staging, chunks, a_s, b_s);
+    store(tile);
+  } else {
+    const lab::Conv2dBackwardSizes n = params.size;
+    __shared__ Im2colRow rows_s[TN];
+    find_im2col_rows<1, TN>(rows_s, n, rc0);
+    __syncthreads();
+    WgradStaging<1, TM, TN, Tile> staging(params, rows_s, q_begin, q_end, co0);
+    Tile tile;
+    pipelined_products(tile, staging, chunks, a_s, b_s);
+    store(tile);
+  }
+}
+
 // The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
 // items, into grad_w or the split's partial.
 template <int K, int TM, class Tile>
@@ -504,16 +706,23 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
   const long long items = (long long)n.batch * n.h_out * n.w_out,
                   q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
-  __shared__ Im2colRow rows_s[TN];
-  find_im2col_rows<K, TN>(rows_s, n, rc0);
-  __syncthreads();
-  WgradStaging<K, TM, TN, Tile> staging(params, rows_s, q_begin, q_end, co0);
-  Tile tile;
-  pipelined_products(tile, staging, int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk));
-  float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
-  tile.store([&](int m, int r, float v) {
-    if (co0 + m < n.c_out && rc0 + r < rows) out[(long long)(co0 + m) * rows + rc0 + r] = v;
-  });
+  const auto store_results = [&](const Tile& tile) {
+    float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
+    tile.store([&](int m, int r, float v) {
+      if (co0 + m < n.c_out && rc0 + r < rows) out[(long long)(co0 + m) * rows + rc0 + r] = v;
+    });
+  };
+  if constexpr (K == 1) {
+    wgrad_products_1x1<TM, Tile>(params, q_begin, q_end, co0, rc0, store_results);
+  } else {
+    __shared__ Im2colRow rows_s[TN];
+    find_im2col_rows<K, TN>(rows_s, n, rc0);
+    __syncthreads();
+    WgradStaging<K, TM, TN, Tile> staging(params, rows_s, q_begin, q_end, co0);
+    Tile tile;
+    pipelined_products(tile, staging, int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk));
+    store_results(tile);
+  }
 }
 
 }  // namespace nn
