@@ -390,7 +390,7 @@ struct WgradStaging {
     const bool live = item.q < q_end;
     const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
     const int iy0 = item.oy * n.stride, ix0 = item.ox * n.stride;  // the input pixel of tap (K/2, K/2)
-    const float* x = params.in + item.b * params.in_batch_stride + iy0 * n.w_in + ix0;
+    const float* x = params.in + item.b * (long long)params.in_batch_stride + iy0 * n.w_in + ix0;
     // The item's in-image taps, bit ky * K + kx: the rows and columns in range, crossed (none when not live).
     unsigned rows_in = 0, columns_in = 0;
 #pragma unroll
@@ -660,7 +660,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
     const int iy = item.oy * n.stride - k / 2 + ky, ix = item.ox * n.stride - k / 2 + kx;
     if (iy < 0 || iy >= n.h_in || ix < 0 || ix >= n.w_in) continue;
     acc = fmaf(params.grad_z[((long long)item.b * n.c_out + co) * plane_out + item.oy * n.w_out + item.ox],
-               params.in[item.b * params.in_batch_stride + (long long)ci * plane_in + iy * n.w_in + ix], acc);
+               params.in[item.b * (long long)params.in_batch_stride + (long long)ci * plane_in + iy * n.w_in + ix], acc);
   }
   acc = nn::block_sum(acc);
   if (threadIdx.x == 0) params.grad_w[e] = acc;
@@ -759,7 +759,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
        item.advance(n.h_out, n.w_out)) {
     // Channel c of image b (C_in == C_out).
     const float g = params.grad_z[((long long)item.b * n.c_out + c) * plane_out + item.oy * n.w_out + item.ox];
-    const float* x = params.in + item.b * params.in_batch_stride + (long long)c * plane_in;
+    const float* x = params.in + item.b * (long long)params.in_batch_stride + (long long)c * plane_in;
     const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
 #pragma unroll
     for (int ky = 0; ky < K; ++ky) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "kernels/common/half_type.hpp"
 #include "kernels/nn/conv2d_backward_params.cuh"
@@ -329,6 +330,9 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
   if (in.channel_stride != (int64_t)h * w)
     throw UsageError("conv2d_wgrad: the input's channels must be dense planes (channel stride " +
                      std::to_string(in.channel_stride) + ", plane " + std::to_string((int64_t)h * w) + ")");
+  if (in.batch_stride > std::numeric_limits<int>::max())
+    throw UsageError("conv2d_wgrad: the input's batch stride " + std::to_string(in.batch_stride) +
+                     " exceeds 2^31 - 1 floats");
   const Conv2dShape& s = shape_;
   const int h_out = s.out_size(h), w_out = s.out_size(w);
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, h_out, w_out, s.kernel, s.stride, s.groups};
@@ -338,7 +342,7 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
                      std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
   if (*weight_grad_ == ConvBackwardVariant::Direct) {
     backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
-                    kernel_params(Conv2dWgradParams{in.data, in.batch_stride, grad_z, grad_w, nullptr, 0, n}));
+                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0, n}));
   } else {
     const int splits = weight_grad_splits(batch, h, w);
     const long long granules = (items + kSplitGranule - 1) / kSplitGranule;
@@ -350,7 +354,7 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
                      {kThreads, 1, 1}};
     if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
-                    kernel_params(Conv2dWgradParams{in.data, in.batch_stride, grad_z, grad_w, partial, split_items, n}));
+                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial, split_items, n}));
     if (partial) reduce_splits(partial, grad_w, splits, count);
   }
   if (!grad_bias) return;  // silu_backward() summed it
