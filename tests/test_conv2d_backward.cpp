@@ -305,54 +305,69 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
 // bit for bit what conv2d_bias_grad (weight_grad without the SiLU backward's sums) finds from that dz, at
-// batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction), on a plane (37 x 41) that
-// leaves a partial group of a thread's four loads; both outputs NaN-poisoned first.
+// batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction by each channel's last CTA),
+// on a plane (37 x 41) whose pixel groups of 4 are loaded one pixel at a time (the last one short) and one
+// (36 x 40) whose groups are 16-byte loads; both outputs NaN-poisoned first, and again for a second launch of
+// each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
           "[conv2d_bwd]") {
   auto backend = make_backend("cpu", test::embedded_context());
   const Conv2dShape shape{4, 6, 1, 1, 1, true};
-  const int h = 37, w = 41, plane = h * w;
-  for (int batch : {1, 3}) {
-    INFO("batch " << batch);
-    const std::vector<float> in = random_uniform(size_t(batch) * shape.c_in * plane, -1.0f, 1.0f, 11);
-    const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 12);
-    const std::vector<float> bias = random_uniform(size_t(shape.c_out), -0.5f, 0.5f, 13);
-    const std::vector<float> grad_out = random_uniform(size_t(batch) * shape.c_out * plane, -1.0f, 1.0f, 14);
-    Conv2dShape linear = shape;
-    linear.silu = false;
-    const std::vector<double> z = conv2d_reference(linear, batch, h, w, in, weight, bias, {});
-    const Conv2dGradients ref = conv2d_backward_reference(shape, batch, h, w, in, weight, bias, grad_out);
+  for (const auto& [h, w] : {std::pair{37, 41}, std::pair{36, 40}})
+    for (int batch : {1, 3}) {
+      const int plane = h * w;
+      INFO("batch " << batch << ", " << h << " x " << w);
+      const std::vector<float> in = random_uniform(size_t(batch) * shape.c_in * plane, -1.0f, 1.0f, 11);
+      const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 12);
+      const std::vector<float> bias = random_uniform(size_t(shape.c_out), -0.5f, 0.5f, 13);
+      const std::vector<float> grad_out =
+          random_uniform(size_t(batch) * shape.c_out * plane, -1.0f, 1.0f, 14);
+      Conv2dShape linear = shape;
+      linear.silu = false;
+      const std::vector<double> z = conv2d_reference(linear, batch, h, w, in, weight, bias, {});
+      const Conv2dGradients ref = conv2d_backward_reference(shape, batch, h, w, in, weight, bias, grad_out);
 
-    const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, ConvBackwardVariant::Tiled);
-    const DeviceBuffer grad_out_d = backend->upload_vector(grad_out);
-    const DeviceBuffer z_d = backend->upload_vector(std::vector<float>(z.begin(), z.end()));
-    const DeviceBuffer in_d = backend->upload_vector(in);
-    DeviceBuffer dz = backend->alloc_array<float>(grad_out.size());
-    DeviceBuffer fused_bias = backend->alloc_array<float>(bias.size());
-    DeviceBuffer summed_bias = backend->alloc_array<float>(bias.size());
-    DeviceBuffer grad_w = backend->alloc_array<float>(weight.size());
-    DeviceBuffer bias_workspace =
-        backend->alloc_array<float>(std::max<size_t>(1, op.bias_grad_workspace_floats(batch)));
-    DeviceBuffer workspace =
-        backend->alloc_array<float>(std::max<size_t>(1, op.weight_grad_workspace_floats(batch, h, w)));
-    for (const DeviceBuffer* out : {&dz, &fused_bias}) backend->fill_bytes(out->get(), 0xff, out->bytes());
-    op.silu_backward(batch, plane, grad_out_d.as<const float>(), int64_t(shape.c_out) * plane, z_d.as<const float>(),
-                     dz.as<float>(), fused_bias.as<float>(), bias_workspace.as<float>());
-    op.weight_grad(batch, h, w, dense_view(in_d.as<const float>(), shape.c_in, plane), dz.as<const float>(), grad_w.as<float>(),
-                   summed_bias.as<float>(), workspace.as<float>());
-    backend->synchronize();
-    const std::vector<float> dz_h = backend->download_vector<float>(dz, grad_out.size());
-    const Metrics m = compare_arrays(dz_h.data(), ref.grad_z.data(), dz_h.size());
-    INFO("dz rel_l2=" << m.rel_l2 << " max_abs=" << m.max_abs);
-    CHECK(m.rel_l2 < 1e-6);
-    CHECK(m.non_finite == 0);
-    const std::vector<float> fused = backend->download_vector<float>(fused_bias, bias.size());
-    const std::vector<float> summed = backend->download_vector<float>(summed_bias, bias.size());
-    CHECK(fused == summed);
-    const Metrics b = compare_arrays(fused.data(), ref.grad_bias.data(), fused.size());
-    INFO("db rel_l2=" << b.rel_l2);
-    CHECK(b.rel_l2 < 1e-5);
-  }
+      const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, ConvBackwardVariant::Tiled);
+      const DeviceBuffer grad_out_d = backend->upload_vector(grad_out);
+      const DeviceBuffer z_d = backend->upload_vector(std::vector<float>(z.begin(), z.end()));
+      const DeviceBuffer in_d = backend->upload_vector(in);
+      DeviceBuffer dz = backend->alloc_array<float>(grad_out.size());
+      DeviceBuffer fused_bias = backend->alloc_array<float>(bias.size());
+      DeviceBuffer summed_bias = backend->alloc_array<float>(bias.size());
+      DeviceBuffer grad_w = backend->alloc_array<float>(weight.size());
+      DeviceBuffer bias_workspace =
+          backend->alloc_array<float>(std::max<size_t>(1, op.bias_grad_workspace_floats(batch)));
+      DeviceBuffer workspace =
+          backend->alloc_array<float>(std::max<size_t>(1, op.weight_grad_workspace_floats(batch, h, w)));
+      for (const DeviceBuffer* out : {&dz, &fused_bias}) backend->fill_bytes(out->get(), 0xff, out->bytes());
+      op.silu_backward(batch, plane, grad_out_d.as<const float>(), int64_t(shape.c_out) * plane,
+                       z_d.as<const float>(), dz.as<float>(), fused_bias.as<float>(),
+                       bias_workspace.as<float>());
+      op.weight_grad(batch, h, w, dense_view(in_d.as<const float>(), shape.c_in, plane), dz.as<const float>(),
+                     grad_w.as<float>(), summed_bias.as<float>(), workspace.as<float>());
+      backend->synchronize();
+      const std::vector<float> dz_h = backend->download_vector<float>(dz, grad_out.size());
+      const Metrics m = compare_arrays(dz_h.data(), ref.grad_z.data(), dz_h.size());
+      INFO("dz rel_l2=" << m.rel_l2 << " max_abs=" << m.max_abs);
+      CHECK(m.rel_l2 < 1e-6);
+      CHECK(m.non_finite == 0);
+      const std::vector<float> fused = backend->download_vector<float>(fused_bias, bias.size());
+      const std::vector<float> summed = backend->download_vector<float>(summed_bias, bias.size());
+      CHECK(fused == summed);
+      const Metrics b = compare_arrays(fused.data(), ref.grad_bias.data(), fused.size());
+      INFO("db rel_l2=" << b.rel_l2);
+      CHECK(b.rel_l2 < 1e-5);
+      // Again into poisoned sums: each channel's last CTA left its arrival count at zero for this launch.
+      for (const DeviceBuffer* out : {&fused_bias, &summed_bias})
+        backend->fill_bytes(out->get(), 0xff, out->bytes());
+      op.silu_backward(batch, plane, grad_out_d.as<const float>(), int64_t(shape.c_out) * plane,
+                       z_d.as<const float>(), dz.as<float>(), fused_bias.as<float>(),
+                       bias_workspace.as<float>());
+      op.weight_grad(batch, h, w, dense_view(in_d.as<const float>(), shape.c_in, plane), dz.as<const float>(),
+                     grad_w.as<float>(), summed_bias.as<float>(), workspace.as<float>());
+      CHECK(backend->download_vector<float>(fused_bias, bias.size()) == fused);
+      CHECK(backend->download_vector<float>(summed_bias, bias.size()) == summed);
+    }
 }
 
 // The weight gradient reads x through its batch stride: x as channels [2, 2 + C_in) of a wider NaN-filled
@@ -397,9 +412,10 @@ TEST_CASE("conv2d_wgrad reads x as a batch-strided channel slice bit for bit as 
         gradients(ConstPlaneView(wide_d.as<const float>() + 2 * plane, int64_t(wide_c) * plane, plane));
     CHECK(std::all_of(dense.begin(), dense.end(), [](float v) { return std::isfinite(v); }));
     CHECK(std::memcmp(dense.data(), sliced.data(), dense.size() * sizeof(float)) == 0);
-    CHECK_THROWS_AS(op.weight_grad(batch, h, w, ConstPlaneView(x_d.as<const float>(), int64_t(c_in) * plane, plane + 1),
-                                   dz_d.as<const float>(), nullptr, nullptr, workspace.as<float>()),
-                    UsageError);
+    CHECK_THROWS_AS(
+        op.weight_grad(batch, h, w, ConstPlaneView(x_d.as<const float>(), int64_t(c_in) * plane, plane + 1),
+                       dz_d.as<const float>(), nullptr, nullptr, workspace.as<float>()),
+        UsageError);
   }
 }
 

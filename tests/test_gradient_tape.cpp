@@ -118,9 +118,10 @@ TEST_CASE("the gradient tape aliases a concat part's gradient only where the con
 // gradient is e's); f = F(e) + e (a conv's own input as its residual: copied); g = [a, b, f] (ya and f placed
 // in g's buffer, ya's gradient g's channels 0..4); two non-SiLU convs of g into anchors (placed). Against the
 // float64 reference, with the copies and sums each pass makes.
-TEST_CASE("the gradient tape places slices, concat parts and anchor levels in place and aliases residual and "
-          "sliced gradients",
-          "[gradient_tape]") {
+TEST_CASE(
+    "the gradient tape places slices, concat parts and anchor levels in place and aliases residual and "
+    "sliced gradients",
+    "[gradient_tape]") {
   auto cpu = make_backend("cpu", test::embedded_context());
   test::CountingBackend backend(*cpu);
   const ConvSpec A = silu_conv("A", 3, 4, 3, 110), B = silu_conv("B", 2, 2, 3, 120),
@@ -207,8 +208,7 @@ TEST_CASE("the gradient tape places slices, concat parts and anchor levels in pl
   CHECK_THROWS_AS(tape.buffer(a), UsageError);  // a view has no buffer of its own
 }
 
-TEST_CASE("one training pass of yolo26n copies no concat part it can place or alias",
-          "[gradient_tape]") {
+TEST_CASE("one training pass of yolo26n copies no concat part it can place or alias", "[gradient_tape]") {
   auto cpu = make_backend("cpu", test::embedded_context());
   test::CountingBackend backend(*cpu);
   const Yolo26Model model = test::synthetic_trainable_yolo26n();

@@ -9,7 +9,8 @@
 // Kernels:
 //   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
 //                              (output channel, image), grid (C_out, B), its 256 threads striding over the
-//                              plane (four loads in flight each), then conv2d_bias_grad's sum and outputs.
+//                              plane in groups of 4 pixels (one 16-byte load where aligned; two groups in
+//                              flight each), then conv2d_bias_grad's sum and outputs.
 //                              dy's images may be strided (the tape's concat slices); z and dz are dense.
 //                              Both GEMMs read dz, so it is written once rather than recomputed in two
 //                              prologues; summing db here saves conv2d_bias_grad's second read of it.
@@ -59,13 +60,12 @@
 //                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
 //                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
 //                              already).
-//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order (also the bias
-//                              gradient's per-image sums).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
-//                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
-//                              [B, C_out], which conv2d_wgrad_reduce adds in image order (one CTA per
-//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
-//                              at batch 32).
+//                              stride over the plane in groups of 4 pixels, tree sum, into grad_bias at batch
+//                              1, else into partial [B, C_out], which the channel's last CTA adds in image
+//                              order (one CTA per channel, the former form, left SMs idle: 26 ms of a 156 ms
+//                              training iteration at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -659,8 +659,10 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
        item.advance(n.h_out, n.w_out)) {
     const int iy = item.oy * n.stride - k / 2 + ky, ix = item.ox * n.stride - k / 2 + kx;
     if (iy < 0 || iy >= n.h_in || ix < 0 || ix >= n.w_in) continue;
-    acc = fmaf(params.grad_z[((long long)item.b * n.c_out + co) * plane_out + item.oy * n.w_out + item.ox],
-               params.in[item.b * (long long)params.in_batch_stride + (long long)ci * plane_in + iy * n.w_in + ix], acc);
+    acc = fmaf(
+        params.grad_z[((long long)item.b * n.c_out + co) * plane_out + item.oy * n.w_out + item.ox],
+        params.in[item.b * (long long)params.in_batch_stride + (long long)ci * plane_in + iy * n.w_in + ix],
+        acc);
   }
   acc = nn::block_sum(acc);
   if (threadIdx.x == 0) params.grad_w[e] = acc;
@@ -758,7 +760,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
   for (nn::ItemWalk<nn::kThreads> item(q_begin + threadIdx.x, n.h_out, n.w_out); item.q < q_end;
        item.advance(n.h_out, n.w_out)) {
     // Channel c of image b (C_in == C_out).
-    const float g = params.grad_z[((long long)item.b * n.c_out + c) * plane_out + item.oy * n.w_out + item.ox];
+    const float g =
+        params.grad_z[((long long)item.b * n.c_out + c) * plane_out + item.oy * n.w_out + item.ox];
     const float* x = params.in + item.b * (long long)params.in_batch_stride + (long long)c * plane_in;
     const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
 #pragma unroll
@@ -798,14 +801,73 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::C
 namespace nn {
 
 // The bias gradient's sum of CTA (channel blockIdx.x, image blockIdx.y), `acc` per thread, in the fixed tree
-// order of block_sum: into grad_bias[c] when partial is null (batch 1), else into partial[b, c].
-__device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* grad_bias, float* partial) {
+// order of block_sum: into grad_bias[c] when partial is null (batch 1), else into partial[b, c], and the
+// channel's last CTA to arrive adds the images' sums in image order into grad_bias[c] (the order the split
+// reduction kernel used, without its launch: one a conv, ~105 of a yolo26n iteration). The classic fence
+// pattern: each CTA's partial is visible device-wide before its arrival counts, and the last one fences
+// again before reading them; it resets the count for the next launch.
+__device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* grad_bias, float* partial,
+                                                  unsigned* arrivals) {
   acc = block_sum(acc);
   if (threadIdx.x != 0) return;
-  if (partial)
-    partial[(long long)blockIdx.y * c_out + blockIdx.x] = acc;
-  else
-    grad_bias[blockIdx.x] = acc;
+  const int c = blockIdx.x;
+  if (!partial) {
+    grad_bias[c] = acc;
+    return;
+  }
+  partial[(long long)blockIdx.y * c_out + c] = acc;
+  __threadfence();
+  if (atomicAdd(arrivals + c, 1u) != gridDim.y - 1) return;
+  __threadfence();
+  const volatile float* sums = partial;
+  float sum = 0.0f;
+  for (unsigned b = 0; b < gridDim.y; ++b) sum += sums[(long long)b * c_out + c];
+  grad_bias[c] = sum;
+  arrivals[c] = 0;
+}
+
+}  // namespace nn
+
+namespace nn {
+
+// The pixels of a plane as groups of 4 (pixels 4g .. 4g + 3, the last group short when plane % 4 != 0), group
+// g to thread g % kThreads: a thread loads kGroups of its groups of every plane in `from` at a time (all
+// before the first visit, which may store over them), then visits each, so that a running sum over a group's
+// pixels in order is the same whether the group came as one 16-byte load a plane (whole and `vector`: every
+// plane's groups aligned) or a pixel at a time. visit(group's first pixel, pixels in it, values[plane][4]).
+// conv2d_bias_grad and conv2d_silu_bias_backward both walk their planes so: their bias sums agree bit for
+// bit.
+template <int kGroups, int kPlanes, class Visit>
+__device__ __forceinline__ void for_pixel_groups(const float* const (&from)[kPlanes], int plane, bool vector,
+                                                 Visit visit) {
+  for (int g0 = threadIdx.x; 4 * g0 < plane; g0 += kGroups * kThreads) {
+    float v[kGroups][kPlanes][4];
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) {
+      const int p = 4 * (g0 + j * kThreads), n = min(4, plane - p);
+#pragma unroll
+      for (int k = 0; k < kPlanes; ++k) {
+        if (vector && n == 4) {
+          const float4 f = *reinterpret_cast<const float4*>(from[k] + p);
+          v[j][k][0] = f.x, v[j][k][1] = f.y, v[j][k][2] = f.z, v[j][k][3] = f.w;
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) v[j][k][i] = i < n ? from[k][p + i] : 0.0f;
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) {
+      const int p = 4 * (g0 + j * kThreads);
+      if (p >= plane) break;
+      visit(p, min(4, plane - p), v[j]);
+    }
+  }
+}
+
+// Whether a plane of `plane` floats at `at` has its groups of 4 on 16-byte boundaries.
+__device__ __forceinline__ bool groups_aligned(const void* at, int plane) {
+  return plane % 4 == 0 && (reinterpret_cast<unsigned long long>(at) & 15) == 0;
 }
 
 }  // namespace nn
@@ -813,39 +875,42 @@ __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* g
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
   const float* dz = params.grad_z + ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
   float acc = 0.0f;
-  for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
-  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial);
+  nn::for_pixel_groups<2>({dz}, params.plane, nn::groups_aligned(dz, params.plane),
+                          [&](int, int n, const float (&v)[1][4]) {
+                            for (int i = 0; i < n; ++i) acc += v[0][i];
+                          });
+  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
-// A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
-// its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
+// dz = dy * silu'(z), a thread's pixel groups as nn::for_pixel_groups walks them (two groups of dy and z in
+// flight), summed in conv2d_bias_grad's order; 16-byte loads and stores where dy's, z's and dz's planes keep
+// their groups aligned (every plane of yolo26n at 640), dz may be dy itself.
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
-  constexpr int kLoads = 4;
-  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
+  const int plane = params.plane;
+  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * plane;
   const float* dy =
-      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
+      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * plane;
   const float* zs = params.z + offset;
   float* dz = params.grad_z + offset;
+  const bool vector =
+      nn::groups_aligned(dy, plane) && nn::groups_aligned(zs, plane) && nn::groups_aligned(dz, plane);
   float acc = 0.0f;
-  for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
-    float g[kLoads], z[kLoads];
+  nn::for_pixel_groups<2>({dy, zs}, plane, vector, [&](int p, int n, const float (&v)[2][4]) {
+    float d[4];
 #pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      g[j] = p < params.plane ? dy[p] : 0.0f;
-      z[j] = p < params.plane ? zs[p] : 0.0f;
+    for (int i = 0; i < 4; ++i) {
+      const float z = v[1][i], s = 1.0f / (1.0f + expf(-z));
+      d[i] = v[0][i] * (s * (1.0f + z * (1.0f - s)));
     }
-#pragma unroll
-    for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      if (p >= params.plane) break;
-      const float s = 1.0f / (1.0f + expf(-z[j])), d = g[j] * (s * (1.0f + z[j] * (1.0f - s)));
-      dz[p] = d;
-      acc += d;
+    if (vector && n == 4) {
+      *reinterpret_cast<float4*>(dz + p) = make_float4(d[0], d[1], d[2], d[3]);
+    } else {
+      for (int i = 0; i < n; ++i) dz[p + i] = d[i];
     }
-  }
-  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial);
+    for (int i = 0; i < n; ++i) acc += d[i];
+  });
+  nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
 #endif  // LAB_NN_CONV2D_BACKWARD_CU

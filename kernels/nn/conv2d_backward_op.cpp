@@ -238,6 +238,8 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
   if (input_grad)
     weight_ =
         backend.upload_vector(direct_input_grad(*input_grad) ? weight : rearrange_for_input_grad(weight, s));
+  bias_arrivals_ = backend.alloc_array<unsigned>(size_t(s.c_out));
+  backend.fill_bytes(bias_arrivals_.get(), 0, bias_arrivals_.bytes());  // each launch's last CTAs leave zeros
 }
 
 ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
@@ -256,14 +258,9 @@ void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out
                      std::to_string(bias_grad_workspace_floats(batch)) + " floats");
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dSiluBiasBackwardParams{grad_out, grad_out_batch_stride, z, grad_z,
-                                                             grad_bias, bias_partial, shape_.c_out, plane}));
-  if (bias_partial) reduce_splits(bias_partial, grad_bias, batch, shape_.c_out);
-}
-
-void Conv2dBackwardOp::reduce_splits(const float* partial, float* out, int splits, long long count) const {
-  backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dWgradReduceParams{partial, out, splits, count}));
+                  kernel_params(Conv2dSiluBiasBackwardParams{
+                      grad_out, grad_out_batch_stride, z, grad_z, grad_bias, bias_partial,
+                      bias_arrivals_.as<unsigned>(), shape_.c_out, plane}));
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
@@ -341,8 +338,9 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
     throw UsageError("conv2d_wgrad: the split reductions need a workspace of " +
                      std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
   if (*weight_grad_ == ConvBackwardVariant::Direct) {
-    backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
-                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0, n}));
+    backend_.launch(
+        weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
+        kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0, n}));
   } else {
     const int splits = weight_grad_splits(batch, h, w);
     const long long granules = (items + kSplitGranule - 1) / kSplitGranule;
@@ -354,14 +352,17 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
                      {kThreads, 1, 1}};
     if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
-                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial, split_items, n}));
-    if (partial) reduce_splits(partial, grad_w, splits, count);
+                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial,
+                                                    split_items, n}));
+    if (partial)  // the splits added in split order
+      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
+                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
   }
   if (!grad_bias) return;  // silu_backward() summed it
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, s.c_out, h_out * w_out}));
-  if (bias_partial) reduce_splits(bias_partial, grad_bias, batch, s.c_out);
+                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial,
+                                                     bias_arrivals_.as<unsigned>(), s.c_out, h_out * w_out}));
 }
 
 }  // namespace lab

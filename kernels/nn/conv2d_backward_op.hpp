@@ -83,15 +83,14 @@ class Conv2dBackwardOp {
   ConvWeightLayout weight_layout() const;
 
  private:
-  // out [count] = the `splits` partials [splits, count] added in split order (conv2d_wgrad_reduce).
-  void reduce_splits(const float* partial, float* out, int splits, long long count) const;
-
   Backend& backend_;
   Conv2dShape shape_;
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
   std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
   Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
   DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]
+  // The bias sums' arrival count per channel (Conv2dBiasGradParams): one op's launches run in stream order.
+  DeviceBuffer bias_arrivals_;
 };
 
 }  // namespace lab

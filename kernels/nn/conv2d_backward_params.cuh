@@ -40,23 +40,27 @@ struct Conv2dWgradReduceParams {
   long long count;
 };
 
-// conv2d_bias_grad: db[c] = sum over b and pixels of dz[b, c, :].
+// conv2d_bias_grad: db[c] = sum over b and pixels of dz[b, c, :]. Above batch 1 each image's sum goes to
+// partial[b, c], and the channel's last CTA to finish (counted in arrivals[c], which it resets to 0 for the
+// next launch) adds them in image order into grad_bias[c].
 struct Conv2dBiasGradParams {
   const float* grad_z;  // dz [B, C_out, plane]
-  float* grad_bias;     // [C_out], written when partial is null (batch 1)
-  float* partial;       // null, or [batch, C_out] per-image sums (then grad_bias is not written)
-  int c_out, plane;  // the images are gridDim.y
+  float* grad_bias;     // [C_out]
+  float* partial;       // null (batch 1), or [batch, C_out] per-image sums
+  unsigned* arrivals;   // [C_out] zeros before a launch (and after it), with partial
+  int c_out, plane;     // the images are gridDim.y
 };
 
 // conv2d_silu_bias_backward: dz = dy * silu'(z) elementwise, and db summed from it in the same pass (as
-// conv2d_bias_grad: per image into partial above batch 1).
+// conv2d_bias_grad: per image into partial above batch 1, then by the channel's last CTA).
 struct Conv2dSiluBiasBackwardParams {
   const float* grad_out;            // dy [B, C_out, plane]: the gradient of the layer's output, image b at
   long long grad_out_batch_stride;  // grad_out + b * grad_out_batch_stride (dense: C_out * plane)
   const float* z;                   // the forward's pre-activation conv(x) + bias, dense [B, C_out, plane]
   float* grad_z;                    // dz, dense as z
-  float* grad_bias;       // [C_out], written when partial is null (batch 1)
-  float* partial;         // null, or [batch, C_out] per-image sums (then grad_bias is not written)
+  float* grad_bias;       // [C_out]
+  float* partial;         // null (batch 1), or [batch, C_out] per-image sums
+  unsigned* arrivals;     // [C_out] zeros before a launch (and after it), with partial
   int c_out, plane;       // the images are gridDim.y
 };
 

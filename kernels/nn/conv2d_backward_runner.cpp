@@ -139,8 +139,9 @@ class Conv2dWgradInstance : public Conv2dBackwardInstance {
   // weight_grad (conv2d_bias_grad).
   void launch() override {
     float* grad_bias = grad_bias_.as<float>();
-    op_.weight_grad(batch_, h_, w_, dense_view(in_.as<const float>(), shape_.c_in, int64_t(h_) * w_), grad_z(op_, grad_bias), grad_weight_.as<float>(),
-                    shape_.silu ? nullptr : grad_bias, workspace_.as<float>());
+    op_.weight_grad(batch_, h_, w_, dense_view(in_.as<const float>(), shape_.c_in, int64_t(h_) * w_),
+                    grad_z(op_, grad_bias), grad_weight_.as<float>(), shape_.silu ? nullptr : grad_bias,
+                    workspace_.as<float>());
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     const Conv2dGradients ref = reference();

@@ -40,7 +40,8 @@ TapeTensor GradientTape::make(int batch, int channels, int height, int width, bo
   return t;
 }
 
-TapeTensor GradientTape::make_view(const TapeTensor& of, int first, const TapeTensor& shape, bool needs_grad) {
+TapeTensor GradientTape::make_view(const TapeTensor& of, int first, const TapeTensor& shape,
+                                   bool needs_grad) {
   TapeTensor t = shape;
   t.id = int(nodes_.size());
   Node node;
@@ -53,7 +54,8 @@ TapeTensor GradientTape::make_view(const TapeTensor& of, int first, const TapeTe
 
 std::pair<int, int> GradientTape::value_root(int id) const {
   int first = 0;
-  for (; nodes_[size_t(id)].value_of >= 0; id = nodes_[size_t(id)].value_of) first += nodes_[size_t(id)].value_first;
+  for (; nodes_[size_t(id)].value_of >= 0; id = nodes_[size_t(id)].value_of)
+    first += nodes_[size_t(id)].value_first;
   return {id, first};
 }
 
@@ -86,17 +88,18 @@ TapeTensor GradientTape::dense(const TapeTensor& t) {
   return y;
 }
 
-// Concats first: a concat part p whose values are channels [f, f + p.channels) of root r (r itself, or r's slice, or its
-// detached twin) is placed with r: r's buffer becomes the concat's channels [c0 - f, c0 - f + r.channels)
-// when the concat's parts from r are exactly all of r's channels, each at that same base (C3k2's two halves of
-// cv1's output side by side), and nothing reads or writes r's values or any view of them through a plain
-// pointer (dense(): the attention, a batch-statistics conv's output and residual, the anchors, the input).
-// Every op reads and writes the other tensors through views (PlaneView: any image stride, dense planes), so r's
-// producer then writes straight into the concat and the concat's forward skips the copy (its part's view is
-// already its destination). A concat's output is a root like any other and may in turn be placed in a later
-// concat; r is never placed in a concat whose own buffer lies in r's. Then the anchors: a level that is still a
-// root of its own, with no dense-valued view, becomes its anchor range of the anchors' buffer (channel stride
-// A), which the detect head's last conv writes as in the inference network.
+// Concats first: a concat part p whose values are channels [f, f + p.channels) of root r (r itself, or r's
+// slice, or its detached twin) is placed with r: r's buffer becomes the concat's channels [c0 - f, c0 - f +
+// r.channels) when the concat's parts from r are exactly all of r's channels, each at that same base (C3k2's
+// two halves of cv1's output side by side), and nothing reads or writes r's values or any view of them
+// through a plain pointer (dense(): the attention, a batch-statistics conv's output and residual, the
+// anchors, the input). Every op reads and writes the other tensors through views (PlaneView: any image
+// stride, dense planes), so r's producer then writes straight into the concat and the concat's forward skips
+// the copy (its part's view is already its destination). A concat's output is a root like any other and may
+// in turn be placed in a later concat; r is never placed in a concat whose own buffer lies in r's. Then the
+// anchors: a level that is still a root of its own, with no dense-valued view, becomes its anchor range of
+// the anchors' buffer (channel stride A), which the detect head's last conv writes as in the inference
+// network.
 void GradientTape::place_parts() {
   std::vector<char> dense_below(nodes_.size(), 0);  // the roots of every dense-valued node's chain
   for (size_t i = 0; i < nodes_.size(); ++i)
@@ -111,7 +114,8 @@ void GradientTape::place_parts() {
     int c0 = 0;
     for (const TapeTensor& p : c.parts) {
       const auto [root, first] = value_root(p.id);
-      auto g = std::find_if(groups.begin(), groups.end(), [root = root](const Group& x) { return x.root == root; });
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [root = root](const Group& x) { return x.root == root; });
       if (g == groups.end()) g = groups.insert(groups.end(), {root, c0 - first, 0, true});
       g->channels += p.channels;
       g->same_base = g->same_base && g->base == c0 - first;
@@ -185,8 +189,8 @@ void GradientTape::add_grad(const TapeTensor& t, ConstPlaneView src, int first, 
     if (node.alias_of < 0)
       backend_.fill_bytes(node.grad.get(), 0, node.grad.bytes());
     else  // a view into another tensor's gradient: only its own channels
-      add_.run(t.batch, t.channels, t.plane(), dense_view(static_cast<const float*>(zeros(t.count())), t.channels,
-               t.plane()), target, write);
+      add_.run(t.batch, t.channels, t.plane(),
+               dense_view(static_cast<const float*>(zeros(t.count())), t.channels, t.plane()), target, write);
   }
   const auto [target, write] = grad_target(t);
   add_.run(t.batch, channels, t.plane(), src, target.channels_from(first), write);
@@ -403,15 +407,13 @@ TapeTensor GradientTape::slice(const TapeTensor& x, int first, int count) {
   const TapeTensor y = make_view(x, first, TapeTensor{-1, x.batch, count, x.height, x.width}, true);
   allow_grad_view(y);
   slices_.push_back({int(backwards_.size()), x, y, first});
-  record(
-      {x}, nullptr,
-      [this, x, y, first, count] {
-        if (!has_grad(y)) return;
-        if (grad_aliased(x) && grad_view(x).channels_from(first).data == grad_view(y).data)
-          nodes_[size_t(x.id)].grad_live = true;  // y's gradient is x's, in place
-        else
-          add_grad(x, grad_view(y), first, count);
-      });
+  record({x}, nullptr, [this, x, y, first, count] {
+    if (!has_grad(y)) return;
+    if (grad_aliased(x) && grad_view(x).channels_from(first).data == grad_view(y).data)
+      nodes_[size_t(x.id)].grad_live = true;  // y's gradient is x's, in place
+    else
+      add_grad(x, grad_view(y), first, count);
+  });
   return y;
 }
 
@@ -441,7 +443,8 @@ TapeTensor GradientTape::concat(const std::vector<TapeTensor>& parts) {
           bool aliased = false;
           for (const TapeTensor& p : parts)
             if (nodes_[size_t(p.id)].alias_of == y.id) aliased = nodes_[size_t(p.id)].grad_live = true;
-          if (aliased) backend_.fill_bytes(nodes_[size_t(y.id)].grad.get(), 0, nodes_[size_t(y.id)].grad.bytes());
+          if (aliased)
+            backend_.fill_bytes(nodes_[size_t(y.id)].grad.get(), 0, nodes_[size_t(y.id)].grad.bytes());
           return;
         }
         int c0 = 0;
@@ -485,7 +488,8 @@ TapeTensor GradientTape::upsample(const TapeTensor& x) {
   return y;
 }
 
-std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& spec, const TapeTensor& qkv_in) {
+std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& spec,
+                                                          const TapeTensor& qkv_in) {
   const TapeTensor qkv = dense(qkv_in);  // PsaOp reads and writes plain pointers
   PsaDims dims;
   dims.batch = qkv.batch, dims.num_heads = spec.num_heads, dims.key_dim = spec.key_dim;

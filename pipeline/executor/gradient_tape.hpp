@@ -18,9 +18,11 @@
 // no gradient (the input, a detached feature) gets none, and the ops reading it skip their input gradient. A
 // record whose output got no gradient is skipped: its contributions are all zero. A concat's part whose
 // latest-built consumer is that concat has no gradient buffer of its own: its gradient is its channel slice
-// of the concat's (decided at the first backward, then fixed: alias_concat_gradients), so the concat's
-// backward copies nothing for it; only tensors whose gradient readers all take strided views (a SiLU conv's
-// output, a slice, a pool, an upsample) are aliased. Each conv's folded weight and bias gradients
+// of the concat's, so the concat's backward copies nothing for it; likewise a tensor read only by slices so
+// aliased takes their run of the concat's, and a conv's residual whose latest reader is that conv takes the
+// conv output's gradient (all decided at the first backward, then fixed: alias_gradients). Only tensors whose
+// gradient readers all take strided views (a SiLU conv's output, a slice, a pool, an upsample) get a strided
+// alias. Each conv's folded weight and bias gradients
 // (overwritten by every backward) and the weights its ops read are exposed per conv (convs()): a training
 // engine folds its parameters into those weights and takes the chain rule from those gradients on the device;
 // conv_gradients() downloads them. Tensors and gradients are float32; at a 16-bit precision each conv's
@@ -172,8 +174,8 @@ class GradientTape {
     TapeTensor tensor;
     DeviceBuffer value;  // none for a view
     // A view: this tensor's values are channels [value_first, ...) of node value_of's, from pixel value_pixel
-    // of their planes on (a slice, a detached twin, a tensor placed in its concat's buffer or a level placed in
-    // its anchors' by place_parts).
+    // of their planes on (a slice, a detached twin, a tensor placed in its concat's buffer or a level placed
+    // in its anchors' by place_parts).
     int value_of = -1, value_first = 0;
     int64_t value_pixel = 0;
     bool dense_value = false;  // an op reads or writes the values through a plain pointer: never placed
@@ -201,11 +203,11 @@ class GradientTape {
   TapeTensor dense(const TapeTensor& t);
   // The node whose buffer holds t's values, and t's first channel in it.
   std::pair<int, int> value_root(int id) const;
-  // Each concat part and anchors level whose values can live in the concat's (anchors') buffer is placed there
-  // (its producer writes it in place, the concat copies nothing for it); the first forward's, before anything
-  // runs. The rules at the definition.
+  // Each concat part and anchors level whose values can live in the concat's (anchors') buffer is placed
+  // there (its producer writes it in place, the concat copies nothing for it); the first forward's, before
+  // anything runs. The rules at the definition.
   void place_parts();
-  // t's gradient may become a view into a concat's (alias_concat_gradients): every reader takes views.
+  // t's gradient may become a view into a concat's (alias_gradients): every reader takes views.
   void allow_grad_view(const TapeTensor& t) { nodes_[size_t(t.id)].grad_view_ok = true; }
   float* data(const TapeTensor& t) const;
   PlaneView view(const TapeTensor& t) const;
