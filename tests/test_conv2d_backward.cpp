@@ -306,9 +306,8 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
 // bit for bit what conv2d_bias_grad (weight_grad without the SiLU backward's sums) finds from that dz, at
 // batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction by each channel's last CTA),
-// on a plane (37 x 41) whose pixel groups of 4 are loaded one pixel at a time (the last one short) and one
-// (36 x 40) whose groups are 16-byte loads; both outputs NaN-poisoned first, and again for a second launch of
-// each.
+// on a plane (37 x 41) that leaves a partial group of a thread's four loads and one (36 x 40) of whole groups;
+// both outputs NaN-poisoned first, and again for a second launch of each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
           "[conv2d_bwd]") {
   auto backend = make_backend("cpu", test::embedded_context());

@@ -9,8 +9,9 @@
 // Kernels:
 //   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
 //                              (output channel, image), grid (C_out, B), its 256 threads striding over the
-//                              plane in groups of 4 pixels (one 16-byte load where aligned; two groups in
-//                              flight each), then conv2d_bias_grad's sum and outputs.
+//                              plane (four loads in flight each; 16-byte loads of 4-pixel groups measured
+//                              slower on the H200: 2.69 -> 2.81 ms over a batch-32 iteration's 105 launches),
+//                              then conv2d_bias_grad's sum and outputs.
 //                              dy's images may be strided (the tape's concat slices); z and dz are dense.
 //                              Both GEMMs read dz, so it is written once rather than recomputed in two
 //                              prologues; summing db here saves conv2d_bias_grad's second read of it.
@@ -62,10 +63,10 @@
 //                              already).
 //   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
-//                              stride over the plane in groups of 4 pixels, tree sum, into grad_bias at batch
-//                              1, else into partial [B, C_out], which the channel's last CTA adds in image
-//                              order (one CTA per channel, the former form, left SMs idle: 26 ms of a 156 ms
-//                              training iteration at batch 32).
+//                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
+//                              [B, C_out], which the channel's last CTA adds in image order (one CTA per
+//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
+//                              at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -828,88 +829,41 @@ __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* g
 
 }  // namespace nn
 
-namespace nn {
-
-// The pixels of a plane as groups of 4 (pixels 4g .. 4g + 3, the last group short when plane % 4 != 0), group
-// g to thread g % kThreads: a thread loads kGroups of its groups of every plane in `from` at a time (all
-// before the first visit, which may store over them), then visits each, so that a running sum over a group's
-// pixels in order is the same whether the group came as one 16-byte load a plane (whole and `vector`: every
-// plane's groups aligned) or a pixel at a time. visit(group's first pixel, pixels in it, values[plane][4]).
-// conv2d_bias_grad and conv2d_silu_bias_backward both walk their planes so: their bias sums agree bit for
-// bit.
-template <int kGroups, int kPlanes, class Visit>
-__device__ __forceinline__ void for_pixel_groups(const float* const (&from)[kPlanes], int plane, bool vector,
-                                                 Visit visit) {
-  for (int g0 = threadIdx.x; 4 * g0 < plane; g0 += kGroups * kThreads) {
-    float v[kGroups][kPlanes][4];
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) {
-      const int p = 4 * (g0 + j * kThreads), n = min(4, plane - p);
-#pragma unroll
-      for (int k = 0; k < kPlanes; ++k) {
-        if (vector && n == 4) {
-          const float4 f = *reinterpret_cast<const float4*>(from[k] + p);
-          v[j][k][0] = f.x, v[j][k][1] = f.y, v[j][k][2] = f.z, v[j][k][3] = f.w;
-        } else {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) v[j][k][i] = i < n ? from[k][p + i] : 0.0f;
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) {
-      const int p = 4 * (g0 + j * kThreads);
-      if (p >= plane) break;
-      visit(p, min(4, plane - p), v[j]);
-    }
-  }
-}
-
-// Whether a plane of `plane` floats at `at` has its groups of 4 on 16-byte boundaries.
-__device__ __forceinline__ bool groups_aligned(const void* at, int plane) {
-  return plane % 4 == 0 && (reinterpret_cast<unsigned long long>(at) & 15) == 0;
-}
-
-}  // namespace nn
-
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
   const float* dz = params.grad_z + ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
   float acc = 0.0f;
-  nn::for_pixel_groups<2>({dz}, params.plane, nn::groups_aligned(dz, params.plane),
-                          [&](int, int n, const float (&v)[1][4]) {
-                            for (int i = 0; i < n; ++i) acc += v[0][i];
-                          });
+  for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
-// dz = dy * silu'(z), a thread's pixel groups as nn::for_pixel_groups walks them (two groups of dy and z in
-// flight), summed in conv2d_bias_grad's order; 16-byte loads and stores where dy's, z's and dz's planes keep
-// their groups aligned (every plane of yolo26n at 640), dz may be dy itself.
+// A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
+// its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
-  const int plane = params.plane;
-  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * plane;
+  constexpr int kLoads = 4;
+  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
   const float* dy =
-      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * plane;
+      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
   const float* zs = params.z + offset;
   float* dz = params.grad_z + offset;
-  const bool vector =
-      nn::groups_aligned(dy, plane) && nn::groups_aligned(zs, plane) && nn::groups_aligned(dz, plane);
   float acc = 0.0f;
-  nn::for_pixel_groups<2>({dy, zs}, plane, vector, [&](int p, int n, const float (&v)[2][4]) {
-    float d[4];
+  for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
+    float g[kLoads], z[kLoads];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float z = v[1][i], s = 1.0f / (1.0f + expf(-z));
-      d[i] = v[0][i] * (s * (1.0f + z * (1.0f - s)));
+    for (int j = 0; j < kLoads; ++j) {
+      const int p = p0 + j * nn::kThreads;
+      g[j] = p < params.plane ? dy[p] : 0.0f;
+      z[j] = p < params.plane ? zs[p] : 0.0f;
     }
-    if (vector && n == 4) {
-      *reinterpret_cast<float4*>(dz + p) = make_float4(d[0], d[1], d[2], d[3]);
-    } else {
-      for (int i = 0; i < n; ++i) dz[p + i] = d[i];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int p = p0 + j * nn::kThreads;
+      if (p >= params.plane) break;
+      const float s = 1.0f / (1.0f + expf(-z[j])), d = g[j] * (s * (1.0f + z[j] * (1.0f - s)));
+      dz[p] = d;
+      acc += d;
     }
-    for (int i = 0; i < n; ++i) acc += d[i];
-  });
+  }
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
