@@ -15,6 +15,15 @@
 
 namespace lab {
 
+namespace {
+
+// Whether t is exactly one of a concat's (or anchors') parts.
+bool appears_once(const std::vector<TapeTensor>& parts, const TapeTensor& t) {
+  return std::count_if(parts.begin(), parts.end(), [&t](const TapeTensor& p) { return p.id == t.id; }) == 1;
+}
+
+}  // namespace
+
 GradientTape::GradientTape(Backend& backend, Precision precision)
     : backend_(backend),
       precision_(precision),
@@ -134,9 +143,7 @@ void GradientTape::place_parts() {
     int64_t offset = 0;
     for (const TapeTensor& l : a.parts) {
       Node& level = nodes_[size_t(l.id)];
-      const bool once = std::count_if(a.parts.begin(), a.parts.end(),
-                                      [&l](const TapeTensor& t) { return t.id == l.id; }) == 1;
-      if (level.value_of < 0 && !dense_below[size_t(l.id)] && once) {
+      if (level.value_of < 0 && !dense_below[size_t(l.id)] && appears_once(a.parts, l)) {
         level.value_of = a.y.id, level.value_pixel = offset;
         level.value = DeviceBuffer{};
       }
@@ -239,9 +246,8 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
     int c0 = 0;
     for (const TapeTensor& p : c.parts) {
       Node& part = nodes_[size_t(p.id)];
-      const bool once = std::count_if(c.parts.begin(), c.parts.end(),
-                                      [&p](const TapeTensor& t) { return t.id == p.id; }) == 1;
-      if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && once && !seeded(p)) {
+      if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && appears_once(c.parts, p) &&
+          !seeded(p)) {
         Node& concat = nodes_[size_t(c.y.id)];
         if (!concat.grad.get()) concat.grad = backend_.alloc_array<float>(c.y.count());
         part.alias_of = c.y.id;
