@@ -82,7 +82,7 @@ IterationTimes time_iterations(Backend& backend, const Yolo26Model& model, const
 }
 
 struct LaunchProfile {
-  std::vector<KernelTotal> totals;
+  std::vector<LaunchSample> samples;
   double span_ms = 0;
 };
 
@@ -107,7 +107,7 @@ LaunchProfile profile_iteration(Backend& backend, const Yolo26Model& model, cons
       engine.accumulate(batch, config);
       engine.step(hyper);
     });
-    p.totals = kernel_totals(backend.stop_launch_profile());
+    p.samples = backend.stop_launch_profile();
     return p;
   } catch (...) {
     backend.stop_launch_profile();
@@ -164,7 +164,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
                                 {"step_ms", st.median},
                                 {"images_per_s", images_per_s},
                                 {"last_loss", loss}};
-    if (profile) out["launch_profile"] = launch_profile_json(profile->totals, profile->span_ms);
+    if (profile) out["launch_profile"] = launch_profile_json(profile->samples, profile->span_ms);
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -180,7 +180,7 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   if (profile) {
     std::cout << "launch profile (one more iteration on a new engine, without graphs, each launch timed on its "
                  "own):\n";
-    print_launch_profile(std::cout, profile->totals, o.kernel_rows, profile->span_ms);
+    print_launch_profile(std::cout, kernel_totals(profile->samples), o.kernel_rows, profile->span_ms);
   }
 }
 

@@ -60,11 +60,14 @@ void print_launch_profile(std::ostream& os, const std::vector<KernelTotal>& tota
      << format_ms(span_ms) << " for the whole work (the rest: host work and gaps between them)\n";
 }
 
-nlohmann::json launch_profile_json(const std::vector<KernelTotal>& totals, double span_ms) {
-  nlohmann::json rows = nlohmann::json::array();
+nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, double span_ms) {
+  const std::vector<KernelTotal> totals = kernel_totals(samples);
+  nlohmann::json rows = nlohmann::json::array(), launches = nlohmann::json::array();
   for (const KernelTotal& t : totals)
     rows.push_back({{"kernel", t.kernel}, {"launches", t.launches}, {"ms", t.ms}, {"ctas", t.blocks}});
-  return {{"span_ms", span_ms}, {"launch_ms", sum_ms(totals)}, {"kernels", rows}};
+  for (const LaunchSample& s : samples)
+    launches.push_back({{"kernel", s.kernel}, {"ctas", s.blocks}, {"ms", s.ms}});
+  return {{"span_ms", span_ms}, {"launch_ms", sum_ms(totals)}, {"kernels", rows}, {"launches", launches}};
 }
 
 }  // namespace lab

@@ -75,6 +75,16 @@ TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kern
   CHECK(launches > 300);  // yolo26n's forward alone is over a hundred convolutions
   CHECK(profile.at("launch_ms").get<double>() == Approx(sum));
   CHECK(profile.at("span_ms").get<double>() >= sum);  // the launches ran inside the timed span
+  // "launches": each launch on its own, in order: as many as the totals count, the same sum, and the
+  // iteration's first launch is its forward's (the batch's upload or the input's letterbox), not a backward.
+  const nlohmann::json& each = profile.at("launches");
+  REQUIRE(int(each.size()) == launches);
+  double each_sum = 0;
+  for (const nlohmann::json& l : each) each_sum += l.at("ms").get<double>();
+  CHECK(each_sum == Approx(sum));
+  const std::string first = each.front().at("kernel");
+  CHECK(first.rfind("conv2d_dgrad", 0) != 0);
+  CHECK(first.rfind("conv2d_wgrad", 0) != 0);
 }
 
 TEST_CASE("lab bench --kernels is train-step's and one device's", "[bench_train_step]") {
