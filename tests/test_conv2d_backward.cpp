@@ -110,11 +110,13 @@ const std::vector<Case>& backward_cases() {
       // Enough (b, pixel) items for the weight gradient's split-K (checked to split below).
       {"v2_tiled", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
       {"v1_direct", {{"C_IN", "16"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "11"}, {"K", "3"}}},
-      // Stride-phase classes of the input gradient: 1x1 stride 2 (the odd rows and columns get no tap: zeros),
-      // 5x5 stride 2 (1 to 9 taps per class) on classes of unequal sizes.
-      {"v2_tiled", {{"B", "2"}, {"C_IN", "12"}, {"C_OUT", "20"}, {"H", "9"}, {"W", "8"}, {"K", "1"}, {"STRIDE", "2"}}},
+      // Stride-phase classes of the input gradient: 1x1 stride 2 (the odd rows and columns get no tap:
+      // zeros), 5x5 stride 2 (1 to 9 taps per class) on classes of unequal sizes.
+      {"v2_tiled",
+       {{"B", "2"}, {"C_IN", "12"}, {"C_OUT", "20"}, {"H", "9"}, {"W", "8"}, {"K", "1"}, {"STRIDE", "2"}}},
       {"v2_tiled", {{"C_IN", "8"}, {"C_OUT", "12"}, {"H", "11"}, {"W", "10"}, {"K", "5"}, {"STRIDE", "2"}}},
-      {"v4_bf16", {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "24"}, {"H", "7"}, {"W", "12"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v4_bf16",
+       {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "24"}, {"H", "7"}, {"W", "12"}, {"K", "3"}, {"STRIDE", "2"}}},
       // The 16-bit GEMMs (their own tolerances): two channel tiles at stride 2, split-K, 1x1 and 5x5.
       {"v3_fp16", {{"C_IN", "32"}, {"C_OUT", "72"}, {"H", "15"}, {"W", "9"}, {"K", "3"}, {"STRIDE", "2"}}},
       {"v3_fp16", {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}}},
@@ -129,9 +131,22 @@ const std::vector<Case>& backward_cases() {
       {"v3_fp16", {{"C_IN", "12"}, {"C_OUT", "20"}, {"H", "9"}, {"W", "8"}, {"K", "1"}, {"STRIDE", "2"}}},
       {"v2_tiled", {{"B", "3"}, {"C_IN", "5"}, {"C_OUT", "24"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
       {"v4_bf16", {{"B", "3"}, {"C_IN", "5"}, {"C_OUT", "24"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
+      // conv2d_wgrad_narrow (the 16-bit weight gradient at 3x3, C_OUT <= 16, C_IN * 9 <= 144), NT 4 / 9 / 18:
+      // the stem's 3 -> 16 at stride 2 on odd sizes with splits, C_OUT 8 (half of A's rows zero) with ragged
+      // splits, and planes narrower than a warp's 16-item step (items crossing rows and images).
+      {"v3_fp16",
+       {{"B", "2"}, {"C_IN", "3"}, {"C_OUT", "16"}, {"H", "41"}, {"W", "37"}, {"K", "3"}, {"STRIDE", "2"}}},
+      {"v4_bf16", {{"B", "3"}, {"C_IN", "16"}, {"C_OUT", "8"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
+      {"v3_fp16", {{"B", "3"}, {"C_IN", "7"}, {"C_OUT", "13"}, {"H", "5"}, {"W", "3"}, {"K", "3"}}},
       {"auto", {{"C_IN", "48"}, {"C_OUT", "48"}, {"GROUPS", "48"}, {"H", "11"}, {"W", "13"}, {"K", "3"}}},
       {"v1_direct",
-       {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "9"}, {"W", "6"}, {"K", "3"},
+       {{"B", "2"},
+        {"C_IN", "8"},
+        {"C_OUT", "8"},
+        {"GROUPS", "8"},
+        {"H", "9"},
+        {"W", "6"},
+        {"K", "3"},
         {"STRIDE", "2"}}},
       {"v1_direct", {{"C_IN", "12"}, {"C_OUT", "9"}, {"GROUPS", "3"}, {"H", "7"}, {"W", "8"}, {"K", "3"}}},
       {"v1_direct", {{"C_IN", "6"}, {"C_OUT", "4"}, {"H", "11"}, {"W", "9"}, {"K", "7"}, {"STRIDE", "3"}}},
@@ -141,16 +156,35 @@ const std::vector<Case>& backward_cases() {
       {"v5_depthwise",
        {{"C_IN", "24"}, {"C_OUT", "24"}, {"GROUPS", "24"}, {"H", "13"}, {"W", "11"}, {"K", "3"}}},
       {"v5_depthwise",
-       {{"B", "2"}, {"C_IN", "16"}, {"C_OUT", "16"}, {"GROUPS", "16"}, {"H", "15"}, {"W", "9"}, {"K", "3"},
+       {{"B", "2"},
+        {"C_IN", "16"},
+        {"C_OUT", "16"},
+        {"GROUPS", "16"},
+        {"H", "15"},
+        {"W", "9"},
+        {"K", "3"},
         {"STRIDE", "2"}}},
       {"v5_depthwise",
        {{"B", "3"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
       {"v5_depthwise",
-       {{"B", "4"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"GROUPS", "8"}, {"H", "40"}, {"W", "37"}, {"K", "3"},
+       {{"B", "4"},
+        {"C_IN", "8"},
+        {"C_OUT", "8"},
+        {"GROUPS", "8"},
+        {"H", "40"},
+        {"W", "37"},
+        {"K", "3"},
         {"STRIDE", "2"}}},
       {"v5_depthwise",
-       {{"B", "2"}, {"C_IN", "6"}, {"C_OUT", "6"}, {"GROUPS", "6"}, {"H", "12"}, {"W", "7"}, {"K", "5"},
-        {"STRIDE", "2"}, {"SILU", "false"}}},
+       {{"B", "2"},
+        {"C_IN", "6"},
+        {"C_OUT", "6"},
+        {"GROUPS", "6"},
+        {"H", "12"},
+        {"W", "7"},
+        {"K", "5"},
+        {"STRIDE", "2"},
+        {"SILU", "false"}}},
       {"v5_depthwise", {{"C_IN", "4"}, {"C_OUT", "4"}, {"GROUPS", "4"}, {"H", "9"}, {"W", "10"}, {"K", "7"}}},
   };
   return cases;
@@ -219,6 +253,17 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 72, 1, 1, 1, true}) ==
         "conv2d_wgrad_tiled<1, 64>");
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Direct, {8, 8, 3, 1, 8, true}) == "conv2d_wgrad_direct");
+  // The 16-bit weight gradient of a narrow 3x3 (C_OUT <= 16, C_IN * 9 <= 144) is conv2d_wgrad_narrow's.
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Fp16, {3, 16, 3, 2, 1, true}) ==
+        "conv2d_wgrad_narrow<0, 3, 4>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Bf16, {16, 8, 3, 1, 1, true}) ==
+        "conv2d_wgrad_narrow<1, 3, 18>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Fp16, {17, 16, 3, 1, 1, true}) ==
+        "conv2d_wgrad_mma<0, 3, 16>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Fp16, {16, 17, 3, 1, 1, true}) ==
+        "conv2d_wgrad_mma<0, 3, 32>");
+  CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
+        "conv2d_wgrad_tiled<3, 16>");
 
   auto backend = make_backend("cpu", test::embedded_context());
   const Conv2dShape split_shape{8, 16, 3, 1, 1, true};  // the split-K case of backward_cases()

@@ -48,7 +48,14 @@
 //                              float accumulation (MmaTile). The staging rounds each value to DT once and
 //                              stores 16-bit tiles, 32-row chunks; the warps load their fragments by
 //                              transposed ldmatrix. dx and dW stay float32 (dW for the float32 master
-//                              weights). Needs sm_80 or newer; the emulator runs its mma / ldmatrix model.
+//                              weights). The input gradient's weights come already rounded (w_half, the
+//                              op's copy that the BatchNorm fold writes in 16 bits), one vector load and
+//                              store a thread a chunk. Needs sm_80 or newer; the emulator runs its mma /
+//                              ldmatrix model.
+//   conv2d_wgrad_narrow<DT, 3, NT>
+//                              v3 / v4's weight gradient where it is narrow (groups 1, C_out <= 16, C_in * 9
+//                              <= 8 NT): each warp streams its own k16 steps of items from global memory
+//                              into mma.sync fragments, the warps' sums added in order at the end.
 //   The GEMMs (v2, v3, v4) are software-pipelined (pipelined_products): the operands of chunk c + 1 are
 //   loaded from global memory into registers before chunk c's products and stored into the other of two
 //   shared buffers after them, one __syncthreads a chunk; both operands are stored k-major, rows padded.
@@ -231,9 +238,14 @@ struct DgradPhase {
   __device__ __forceinline__ int tap(int t) const {
     return (ky0 + stride * (t / nkx)) * K + kx0 + stride * (t % nkx);
   }
-  // The input pixel of class pixel p (p < hc * wc).
+  // The input pixel of class pixel p (p < hc * wc, at most 2^20 at 4096 x 4096): p / wc from a float
+  // reciprocal, exact for such p to within one, then corrected (the epilogue finds one a result, and an
+  // integer division by the class width took a quarter of a CTA's instructions at 2-8 chunks).
   __device__ __forceinline__ int pixel(int p, int w_in) const {
-    return (py + stride * (p / wc)) * w_in + px + stride * (p % wc);
+    int row = int(float(p) * (1.0f / float(wc))), column = p - row * wc;
+    if (column < 0) --row, column += wc;
+    else if (column >= wc) ++row, column -= wc;
+    return (py + stride * row) * w_in + px + stride * column;
   }
 };
 
@@ -242,6 +254,22 @@ struct DgradPhase {
 // thus shares one tap: a thread finds its pixel's output offset and bounds once a chunk, and its loads are
 // plain strides (weights K*K rows of w' [C_out*K*K, C_in] apart, dz one plane apart). A thread keeps one
 // weight column (input channel ci0 + threadIdx.x % TM) and one dz column (class pixel threadIdx.x % TN).
+// The vector of N 16-bit values (2, 4, 8) that one load or store moves.
+template <int N>
+struct HalfVectorOf;
+template <>
+struct HalfVectorOf<2> {
+  using type = uint32_t;
+};
+template <>
+struct HalfVectorOf<4> {
+  using type = uint2;
+};
+template <>
+struct HalfVectorOf<8> {
+  using type = uint4;
+};
+
 template <int K, int TM, int TN, class Tile>
 struct DgradStaging {
   static constexpr int kChunk = Tile::kChunk, kWeightRowStep = kThreads / TM, kGradRowStep = kThreads / TN;
@@ -249,17 +277,27 @@ struct DgradStaging {
   static_assert(kThreads % TM == 0 && kThreads % TN == 0 && kWeights * kWeightRowStep == kChunk &&
                     kGrads * kGradRowStep == kChunk,
                 "each thread stages whole rows of one fixed column of each operand");
+  // 16-bit weights (v3 / v4: w_half, rounded on the host): a thread copies kHalves consecutive ones of one
+  // row, kChunk rows of TM a chunk, with one load and one store where C_in keeps them aligned.
+  static constexpr bool kHalfWeights = sizeof(typename Tile::Element) == 2;
+  static constexpr int kHalves = TM * kChunk / kThreads, kHalfRow = kThreads / (TM / kHalves);
+  static_assert(!kHalfWeights || (kHalves * kThreads == TM * kChunk && kHalfRow == kChunk &&
+                                  (kHalves == 2 || kHalves == 4 || kHalves == 8)),
+                "the threads cover the chunk's weight rows once, a 4, 8 or 16-byte vector each");
+  using HalfVector = typename HalfVectorOf<kHalfWeights ? kHalves : 2>::type;
   const lab::Conv2dDgradParams& params;
   const DgradPhase<K>& phase;
   const float* dz_b;
   int w_col, g_col, ci, sy, sx, tap_index = 0, co0 = 0;
   bool pixel_valid;
-  float weights[kWeights], grads[kGrads];
+  float weights[kHalfWeights ? 1 : kWeights], grads[kGrads];
+  HalfVector half_weights;
 
   __device__ __forceinline__ DgradStaging(const lab::Conv2dDgradParams& p, const DgradPhase<K>& ph,
                                           const float* dz_image, int ci0, int px0)
       : params(p), phase(ph), dz_b(dz_image) {
-    w_col = threadIdx.x % TM, g_col = threadIdx.x % TN, ci = ci0 + w_col;
+    w_col = kHalfWeights ? threadIdx.x % (TM / kHalves) * kHalves : threadIdx.x % TM;
+    g_col = threadIdx.x % TN, ci = ci0 + w_col;
     const int pixel = px0 + g_col;
     pixel_valid = pixel < ph.hc * ph.wc;
     sy = pixel_valid ? pixel / ph.wc : 0;
@@ -271,6 +309,24 @@ struct DgradStaging {
     return phase.taps * ((params.size.c_out + kChunk - 1) / kChunk);
   }
 
+  // This thread's 16-bit weights of row co (tap `tap`): one vector load where C_in is a multiple of the
+  // vector (then the vector is wholly inside or past C_in), else one at a time; zeros outside.
+  __device__ __forceinline__ void load_half_weights(int tap, int co) {
+    const lab::Conv2dBackwardSizes& n = params.size;
+    const uint16_t* w = params.w_half + ((long long)co * K * K + tap) * n.c_in + ci;
+    if (n.c_in % kHalves == 0) {
+      half_weights = co < n.c_out && ci < n.c_in ? *reinterpret_cast<const HalfVector*>(w) : HalfVector{};
+      return;
+    }
+    uint16_t v[kHalves];
+#pragma unroll
+    for (int e = 0; e < kHalves; ++e) v[e] = co < n.c_out && ci + e < n.c_in ? w[e] : uint16_t(0);
+    uint32_t packed[kHalves / 2];
+#pragma unroll
+    for (int e = 0; e < kHalves / 2; ++e) packed[e] = uint32_t(v[2 * e]) | uint32_t(v[2 * e + 1]) << 16;
+    half_weights = *reinterpret_cast<const HalfVector*>(packed);
+  }
+
   // Chunk (tap_index, co0) into registers, then on to the next chunk. The tap (ky, kx) reaches output row oy
   // = sy + (py + K/2 - ky) / stride, an exact division.
   __device__ __forceinline__ void load() {
@@ -279,13 +335,18 @@ struct DgradStaging {
     const int oy = sy + (phase.py + K / 2 - ky) / phase.stride,
               ox = sx + (phase.px + K / 2 - kx) / phase.stride;
     const bool inside = pixel_valid && oy >= 0 && oy < n.h_out && ox >= 0 && ox < n.w_out;
-    const float* w_tap = params.w + (long long)tap * n.c_in + ci;  // row co * K*K + tap of w'
     const float* dz_pixel = dz_b + (inside ? oy * n.w_out + ox : 0);
-    const int w_row0 = threadIdx.x / TM, g_row0 = threadIdx.x / TN;
+    const int g_row0 = threadIdx.x / TN;
+    if constexpr (kHalfWeights) {
+      load_half_weights(tap, co0 + threadIdx.x / (TM / kHalves));
+    } else {
+      const float* w_tap = params.w + (long long)tap * n.c_in + ci;  // row co * K*K + tap of w'
+      const int w_row0 = threadIdx.x / TM;
 #pragma unroll
-    for (int j = 0; j < kWeights; ++j) {
-      const int co = co0 + w_row0 + j * kWeightRowStep;
-      weights[j] = ci < n.c_in && co < n.c_out ? w_tap[(long long)co * K * K * n.c_in] : 0.0f;
+      for (int j = 0; j < kWeights; ++j) {
+        const int co = co0 + w_row0 + j * kWeightRowStep;
+        weights[j] = ci < n.c_in && co < n.c_out ? w_tap[(long long)co * K * K * n.c_in] : 0.0f;
+      }
     }
 #pragma unroll
     for (int j = 0; j < kGrads; ++j) {
@@ -298,10 +359,15 @@ struct DgradStaging {
 
   // The loaded chunk as the A (weights, rows co, columns ci) and B (dz, rows co, columns pixel) tiles.
   __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
-    const int w_row0 = threadIdx.x / TM, g_row0 = threadIdx.x / TN;
+    const int g_row0 = threadIdx.x / TN;
+    if constexpr (kHalfWeights) {
+      *reinterpret_cast<HalfVector*>(a + threadIdx.x / (TM / kHalves) * Tile::kLdA + w_col) = half_weights;
+    } else {
+      const int w_row0 = threadIdx.x / TM;
 #pragma unroll
-    for (int j = 0; j < kWeights; ++j)
-      a[(w_row0 + j * kWeightRowStep) * Tile::kLdA + w_col] = Tile::element(weights[j]);
+      for (int j = 0; j < kWeights; ++j)
+        a[(w_row0 + j * kWeightRowStep) * Tile::kLdA + w_col] = Tile::element(weights[j]);
+    }
 #pragma unroll
     for (int j = 0; j < kGrads; ++j)
       b[(g_row0 + j * kGradRowStep) * Tile::kLdB + g_col] = Tile::element(grads[j]);
@@ -749,6 +815,120 @@ template <int DT, int K, int TM>
 __global__ void __launch_bounds__(nn::kThreads, nn::wgrad_ctas_per_sm(true, TM))
     conv2d_wgrad_mma(const lab::Conv2dWgradParams params) {
   nn::wgrad_gemm<K, TM, nn::MmaTile<DT, TM, 4096 / TM>>(params);
+}
+
+namespace nn {
+
+// The reduction items of one k16 step of conv2d_wgrad_narrow's warp that this lane's fragments hold: items
+// 2t, 2t + 1, 2t + 8, 2t + 9 of the step (the k columns of the A and B fragments, lab_mma.cuh), as two walks
+// (2t and 2t + 8) whose odd neighbours are found without a division. The warps of the CTA take the split's
+// steps in turn, so a walk advances 8 steps (128 items) at a time.
+struct NarrowItems {
+  static constexpr int kStride = 16 * (kThreads / 32);
+  ItemWalk<kStride> even[2];
+
+  __device__ __forceinline__ NarrowItems(long long q_step0, int lane, int h_out, int w_out)
+      : even{ItemWalk<kStride>(q_step0 + 2 * (lane % 4), h_out, w_out),
+             ItemWalk<kStride>(q_step0 + 2 * (lane % 4) + 8, h_out, w_out)} {}
+
+  // Item i (0..3: 2t, 2t + 1, 2t + 8, 2t + 9) as (q, image, output row, output column).
+  __device__ __forceinline__ void item(int i, int h_out, int w_out, long long& q, int& b, int& oy,
+                                       int& ox) const {
+    const ItemWalk<kStride>& w = even[i / 2];
+    q = w.q + i % 2, b = w.b, oy = w.oy, ox = w.ox;
+    if (i % 2 == 0) return;
+    if (++ox == w_out) {
+      ox = 0;
+      if (++oy == h_out) oy = 0, ++b;
+    }
+  }
+  __device__ __forceinline__ void advance(int h_out, int w_out) {
+    even[0].advance(h_out, w_out);
+    even[1].advance(h_out, w_out);
+  }
+};
+
+}  // namespace nn
+
+// conv2d_wgrad_narrow<DT, K, NT> (v3_fp16 / v4_bf16 where the weight gradient is narrow: groups 1, C_OUT <=
+// 16 and R = C_IN * K*K <= 8 NT rows, e.g. the 3 -> 16 stem, R 27): dW[co][r] = sum_q dz[q][co] im2col[q][r]
+// with each warp streaming its own k16 steps of the split's items straight from global memory into mma.sync
+// fragments: no shared staging, no barrier in the loop, and no tile columns past R (the TM 16 x TN 256 tile
+// of conv2d_wgrad_mma computed 256 columns for the stem's 27, 851 us of a batch-32 iteration on the H200).
+// A warp holds the whole 16 x 8 NT result (NT n8 tiles: 4 NT floats a lane); the lane's k columns are items
+// (NarrowItems), its A rows channels g and g + 8, its B columns rows g + 8 j (im2col offsets and tap bits in
+// shared memory, Im2colRow). The warps' results are then added in warp order through shared memory
+// (deterministic) and stored into grad_w or split blockIdx.z's partial, as conv2d_wgrad_mma's.
+template <int DT, int K, int NT>
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_narrow(const lab::Conv2dWgradParams params) {
+  using nn::Im2colRow;
+  constexpr int kRows = 8 * NT, kWarps = nn::kThreads / 32;
+  const lab::Conv2dBackwardSizes n = params.size;
+  const int rows = n.c_in * K * K, plane_out = n.h_out * n.w_out, warp = threadIdx.x / 32,
+            lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const long long items = (long long)n.batch * plane_out, q_begin = (long long)blockIdx.z * params.split_items;
+  const long long q_end = min(items, q_begin + params.split_items);
+  __shared__ Im2colRow rows_s[kRows];
+  nn::find_im2col_rows<K, kRows>(rows_s, n, 0);
+  __syncthreads();
+  float d[NT][4] = {};
+  nn::NarrowItems walk(q_begin + 16 * warp, lane, n.h_out, n.w_out);
+  for (long long q0 = q_begin + 16 * warp; q0 < q_end; q0 += nn::NarrowItems::kStride) {
+    float dz[2][4];           // [channel g, g + 8][item]
+    const float* x_q[4];      // [item]: its input pixel of tap (K/2, K/2)
+    unsigned inside[4];       // [item]: its in-image taps, bit ky * K + kx (none past the split)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      long long q;
+      int b, oy, ox;
+      walk.item(i, n.h_out, n.w_out, q, b, oy, ox);
+      const bool live = q < q_end;
+      const float* dz_q = params.grad_z + (long long)b * n.c_out * plane_out + oy * n.w_out + ox;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) dz[h][i] = live && g + 8 * h < n.c_out ? dz_q[(g + 8 * h) * plane_out] : 0.0f;
+      const int iy0 = oy * n.stride, ix0 = ox * n.stride;
+      unsigned rows_in = 0, columns_in = 0;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        rows_in |= unsigned(live && iy0 + k - K / 2 >= 0 && iy0 + k - K / 2 < n.h_in) << k;
+        columns_in |= unsigned(ix0 + k - K / 2 >= 0 && ix0 + k - K / 2 < n.w_in) << k;
+      }
+      inside[i] = 0;
+#pragma unroll
+      for (int ky = 0; ky < K; ++ky) inside[i] |= (rows_in >> ky & 1u ? columns_in : 0u) << (ky * K);
+      x_q[i] = params.in + b * (long long)params.in_batch_stride + iy0 * n.w_in + ix0;
+    }
+    const uint32_t a[4] = {lab_pack2<DT>(dz[0][0], dz[0][1]), lab_pack2<DT>(dz[1][0], dz[1][1]),
+                           lab_pack2<DT>(dz[0][2], dz[0][3]), lab_pack2<DT>(dz[1][2], dz[1][3])};
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const Im2colRow row = rows_s[g + 8 * j];
+      float x[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = inside[i] >> row.bit & 1u ? x_q[i][row.offset] : 0.0f;
+      const uint32_t bf[2] = {lab_pack2<DT>(x[0], x[1]), lab_pack2<DT>(x[2], x[3])};
+      lab_mma_16816<DT>(d[j], a, bf);
+    }
+    walk.advance(n.h_out, n.w_out);
+  }
+  // The warps' 16 x kRows results added in warp order.
+  __shared__ float sum_s[16][kRows];
+  for (int w = 0; w < kWarps; ++w) {
+    if (warp == w)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float& s = sum_s[g + 8 * (e / 2)][8 * j + 2 * t + e % 2];
+          s = w == 0 ? d[j][e] : s + d[j][e];
+        }
+    __syncthreads();
+  }
+  float* out = params.partial ? params.partial + (long long)blockIdx.z * n.c_out * rows : params.grad_w;
+  for (int e = threadIdx.x; e < 16 * kRows; e += nn::kThreads) {
+    const int co = e / kRows, r = e % kRows;
+    if (co < n.c_out && r < rows) out[(long long)co * rows + r] = sum_s[co][r];
+  }
 }
 
 template <int K>

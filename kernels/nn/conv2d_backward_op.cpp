@@ -28,6 +28,7 @@ constexpr int kMaxGridYZ = 65535;
 constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16",
                                          "v5_depthwise"};  // enum order
 constexpr int kDepthwiseKernelSizes[] = {3, 5, 7};  // conv2d_wgrad_depthwise<K>'s instances
+constexpr int kNarrowKernel = 3, kNarrowTiles[] = {4, 9, 18};  // conv2d_wgrad_narrow<DT, 3, NT>'s instances
 
 // The 16-bit element type of v3 / v4.
 std::optional<HalfType> half_type(ConvBackwardVariant v) {
@@ -100,6 +101,20 @@ std::string gemm_instance_name(const char* gradient, ConvBackwardVariant v, int 
   if (std::optional<HalfType> type = half_type(v))
     return std::string("conv2d_") + gradient + "_mma<" + half_type_template_arg(*type) + ", " + shape;
   return std::string("conv2d_") + gradient + "_tiled<" + shape;
+}
+
+// conv2d_wgrad_narrow's NT (n8 tiles of im2col rows) for a 16-bit weight gradient it runs: 3x3, groups 1,
+// C_OUT <= 16 (conv2d_wgrad_mma's TM 16 tile) and C_IN * 9 <= 8 NT rows (the stem's 27: 4 tiles; 72; 144).
+std::optional<int> narrow_wgrad_tiles(const Conv2dShape& s) {
+  if (s.kernel != kNarrowKernel || s.groups != 1 || s.c_out > 16) return std::nullopt;
+  for (int tiles : kNarrowTiles)
+    if (s.c_in * s.kernel * s.kernel <= 8 * tiles) return tiles;
+  return std::nullopt;
+}
+
+std::string narrow_wgrad_instance_name(HalfType type, int tiles) {
+  return "conv2d_wgrad_narrow<" + half_type_template_arg(type) + ", " + std::to_string(kNarrowKernel) + ", " +
+         std::to_string(tiles) + ">";
 }
 
 unsigned blocks_of(long long elements) {
@@ -175,6 +190,9 @@ std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) 
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (v == ConvBackwardVariant::Direct) return "conv2d_wgrad_direct";
   if (v == ConvBackwardVariant::Depthwise) return "conv2d_wgrad_depthwise<" + std::to_string(s.kernel) + ">";
+  if (const std::optional<HalfType> type = half_type(v))
+    if (const std::optional<int> tiles = narrow_wgrad_tiles(s))
+      return narrow_wgrad_instance_name(*type, *tiles);
   return gemm_instance_name("wgrad", v, s.kernel, conv_tiled_channel_tile(s.c_out));
 }
 
@@ -195,11 +213,14 @@ CompileRequest conv2d_backward_module_request() {
 
 CompileRequest conv2d_backward_half_module_request() {
   CompileRequest request{kSource, {}, {}};
-  for (ConvBackwardVariant v : {ConvBackwardVariant::Fp16, ConvBackwardVariant::Bf16})
+  for (ConvBackwardVariant v : {ConvBackwardVariant::Fp16, ConvBackwardVariant::Bf16}) {
     for (int k : kSpecialisedKernelSizes)
       for (int tile : kTiledChannelTiles)
         for (const char* gradient : {"dgrad", "wgrad"})
           request.name_expressions.push_back(gemm_instance_name(gradient, v, k, tile));
+    for (int tiles : kNarrowTiles)
+      request.name_expressions.push_back(narrow_wgrad_instance_name(*half_type(v), tiles));
+  }
   return request;
 }
 
@@ -235,9 +256,14 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
     weight_grad_kernel_ = gemm(*weight_grad, conv_wgrad_kernel_name(*weight_grad, s));
     bias_grad_ = module_->kernel(kBiasGradKernel);
   }
-  if (input_grad)
-    weight_ =
-        backend.upload_vector(direct_input_grad(*input_grad) ? weight : rearrange_for_input_grad(weight, s));
+  if (input_grad) {
+    if (direct_input_grad(*input_grad))
+      weight_ = backend.upload_vector(weight);
+    else if (const std::optional<HalfType> type = half_type(*input_grad))  // rounded once, as the products
+      weight_ = backend.upload_vector(to_half_bits(rearrange_for_input_grad(weight, s), *type));
+    else
+      weight_ = backend.upload_vector(rearrange_for_input_grad(weight, s));
+  }
   bias_arrivals_ = backend.alloc_array<unsigned>(size_t(s.c_out));
   backend.fill_bytes(bias_arrivals_.get(), 0, bias_arrivals_.bytes());  // each launch's last CTAs leave zeros
 }
@@ -245,8 +271,9 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
 ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
   if (!input_grad_) return {};
   const long long c_in = shape_.c_in, taps = (long long)shape_.kernel * shape_.kernel;
-  if (direct_input_grad(*input_grad_)) return {weight_.as<float>(), (c_in / shape_.groups) * taps, taps, 1};
-  return {weight_.as<float>(), taps * c_in, 1, c_in};  // [c_out * taps, c_in] (rearrange_for_input_grad)
+  if (direct_input_grad(*input_grad_)) return {weight_.get(), (c_in / shape_.groups) * taps, taps, 1};
+  // [c_out * taps, c_in] (rearrange_for_input_grad), 16-bit for v3 / v4
+  return {weight_.get(), taps * c_in, 1, c_in, half_type(*input_grad_)};
 }
 
 void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out,
@@ -268,7 +295,9 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
   const Conv2dShape& s = shape_;
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, s.out_size(h), s.out_size(w), s.kernel, s.stride,
                               s.groups};
-  const Conv2dDgradParams params{grad_z, weight_.as<const float>(), grad_in, n};
+  const bool half = half_type(*input_grad_).has_value();
+  const Conv2dDgradParams params{grad_z, half ? nullptr : weight_.as<const float>(),
+                                 half ? weight_.as<const uint16_t>() : nullptr, grad_in, n};
   const long long plane_in = (long long)h * w;
   if (direct_input_grad(*input_grad_)) {
     backend_.launch(input_grad_kernel_,

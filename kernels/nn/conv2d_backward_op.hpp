@@ -88,7 +88,7 @@ class Conv2dBackwardOp {
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
   std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
   Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
-  DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]
+  DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]; v3, v4: that in 16 bits
   // The bias sums' arrival count per channel (Conv2dBiasGradParams): one op's launches run in stream order.
   DeviceBuffer bias_arrivals_;
 };

@@ -4,6 +4,9 @@
 // and the weight gradient's x alone may have any image stride (a channel slice of a concatenation's gradient
 // or value).
 #pragma once
+#if !defined(__CUDACC_RTC__)
+#include <cstdint>  // NVRTC has none: common/lab_mma.cuh, included first, defines uint16_t there
+#endif
 
 namespace lab {
 
@@ -13,9 +16,10 @@ struct Conv2dBackwardSizes {
 
 // conv2d_dgrad_direct (v1) and conv2d_dgrad_tiled<K, TM> (v2): dx from dz and the weights.
 struct Conv2dDgradParams {
-  const float* grad_z;  // dz [B, C_out, Ho, Wo]
-  const float* w;       // v1: [C_out, C_in/groups, K, K]; v2: [C_out*K*K, C_in] (rearranged on the host)
-  float* grad_in;       // dx [B, C_in, H, W]
+  const float* grad_z;     // dz [B, C_out, Ho, Wo]
+  const float* w;          // v1: [C_out, C_in/groups, K, K]; v2: [C_out*K*K, C_in] (rearranged on the host)
+  const uint16_t* w_half;  // v3 / v4 (w null): v2's layout rounded to the products' 16-bit type
+  float* grad_in;          // dx [B, C_in, H, W]
   Conv2dBackwardSizes size;
 };
 
