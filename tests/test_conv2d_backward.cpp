@@ -13,6 +13,7 @@
 #include "kernels/nn/conv2d_backward_op.hpp"
 #include "kernels/nn/conv2d_backward_reference.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
+#include "kernels/nn/plane_backward_ops.hpp"
 #include "kernels/runner.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "tests/sm90_resources.hpp"
@@ -460,6 +461,60 @@ TEST_CASE("conv2d_wgrad reads x as a batch-strided channel slice bit for bit as 
         op.weight_grad(batch, h, w, ConstPlaneView(x_d.as<const float>(), int64_t(c_in) * plane, plane + 1),
                        dz_d.as<const float>(), nullptr, nullptr, workspace.as<float>()),
         UsageError);
+  }
+}
+
+// The input gradient writes into dx's batch stride, or adds to it in place: into channels [2, 2 + C_in) of a
+// wider tensor, dx written gives the dense dx bit for bit and leaves the other channels as they were; with
+// `accumulate` it gives earlier + dx, bit for bit add_planes' sum of the dense dx onto the same earlier
+// values (the tape's second contribution), for v1 (depthwise) and v2-v4 at stride 2 (the GEMM's stride-phase
+// epilogue); a channel stride other than the plane is refused.
+TEST_CASE("conv2d_dgrad writes or adds into a batch-strided channel slice bit for bit", "[conv2d_bwd]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnBackwardKernels kernels(*backend);
+  const int batch = 3, h = 13, w = 11, plane = h * w, extra = 4;
+  const std::vector<std::pair<ConvBackwardVariant, Conv2dShape>> cases = {
+      {ConvBackwardVariant::Direct, {6, 6, 3, 2, 6, false}},
+      {ConvBackwardVariant::Tiled, {5, 7, 3, 2, 1, false}},
+      {ConvBackwardVariant::Fp16, {6, 9, 3, 2, 1, false}},
+      {ConvBackwardVariant::Bf16, {16, 20, 3, 2, 1, false}}};
+  for (const auto& [variant, shape] : cases) {
+    INFO("variant " << int(variant));
+    const int c_in = shape.c_in, wide_c = c_in + extra;
+    const size_t count = size_t(batch) * c_in * plane, wide_count = size_t(batch) * wide_c * plane;
+    const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 31);
+    const Conv2dBackwardOp op(*backend, shape, weight, variant, std::nullopt);
+    const std::vector<float> dz =
+        random_uniform(size_t(batch) * shape.c_out * shape.out_size(h) * shape.out_size(w), -1.0f, 1.0f, 32);
+    const std::vector<float> earlier = random_uniform(wide_count, -1.0f, 1.0f, 33);
+    const DeviceBuffer dz_d = backend->upload_vector(dz);
+    DeviceBuffer dense = backend->alloc_array<float>(count);
+    op.input_grad(batch, h, w, dz_d.as<const float>(), dense.as<float>());
+    const std::vector<float> dx = backend->download_vector<float>(dense, count);
+    CHECK(std::all_of(dx.begin(), dx.end(), [](float v) { return std::isfinite(v); }));
+    for (const bool accumulate : {false, true}) {
+      INFO("accumulate " << accumulate);
+      DeviceBuffer wide = backend->upload_vector(earlier);
+      op.input_grad(batch, h, w, dz_d.as<const float>(),
+                    PlaneView(wide.as<float>() + 2 * plane, int64_t(wide_c) * plane, plane), accumulate);
+      std::vector<float> want = earlier;
+      if (accumulate) {  // add_planes onto a copy of the same earlier values
+        DeviceBuffer summed = backend->upload_vector(earlier);
+        AddPlanesOp(kernels).run(batch, c_in, plane, dense_view(dense.as<const float>(), c_in, plane),
+                                 PlaneView(summed.as<float>() + 2 * plane, int64_t(wide_c) * plane, plane),
+                                 GradientWrite::Accumulate);
+        want = backend->download_vector<float>(summed, wide_count);
+      } else {
+        for (int b = 0; b < batch; ++b)
+          std::copy_n(dx.begin() + size_t(b) * c_in * plane, size_t(c_in) * plane,
+                      want.begin() + (size_t(b) * wide_c + 2) * plane);
+      }
+      const std::vector<float> got = backend->download_vector<float>(wide, wide_count);
+      CHECK(std::memcmp(got.data(), want.data(), wide_count * sizeof(float)) == 0);
+    }
+    CHECK_THROWS_AS(op.input_grad(batch, h, w, dz_d.as<const float>(),
+                                  PlaneView(dense.as<float>(), int64_t(c_in) * plane, plane + 1), false),
+                    UsageError);
   }
 }
 

@@ -291,13 +291,28 @@ void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
+  const int64_t plane = int64_t(h) * w;
+  input_grad(batch, h, w, grad_z, {grad_in, shape_.c_in * plane, plane}, false);
+}
+
+void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, PlaneView grad_in,
+                                  bool accumulate) const {
   if (!input_grad_) throw UsageError("conv2d backward: this op was built without the input gradient");
+  if (grad_in.channel_stride != int64_t(h) * w)
+    throw UsageError("conv2d_dgrad: the input gradient's channels must be dense planes (channel stride " +
+                     std::to_string(grad_in.channel_stride) + ", plane " + std::to_string(int64_t(h) * w) +
+                     ")");
   const Conv2dShape& s = shape_;
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, s.out_size(h), s.out_size(w), s.kernel, s.stride,
                               s.groups};
   const bool half = half_type(*input_grad_).has_value();
-  const Conv2dDgradParams params{grad_z, half ? nullptr : weight_.as<const float>(),
-                                 half ? weight_.as<const uint16_t>() : nullptr, grad_in, n};
+  const Conv2dDgradParams params{grad_z,
+                                 half ? nullptr : weight_.as<const float>(),
+                                 half ? weight_.as<const uint16_t>() : nullptr,
+                                 grad_in.data,
+                                 grad_in.batch_stride,
+                                 accumulate ? 1 : 0,
+                                 n};
   const long long plane_in = (long long)h * w;
   if (direct_input_grad(*input_grad_)) {
     backend_.launch(input_grad_kernel_,

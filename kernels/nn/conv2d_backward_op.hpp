@@ -61,7 +61,11 @@ class Conv2dBackwardOp {
   // grad_out + b * grad_out_batch_stride (c_out * plane when dense), its channels dense; z and grad_z dense.
   void silu_backward(int batch, int plane, const float* grad_out, int64_t grad_out_batch_stride,
                      const float* z, float* grad_z, float* grad_bias, float* workspace) const;
-  // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo].
+  // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo]: written, or with `accumulate` added to what it
+  // holds (a later gradient contribution, in place: bit for bit add_planes' sum). grad_in may have any batch
+  // stride (a channel slice of a concatenation's gradient), its channels dense planes (else UsageError).
+  void input_grad(int batch, int h, int w, const float* grad_z, PlaneView grad_in, bool accumulate) const;
+  // The same into a dense grad_in, written.
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
   // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias
   // null leaves the bias gradient to silu_backward(), which summed it. `in` may have any batch stride (a

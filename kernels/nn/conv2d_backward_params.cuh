@@ -1,8 +1,8 @@
 // Parameters of the Conv2d backward kernels (conv2d_backward.cu), shared by the kernels and
 // Conv2dBackwardOp: plain data, passed by value. Tensors are dense NCHW: x [B, C_in, H, W], dz and dy
-// [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward); the SiLU backward's dy
-// and the weight gradient's x alone may have any image stride (a channel slice of a concatenation's gradient
-// or value).
+// [B, C_out, Ho, Wo], weight [C_out, C_in/groups, K, K] (padding K/2, as the forward); the SiLU backward's dy,
+// the weight gradient's x and the input gradient's dx alone may have any image stride (a channel slice of a
+// concatenation's gradient or value).
 #pragma once
 #if !defined(__CUDACC_RTC__)
 #include <cstdint>  // NVRTC has none: common/lab_mma.cuh, included first, defines uint16_t there
@@ -19,7 +19,9 @@ struct Conv2dDgradParams {
   const float* grad_z;     // dz [B, C_out, Ho, Wo]
   const float* w;          // v1: [C_out, C_in/groups, K, K]; v2: [C_out*K*K, C_in] (rearranged on the host)
   const uint16_t* w_half;  // v3 / v4 (w null): v2's layout rounded to the products' 16-bit type
-  float* grad_in;          // dx [B, C_in, H, W]
+  float* grad_in;          // dx [B, C_in, H, W], image b at grad_in + b * grad_in_batch_stride (dense: C_in*H*W)
+  long long grad_in_batch_stride;
+  int accumulate;          // 1: dx += the gradient (a later contribution, in place), 0: dx = it
   Conv2dBackwardSizes size;
 };
 

@@ -394,12 +394,11 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
     conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
                          write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
                          splitk_workspace_.as<float>());
-  } else if (!has_grad(x) && !grad_aliased(x)) {  // dense: an aliased gradient goes through add_grad
-    back.input_grad(x.batch, x.height, x.width, dz, grad_target(x).first.data);
   } else {
-    float* dx = scratch(x.count());
-    back.input_grad(x.batch, x.height, x.width, dz, dx);
-    add_grad(x, dense_view(static_cast<const float*>(dx), x.channels, x.plane()), 0, x.channels);
+    // Into x's gradient (or its alias, a view) directly: written by the first contribution, a later one
+    // added in place by the kernel's epilogue (add_grad's sum without its pass and scratch).
+    const auto [dx, write] = grad_target(x);
+    back.input_grad(x.batch, x.height, x.width, dz, dx, write == GradientWrite::Accumulate);
   }
 }
 
