@@ -415,6 +415,19 @@ TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_g
     }
 }
 
+namespace {
+
+// Dense [batch, channels, plane] values copied into channels [2, 2 + channels) of wide [batch, wide_channels,
+// plane]: the channel slice the strided-view tests hand the kernels.
+void place_channels(std::vector<float>& wide, int wide_channels, const std::vector<float>& dense,
+                    int channels, int batch, int plane) {
+  for (int b = 0; b < batch; ++b)
+    std::copy_n(dense.begin() + size_t(b) * channels * plane, size_t(channels) * plane,
+                wide.begin() + (size_t(b) * wide_channels + 2) * plane);
+}
+
+}  // namespace
+
 // The weight gradient reads x through its batch stride: x as channels [2, 2 + C_in) of a wider NaN-filled
 // tensor gives bit for bit the dense x's dW and db, for every weight-gradient variant (v2-v5 split their
 // items here: batch 3 at 13 x 11); a channel stride other than the plane is refused.
@@ -431,9 +444,7 @@ TEST_CASE("conv2d_wgrad reads x as a batch-strided channel slice bit for bit as 
     const int c_in = shape.c_in, wide_c = c_in + extra;
     const std::vector<float> x = random_uniform(size_t(batch) * c_in * plane, -1.0f, 1.0f, 21);
     std::vector<float> wide(size_t(batch) * wide_c * plane, std::nanf(""));
-    for (int b = 0; b < batch; ++b)
-      std::copy_n(x.begin() + size_t(b) * c_in * plane, size_t(c_in) * plane,
-                  wide.begin() + (size_t(b) * wide_c + 2) * plane);
+    place_channels(wide, wide_c, x, c_in, batch, plane);
     const std::vector<float> weight = random_uniform(size_t(shape.weight_count()), -0.7f, 0.7f, 22);
     const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, variant);
     const std::vector<float> dz =
@@ -505,9 +516,7 @@ TEST_CASE("conv2d_dgrad writes or adds into a batch-strided channel slice bit fo
                                  GradientWrite::Accumulate);
         want = backend->download_vector<float>(summed, wide_count);
       } else {
-        for (int b = 0; b < batch; ++b)
-          std::copy_n(dx.begin() + size_t(b) * c_in * plane, size_t(c_in) * plane,
-                      want.begin() + (size_t(b) * wide_c + 2) * plane);
+        place_channels(want, wide_c, dx, c_in, batch, plane);
       }
       const std::vector<float> got = backend->download_vector<float>(wide, wide_count);
       CHECK(std::memcmp(got.data(), want.data(), wide_count * sizeof(float)) == 0);
