@@ -420,6 +420,23 @@ __device__ __forceinline__ void find_im2col_rows(Im2colRow* rows_s, const lab::C
   }
 }
 
+// The in-image taps of a reduction item whose tap (K/2, K/2) reads input pixel (iy0, ix0), bit ky * K + kx:
+// the rows and columns in range, crossed (none when the item is not live). WgradStaging and
+// conv2d_wgrad_narrow gather im2col values under it (Im2colRow::bit).
+template <int K>
+__device__ __forceinline__ unsigned in_image_taps(bool live, int iy0, int ix0, const lab::Conv2dBackwardSizes& n) {
+  unsigned rows_in = 0, columns_in = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    rows_in |= unsigned(live && iy0 + k - K / 2 >= 0 && iy0 + k - K / 2 < n.h_in) << k;
+    columns_in |= unsigned(ix0 + k - K / 2 >= 0 && ix0 + k - K / 2 < n.w_in) << k;
+  }
+  unsigned inside = 0;
+#pragma unroll
+  for (int ky = 0; ky < K; ++ky) inside |= (rows_in >> ky & 1u ? columns_in : 0u) << (ky * K);
+  return inside;
+}
+
 // The staging of conv2d_wgrad's GEMM (v2, v3, v4) at K 3 / 5, and at K 1 where WgradStaging1x1 does not
 // apply: chunks of kChunk items q of the CTA's split, A = dz[q][co] (TM channels from co0) and B =
 // im2col[q][r] (TN rows r = (ci, ky, kx), rows_s). A thread keeps one item row qq of every chunk (walked by
@@ -458,16 +475,7 @@ struct WgradStaging {
     const float* dz = params.grad_z + ((long long)item.b * n.c_out) * plane_out + item.oy * n.w_out + item.ox;
     const int iy0 = item.oy * n.stride, ix0 = item.ox * n.stride;  // the input pixel of tap (K/2, K/2)
     const float* x = params.in + item.b * (long long)params.in_batch_stride + iy0 * n.w_in + ix0;
-    // The item's in-image taps, bit ky * K + kx: the rows and columns in range, crossed (none when not live).
-    unsigned rows_in = 0, columns_in = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      rows_in |= unsigned(live && iy0 + k - K / 2 >= 0 && iy0 + k - K / 2 < n.h_in) << k;
-      columns_in |= unsigned(ix0 + k - K / 2 >= 0 && ix0 + k - K / 2 < n.w_in) << k;
-    }
-    unsigned inside = 0;
-#pragma unroll
-    for (int ky = 0; ky < K; ++ky) inside |= (rows_in >> ky & 1u ? columns_in : 0u) << (ky * K);
+    const unsigned inside = in_image_taps<K>(live, iy0, ix0, n);
 #pragma unroll
     for (int j = 0; j < kGrads; ++j) {
       const int co = co0 + first + j * kColumnStep;
@@ -901,15 +909,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_narrow(const lab::C
 #pragma unroll
       for (int h = 0; h < 2; ++h) dz[h][i] = live && g + 8 * h < n.c_out ? dz_q[(g + 8 * h) * plane_out] : 0.0f;
       const int iy0 = oy * n.stride, ix0 = ox * n.stride;
-      unsigned rows_in = 0, columns_in = 0;
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        rows_in |= unsigned(live && iy0 + k - K / 2 >= 0 && iy0 + k - K / 2 < n.h_in) << k;
-        columns_in |= unsigned(ix0 + k - K / 2 >= 0 && ix0 + k - K / 2 < n.w_in) << k;
-      }
-      inside[i] = 0;
-#pragma unroll
-      for (int ky = 0; ky < K; ++ky) inside[i] |= (rows_in >> ky & 1u ? columns_in : 0u) << (ky * K);
+      inside[i] = nn::in_image_taps<K>(live, iy0, ix0, n);
       x_q[i] = params.in + b * (long long)params.in_batch_stride + iy0 * n.w_in + ix0;
     }
     const uint32_t a[4] = {lab_pack2<DT>(dz[0][0], dz[0][1]), lab_pack2<DT>(dz[1][0], dz[1][1]),
