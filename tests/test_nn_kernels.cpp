@@ -185,8 +185,7 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
 
 TEST_CASE("every conv variant writes the pre-activation beside its output when asked", "[nn]") {
   // pre = conv(x) + b (the training forward's z) and out = act(pre) (+ residual) from one run, each through a
-  // channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce. Then
-  // pre in fp16 and bf16.
+  // channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce.
   struct Case {
     ConvVariant variant;
     Conv2dShape shape;
@@ -255,34 +254,6 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
     for (const OutputCheck& check : checks) {
       INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
       CHECK(check.pass);
-    }
-    // The same run with pre in 16 bits (the 16-bit training forward's copy), in channels [1, 1 + c_out) of a
-    // poisoned [batch, c_out + 3, plane] buffer: each value the float pre rounded to nearest even (the host's
-    // rounding), nothing outside the window written.
-    const std::vector<float> pre_float = pre.download_window();
-    for (HalfType half : {HalfType::f16, HalfType::bf16}) {
-      INFO("pre in " << (half == HalfType::f16 ? "f16" : "bf16"));
-      const int channels = s.c_out + 3;
-      const size_t elements = size_t(c.batch) * channels * size_t(plane_out);
-      DeviceBuffer pre16 = backend->alloc(elements * sizeof(uint16_t));
-      backend->fill_bytes(pre16.get(), 0xff, pre16.bytes());
-      op.run(c.batch, c.h, c.w, in.view(), out.view(),
-             residual ? ConstPlaneView(residual->view()) : ConstPlaneView{}, splitk.as<float>(),
-             PreView(pre16.as<uint16_t>() + plane_out, channels * plane_out, plane_out, half));
-      const std::vector<uint16_t> got = backend->download_vector<uint16_t>(pre16, elements);
-      const std::vector<uint16_t> want = to_half_bits(pre_float, half);
-      size_t mismatched = 0, touched = 0;
-      for (int b = 0; b < c.batch; ++b)
-        for (int ch = 0; ch < channels; ++ch)
-          for (int64_t q = 0; q < plane_out; ++q) {
-            const uint16_t v = got[(size_t(b) * channels + ch) * plane_out + q];
-            if (ch < 1 || ch > s.c_out)
-              touched += v != 0xffff;
-            else
-              mismatched += v != want[(size_t(b) * s.c_out + ch - 1) * plane_out + q];
-          }
-      CHECK(mismatched == 0);
-      CHECK(touched == 0);
     }
   }
 }

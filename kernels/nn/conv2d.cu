@@ -4,8 +4,7 @@
 // z[b, co, y, x] = sum_{ci in group, ky, kx} in[b, ci, y*s - K/2 + ky, x*s - K/2 + kx] * w[co, ci, ky, kx]
 //                  + bias[co], zero padding K/2 on every side;
 // out[b, co, y, x] = act(z[b, co, y, x]) (+ residual[b, co, y, x]), and pre[b, co, y, x] = z[b, co, y, x]
-// when pre is not null (the pre-activation the training forward keeps for the SiLU backward; float, or rounded
-// to 16 bits: nn_params.cuh's PreOut).
+// when pre is not null (the pre-activation the training forward keeps for the SiLU backward).
 // Layouts: in [B, C_in, H, W], out, pre and residual [B, C_out, Ho, Wo], each a (pointer, batch stride,
 // channel stride) view whose H*W planes are contiguous (plane_view.hpp); residual and pre may be null. weight
 // [C_out, C_in/groups, K, K] row-major, bias [C_out]. act = SiLU when silu != 0, else identity; the residual
@@ -57,7 +56,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dD
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
-  const lab::PreOut pre = params.epi.pre;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int kernel = params.kernel, stride = params.stride, groups = params.groups, silu = params.silu;
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dD
       }
     }
   }
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, out, out_bs, out_cs, b,
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs, b,
                    co, p);
 }
 
@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGe
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
-  const lab::PreOut pre = params.epi.pre;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
@@ -153,7 +154,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGe
       if (partial_row)
         partial_row[p] = acc[i][j];
       else
-        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, pre, out, out_bs,
+        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs,
                          out_cs, b, co, p);
     }
   }
@@ -171,7 +172,8 @@ __global__ void __launch_bounds__(nn::kThreads)
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
-  const lab::PreOut pre = params.epi.pre;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int batch = params.batch, c_out = params.c_out, plane_out = params.plane_out, silu = params.silu;
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= plane_out) return;
@@ -180,7 +182,7 @@ __global__ void __launch_bounds__(nn::kThreads)
   const float* src = partial + ((long long)b * c_out + co) * plane_out + p;
   float acc = 0.0f;
   for (int s = 0; s < splits; ++s) acc += src[s * split_stride];
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, out, out_bs, out_cs, b,
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs, b,
                    co, p);
 }
 
@@ -199,10 +201,10 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv
 #pragma unroll
   for (int i = 0; i < K * K; ++i) wk[i] = params.w[c * K * K + i];
   const float bias_c = params.epi.bias[c];
-  const lab::PlaneOut out = params.epi.out;
+  const lab::PlaneOut out = params.epi.out, pre = params.epi.pre;
   const lab::PlaneIn res = params.epi.residual;
   float* out_row = out.data + b * out.batch_stride + c * out.channel_stride;
-  const nn::PreRow pre_row = nn::pre_row_of(params.epi.pre, b, c);
+  float* pre_row = pre.data ? pre.data + b * pre.batch_stride + c * pre.channel_stride : nullptr;
   const float* res_row = res.data ? res.data + b * res.batch_stride + c * res.channel_stride : nullptr;
   const int ix0 = ox * stride - K / 2;
   unsigned columns_in = 0;  // bit kx: input column ix0 + kx lies in the image
@@ -244,7 +246,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tf32(const lab::Conv2dGem
   const long long res_bs = params.epi.residual.batch_stride, res_cs = params.epi.residual.channel_stride;
   float* out = params.epi.out.data;
   const long long out_bs = params.epi.out.batch_stride, out_cs = params.epi.out.channel_stride;
-  const lab::PreOut pre = params.epi.pre;
+  float* pre = params.epi.pre.data;
+  const long long pre_bs = params.epi.pre.batch_stride, pre_cs = params.epi.pre.channel_stride;
   const int c_in = params.size.c_in, c_out = params.size.c_out, h_in = params.size.h_in;
   const int w_in = params.size.w_in, h_out = params.size.h_out, w_out = params.size.w_out;
   const int stride = params.stride, silu = params.silu, batch = params.batch, split_rows = params.split_rows;
@@ -299,7 +302,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tf32(const lab::Conv2dGem
     if (partial)
       partial[((long long)(split * batch + b) * c_out + co) * plane_out + p] = v;
     else
-      nn::store_output(v, bias[co], silu, residual, res_bs, res_cs, pre, out, out_bs, out_cs,
+      nn::store_output(v, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, out, out_bs, out_cs,
                        b, co, p);
   }
 }

@@ -7,8 +7,7 @@
 //   dw[co, ci, ky, kx]   = sum_{b, oy, ox} dz[b, co, oy, ox] * x[b, ci, oy*S - K/2 + ky, ox*S - K/2 + kx]
 //   db[co]               = sum_{b, oy, ox} dz[b, co, oy, ox]
 // Kernels:
-//   conv2d_silu_bias_backward  dz from dy and the forward's z (float, or 16-bit from the 16-bit network's
-//                              forward), and db from dz in the same pass: one CTA per
+//   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
 //                              (output channel, image), grid (C_out, B), its 256 threads striding over the
 //                              plane (four loads in flight each; 16-byte loads of 4-pixel groups measured
 //                              slower on the H200: 2.69 -> 2.81 ms over a batch-32 iteration's 105 launches),
@@ -38,12 +37,11 @@
 //                              multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a few
 //                              channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
 //                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
-//                              each split (a multiple of 32 items) writes partial [split, C_out, R], and the
-//                              last split of a tile to finish adds the tile's splits in index order into dW
-//                              (reduce_splits_at_last). Split-K with a fixed-order reduction rather than
-//                              float atomics: the gradients are bit-identical run to run (a resumed or
-//                              repeated training step reproduces), at the cost of a workspace and its
-//                              re-read. Grid (ceil(R / TN), ceil(C_out / TM), splits).
+//                              each split (a multiple of 32 items) writes partial [split, C_out, R] and
+//                              conv2d_wgrad_reduce adds the splits in index order. Split-K with a fixed-order
+//                              reduction rather than float atomics: the gradients are bit-identical run to
+//                              run (a resumed or repeated training step reproduces), at the cost of a
+//                              workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out / TM), splits).
 //   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
 //                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging order,
 //                              tiles, grid and split-K) with the products on tensor cores: mma.sync m16n8k16,
@@ -67,10 +65,10 @@
 //                              keeping all K*K sums in registers; then per tap a warp butterfly and the 8
 //                              warps' sums in order. v1 gave each of the K*K taps its own CTA, each
 //                              re-reading the whole dz and x planes. Split-K as v2 (partial [split, C, K*K],
-//                              the channel's last split adds them), the splits sized for about three CTAs
-//                              per SM. Grid (C,
+//                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
 //                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
 //                              already).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
 //                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
 //                              [B, C_out], which the channel's last CTA adds in image order (one CTA per
@@ -786,33 +784,6 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   }
 }
 
-// Split-K's reduction in the weight-gradient kernels' own tail, without a reduction launch (126 of a yolo26n
-// training iteration's): a CTA that stored its split's partial of a tile counts itself in arrivals[tile], and
-// the tile's last split to arrive adds the splits' partials of the tile in split order (the order, and so the
-// bits, of a separate reduction pass) into grad_w, then resets the count for the next launch. The fences are
-// store_channel_sum's: each CTA's partial is visible device-wide before it counts, and the last one fences
-// again before reading the others'. The tile: rows [row0, row0 + n_rows) x columns [col0, col0 + n_cols) of
-// grad_w [.., ld], already clipped; every thread of the CTA calls it.
-__device__ __forceinline__ void reduce_splits_at_last(const lab::Conv2dWgradParams& params, int tile, int splits,
-                                                      long long count, int row0, int n_rows, int col0,
-                                                      int n_cols, int ld) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(params.arrivals + tile, 1u) == unsigned(splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const volatile float* partial = params.partial;
-  for (int e = threadIdx.x; e < n_rows * n_cols; e += blockDim.x) {
-    const long long i = (long long)(row0 + e / n_cols) * ld + col0 + e % n_cols;
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += partial[s * count + i];
-    params.grad_w[i] = sum;
-  }
-  if (threadIdx.x == 0) params.arrivals[tile] = 0;
-}
-
 // The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
 // items, into grad_w or the split's partial.
 template <int K, int TM, class Tile>
@@ -840,9 +811,6 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
     pipelined_products(tile, staging, int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk));
     store_results(tile);
   }
-  if (params.partial)
-    reduce_splits_at_last(params, blockIdx.y * gridDim.x + blockIdx.x, gridDim.z, (long long)n.c_out * rows, co0,
-                          min(TM, n.c_out - co0), rc0, min(TN, rows - rc0), rows);
 }
 
 }  // namespace nn
@@ -975,8 +943,6 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_narrow(const lab::C
     const int co = e / kRows, r = e % kRows;
     if (co < n.c_out && r < rows) out[(long long)co * rows + r] = sum_s[co][r];
   }
-  if (params.partial)
-    nn::reduce_splits_at_last(params, 0, gridDim.z, (long long)n.c_out * rows, 0, n.c_out, 0, rows, rows);
 }
 
 template <int K>
@@ -1012,13 +978,19 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
     if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32][t] = sum;
   }
   __syncthreads();
-  if (threadIdx.x < K * K) {
-    float sum = 0.0f;
-    for (int w = 0; w < nn::kThreads / 32; ++w) sum += warp_sums[w][threadIdx.x];
-    float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
-    out[c * K * K + threadIdx.x] = sum;
-  }
-  if (params.partial) nn::reduce_splits_at_last(params, c, gridDim.y, (long long)n.c_out * K * K, c, 1, 0, K * K, K * K);
+  if (threadIdx.x >= K * K) return;
+  float sum = 0.0f;
+  for (int w = 0; w < nn::kThreads / 32; ++w) sum += warp_sums[w][threadIdx.x];
+  float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
+  out[c * K * K + threadIdx.x] = sum;
+}
+
+__global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= params.count) return;
+  float sum = 0.0f;
+  for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
+  params.grad_w[i] = sum;
 }
 
 namespace nn {
@@ -1060,15 +1032,13 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv
 
 // A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
 // its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
-// 8 CTAs an SM (32 registers, no spill): the branch on z's type had taken it to 40 registers and 6 CTAs.
-__global__ void __launch_bounds__(nn::kThreads, 8)
+__global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
   constexpr int kLoads = 4;
   const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
   const float* dy =
       params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
-  const void* zs = params.z;
-  const int z_type = params.z_type;
+  const float* zs = params.z + offset;
   float* dz = params.grad_z + offset;
   float acc = 0.0f;
   for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
@@ -1077,7 +1047,7 @@ __global__ void __launch_bounds__(nn::kThreads, 8)
     for (int j = 0; j < kLoads; ++j) {
       const int p = p0 + j * nn::kThreads;
       g[j] = p < params.plane ? dy[p] : 0.0f;
-      z[j] = p < params.plane ? nn::load_pre(zs, z_type, offset + p) : 0.0f;
+      z[j] = p < params.plane ? zs[p] : 0.0f;
     }
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {

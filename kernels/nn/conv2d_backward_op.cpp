@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kSource = "nn/conv2d_backward.cu";
 constexpr const char* kSiluBackwardKernel = "conv2d_silu_bias_backward";
+constexpr const char* kWgradReduceKernel = "conv2d_wgrad_reduce";
 constexpr const char* kBiasGradKernel = "conv2d_bias_grad";
 constexpr int kThreads = 256;
 // The weight gradient's splits hold whole multiples of this many items: 32, a multiple of both tiles'
@@ -78,7 +79,7 @@ KernelSpec backward_spec(const char* name, const char* description, const char* 
         const Conv2dShape s = conv2d_shape(p);
         std::vector<std::string> names = kernels(
             parse_conv_backward_variant(variant_name).value_or(choose_conv_backward_variant(s)), s);
-        names.insert(names.begin(), kSiluBackwardKernel);
+        names.insert(names.begin(), {kSiluBackwardKernel, kWgradReduceKernel});
         return CompileRequest{kSource, {}, names};
       }};
 }
@@ -116,12 +117,8 @@ std::string narrow_wgrad_instance_name(HalfType type, int tiles) {
          std::to_string(tiles) + ">";
 }
 
-// The weight-gradient GEMMs' grid x and y: tiles of 4096 / TM reduction rows r = (ci, ky, kx) by TM output
-// channels (grid z: the splits).
-std::pair<unsigned, unsigned> wgrad_tile_grid(const Conv2dShape& s) {
-  const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
-  const long long rows = (long long)s.c_in * s.kernel * s.kernel;
-  return {unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm)};
+unsigned blocks_of(long long elements) {
+  return unsigned((elements + kThreads - 1) / kThreads);
 }
 
 }  // namespace
@@ -203,7 +200,8 @@ CompileRequest conv2d_backward_module_request() {
   CompileRequest request{kSource,
                          {},
                          {kSiluBackwardKernel, conv_dgrad_kernel_name(ConvBackwardVariant::Direct, {}),
-                          conv_wgrad_kernel_name(ConvBackwardVariant::Direct, {}), kBiasGradKernel}};
+                          conv_wgrad_kernel_name(ConvBackwardVariant::Direct, {}), kWgradReduceKernel,
+                          kBiasGradKernel}};
   for (int k : kSpecialisedKernelSizes)
     for (int tile : kTiledChannelTiles)
       for (const char* gradient : {"dgrad", "wgrad"})
@@ -252,6 +250,7 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
     return (half_type(v) ? half_module_ : module_)->kernel(name);
   };
   silu_backward_ = module_->kernel(kSiluBackwardKernel);
+  weight_grad_reduce_ = module_->kernel(kWgradReduceKernel);
   if (input_grad) input_grad_kernel_ = gemm(*input_grad, conv_dgrad_kernel_name(*input_grad, s));
   if (weight_grad) {
     weight_grad_kernel_ = gemm(*weight_grad, conv_wgrad_kernel_name(*weight_grad, s));
@@ -265,9 +264,8 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
     else
       weight_ = backend.upload_vector(rearrange_for_input_grad(weight, s));
   }
-  const auto [tiles_x, tiles_y] = wgrad_tile_grid(s);
-  arrivals_ = backend.alloc_array<unsigned>(std::max<size_t>(size_t(s.c_out), size_t(tiles_x) * tiles_y));
-  backend.fill_bytes(arrivals_.get(), 0, arrivals_.bytes());  // each launch's last CTAs leave zeros
+  bias_arrivals_ = backend.alloc_array<unsigned>(size_t(s.c_out));
+  backend.fill_bytes(bias_arrivals_.get(), 0, bias_arrivals_.bytes());  // each launch's last CTAs leave zeros
 }
 
 ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
@@ -279,9 +277,8 @@ ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
 }
 
 void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out,
-                                     int64_t grad_out_batch_stride, const void* z,
-                                     std::optional<HalfType> z_half, float* grad_z, float* grad_bias,
-                                     float* workspace) const {
+                                     int64_t grad_out_batch_stride, const float* z, float* grad_z,
+                                     float* grad_bias, float* workspace) const {
   if (batch < 1 || plane < 1) return;
   if (bias_grad_workspace_floats(batch) > 0 && !workspace)
     throw UsageError("conv2d silu backward: the bias sums need a workspace of " +
@@ -289,8 +286,8 @@ void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dSiluBiasBackwardParams{
-                      grad_out, grad_out_batch_stride, z, pre_kernel_type(z_half), grad_z, grad_bias,
-                      bias_partial, arrivals_.as<unsigned>(), shape_.c_out, plane}));
+                      grad_out, grad_out_batch_stride, z, grad_z, grad_bias, bias_partial,
+                      bias_arrivals_.as<unsigned>(), shape_.c_out, plane}));
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
@@ -385,26 +382,31 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
     throw UsageError("conv2d_wgrad: the split reductions need a workspace of " +
                      std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
   if (*weight_grad_ == ConvBackwardVariant::Direct) {
-    backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
-                    kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr,
-                                                    nullptr, 0, n}));
+    backend_.launch(
+        weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
+        kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0, n}));
   } else {
     const int splits = weight_grad_splits(batch, h, w);
     const long long granules = (items + kSplitGranule - 1) / kSplitGranule;
     const int split_items = int((granules + splits - 1) / splits * kSplitGranule);
     float* partial = splits > 1 ? workspace : nullptr;
-    const auto [tiles_x, tiles_y] = wgrad_tile_grid(s);
-    LaunchConfig cfg{{tiles_x, tiles_y, unsigned(splits)}, {kThreads, 1, 1}};
+    const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
+    const long long rows = (long long)s.c_in * s.kernel * s.kernel;
+    LaunchConfig cfg{{unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm), unsigned(splits)},
+                     {kThreads, 1, 1}};
     if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
                     kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial,
-                                                    arrivals_.as<unsigned>(), split_items, n}));
+                                                    split_items, n}));
+    if (partial)  // the splits added in split order
+      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
+                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
   }
   if (!grad_bias) return;  // silu_backward() summed it
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial,
-                                                     arrivals_.as<unsigned>(), s.c_out, h_out * w_out}));
+                                                     bias_arrivals_.as<unsigned>(), s.c_out, h_out * w_out}));
 }
 
 }  // namespace lab

@@ -58,11 +58,9 @@ class Conv2dBackwardOp {
   // grad_z = grad_out * silu'(z) over the layer's output [batch, c_out, plane] (plane = ho * wo), and in the
   // same pass grad_bias [c_out] = its sum over images and pixels; `workspace` holds
   // bias_grad_workspace_floats(batch) floats (null allowed when that is 0). grad_out's image b starts at
-  // grad_out + b * grad_out_batch_stride (c_out * plane when dense), its channels dense; z and grad_z dense,
-  // z floats or 16-bit values of z_half (as Conv2dOp::run wrote it: PreView).
+  // grad_out + b * grad_out_batch_stride (c_out * plane when dense), its channels dense; z and grad_z dense.
   void silu_backward(int batch, int plane, const float* grad_out, int64_t grad_out_batch_stride,
-                     const void* z, std::optional<HalfType> z_half, float* grad_z, float* grad_bias,
-                     float* workspace) const;
+                     const float* z, float* grad_z, float* grad_bias, float* workspace) const;
   // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo]: written, or with `accumulate` added to what it
   // holds (a later gradient contribution, in place: bit for bit add_planes' sum). grad_in may have any batch
   // stride (a channel slice of a concatenation's gradient), its channels dense planes (else UsageError).
@@ -93,12 +91,10 @@ class Conv2dBackwardOp {
   Conv2dShape shape_;
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
   std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
-  Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, bias_grad_;
+  Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
   DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]; v3, v4: that in 16 bits
-  // The last-CTA arrival counts of the bias sums (per channel: Conv2dBiasGradParams) and of the weight
-  // gradient's split-K (per tile: Conv2dWgradParams); one op's launches run in stream order, each leaves
-  // zeros.
-  DeviceBuffer arrivals_;
+  // The bias sums' arrival count per channel (Conv2dBiasGradParams): one op's launches run in stream order.
+  DeviceBuffer bias_arrivals_;
 };
 
 }  // namespace lab

@@ -33,12 +33,17 @@ struct Conv2dWgradParams {
                         // 103 to 128 registers and ~1.6x the time on the H200)
   const float* grad_z;  // dz [B, C_out, Ho, Wo]
   float* grad_w;        // dW [C_out, C_in/groups, K, K]
-  float* partial;       // v2-v5 split-K: null, or [splits, C_out, C_in/groups*K*K], which each tile's last
-                        // split adds in index order into grad_w
-  unsigned* arrivals;   // with partial: a count per tile of the grid's x, y (v5: per channel), zeros before a
-                        // launch (and after it)
+  float* partial;       // v2-v5 split-K: null, or [splits, C_out, C_in/groups*K*K] (grad_w not written then)
   int split_items;      // v2-v5: reduction items (b, output pixel) per split, a multiple of 32
   Conv2dBackwardSizes size;
+};
+
+// conv2d_wgrad_reduce: grad_w = the splits of partial added in index order.
+struct Conv2dWgradReduceParams {
+  const float* partial;  // [splits, count]
+  float* grad_w;         // [count]
+  int splits;
+  long long count;
 };
 
 // conv2d_bias_grad: db[c] = sum over b and pixels of dz[b, c, :]. Above batch 1 each image's sum goes to
@@ -57,8 +62,7 @@ struct Conv2dBiasGradParams {
 struct Conv2dSiluBiasBackwardParams {
   const float* grad_out;            // dy [B, C_out, plane]: the gradient of the layer's output, image b at
   long long grad_out_batch_stride;  // grad_out + b * grad_out_batch_stride (dense: C_out * plane)
-  const void* z;                    // the forward's pre-activation conv(x) + bias, dense [B, C_out, plane],
-  int z_type;                       // as the forward wrote it: lab::kPreFloat, or LAB_F16 / LAB_BF16 (PreOut)
+  const float* z;                   // the forward's pre-activation conv(x) + bias, dense [B, C_out, plane]
   float* grad_z;                    // dz, dense as z
   float* grad_bias;       // [C_out]
   float* partial;         // null (batch 1), or [batch, C_out] per-image sums

@@ -70,8 +70,7 @@ class Conv2dBackwardInstance : public InstanceBase {
   const float* grad_z(const Conv2dBackwardOp& op, float* grad_bias) const {
     if (!shape_.silu) return grad_out_.as<const float>();
     op.silu_backward(batch_, ho_ * wo_, grad_out_.as<const float>(), int64_t(shape_.c_out) * ho_ * wo_,
-                     z_.as<const float>(), std::nullopt, grad_z_.as<float>(), grad_bias,
-                     bias_workspace_.as<float>());
+                     z_.as<const float>(), grad_z_.as<float>(), grad_bias, bias_workspace_.as<float>());
     return grad_z_.as<const float>();
   }
   void reserve_silu_workspace(const Conv2dBackwardOp& op) {

@@ -1,7 +1,7 @@
 // conv2d_mma: the dense (groups == 1) Conv2d of conv2d.cu on fp16 / bf16 tensor cores — variants v5_fp16
 // (DT = LAB_F16) and v6_bf16 (LAB_BF16). Same operation, layouts, epilogue (bias, SiLU, residual, the
-// optional pre-activation output pre, float or 16-bit) and split-K partials as conv2d_tiled (reduced by
-// conv2d_splitk_reduce of conv2d.cu); activations stay float32 in memory: the im2col values are rounded to DT as they are staged,
+// optional pre-activation output pre) and split-K partials as conv2d_tiled (reduced by conv2d_splitk_reduce
+// of conv2d.cu); activations stay float32 in memory: the im2col values are rounded to DT as they are staged,
 // the weights once on the host, and the products are mma.sync m16n8k16 with float accumulation.
 //
 // conv2d_mma<DT, K, TM>: implicit GEMM out[co][p] = sum_r W[co][r] X[r][p] over r = (ci, ky, kx).
@@ -276,8 +276,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
                const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
                const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
-               long long out_cs, void* pre, long long pre_bs, long long pre_cs, int pre_type, int c_in,
-               int c_out,
+               long long out_cs, float* pre, long long pre_bs, long long pre_cs, int c_in, int c_out,
                int h_in, int w_in, int h_out, int w_out, int stride, int silu, int batch, int split_rows,
                float* partial) {
   constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
@@ -348,7 +347,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     const int act_silu = partial ? 0 : silu;
     float* out_row = partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane_out
                              : out + b * out_bs + co * out_cs;
-    const nn::PreRow pre_row = nn::pre_row_of({partial ? nullptr : pre, pre_bs, pre_cs, pre_type}, b, co);
+    float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
     const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {

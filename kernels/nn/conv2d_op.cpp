@@ -251,7 +251,7 @@ size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
 }
 
 void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
-                   float* splitk_workspace, PreView pre) const {
+                   float* splitk_workspace, PlaneView pre) const {
   const Conv2dShape& s = shape_;
   int h_out = s.out_size(h_in), w_out = s.out_size(w_in), c_out = s.c_out, silu = s.silu ? 1 : 0;
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
@@ -295,13 +295,11 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
                   res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
                   pre_bs = pre.batch_stride, pre_cs = pre.channel_stride;
         int red_pad = weight_row_pad_, c_in = s.c_in, stride = s.stride;
-        float* out_p = out.data;
-        void* pre_p = pre.data;
-        int pre_type = epi.pre.type;
+        float *out_p = out.data, *pre_p = pre.data;
         backend.launch(kernel_, cfg,
                        kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
-                                   out_cs, pre_p, pre_bs, pre_cs, pre_type, c_in, c_out, h_in, w_in, h_out,
-                                   w_out, stride, silu, batch, split_rows, partial));
+                                   out_cs, pre_p, pre_bs, pre_cs, c_in, c_out, h_in, w_in, h_out, w_out,
+                                   stride, silu, batch, split_rows, partial));
       } else {
         backend.launch(kernel_, cfg,
                        kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,

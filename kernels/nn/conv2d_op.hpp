@@ -54,13 +54,12 @@ class Conv2dOp {
            std::optional<ConvVariant> force = std::nullopt);
 
   // out = act(conv(in) + bias) (+ residual when residual.data), and pre = conv(in) + bias when pre.data (the
-  // pre-activation the training forward keeps, from the same epilogue: floats, or rounded to 16 bits when
-  // pre.half, any variant); in [B, c_in, h_in, w_in], out, pre
+  // pre-activation the training forward keeps, from the same epilogue); in [B, c_in, h_in, w_in], out, pre
   // and residual [B, c_out, out_size(h_in), out_size(w_in)]. With `splitk_workspace`
   // (splitk_workspace_floats() floats) an implicit-GEMM conv whose output tiles cannot fill the GPU splits
   // its reduction over several CTAs.
   void run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual = {},
-           float* splitk_workspace = nullptr, PreView pre = {}) const;
+           float* splitk_workspace = nullptr, PlaneView pre = {}) const;
   // Reduction splits the op uses at this input size (1: none), and the workspace they need (0 when 1).
   int splitk_splits(int batch, int h_in, int w_in) const;
   size_t splitk_workspace_floats(int batch, int h_in, int w_in) const;

@@ -35,23 +35,12 @@ struct CopyPlanesParams {
   int plane;  // elements per channel plane
 };
 
-// A conv's pre-activation output z = acc + bias (the training forward keeps it for the SiLU backward, its one
-// reader): floats (type kPreFloat), or z rounded to nearest even to 16 bits of type LAB_F16 (0) / LAB_BF16 (1),
-// lab_mma.cuh's values: the 16-bit network's copy, half the bytes written and read back.
-constexpr int kPreFloat = -1;
-struct PreOut {
-  void* data;
-  long long batch_stride, channel_stride;  // in elements of the type
-  int type;
-};
-
 // The fused epilogue every conv kernel ends with: out = act(acc + bias[c]) (+ residual when residual.data),
 // and pre = acc + bias[c] (the pre-activation the training forward keeps) when pre.data.
 struct Conv2dEpilogue {
   const float* bias;  // [C_out]
   PlaneIn residual;
-  PlaneOut out;
-  PreOut pre;
+  PlaneOut out, pre;
 };
 
 struct Conv2dSizes {

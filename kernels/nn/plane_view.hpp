@@ -5,9 +5,7 @@
 // anchor range of [B, 4, A] / [B, nc, A] (data offset by the level's first anchor, channel stride A).
 #pragma once
 #include <cstdint>
-#include <optional>
 
-#include "kernels/common/half_type.hpp"
 #include "kernels/nn/nn_params.cuh"
 
 namespace lab {
@@ -51,31 +49,6 @@ inline PlaneIn kernel_view(ConstPlaneView v) {
 }
 inline PlaneOut kernel_view(PlaneView v) {
   return {v.data, v.batch_stride, v.channel_stride};
-}
-
-// Where a conv writes its pre-activation z (Conv2dOp::run) for the SiLU backward: floats (half nullopt), or
-// z rounded to the 16-bit type `half` (the 16-bit training forward's copy); strides in elements.
-struct PreView {
-  void* data = nullptr;
-  int64_t batch_stride = 0;
-  int64_t channel_stride = 0;
-  std::optional<HalfType> half;
-
-  PreView() = default;
-  PreView(void* d, int64_t batch, int64_t channel, std::optional<HalfType> type)
-      : data(d), batch_stride(batch), channel_stride(channel), half(type) {}
-  PreView(const PlaneView& v)  // NOLINT: a float view is a float pre-activation
-      : data(v.data), batch_stride(v.batch_stride), channel_stride(v.channel_stride) {}
-};
-
-// The kernels' code for a pre-activation's element type (PreOut::type): kPreFloat, LAB_F16 (0), LAB_BF16 (1).
-inline int pre_kernel_type(std::optional<HalfType> half) {
-  if (!half) return kPreFloat;
-  return *half == HalfType::f16 ? 0 : 1;
-}
-
-inline PreOut kernel_view(const PreView& v) {
-  return {v.data, v.batch_stride, v.channel_stride, pre_kernel_type(v.half)};
 }
 
 }  // namespace lab

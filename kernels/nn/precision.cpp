@@ -1,4 +1,4 @@
-// Precision names and 16-bit types.
+// Precision names.
 #include "kernels/nn/precision.hpp"
 
 namespace lab {
@@ -11,12 +11,6 @@ std::string precision_name(Precision p) {
 std::optional<Precision> parse_precision(const std::string& name) {
   for (Precision p : kPrecisions)
     if (precision_name(p) == name) return p;
-  return std::nullopt;
-}
-
-std::optional<HalfType> half_type_of(Precision p) {
-  if (p == Precision::Fp16) return HalfType::f16;
-  if (p == Precision::Bf16) return HalfType::bf16;
   return std::nullopt;
 }
 

@@ -8,8 +8,6 @@
 #include <optional>
 #include <string>
 
-#include "kernels/common/half_type.hpp"
-
 namespace lab {
 
 enum class Precision { Fp32, Tf32, Fp16, Bf16 };
@@ -17,8 +15,6 @@ enum class Precision { Fp32, Tf32, Fp16, Bf16 };
 std::string precision_name(Precision p);  // "fp32", "tf32", "fp16", "bf16"
 // The precision named `name`; nullopt for any other name.
 std::optional<Precision> parse_precision(const std::string& name);
-// The 16-bit type of Fp16 / Bf16's products; nothing for Fp32 and Tf32.
-std::optional<HalfType> half_type_of(Precision p);
 inline constexpr const char* kPrecisionNames = "fp32, tf32, fp16, bf16";
 inline constexpr Precision kPrecisions[] = {Precision::Fp32, Precision::Tf32, Precision::Fp16,
                                             Precision::Bf16};

@@ -9,6 +9,6 @@
 __global__ void __launch_bounds__(nn::kThreads) silu_residual(const lab::SiluResidualParams p) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= p.count) return;
-  nn::store_output(p.z[i], 0.0f, p.silu, p.residual ? p.residual + i : nullptr, 0, 0,
-                   lab::PreOut{nullptr, 0, 0, lab::kPreFloat}, p.y + i, 0, 0, 0, 0, 0);
+  nn::store_output(p.z[i], 0.0f, p.silu, p.residual ? p.residual + i : nullptr, 0, 0, nullptr, 0, 0, p.y + i,
+                   0, 0, 0, 0, 0);
 }

@@ -346,25 +346,20 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const TapeTensor y = make(batch, spec.c_out, spec.out_size(h), spec.out_size(w));
   // One launch: y = act(z) (+ residual) and, with SiLU, z = conv(x) + b itself (the pre-activation the SiLU
   // backward needs), both from the conv's epilogue.
-  if (spec.silu) {
-    c.pre_half = half_type_of(precision);
-    c.pre = backend_.alloc(y.count() * (c.pre_half ? sizeof(uint16_t) : sizeof(float)));
-    allow_grad_view(y);  // the SiLU backward reads dy strided; without, the GEMMs read it dense
-  }
+  const TapeTensor z = spec.silu ? make(batch, spec.c_out, y.height, y.width, false) : y;
+  if (spec.silu) allow_grad_view(y);  // the SiLU backward reads dy strided; without, the GEMMs read it dense
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
   if (residual) residuals_.push_back({int(backwards_.size()), x, y, res});
   record(
       {x, res},
-      [this, conv, x, y, res, silu] {
-        const int64_t plane = y.plane();
-        conv->forward->run(
-            x.batch, x.height, x.width, view(x), view(y),
-            res.id >= 0 ? ConstPlaneView(view(res)) : ConstPlaneView{}, splitk_workspace_.as<float>(),
-            silu ? PreView(conv->pre.get(), y.channels * plane, plane, conv->pre_half) : PreView{});
+      [this, conv, x, y, z, res, silu] {
+        conv->forward->run(x.batch, x.height, x.width, view(x), view(y),
+                           res.id >= 0 ? ConstPlaneView(view(res)) : ConstPlaneView{},
+                           splitk_workspace_.as<float>(), silu ? view(z) : PlaneView{});
       },
-      [this, conv, x, y, res, silu] {
+      [this, conv, x, y, z, res, silu] {
         if (!has_grad(y)) return;
         const PlaneView dy = grad_view(y);  // dense unless aliased (then with SiLU)
         if (res.id >= 0 && nodes_[size_t(res.id)].alias_of == y.id)
@@ -376,9 +371,8 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
           // dz and, in the same pass, the bias gradient (its per-image sums in their own scratch).
           const Conv2dBackwardOp& back = *conv->backward;
           float* dz_silu = scratch(y.count());
-          back.silu_backward(y.batch, int(y.plane()), dy.data, dy.batch_stride, conv->pre.get(),
-                             conv->pre_half, dz_silu, conv->d_bias.as<float>(),
-                             scratch(back.bias_grad_workspace_floats(y.batch)));
+          back.silu_backward(y.batch, int(y.plane()), dy.data, dy.batch_stride, data(z), dz_silu,
+                             conv->d_bias.as<float>(), scratch(back.bias_grad_workspace_floats(y.batch)));
           dz = dz_silu;
         }
         conv_backward(*conv, x, dz, silu);

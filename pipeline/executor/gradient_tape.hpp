@@ -108,10 +108,6 @@ struct TapeConv {
   std::unique_ptr<Conv2dBackwardOp> backward;
   std::unique_ptr<Conv2dOp> input_grad;  // null: backward computes the input gradient (or none is needed)
   DeviceBuffer d_weight, d_bias;
-  // With SiLU: the pre-activation z = conv(x) + b the forward keeps for the SiLU backward, floats, or rounded
-  // to pre_half when the conv multiplies in 16 bits (nothing else reads it: half the bytes written and read).
-  DeviceBuffer pre;
-  std::optional<HalfType> pre_half;
 
   // Where the fold writes the conv's weights for the input gradient, in the original (o, i, t) order; data
   // null when no input gradient is computed.
