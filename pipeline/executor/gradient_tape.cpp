@@ -384,9 +384,18 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
                                  bool bias_summed) {
   const Conv2dBackwardOp& back = *conv.backward;
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
+  // The weight gradient and the input gradient only read dz (and x's value): each on a lane of its own, so
+  // their kernels share the GPU (a 1x1 weight gradient is a few hundred CTAs, less than a wave, while the
+  // input gradient's fill it); joined before this record's scratch is reused.
+  const bool input_grad = needs_grad(x);
+  if (input_grad) {
+    backend_.fork_lanes(2);
+    backend_.use_lane(1);
+  }
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
-  if (!needs_grad(x)) return;
+  if (!input_grad) return;
+  backend_.use_lane(0);
   if (conv.input_grad) {
     // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,
     // read and written in place by the same thread: dx + conv(dz) in one pass, bit for bit add_planes' sum.
@@ -400,6 +409,7 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
     const auto [dx, write] = grad_target(x);
     back.input_grad(x.batch, x.height, x.width, dz, dx, write == GradientWrite::Accumulate);
   }
+  backend_.join_lanes();
 }
 
 ConvWeightLayout TapeConv::input_grad_weight_layout() const {
