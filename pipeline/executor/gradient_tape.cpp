@@ -375,27 +375,53 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
                              conv->d_bias.as<float>(), scratch(back.bias_grad_workspace_floats(y.batch)));
           dz = dz_silu;
         }
-        conv_backward(*conv, x, dz, silu);
+        conv_backward(*conv, x, dz, silu, silu);
       });
   return y;
 }
 
-void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz,
-                                 bool bias_summed) {
+void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed,
+                                 bool dz_in_scratch) {
   const Conv2dBackwardOp& back = *conv.backward;
-  float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-  // The weight gradient and the input gradient only read dz (and x's value): each on a lane of its own, so
-  // their kernels share the GPU (a 1x1 weight gradient is a few hundred CTAs, less than a wave, while the
-  // input gradient's fill it); joined before this record's scratch is reused.
+  // The weight gradient only reads dz and x's value (which no backward record writes) and writes its own
+  // gradients: on lane 1, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a wave)
+  // share the GPU with the input gradient's and, when dz is this record's scratch, with the records after it.
+  // Its scratch is then held (at most kMaxHeldScratchBytes of it) until the lanes join.
+  constexpr size_t kMaxHeldScratchBytes = size_t(1) << 30;
   const bool input_grad = needs_grad(x);
-  if (input_grad) {
+  if (dz_in_scratch && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
+  float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
+  const bool lanes = input_grad || dz_in_scratch;
+  if (lanes) {
     backend_.fork_lanes(2);
     backend_.use_lane(1);
+    weight_lane_open_ = true;
   }
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
-  if (!input_grad) return;
-  backend_.use_lane(0);
+  if (lanes) backend_.use_lane(0);
+  if (dz_in_scratch) {
+    for (ScratchBuffer& s : scratch_)
+      if (s.busy && !s.held && (s.buffer.get() == dz || s.buffer.get() == workspace)) {
+        s.held = true;
+        held_bytes_ += s.buffer.bytes();
+      }
+  }
+  if (input_grad) input_gradient(conv, x, dz);
+  if (!dz_in_scratch) join_weight_lane();
+}
+
+void GradientTape::join_weight_lane() {
+  if (!weight_lane_open_) return;
+  backend_.join_lanes();
+  weight_lane_open_ = false;
+  for (ScratchBuffer& s : scratch_)
+    if (s.held) s.held = s.busy = false;
+  held_bytes_ = 0;
+}
+
+void GradientTape::input_gradient(const TapeConv& conv, const TapeTensor& x, const float* dz) {
+  const Conv2dBackwardOp& back = *conv.backward;
   if (conv.input_grad) {
     // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,
     // read and written in place by the same thread: dx + conv(dz) in one pass, bit for bit add_planes' sum.
@@ -409,7 +435,6 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
     const auto [dx, write] = grad_target(x);
     back.input_grad(x.batch, x.height, x.width, dz, dx, write == GradientWrite::Accumulate);
   }
-  backend_.join_lanes();
 }
 
 ConvWeightLayout TapeConv::input_grad_weight_layout() const {
@@ -613,8 +638,10 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
                s.tensor.channels);
     for (size_t i = backwards_.size(); i-- > 0;) {
       backwards_[i]();
-      for (ScratchBuffer& s : scratch_) s.busy = false;  // reused behind this record's launches
+      for (ScratchBuffer& s : scratch_)
+        if (!s.held) s.busy = false;  // reused behind this record's launches
     }
+    join_weight_lane();
   });
 }
 

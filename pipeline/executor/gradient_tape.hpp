@@ -224,8 +224,16 @@ class GradientTape {
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
   // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
-  // alone when bias_summed: the SiLU backward wrote it), x's gradient.
-  void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed = false);
+  // alone when bias_summed: the SiLU backward wrote it), x's gradient. The weight gradient runs on lane 1
+  // beside the input gradient on the main lane; with dz_in_scratch (dz a scratch of this record, which
+  // nothing else writes) it may keep running past the record, its scratch held until the lanes join
+  // (join_weight_lane), else they join at the record's end.
+  void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed = false,
+                     bool dz_in_scratch = false);
+  // The main lane waits for the weight gradients still running on lane 1; their scratch returns to the pool.
+  void join_weight_lane();
+  // x's gradient from dz (conv_backward's input-gradient half), on the current lane.
+  void input_gradient(const TapeConv& conv, const TapeTensor& x, const float* dz);
   // Where a contribution to all of t's gradient goes, and how: the first of a backward overwrites.
   std::pair<PlaneView, GradientWrite> grad_target(const TapeTensor& t);
   // t's gradient channels [first, first + src channels) += src ([batch, channels, plane] view).
@@ -272,8 +280,11 @@ class GradientTape {
   struct ScratchBuffer {
     DeviceBuffer buffer;
     bool busy = false;
+    bool held = false;  // read by a weight gradient still running on lane 1: busy until the lanes join
   };
   std::vector<ScratchBuffer> scratch_;
+  bool weight_lane_open_ = false;  // lane 1 was forked and not joined since
+  size_t held_bytes_ = 0;          // of the held scratch
   std::vector<std::unique_ptr<TapeConv>> convs_;
   // Split-K partial sums, shared by the convs' forwards (stream order): the largest any of them needs, made
   // by the first forward.
