@@ -16,6 +16,7 @@
 #include "pipeline/reference/ref_ops.hpp"
 #include "pipeline/reference/ref_traces.hpp"
 #include "tests/counting_backend.hpp"
+#include "tests/delayed_lanes_backend.hpp"
 #include "tests/network_test_support.hpp"
 #include "tests/test_helpers.hpp"
 #include "tests/test_model_synthetic.hpp"
@@ -225,4 +226,41 @@ TEST_CASE("one training pass of yolo26n copies no concat part it can place or al
   // copy_planes: only C2PSA's first half into its concat (cv1's output cannot be placed: the concat's other
   // half is the attention's); 60 without the placements (and before that each of the 18 slices copied too).
   CHECK(backend.launches[kCopyPlanesKernel] == 1);
+}
+
+// The weight gradients run on lane 1 beside the input gradients and the records after them (conv_backward):
+// through a backend that runs lane 1's launches only when the lanes join, one training pass of yolo26n gives
+// the plain backend's loss and gradients bit for bit (nothing on the main lane overwrote a dz, workspace or x
+// a pending weight gradient read); every weight- and bias-gradient launch went to lane 1 and nothing else
+// did, some weight gradients stayed pending past their record (fewer joins than forks), and none is left
+// pending after the pass.
+TEST_CASE("one training pass of yolo26n gives the same gradients with the weight gradients' lane delayed",
+          "[gradient_tape]") {
+  auto cpu = make_backend("cpu", test::embedded_context());
+  const Yolo26Model model = test::synthetic_trainable_yolo26n();
+  const int size = 64;
+  const std::vector<float> image = random_uniform(size_t(3) * size * size, 0.0f, 1.0f, 71);
+  const std::vector<std::vector<loss::GtBox>> boxes = {{{0, 4, 6, 40, 50}, {1, 30, 20, 60, 44}}};
+  TrainingPass plain(*cpu, model, 1, size, size);
+  const double plain_loss = plain.run(image, boxes, loss::LossConfig{}).total;
+  test::DelayedLanesBackend delayed(*cpu);
+  TrainingPass lanes(delayed, model, 1, size, size);
+  const double lanes_loss = lanes.run(image, boxes, loss::LossConfig{}).total;
+  CHECK(delayed.pending() == 0);
+  CHECK(lanes_loss == plain_loss);
+  const reference::ConvGradients want = plain.tape().conv_gradients(), got = lanes.tape().conv_gradients();
+  REQUIRE(got.size() == want.size());
+  size_t differing = 0;
+  for (const auto& [name, g] : want) {
+    const reference::ConvGradient& h = got.at(name);
+    differing += (h.weight != g.weight) + (h.bias != g.bias);
+  }
+  CHECK(differing == 0);
+  for (const auto& [kernel, lanes_used] : delayed.lanes_of) {
+    INFO(kernel);
+    const bool weight_side = kernel.rfind("conv2d_wgrad", 0) == 0 || kernel == "conv2d_bias_grad";
+    CHECK(lanes_used == (weight_side ? std::set<int>{1} : std::set<int>{0}));
+  }
+  CHECK(delayed.joins > 0);
+  CHECK(delayed.joins < delayed.forks);
 }
