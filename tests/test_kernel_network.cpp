@@ -13,8 +13,10 @@
 #include "kernels/common/half_type.hpp"
 #include "kernels/compare.hpp"
 #include "tests/counting_backend.hpp"
+#include "tests/delayed_lanes_backend.hpp"
 #include "tests/network_compare.hpp"
 #include "tests/network_test_support.hpp"
+#include "pipeline/executor/activation_layout.hpp"
 #include "pipeline/executor/network_ops.hpp"
 #include "pipeline/network.hpp"
 #include "nvrtc_runtime/runtime_context.hpp"
@@ -168,4 +170,27 @@ TEST_CASE("a kernel network's first forward compiles every module it needs ahead
   network->forward(input.data(), 1, 64, 96);
   CHECK(backend.compile_misses == 0);
   CHECK(std::distance(std::filesystem::directory_iterator(cache.path), {}) > 0);  // something was compiled
+}
+
+// The inference plans run the head's levels on lanes (shape_plan, nhwc_plan): through a backend that runs the
+// lanes' launches only when they join (the latest order streams allow), both layouts give the plain backend's
+// detections bit for bit, with launches on side lanes and nothing left pending.
+TEST_CASE("a kernel network gives the same detections with its lanes' launches delayed to the join",
+          "[network]") {
+  LAB_SHARED_YOLO26N_OR_RETURN(model);
+  auto cpu = make_backend("cpu", test::embedded_context());
+  const std::vector<float> input = random_uniform(size_t(2) * 3 * 64 * 96, 0.0f, 1.0f, 12);
+  for (LayoutChoice layout : {LayoutChoice::Nchw, LayoutChoice::Nhwc}) {
+    INFO(layout_name(layout == LayoutChoice::Nchw ? ActivationLayout::Nchw : ActivationLayout::Nhwc));
+    const auto plain = make_kernel_network(*model, *cpu, Precision::Fp32, layout);
+    plain->forward(input.data(), 2, 64, 96);
+    test::DelayedLanesBackend delayed(*cpu);
+    const auto lanes = make_kernel_network(*model, delayed, Precision::Fp32, layout);
+    lanes->forward(input.data(), 2, 64, 96);
+    CHECK(delayed.pending() == 0);
+    CHECK(delayed.forks > 0);
+    CHECK(std::any_of(delayed.lanes_of.begin(), delayed.lanes_of.end(),
+                      [](const auto& kernel_lanes) { return *kernel_lanes.second.rbegin() > 0; }));
+    CHECK(lanes->detections() == plain->detections());
+  }
 }
