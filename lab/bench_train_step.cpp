@@ -57,7 +57,9 @@ struct IterationTimes {
 };
 
 // Warm-up iterations (the first compiles and allocates), then whole iterations, then as many with
-// accumulate() and step() timed apart.
+// accumulate() and step() timed apart. A whole iteration stages the next batch's images (the same bytes
+// again) after its accumulate(), as lab train does, so its copy runs beside the backward and the step;
+// accumulate() timed apart takes its batch unstaged (its upload included).
 IterationTimes time_iterations(Backend& backend, const Yolo26Model& model, const TrainStepBenchOptions& o,
                                int imgsz, const train::TrainBatch& batch, int warmup, int iters) {
   train::DeviceTrainEngine engine(backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
@@ -65,12 +67,14 @@ IterationTimes time_iterations(Backend& backend, const Yolo26Model& model, const
   const train::StepHyper hyper = timed_hyper();
   for (int i = 0; i < std::max(warmup, 1); ++i) {
     engine.accumulate(batch, config);
+    engine.stage(batch);
     engine.step(hyper);
   }
   IterationTimes t;
   for (int i = 0; i < iters; ++i)
     t.iteration.push_back(backend.time_ms([&] {
       t.loss = engine.accumulate(batch, config).total;
+      if (i + 1 < iters) engine.stage(batch);
       engine.step(hyper);
     }));
   for (int i = 0; i < iters; ++i) {

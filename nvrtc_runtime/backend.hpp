@@ -141,8 +141,9 @@ class Backend {
   // Host memory to stage transfers in (host_buffer.hpp): page-locked where copies are DMA (cuda); the default
   // is ordinary memory.
   virtual HostBuffer alloc_host(size_t bytes) { return HostBuffer::pageable(bytes); }
-  // upload() that may return before the copy is done (cuda, from alloc_host memory): the copy is ordered
-  // before the launches and transfers that follow, and `host_src` must stay unchanged until synchronize().
+  // upload() that may return before the copy is done (cuda, from alloc_host memory), on the current lane: the
+  // copy is ordered before the launches and transfers that follow there, and `host_src` must stay unchanged
+  // until that lane's work is done (synchronize(), or a join and then synchronize()).
   virtual void upload_async(void* device_dst, const void* host_src, size_t bytes) {
     upload(device_dst, host_src, bytes);
   }
@@ -178,11 +179,16 @@ class Backend {
 
   // Lanes: independent chains of launches that may run at the same time (on cuda, streams forked from the
   // main stream and joined back, which a graph capture records as parallel branches; elsewhere they run in
-  // order). fork_lanes(n): lanes 1..n-1 start after everything launched so far; use_lane(i): the following
-  // launches go to lane i (0 = the main stream); join_lanes(): the main stream waits for every lane and
-  // becomes current again.
+  // order). fork_lane(i), i >= 1: lane i's following launches start after everything launched so far on the
+  // main stream (forking an open lane again adds that wait); fork_lanes(n): lanes 1..n-1 so; use_lane(i): the
+  // following launches and fills go to lane i (0 = the main stream); join_lane(i): the main stream waits for
+  // everything launched so far on lane i, which closes (and the main stream becomes current if lane i was);
+  // join_lanes(): every open lane joined, the main stream current again. upload() and download() stay on the
+  // main stream (upload_async() goes to the current lane).
+  virtual void fork_lane(int /*lane*/) {}
   virtual void fork_lanes(int /*count*/) {}
   virtual void use_lane(int /*lane*/) {}
+  virtual void join_lane(int /*lane*/) {}
   virtual void join_lanes() {}
   // The CUDA stream (cudaStream_t) the following launches go to, i.e. the current lane's, for a library that
   // enqueues its own work in order with the backend's (NCCL, pipeline/distributed); nullptr on backends

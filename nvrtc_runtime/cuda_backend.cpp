@@ -185,13 +185,14 @@ class CudaBackend : public Backend {
     return HostBuffer(p, bytes, [](void* ptr) noexcept { cudaFreeHost(ptr); });
   }
   void upload_async(void* dst, const void* src, size_t bytes) override {
-    profiled(kCopyToDevice, 0, stream_, [&] {
-      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync host->device");
+    profiled(kCopyToDevice, 0, current_, [&] {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, current_),
+            "cudaMemcpyAsync host->device");
     });
   }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
-    profiled(kFill, 0, stream_,
-             [&] { check(cudaMemsetAsync(dst, value, bytes, stream_), "cudaMemset" + after_last()); });
+    profiled(kFill, 0, current_,
+             [&] { check(cudaMemsetAsync(dst, value, bytes, current_), "cudaMemset" + after_last()); });
   }
   TensorMap tensor_map(const TensorMapDesc& desc) override { return cuda_tensor_map(desc); }
 
@@ -279,29 +280,38 @@ class CudaBackend : public Backend {
     return std::make_unique<CudaLaunchGraph>(graph, stream_);
   }
 
-  void fork_lanes(int count) override {
-    while (int(lanes_.size()) < count - 1) {
-      Lane lane;
-      check(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking), "cudaStreamCreate (lane)");
-      check(cudaEventCreateWithFlags(&lane.done, cudaEventDisableTiming), "cudaEventCreate (lane)");
-      lanes_.push_back(lane);
+  void fork_lane(int lane) override {
+    if (lane < 1) throw RuntimeError("lane " + std::to_string(lane) + " cannot be forked");
+    while (int(lanes_.size()) < lane) {
+      Lane fresh;
+      check(cudaStreamCreateWithFlags(&fresh.stream, cudaStreamNonBlocking), "cudaStreamCreate (lane)");
+      check(cudaEventCreateWithFlags(&fresh.done, cudaEventDisableTiming), "cudaEventCreate (lane)");
+      lanes_.push_back(fresh);
     }
     if (!fork_) check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate (fork)");
     check(cudaEventRecord(fork_, stream_), "cudaEventRecord (fork)");
-    for (int i = 0; i + 1 < count; ++i)
-      check(cudaStreamWaitEvent(lanes_[size_t(i)].stream, fork_, 0), "cudaStreamWaitEvent (fork)");
-    forked_ = count - 1;
+    Lane& l = lanes_[size_t(lane - 1)];
+    check(cudaStreamWaitEvent(l.stream, fork_, 0), "cudaStreamWaitEvent (fork)");
+    l.open = true;
+  }
+  void fork_lanes(int count) override {
+    for (int i = 1; i < count; ++i) fork_lane(i);
   }
   void use_lane(int lane) override {
-    if (lane < 0 || lane > forked_) throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
+    if (lane != 0 && (lane < 0 || lane > int(lanes_.size()) || !lanes_[size_t(lane - 1)].open))
+      throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
     current_ = lane == 0 ? stream_ : lanes_[size_t(lane - 1)].stream;
   }
+  void join_lane(int lane) override {
+    if (lane < 1 || lane > int(lanes_.size()) || !lanes_[size_t(lane - 1)].open) return;
+    Lane& l = lanes_[size_t(lane - 1)];
+    check(cudaEventRecord(l.done, l.stream), "cudaEventRecord (join)");
+    check(cudaStreamWaitEvent(stream_, l.done, 0), "cudaStreamWaitEvent (join)");
+    l.open = false;
+    if (current_ == l.stream) current_ = stream_;
+  }
   void join_lanes() override {
-    for (int i = 0; i < forked_; ++i) {
-      check(cudaEventRecord(lanes_[size_t(i)].done, lanes_[size_t(i)].stream), "cudaEventRecord (join)");
-      check(cudaStreamWaitEvent(stream_, lanes_[size_t(i)].done, 0), "cudaStreamWaitEvent (join)");
-    }
-    forked_ = 0;
+    for (int i = 1; i <= int(lanes_.size()); ++i) join_lane(i);
     current_ = stream_;
   }
 
@@ -354,12 +364,12 @@ class CudaBackend : public Backend {
   struct Lane {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;
+    bool open = false;  // forked and not joined since
   };
   cudaStream_t stream_ = nullptr;
   cudaStream_t current_ = nullptr;  // where launches go: stream_ or a forked lane
   std::vector<Lane> lanes_;
   cudaEvent_t fork_ = nullptr;
-  int forked_ = 0;
   bool programmatic_;  // Programmatic Dependent Launch: sm_90+ and not switched off
   bool arch_specific_;  // sm_90a code runs: a compute capability 9.0 device (cuda_compiler.cpp's rule)
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

@@ -59,8 +59,10 @@ class CountingBackend : public Backend {
   }
   void start_launch_profile() override { inner_.start_launch_profile(); }
   std::vector<LaunchSample> stop_launch_profile() override { return inner_.stop_launch_profile(); }
+  void fork_lane(int lane) override { inner_.fork_lane(lane); }
   void fork_lanes(int count) override { inner_.fork_lanes(count); }
   void use_lane(int lane) override { inner_.use_lane(lane); }
+  void join_lane(int lane) override { inner_.join_lane(lane); }
   void join_lanes() override { inner_.join_lanes(); }
   void precompile(const std::vector<CompileRequest>& requests) override { inner_.precompile(requests); }
 

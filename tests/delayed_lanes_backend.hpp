@@ -1,9 +1,14 @@
-// DelayedLanesBackend: a CountingBackend that runs the launches of lanes 1.. (Backend::fork_lanes) as late as
-// CUDA streams may: queued with copies of their arguments and run, in order, only when the lanes join (or the
-// host synchronizes), while the main lane's work runs at once. A pass that gives the same bits through it as
-// through the plain backend reads and writes nothing from the main lane that a side lane's pending launches
-// still need. It also records the lanes each kernel ran on and counts forks and joins.
+// DelayedLanesBackend: a CountingBackend that runs the launches, fills and uploads of lanes 1..
+// (Backend::fork_lane) later than issued, as CUDA streams may: queued per lane with copies of their
+// arguments, while the main lane's work runs at once. Schedule::Latest runs a lane's queue, in order, only
+// when the lane joins (or the host synchronizes): a pass that gives the plain backend's bits through it reads
+// and writes nothing from the main lane that a side lane's pending work still needs. Schedule::Interleaved
+// also runs the oldest pending launch of each side lane before each main-lane launch, so the lanes' work
+// alternates: a pass that gives the same bits then also has no main-lane launch overwrite what a side lane
+// wrote and reads later (a shared scratch buffer). It records the lanes each kernel ran on and counts forks
+// and joins.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -17,50 +22,98 @@ namespace lab::test {
 
 class DelayedLanesBackend : public CountingBackend {
  public:
-  using CountingBackend::CountingBackend;
+  enum class Schedule { Latest, Interleaved };
+  explicit DelayedLanesBackend(Backend& inner, Schedule schedule = Schedule::Latest)
+      : CountingBackend(inner), schedule_(schedule) {}
   std::map<std::string, std::set<int>> lanes_of;  // by Kernel::name_expression
-  size_t forks = 0, joins = 0;
-  size_t pending() const { return queued_.size(); }
+  size_t forks = 0, joins = 0, side_lane_uploads = 0;
+  size_t pending() const {
+    size_t n = 0;
+    for (const auto& [lane, work] : queued_) n += work.size();
+    return n;
+  }
 
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
     lanes_of[kernel.name_expression].insert(lane_);
-    if (lane_ == 0) return CountingBackend::launch(kernel, config, args);
+    if (lane_ == 0) {
+      step_side_lanes();
+      return CountingBackend::launch(kernel, config, args);
+    }
     std::vector<std::vector<char>> bytes;  // the arguments copied: the caller's go out of scope
     for (size_t i = 0; i < args.pointers.size(); ++i) {
       const char* p = static_cast<const char*>(args.pointers[i]);
       bytes.emplace_back(p, p + args.sizes[i]);
     }
-    queued_.push_back([this, kernel, config, bytes = std::move(bytes), args]() mutable {
+    queued_[lane_].push_back([this, kernel, config, bytes = std::move(bytes), args]() mutable {
       KernelArgs copy = args;
       for (size_t i = 0; i < bytes.size(); ++i) copy.pointers[i] = bytes[i].data();
       CountingBackend::launch(kernel, config, copy);
     });
   }
-  void fork_lanes(int count) override {
+  void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
+    if (lane_ == 0) {
+      step_side_lanes();
+      return CountingBackend::fill_bytes(dst, value, bytes);
+    }
+    queued_[lane_].push_back([this, dst, value, bytes] { CountingBackend::fill_bytes(dst, value, bytes); });
+  }
+  void upload_async(void* dst, const void* src, size_t bytes) override {
+    if (lane_ == 0) {
+      step_side_lanes();
+      return CountingBackend::upload_async(dst, src, bytes);
+    }
+    ++side_lane_uploads;
+    queued_[lane_].push_back([this, dst, src, bytes] { CountingBackend::upload_async(dst, src, bytes); });
+  }
+  void fork_lane(int lane) override {
+    if (lane < 1) throw RuntimeError("lane " + std::to_string(lane) + " cannot be forked");
     ++forks;
-    open_ = count - 1;
+    open_.insert(lane);
+  }
+  void fork_lanes(int count) override {
+    for (int i = 1; i < count; ++i) fork_lane(i);
   }
   void use_lane(int lane) override {
-    if (lane < 0 || lane > open_) throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
+    if (lane != 0 && !open_.count(lane))
+      throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
     lane_ = lane;
   }
-  void join_lanes() override {
+  void join_lane(int lane) override {
+    if (!open_.count(lane)) return;
     ++joins;
-    run_queued();
-    open_ = lane_ = 0;
+    run_queued(lane);
+    open_.erase(lane);
+    if (lane_ == lane) lane_ = 0;
+  }
+  void join_lanes() override {
+    while (!open_.empty()) join_lane(*open_.begin());
+    lane_ = 0;
   }
   void synchronize() override {
-    run_queued();
+    for (auto& [lane, work] : queued_) run_queued(lane);
     CountingBackend::synchronize();
   }
 
  private:
-  void run_queued() {
-    for (auto& work : queued_) work();
-    queued_.clear();
+  // Interleaved: each side lane's oldest pending work.
+  void step_side_lanes() {
+    if (schedule_ != Schedule::Interleaved) return;
+    for (auto& [lane, work] : queued_)
+      if (!work.empty()) {
+        std::function<void()> first = std::move(work.front());
+        work.erase(work.begin());
+        first();
+      }
   }
-  std::vector<std::function<void()>> queued_;
-  int open_ = 0, lane_ = 0;
+  void run_queued(int lane) {
+    std::vector<std::function<void()>> work = std::move(queued_[lane]);
+    queued_[lane].clear();
+    for (auto& w : work) w();
+  }
+  std::map<int, std::vector<std::function<void()>>> queued_;
+  std::set<int> open_;
+  int lane_ = 0;
+  Schedule schedule_;
 };
 
 }  // namespace lab::test

@@ -20,6 +20,7 @@
 #include "pipeline/train/device_train_engine.hpp"
 #include "pipeline/train/host_train_engine.hpp"
 #include "tests/counting_backend.hpp"
+#include "tests/delayed_lanes_backend.hpp"
 #include "tests/network_test_support.hpp"
 #include "tests/test_helpers.hpp"
 #include "tests/test_model_synthetic.hpp"
@@ -367,7 +368,9 @@ void check_against_host_engine(Backend& backend, const std::string& optimizer,
 
 // A batch given as bytes (what the loader hands over: uploaded as bytes, converted on the device) trains
 // exactly as the same batch given as its float planes: the same loss and gradients bit for bit; a batch with
-// neither or both, or of the wrong size, is a one-line error.
+// neither or both, or of the wrong size, is a one-line error. A batch staged (stage(): copied on the copy
+// lane beside the previous iteration) trains as it does unstaged, through a backend that runs that copy only
+// when its lane joins (the latest a stream may): the accumulate() that takes it waits for the copy.
 void check_pixel_batch(Backend& backend) {
   const Yolo26Model model = trainable_model(BatchNormMode::Frozen);
   train::TrainBatch bytes = make_batch(2, 31);
@@ -383,6 +386,20 @@ void check_pixel_batch(Backend& backend) {
   const std::vector<ParameterGradient> a = from_bytes.gradients(), b = from_floats.gradients();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].values == b[i].values);
+
+  train::TrainBatch second = bytes;
+  const std::vector<uint8_t> second_pixels = random_bytes(bytes.pixels.size(), 33);
+  second.pixels.assign(second_pixels.begin(), second_pixels.end());
+  test::DelayedLanesBackend delayed(backend);
+  DeviceTrainEngine staging(delayed, model, "SGD", 2, kSize, kSize);
+  staging.accumulate(bytes, {});
+  staging.stage(second);
+  const double staged_loss = staging.accumulate(second, {}).total;
+  CHECK(delayed.side_lane_uploads == 1);
+  CHECK(staged_loss == from_bytes.accumulate(second, {}).total);  // gradients of both batches, as staging's
+  const std::vector<ParameterGradient> s = staging.gradients(), u = from_bytes.gradients();
+  REQUIRE(s.size() == u.size());
+  for (size_t i = 0; i < s.size(); ++i) CHECK(s[i].values == u[i].values);
 
   train::TrainBatch both = bytes;
   both.images = floats.images;

@@ -228,14 +228,20 @@ TEST_CASE("one training pass of yolo26n copies no concat part it can place or al
   CHECK(backend.launches[kCopyPlanesKernel] == 1);
 }
 
-// The weight gradients run on lane 1 beside the input gradients and the records after them (conv_backward):
-// through a backend that runs lane 1's launches only when the lanes join, one training pass of yolo26n gives
-// the plain backend's loss and gradients bit for bit (nothing on the main lane overwrote a dz, workspace or x
-// a pending weight gradient read); every weight- and bias-gradient launch went to lane 1 and nothing else
-// did, some weight gradients stayed pending past their record (fewer joins than forks), and none is left
-// pending after the pass.
-TEST_CASE("one training pass of yolo26n gives the same gradients with the weight gradients' lane delayed",
+// The weight gradients run on lane 1 beside the input gradients and the records after them (conv_backward),
+// the one-to-one head (the tape's branch) on lane 2 beside the one-to-many head and the backbone's backward,
+// and the one-to-one loss on lane 1 beside the one-to-many loss: through a backend that runs a side lane's
+// launches only when it joins, and through one that runs them interleaved with the main lane's, one training
+// pass of yolo26n gives the plain backend's loss and gradients bit for bit (nothing on the main lane
+// overwrote a dz, workspace, x or scratch that a pending launch read, and the branch's scratch and split-K
+// sums are its own: with one pool for both lanes the interleaved pass differs); outside the branch every
+// weight- and bias-gradient launch went to lane 1, the loss's kernels to lanes 0 and 1, everything else to
+// lanes 0 and 2; some weight gradients stayed pending past their record (fewer joins than forks), and none is
+// left pending after the pass.
+TEST_CASE("one training pass of yolo26n gives the same gradients with its side lanes delayed or interleaved",
           "[gradient_tape]") {
+  using Schedule = test::DelayedLanesBackend::Schedule;
+  const Schedule schedule = GENERATE(Schedule::Latest, Schedule::Interleaved);
   auto cpu = make_backend("cpu", test::embedded_context());
   const Yolo26Model model = test::synthetic_trainable_yolo26n();
   const int size = 64;
@@ -243,7 +249,7 @@ TEST_CASE("one training pass of yolo26n gives the same gradients with the weight
   const std::vector<std::vector<loss::GtBox>> boxes = {{{0, 4, 6, 40, 50}, {1, 30, 20, 60, 44}}};
   TrainingPass plain(*cpu, model, 1, size, size);
   const double plain_loss = plain.run(image, boxes, loss::LossConfig{}).total;
-  test::DelayedLanesBackend delayed(*cpu);
+  test::DelayedLanesBackend delayed(*cpu, schedule);
   TrainingPass lanes(delayed, model, 1, size, size);
   const double lanes_loss = lanes.run(image, boxes, loss::LossConfig{}).total;
   CHECK(delayed.pending() == 0);
@@ -256,11 +262,42 @@ TEST_CASE("one training pass of yolo26n gives the same gradients with the weight
     differing += (h.weight != g.weight) + (h.bias != g.bias);
   }
   CHECK(differing == 0);
+  const auto starts = [](const std::string& kernel, std::initializer_list<const char*> prefixes) {
+    for (const char* p : prefixes)
+      if (kernel.rfind(p, 0) == 0) return true;
+    return false;
+  };
   for (const auto& [kernel, lanes_used] : delayed.lanes_of) {
     INFO(kernel);
-    const bool weight_side = kernel.rfind("conv2d_wgrad", 0) == 0 || kernel == "conv2d_bias_grad";
-    CHECK(lanes_used == (weight_side ? std::set<int>{1} : std::set<int>{0}));
+    if (starts(kernel, {"conv2d_wgrad", "conv2d_bias_grad"}))
+      CHECK((lanes_used == std::set<int>{1} || lanes_used == std::set<int>{1, 2}));
+    else if (starts(kernel, {"tal_", "box_targets", "ciou_", "box_terms", "cls_terms", "row_sums"}))
+      CHECK(lanes_used == std::set<int>{0, 1});
+    else
+      CHECK((lanes_used == std::set<int>{0} || lanes_used == std::set<int>{0, 2}));
   }
+  CHECK(delayed.lanes_of.at("conv2d_silu_bias_backward") == std::set<int>{0, 2});
   CHECK(delayed.joins > 0);
   CHECK(delayed.joins < delayed.forks);
+}
+
+// A branch runs on its own lane: its ops may only read tensors that need no gradient from outside it, and no
+// op after it may read its tensors (either would need an order between the lanes).
+TEST_CASE("the gradient tape's branch takes only detached inputs and feeds nothing after it",
+          "[gradient_tape]") {
+  auto cpu = make_backend("cpu", test::embedded_context());
+  const ConvSpec A = silu_conv("A", 3, 4, 3, 10), B = silu_conv("B", 4, 4, 1, 20),
+                 C = silu_conv("C", 4, 4, 1, 30);
+  GradientTape tape(*cpu);
+  const TapeTensor x = tape.input(kBatch, 3, kHeight, kWidth);
+  const TapeTensor a = tape.conv(A, x);
+  const TapeTensor detached = tape.detach(a);
+  tape.begin_branch();
+  CHECK_THROWS_AS(tape.begin_branch(), RuntimeError);
+  CHECK_THROWS_AS(tape.conv(B, a), RuntimeError);  // its gradient would add to a's from another lane
+  const TapeTensor b = tape.conv(B, detached);
+  tape.end_branch();
+  CHECK_THROWS_AS(tape.end_branch(), RuntimeError);
+  CHECK_THROWS_AS(tape.conv(C, b), RuntimeError);  // would read the branch lane's output unordered
+  CHECK_NOTHROW(tape.conv(C, a));
 }

@@ -173,18 +173,21 @@ TEST_CASE("a kernel network's first forward compiles every module it needs ahead
 }
 
 // The inference plans run the head's levels on lanes (shape_plan, nhwc_plan): through a backend that runs the
-// lanes' launches only when they join (the latest order streams allow), both layouts give the plain backend's
-// detections bit for bit, with launches on side lanes and nothing left pending.
-TEST_CASE("a kernel network gives the same detections with its lanes' launches delayed to the join",
+// lanes' launches only when they join (the latest order streams allow), and through one that interleaves them
+// with the main lane's, both layouts give the plain backend's detections bit for bit, with launches on side
+// lanes and nothing left pending.
+TEST_CASE("a kernel network gives the same detections with its lanes' launches delayed or interleaved",
           "[network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
+  using Schedule = test::DelayedLanesBackend::Schedule;
+  const Schedule schedule = GENERATE(Schedule::Latest, Schedule::Interleaved);
   auto cpu = make_backend("cpu", test::embedded_context());
   const std::vector<float> input = random_uniform(size_t(2) * 3 * 64 * 96, 0.0f, 1.0f, 12);
   for (LayoutChoice layout : {LayoutChoice::Nchw, LayoutChoice::Nhwc}) {
     INFO(layout_name(layout == LayoutChoice::Nchw ? ActivationLayout::Nchw : ActivationLayout::Nhwc));
     const auto plain = make_kernel_network(*model, *cpu, Precision::Fp32, layout);
     plain->forward(input.data(), 2, 64, 96);
-    test::DelayedLanesBackend delayed(*cpu);
+    test::DelayedLanesBackend delayed(*cpu, schedule);
     const auto lanes = make_kernel_network(*model, delayed, Precision::Fp32, layout);
     lanes->forward(input.data(), 2, 64, 96);
     CHECK(delayed.pending() == 0);

@@ -165,12 +165,32 @@ const DeviceBuffer& GradientTape::buffer(const TapeTensor& t) const {
 
 float* GradientTape::scratch(size_t floats) {
   const size_t bytes = std::max<size_t>(1, floats) * sizeof(float);
+  std::vector<ScratchBuffer>& pool = running_lane().scratch;
   ScratchBuffer* best = nullptr;  // the smallest free buffer that fits
-  for (ScratchBuffer& s : scratch_)
+  for (ScratchBuffer& s : pool)
     if (!s.busy && s.buffer.bytes() >= bytes && (!best || s.buffer.bytes() < best->buffer.bytes())) best = &s;
-  if (!best) best = &scratch_.emplace_back(ScratchBuffer{backend_.alloc(bytes), false});
+  if (!best) best = &pool.emplace_back(ScratchBuffer{backend_.alloc(bytes), false});
   best->busy = true;
   return best->buffer.as<float>();
+}
+
+void GradientTape::release_scratch() {
+  for (ScratchBuffer& s : running_lane().scratch)
+    if (!s.held) s.busy = false;  // reused behind the launches of the record that took it (stream order)
+}
+
+void GradientTape::begin_branch() {
+  if (branch_first_record_ >= 0) throw RuntimeError("gradient tape: a second branch");
+  branch_first_record_ = int(forwards_.size());
+  branch_first_node_ = int(nodes_.size());
+  building_branch_ = true;
+}
+
+void GradientTape::end_branch() {
+  if (!building_branch_) throw RuntimeError("gradient tape: end_branch without begin_branch");
+  branch_end_record_ = int(forwards_.size());
+  branch_end_node_ = int(nodes_.size());
+  building_branch_ = false;
 }
 
 float* GradientTape::zeros(size_t floats) {
@@ -209,6 +229,10 @@ void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<vo
   if (values_placed_) throw UsageError("gradient tape: an op built after the first forward");
   for (const TapeTensor& t : reads)
     if (t.id >= 0) {
+      if (building_branch_ && t.id < branch_first_node_ && needs_grad(t))
+        throw RuntimeError("gradient tape: a branch op adds to the gradient of a tensor outside the branch");
+      if (!building_branch_ && in_branch(t.id))
+        throw RuntimeError("gradient tape: an op after the branch reads a branch tensor");
       nodes_[size_t(t.id)].last_reader = int(backwards_.size());
       ++nodes_[size_t(t.id)].readers;
     }
@@ -303,11 +327,17 @@ void GradientTape::set_input(const TapeTensor& t, const std::vector<float>& valu
 }
 
 void GradientTape::set_input_pixels(const TapeTensor& t, std::span<const uint8_t> pixels) {
-  if (t.channels != 3 || pixels.size() != t.count()) throw UsageError("gradient tape: input bytes of the wrong size");
-  if (!pixels_to_planes_) pixels_to_planes_ = std::make_unique<PixelInputOp>(backend_);
+  if (t.channels != 3 || pixels.size() != t.count())
+    throw UsageError("gradient tape: input bytes of the wrong size");
   if (input_pixels_.bytes() < pixels.size()) input_pixels_ = backend_.alloc(pixels.size());
   backend_.upload(input_pixels_.get(), pixels.data(), pixels.size());
-  pixels_to_planes_->run(input_pixels_.as<const unsigned char>(), data(t), t.batch, t.height, t.width);
+  set_input_device_pixels(t, input_pixels_.as<const uint8_t>());
+}
+
+void GradientTape::set_input_device_pixels(const TapeTensor& t, const uint8_t* device_pixels) {
+  if (t.channels != 3) throw UsageError("gradient tape: input bytes for a tensor without 3 channels");
+  if (!pixels_to_planes_) pixels_to_planes_ = std::make_unique<PixelInputOp>(backend_);
+  pixels_to_planes_->run(device_pixels, data(t), t.batch, t.height, t.width);
 }
 
 TapeTensor GradientTape::detach(const TapeTensor& x) {
@@ -334,13 +364,15 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
       variant);
   if (input_grad_as_conv) {
     c.input_grad = make_input_grad_conv(kernels_, shape, run.weight, precision);
-    splitk_floats_ = std::max(splitk_floats_, c.input_grad->splitk_workspace_floats(batch, h, w));
+    building_lane().splitk_floats =
+        std::max(building_lane().splitk_floats, c.input_grad->splitk_workspace_floats(batch, h, w));
   }
   c.d_weight = backend_.alloc_array<float>(run.weight.size());
   c.d_bias = backend_.alloc_array<float>(run.bias.size());
   backend_.fill_bytes(c.d_weight.get(), 0, c.d_weight.bytes());
   backend_.fill_bytes(c.d_bias.get(), 0, c.d_bias.bytes());
-  splitk_floats_ = std::max(splitk_floats_, c.forward->splitk_workspace_floats(batch, h, w));
+  building_lane().splitk_floats =
+      std::max(building_lane().splitk_floats, c.forward->splitk_workspace_floats(batch, h, w));
   if (c.bn) return batchnorm_conv(c, x, residual);
 
   const TapeTensor y = make(batch, spec.c_out, spec.out_size(h), spec.out_size(w));
@@ -351,13 +383,14 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const TapeConv* conv = &c;
   const TapeTensor res = residual ? *residual : TapeTensor{};
   const bool silu = spec.silu;
+  const LaneShared* lane = &building_lane();
   if (residual) residuals_.push_back({int(backwards_.size()), x, y, res});
   record(
       {x, res},
-      [this, conv, x, y, z, res, silu] {
+      [this, conv, x, y, z, res, silu, lane] {
         conv->forward->run(x.batch, x.height, x.width, view(x), view(y),
                            res.id >= 0 ? ConstPlaneView(view(res)) : ConstPlaneView{},
-                           splitk_workspace_.as<float>(), silu ? view(z) : PlaneView{});
+                           lane->splitk_workspace.as<float>(), silu ? view(z) : PlaneView{});
       },
       [this, conv, x, y, z, res, silu] {
         if (!has_grad(y)) return;
@@ -387,35 +420,36 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
   // gradients: on lane 1, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a wave)
   // share the GPU with the input gradient's and, when dz is this record's scratch, with the records after it.
   // Its scratch is then held (at most kMaxHeldScratchBytes of it) until the lanes join.
+  // The branch's records (running_branch_) are on a lane of their own already: everything in order there.
   constexpr size_t kMaxHeldScratchBytes = size_t(1) << 30;
   const bool input_grad = needs_grad(x);
-  if (dz_in_scratch && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
+  const bool lanes = !running_branch_ && (input_grad || dz_in_scratch);
+  if (lanes && dz_in_scratch && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-  const bool lanes = input_grad || dz_in_scratch;
   if (lanes) {
-    backend_.fork_lanes(2);
-    backend_.use_lane(1);
+    backend_.fork_lane(kWeightLane);
+    backend_.use_lane(kWeightLane);
     weight_lane_open_ = true;
   }
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
   if (lanes) backend_.use_lane(0);
-  if (dz_in_scratch) {
-    for (ScratchBuffer& s : scratch_)
+  if (lanes && dz_in_scratch) {
+    for (ScratchBuffer& s : main_lane_.scratch)
       if (s.busy && !s.held && (s.buffer.get() == dz || s.buffer.get() == workspace)) {
         s.held = true;
         held_bytes_ += s.buffer.bytes();
       }
   }
   if (input_grad) input_gradient(conv, x, dz);
-  if (!dz_in_scratch) join_weight_lane();
+  if (lanes && !dz_in_scratch) join_weight_lane();
 }
 
 void GradientTape::join_weight_lane() {
   if (!weight_lane_open_) return;
-  backend_.join_lanes();
+  backend_.join_lane(kWeightLane);
   weight_lane_open_ = false;
-  for (ScratchBuffer& s : scratch_)
+  for (ScratchBuffer& s : main_lane_.scratch)
     if (s.held) s.held = s.busy = false;
   held_bytes_ = 0;
 }
@@ -428,7 +462,7 @@ void GradientTape::input_gradient(const TapeConv& conv, const TapeTensor& x, con
     const auto [dx, write] = grad_target(x);
     conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
                          write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
-                         splitk_workspace_.as<float>());
+                         running_lane().splitk_workspace.as<float>());
   } else {
     // Into x's gradient (or its alias, a view) directly: written by the first contribution, a later one
     // added in place by the kernel's epilogue (add_grad's sum without its pass and scratch).
@@ -605,13 +639,22 @@ void GradientTape::run_or_replay(std::unique_ptr<LaunchGraph>& graph, int& runs,
 }
 
 void GradientTape::forward() {
-  if (splitk_workspace_.bytes() < splitk_floats_ * sizeof(float))
-    splitk_workspace_ = backend_.alloc_array<float>(splitk_floats_);
+  for (LaneShared* lane : {&main_lane_, &branch_lane_})
+    if (lane->splitk_workspace.bytes() < lane->splitk_floats * sizeof(float))
+      lane->splitk_workspace = backend_.alloc_array<float>(lane->splitk_floats);
   if (!values_placed_) place_parts();
   values_placed_ = true;
   run_or_replay(forward_graph_, forward_runs_, [this] {
-    for (const auto& f : forwards_)
-      if (f) f();  // a slice has no forward
+    const bool lanes = branch_on_lane();
+    for (size_t i = 0; i < forwards_.size(); ++i) {
+      if (lanes && int(i) == branch_first_record_) {  // after the ops it reads, beside the ops after it
+        backend_.fork_lane(kBranchLane);
+        backend_.use_lane(kBranchLane);
+      }
+      if (lanes && int(i) == branch_end_record_) backend_.use_lane(0);
+      if (forwards_[i]) forwards_[i]();  // a slice has no forward
+    }
+    if (lanes) backend_.join_lane(kBranchLane);
   });
 }
 
@@ -633,15 +676,39 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
   graph_seeds_ = seed_buffers;
   run_or_replay(backward_graph_, backward_runs_, [this, seeds] {
     for (Node& node : nodes_) node.grad_live = false;
-    for (const Seed& s : seeds)
+    const auto seed = [this](const Seed& s) {
       add_grad(s.tensor, dense_view(s.grad->as<const float>(), s.tensor.channels, s.tensor.plane()), 0,
                s.tensor.channels);
+    };
+    const bool lanes = branch_on_lane();
+    const auto in_branch_record = [this, lanes](size_t i) {
+      return lanes && int(i) >= branch_first_record_ && int(i) < branch_end_record_;
+    };
+    if (lanes) {  // the branch first, on its lane, from its seeds: nothing outside it adds to its gradients
+      backend_.fork_lane(kBranchLane);
+      backend_.use_lane(kBranchLane);
+      running_branch_ = true;
+      for (const Seed& s : seeds)
+        if (in_branch(s.tensor.id)) seed(s);
+      for (size_t i = size_t(branch_end_record_); i-- > size_t(branch_first_record_);) {
+        backwards_[i]();
+        release_scratch();
+      }
+      running_branch_ = false;
+      backend_.use_lane(0);
+    }
+    for (const Seed& s : seeds)
+      if (!lanes || !in_branch(s.tensor.id)) seed(s);
     for (size_t i = backwards_.size(); i-- > 0;) {
+      if (in_branch_record(i)) continue;
       backwards_[i]();
-      for (ScratchBuffer& s : scratch_)
-        if (!s.held) s.busy = false;  // reused behind this record's launches
+      release_scratch();
     }
     join_weight_lane();
+    if (lanes) {
+      backend_.join_lane(kBranchLane);
+      for (ScratchBuffer& s : branch_lane_.scratch) s.busy = false;
+    }
   });
 }
 

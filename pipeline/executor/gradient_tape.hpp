@@ -125,6 +125,8 @@ class GradientTape {
   // The same from RGB bytes [batch, height, width, 3] of a 3-channel input: values = bytes / 255, uploaded as
   // bytes (a quarter of the floats) and converted on the device (PixelInputOp).
   void set_input_pixels(const TapeTensor& t, std::span<const uint8_t> pixels);
+  // The same from bytes already on the device (t.count() of them), converted by a launch on the main lane.
+  void set_input_device_pixels(const TapeTensor& t, const uint8_t* device_pixels);
   // The same values, cut from the tape: no gradient flows back through it (Ultralytics' detach()).
   TapeTensor detach(const TapeTensor& x);
 
@@ -139,6 +141,15 @@ class GradientTape {
   std::pair<TapeTensor, TapeTensor> attention(const AttentionSpec& spec, const TapeTensor& qkv_in);
   // Levels [B, C, h_i, w_i] laid side by side along anchors: [B, C, 1, sum h_i w_i] (a detect head's output).
   TapeTensor anchors(const std::vector<TapeTensor>& levels);
+
+  // Ops built between begin_branch() and end_branch() form the tape's one branch (the one-to-one head, on
+  // detached features): its forward runs on a lane of its own beside the ops built after it, and its backward
+  // on that lane from the backward's start beside everything else's; each lane has its own scratch and
+  // split-K workspace. A branch op's backward may add only to the branch's own tensors (its inputs from
+  // outside need no gradient), and no op after the branch may read a branch tensor: either throws
+  // RuntimeError when the op is built. With synchronised batch statistics the branch runs in order.
+  void begin_branch();
+  void end_branch();
 
   // Launches every op's forward, in the order they were built. The first places concat parts (above); an op
   // built after it throws UsageError.
@@ -238,7 +249,7 @@ class GradientTape {
   std::pair<PlaneView, GradientWrite> grad_target(const TapeTensor& t);
   // t's gradient channels [first, first + src channels) += src ([batch, channels, plane] view).
   void add_grad(const TapeTensor& t, ConstPlaneView src, int first, int channels);
-  // A temporary of the running backward record, back in the pool after it.
+  // A temporary of the running backward record, back in its lane's pool after it.
   float* scratch(size_t floats);
   float* zeros(size_t floats);  // a zero-filled scratch
   // An op's forward and backward; `reads`: the tensors whose gradients its backward adds to (id -1: none).
@@ -282,15 +293,29 @@ class GradientTape {
     bool busy = false;
     bool held = false;  // read by a weight gradient still running on lane 1: busy until the lanes join
   };
-  std::vector<ScratchBuffer> scratch_;
+  // What the ops of one lane share in stream order: the backward's scratch pool and the split-K partial sums
+  // of the convs' forwards and input gradients (the largest any of them needs, made by the first forward).
+  struct LaneShared {
+    std::vector<ScratchBuffer> scratch;
+    size_t splitk_floats = 0;
+    DeviceBuffer splitk_workspace;
+  };
+  static constexpr int kWeightLane = 1, kBranchLane = 2;
+  LaneShared main_lane_, branch_lane_;
+  LaneShared& building_lane() { return building_branch_ ? branch_lane_ : main_lane_; }
+  LaneShared& running_lane() { return running_branch_ ? branch_lane_ : main_lane_; }
+  // The branch's records [first, end) and tensors [first, end); -1 without a branch.
+  int branch_first_record_ = -1, branch_end_record_ = -1, branch_first_node_ = -1, branch_end_node_ = -1;
+  bool building_branch_ = false;  // between begin_branch() and end_branch()
+  bool running_branch_ = false;   // the backward is issuing the branch's records
+  bool branch_on_lane() const { return branch_end_record_ > branch_first_record_ && !sync_; }
+  bool in_branch(int node) const { return node >= branch_first_node_ && node < branch_end_node_; }
+  // Returns the running lane's scratch to its pool, but for the held buffers.
+  void release_scratch();
   bool weight_lane_open_ = false;  // lane 1 was forked and not joined since
   size_t held_bytes_ = 0;          // of the held scratch
   std::vector<std::unique_ptr<TapeConv>> convs_;
-  // Split-K partial sums, shared by the convs' forwards (stream order): the largest any of them needs, made
-  // by the first forward.
-  size_t splitk_floats_ = 0;
-  DeviceBuffer splitk_workspace_;
-  std::unique_ptr<PixelInputOp> pixels_to_planes_;  // set_input_pixels's, made on its first call
+  std::unique_ptr<PixelInputOp> pixels_to_planes_;  // set_input_*pixels's, made on its first call
   DeviceBuffer input_pixels_;
   std::unique_ptr<LaunchGraph> forward_graph_, backward_graph_;
   int forward_runs_ = 0, backward_runs_ = 0;

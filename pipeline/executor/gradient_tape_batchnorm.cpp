@@ -48,10 +48,12 @@ TapeTensor GradientTape::batchnorm_conv(TapeConv& c, const TapeTensor& x, const 
   const TapeConv* conv = &c;
   const int silu = spec.silu ? 1 : 0;
   const double eps = spec.bn->eps;
+  const LaneShared* lane = &building_lane();
   record(
       {x, res},
-      [this, conv, x, y, u, z, res, silu, eps] {
-        conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {}, splitk_workspace_.as<float>());
+      [this, conv, x, y, u, z, res, silu, eps, lane] {
+        conv->forward->run(x.batch, x.height, x.width, view(x), view(u), {},
+                           lane->splitk_workspace.as<float>());
         TapeBatchNorm& bn = *conv->bn;
         BatchNormStatsParams stats{};
         stats.x = data(u), stats.mean = bn.mean.as<float>(), stats.inv_std = bn.inv_std.as<float>();

@@ -167,8 +167,12 @@ TrainingPass::TrainingPass(Backend& backend, const Yolo26Model& model, int batch
     levels.push_back(outputs[size_t(f)]);
     detached.push_back(tape_.detach(levels.back()));
   }
-  std::tie(o2m_boxes_, o2m_scores_) = net.head(detect.one2many, levels);
+  // The one-to-one head reads only detached features: the tape's branch, beside the one-to-many head in the
+  // forward and beside everything else in the backward.
+  tape_.begin_branch();
   std::tie(o2o_boxes_, o2o_scores_) = net.head(detect.levels, detached);
+  tape_.end_branch();
+  std::tie(o2m_boxes_, o2m_scores_) = net.head(detect.one2many, levels);
 }
 
 const loss::DeviceLossResult& TrainingPass::run(const std::vector<float>& input,
@@ -184,6 +188,13 @@ const loss::DeviceLossResult& TrainingPass::run(std::span<const uint8_t> pixels,
                                                 const loss::LossConfig& config, double loss_scale,
                                                 const loss::SumOverRanks& sum_over_ranks) {
   tape_.set_input_pixels(input_, pixels);
+  return run_on_input(ground_truth, config, loss_scale, sum_over_ranks);
+}
+
+const loss::DeviceLossResult& TrainingPass::run_on_device_pixels(
+    const uint8_t* device_pixels, const std::vector<std::vector<loss::GtBox>>& ground_truth,
+    const loss::LossConfig& config, double loss_scale, const loss::SumOverRanks& sum_over_ranks) {
+  tape_.set_input_device_pixels(input_, device_pixels);
   return run_on_input(ground_truth, config, loss_scale, sum_over_ranks);
 }
 

@@ -57,6 +57,10 @@ class TrainingPass {
                                     const std::vector<std::vector<loss::GtBox>>& ground_truth,
                                     const loss::LossConfig& config, double loss_scale = 1.0,
                                     const loss::SumOverRanks& sum_over_ranks = {});
+  // The same from those bytes already on the device (batch * height * width * 3 of them).
+  const loss::DeviceLossResult& run_on_device_pixels(
+      const uint8_t* device_pixels, const std::vector<std::vector<loss::GtBox>>& ground_truth,
+      const loss::LossConfig& config, double loss_scale = 1.0, const loss::SumOverRanks& sum_over_ranks = {});
   GradientTape& tape() { return tape_; }
   const GradientTape& tape() const { return tape_; }
   int batch() const { return batch_; }

@@ -1,8 +1,9 @@
 // Yolo26Loss's device path: both heads through HeadLossOp with the head outputs and the gradients in device
-// buffers; the ground truth is uploaded, the five sums of each head downloaded. Data-parallel: the
-// normalisers and the image count summed over the ranks between the assignment and the terms, the term sums
-// after them.
+// buffers, the two heads on two lanes; the ground truth is uploaded, the five sums of each head downloaded.
+// Data-parallel: the normalisers and the image count summed over the ranks between the assignment and the
+// terms, the term sums after them.
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "nvrtc_runtime/errors.hpp"
@@ -96,18 +97,32 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
                           ws.anchors,  gts};
   };
   const HeadLossInputs one2many = inputs(batch.one2many), one2one = inputs(batch.one2one);
-  device_->assign(one2many, config_.one2many, ws.one2many);
-  device_->assign(one2one, config_.one2one, ws.one2one);
+  // The heads share only read-only inputs: the one-to-one head's launches on lane 1 beside the others.
+  const auto both_heads = [this](const std::function<void()>& o2m, const std::function<void()>& o2o) {
+    backend_.fork_lane(1);
+    backend_.use_lane(1);
+    o2o();
+    backend_.use_lane(0);
+    o2m();
+    backend_.join_lane(1);
+  };
+  both_heads([&] { device_->assign(one2many, config_.one2many, ws.one2many); },
+             [&] { device_->assign(one2one, config_.one2one, ws.one2one); });
   double images = batch.batch;
   if (batch.sum_over_ranks) images = share_normalisers(batch.sum_over_ranks, ws);
   const auto gains = [&](double weight) {
     return HeadLossGains{config_.box_gain, config_.cls_gain, config_.l1_gain,
                          images * weight * gradient_scale};
   };
-  device_->launch_terms(one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
-                        result.d_one2many_scores);
-  device_->launch_terms(one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
-                        result.d_one2one_scores);
+  both_heads(
+      [&] {
+        device_->launch_terms(one2many, gains(result.weights.one2many), ws.one2many, result.d_one2many_boxes,
+                              result.d_one2many_scores);
+      },
+      [&] {
+        device_->launch_terms(one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
+                              result.d_one2one_scores);
+      });
   HeadLossSums o2m = device_->sums(ws.one2many), o2o = device_->sums(ws.one2one);
   if (batch.sum_over_ranks) sum_terms(batch.sum_over_ranks, o2m, o2o);
   result.one2many = head_components(o2m, config_);

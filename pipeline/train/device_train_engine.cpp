@@ -228,14 +228,62 @@ BatchLoss DeviceTrainEngine::accumulate(const TrainBatch& batch, const loss::Los
   loss::SumOverRanks sum_over_ranks;
   if (ranks_)
     sum_over_ranks = [this](double* values, size_t count) { ranks_->all_reduce_sum_host(values, count); };
+  const uint8_t* device_pixels = nullptr;
+  if (!batch.pixels.empty()) {
+    const bool staged = staged_host_ == batch.pixels.data() && staged_bytes_ == batch.pixels.size();
+    join_copy_lane();
+    staged_host_ = nullptr, staged_bytes_ = 0;
+    if (staged) {
+      current_pixels_ = 1 - current_pixels_;
+    } else {
+      DeviceBuffer& target = pixels_[current_pixels_];
+      if (target.bytes() < batch.pixels.size()) target = backend_.alloc(batch.pixels.size());
+      backend_.upload(target.get(), batch.pixels.data(), batch.pixels.size());
+    }
+    device_pixels = pixels_[current_pixels_].as<const uint8_t>();
+    // The next stage()'s copy starts after everything before this batch's conversion: the other buffer's
+    // last reader, the previous batch's conversion, included.
+    backend_.fork_lane(kCopyLane);
+    copy_lane_open_ = true;
+  }
   const loss::DeviceLossResult& r =
-      batch.pixels.empty() ? p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks)
-                           : p.pass->run(batch.pixels, batch.ground_truth, config, scale, sum_over_ranks);
+      device_pixels
+          ? p.pass->run_on_device_pixels(device_pixels, batch.ground_truth, config, scale, sum_over_ranks)
+          : p.pass->run(batch.images, batch.ground_truth, config, scale, sum_over_ranks);
   fold_.backward(*p.table, 1.0 / scale);
   gradients_summed_ = false;
   BatchLoss out;
   out.one2many = r.one2many, out.one2one = r.one2one, out.weights = r.weights, out.total = r.total;
   return out;
+}
+
+void DeviceTrainEngine::stage(const TrainBatch& next) {
+  if (next.pixels.empty()) return;
+  if (std::string problem = next.size_problem(); !problem.empty()) throw UsageError(problem);
+  DeviceBuffer& target = pixels_[1 - current_pixels_];
+  if (target.bytes() < next.pixels.size()) {
+    join_copy_lane();  // a copy into the old buffer may still be running
+    target = backend_.alloc(next.pixels.size());
+  }
+  if (!copy_lane_open_) {  // no accumulate() of bytes yet: after everything so far
+    backend_.fork_lane(kCopyLane);
+    copy_lane_open_ = true;
+  }
+  backend_.use_lane(kCopyLane);
+  backend_.upload_async(target.get(), next.pixels.data(), next.pixels.size());
+  backend_.use_lane(0);
+  staged_host_ = next.pixels.data(), staged_bytes_ = next.pixels.size();
+}
+
+void DeviceTrainEngine::join_copy_lane() {
+  if (!copy_lane_open_) return;
+  backend_.join_lane(kCopyLane);
+  copy_lane_open_ = false;
+}
+
+DeviceTrainEngine::~DeviceTrainEngine() {
+  join_copy_lane();
+  backend_.synchronize();  // no copy is left reading a batch or writing a buffer about to be freed
 }
 
 void DeviceTrainEngine::sum_gradients_over_ranks() const {

@@ -15,6 +15,9 @@
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
 // pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
+// stage() copies the next batch's bytes on lane 3 (lanes 1 and 2 are the pass's) into the second of two
+// device buffers, beside the current iteration: from the start of the latest accumulate(), whose conversion
+// reads the first.
 // Data-parallel (a Communicator): each rank's engine runs its share of the batch with the whole batch's loss
 // (loss::DeviceLossBatch::sum_over_ranks); before the clip of a step (after the backward of the micro-batch
 // the step follows; none during accumulation) the accumulated gradients are summed over the ranks in buckets
@@ -52,6 +55,8 @@ class DeviceTrainEngine : public TrainEngine {
 
   std::string describe() const override;
   BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) override;
+  void stage(const TrainBatch& next) override;
+  ~DeviceTrainEngine() override;
   double step(const StepHyper& hyper) override;
   std::optional<LossScaleState> loss_scale() const override;
   std::vector<std::pair<std::string, double>> gradient_norms() const override;
@@ -113,6 +118,16 @@ class DeviceTrainEngine : public TrainEngine {
   std::map<Shape, Pass> passes_;  // the hint's, built at construction, and the latest other shape's
   std::unique_ptr<FoldConvTable> norm_table_;  // one checkpoint entry per conv: the per-conv gradient norms
   std::optional<BatchStatisticsSync> sync_;
+  // The batches' bytes on the device: pixels_[current_pixels_] is the latest accumulate()'s, the other the
+  // staged batch's (staged_host_ / staged_bytes_ its host bytes, null when none is staged).
+  static constexpr int kCopyLane = 3;
+  DeviceBuffer pixels_[2];
+  int current_pixels_ = 0;
+  const uint8_t* staged_host_ = nullptr;
+  size_t staged_bytes_ = 0;
+  bool copy_lane_open_ = false;
+  // Joins the copy lane; then the staged batch's bytes are on the device.
+  void join_copy_lane();
   std::unique_ptr<OptimTensorList> list_;
   BatchnormFoldOp fold_;
   ClipGradNormOp clip_;

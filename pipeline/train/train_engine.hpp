@@ -75,6 +75,10 @@ class TrainEngine {
   // Forward, loss (config.epoch/epochs set the head weights) and backward of `batch`; its gradients are added
   // to those accumulated since the last step.
   virtual BatchLoss accumulate(const TrainBatch& batch, const loss::LossConfig& config) = 0;
+  // Starts moving `next`'s images to the device while the work already issued runs (DeviceTrainEngine; a
+  // no-op elsewhere). `next` must stay alive and unchanged until the accumulate() that takes it, which must
+  // be the next accumulate(); another batch there is moved itself, as without stage().
+  virtual void stage(const TrainBatch& /*next*/) {}
   // Clips the accumulated gradient at hyper.max_norm, takes one step of the engine's optimizer and zeroes the
   // gradients. Returns the gradient's L2 norm before clipping. With a loss scaler (fp16) the step is skipped
   // where that norm is not finite.

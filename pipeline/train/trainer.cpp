@@ -198,7 +198,7 @@ bool Trainer::train_epoch(int epoch) {
   config.epoch = epoch, config.epochs = options_.epochs;
   long long index = 0;
   for (; index < position_.next_batch; ++index) loader_->next();  // what the interrupted run already did
-  for (std::optional<TrainBatch> batch; (batch = loader_->next()); ++index) {
+  for (std::optional<TrainBatch> batch = loader_->next(), next; batch; batch = std::move(next), ++index) {
     StepReport report;
     report.epoch = epoch, report.epochs = options_.epochs, report.batch_index = index,
     report.batches = batches;
@@ -206,6 +206,8 @@ bool Trainer::train_epoch(int epoch) {
     report.images = batch->batch;
     const ScheduledStep scheduled = schedule_->at(epoch, index);
     report.loss = engine_->accumulate(*batch, config);
+    // The next batch while this one's backward runs: its images start moving to the device beside it.
+    if ((next = loader_->next())) engine_->stage(*next);
     const loss::HeadWeights& w = report.loss.weights;
     const loss::HeadLoss &o2m = report.loss.one2many, &o2o = report.loss.one2one;
     position_.loss_sums[0] += w.one2many * o2m.box + w.one2one * o2o.box;
