@@ -66,7 +66,8 @@ nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, dou
   for (const KernelTotal& t : totals)
     rows.push_back({{"kernel", t.kernel}, {"launches", t.launches}, {"ms", t.ms}, {"ctas", t.blocks}});
   for (const LaunchSample& s : samples)
-    launches.push_back({{"kernel", s.kernel}, {"ctas", s.blocks}, {"ms", s.ms}});
+    launches.push_back(
+        {{"kernel", s.kernel}, {"ctas", s.blocks}, {"ms", s.ms}, {"start_ms", s.start_ms}, {"lane", s.lane}});
   return {{"span_ms", span_ms}, {"launch_ms", sum_ms(totals)}, {"kernels", rows}, {"launches", launches}};
 }
 

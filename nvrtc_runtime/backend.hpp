@@ -82,6 +82,8 @@ struct LaunchSample {
   std::string kernel;             // the entry's name expression, or one of the names below
   unsigned long long blocks = 0;  // grid size in CTAs (0: a copy or fill)
   double ms = 0;                  // from just before the launch to its end (see start_launch_profile)
+  double start_ms = 0;            // when it started, from the profile's first sample's start
+  int lane = 0;  // the lane it went to (Backend::use_lane; 0 on cpu, where lanes run in order)
 };
 
 inline const std::string kCopyToDevice = "(copy host->device)", kCopyToHost = "(copy device->host)",

@@ -237,9 +237,11 @@ class CudaBackend : public Backend {
     samples.reserve(profile_.size());
     for (const PendingLaunch& p : profile_) {
       check(cudaEventSynchronize(p.stop), "cudaEventSynchronize (launch profile)" + after_last());
-      float ms = 0;
+      float ms = 0, start = 0;
       check(cudaEventElapsedTime(&ms, p.start, p.stop), "cudaEventElapsedTime (launch profile)");
-      samples.push_back({p.kernel, p.blocks, ms});
+      check(cudaEventElapsedTime(&start, profile_.front().start, p.start),
+            "cudaEventElapsedTime (launch profile)");
+      samples.push_back({p.kernel, p.blocks, ms, start, p.lane});
     }
     recycle_profile_events();
     return samples;
@@ -333,7 +335,10 @@ class CudaBackend : public Backend {
   template <class Enqueue>
   void profiled(const std::string& what, unsigned long long blocks, cudaStream_t stream, Enqueue&& enqueue) {
     if (!profiling_) return enqueue();
-    profile_.push_back({what, blocks, profile_event(), profile_event()});
+    int lane = 0;
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i].stream == stream) lane = int(i) + 1;
+    profile_.push_back({what, blocks, profile_event(), profile_event(), lane});
     check(cudaEventRecord(profile_.back().start, stream), "cudaEventRecord (launch profile)");
     enqueue();
     check(cudaEventRecord(profile_.back().stop, stream), "cudaEventRecord (launch profile)");
@@ -378,6 +383,7 @@ class CudaBackend : public Backend {
     std::string kernel;
     unsigned long long blocks;
     cudaEvent_t start, stop;
+    int lane;
   };
   bool profiling_ = false;
   std::vector<PendingLaunch> profile_;

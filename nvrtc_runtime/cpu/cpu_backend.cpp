@@ -144,6 +144,7 @@ class CpuBackend : public Backend {
     std::lock_guard lock(launch_mutex_);
     profiling_ = true;
     samples_.clear();
+    profile_start_ = std::chrono::steady_clock::now();
   }
   std::vector<LaunchSample> stop_launch_profile() override {
     std::lock_guard lock(launch_mutex_);
@@ -186,8 +187,9 @@ class CpuBackend : public Backend {
     if (!profiling_) return work();
     const auto start = std::chrono::steady_clock::now();
     work();
-    samples_.push_back(
-        {what, blocks, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()});
+    using Ms = std::chrono::duration<double, std::milli>;
+    samples_.push_back({what, blocks, Ms(std::chrono::steady_clock::now() - start).count(),
+                        Ms(start - profile_start_).count(), 0});
   }
   template <class Work>
   void profiled(const std::string& what, unsigned long long blocks, Work&& work) {
@@ -197,6 +199,7 @@ class CpuBackend : public Backend {
 
   bool profiling_ = false;  // the launch profile (guarded by launch_mutex_)
   std::vector<LaunchSample> samples_;
+  std::chrono::steady_clock::time_point profile_start_;
 };
 
 }  // namespace
