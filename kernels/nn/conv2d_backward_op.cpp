@@ -335,11 +335,12 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
 // Splits so that tiles x splits fill about three CTAs per SM of an H200 (132 SMs), about as many as the
 // GEMMs' registers (48-94 a thread) and shared memory let each SM hold at 256 threads (2-5, `lab source
 // conv2d_wgrad --resources`), each split summing at least 512 items (16 granules); the direct variant never
-// splits. v5's tiles are its channels: at batch 32, 640 (C 32..256, 160x160..20x20 planes) 13..2 splits,
-// 400-512 CTAs.
+// splits. v5 (36 registers: 6 CTAs an SM) fills six; its tiles are its channels: at batch 32, 640 (C
+// 32..256, 160x160..20x20 planes) 25..4 splits, 800-1024 CTAs.
 int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   if (!weight_grad_ || weight_grad_ == ConvBackwardVariant::Direct) return 1;
-  const long long kTargetCtas = 396, kMinGranulesPerSplit = 16;
+  const long long kTargetCtas = weight_grad_ == ConvBackwardVariant::Depthwise ? 792 : 396,
+                  kMinGranulesPerSplit = 16;
   const int tm = conv_tiled_channel_tile(shape_.c_out), tn = 4096 / tm;
   const long long rows = (long long)shape_.c_in * shape_.kernel * shape_.kernel;
   const long long tiles = weight_grad_ == ConvBackwardVariant::Depthwise
