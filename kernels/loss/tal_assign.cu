@@ -19,8 +19,9 @@
 //                          the largest align and overlap over its final positives.
 //   tal_targets<BLOCK_N>   a thread per anchor: drops owned anchors outside their gt's kept list, writes the
 //                          gt and the target score align * max_overlap / (max_align + eps).
-//   tal_score_sum<THREADS> one CTA: the sum of the target scores of the batch (the loss's normaliser is
-//                          max(sum, 1)), strided per thread, then a fixed tree (block_reduce.cuh).
+//   tal_score_sum<THREADS> one CTA (1024 threads, whatever the per-gt steps' THREADS): the sum of the target
+//                          scores of the batch (the loss's normaliser is max(sum, 1)), strided per thread,
+//                          then a fixed tree (block_reduce.cuh).
 // Ranking: higher align first, the lower anchor index on ties (as the host assigner). Deterministic: the
 // top-k is a per-thread sorted list merged by k block-wide argmax rounds, and the only atomics are integer
 // ones (count, min), whose result does not depend on their order; the sums and maxima are fixed trees.
