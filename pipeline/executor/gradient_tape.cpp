@@ -154,6 +154,7 @@ void GradientTape::place_parts() {
 
 PlaneView GradientTape::grad_view(const TapeTensor& t) const {
   const Node& node = nodes_[size_t(t.id)];
+  if (node.seed) return dense_view(node.seed, t.channels, t.plane());
   return node.alias_of >= 0 ? node.grad_alias : dense_view(node.grad.as<float>(), t.channels, t.plane());
 }
 
@@ -675,8 +676,14 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
     backward_graph_.reset();  // a graph reads the buffers it was captured with
   graph_seeds_ = seed_buffers;
   run_or_replay(backward_graph_, backward_runs_, [this, seeds] {
-    for (Node& node : nodes_) node.grad_live = false;
+    for (Node& node : nodes_) node.grad_live = false, node.seed = nullptr;
     const auto seed = [this](const Seed& s) {
+      Node& node = nodes_[size_t(s.tensor.id)];
+      if (node.readers == 0 && node.alias_of < 0 && !node.grad_live) {  // nothing else writes it: in place
+        node.seed = s.grad->as<float>();
+        node.grad_live = true;
+        return;
+      }
       add_grad(s.tensor, dense_view(s.grad->as<const float>(), s.tensor.channels, s.tensor.plane()), 0,
                s.tensor.channels);
     };

@@ -161,8 +161,10 @@ class GradientTape {
     const DeviceBuffer* grad;
   };
   // Starts from the seeds and runs the backward records in reverse: then convs() hold every conv's folded
-  // parameter gradients. The first backward fixes which gradients alias a concat's (none of its seeds'); a
-  // later one throws UsageError for a seed on such a tensor, and building an op after it throws too.
+  // parameter gradients. A seed on a tensor that no op's backward adds to (a head's output) is read in place
+  // as its gradient, not copied. The first backward fixes which gradients alias a concat's (none of its
+  // seeds'); a later one throws UsageError for a seed on such a tensor, and building an op after it throws
+  // too.
   void backward(const std::vector<Seed>& seeds);
   // The convs in the order the forward runs them.
   const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
@@ -194,6 +196,9 @@ class GradientTape {
     int alias_of = -1;  // aliased: the tensor whose gradient holds this one, at grad_alias
     PlaneView grad_alias;
     bool grad_live = false;  // written by the running backward
+    // A seed read in place as this tensor's gradient (the running backward's; a tensor no op's backward adds
+    // to), else null.
+    float* seed = nullptr;
     bool needs_grad = true;
     bool grad_view_ok = false;  // every backward reading this gradient takes a strided view: it may alias
     int last_reader = -1;       // the latest-built record whose backward adds to this gradient
