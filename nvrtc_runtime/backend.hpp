@@ -186,7 +186,9 @@ class Backend {
   // following launches and fills go to lane i (0 = the main stream); join_lane(i): the main stream waits for
   // everything launched so far on lane i, which closes (and the main stream becomes current if lane i was);
   // join_lanes(): every open lane joined, the main stream current again. upload() and download() stay on the
-  // main stream (upload_async() goes to the current lane).
+  // main stream (upload_async() goes to the current lane). Lanes in use: GradientTape 1 (weight gradients)
+  // and 2 (its branch), the device loss 1, the inference plans 1 .. 2 x levels (the head's),
+  // DeviceTrainEngine 8 (the next batch's copy, open between iterations).
   virtual void fork_lane(int /*lane*/) {}
   virtual void fork_lanes(int /*count*/) {}
   virtual void use_lane(int /*lane*/) {}

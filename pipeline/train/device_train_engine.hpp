@@ -15,10 +15,10 @@
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
 // pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
-// stage() copies the next batch's bytes on lane 3 (lanes 1 and 2 are the pass's) into the second of two
-// device buffers, beside the current iteration: from the start of the latest accumulate(), whose conversion
-// reads the first.
-// Data-parallel (a Communicator): each rank's engine runs its share of the batch with the whole batch's loss
+// stage() copies the next batch's bytes on lane 8 (kCopyLane: past the pass's lanes 1 and 2 and the lanes an
+// inference plan's head levels take) into the second of two device buffers, beside the current iteration:
+// from the start of the latest accumulate(), whose conversion reads the first. Data-parallel (a
+// Communicator): each rank's engine runs its share of the batch with the whole batch's loss
 // (loss::DeviceLossBatch::sum_over_ranks); before the clip of a step (after the backward of the micro-batch
 // the step follows; none during accumulation) the accumulated gradients are summed over the ranks in buckets
 // of about 25 MB, the last layers' first, so that every rank clips, scales and steps identically.
@@ -120,7 +120,7 @@ class DeviceTrainEngine : public TrainEngine {
   std::optional<BatchStatisticsSync> sync_;
   // The batches' bytes on the device: pixels_[current_pixels_] is the latest accumulate()'s, the other the
   // staged batch's (staged_host_ / staged_bytes_ its host bytes, null when none is staged).
-  static constexpr int kCopyLane = 3;
+  static constexpr int kCopyLane = 8;
   DeviceBuffer pixels_[2];
   int current_pixels_ = 0;
   const uint8_t* staged_host_ = nullptr;
