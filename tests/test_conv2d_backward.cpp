@@ -291,14 +291,15 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
                                    ConvBackwardVariant::Depthwise);
   CHECK(depthwise.weight_grad_splits(3, 31, 29) == 5);
   CHECK(depthwise.weight_grad_workspace_floats(3, 31, 29) == size_t(5 * depthwise_shape.weight_count()));
-  // yolo26n's detect-head DWConvs at batch 32, 640: about three CTAs per SM of an H200 (132 SMs).
+  // yolo26n's detect-head DWConvs at batch 32, 640: about six CTAs per SM of an H200 (132 SMs), as many as
+  // the kernel's 36 registers let an SM hold at 256 threads.
   for (const auto& [channels, size] : {std::pair{64, 80}, {80, 80}, {128, 40}, {256, 20}}) {
     const Conv2dShape head{channels, channels, 3, 1, channels, true};
     const Conv2dBackwardOp op(*backend, head, std::vector<float>(size_t(head.weight_count())), std::nullopt,
                               ConvBackwardVariant::Depthwise);
     const long long ctas = (long long)channels * op.weight_grad_splits(32, size, size);
     INFO(channels << " channels at " << size << ": " << ctas << " CTAs");
-    CHECK((ctas >= 2 * 132 && ctas <= 4 * 132));
+    CHECK((ctas >= 5 * 132 && ctas <= 8 * 132));
   }
   CHECK_THROWS_WITH(split.input_grad(1, 4, 4, nullptr, nullptr),
                     Catch::Contains("built without the input gradient"));
