@@ -149,6 +149,12 @@ class Backend {
   virtual void upload_async(void* device_dst, const void* host_src, size_t bytes) {
     upload(device_dst, host_src, bytes);
   }
+  // download() that may return before the copy is done (cuda, into alloc_host memory), on the current lane:
+  // the copy runs after the work launched there so far, and `host_dst` holds the bytes once the host has
+  // waited for that lane (wait_lane). The default copies at once (every launch before it has run).
+  virtual void download_async(void* host_dst, const void* device_src, size_t bytes) {
+    download(host_dst, device_src, bytes);
+  }
   // The tensor map of `desc` in this backend's encoding (the driver's on cuda, the emulator's on cpu), for a
   // kernel's parameter struct. Throws UsageError naming the field a description gets wrong.
   virtual TensorMap tensor_map(const TensorMapDesc& desc) = 0;
@@ -185,15 +191,20 @@ class Backend {
   // main stream (forking an open lane again adds that wait); fork_lanes(n): lanes 1..n-1 so; use_lane(i): the
   // following launches and fills go to lane i (0 = the main stream); join_lane(i): the main stream waits for
   // everything launched so far on lane i, which closes (and the main stream becomes current if lane i was);
-  // join_lanes(): every open lane joined, the main stream current again. upload() and download() stay on the
-  // main stream (upload_async() goes to the current lane). Lanes in use: GradientTape 1 (weight gradients)
-  // and 2 (its branch), the device loss 1, the inference plans 1 .. 2 x levels (the head's),
+  // join_lanes(): every open lane joined, the main stream current again; wait_lane(i): the host waits for
+  // everything launched so far on lane i (0: the main stream), which stays open. upload() and download() stay
+  // on the main stream (upload_async() and download_async() go to the current lane). Lanes in use:
+  // GradientTape 1 (weight gradients) and 2 (its branch), the device loss 1 and 7 (its sums' copy to the
+  // host, open until the backward is launched), the inference plans 1 .. 2 x levels (the head's),
   // DeviceTrainEngine 8 (the next batch's copy, open between iterations).
   virtual void fork_lane(int /*lane*/) {}
-  virtual void fork_lanes(int /*count*/) {}
+  void fork_lanes(int count) {
+    for (int lane = 1; lane < count; ++lane) fork_lane(lane);
+  }
   virtual void use_lane(int /*lane*/) {}
   virtual void join_lane(int /*lane*/) {}
   virtual void join_lanes() {}
+  virtual void wait_lane(int /*lane*/) { synchronize(); }
   // The CUDA stream (cudaStream_t) the following launches go to, i.e. the current lane's, for a library that
   // enqueues its own work in order with the backend's (NCCL, pipeline/distributed); nullptr on backends
   // without CUDA streams.

@@ -176,6 +176,12 @@ class CudaBackend : public Backend {
     });
     synchronize();
   }
+  void download_async(void* dst, const void* src, size_t bytes) override {
+    profiled(kCopyToHost, 0, current_, [&] {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, current_),
+            "cudaMemcpyAsync device->host");
+    });
+  }
   HostBuffer alloc_host(size_t bytes) override {
     if (bytes == 0) return {};
     void* p = nullptr;
@@ -296,9 +302,6 @@ class CudaBackend : public Backend {
     check(cudaStreamWaitEvent(l.stream, fork_, 0), "cudaStreamWaitEvent (fork)");
     l.open = true;
   }
-  void fork_lanes(int count) override {
-    for (int i = 1; i < count; ++i) fork_lane(i);
-  }
   void use_lane(int lane) override {
     if (lane != 0 && (lane < 0 || lane > int(lanes_.size()) || !lanes_[size_t(lane - 1)].open))
       throw RuntimeError("lane " + std::to_string(lane) + " was not forked");
@@ -315,6 +318,13 @@ class CudaBackend : public Backend {
   void join_lanes() override {
     for (int i = 1; i <= int(lanes_.size()); ++i) join_lane(i);
     current_ = stream_;
+  }
+  void wait_lane(int lane) override {
+    if (lane < 0 || lane > int(lanes_.size()))
+      throw RuntimeError("lane " + std::to_string(lane) + " was never forked");
+    cudaStream_t s = lane == 0 ? stream_ : lanes_[size_t(lane - 1)].stream;
+    check(cudaStreamSynchronize(s),
+          "cudaStreamSynchronize (lane " + std::to_string(lane) + ")" + after_last());
   }
 
   void* native_stream() override { return current_; }

@@ -44,6 +44,9 @@ class CountingBackend : public Backend {
   }
   HostBuffer alloc_host(size_t bytes) override { return inner_.alloc_host(bytes); }
   void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
+  void download_async(void* dst, const void* src, size_t bytes) override {
+    inner_.download_async(dst, src, bytes);
+  }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override { inner_.fill_bytes(dst, value, bytes); }
   TensorMap tensor_map(const TensorMapDesc& desc) override { return inner_.tensor_map(desc); }
   void launch(const Kernel& kernel, const LaunchConfig& config, const KernelArgs& args) override {
@@ -60,10 +63,10 @@ class CountingBackend : public Backend {
   void start_launch_profile() override { inner_.start_launch_profile(); }
   std::vector<LaunchSample> stop_launch_profile() override { return inner_.stop_launch_profile(); }
   void fork_lane(int lane) override { inner_.fork_lane(lane); }
-  void fork_lanes(int count) override { inner_.fork_lanes(count); }
   void use_lane(int lane) override { inner_.use_lane(lane); }
   void join_lane(int lane) override { inner_.join_lane(lane); }
   void join_lanes() override { inner_.join_lanes(); }
+  void wait_lane(int lane) override { inner_.wait_lane(lane); }
   void precompile(const std::vector<CompileRequest>& requests) override { inner_.precompile(requests); }
 
  private:

@@ -1,12 +1,12 @@
-// DelayedLanesBackend: a CountingBackend that runs the launches, fills and uploads of lanes 1..
+// DelayedLanesBackend: a CountingBackend that runs the launches, fills and transfers of lanes 1..
 // (Backend::fork_lane) later than issued, as CUDA streams may: queued per lane with copies of their
 // arguments, while the main lane's work runs at once. Schedule::Latest runs a lane's queue, in order, only
-// when the lane joins (or the host synchronizes): a pass that gives the plain backend's bits through it reads
-// and writes nothing from the main lane that a side lane's pending work still needs. Schedule::Interleaved
-// also runs the oldest pending launch of each side lane before each main-lane launch, so the lanes' work
-// alternates: a pass that gives the same bits then also has no main-lane launch overwrite what a side lane
-// wrote and reads later (a shared scratch buffer). It records the lanes each kernel ran on and counts forks
-// and joins.
+// when the lane joins (or the host synchronizes or waits for it): a pass that gives the plain backend's bits
+// through it reads and writes nothing from the main lane that a side lane's pending work still needs.
+// Schedule::Interleaved also runs the oldest pending launch of each side lane before each main-lane launch,
+// so the lanes' work alternates: a pass that gives the same bits then also has no main-lane launch overwrite
+// what a side lane wrote and reads later (a shared scratch buffer). It records the lanes each kernel ran on
+// and counts forks, joins and side-lane transfers.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +26,7 @@ class DelayedLanesBackend : public CountingBackend {
   explicit DelayedLanesBackend(Backend& inner, Schedule schedule = Schedule::Latest)
       : CountingBackend(inner), schedule_(schedule) {}
   std::map<std::string, std::set<int>> lanes_of;  // by Kernel::name_expression
-  size_t forks = 0, joins = 0, side_lane_uploads = 0;
+  size_t forks = 0, joins = 0, side_lane_uploads = 0, side_lane_downloads = 0;
   size_t pending() const {
     size_t n = 0;
     for (const auto& [lane, work] : queued_) n += work.size();
@@ -65,13 +65,18 @@ class DelayedLanesBackend : public CountingBackend {
     ++side_lane_uploads;
     queued_[lane_].push_back([this, dst, src, bytes] { CountingBackend::upload_async(dst, src, bytes); });
   }
+  void download_async(void* dst, const void* src, size_t bytes) override {
+    if (lane_ == 0) {
+      step_side_lanes();
+      return CountingBackend::download_async(dst, src, bytes);
+    }
+    ++side_lane_downloads;
+    queued_[lane_].push_back([this, dst, src, bytes] { CountingBackend::download_async(dst, src, bytes); });
+  }
   void fork_lane(int lane) override {
     if (lane < 1) throw RuntimeError("lane " + std::to_string(lane) + " cannot be forked");
     ++forks;
     open_.insert(lane);
-  }
-  void fork_lanes(int count) override {
-    for (int i = 1; i < count; ++i) fork_lane(i);
   }
   void use_lane(int lane) override {
     if (lane != 0 && !open_.count(lane))
@@ -88,6 +93,10 @@ class DelayedLanesBackend : public CountingBackend {
   void join_lanes() override {
     while (!open_.empty()) join_lane(*open_.begin());
     lane_ = 0;
+  }
+  void wait_lane(int lane) override {
+    if (lane != 0) run_queued(lane);
+    CountingBackend::wait_lane(lane);
   }
   void synchronize() override {
     for (auto& [lane, work] : queued_) run_queued(lane);

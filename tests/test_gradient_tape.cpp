@@ -232,9 +232,10 @@ TEST_CASE("one training pass of yolo26n copies no concat part it can place or al
 
 // The weight gradients run on lane 1 beside the input gradients and the records after them (conv_backward),
 // the one-to-one head (the tape's branch) on lane 2 beside the one-to-many head and the backbone's backward,
-// and the one-to-one loss on lane 1 beside the one-to-many loss: through a backend that runs a side lane's
-// launches only when it joins, and through one that runs them interleaved with the main lane's, one training
-// pass of yolo26n gives the plain backend's loss and gradients bit for bit (nothing on the main lane
+// and the one-to-one loss on lane 1 beside the one-to-many loss, its sums copied to the host on lane 7 while
+// the backward is launched: through a backend that runs a side lane's launches only when it joins (or the
+// host waits for it), and through one that runs them interleaved with the main lane's, one training pass of
+// yolo26n gives the plain backend's loss and gradients bit for bit (nothing on the main lane
 // overwrote a dz, workspace, x or scratch that a pending launch read, and the branch's scratch and split-K
 // sums are its own: with one pool for both lanes the interleaved pass differs); outside the branch every
 // weight- and bias-gradient launch went to lane 1, the loss's kernels to lanes 0 and 1, everything else to
@@ -256,6 +257,7 @@ TEST_CASE("one training pass of yolo26n gives the same gradients with its side l
   const double lanes_loss = lanes.run(image, boxes, loss::LossConfig{}).total;
   CHECK(delayed.pending() == 0);
   CHECK(lanes_loss == plain_loss);
+  CHECK(delayed.side_lane_downloads == 4);  // each head's sums, read after the backward's launches
   const reference::ConvGradients want = plain.tape().conv_gradients(), got = lanes.tape().conv_gradients();
   REQUIRE(got.size() == want.size());
   size_t differing = 0;

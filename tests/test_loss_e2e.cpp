@@ -184,13 +184,14 @@ TEST_CASE("Yolo26Loss device path: gradients stay in device buffers and match co
   const DeviceBuffer o2m_scores = backend->upload_vector(batch.one2many.scores);
   const DeviceBuffer o2o_boxes = backend->upload_vector(batch.one2one.boxes);
   const DeviceBuffer o2o_scores = backend->upload_vector(batch.one2one.scores);
-  DeviceLossResult device = loss.compute_device({batch.batch,
-                                                 batch.num_classes,
-                                                 batch.image_height,
-                                                 batch.image_width,
-                                                 {&o2m_boxes, &o2m_scores},
-                                                 {&o2o_boxes, &o2o_scores},
-                                                 batch.ground_truth});
+  const DeviceLossBatch on_device{batch.batch,
+                                  batch.num_classes,
+                                  batch.image_height,
+                                  batch.image_width,
+                                  {&o2m_boxes, &o2m_scores},
+                                  {&o2o_boxes, &o2o_scores},
+                                  batch.ground_truth};
+  DeviceLossResult device = loss.compute_device(on_device);
   const LossResult host = Yolo26Loss(*backend, LossConfig{}, LossPath::host).compute(batch);
   CHECK(device.one2many.positives == host.one2many.positives);
   CHECK(device.one2one.positives == host.one2one.positives);
@@ -198,16 +199,10 @@ TEST_CASE("Yolo26Loss device path: gradients stay in device buffers and match co
   // A second call into the same result reuses its buffers and the loss's workspaces, and gives the same.
   const void* kept = device.d_one2one_scores.get();
   const double first_total = device.total;
-  loss.compute_device_into({batch.batch,
-                            batch.num_classes,
-                            batch.image_height,
-                            batch.image_width,
-                            {&o2m_boxes, &o2m_scores},
-                            {&o2o_boxes, &o2o_scores},
-                            batch.ground_truth},
-                           device);
+  loss.compute_device_into(on_device, device);
   CHECK(device.d_one2one_scores.get() == kept);
   CHECK(device.total == first_total);
+  CHECK_THROWS_WITH(loss.finish_device(device), "loss: finish_device without a launch_device_into before it");
   const Tolerance tol{1e-5, 1e-6};
   for (auto [buffer, ref, name] :
        {std::tuple{&device.d_one2many_boxes, &host.d_one2many.boxes, "d_one2many.boxes"},
@@ -221,20 +216,21 @@ TEST_CASE("Yolo26Loss device path: gradients stay in device buffers and match co
     CHECK(c.pass);
   }
   const DeviceBuffer short_scores = backend->alloc_array<float>(o2o_scores.bytes() / sizeof(float) - 1);
-  DeviceLossBatch wrong{batch.batch,       batch.num_classes,         batch.image_height,
-                        batch.image_width, {&o2m_boxes, &o2m_scores}, {&o2o_boxes, &short_scores},
-                        batch.ground_truth};
+  DeviceLossBatch wrong = on_device;
+  wrong.one2one.scores = &short_scores;
   CHECK_THROWS_AS(loss.compute_device(wrong), UsageError);  // one score short
   wrong.one2one.scores = &o2o_scores;
   wrong.ground_truth.pop_back();
   CHECK_THROWS_AS(loss.compute_device(wrong), UsageError);
 
-  // More gts per image than the kept workspace holds (3): it grows, and the result still matches the host.
+  // More gts per image than the kept workspace holds (3): it grows, and the result still matches the host;
+  // launched after a launch that was never finished (whose sums' copy the growth must not free under).
   const LossBatch crowded = random_batch(8, 3, 4, 6);
   const DeviceBuffer boxes_m = backend->upload_vector(crowded.one2many.boxes);
   const DeviceBuffer scores_m = backend->upload_vector(crowded.one2many.scores);
   const DeviceBuffer boxes_o = backend->upload_vector(crowded.one2one.boxes);
   const DeviceBuffer scores_o = backend->upload_vector(crowded.one2one.scores);
+  loss.launch_device_into(on_device, device);
   loss.compute_device_into({crowded.batch,
                             crowded.num_classes,
                             crowded.image_height,

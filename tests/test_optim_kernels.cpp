@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "harness/scenario.hpp"
 #include "harness/scenario_runner.hpp"
@@ -152,7 +154,77 @@ void check_in_place_training_steps(Backend& backend, bool adamw) {
   CHECK(backend.download_vector<uint16_t>(half, problem.total) == to_half_bits(out, HalfType::bf16));
 }
 
+// One step of `optimizer` ("SGD", "AdamW", "MuSGD") from a seeded state, gated by a device float holding
+// `gate` (nullopt: no gate); returns every buffer the step may write: the state (weights, both optimizer
+// states, the bf16 copies, poisoned before) and MuSGD's Muon scratch. Tensor 0 is a 3 x 4 Muon matrix,
+// tensor 1 a 37-element bias.
+struct GatedStep {
+  std::vector<std::vector<float>> state;
+  std::vector<float> scratch;
+  bool operator==(const GatedStep&) const = default;
+};
+GatedStep gated_step(Backend& backend, const std::string& optimizer, std::optional<float> gate) {
+  const size_t total = 12 + 37;
+  DeviceBuffer param = backend.upload_vector(random_uniform(total, -1.0f, 1.0f, 21));
+  DeviceBuffer grad = backend.upload_vector(random_uniform(total, -1.0f, 1.0f, 22));
+  DeviceBuffer state0 = backend.upload_vector(random_uniform(total, -0.1f, 0.1f, 23));
+  DeviceBuffer state1 = backend.upload_vector(random_uniform(total, 0.0f, 0.01f, 24));
+  DeviceBuffer update = backend.upload_vector(std::vector<float>(12, -7.0f));
+  DeviceBuffer half = backend.upload_vector(std::vector<uint16_t>(total, 0xabcd));
+  DeviceBuffer gate_value = backend.upload_vector(std::vector<float>{gate.value_or(0.0f)});
+  const auto entry = [&](size_t offset, long long count, int group) {
+    return in_place_tensor(param.as<float>() + offset, grad.as<float>() + offset, state0.as<float>() + offset,
+                           state1.as<float>() + offset, half.as<unsigned short>() + offset, count, group);
+  };
+  OptimTensor matrix = entry(0, 12, 0);
+  if (optimizer == "MuSGD") matrix.muon_update = update.as<float>();
+  OptimTensorList list(backend, {matrix, entry(12, 37, 2)});
+  const float* g = gate ? gate_value.as<const float>() : nullptr;
+  if (optimizer == "SGD") {
+    SgdOp(backend).step(list, SgdSettings{}, 2, HalfType::bf16, g);
+  } else if (optimizer == "AdamW") {
+    AdamwOp(backend).step(list, AdamwSettings{}, 2, HalfType::bf16, g);
+  } else {
+    MusgdOp(backend).step(list, {MuonShape{3, 4, 1.0}, MuonShape{}}, MusgdSettings{}, HalfType::bf16, g);
+  }
+  backend.synchronize();
+  const std::vector<uint16_t> bits = backend.download_vector<uint16_t>(half, total);
+  return {{backend.download_vector<float>(param, total), backend.download_vector<float>(state0, total),
+           backend.download_vector<float>(state1, total), std::vector<float>(bits.begin(), bits.end())},
+          backend.download_vector<float>(update, 12)};
+}
+
+// fp16 training's skipped step, decided on the device: a NaN or infinite gate leaves the state as it was
+// (bit for bit; MuSGD's orthogonalisation still rewrites its scratch), a finite one steps exactly as no gate
+// does; and the ungated step does change the weights, so the comparison can fail.
+void check_gated_steps(Backend& backend) {
+  const std::vector<std::vector<float>> before = {
+      random_uniform(49, -1.0f, 1.0f, 21), random_uniform(49, -0.1f, 0.1f, 23),
+      random_uniform(49, 0.0f, 0.01f, 24), std::vector<float>(49, float(0xabcd))};
+  for (const char* optimizer : {"SGD", "AdamW", "MuSGD"}) {
+    INFO(backend.name() << " " << optimizer);
+    const GatedStep ungated = gated_step(backend, optimizer, std::nullopt);
+    for (float skipping : {INFINITY, -INFINITY, NAN})
+      CHECK(gated_step(backend, optimizer, skipping).state == before);
+    CHECK(gated_step(backend, optimizer, 3.4e38f) == ungated);
+    CHECK(ungated.state[0] != before[0]);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("a step gated by a non-finite device float writes nothing, by a finite one steps as ungated (cpu)",
+          "[optim]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  check_gated_steps(*backend);
+}
+
+TEST_CASE("a step gated by a non-finite device float writes nothing, by a finite one steps as ungated (cuda)",
+          "[optim][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  auto backend = make_backend("cuda", test::embedded_context());
+  check_gated_steps(*backend);
+}
 
 TEST_CASE("optimizer scenarios pass against their float64 references on the cpu backend", "[optim]") {
   check_scenarios("cpu");

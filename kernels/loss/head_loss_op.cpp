@@ -133,10 +133,20 @@ void HeadLossOp::launch_terms(const HeadLossInputs& in, const HeadLossGains& gai
 }
 
 HeadLossSums HeadLossOp::sums(const HeadLossWorkspace& ws) const {
+  double host[kSumValues];
+  download_sums_async(ws, host);
   backend_.synchronize();
-  const double score_sum = backend_.download_vector<double>(ws.assignment.target_score_sum, 1)[0];
-  const std::vector<double> s = backend_.download_vector<double>(ws.sums, kTermRows);
-  return {score_sum, s[0], s[1], s[2], static_cast<int>(s[3])};
+  return sums_from(host);
+}
+
+void HeadLossOp::download_sums_async(const HeadLossWorkspace& ws, double* host) const {
+  static_assert(kSumValues == 1 + kTermRows);
+  backend_.download_async(host, ws.assignment.target_score_sum.get(), sizeof(double));
+  backend_.download_async(host + 1, ws.sums.get(), kTermRows * sizeof(double));
+}
+
+HeadLossSums HeadLossOp::sums_from(const double* host) {
+  return {host[0], host[1], host[2], host[3], static_cast<int>(host[4])};
 }
 
 }  // namespace lab

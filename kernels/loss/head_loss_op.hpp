@@ -1,7 +1,8 @@
 // HeadLossOp: one head's YOLO26 loss over a batch with all data on the device: the assignment
 // (TalAssignOp), the CIoU term (CiouOp over every anchor of the batch, background weighted 0), the L1 term,
 // the chain rule to the raw distances and the classification BCE (head_loss.cu). Only the five sums cross to
-// the host (sums()). The launches are asynchronous; sums() waits for them.
+// the host (sums(), or download_sums_async() and sums_from()). The launches are asynchronous; sums() waits
+// for them.
 #pragma once
 #include "kernels/loss/loss_ops.hpp"
 #include "kernels/loss/tal_assign_op.hpp"
@@ -55,6 +56,11 @@ class HeadLossOp {
                     const DeviceBuffer& d_boxes, const DeviceBuffer& d_logits) const;
   // Waits for the launches and downloads the sums.
   HeadLossSums sums(const HeadLossWorkspace& ws) const;
+  // The sums' copy to the host on the current lane (Backend::download_async) into `host`, kSumValues doubles
+  // (page-locked for the host to go on at once); once the host has waited for that lane, sums_from(host).
+  static constexpr int kSumValues = 5;  // the target-score sum, then box, cls, l1, positives
+  void download_sums_async(const HeadLossWorkspace& ws, double* host) const;
+  static HeadLossSums sums_from(const double* host);
 
  private:
   Backend& backend_;

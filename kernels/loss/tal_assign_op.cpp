@@ -2,6 +2,7 @@
 #include "kernels/loss/tal_assign_op.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "kernels/loss/tal_assign_params.cuh"
@@ -19,11 +20,11 @@ constexpr int kScoreSumThreads = 1024;
 CompileRequest tal_compile(const std::string&, const Params& p) {
   const std::string block_n = std::to_string(param_int(p, "BLOCK_N"));
   const std::string threads = std::to_string(param_int(p, "THREADS"));
-  return {
-      "loss/tal_assign.cu",
-      {},
-      {"tal_metrics<" + block_n + ">", "tal_topk<" + threads + ">", "tal_resolve<" + block_n + ">",
-       "tal_gt_stats<" + threads + ">", "tal_targets<" + block_n + ">", "tal_score_sum<" + std::to_string(kScoreSumThreads) + ">"}};
+  return {"loss/tal_assign.cu",
+          {},
+          {"tal_metrics<" + block_n + ">", "tal_topk<" + threads + ">", "tal_resolve<" + block_n + ">",
+           "tal_gt_stats<" + threads + ">", "tal_targets<" + block_n + ">",
+           "tal_score_sum<" + std::to_string(kScoreSumThreads) + ">"}};
 }
 
 void check_block(const char* name, int value) {
@@ -88,7 +89,7 @@ int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts) {
 }
 
 void upload_ground_truth_into(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
-                              int min_rows, DeviceGroundTruth& out) {
+                              int min_rows, DeviceGroundTruth& out, HostBuffer* staging) {
   out.batch = static_cast<int>(gts.size());
   out.max_gts = std::max(max_ground_truth_rows(gts), min_rows);
   out.max_class = -1;
@@ -102,13 +103,20 @@ void upload_ground_truth_into(Backend& backend, const std::vector<std::vector<lo
       out.max_class = std::max(out.max_class, box.cls);
     }
   }
-  const auto upload = [&backend](DeviceBuffer& buffer, const auto& values) {
-    const size_t bytes = values.size() * sizeof(values[0]);
+  const size_t row_bytes = rows.size() * sizeof(TalGt), count_bytes = counts.size() * sizeof(int);
+  if (staging && staging->bytes() < row_bytes + count_bytes)
+    *staging = backend.alloc_host(row_bytes + count_bytes);
+  size_t staged = 0;
+  const auto upload = [&](DeviceBuffer& buffer, const void* values, size_t bytes) {
     if (buffer.bytes() < bytes) buffer = backend.alloc(bytes);
-    backend.upload(buffer.get(), values.data(), bytes);
+    if (!staging) return backend.upload(buffer.get(), values, bytes);
+    char* slot = staging->as<char>() + staged;
+    std::memcpy(slot, values, bytes);
+    staged += bytes;
+    backend.upload_async(buffer.get(), slot, bytes);
   };
-  upload(out.boxes, rows);
-  upload(out.counts, counts);
+  upload(out.boxes, rows.data(), row_bytes);  // TalGt's 8-byte alignment first, the ints after
+  upload(out.counts, counts.data(), count_bytes);
 }
 
 DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,

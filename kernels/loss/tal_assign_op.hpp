@@ -37,9 +37,12 @@ struct DeviceGroundTruth {
 };
 DeviceGroundTruth upload_ground_truth(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
                                       int min_rows = 1);
-// The same into `out`, whose buffers are reused when large enough (a loss kept across calls).
+// The same into `out`, whose buffers are reused when large enough (a loss kept across calls). With `staging`
+// the rows and counts go through it (grown by Backend::alloc_host when too small) by upload_async on the
+// current lane, so the host need not wait for the launches before them; the caller then keeps `staging`
+// unchanged until that lane's work so far is done.
 void upload_ground_truth_into(Backend& backend, const std::vector<std::vector<loss::GtBox>>& gts,
-                              int min_rows, DeviceGroundTruth& out);
+                              int min_rows, DeviceGroundTruth& out, HostBuffer* staging = nullptr);
 // The G upload_ground_truth gives these lists at min_rows = 1.
 int max_ground_truth_rows(const std::vector<std::vector<loss::GtBox>>& gts);
 

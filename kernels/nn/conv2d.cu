@@ -238,7 +238,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_depthwise(const lab::Conv
     }
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (oy0 + r < h_out) nn::store_output_at<false>(acc[r], bias_c, silu, res_row, pre_row, out_row, (oy0 + r) * w_out + ox);
+      if (oy0 + r < h_out)
+        nn::store_output_at<false>(acc[r], bias_c, silu, res_row, pre_row, out_row, (oy0 + r) * w_out + ox);
     return;
   }
 #pragma unroll

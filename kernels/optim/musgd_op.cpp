@@ -24,7 +24,7 @@ MusgdOp::MusgdOp(Backend& backend)
       muon_(backend) {}
 
 void MusgdOp::step(const OptimTensorList& list, const std::vector<MuonShape>& shapes, const MusgdSettings& s,
-                   HalfType half) {
+                   HalfType half, const float* gate) {
   if (shapes.size() != size_t(list.size()))
     throw UsageError("musgd: " + std::to_string(shapes.size()) + " shapes for " +
                      std::to_string(list.size()) + " tensors");
@@ -36,7 +36,7 @@ void MusgdOp::step(const OptimTensorList& list, const std::vector<MuonShape>& sh
                        "'s Muon shape does not match its count or its muon_update buffer");
   }
   MusgdStepParams p = step_params(s, half);
-  p.tensors = list.device_table(), p.n_tensors = list.size();
+  p.tensors = list.device_table(), p.n_tensors = list.size(), p.gate = gate;
   const LaunchConfig config{{unsigned(list.total_blocks()), 1, 1}, {unsigned(kOptimThreads), 1, 1}};
   momentum_.launch(config, p);
   for (size_t i = 0; i < shapes.size(); ++i)

@@ -30,8 +30,10 @@ class MusgdOp {
  public:
   explicit MusgdOp(Backend& backend);
   // `shapes` has one entry per tensor of `list`; a tensor with rows > 0 must have its muon_update set.
+  // `gate` as OptimStepOp::step's: set and not finite, the step writes nothing (its orthogonalisation only
+  // its muon_update scratch).
   void step(const OptimTensorList& list, const std::vector<MuonShape>& shapes, const MusgdSettings& s,
-            HalfType half = HalfType::f16);
+            HalfType half = HalfType::f16, const float* gate = nullptr);
 
  private:
   CompiledKernel momentum_, apply_;

@@ -1,13 +1,14 @@
 // musgd_step: the element-wise halves of Ultralytics' MuSGD step (optim_params.cuh has the formulas) over a
 // list of float32 tensors, one launch each; between them the host orthogonalises each Muon tensor's update
 // (muon_newton_schulz.cu). Grid = the table's total blocks, block = kOptimThreads, 8 strided elements per
-// thread, as optim_step.cu.
+// thread, as optim_step.cu, gated alike (a set gate that is not finite: nothing written).
 //   musgd_muon_momentum  the Muon tensors' momentum (state1) and Nesterov input (muon_update); the others
 //   skip musgd_apply          the Muon part and the SGD part on the Muon tensors; plain SGD (Nesterov)
 //   elsewhere
 #include "optim/optim_common.cuh"
 
 __global__ void musgd_muon_momentum(const lab::MusgdStepParams p) {
+  if (!optim_step_taken(p.gate)) return;
   const int block = int(blockIdx.x);
   const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
   if (!t.muon_update) return;
@@ -22,6 +23,7 @@ __global__ void musgd_muon_momentum(const lab::MusgdStepParams p) {
 }
 
 __global__ void musgd_apply(const lab::MusgdStepParams p) {
+  if (!optim_step_taken(p.gate)) return;
   const int block = int(blockIdx.x);
   const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
   long long begin, end;

@@ -32,3 +32,9 @@ __device__ __forceinline__ unsigned short optim_to_16bit(float v, int half_type)
   const uint32_t packed = half_type == LAB_BF16 ? lab_pack2<LAB_BF16>(v, 0.0f) : lab_pack2<LAB_F16>(v, 0.0f);
   return (unsigned short)(packed & 0xffffu);
 }
+
+// False when the step's gate (SgdStepParams::gate ...) is set and holds a NaN or an infinity: the launch then
+// writes nothing. A NaN fails the comparison.
+__device__ __forceinline__ bool optim_step_taken(const float* gate) {
+  return gate == nullptr || fabsf(*gate) <= 3.402823466e38f;
+}

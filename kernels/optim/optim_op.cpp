@@ -99,9 +99,10 @@ OptimStepOp<Settings>::OptimStepOp(Backend& backend)
                   : CompiledKernel(backend, adamw_step_spec(), "v1", "adamw_step")) {}
 
 template <class Settings>
-void OptimStepOp<Settings>::step(const OptimTensorList& list, const Settings& s, int step, HalfType half) {
+void OptimStepOp<Settings>::step(const OptimTensorList& list, const Settings& s, int step, HalfType half,
+                                 const float* gate) {
   auto p = step_params(s, step, half);
-  p.tensors = list.device_table(), p.n_tensors = list.size();
+  p.tensors = list.device_table(), p.n_tensors = list.size(), p.gate = gate;
   kernel_.launch(list_launch(list), p);
 }
 

@@ -68,12 +68,14 @@ class ClipGradNormOp {
 };
 
 // One optimizer step over the list, of the kind its settings name: SgdOp (sgd_step_nesterov) or AdamwOp
-// (adamw_step). `step` counts from 1; `half` is the type of the tensors' param16 copies.
+// (adamw_step). `step` counts from 1; `half` is the type of the tensors' param16 copies; `gate` (a device
+// float, e.g. ClipGradNormOp's total_norm) set: the step writes nothing when it is not finite.
 template <class Settings>
 class OptimStepOp {
  public:
   explicit OptimStepOp(Backend& backend);
-  void step(const OptimTensorList& list, const Settings& s, int step, HalfType half = HalfType::f16);
+  void step(const OptimTensorList& list, const Settings& s, int step, HalfType half = HalfType::f16,
+            const float* gate = nullptr);
 
  private:
   CompiledKernel kernel_;

@@ -66,6 +66,9 @@ struct SgdStepParams {
   float momentum;
   int first_step;  // 1 on the first step (the buffer starts as d)
   int half_type;   // LAB_F16 or LAB_BF16, for param16
+  // [1] or nullptr: when set and not finite (fp16 training's overflowed gradient norm, clip_grad_norm's
+  // total_norm), the launch writes nothing: GradScaler's skipped step, decided on the device.
+  const float* gate;
 };
 
 // torch.optim.AdamW (no amsgrad): p *= decay_factor (1 - lr*wd of the group); m = lerp(m, g, 1 - beta1);
@@ -81,6 +84,9 @@ struct AdamwStepParams {
   float lerp_weight;  // 1 - beta1
   float beta2, one_minus_beta2, eps;
   int half_type;  // LAB_F16 or LAB_BF16, for param16
+  // [1] or nullptr: when set and not finite (fp16 training's overflowed gradient norm, clip_grad_norm's
+  // total_norm), the launch writes nothing: GradScaler's skipped step, decided on the device.
+  const float* gate;
 };
 
 // MuSGD (Ultralytics' ultralytics/optim/muon.py). A tensor with muon_update set (a weight of two or more
@@ -98,6 +104,9 @@ struct MusgdStepParams {
   float momentum;
   float lerp_weight;  // 1 - momentum, from the host's float64
   int half_type;      // LAB_F16 or LAB_BF16, for param16
+  // [1] or nullptr: when set and not finite (fp16 training's overflowed gradient norm, clip_grad_norm's
+  // total_norm), the launch writes nothing: GradScaler's skipped step, decided on the device.
+  const float* gate;
 };
 
 }  // namespace lab

@@ -3,11 +3,13 @@
 // formulas), with Ultralytics' three parameter groups (per-group lr; weight decay on group 0 only, through
 // the host's per-group values). Grid = the table's total blocks, block = kOptimThreads; each thread updates
 // kOptimPerThread elements, strided by the block so that every access is coalesced. When param16 is set the
-// updated weight is also written rounded to fp16 / bf16 (for a 16-bit forward). Saves nothing (the state
+// updated weight is also written rounded to fp16 / bf16 (for a 16-bit forward). A set gate that is not finite
+// (fp16 training's overflowed gradient norm) makes the launch write nothing. Saves nothing (the state
 // buffers are the optimizer state). One variant each.
 #include "optim/optim_common.cuh"
 
 __global__ void sgd_step_nesterov(const lab::SgdStepParams p) {
+  if (!optim_step_taken(p.gate)) return;
   const int block = int(blockIdx.x);
   const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
   long long begin, end;
@@ -25,6 +27,7 @@ __global__ void sgd_step_nesterov(const lab::SgdStepParams p) {
 }
 
 __global__ void adamw_step(const lab::AdamwStepParams p) {
+  if (!optim_step_taken(p.gate)) return;
   const int block = int(blockIdx.x);
   const lab::OptimTensor t = p.tensors[optim_tensor_of_block(p.tensors, p.n_tensors, block)];
   long long begin, end;

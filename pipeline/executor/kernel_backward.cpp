@@ -212,11 +212,14 @@ const loss::DeviceLossResult& TrainingPass::run_on_input(const std::vector<std::
   loss_batch.one2one = {&tape_.buffer(o2o_boxes_), &tape_.buffer(o2o_scores_)};
   loss_batch.ground_truth = ground_truth;
   loss_batch.sum_over_ranks = sum_over_ranks;
-  loss_->compute_device_into(loss_batch, result_, loss_scale);
+  // The backward is launched before the host waits for the loss's sums, so the device goes on from the
+  // loss's launches to the backward's without a gap.
+  loss_->launch_device_into(loss_batch, result_, loss_scale);
   tape_.backward({{o2m_boxes_, &result_.d_one2many_boxes},
                   {o2m_scores_, &result_.d_one2many_scores},
                   {o2o_boxes_, &result_.d_one2one_boxes},
                   {o2o_scores_, &result_.d_one2one_scores}});
+  loss_->finish_device(result_);
   return result_;
 }
 

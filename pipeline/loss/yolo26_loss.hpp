@@ -66,6 +66,14 @@ class Yolo26Loss {
   // The gradients are d (gradient_scale * total) (fp16 training's loss scale); the components are unscaled.
   void compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
                            double gradient_scale = 1.0) const;
+  // compute_device_into() in two halves, so that launches made between them (the backward, reading the
+  // gradients) are queued before the host waits for the loss: launch_device_into() launches the loss and the
+  // copy of its sums to the host on lane kReadbackLane; finish_device() waits for that copy and sets the
+  // components and the total (UsageError without a launch before it).
+  static constexpr int kReadbackLane = 7;
+  void launch_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
+                          double gradient_scale = 1.0) const;
+  void finish_device(DeviceLossResult& result) const;
   const LossConfig& config() const { return config_; }
   LossPath path() const { return path_; }
 
@@ -83,6 +91,13 @@ class Yolo26Loss {
     DeviceAnchorGrid anchors;
     DeviceGroundTruth ground_truth;
     HeadLossWorkspace one2many, one2one;
+    // The ground truth's bytes on their way up (page-locked). Between launch_device_into() and
+    // finish_device(): both heads' sums as they come to the host, the images the total counts and the
+    // ranks' sum, if any.
+    HostBuffer ground_truth_staging, sums;
+    double images = 0;
+    SumOverRanks sum_over_ranks;
+    bool sums_pending = false;
   };
   DeviceWorkspace& device_workspace(const DeviceLossBatch& batch, int max_gts) const;
   // Replaces each head's target-score sum on the device by its sum over every rank; returns the images over

@@ -1,5 +1,6 @@
 // Yolo26Loss's device path: both heads through HeadLossOp with the head outputs and the gradients in device
-// buffers, the two heads on two lanes; the ground truth is uploaded, the five sums of each head downloaded.
+// buffers, the two heads on two lanes; the ground truth is uploaded, the five sums of each head downloaded on
+// a lane of their own, which the host waits for in finish_device().
 // Data-parallel: the normalisers and the image count summed over the ranks between the assignment and the
 // terms, the term sums after them.
 #include <algorithm>
@@ -78,12 +79,25 @@ DeviceLossResult Yolo26Loss::compute_device(const DeviceLossBatch& batch) const 
 
 void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
                                      double gradient_scale) const {
+  launch_device_into(batch, result, gradient_scale);
+  finish_device(result);
+}
+
+void Yolo26Loss::launch_device_into(const DeviceLossBatch& batch, DeviceLossResult& result,
+                                    double gradient_scale) const {
   if (!device_) throw UsageError("loss: compute_device needs a Yolo26Loss made for the device path");
   const size_t anchor_count = make_anchor_grid(batch.image_height, batch.image_width).size();
   validate_device_batch(batch, anchor_count);
+  if (workspace_ && workspace_->sums_pending) {  // a launch never finished: its copies done before reuse
+    backend_.wait_lane(kReadbackLane);
+    backend_.join_lane(kReadbackLane);
+    workspace_->sums_pending = false;
+  }
   DeviceWorkspace& ws = device_workspace(batch, max_ground_truth_rows(batch.ground_truth));
   DeviceGroundTruth& gts = ws.ground_truth;
-  upload_ground_truth_into(backend_, batch.ground_truth, ws.max_gts, gts);
+  // Staged: the host goes on to the launches while the head outputs are still being computed. The last
+  // finish_device() waited for the staging's previous copies (the sums' lane forks after them).
+  upload_ground_truth_into(backend_, batch.ground_truth, ws.max_gts, gts, &ws.ground_truth_staging);
   const size_t box_count = size_t(batch.batch) * 4 * anchor_count;
   const size_t score_count = size_t(batch.batch) * batch.num_classes * anchor_count;
 
@@ -123,12 +137,33 @@ void Yolo26Loss::compute_device_into(const DeviceLossBatch& batch, DeviceLossRes
         device_->launch_terms(one2one, gains(result.weights.one2one), ws.one2one, result.d_one2one_boxes,
                               result.d_one2one_scores);
       });
-  HeadLossSums o2m = device_->sums(ws.one2many), o2o = device_->sums(ws.one2one);
-  if (batch.sum_over_ranks) sum_terms(batch.sum_over_ranks, o2m, o2o);
+  // The sums' copy on a lane of its own: the host waits for it, not for the launches queued after it.
+  constexpr size_t kSumBytes = 2 * HeadLossOp::kSumValues * sizeof(double);
+  if (ws.sums.bytes() < kSumBytes) ws.sums = backend_.alloc_host(kSumBytes);
+  backend_.fork_lane(kReadbackLane);
+  backend_.use_lane(kReadbackLane);
+  device_->download_sums_async(ws.one2many, ws.sums.as<double>());
+  device_->download_sums_async(ws.one2one, ws.sums.as<double>() + HeadLossOp::kSumValues);
+  backend_.use_lane(0);
+  ws.images = images;
+  ws.sum_over_ranks = batch.sum_over_ranks;
+  ws.sums_pending = true;
+}
+
+void Yolo26Loss::finish_device(DeviceLossResult& result) const {
+  DeviceWorkspace* ws = workspace_.get();
+  if (!ws || !ws->sums_pending)
+    throw UsageError("loss: finish_device without a launch_device_into before it");
+  backend_.wait_lane(kReadbackLane);
+  backend_.join_lane(kReadbackLane);
+  ws->sums_pending = false;
+  HeadLossSums o2m = HeadLossOp::sums_from(ws->sums.as<const double>());
+  HeadLossSums o2o = HeadLossOp::sums_from(ws->sums.as<const double>() + HeadLossOp::kSumValues);
+  if (ws->sum_over_ranks) sum_terms(ws->sum_over_ranks, o2m, o2o);
   result.one2many = head_components(o2m, config_);
   result.one2one = head_components(o2o, config_);
-  result.total = images * (result.weights.one2many * result.one2many.sum() +
-                           result.weights.one2one * result.one2one.sum());
+  result.total = ws->images * (result.weights.one2many * result.one2many.sum() +
+                               result.weights.one2one * result.one2one.sum());
 }
 
 double Yolo26Loss::share_normalisers(const SumOverRanks& sum_over_ranks, DeviceWorkspace& ws) const {

@@ -296,33 +296,32 @@ double DeviceTrainEngine::step(const StepHyper& hyper) {
   sum_gradients_over_ranks();  // the clip's norm and the loss scaler's decision: the same on every rank
   float* norm = clip_out_.as<float>();
   clip_.run(*list_, float(hyper.max_norm), norm, norm + 1);
-  float total = 0;
-  if (scaler_) {  // the norm first: it says whether to step
-    backend_.download(&total, norm, sizeof(float));
-    if (scaler_->update(std::isfinite(total))) optimizer_step(hyper);
-  } else {
-    optimizer_step(hyper);
-  }
+  // With a loss scaler (fp16) the norm gates the step on the device (a non-finite norm: nothing written), so
+  // the host launches everything before it waits for the norm; the scaler then learns whether it stepped.
+  optimizer_step(hyper, scaler_ ? norm : nullptr);
   backend_.fill_bytes(grads_.get(), 0, grads_.bytes());
   ++version_;  // every pass folds the new parameters before its next forward
-  if (!scaler_) backend_.download(&total, norm, sizeof(float));
+  float total = 0;
+  backend_.download(&total, norm, sizeof(float));
+  if (scaler_ && !scaler_->update(std::isfinite(total))) --steps_;  // skipped: the count stays
   return total;
 }
 
-void DeviceTrainEngine::optimizer_step(const StepHyper& hyper) {
+void DeviceTrainEngine::optimizer_step(const StepHyper& hyper, const float* gate) {
   ++steps_;
+  const HalfType half = HalfType::f16;  // the kernels' default: the tensors carry no 16-bit copies here
   if (optimizer_ == "SGD") {
     SgdSettings s;
     s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
-    sgd_.step(*list_, s, int(steps_));
+    sgd_.step(*list_, s, int(steps_), half, gate);
   } else if (optimizer_ == "AdamW") {
     AdamwSettings s;
     s.lr = hyper.lr, s.beta1 = hyper.momentum, s.weight_decay = hyper.weight_decay;
-    adamw_.step(*list_, s, int(steps_));
+    adamw_.step(*list_, s, int(steps_), half, gate);
   } else {
     MusgdSettings s;  // muon.py's muon 0.5, sgd 0.5
     s.lr = hyper.lr, s.momentum = hyper.momentum, s.weight_decay = hyper.weight_decay;
-    musgd_.step(*list_, muon_shapes_, s);
+    musgd_.step(*list_, muon_shapes_, s, half, gate);
   }
 }
 

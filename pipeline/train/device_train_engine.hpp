@@ -14,7 +14,8 @@
 // tensor cores (TrainingPass's precision; the fold writes the forward's 16-bit operands); master parameters,
 // gradients, optimizer state and the loss stay float32. fp16 adds dynamic loss scaling (LossScaler): the
 // loss's gradient scaled in the loss kernels, unscaled in the chain rule (before the clip), and the clip
-// pass's norm, downloaded before the optimizer launch instead of after it, says whether the step is taken.
+// pass's norm says on the device whether the step is taken (the optimizer kernels' gate), then on the host,
+// downloaded after the step's launches, whether the scale backs off.
 // stage() copies the next batch's bytes on lane 8 (kCopyLane: past the pass's lanes 1 and 2 and the lanes an
 // inference plan's head levels take) into the second of two device buffers, beside the current iteration:
 // from the start of the latest accumulate(), whose conversion reads the first. Data-parallel (a
@@ -100,7 +101,9 @@ class DeviceTrainEngine : public TrainEngine {
   std::vector<float> download(const DeviceBuffer& arena, const Parameter& p) const;
   // The optimizer's state arenas and their tensors' name suffixes (as HostTrainEngine names them).
   std::vector<std::pair<const DeviceBuffer*, std::string>> state_buffers() const;
-  void optimizer_step(const StepHyper& hyper);  // the step of the engine's optimizer on the clipped gradients
+  // The step of the engine's optimizer on the clipped gradients; `gate` set: skipped on the device when the
+  // float there is not finite.
+  void optimizer_step(const StepHyper& hyper, const float* gate);
   void sum_gradients_over_ranks() const;        // once after each accumulation: the buckets, all-reduced
 
   Backend& backend_;
