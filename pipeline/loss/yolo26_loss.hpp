@@ -54,6 +54,8 @@ class Yolo26Loss {
  public:
   // Compiles the loss kernels of `path` on `backend` (once; later calls only launch).
   explicit Yolo26Loss(Backend& backend, LossConfig config = {}, LossPath path = LossPath::device);
+  // Waits for a launch that was never finished: its copies write into the loss's page-locked buffers.
+  ~Yolo26Loss();
   // Throws UsageError when the batch is inconsistent (validate_batch). On the device path the head outputs
   // are uploaded and the gradients downloaded around compute_device.
   LossResult compute(const LossBatch& batch) const;

@@ -150,6 +150,15 @@ void Yolo26Loss::launch_device_into(const DeviceLossBatch& batch, DeviceLossResu
   ws.sums_pending = true;
 }
 
+Yolo26Loss::~Yolo26Loss() {
+  if (!workspace_ || !workspace_->sums_pending) return;
+  try {
+    backend_.wait_lane(kReadbackLane);
+    backend_.join_lane(kReadbackLane);
+  } catch (...) {  // a device error: the backend reports it at its next call
+  }
+}
+
 void Yolo26Loss::finish_device(DeviceLossResult& result) const {
   DeviceWorkspace* ws = workspace_.get();
   if (!ws || !ws->sums_pending)
