@@ -44,34 +44,22 @@ class DelayedLanesBackend : public CountingBackend {
       const char* p = static_cast<const char*>(args.pointers[i]);
       bytes.emplace_back(p, p + args.sizes[i]);
     }
-    queued_[lane_].push_back([this, kernel, config, bytes = std::move(bytes), args]() mutable {
+    on_current_lane([this, kernel, config, bytes = std::move(bytes), args]() mutable {
       KernelArgs copy = args;
       for (size_t i = 0; i < bytes.size(); ++i) copy.pointers[i] = bytes[i].data();
       CountingBackend::launch(kernel, config, copy);
     });
   }
   void fill_bytes(void* dst, uint8_t value, size_t bytes) override {
-    if (lane_ == 0) {
-      step_side_lanes();
-      return CountingBackend::fill_bytes(dst, value, bytes);
-    }
-    queued_[lane_].push_back([this, dst, value, bytes] { CountingBackend::fill_bytes(dst, value, bytes); });
+    on_current_lane([this, dst, value, bytes] { CountingBackend::fill_bytes(dst, value, bytes); });
   }
   void upload_async(void* dst, const void* src, size_t bytes) override {
-    if (lane_ == 0) {
-      step_side_lanes();
-      return CountingBackend::upload_async(dst, src, bytes);
-    }
-    ++side_lane_uploads;
-    queued_[lane_].push_back([this, dst, src, bytes] { CountingBackend::upload_async(dst, src, bytes); });
+    side_lane_uploads +=
+        on_current_lane([this, dst, src, bytes] { CountingBackend::upload_async(dst, src, bytes); });
   }
   void download_async(void* dst, const void* src, size_t bytes) override {
-    if (lane_ == 0) {
-      step_side_lanes();
-      return CountingBackend::download_async(dst, src, bytes);
-    }
-    ++side_lane_downloads;
-    queued_[lane_].push_back([this, dst, src, bytes] { CountingBackend::download_async(dst, src, bytes); });
+    side_lane_downloads +=
+        on_current_lane([this, dst, src, bytes] { CountingBackend::download_async(dst, src, bytes); });
   }
   void fork_lane(int lane) override {
     if (lane < 1) throw RuntimeError("lane " + std::to_string(lane) + " cannot be forked");
@@ -104,6 +92,17 @@ class DelayedLanesBackend : public CountingBackend {
   }
 
  private:
+  // The main lane's work runs at once (after Interleaved's step of the side lanes), a side lane's is queued:
+  // returns whether it was queued.
+  bool on_current_lane(std::function<void()> work) {
+    if (lane_ == 0) {
+      step_side_lanes();
+      work();
+      return false;
+    }
+    queued_[lane_].push_back(std::move(work));
+    return true;
+  }
   // Interleaved: each side lane's oldest pending work.
   void step_side_lanes() {
     if (schedule_ != Schedule::Interleaved) return;

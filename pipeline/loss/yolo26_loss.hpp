@@ -102,6 +102,8 @@ class Yolo26Loss {
     bool sums_pending = false;
   };
   DeviceWorkspace& device_workspace(const DeviceLossBatch& batch, int max_gts) const;
+  // Waits for a launch's copy of the sums, if one is pending, and closes its lane.
+  void wait_for_sums() const;
   // Replaces each head's target-score sum on the device by its sum over every rank; returns the images over
   // every rank.
   double share_normalisers(const SumOverRanks& sum_over_ranks, DeviceWorkspace& ws) const;

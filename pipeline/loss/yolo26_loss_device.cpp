@@ -88,11 +88,7 @@ void Yolo26Loss::launch_device_into(const DeviceLossBatch& batch, DeviceLossResu
   if (!device_) throw UsageError("loss: compute_device needs a Yolo26Loss made for the device path");
   const size_t anchor_count = make_anchor_grid(batch.image_height, batch.image_width).size();
   validate_device_batch(batch, anchor_count);
-  if (workspace_ && workspace_->sums_pending) {  // a launch never finished: its copies done before reuse
-    backend_.wait_lane(kReadbackLane);
-    backend_.join_lane(kReadbackLane);
-    workspace_->sums_pending = false;
-  }
+  wait_for_sums();  // a launch never finished: its copies done before the buffers are reused
   DeviceWorkspace& ws = device_workspace(batch, max_ground_truth_rows(batch.ground_truth));
   DeviceGroundTruth& gts = ws.ground_truth;
   // Staged: the host goes on to the launches while the head outputs are still being computed. The last
@@ -151,21 +147,24 @@ void Yolo26Loss::launch_device_into(const DeviceLossBatch& batch, DeviceLossResu
 }
 
 Yolo26Loss::~Yolo26Loss() {
-  if (!workspace_ || !workspace_->sums_pending) return;
   try {
-    backend_.wait_lane(kReadbackLane);
-    backend_.join_lane(kReadbackLane);
+    wait_for_sums();
   } catch (...) {  // a device error: the backend reports it at its next call
   }
+}
+
+void Yolo26Loss::wait_for_sums() const {
+  if (!workspace_ || !workspace_->sums_pending) return;
+  backend_.wait_lane(kReadbackLane);
+  backend_.join_lane(kReadbackLane);
+  workspace_->sums_pending = false;
 }
 
 void Yolo26Loss::finish_device(DeviceLossResult& result) const {
   DeviceWorkspace* ws = workspace_.get();
   if (!ws || !ws->sums_pending)
     throw UsageError("loss: finish_device without a launch_device_into before it");
-  backend_.wait_lane(kReadbackLane);
-  backend_.join_lane(kReadbackLane);
-  ws->sums_pending = false;
+  wait_for_sums();
   HeadLossSums o2m = HeadLossOp::sums_from(ws->sums.as<const double>());
   HeadLossSums o2o = HeadLossOp::sums_from(ws->sums.as<const double>() + HeadLossOp::kSumValues);
   if (ws->sum_over_ranks) sum_terms(ws->sum_over_ranks, o2m, o2o);
