@@ -1,10 +1,11 @@
 // nn kernels: every nn runner on the cpu backend at a few shapes (and on cuda in the [gpu] twin), the conv
 // variant choice (and the TF32 precision knob) and parameter rules, every conv variant's optional
-// pre-activation output, views into concat slices and the detect head's anchor ranges, and the sm_90
-// resource use (registers, no spills) of the whole nn module.
+// pre-activation output and SiLU-backward gate, views into concat slices and the detect head's anchor
+// ranges, and the sm_90 resource use (registers, no spills) of the whole nn module.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -256,6 +257,97 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
       CHECK(check.pass);
     }
   }
+}
+
+TEST_CASE("every conv variant multiplies by SiLU's derivative at a gate when asked", "[nn]") {
+  // The input gradient's conv applying its producer's SiLU backward: out = (conv(x) + b) * silu'(gate)
+  // (+ residual) through channel windows of poisoned buffers, against float64 (the conv's float64 sums times
+  // the derivative in float64); split-K applies it in conv2d_splitk_reduce. A gate on a conv with SiLU or a
+  // pre-activation output, or on v4_tf32 (which training never runs), is refused.
+  struct Case {
+    ConvVariant variant;
+    Conv2dShape shape;
+    int batch, h, w;
+    bool residual, split;
+  };
+  const Case cases[] = {
+      {ConvVariant::Direct, {12, 9, 3, 1, 3, false}, 2, 7, 8, true, false},
+      {ConvVariant::Tiled, {16, 24, 3, 1, 1, false}, 2, 9, 11, false, false},
+      {ConvVariant::Tiled, {64, 16, 3, 1, 1, false}, 1, 7, 6, true, true},
+      {ConvVariant::Depthwise, {8, 8, 3, 1, 8, false}, 2, 13, 35, false, false},
+      {ConvVariant::Depthwise, {8, 8, 5, 1, 8, false}, 1, 9, 10, true, false},
+      {ConvVariant::Fp16, {32, 24, 1, 1, 1, false}, 2, 9, 8, false, false},
+      {ConvVariant::Fp16, {24, 16, 3, 1, 1, false}, 2, 9, 7, true, false},
+      {ConvVariant::Fp16, {64, 16, 3, 1, 1, false}, 1, 7, 6, false, true},
+      {ConvVariant::Bf16, {32, 24, 3, 1, 1, false}, 1, 12, 10, false, true},
+  };
+  const auto tolerance = [](ConvVariant v) {  // the pre-activation case's bars
+    if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
+    if (v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
+    return Tolerance{};
+  };
+  auto backend = make_backend("cpu", test::embedded_context());
+  NnKernels kernels(*backend);
+  for (const Case& c : cases) {
+    const Conv2dShape& s = c.shape;
+    const int ho = s.out_size(c.h), wo = s.out_size(c.w);
+    const int64_t plane_out = int64_t(ho) * wo;
+    INFO(conv_variant_name(c.variant)
+         << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " residual " << c.residual);
+    const Conv2dInputs inputs = conv2d_random_inputs(s, c.batch, c.h, c.w, 27);
+    SlicedBuffer in(*backend, c.batch, s.c_in, int64_t(c.h) * c.w),
+        out(*backend, c.batch, s.c_out, plane_out), gate(*backend, c.batch, s.c_out, plane_out, 2, 1);
+    in.upload_window(inputs.in);
+    // z of a SiLU layer: wide enough that silu' takes values from about -0.1 to 1.1.
+    const std::vector<float> gate_host = random_uniform(out.window_elements(), -6.0f, 6.0f, 28);
+    gate.upload_window(gate_host);
+    std::vector<float> residual_host;
+    std::optional<SlicedBuffer> residual;
+    if (c.residual) {
+      residual_host = random_uniform(out.window_elements(), -1.0f, 1.0f, 29);
+      residual.emplace(*backend, c.batch, s.c_out, plane_out, 2, 2);
+      residual->upload_window(residual_host);
+    }
+    const Conv2dOp op(kernels, s, inputs.weight, inputs.bias, Precision::Fp32, c.variant);
+    CHECK((op.splitk_splits(c.batch, c.h, c.w) > 1) == c.split);
+    DeviceBuffer splitk;
+    if (size_t floats = op.splitk_workspace_floats(c.batch, c.h, c.w))
+      splitk = backend->alloc_array<float>(floats);
+    out.poison();
+    op.run(c.batch, c.h, c.w, in.view(), out.view(),
+           residual ? ConstPlaneView(residual->view()) : ConstPlaneView{}, splitk.as<float>(), PlaneView{},
+           gate.view());
+    std::vector<double> want =
+        conv2d_reference(s, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, {});
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double z = gate_host[i], sig = 1.0 / (1.0 + std::exp(-z));
+      want[i] *= sig * (1.0 + z * (1.0 - sig));
+      if (c.residual) want[i] += residual_host[i];
+    }
+    const std::vector<size_t> dims = {size_t(c.batch), size_t(s.c_out), size_t(ho), size_t(wo)};
+    const OutputCheck checks[] = {make_check("out", dims, out.download_window(), want, tolerance(c.variant)),
+                                  out.untouched_check("out_neighbours")};
+    for (const OutputCheck& check : checks) {
+      INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
+      CHECK(check.pass);
+    }
+  }
+  Conv2dShape with_silu{8, 8, 1, 1, 1, true};
+  const Conv2dInputs inputs = conv2d_random_inputs(with_silu, 1, 4, 4, 30);
+  const Conv2dOp silu_op(kernels, with_silu, inputs.weight, inputs.bias);
+  const DeviceBuffer x = backend->upload_vector(inputs.in);
+  DeviceBuffer y = backend->alloc_array<float>(8 * 16);
+  CHECK_THROWS_AS(
+      silu_op.run(1, 4, 4, dense_view(x.as<const float>(), 8, 16), dense_view(y.as<float>(), 8, 16), {},
+                  nullptr, PlaneView{}, dense_view(x.as<const float>(), 8, 16)),
+      UsageError);
+  Conv2dShape linear = with_silu;
+  linear.silu = false;
+  const Conv2dOp tf32_op(kernels, linear, inputs.weight, inputs.bias, Precision::Fp32, ConvVariant::Tf32);
+  CHECK_THROWS_AS(
+      tf32_op.run(1, 4, 4, dense_view(x.as<const float>(), 8, 16), dense_view(y.as<float>(), 8, 16), {},
+                  nullptr, PlaneView{}, dense_view(x.as<const float>(), 8, 16)),
+      UsageError);
 }
 
 TEST_CASE("nn parameter rules are enforced with the rule in the message", "[nn]") {

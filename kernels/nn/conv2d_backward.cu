@@ -1053,7 +1053,7 @@ __global__ void __launch_bounds__(nn::kThreads)
     for (int j = 0; j < kLoads; ++j) {
       const int p = p0 + j * nn::kThreads;
       if (p >= params.plane) break;
-      const float s = 1.0f / (1.0f + expf(-z[j])), d = g[j] * (s * (1.0f + z[j] * (1.0f - s)));
+      const float d = nn::silu_grad(g[j], z[j]);
       dz[p] = d;
       acc += d;
     }

@@ -1,8 +1,9 @@
 // conv2d_mma: the dense (groups == 1) Conv2d of conv2d.cu on fp16 / bf16 tensor cores — variants v5_fp16
 // (DT = LAB_F16) and v6_bf16 (LAB_BF16). Same operation, layouts, epilogue (bias, SiLU, residual, the
-// optional pre-activation output pre) and split-K partials as conv2d_tiled (reduced by conv2d_splitk_reduce
-// of conv2d.cu); activations stay float32 in memory: the im2col values are rounded to DT as they are staged,
-// the weights once on the host, and the products are mma.sync m16n8k16 with float accumulation.
+// optional pre-activation output pre, the optional SiLU-backward gate) and split-K partials as conv2d_tiled
+// (reduced by conv2d_splitk_reduce of conv2d.cu); activations stay float32 in memory: the im2col values are
+// rounded to DT as they are staged, the weights once on the host, and the products are mma.sync m16n8k16
+// with float accumulation.
 //
 // conv2d_mma<DT, K, TM>: implicit GEMM out[co][p] = sum_r W[co][r] X[r][p] over r = (ci, ky, kx).
 //   A CTA of 8 warps computes TM output channels x TN = 4096 / TM pixels (flattened y * Wo + x); each warp
@@ -276,7 +277,8 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     conv2d_mma(const float* __restrict__ in, long long in_bs, long long in_cs,
                const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
                const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
-               long long out_cs, float* pre, long long pre_bs, long long pre_cs, int c_in, int c_out,
+               long long out_cs, float* pre, long long pre_bs, long long pre_cs, const float* gate,
+               long long gate_bs, long long gate_cs, int c_in, int c_out,
                int h_in, int w_in, int h_out, int w_out, int stride, int silu, int batch, int split_rows,
                float* partial) {
   constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
@@ -335,9 +337,11 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
   // Each lane holds pixels 2t, 2t + 1 of four n8 tiles for two channels: the channels' rows are found once,
   // and a pixel pair goes out as one 8-byte access per plane where every view keeps pairs aligned.
   const int g = lane / 4, t = lane % 4;
-  const bool pairs = ((plane_out | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs) & 1) == 0 &&
-                     ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
-                       reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(partial)) & 7) == 0;
+  const bool pairs =
+      ((plane_out | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
+      ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
+        reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
+        reinterpret_cast<unsigned long long>(partial)) & 7) == 0;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int co = co0 + wm * 16 + g + 8 * half;
@@ -349,16 +353,18 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
                              : out + b * out_bs + co * out_cs;
     float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
     const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
+    const float* gate_row = gate && !partial ? gate + b * gate_bs + co * gate_cs : nullptr;
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
       const int p = px0 + wn * 32 + nt * 8 + 2 * t;
       const float v0 = acc[nt][2 * half], v1 = acc[nt][2 * half + 1];
       if (pairs && p + 1 < plane_out) {
-        nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, out_row, p);
+        nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
       } else {
-        if (p < plane_out) nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, out_row, p);
+        if (p < plane_out)
+          nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
         if (p + 1 < plane_out)
-          nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, out_row, p + 1);
+          nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p + 1);
       }
     }
   }

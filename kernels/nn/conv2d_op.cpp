@@ -251,17 +251,22 @@ size_t Conv2dOp::splitk_workspace_floats(int batch, int h_in, int w_in) const {
 }
 
 void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual,
-                   float* splitk_workspace, PlaneView pre) const {
+                   float* splitk_workspace, PlaneView pre, ConstPlaneView silu_grad_gate) const {
   const Conv2dShape& s = shape_;
   int h_out = s.out_size(h_in), w_out = s.out_size(w_in), c_out = s.c_out, silu = s.silu ? 1 : 0;
+  if (silu_grad_gate.data && variant_ == ConvVariant::Tf32)
+    throw UsageError("conv2d " + shape_text(s) + ": v4_tf32 applies no SiLU-backward gate");
+  if (silu_grad_gate.data && (silu || pre.data))
+    throw UsageError("conv2d " + shape_text(s) +
+                     ": a SiLU-backward gate on a conv with an activation or a pre-activation output");
   if (batch < 1 || h_in < 1 || w_in < 1 || h_out < 1 || w_out < 1)
     throw UsageError("conv2d " + shape_text(s) + ": bad input size batch " + std::to_string(batch) + " x " +
                      std::to_string(h_in) + "x" + std::to_string(w_in));
   if (!in.data || !out.data) throw UsageError("conv2d " + shape_text(s) + ": null input or output view");
   if (batch > kMaxGridYZ) throw UsageError("conv2d: batch " + std::to_string(batch) + " exceeds 65535");
   const PlaneIn in_view = kernel_view(in);
-  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out),
-                           kernel_view(pre)};
+  const Conv2dEpilogue epi{bias_.as<const float>(), kernel_view(residual), kernel_view(out), kernel_view(pre),
+                           kernel_view(silu_grad_gate)};
   const Conv2dSizes sizes{s.c_in, c_out, h_in, w_in, h_out, w_out};
   const float* w = weight_.as<const float>();
   Backend& backend = kernels_.backend();
@@ -289,17 +294,18 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       if (mma_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
         if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its im2col offsets are int32
           throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
-        const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data;
+        const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
         const uint16_t* wh = weight_.as<const uint16_t>();
         long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
                   res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
-                  pre_bs = pre.batch_stride, pre_cs = pre.channel_stride;
+                  pre_bs = pre.batch_stride, pre_cs = pre.channel_stride,
+                  gate_bs = silu_grad_gate.batch_stride, gate_cs = silu_grad_gate.channel_stride;
         int red_pad = weight_row_pad_, c_in = s.c_in, stride = s.stride;
         float *out_p = out.data, *pre_p = pre.data;
         backend.launch(kernel_, cfg,
                        kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
-                                   out_cs, pre_p, pre_bs, pre_cs, c_in, c_out, h_in, w_in, h_out, w_out,
-                                   stride, silu, batch, split_rows, partial));
+                                   out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in,
+                                   w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
       } else {
         backend.launch(kernel_, cfg,
                        kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,

@@ -54,12 +54,14 @@ class Conv2dOp {
            std::optional<ConvVariant> force = std::nullopt);
 
   // out = act(conv(in) + bias) (+ residual when residual.data), and pre = conv(in) + bias when pre.data (the
-  // pre-activation the training forward keeps, from the same epilogue); in [B, c_in, h_in, w_in], out, pre
-  // and residual [B, c_out, out_size(h_in), out_size(w_in)]. With `splitk_workspace`
-  // (splitk_workspace_floats() floats) an implicit-GEMM conv whose output tiles cannot fill the GPU splits
-  // its reduction over several CTAs.
+  // pre-activation the training forward keeps, from the same epilogue); in [B, c_in, h_in, w_in], out, pre,
+  // residual and silu_grad_gate [B, c_out, out_size(h_in), out_size(w_in)]. With silu_grad_gate.data (a conv
+  // without activation or pre) out = (conv(in) + bias) * silu'(gate) (+ residual): an input-gradient conv
+  // applying, for the SiLU conv whose output it is the whole gradient of, that conv's SiLU backward (gate:
+  // its z). With `splitk_workspace` (splitk_workspace_floats() floats) an implicit-GEMM conv whose output
+  // tiles cannot fill the GPU splits its reduction over several CTAs.
   void run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView out, ConstPlaneView residual = {},
-           float* splitk_workspace = nullptr, PlaneView pre = {}) const;
+           float* splitk_workspace = nullptr, PlaneView pre = {}, ConstPlaneView silu_grad_gate = {}) const;
   // Reduction splits the op uses at this input size (1: none), and the workspace they need (0 when 1).
   int splitk_splits(int batch, int h_in, int w_in) const;
   size_t splitk_workspace_floats(int batch, int h_in, int w_in) const;

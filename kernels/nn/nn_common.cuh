@@ -1,10 +1,12 @@
-// Device helpers shared by the nn kernels: the fused conv epilogue (bias, SiLU, residual, and the
-// pre-activation the training forward keeps) and the grid conventions. Activations are [B, C, H, W] with
+// Device helpers shared by the nn kernels: the fused conv epilogue (bias, SiLU, residual, the pre-activation
+// the training forward keeps, and the SiLU backward an input-gradient conv applies for its producer) and the
+// grid conventions. Activations are [B, C, H, W] with
 // contiguous H*W planes addressed by a batch stride and a channel stride in elements
 // (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) views in the kernels' parameter
 // structs (nn_params.cuh), triples of scalar arguments in conv2d_mma.
 #pragma once
 #include "common/lab.cuh"
+#include "nn/nn_params.cuh"
 
 namespace nn {
 
@@ -23,19 +25,28 @@ __device__ __forceinline__ float act_fast(float v, int silu) {
   return silu ? __fdividef(v, 1.0f + __expf(-v)) : v;
 }
 
+// g * silu'(z), silu'(z) = s (1 + z (1 - s)), s = sigmoid(z): a SiLU's backward, dz from dy = g (one formula
+// for conv2d_silu_bias_backward, the gated conv epilogue and the batch-statistics BatchNorm's backward).
+__device__ __forceinline__ float silu_grad(float g, float z) {
+  const float s = 1.0f / (1.0f + expf(-z));
+  return g * (s * (1.0f + z * (1.0f - s)));
+}
+
 // act(acc + bias).
 __device__ __forceinline__ float bias_act(float acc, float bias, int silu) {
   return act(acc + bias, silu);
 }
 
-// The conv epilogue at pixel p of one channel's planes (res_row and pre_row may be null): z = acc + bias;
-// out_row[p] = act(z) (act_fast with kFast) (+ res_row[p]), and pre_row[p] = z (the pre-activation the SiLU
-// backward needs). For kernels that find a channel's rows once (conv2d_mma, conv2d_depthwise).
+// The conv epilogue at pixel p of one channel's planes (res_row, pre_row and gate_row may be null): z = acc +
+// bias; out_row[p] = act(z) (act_fast with kFast), or silu_grad(z, gate_row[p]) with a gate (an input-gradient
+// conv applying its producer's SiLU backward: silu is 0 then), (+ res_row[p]), and pre_row[p] = z (the
+// pre-activation the SiLU backward needs). For kernels that find a channel's rows once (conv2d_mma,
+// conv2d_depthwise).
 template <bool kFast>
 __device__ __forceinline__ void store_output_at(float acc, float bias, int silu, const float* res_row,
-                                                float* pre_row, float* out_row, int p) {
+                                                float* pre_row, const float* gate_row, float* out_row, int p) {
   const float z = acc + bias;
-  float v = kFast ? act_fast(z, silu) : act(z, silu);
+  float v = gate_row ? silu_grad(z, gate_row[p]) : kFast ? act_fast(z, silu) : act(z, silu);
   if (res_row) v += res_row[p];
   out_row[p] = v;
   if (pre_row) pre_row[p] = z;
@@ -44,10 +55,17 @@ __device__ __forceinline__ void store_output_at(float acc, float bias, int silu,
 // The same at pixels p and p + 1 as one 8-byte access per plane (p even, every row 8-byte aligned).
 template <bool kFast>
 __device__ __forceinline__ void store_output_pair(float acc0, float acc1, float bias, int silu,
-                                                  const float* res_row, float* pre_row, float* out_row, int p) {
+                                                  const float* res_row, float* pre_row, const float* gate_row,
+                                                  float* out_row, int p) {
   const float2 z = make_float2(acc0 + bias, acc1 + bias);
-  float2 v = kFast ? make_float2(act_fast(z.x, silu), act_fast(z.y, silu))
-                   : make_float2(act(z.x, silu), act(z.y, silu));
+  float2 v;
+  if (gate_row) {
+    const float2 g = *reinterpret_cast<const float2*>(gate_row + p);
+    v = make_float2(silu_grad(z.x, g.x), silu_grad(z.y, g.y));
+  } else {
+    v = kFast ? make_float2(act_fast(z.x, silu), act_fast(z.y, silu))
+              : make_float2(act(z.x, silu), act(z.y, silu));
+  }
   if (res_row) {
     const float2 r = *reinterpret_cast<const float2*>(res_row + p);
     v.x += r.x, v.y += r.y;
@@ -57,15 +75,17 @@ __device__ __forceinline__ void store_output_pair(float acc0, float acc1, float 
 }
 
 // The conv epilogue at (b, c, p) of views (pointer, batch stride, channel stride): z = acc + bias;
-// out[b, c, p] = act(z) (+ residual[b, c, p] when residual is not null), and pre[b, c, p] = z when pre is not
-// null (the pre-activation the SiLU backward needs). store_output_at's steps on element indices: through
-// channel-row pointers conv2d_tiled<1, 16> spilled.
+// out[b, c, p] = act(z), or silu_grad(z, gate[b, c, p]) when gate is not null, (+ residual[b, c, p] when
+// residual is not null), and pre[b, c, p] = z when pre is not null (the pre-activation the SiLU backward
+// needs). store_output_at's steps on element indices: through channel-row pointers conv2d_tiled<1, 16>
+// spilled.
 __device__ __forceinline__ void store_output(float acc, float bias, int silu, const float* residual,
                                              long long res_bs, long long res_cs, float* pre, long long pre_bs,
-                                             long long pre_cs, float* out, long long out_bs, long long out_cs,
+                                             long long pre_cs, const float* gate, long long gate_bs,
+                                             long long gate_cs, float* out, long long out_bs, long long out_cs,
                                              int b, int c, int p) {
   const float z = acc + bias;
-  float v = act(z, silu);
+  float v = gate ? silu_grad(z, gate[b * gate_bs + c * gate_cs + p]) : act(z, silu);
   if (residual) v += residual[b * res_bs + c * res_cs + p];
   out[b * out_bs + c * out_cs + p] = v;
   if (pre) pre[b * pre_bs + c * pre_cs + p] = z;  // after out: fewer registers in conv2d_tiled's epilogue

@@ -36,11 +36,14 @@ struct CopyPlanesParams {
 };
 
 // The fused epilogue every conv kernel ends with: out = act(acc + bias[c]) (+ residual when residual.data),
-// and pre = acc + bias[c] (the pre-activation the training forward keeps) when pre.data.
+// and pre = acc + bias[c] (the pre-activation the training forward keeps) when pre.data. With gate.data (and
+// no activation) out = (acc + bias[c]) * silu'(gate) (+ residual) instead: an input-gradient conv whose
+// output is the whole gradient of a SiLU conv's output applies that conv's SiLU backward, gate its z.
 struct Conv2dEpilogue {
   const float* bias;  // [C_out]
   PlaneIn residual;
   PlaneOut out, pre;
+  PlaneIn gate;
 };
 
 struct Conv2dSizes {

@@ -4,6 +4,7 @@
 // dy, mean, inv_std, gamma, beta, silu, batch, channels, plane. Include after common/lab.cuh,
 // common/lab_block_sum.cuh and the params header.
 #pragma once
+#include "nn/nn_common.cuh"
 
 // Sum over (batch, plane) of channel c of f(element index), in float64, the same order on every run.
 template <typename F>
@@ -18,9 +19,7 @@ __device__ __forceinline__ double channel_sum(int batch, int channels, long long
 
 // dz from dy: dy * silu'(z), silu'(z) = s (1 + z (1 - s)), s = sigmoid(z) (dy without SiLU).
 __device__ __forceinline__ float batchnorm_grad_z(float dy, float z, int silu) {
-  if (!silu) return dy;
-  const float s = 1.0f / (1.0f + expf(-z));
-  return dy * (s * (1.0f + z * (1.0f - s)));
+  return silu ? nn::silu_grad(dy, z) : dy;
 }
 
 // sum dz and sum dz xhat over channel c (one block; every thread gets both).

@@ -17,6 +17,12 @@ namespace lab {
 
 namespace {
 
+// Whether a seed is on t.
+bool is_seeded(const std::vector<GradientTape::Seed>& seeds, const TapeTensor& t) {
+  return std::any_of(seeds.begin(), seeds.end(),
+                     [&t](const GradientTape::Seed& s) { return s.tensor.id == t.id; });
+}
+
 // Whether t is exactly one of a concat's (or anchors') parts.
 bool appears_once(const std::vector<TapeTensor>& parts, const TapeTensor& t) {
   return std::count_if(parts.begin(), parts.end(), [&t](const TapeTensor& p) { return p.id == t.id; }) == 1;
@@ -264,9 +270,7 @@ void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<vo
 // record, whose own SiLU backward reads it first); as for a part: not a seed, not the conv's own input (its
 // input gradient may accumulate in place), and a strided y gradient only where res's readers take views.
 void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
-  const auto seeded = [&seeds](const TapeTensor& t) {
-    return std::any_of(seeds.begin(), seeds.end(), [&t](const Seed& s) { return s.tensor.id == t.id; });
-  };
+  const auto seeded = [&seeds](const TapeTensor& t) { return is_seeded(seeds, t); };
   for (const ConcatRecord& c : concats_) {
     int c0 = 0;
     for (const TapeTensor& p : c.parts) {
@@ -300,6 +304,21 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
     res.alias_of = r.y.id;
     res.grad_alias = grad_view(r.y);
   }
+}
+
+// A SiLU conv's output y (no residual) whose gradient has one contributor, the input gradient of a conv run
+// as a conv (stride 1) reading y itself: that conv's epilogue multiplies its sums by silu'(z) (the gate, z
+// the SiLU conv's pre-activation), so y's gradient buffer holds dz and y's conv skips its SiLU backward pass,
+// one read of dy and z and a write of dz a fold (its bias gradient is then summed by its weight gradient, on
+// lane 1). Not for a seed (the seed is dy), nor a gradient that is a view of another's or that another's
+// views: their buffers hold more than this one contribution.
+void GradientTape::fold_silu_backwards(const std::vector<Seed>& seeds) {
+  std::vector<char> aliased_into(nodes_.size(), 0);
+  for (const Node& n : nodes_)
+    if (n.alias_of >= 0) aliased_into[size_t(n.alias_of)] = 1;
+  for (Node& y : nodes_)
+    y.silu_folded = y.silu_z >= 0 && y.needs_grad && y.readers == 1 && y.last_reader == y.input_grad_reader &&
+                    y.alias_of < 0 && !aliased_into[size_t(y.tensor.id)] && !is_seeded(seeds, y.tensor);
 }
 
 PlaneView GradientTape::sliced_alias(const TapeTensor& x) const {
@@ -386,6 +405,8 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const bool silu = spec.silu;
   const LaneShared* lane = &building_lane();
   if (residual) residuals_.push_back({int(backwards_.size()), x, y, res});
+  if (spec.silu && !residual) nodes_[size_t(y.id)].silu_z = z.id;
+  if (c.input_grad) nodes_[size_t(x.id)].input_grad_reader = int(backwards_.size());
   record(
       {x, res},
       [this, conv, x, y, z, res, silu, lane] {
@@ -401,7 +422,10 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
         else if (res.id >= 0)
           add_grad(res, dy, 0, res.channels);
         const float* dz = dy.data;
-        if (silu) {
+        // Folded: dy is dz already (its reader's input gradient applied the SiLU backward), and nothing
+        // writes it again in this backward.
+        const bool folded = nodes_[size_t(y.id)].silu_folded;
+        if (silu && !folded) {
           // dz and, in the same pass, the bias gradient (its per-image sums in their own scratch).
           const Conv2dBackwardOp& back = *conv->backward;
           float* dz_silu = scratch(y.count());
@@ -409,23 +433,24 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
                              conv->d_bias.as<float>(), scratch(back.bias_grad_workspace_floats(y.batch)));
           dz = dz_silu;
         }
-        conv_backward(*conv, x, dz, silu, silu);
+        conv_backward(*conv, x, dz, silu && !folded, silu);
       });
   return y;
 }
 
 void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed,
-                                 bool dz_in_scratch) {
+                                 bool dz_stays) {
   const Conv2dBackwardOp& back = *conv.backward;
   // The weight gradient only reads dz and x's value (which no backward record writes) and writes its own
   // gradients: on lane 1, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a wave)
-  // share the GPU with the input gradient's and, when dz is this record's scratch, with the records after it.
-  // Its scratch is then held (at most kMaxHeldScratchBytes of it) until the lanes join.
+  // share the GPU with the input gradient's and, when nothing writes dz again in this backward (dz_stays: a
+  // scratch of this record, or a folded SiLU conv's gradient), with the records after it. Its scratch is then
+  // held (at most kMaxHeldScratchBytes of it) until the lanes join.
   // The branch's records (running_branch_) are on a lane of their own already: everything in order there.
   constexpr size_t kMaxHeldScratchBytes = size_t(1) << 30;
   const bool input_grad = needs_grad(x);
-  const bool lanes = !running_branch_ && (input_grad || dz_in_scratch);
-  if (lanes && dz_in_scratch && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
+  const bool lanes = !running_branch_ && (input_grad || dz_stays);
+  if (lanes && dz_stays && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
   if (lanes) {
     backend_.fork_lane(kWeightLane);
@@ -435,7 +460,7 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
   if (lanes) backend_.use_lane(0);
-  if (lanes && dz_in_scratch) {
+  if (lanes && dz_stays) {
     for (ScratchBuffer& s : main_lane_.scratch)
       if (s.busy && !s.held && (s.buffer.get() == dz || s.buffer.get() == workspace)) {
         s.held = true;
@@ -443,7 +468,7 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
       }
   }
   if (input_grad) input_gradient(conv, x, dz);
-  if (lanes && !dz_in_scratch) join_weight_lane();
+  if (lanes && !dz_stays) join_weight_lane();
 }
 
 void GradientTape::join_weight_lane() {
@@ -460,10 +485,16 @@ void GradientTape::input_gradient(const TapeConv& conv, const TapeTensor& x, con
   if (conv.input_grad) {
     // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,
     // read and written in place by the same thread: dx + conv(dz) in one pass, bit for bit add_planes' sum.
+    // x folded (fold_silu_backwards): x's gradient is its conv's dz, this the one contribution to it.
     const auto [dx, write] = grad_target(x);
+    const Node& xn = nodes_[size_t(x.id)];
+    if (xn.silu_folded && write == GradientWrite::Accumulate)
+      throw RuntimeError("gradient tape: a folded SiLU backward's gradient has a second contribution");
+    const ConstPlaneView gate =
+        xn.silu_folded ? ConstPlaneView(view(nodes_[size_t(xn.silu_z)].tensor)) : ConstPlaneView{};
     conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
                          write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
-                         running_lane().splitk_workspace.as<float>());
+                         running_lane().splitk_workspace.as<float>(), PlaneView{}, gate);
   } else {
     // Into x's gradient (or its alias, a view) directly: written by the first contribution, a later one
     // added in place by the kernel's epilogue (add_grad's sum without its pass and scratch).
@@ -663,7 +694,10 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
   for (const Seed& s : seeds)
     if (s.grad->bytes() < s.tensor.count() * sizeof(float))
       throw RuntimeError("gradient tape: seed smaller than its tensor");
-  if (!aliases_fixed_) alias_gradients(seeds);
+  if (!aliases_fixed_) {
+    alias_gradients(seeds);
+    fold_silu_backwards(seeds);
+  }
   aliases_fixed_ = true;
   for (const Seed& s : seeds)
     if (grad_aliased(s.tensor))

@@ -22,20 +22,22 @@
 // aliased takes their run of the concat's, and a conv's residual whose latest reader is that conv takes the
 // conv output's gradient (all decided at the first backward, then fixed: alias_gradients). Only tensors whose
 // gradient readers all take strided views (a SiLU conv's output, a slice, a pool, an upsample) get a strided
-// alias. Each conv's folded weight and bias gradients
-// (overwritten by every backward) and the weights its ops read are exposed per conv (convs()): a training
-// engine folds its parameters into those weights and takes the chain rule from those gradients on the device;
-// conv_gradients() downloads them. Tensors and gradients are float32; at a 16-bit precision each conv's
-// forward, input- and weight-gradient products run on fp16 / bf16 tensor cores (the precision policy's
-// arithmetic for the conv's role: the first conv built is the stem), accumulating in float.
-// A conv marked ConvSpec::batch_statistics runs BatchNorm in train mode (gradient_tape_batchnorm.cpp): the
-// conv without bias or activation (conv.weight) into u, then batchnorm_stats (the batch's mean and inverse
-// standard deviation, and the running statistics moved by Ultralytics' momentum), batchnorm_apply (+ SiLU;
-// a residual is added after it by silu_residual); the backward runs batchnorm_backward_reduce / _input
-// (d bn.weight, d bn.bias and du, the statistics' terms included), then the conv's own backward on u. Float32
-// at every precision (only the conv's products are 16-bit). With synchronise_batch_statistics (data-parallel
-// ranks, SyncBatchNorm) the per-channel sums are summed over every rank between the partial sums and the
-// normalisation, in the forward and the backward (kernels/train/batchnorm_sync.cu).
+// alias. A SiLU conv's output whose gradient is only the input gradient of one stride-1 conv reading it gets
+// its SiLU backward from that input gradient's epilogue (its dz, not dy, in the gradient buffer: decided at
+// the first backward, fold_silu_backwards). Each conv's folded weight and bias gradients (overwritten by
+// every backward) and the weights its ops read are exposed per conv (convs()): a training engine folds its
+// parameters into those weights and takes the chain rule from those gradients on the device; conv_gradients()
+// downloads them. Tensors and gradients are float32; at a 16-bit precision each conv's forward, input- and
+// weight-gradient products run on fp16 / bf16 tensor cores (the precision policy's arithmetic for the conv's
+// role: the first conv built is the stem), accumulating in float. A conv marked ConvSpec::batch_statistics
+// runs BatchNorm in train mode (gradient_tape_batchnorm.cpp): the conv without bias or activation
+// (conv.weight) into u, then batchnorm_stats (the batch's mean and inverse standard deviation, and the
+// running statistics moved by Ultralytics' momentum), batchnorm_apply (+ SiLU; a residual is added after it
+// by silu_residual); the backward runs batchnorm_backward_reduce / _input (d bn.weight, d bn.bias and du, the
+// statistics' terms included), then the conv's own backward on u. Float32 at every precision (only the conv's
+// products are 16-bit). With synchronise_batch_statistics (data-parallel ranks, SyncBatchNorm) the
+// per-channel sums are summed over every rank between the partial sums and the normalisation, in the forward
+// and the backward (kernels/train/batchnorm_sync.cu).
 #pragma once
 #include <functional>
 #include <map>
@@ -203,6 +205,10 @@ class GradientTape {
     bool grad_view_ok = false;  // every backward reading this gradient takes a strided view: it may alias
     int last_reader = -1;       // the latest-built record whose backward adds to this gradient
     int readers = 0;            // the records whose backward adds to it
+    int input_grad_reader =
+        -1;                    // the latest-built conv record reading it whose input gradient runs as a conv
+    int silu_z = -1;           // a SiLU conv's output without residual: the tensor of its pre-activation z
+    bool silu_folded = false;  // its SiLU backward runs in its reader's input gradient (fold_silu_backwards)
   };
   // A concat's (or anchors') record, its output and its parts, for alias_gradients and place_parts.
   struct ConcatRecord {
@@ -235,17 +241,20 @@ class GradientTape {
   // a tensor read only by slices at the concat's channels its slices' gradients are, a conv's residual at the
   // conv output's (the rules at the definition); the first backward's, before anything is written.
   void alias_gradients(const std::vector<Seed>& seeds);
+  // Marks each SiLU conv output whose SiLU backward its one gradient reader's input-gradient conv applies
+  // (the rules at the definition); the first backward's, after alias_gradients.
+  void fold_silu_backwards(const std::vector<Seed>& seeds);
   // The slice records of x whose gradients tile x's at one concat's channels: that view, else data null.
   PlaneView sliced_alias(const TapeTensor& x) const;
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
   // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
   // alone when bias_summed: the SiLU backward wrote it), x's gradient. The weight gradient runs on lane 1
-  // beside the input gradient on the main lane; with dz_in_scratch (dz a scratch of this record, which
-  // nothing else writes) it may keep running past the record, its scratch held until the lanes join
-  // (join_weight_lane), else they join at the record's end.
+  // beside the input gradient on the main lane; with dz_stays (nothing writes dz again in this backward: a
+  // scratch of this record, or a folded SiLU conv's gradient) it may keep running past the record, its
+  // scratch held until the lanes join (join_weight_lane), else they join at the record's end.
   void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed = false,
-                     bool dz_in_scratch = false);
+                     bool dz_stays = false);
   // The main lane waits for the weight gradients still running on lane 1; their scratch returns to the pool.
   void join_weight_lane();
   // x's gradient from dz (conv_backward's input-gradient half), on the current lane.
