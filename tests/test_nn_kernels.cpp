@@ -184,16 +184,76 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
   CHECK(head_fp16.splitk_splits(1, 640, 640) == 1);
 }
 
+namespace {
+
+// One case of the conv epilogue tests below: a variant at a shape, and whether a residual is added and the
+// reduction is split.
+struct EpilogueCase {
+  ConvVariant variant;
+  Conv2dShape shape;
+  int batch, h, w;
+  bool residual, split;
+};
+
+// The runner's bars (conv2d_runner.cpp): float32; 10 mantissa bits (TF32, fp16); bf16's 7.
+Tolerance epilogue_tolerance(ConvVariant v) {
+  if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
+  if (v == ConvVariant::Tf32 || v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
+  return Tolerance{};
+}
+
+// A case's conv with random inputs (seed), its input and optional residual (seed + 1) in channel windows of
+// poisoned buffers, the split-K workspace it needs, and its poisoned output window.
+struct EpilogueRun {
+  EpilogueRun(Backend& backend, NnKernels& kernels, const EpilogueCase& c, uint64_t seed)
+      : shape(c.shape),
+        inputs(conv2d_random_inputs(c.shape, c.batch, c.h, c.w, seed)),
+        in(backend, c.batch, c.shape.c_in, int64_t(c.h) * c.w),
+        out(backend, c.batch, c.shape.c_out, plane_out(c)),
+        op(kernels, c.shape, inputs.weight, inputs.bias, Precision::Fp32, c.variant) {
+    in.upload_window(inputs.in);
+    if (c.residual) {
+      residual_host = random_uniform(out.window_elements(), -1.0f, 1.0f, seed + 1);
+      residual.emplace(backend, c.batch, c.shape.c_out, plane_out(c), 2, 2);
+      residual->upload_window(residual_host);
+    }
+    CHECK((op.splitk_splits(c.batch, c.h, c.w) > 1) == c.split);
+    if (size_t floats = op.splitk_workspace_floats(c.batch, c.h, c.w))
+      splitk = backend.alloc_array<float>(floats);
+    out.poison();
+  }
+  static int64_t plane_out(const EpilogueCase& c) {
+    return int64_t(c.shape.out_size(c.h)) * c.shape.out_size(c.w);
+  }
+  ConstPlaneView residual_view() const {
+    return residual ? ConstPlaneView(residual->view()) : ConstPlaneView{};
+  }
+  std::vector<size_t> dims(const EpilogueCase& c) const {
+    return {size_t(c.batch), size_t(shape.c_out), size_t(shape.out_size(c.h)), size_t(shape.out_size(c.w))};
+  }
+  // Each check passes (with its metrics in the message).
+  static void require(std::initializer_list<OutputCheck> checks) {
+    for (const OutputCheck& check : checks) {
+      INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
+      CHECK(check.pass);
+    }
+  }
+
+  Conv2dShape shape;
+  Conv2dInputs inputs;
+  SlicedBuffer in, out;
+  std::vector<float> residual_host;
+  std::optional<SlicedBuffer> residual;
+  Conv2dOp op;
+  DeviceBuffer splitk;
+};
+
+}  // namespace
+
 TEST_CASE("every conv variant writes the pre-activation beside its output when asked", "[nn]") {
   // pre = conv(x) + b (the training forward's z) and out = act(pre) (+ residual) from one run, each through a
   // channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce.
-  struct Case {
-    ConvVariant variant;
-    Conv2dShape shape;
-    int batch, h, w;
-    bool residual, split;
-  };
-  const Case cases[] = {
+  const EpilogueCase cases[] = {
       {ConvVariant::Direct, {12, 9, 3, 1, 3, true}, 2, 7, 8, true, false},
       {ConvVariant::Tiled, {16, 24, 3, 1, 1, true}, 2, 9, 11, false, false},
       {ConvVariant::Tiled, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
@@ -205,57 +265,28 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
       {ConvVariant::Bf16, {3, 16, 3, 2, 1, false}, 1, 17, 12, true, false},
       {ConvVariant::Bf16, {64, 16, 3, 1, 1, true}, 1, 7, 6, false, true},
   };
-  // The runner's bars (conv2d_runner.cpp): float32; 10 mantissa bits (TF32, fp16); bf16's 7.
-  const auto tolerance = [](ConvVariant v) {
-    if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
-    if (v == ConvVariant::Tf32 || v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
-    return Tolerance{};
-  };
   auto backend = make_backend("cpu", test::embedded_context());
   NnKernels kernels(*backend);
-  for (const Case& c : cases) {
+  for (const EpilogueCase& c : cases) {
     const Conv2dShape& s = c.shape;
-    const int ho = s.out_size(c.h), wo = s.out_size(c.w);
-    const int64_t plane_out = int64_t(ho) * wo;
     INFO(conv_variant_name(c.variant) << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " s"
                                       << s.stride << " residual " << c.residual);
-    const Conv2dInputs inputs = conv2d_random_inputs(s, c.batch, c.h, c.w, 17);
-    SlicedBuffer in(*backend, c.batch, s.c_in, int64_t(c.h) * c.w),
-        out(*backend, c.batch, s.c_out, plane_out), pre(*backend, c.batch, s.c_out, plane_out, 3, 1);
-    in.upload_window(inputs.in);
-    std::vector<float> residual_host;
-    std::optional<SlicedBuffer> residual;
-    if (c.residual) {
-      residual_host = random_uniform(out.window_elements(), -1.0f, 1.0f, 18);
-      residual.emplace(*backend, c.batch, s.c_out, plane_out, 2, 2);
-      residual->upload_window(residual_host);
-    }
-    const Conv2dOp op(kernels, s, inputs.weight, inputs.bias, Precision::Fp32, c.variant);
-    CHECK((op.splitk_splits(c.batch, c.h, c.w) > 1) == c.split);
-    DeviceBuffer splitk;
-    if (size_t floats = op.splitk_workspace_floats(c.batch, c.h, c.w))
-      splitk = backend->alloc_array<float>(floats);
-    out.poison();
+    EpilogueRun run(*backend, kernels, c, 17);
+    SlicedBuffer pre(*backend, c.batch, s.c_out, EpilogueRun::plane_out(c), 3, 1);
     pre.poison();
-    op.run(c.batch, c.h, c.w, in.view(), out.view(),
-           residual ? ConstPlaneView(residual->view()) : ConstPlaneView{}, splitk.as<float>(), pre.view());
+    run.op.run(c.batch, c.h, c.w, run.in.view(), run.out.view(), run.residual_view(), run.splitk.as<float>(),
+               pre.view());
     Conv2dShape linear = s;
     linear.silu = false;
-    const Tolerance tol = tolerance(c.variant);
-    const std::vector<size_t> dims = {size_t(c.batch), size_t(s.c_out), size_t(ho), size_t(wo)};
-    const OutputCheck checks[] = {
-        make_check(
-            "out", dims, out.download_window(),
-            conv2d_reference(s, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, residual_host),
-            tol),
-        make_check("pre", dims, pre.download_window(),
-                   conv2d_reference(linear, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, {}),
-                   tol),
-        out.untouched_check("out_neighbours"), pre.untouched_check("pre_neighbours")};
-    for (const OutputCheck& check : checks) {
-      INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
-      CHECK(check.pass);
-    }
+    const Tolerance tol = epilogue_tolerance(c.variant);
+    const Conv2dInputs& in = run.inputs;
+    EpilogueRun::require(
+        {make_check("out", run.dims(c), run.out.download_window(),
+                    conv2d_reference(s, c.batch, c.h, c.w, in.in, in.weight, in.bias, run.residual_host),
+                    tol),
+         make_check("pre", run.dims(c), pre.download_window(),
+                    conv2d_reference(linear, c.batch, c.h, c.w, in.in, in.weight, in.bias, {}), tol),
+         run.out.untouched_check("out_neighbours"), pre.untouched_check("pre_neighbours")});
   }
 }
 
@@ -264,13 +295,7 @@ TEST_CASE("every conv variant multiplies by SiLU's derivative at a gate when ask
   // (+ residual) through channel windows of poisoned buffers, against float64 (the conv's float64 sums times
   // the derivative in float64); split-K applies it in conv2d_splitk_reduce. A gate on a conv with SiLU or a
   // pre-activation output, or on v4_tf32 (which training never runs), is refused.
-  struct Case {
-    ConvVariant variant;
-    Conv2dShape shape;
-    int batch, h, w;
-    bool residual, split;
-  };
-  const Case cases[] = {
+  const EpilogueCase cases[] = {
       {ConvVariant::Direct, {12, 9, 3, 1, 3, false}, 2, 7, 8, true, false},
       {ConvVariant::Tiled, {16, 24, 3, 1, 1, false}, 2, 9, 11, false, false},
       {ConvVariant::Tiled, {64, 16, 3, 1, 1, false}, 1, 7, 6, true, true},
@@ -281,56 +306,29 @@ TEST_CASE("every conv variant multiplies by SiLU's derivative at a gate when ask
       {ConvVariant::Fp16, {64, 16, 3, 1, 1, false}, 1, 7, 6, false, true},
       {ConvVariant::Bf16, {32, 24, 3, 1, 1, false}, 1, 12, 10, false, true},
   };
-  const auto tolerance = [](ConvVariant v) {  // the pre-activation case's bars
-    if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
-    if (v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
-    return Tolerance{};
-  };
   auto backend = make_backend("cpu", test::embedded_context());
   NnKernels kernels(*backend);
-  for (const Case& c : cases) {
+  for (const EpilogueCase& c : cases) {
     const Conv2dShape& s = c.shape;
-    const int ho = s.out_size(c.h), wo = s.out_size(c.w);
-    const int64_t plane_out = int64_t(ho) * wo;
     INFO(conv_variant_name(c.variant)
          << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " residual " << c.residual);
-    const Conv2dInputs inputs = conv2d_random_inputs(s, c.batch, c.h, c.w, 27);
-    SlicedBuffer in(*backend, c.batch, s.c_in, int64_t(c.h) * c.w),
-        out(*backend, c.batch, s.c_out, plane_out), gate(*backend, c.batch, s.c_out, plane_out, 2, 1);
-    in.upload_window(inputs.in);
+    EpilogueRun run(*backend, kernels, c, 27);
+    SlicedBuffer gate(*backend, c.batch, s.c_out, EpilogueRun::plane_out(c), 2, 1);
     // z of a SiLU layer: wide enough that silu' takes values from about -0.1 to 1.1.
-    const std::vector<float> gate_host = random_uniform(out.window_elements(), -6.0f, 6.0f, 28);
+    const std::vector<float> gate_host = random_uniform(run.out.window_elements(), -6.0f, 6.0f, 29);
     gate.upload_window(gate_host);
-    std::vector<float> residual_host;
-    std::optional<SlicedBuffer> residual;
-    if (c.residual) {
-      residual_host = random_uniform(out.window_elements(), -1.0f, 1.0f, 29);
-      residual.emplace(*backend, c.batch, s.c_out, plane_out, 2, 2);
-      residual->upload_window(residual_host);
-    }
-    const Conv2dOp op(kernels, s, inputs.weight, inputs.bias, Precision::Fp32, c.variant);
-    CHECK((op.splitk_splits(c.batch, c.h, c.w) > 1) == c.split);
-    DeviceBuffer splitk;
-    if (size_t floats = op.splitk_workspace_floats(c.batch, c.h, c.w))
-      splitk = backend->alloc_array<float>(floats);
-    out.poison();
-    op.run(c.batch, c.h, c.w, in.view(), out.view(),
-           residual ? ConstPlaneView(residual->view()) : ConstPlaneView{}, splitk.as<float>(), PlaneView{},
-           gate.view());
-    std::vector<double> want =
-        conv2d_reference(s, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, {});
+    run.op.run(c.batch, c.h, c.w, run.in.view(), run.out.view(), run.residual_view(), run.splitk.as<float>(),
+               PlaneView{}, gate.view());
+    const Conv2dInputs& in = run.inputs;
+    std::vector<double> want = conv2d_reference(s, c.batch, c.h, c.w, in.in, in.weight, in.bias, {});
     for (size_t i = 0; i < want.size(); ++i) {
       const double z = gate_host[i], sig = 1.0 / (1.0 + std::exp(-z));
       want[i] *= sig * (1.0 + z * (1.0 - sig));
-      if (c.residual) want[i] += residual_host[i];
+      if (c.residual) want[i] += run.residual_host[i];
     }
-    const std::vector<size_t> dims = {size_t(c.batch), size_t(s.c_out), size_t(ho), size_t(wo)};
-    const OutputCheck checks[] = {make_check("out", dims, out.download_window(), want, tolerance(c.variant)),
-                                  out.untouched_check("out_neighbours")};
-    for (const OutputCheck& check : checks) {
-      INFO(check.output << " rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs);
-      CHECK(check.pass);
-    }
+    EpilogueRun::require(
+        {make_check("out", run.dims(c), run.out.download_window(), want, epilogue_tolerance(c.variant)),
+         run.out.untouched_check("out_neighbours")});
   }
   Conv2dShape with_silu{8, 8, 1, 1, 1, true};
   const Conv2dInputs inputs = conv2d_random_inputs(with_silu, 1, 4, 4, 30);
