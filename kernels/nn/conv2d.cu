@@ -88,8 +88,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_direct(const lab::Conv2dD
       }
     }
   }
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate, gate_bs, gate_cs, out,
-                   out_bs, out_cs, b, co, p);
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate, gate_bs, gate_cs,
+                   out, out_bs, out_cs, b, co, p);
 }
 
 template <int K, int TM>
@@ -162,8 +162,8 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_tiled(const lab::Conv2dGe
       if (partial_row)
         partial_row[p] = acc[i][j];
       else
-        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate, gate_bs,
-                         gate_cs, out, out_bs, out_cs, b, co, p);
+        nn::store_output(acc[i][j], bias_co, silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate,
+                         gate_bs, gate_cs, out, out_bs, out_cs, b, co, p);
     }
   }
 }
@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(nn::kThreads)
   const float* src = partial + ((long long)b * c_out + co) * plane_out + p;
   float acc = 0.0f;
   for (int s = 0; s < splits; ++s) acc += src[s * split_stride];
-  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate, gate_bs, gate_cs, out,
-                   out_bs, out_cs, b, co, p);
+  nn::store_output(acc, bias[co], silu, residual, res_bs, res_cs, pre, pre_bs, pre_cs, gate, gate_bs, gate_cs,
+                   out, out_bs, out_cs, b, co, p);
 }
 
 template <int K>

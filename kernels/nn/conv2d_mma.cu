@@ -278,9 +278,8 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
                const uint16_t* __restrict__ wh, int red_pad, const float* __restrict__ bias,
                const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
                long long out_cs, float* pre, long long pre_bs, long long pre_cs, const float* gate,
-               long long gate_bs, long long gate_cs, int c_in, int c_out,
-               int h_in, int w_in, int h_out, int w_out, int stride, int silu, int batch, int split_rows,
-               float* partial) {
+               long long gate_bs, long long gate_cs, int c_in, int c_out, int h_in, int w_in, int h_out,
+               int w_out, int stride, int silu, int batch, int split_rows, float* partial) {
   constexpr int kChunk = nn::kMmaChunk, LD = nn::kMmaLd, TN = 4096 / TM;
   constexpr int kWarpCols = 8 / (TM / 16);  // warps along pixels
   static_assert(TN / kWarpCols == 32, "each warp owns 16 channels x 32 pixels");
@@ -341,7 +340,8 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
       ((plane_out | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
       ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
         reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
-        reinterpret_cast<unsigned long long>(partial)) & 7) == 0;
+        reinterpret_cast<unsigned long long>(partial)) &
+       7) == 0;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int co = co0 + wm * 16 + g + 8 * half;

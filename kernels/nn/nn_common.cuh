@@ -1,12 +1,10 @@
 // Device helpers shared by the nn kernels: the fused conv epilogue (bias, SiLU, residual, the pre-activation
 // the training forward keeps, and the SiLU backward an input-gradient conv applies for its producer) and the
-// grid conventions. Activations are [B, C, H, W] with
-// contiguous H*W planes addressed by a batch stride and a channel stride in elements
-// (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) views in the kernels' parameter
-// structs (nn_params.cuh), triples of scalar arguments in conv2d_mma.
+// grid conventions. Activations are [B, C, H, W] with contiguous H*W planes addressed by a batch stride and a
+// channel stride in elements (kernels/nn/plane_view.hpp): (pointer, batch_stride, channel_stride) views in the
+// kernels' parameter structs (nn_params.cuh), triples of scalar arguments in conv2d_mma.
 #pragma once
 #include "common/lab.cuh"
-#include "nn/nn_params.cuh"
 
 namespace nn {
 
@@ -38,13 +36,14 @@ __device__ __forceinline__ float bias_act(float acc, float bias, int silu) {
 }
 
 // The conv epilogue at pixel p of one channel's planes (res_row, pre_row and gate_row may be null): z = acc +
-// bias; out_row[p] = act(z) (act_fast with kFast), or silu_grad(z, gate_row[p]) with a gate (an input-gradient
-// conv applying its producer's SiLU backward: silu is 0 then), (+ res_row[p]), and pre_row[p] = z (the
-// pre-activation the SiLU backward needs). For kernels that find a channel's rows once (conv2d_mma,
+// bias; out_row[p] = act(z) (act_fast with kFast), or silu_grad(z, gate_row[p]) with a gate (an
+// input-gradient conv applying its producer's SiLU backward: silu is 0 then), (+ res_row[p]), and pre_row[p]
+// = z (the pre-activation the SiLU backward needs). For kernels that find a channel's rows once (conv2d_mma,
 // conv2d_depthwise).
 template <bool kFast>
 __device__ __forceinline__ void store_output_at(float acc, float bias, int silu, const float* res_row,
-                                                float* pre_row, const float* gate_row, float* out_row, int p) {
+                                                float* pre_row, const float* gate_row, float* out_row,
+                                                int p) {
   const float z = acc + bias;
   float v = gate_row ? silu_grad(z, gate_row[p]) : kFast ? act_fast(z, silu) : act(z, silu);
   if (res_row) v += res_row[p];
@@ -82,8 +81,8 @@ __device__ __forceinline__ void store_output_pair(float acc0, float acc1, float 
 __device__ __forceinline__ void store_output(float acc, float bias, int silu, const float* residual,
                                              long long res_bs, long long res_cs, float* pre, long long pre_bs,
                                              long long pre_cs, const float* gate, long long gate_bs,
-                                             long long gate_cs, float* out, long long out_bs, long long out_cs,
-                                             int b, int c, int p) {
+                                             long long gate_cs, float* out, long long out_bs,
+                                             long long out_cs, int b, int c, int p) {
   const float z = acc + bias;
   float v = gate ? silu_grad(z, gate[b * gate_bs + c * gate_cs + p]) : act(z, silu);
   if (residual) v += residual[b * res_bs + c * res_cs + p];

@@ -270,13 +270,12 @@ void GradientTape::record(const std::vector<TapeTensor>& reads, std::function<vo
 // record, whose own SiLU backward reads it first); as for a part: not a seed, not the conv's own input (its
 // input gradient may accumulate in place), and a strided y gradient only where res's readers take views.
 void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
-  const auto seeded = [&seeds](const TapeTensor& t) { return is_seeded(seeds, t); };
   for (const ConcatRecord& c : concats_) {
     int c0 = 0;
     for (const TapeTensor& p : c.parts) {
       Node& part = nodes_[size_t(p.id)];
       if (part.grad_view_ok && part.needs_grad && part.last_reader == c.record && appears_once(c.parts, p) &&
-          !seeded(p)) {
+          !is_seeded(seeds, p)) {
         Node& concat = nodes_[size_t(c.y.id)];
         if (!concat.grad.get()) concat.grad = backend_.alloc_array<float>(c.y.count());
         part.alias_of = c.y.id;
@@ -287,7 +286,7 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
   }
   for (const SliceRecord& sr : slices_) {
     Node& x = nodes_[size_t(sr.x.id)];
-    if (x.alias_of >= 0 || !x.needs_grad || !x.grad_view_ok || seeded(sr.x)) continue;
+    if (x.alias_of >= 0 || !x.needs_grad || !x.grad_view_ok || is_seeded(seeds, sr.x)) continue;
     const PlaneView run = sliced_alias(sr.x);
     if (!run.data) continue;
     x.alias_of = nodes_[size_t(sr.y.id)].alias_of;
@@ -298,7 +297,7 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
     Node& res = nodes_[size_t(r.res.id)];
     Node& y = nodes_[size_t(r.y.id)];
     if (res.alias_of >= 0 || !res.needs_grad || res.last_reader != r.record || r.res.id == r.x.id ||
-        seeded(r.res) || (y.alias_of >= 0 && !res.grad_view_ok))
+        is_seeded(seeds, r.res) || (y.alias_of >= 0 && !res.grad_view_ok))
       continue;
     if (y.alias_of < 0 && !y.grad.get()) y.grad = backend_.alloc_array<float>(r.y.count());
     res.alias_of = r.y.id;

@@ -205,8 +205,8 @@ class GradientTape {
     bool grad_view_ok = false;  // every backward reading this gradient takes a strided view: it may alias
     int last_reader = -1;       // the latest-built record whose backward adds to this gradient
     int readers = 0;            // the records whose backward adds to it
-    int input_grad_reader =
-        -1;                    // the latest-built conv record reading it whose input gradient runs as a conv
+    // The latest-built conv record reading it whose input gradient runs as a conv (input_grad_conv).
+    int input_grad_reader = -1;
     int silu_z = -1;           // a SiLU conv's output without residual: the tensor of its pre-activation z
     bool silu_folded = false;  // its SiLU backward runs in its reader's input gradient (fold_silu_backwards)
   };
