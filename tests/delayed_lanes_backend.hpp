@@ -82,9 +82,12 @@ class DelayedLanesBackend : public CountingBackend {
     while (!open_.empty()) join_lane(*open_.begin());
     lane_ = 0;
   }
+  // A side lane's queued work runs on the inner backend's main lane (the inner never sees the forks), so the
+  // host waits there: the inner's own lane of that number holds none of it (on cuda, the copy of the loss's
+  // sums would still be in flight when read).
   void wait_lane(int lane) override {
     if (lane != 0) run_queued(lane);
-    CountingBackend::wait_lane(lane);
+    CountingBackend::wait_lane(0);
   }
   void synchronize() override {
     for (auto& [lane, work] : queued_) run_queued(lane);
