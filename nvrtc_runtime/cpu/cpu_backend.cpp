@@ -1,4 +1,5 @@
-// The cpu backend: compile through the host compiler, host memory, launches on the worker pool.
+// The cpu backend: compile through the host compiler, host memory, launches on the worker pool, copies to
+// the host that land when the host waits for their lane (HostCopyLanes).
 #include "nvrtc_runtime/cpu/cpu_backend.hpp"
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "nvrtc_runtime/cpu/block_scheduler.hpp"
 #include "nvrtc_runtime/errors.hpp"
 #include "nvrtc_runtime/cpu/host_compiler.hpp"
+#include "nvrtc_runtime/cpu/host_copy_lanes.hpp"
 #include "nvrtc_runtime/module_compiler.hpp"
 #include "nvrtc_runtime/cpu/host_memory.hpp"
 #include "nvrtc_runtime/cpu/kernel_module.hpp"
@@ -95,15 +97,32 @@ class CpuBackend : public Backend {
 
   DeviceBuffer alloc(size_t bytes) override { return DeviceBuffer(this, memory_.allocate(bytes), bytes); }
 
+  // The synchronous copies wait for the main lane, as cuda's do: the copies to the host it covers land first.
   void upload(void* device_dst, const void* host_src, size_t bytes) override {
+    upload_async(device_dst, host_src, bytes);
+    copy_lanes_.wait(0);
+  }
+  void upload_async(void* device_dst, const void* host_src, size_t bytes) override {
     memory_.check_range(device_dst, bytes, "upload");
     profiled(kCopyToDevice, 0, [&] { std::memcpy(device_dst, host_src, bytes); });
   }
 
   void download(void* host_dst, const void* device_src, size_t bytes) override {
     memory_.check_range(device_src, bytes, "download");
+    copy_lanes_.wait(0);
     profiled(kCopyToHost, 0, [&] { std::memcpy(host_dst, device_src, bytes); });
   }
+  void download_async(void* host_dst, const void* device_src, size_t bytes) override {
+    memory_.check_range(device_src, bytes, "download");
+    profiled(kCopyToHost, 0, [&] { copy_lanes_.download_async(host_dst, device_src, bytes); });
+  }
+  HostBuffer alloc_host(size_t bytes) override { return cpu::HostCopyLanes::alloc_host(bytes); }
+
+  void fork_lane(int lane) override { copy_lanes_.fork(lane); }
+  void use_lane(int lane) override { copy_lanes_.use(lane); }
+  void join_lane(int lane) override { copy_lanes_.join(lane); }
+  void join_lanes() override { copy_lanes_.join_all(); }
+  void wait_lane(int lane) override { copy_lanes_.wait(lane); }
 
   void fill_bytes(void* device_dst, uint8_t value, size_t bytes) override {
     memory_.check_range(device_dst, bytes, "fill");
@@ -152,7 +171,7 @@ class CpuBackend : public Backend {
     return std::move(samples_);
   }
 
-  void synchronize() override {}
+  void synchronize() override { copy_lanes_.wait(0); }
 
   double time_ms(const std::function<void()>& work) override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -179,6 +198,7 @@ class CpuBackend : public Backend {
       },
       [this](const CompileRequest& r) { return cpu::host_compile_command_line(compiler_, r); }};
   cpu::HostMemory memory_;
+  cpu::HostCopyLanes copy_lanes_;
   cpu::WorkerPool pool_;
   std::mutex launch_mutex_;
   // Runs `work`, sampled on the wall clock while the launch profile is on; the caller holds launch_mutex_.
