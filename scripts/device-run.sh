@@ -52,6 +52,20 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
       --golden .device/shared/assets/goldens/bus640_golden_2.safetensors \
       --golden-input .device/shared/assets/goldens/bus640_golden_0.safetensors --lab .device/bin/lab --model $model
   fi
+  if [ -n "${TRAIN_STEP:-}" ]; then
+    # Issue 20's iteration: `lab bench train-step` at batch 32, 640, fp16 three times and fp32 once (JSON under
+    # $OUT, the medians printed), then one more fp16 run with --kernels for the launch timeline.
+    model=.device/shared/assets/models/yolo26n.pt
+    for run in 1 2 3 fp32; do
+      precision=fp16 && [ $run = fp32 ] && precision=fp32
+      step lab bench train-step --model $model --batch 32 --precision $precision --iters 20 --warmup 3 --json \
+        > "$out/train-step-$run.json"
+      grep -E '"(device|iteration_ms|iteration_min_ms|accumulate_ms|step_ms)"' "$out/train-step-$run.json"
+    done
+    STEP_TIMEOUT=${STEP_TIMEOUT:-300} step lab bench train-step --model $model --batch 32 --precision fp16 \
+      --iters 3 --warmup 1 --kernels --json > "$out/train-step-kernels.json"
+    gzip -f "$out/train-step-kernels.json"
+  fi
   if [ -n "${TORCH_TRAIN:-}" ]; then
     # The PyTorch training iteration beside `lab bench train-step` (bench/torch_train_step.py): its checks on
     # bus.jpg first, then batch 32 and 1, SGD and AdamW, fp32 / TF32 / AMP, lab fp32 and fp16 in the same run;
