@@ -107,6 +107,12 @@ void HostCopyLanes::download_async(void* host_dst, const void* device_src, size_
   registry().copies.push_back(std::move(copy));
 }
 
+size_t HostCopyLanes::pending() const {
+  std::lock_guard lock(registry().mutex);
+  return size_t(std::count_if(registry().copies.begin(), registry().copies.end(),
+                              [this](const PendingCopy& c) { return c.owner == this; }));
+}
+
 void HostCopyLanes::deliver(int lane, bool joined_too) {
   std::lock_guard lock(registry().mutex);
   std::erase_if(registry().copies, [&](const PendingCopy& c) {

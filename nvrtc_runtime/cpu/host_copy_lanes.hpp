@@ -30,6 +30,7 @@ class HostCopyLanes {
   void wait(int lane);
 
   void download_async(void* host_dst, const void* device_src, size_t bytes);
+  size_t pending() const;  // copies issued and not yet delivered or dropped
 
   // Host memory whose release drops the pending copies into it (on cuda, freeing page-locked memory waits
   // for the device), so a copy never lands in freed memory.
