@@ -11,8 +11,8 @@ cp "$build/lab/lab" "$build/tests/lab_tests" "$out/bin/"
 # The viewer binary (when built) for its --pipeline-child mode, which opens no window: only with PACK_VIEWER=1
 # (device-run.sh's VIEWER_CHILD step), since it and its X11/GL libraries push the folder past the 64 MiB carry limit.
 if [ -n "${PACK_VIEWER:-}" ] && [ -x "$build/viewer/lab-viewer" ]; then cp "$build/viewer/lab-viewer" "$out/bin/"; fi
-# A baseline `lab` built from another commit, for device-run.sh's A/B benchmarks: BASELINE_LAB=path.
-if [ -n "${BASELINE_LAB:-}" ]; then cp "$BASELINE_LAB" "$out/bin/"; fi
+# Baseline `lab` binaries built from other commits, for A/B benchmarks: BASELINE_LAB="path ..." (distinct names).
+for baseline in ${BASELINE_LAB:-}; do cp "$baseline" "$out/bin/"; done
 strip --strip-debug "$out/bin/"*  # debug info would not fit the 64 MiB carry limit
 # Every library outside glibc, libstdc++, libgcc and CUDA: the GPU machine (Ubuntu 24.04) lacks libzip, libstb and
 # may lack libcurl's dependency set; libraries built against Debian 12's older glibc run on its newer one.

@@ -12,6 +12,7 @@
 #include "kernels/compare.hpp"
 #include "kernels/nn/conv2d_backward_op.hpp"
 #include "kernels/nn/conv2d_backward_reference.hpp"
+#include "kernels/nn/conv2d_inputs.hpp"
 #include "kernels/nn/conv2d_reference.hpp"
 #include "kernels/nn/plane_backward_ops.hpp"
 #include "kernels/runner.hpp"
@@ -525,6 +526,70 @@ TEST_CASE("conv2d_dgrad writes or adds into a batch-strided channel slice bit fo
     CHECK_THROWS_AS(op.input_grad(batch, h, w, dz_d.as<const float>(),
                                   PlaneView(dense.as<float>(), int64_t(c_in) * plane, plane + 1), false),
                     UsageError);
+  }
+}
+
+// The folded SiLU backward of x's conv (GradientTape::fold_silu_backwards) in the input gradient's epilogue:
+// dx = silu'(z) * the gradient, z the pre-activation under x, against the float64 reference's dx times the
+// derivative in float64, on every variant (v1 for the depthwise and grouped convs, v2 / v3 / v4 at stride 2,
+// partial channel tiles and 1, 2 or 4 taps per stride class), into a poisoned dx. The bars are the
+// runner's (gradient_tolerance): silu' lies in about [-0.1, 1.1], so it scales no error up. A gate with an
+// accumulated gradient, or on channels that are not dense planes, is refused.
+TEST_CASE("conv2d_dgrad multiplies by SiLU's derivative at a gate when asked", "[conv2d_bwd]") {
+  auto backend = make_backend("cpu", test::embedded_context());
+  struct GateCase {
+    ConvBackwardVariant variant;
+    Conv2dShape shape;
+    int batch, h, w;
+    Tolerance tolerance;
+  };
+  const Tolerance fp32, fp16{2e-3, 5e-3}, bf16{1.6e-2, 4e-2};
+  const GateCase cases[] = {
+      {ConvBackwardVariant::Direct, {8, 8, 3, 2, 8, false}, 2, 9, 11, fp32},
+      {ConvBackwardVariant::Direct, {12, 9, 3, 1, 3, false}, 1, 7, 8, fp32},
+      {ConvBackwardVariant::Tiled, {16, 32, 3, 2, 1, false}, 2, 13, 11, fp32},
+      {ConvBackwardVariant::Tiled, {70, 36, 3, 2, 1, false}, 1, 9, 7, fp32},
+      {ConvBackwardVariant::Fp16, {16, 32, 3, 2, 1, false}, 2, 13, 11, fp16},
+      {ConvBackwardVariant::Fp16, {70, 40, 3, 2, 1, false}, 1, 9, 7, fp16},
+      {ConvBackwardVariant::Bf16, {32, 64, 3, 2, 1, false}, 2, 10, 12, bf16},
+  };
+  for (const GateCase& c : cases) {
+    const Conv2dShape& s = c.shape;
+    INFO("variant " << int(c.variant) << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " s"
+                    << s.stride << " g" << s.groups);
+    const int plane = c.h * c.w;
+    const size_t count = size_t(c.batch) * s.c_in * plane;
+    const Conv2dInputs inputs = conv2d_random_inputs(s, c.batch, c.h, c.w, 41);
+    const std::vector<float> dz =
+        random_uniform(size_t(c.batch) * s.c_out * s.out_size(c.h) * s.out_size(c.w), -1.0f, 1.0f, 42);
+    // z of a SiLU layer: wide enough that silu' takes values from about -0.1 to 1.1.
+    const std::vector<float> z = random_uniform(count, -6.0f, 6.0f, 43);
+    const Conv2dBackwardOp op(*backend, s, inputs.weight, c.variant, std::nullopt);
+    const DeviceBuffer dz_d = backend->upload_vector(dz), z_d = backend->upload_vector(z);
+    DeviceBuffer dx = backend->alloc_array<float>(count);
+    backend->fill_bytes(dx.get(), 0xFF, dx.bytes());  // NaN: every element must be written
+    op.input_grad(c.batch, c.h, c.w, dz_d.as<const float>(), dense_view(dx.as<float>(), s.c_in, plane), false,
+                  dense_view(z_d.as<const float>(), s.c_in, plane));
+    std::vector<double> want =
+        conv2d_backward_reference(s, c.batch, c.h, c.w, inputs.in, inputs.weight, inputs.bias, dz).grad_in;
+    for (size_t i = 0; i < count; ++i) {
+      const double zi = z[i], sig = 1.0 / (1.0 + std::exp(-zi));
+      want[i] *= sig * (1.0 + zi * (1.0 - sig));
+    }
+    const OutputCheck check =
+        make_check("dx", {size_t(c.batch), size_t(s.c_in), size_t(c.h), size_t(c.w)},
+                   backend->download_vector<float>(dx, count), want, c.tolerance, false);
+    INFO("rel_l2 " << check.metrics.rel_l2 << " max_abs " << check.metrics.max_abs << " non-finite "
+                   << check.metrics.non_finite);
+    CHECK(check.pass);
+    CHECK_THROWS_AS(
+        op.input_grad(c.batch, c.h, c.w, dz_d.as<const float>(), dense_view(dx.as<float>(), s.c_in, plane),
+                      true, dense_view(z_d.as<const float>(), s.c_in, plane)),
+        UsageError);
+    CHECK_THROWS_AS(
+        op.input_grad(c.batch, c.h, c.w, dz_d.as<const float>(), dense_view(dx.as<float>(), s.c_in, plane),
+                      false, ConstPlaneView(z_d.as<const float>(), int64_t(s.c_in) * plane, plane + 1)),
+        UsageError);
   }
 }
 

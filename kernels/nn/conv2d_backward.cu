@@ -682,8 +682,12 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_dgrad_direct(const lab::C
       }
     }
   }
-  float& out = params.grad_in[b * params.grad_in_batch_stride + (long long)ci * plane_in + p];
-  out = params.accumulate ? out + acc : acc;
+  const long long at = (long long)ci * plane_in + p;
+  float& out = params.grad_in[b * params.grad_in_batch_stride + at];
+  if (params.gate)
+    out = nn::silu_grad(acc, params.gate[b * params.gate_batch_stride + at]);
+  else
+    out = params.accumulate ? out + acc : acc;
 }
 
 namespace nn {
@@ -709,12 +713,18 @@ __device__ __forceinline__ void dgrad_gemm(const lab::Conv2dDgradParams& params)
                ? grad_in + (long long)(ci0 + m) * plane_in + phase.pixel(px0 + p, n.w_in)
                : nullptr;
   };
-  // Two stores rather than one with a branch on `accumulate`: ptxas spilled that one in the 16-bit module.
+  // Separate stores rather than one with a branch on `accumulate`: ptxas spilled that one in the 16-bit
+  // module. With a gate, x's SiLU backward: its z has dx's per-image layout (dense planes).
   if (params.accumulate)
     tile.store([&](int m, int p, float v) {
       if (float* out = at(m, p)) *out += v;
     });
-  else
+  else if (params.gate) {
+    const float* gate = params.gate + b * params.gate_batch_stride;
+    tile.store([&](int m, int p, float v) {
+      if (float* out = at(m, p)) *out = nn::silu_grad(v, gate[out - grad_in]);
+    });
+  } else
     tile.store([&](int m, int p, float v) {
       if (float* out = at(m, p)) *out = v;
     });

@@ -296,12 +296,16 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, PlaneView grad_in,
-                                  bool accumulate) const {
+                                  bool accumulate, ConstPlaneView gate) const {
   if (!input_grad_) throw UsageError("conv2d backward: this op was built without the input gradient");
   if (grad_in.channel_stride != int64_t(h) * w)
     throw UsageError("conv2d_dgrad: the input gradient's channels must be dense planes (channel stride " +
                      std::to_string(grad_in.channel_stride) + ", plane " + std::to_string(int64_t(h) * w) +
                      ")");
+  if (gate.data && (accumulate || gate.channel_stride != int64_t(h) * w))
+    throw UsageError(accumulate ? "conv2d_dgrad: a SiLU gate cannot go with an accumulated gradient"
+                                : "conv2d_dgrad: the gate's channels must be dense planes (channel stride " +
+                                      std::to_string(gate.channel_stride) + ")");
   const Conv2dShape& s = shape_;
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, s.out_size(h), s.out_size(w), s.kernel, s.stride,
                               s.groups};
@@ -312,6 +316,8 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
                                  grad_in.data,
                                  grad_in.batch_stride,
                                  accumulate ? 1 : 0,
+                                 gate.data,
+                                 gate.batch_stride,
                                  n};
   const long long plane_in = (long long)h * w;
   if (direct_input_grad(*input_grad_)) {

@@ -64,7 +64,10 @@ class Conv2dBackwardOp {
   // grad_in [B, c_in, h, w] from grad_z [B, c_out, ho, wo]: written, or with `accumulate` added to what it
   // holds (a later gradient contribution, in place: bit for bit add_planes' sum). grad_in may have any batch
   // stride (a channel slice of a concatenation's gradient), its channels dense planes (else UsageError).
-  void input_grad(int batch, int h, int w, const float* grad_z, PlaneView grad_in, bool accumulate) const;
+  // With a gate (the pre-activation z of x = SiLU(z), dense planes, not with `accumulate`) grad_in gets
+  // silu'(z) * the gradient: x's conv's dz, its SiLU backward folded into this epilogue.
+  void input_grad(int batch, int h, int w, const float* grad_z, PlaneView grad_in, bool accumulate,
+                  ConstPlaneView gate = {}) const;
   // The same into a dense grad_in, written.
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
   // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias

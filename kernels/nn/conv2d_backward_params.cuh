@@ -22,6 +22,11 @@ struct Conv2dDgradParams {
   float* grad_in;          // dx [B, C_in, H, W], image b at grad_in + b * grad_in_batch_stride (dense: C_in*H*W)
   long long grad_in_batch_stride;
   int accumulate;          // 1: dx += the gradient (a later contribution, in place), 0: dx = it
+  // Null, or the pre-activation z [B, C_in, H, W] of x = SiLU(z) (dense planes, image b at gate +
+  // b * gate_batch_stride): dx = silu'(z) * the gradient, the folded SiLU backward of x's conv (never with
+  // accumulate: dx is then that conv's dz, which has this one contribution).
+  const float* gate;
+  long long gate_batch_stride;
   Conv2dBackwardSizes size;
 };
 

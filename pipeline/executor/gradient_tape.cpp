@@ -305,12 +305,12 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
   }
 }
 
-// A SiLU conv's output y (no residual) whose gradient has one contributor, the input gradient of a conv run
-// as a conv (stride 1) reading y itself: that conv's epilogue multiplies its sums by silu'(z) (the gate, z
-// the SiLU conv's pre-activation), so y's gradient buffer holds dz and y's conv skips its SiLU backward pass,
-// one read of dy and z and a write of dz a fold (its bias gradient is then summed by its weight gradient, on
-// lane 1). Not for a seed (the seed is dy), nor a gradient that is a view of another's or that another's
-// views: their buffers hold more than this one contribution.
+// A SiLU conv's output y (no residual) whose gradient has one contributor, the input gradient of a conv
+// reading y itself (run as a conv at stride 1, else conv2d_dgrad): its epilogue multiplies its sums by
+// silu'(z) (the gate, z the SiLU conv's pre-activation), so y's gradient buffer holds dz and y's conv skips
+// its SiLU backward pass, one read of dy and z and a write of dz a fold (its bias gradient is then summed by
+// its weight gradient, on a weight lane). Not for a seed (the seed is dy), nor a gradient that is a view of
+// another's or that another's views: their buffers hold more than this one contribution.
 void GradientTape::fold_silu_backwards(const std::vector<Seed>& seeds) {
   std::vector<char> aliased_into(nodes_.size(), 0);
   for (const Node& n : nodes_)
@@ -405,7 +405,7 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   const LaneShared* lane = &building_lane();
   if (residual) residuals_.push_back({int(backwards_.size()), x, y, res});
   if (spec.silu && !residual) nodes_[size_t(y.id)].silu_z = z.id;
-  if (c.input_grad) nodes_[size_t(x.id)].input_grad_reader = int(backwards_.size());
+  if (needs_grad(x)) nodes_[size_t(x.id)].input_grad_reader = int(backwards_.size());
   record(
       {x, res},
       [this, conv, x, y, z, res, silu, lane] {
@@ -441,20 +441,23 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
                                  bool dz_stays) {
   const Conv2dBackwardOp& back = *conv.backward;
   // The weight gradient only reads dz and x's value (which no backward record writes) and writes its own
-  // gradients: on lane 1, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a wave)
-  // share the GPU with the input gradient's and, when nothing writes dz again in this backward (dz_stays: a
-  // scratch of this record, or a folded SiLU conv's gradient), with the records after it. Its scratch is then
-  // held (at most kMaxHeldScratchBytes of it) until the lanes join.
+  // gradients: on a weight lane, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a
+  // wave) share the GPU with the input gradient's and, when nothing writes dz again in this backward
+  // (dz_stays: a scratch of this record, or a folded SiLU conv's gradient), with the records after it and the
+  // previous weight gradient on the other lane. Its scratch is then held (at most kMaxHeldScratchBytes of it)
+  // until the lanes join.
   // The branch's records (running_branch_) are on a lane of their own already: everything in order there.
   constexpr size_t kMaxHeldScratchBytes = size_t(1) << 30;
   const bool input_grad = needs_grad(x);
   const bool lanes = !running_branch_ && (input_grad || dz_stays);
-  if (lanes && dz_stays && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
+  if (lanes && dz_stays && held_bytes_ > kMaxHeldScratchBytes) join_weight_lanes();
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
+  const int lane_index = next_weight_lane_;
   if (lanes) {
-    backend_.fork_lane(kWeightLane);
-    backend_.use_lane(kWeightLane);
-    weight_lane_open_ = true;
+    next_weight_lane_ ^= 1;
+    backend_.fork_lane(kWeightLanes[lane_index]);
+    backend_.use_lane(kWeightLanes[lane_index]);
+    weight_lane_open_[lane_index] = true;
   }
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
@@ -467,13 +470,18 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
       }
   }
   if (input_grad) input_gradient(conv, x, dz);
-  if (lanes && !dz_stays) join_weight_lane();
+  if (lanes && !dz_stays) {  // dz is written again after this record: its weight gradient must be done
+    backend_.join_lane(kWeightLanes[lane_index]);
+    weight_lane_open_[lane_index] = false;
+  }
 }
 
-void GradientTape::join_weight_lane() {
-  if (!weight_lane_open_) return;
-  backend_.join_lane(kWeightLane);
-  weight_lane_open_ = false;
+void GradientTape::join_weight_lanes() {
+  for (int i = 0; i < 2; ++i)
+    if (weight_lane_open_[i]) {
+      backend_.join_lane(kWeightLanes[i]);
+      weight_lane_open_[i] = false;
+    }
   for (ScratchBuffer& s : main_lane_.scratch)
     if (s.held) s.held = s.busy = false;
   held_bytes_ = 0;
@@ -481,24 +489,23 @@ void GradientTape::join_weight_lane() {
 
 void GradientTape::input_gradient(const TapeConv& conv, const TapeTensor& x, const float* dz) {
   const Conv2dBackwardOp& back = *conv.backward;
+  const auto [dx, write] = grad_target(x);
+  // x folded (fold_silu_backwards): x's gradient is its conv's dz, this the one contribution to it.
+  const Node& xn = nodes_[size_t(x.id)];
+  if (xn.silu_folded && write == GradientWrite::Accumulate)
+    throw RuntimeError("gradient tape: a folded SiLU backward's gradient has a second contribution");
+  const ConstPlaneView gate =
+      xn.silu_folded ? ConstPlaneView(view(nodes_[size_t(xn.silu_z)].tensor)) : ConstPlaneView{};
   if (conv.input_grad) {
     // dx [B, c_in, h, w] = conv(dz) (stride 1: the same plane); a later contribution is the conv's residual,
     // read and written in place by the same thread: dx + conv(dz) in one pass, bit for bit add_planes' sum.
-    // x folded (fold_silu_backwards): x's gradient is its conv's dz, this the one contribution to it.
-    const auto [dx, write] = grad_target(x);
-    const Node& xn = nodes_[size_t(x.id)];
-    if (xn.silu_folded && write == GradientWrite::Accumulate)
-      throw RuntimeError("gradient tape: a folded SiLU backward's gradient has a second contribution");
-    const ConstPlaneView gate =
-        xn.silu_folded ? ConstPlaneView(view(nodes_[size_t(xn.silu_z)].tensor)) : ConstPlaneView{};
     conv.input_grad->run(x.batch, x.height, x.width, dense_view(dz, conv.spec->c_out, x.plane()), dx,
                          write == GradientWrite::Accumulate ? ConstPlaneView(dx) : ConstPlaneView{},
                          running_lane().splitk_workspace.as<float>(), PlaneView{}, gate);
   } else {
     // Into x's gradient (or its alias, a view) directly: written by the first contribution, a later one
     // added in place by the kernel's epilogue (add_grad's sum without its pass and scratch).
-    const auto [dx, write] = grad_target(x);
-    back.input_grad(x.batch, x.height, x.width, dz, dx, write == GradientWrite::Accumulate);
+    back.input_grad(x.batch, x.height, x.width, dz, dx, write == GradientWrite::Accumulate, gate);
   }
 }
 
@@ -744,7 +751,7 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
       backwards_[i]();
       release_scratch();
     }
-    join_weight_lane();
+    join_weight_lanes();
     if (lanes) {
       backend_.join_lane(kBranchLane);
       for (ScratchBuffer& s : branch_lane_.scratch) s.busy = false;
