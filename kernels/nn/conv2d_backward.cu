@@ -52,6 +52,8 @@
 //                              op's copy that the BatchNorm fold writes in 16 bits), one vector load and
 //                              store a thread a chunk. Needs sm_80 or newer; the emulator runs its mma /
 //                              ldmatrix model.
+//   Every conv2d_dgrad_* with a gate (the pre-activation z under x = SiLU(z)) writes dx = silu'(z) * sum:
+//   the producer's SiLU backward folded into this epilogue (the training tape's stride-2 readers).
 //   conv2d_wgrad_narrow<DT, 3, NT>
 //                              v3 / v4's weight gradient where it is narrow (groups 1, C_out <= 16, C_in * 9
 //                              <= 8 NT): each warp streams its own k16 steps of items from global memory
