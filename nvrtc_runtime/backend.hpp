@@ -194,8 +194,8 @@ class Backend {
   // join_lanes(): every open lane joined, the main stream current again; wait_lane(i): the host waits for
   // everything launched so far on lane i (0: the main stream), which stays open. upload() and download() stay
   // on the main stream (upload_async() and download_async() go to the current lane). Lanes in use:
-  // GradientTape 1 and 3 (weight gradients) and 2 (its branch), the device loss 1 and 7 (its sums' copy to
-  // the host, open until the backward is launched), the inference plans 1 .. 2 x levels (the head's),
+  // GradientTape 1 (weight gradients) and 2 (its branch), the device loss 1 and 7 (its sums' copy to the
+  // host, open until the backward is launched), the inference plans 1 .. 2 x levels (the head's),
   // DeviceTrainEngine 8 (the next batch's copy, open between iterations).
   virtual void fork_lane(int /*lane*/) {}
   void fork_lanes(int count) {

@@ -292,8 +292,7 @@ TEST_CASE("one training pass of yolo26n copies no concat part it can place or al
   CHECK(backend.launches[kCopyPlanesKernel] == 1);
 }
 
-// The weight gradients run on lanes 1 and 3 in turn beside the input gradients and the records after them
-// (conv_backward), beside each other,
+// The weight gradients run on lane 1 beside the input gradients and the records after them (conv_backward),
 // the one-to-one head (the tape's branch) on lane 2 beside the one-to-many head and the backbone's backward,
 // and the one-to-one loss on lane 1 beside the one-to-many loss, its sums copied to the host on lane 7 while
 // the backward is launched: through a backend that runs a side lane's launches only when it joins (or the
@@ -301,9 +300,9 @@ TEST_CASE("one training pass of yolo26n copies no concat part it can place or al
 // yolo26n gives the plain backend's loss and gradients bit for bit (nothing on the main lane
 // overwrote a dz, workspace, x or scratch that a pending launch read, and the branch's scratch and split-K
 // sums are its own: with one pool for both lanes the interleaved pass differs); outside the branch every
-// weight- and bias-gradient launch went to lanes 1 and 3, the loss's kernels to lanes 0 and 1, everything
-// else to lanes 0 and 2; some weight gradients stayed pending past their record (fewer joins than forks), and
-// none is left pending after the pass.
+// weight- and bias-gradient launch went to lane 1, the loss's kernels to lanes 0 and 1, everything else to
+// lanes 0 and 2; some weight gradients stayed pending past their record (fewer joins than forks), and none is
+// left pending after the pass.
 TEST_CASE("one training pass of yolo26n gives the same gradients with its side lanes delayed or interleaved",
           "[gradient_tape]") {
   using Schedule = test::DelayedLanesBackend::Schedule;
@@ -334,14 +333,11 @@ TEST_CASE("one training pass of yolo26n gives the same gradients with its side l
       if (kernel.rfind(p, 0) == 0) return true;
     return false;
   };
-  std::set<int> weight_lanes;
   for (const auto& [kernel, lanes_used] : delayed.lanes_of) {
     INFO(kernel);
-    if (starts(kernel, {"conv2d_wgrad", "conv2d_bias_grad"})) {
-      CHECK((lanes_used.count(0) == 0 && lanes_used.count(1) + lanes_used.count(3) > 0));
-      CHECK((lanes_used.size() == lanes_used.count(1) + lanes_used.count(2) + lanes_used.count(3)));
-      weight_lanes.insert(lanes_used.begin(), lanes_used.end());
-    } else if (starts(kernel, {"tal_", "box_targets", "ciou_", "box_terms", "cls_terms", "row_sums"}))
+    if (starts(kernel, {"conv2d_wgrad", "conv2d_bias_grad"}))
+      CHECK((lanes_used == std::set<int>{1} || lanes_used == std::set<int>{1, 2}));
+    else if (starts(kernel, {"tal_", "box_targets", "ciou_", "box_terms", "cls_terms", "row_sums"}))
       CHECK(lanes_used == std::set<int>{0, 1});
     else
       CHECK((lanes_used == std::set<int>{0} || lanes_used == std::set<int>{0, 2}));
@@ -350,7 +346,6 @@ TEST_CASE("one training pass of yolo26n gives the same gradients with its side l
   // conv2d_silu_bias_backward there).
   CHECK(std::any_of(delayed.lanes_of.begin(), delayed.lanes_of.end(),
                     [](const auto& kernel_lanes) { return kernel_lanes.second.count(2) > 0; }));
-  CHECK(weight_lanes == std::set<int>{1, 2, 3});
   CHECK(delayed.joins > 0);
   CHECK(delayed.joins < delayed.forks);
 }

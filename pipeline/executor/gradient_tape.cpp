@@ -309,7 +309,7 @@ void GradientTape::alias_gradients(const std::vector<Seed>& seeds) {
 // reading y itself (run as a conv at stride 1, else conv2d_dgrad): its epilogue multiplies its sums by
 // silu'(z) (the gate, z the SiLU conv's pre-activation), so y's gradient buffer holds dz and y's conv skips
 // its SiLU backward pass, one read of dy and z and a write of dz a fold (its bias gradient is then summed by
-// its weight gradient, on a weight lane). Not for a seed (the seed is dy), nor a gradient that is a view of
+// its weight gradient, on lane 1). Not for a seed (the seed is dy), nor a gradient that is a view of
 // another's or that another's views: their buffers hold more than this one contribution.
 void GradientTape::fold_silu_backwards(const std::vector<Seed>& seeds) {
   std::vector<char> aliased_into(nodes_.size(), 0);
@@ -441,23 +441,20 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
                                  bool dz_stays) {
   const Conv2dBackwardOp& back = *conv.backward;
   // The weight gradient only reads dz and x's value (which no backward record writes) and writes its own
-  // gradients: on a weight lane, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a
-  // wave) share the GPU with the input gradient's and, when nothing writes dz again in this backward
-  // (dz_stays: a scratch of this record, or a folded SiLU conv's gradient), with the records after it and the
-  // previous weight gradient on the other lane. Its scratch is then held (at most kMaxHeldScratchBytes of it)
-  // until the lanes join.
+  // gradients: on lane 1, so its kernels (a 1x1 weight gradient is a few hundred CTAs, less than a wave)
+  // share the GPU with the input gradient's and, when nothing writes dz again in this backward (dz_stays: a
+  // scratch of this record, or a folded SiLU conv's gradient), with the records after it. Its scratch is then
+  // held (at most kMaxHeldScratchBytes of it) until the lanes join.
   // The branch's records (running_branch_) are on a lane of their own already: everything in order there.
   constexpr size_t kMaxHeldScratchBytes = size_t(1) << 30;
   const bool input_grad = needs_grad(x);
   const bool lanes = !running_branch_ && (input_grad || dz_stays);
-  if (lanes && dz_stays && held_bytes_ > kMaxHeldScratchBytes) join_weight_lanes();
+  if (lanes && dz_stays && held_bytes_ > kMaxHeldScratchBytes) join_weight_lane();
   float* workspace = scratch(back.weight_grad_workspace_floats(x.batch, x.height, x.width));
-  const int lane_index = next_weight_lane_;
   if (lanes) {
-    next_weight_lane_ ^= 1;
-    backend_.fork_lane(kWeightLanes[lane_index]);
-    backend_.use_lane(kWeightLanes[lane_index]);
-    weight_lane_open_[lane_index] = true;
+    backend_.fork_lane(kWeightLane);
+    backend_.use_lane(kWeightLane);
+    weight_lane_open_ = true;
   }
   back.weight_grad(x.batch, x.height, x.width, view(x), dz, conv.d_weight.as<float>(),
                    bias_summed ? nullptr : conv.d_bias.as<float>(), workspace);
@@ -470,18 +467,13 @@ void GradientTape::conv_backward(const TapeConv& conv, const TapeTensor& x, cons
       }
   }
   if (input_grad) input_gradient(conv, x, dz);
-  if (lanes && !dz_stays) {  // dz is written again after this record: its weight gradient must be done
-    backend_.join_lane(kWeightLanes[lane_index]);
-    weight_lane_open_[lane_index] = false;
-  }
+  if (lanes && !dz_stays) join_weight_lane();
 }
 
-void GradientTape::join_weight_lanes() {
-  for (int i = 0; i < 2; ++i)
-    if (weight_lane_open_[i]) {
-      backend_.join_lane(kWeightLanes[i]);
-      weight_lane_open_[i] = false;
-    }
+void GradientTape::join_weight_lane() {
+  if (!weight_lane_open_) return;
+  backend_.join_lane(kWeightLane);
+  weight_lane_open_ = false;
   for (ScratchBuffer& s : main_lane_.scratch)
     if (s.held) s.held = s.busy = false;
   held_bytes_ = 0;
@@ -751,7 +743,7 @@ void GradientTape::backward(const std::vector<Seed>& seeds) {
       backwards_[i]();
       release_scratch();
     }
-    join_weight_lanes();
+    join_weight_lane();
     if (lanes) {
       backend_.join_lane(kBranchLane);
       for (ScratchBuffer& s : branch_lane_.scratch) s.busy = false;

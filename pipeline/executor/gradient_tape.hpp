@@ -249,16 +249,14 @@ class GradientTape {
   // The batch-statistics conv (gradient_tape_batchnorm.cpp); `c` has its ops and gradients made.
   TapeTensor batchnorm_conv(TapeConv& c, const TapeTensor& x, const TapeTensor* residual);
   // Backward of u = conv(x) from dz = d loss / d u: the conv's weight and bias gradients (the bias's left
-  // alone when bias_summed: the SiLU backward wrote it), x's gradient. The weight gradient runs on one of
-  // the two weight lanes (kWeightLanes, taken in turn) beside the input gradient on the main lane; with
-  // dz_stays (nothing writes dz again in this backward: a scratch of this record, or a folded SiLU conv's
-  // gradient) it may keep running past the record, its scratch held until the lanes join
-  // (join_weight_lanes), else its lane joins at the record's end.
+  // alone when bias_summed: the SiLU backward wrote it), x's gradient. The weight gradient runs on lane 1
+  // beside the input gradient on the main lane; with dz_stays (nothing writes dz again in this backward: a
+  // scratch of this record, or a folded SiLU conv's gradient) it may keep running past the record, its
+  // scratch held until the lanes join (join_weight_lane), else they join at the record's end.
   void conv_backward(const TapeConv& conv, const TapeTensor& x, const float* dz, bool bias_summed = false,
                      bool dz_stays = false);
-  // The main lane waits for the weight gradients still running on the weight lanes; their scratch returns to
-  // the pool.
-  void join_weight_lanes();
+  // The main lane waits for the weight gradients still running on lane 1; their scratch returns to the pool.
+  void join_weight_lane();
   // x's gradient from dz (conv_backward's input-gradient half), on the current lane.
   void input_gradient(const TapeConv& conv, const TapeTensor& x, const float* dz);
   // Where a contribution to all of t's gradient goes, and how: the first of a backward overwrites.
@@ -307,7 +305,7 @@ class GradientTape {
   struct ScratchBuffer {
     DeviceBuffer buffer;
     bool busy = false;
-    bool held = false;  // read by a weight gradient still running on a weight lane: busy until the lanes join
+    bool held = false;  // read by a weight gradient still running on lane 1: busy until the lanes join
   };
   // What the ops of one lane share in stream order: the backward's scratch pool and the split-K partial sums
   // of the convs' forwards and input gradients (the largest any of them needs, made by the first forward).
@@ -316,10 +314,7 @@ class GradientTape {
     size_t splitk_floats = 0;
     DeviceBuffer splitk_workspace;
   };
-  // Two weight lanes: at the backward's end the last layers' weight gradients (each a few hundred CTAs at
-  // the largest planes) would otherwise queue behind each other on one lane after the input gradients end.
-  static constexpr int kWeightLanes[2] = {1, 3};
-  static constexpr int kBranchLane = 2;
+  static constexpr int kWeightLane = 1, kBranchLane = 2;
   LaneShared main_lane_, branch_lane_;
   LaneShared& building_lane() { return building_branch_ ? branch_lane_ : main_lane_; }
   LaneShared& running_lane() { return running_branch_ ? branch_lane_ : main_lane_; }
@@ -331,8 +326,7 @@ class GradientTape {
   bool in_branch(int node) const { return node >= branch_first_node_ && node < branch_end_node_; }
   // Returns the running lane's scratch to its pool, but for the held buffers.
   void release_scratch();
-  bool weight_lane_open_[2] = {false, false};  // kWeightLanes[i] was forked and not joined since
-  int next_weight_lane_ = 0;                   // the index into kWeightLanes the next weight gradient takes
+  bool weight_lane_open_ = false;  // lane 1 was forked and not joined since
   size_t held_bytes_ = 0;          // of the held scratch
   std::vector<std::unique_ptr<TapeConv>> convs_;
   std::unique_ptr<PixelInputOp> pixels_to_planes_;  // set_input_*pixels's, made on its first call
