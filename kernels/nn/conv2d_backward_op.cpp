@@ -302,10 +302,11 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
     throw UsageError("conv2d_dgrad: the input gradient's channels must be dense planes (channel stride " +
                      std::to_string(grad_in.channel_stride) + ", plane " + std::to_string(int64_t(h) * w) +
                      ")");
-  if (gate.data && (accumulate || gate.channel_stride != int64_t(h) * w))
-    throw UsageError(accumulate ? "conv2d_dgrad: a SiLU gate cannot go with an accumulated gradient"
-                                : "conv2d_dgrad: the gate's channels must be dense planes (channel stride " +
-                                      std::to_string(gate.channel_stride) + ")");
+  if (gate.data && accumulate)
+    throw UsageError("conv2d_dgrad: a SiLU gate cannot go with an accumulated gradient");
+  if (gate.data && gate.channel_stride != int64_t(h) * w)
+    throw UsageError("conv2d_dgrad: the gate's channels must be dense planes (channel stride " +
+                     std::to_string(gate.channel_stride) + ")");
   const Conv2dShape& s = shape_;
   const Conv2dBackwardSizes n{batch, s.c_in, s.c_out, h, w, s.out_size(h), s.out_size(w), s.kernel, s.stride,
                               s.groups};

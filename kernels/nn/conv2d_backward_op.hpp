@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/compare.hpp"
 #include "kernels/kernel_spec.hpp"
 #include "kernels/nn/conv2d_shape.hpp"
 #include "kernels/nn/plane_view.hpp"
@@ -28,6 +29,11 @@ enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16, Depthwise };
 // C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
 const KernelSpec& conv2d_dgrad_spec();
 const KernelSpec& conv2d_wgrad_spec();
+// The bar a variant's gradients are checked at against the float64 reference `ref`
+// (conv2d_backward_runner.cpp gives the reasons); sums_grow for the weight and bias gradients, whose max_abs
+// scales with their largest.
+Tolerance conv_backward_gradient_tolerance(ConvBackwardVariant v, const std::vector<double>& ref,
+                                           bool sums_grow);
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name);
 // Empty when `v` can run `s`, else the rule it breaks (one line).

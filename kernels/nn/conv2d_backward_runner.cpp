@@ -16,7 +16,6 @@
 #include "kernels/runner.hpp"
 
 namespace lab {
-namespace {
 
 // float32 (v1, v2): the default rel_l2 1e-5 / max_abs 1e-4. v3_fp16 rounds both operands to 11 significant
 // bits, as conv2d's v5_fp16, whose bar applies (rel_l2 2e-3, max_abs 5e-3); v4_bf16 keeps 8 bits, 8x that, as
@@ -26,7 +25,8 @@ namespace {
 // the rel_l2 bar of it in 16 bits (measured on the emulator over k1/k3 shapes: max_abs <= 5.5e-3 at a largest
 // |dW| of 19, 3e-4 of it, for fp16; 4.4e-2, 2.3e-3 of it, for bf16). A dropped chunk, tap or split fails
 // rel_l2 by orders of magnitude.
-Tolerance gradient_tolerance(ConvBackwardVariant v, const std::vector<double>& ref, bool sums_grow) {
+Tolerance conv_backward_gradient_tolerance(ConvBackwardVariant v, const std::vector<double>& ref,
+                                           bool sums_grow) {
   Tolerance t;
   double per_largest = 2e-6;
   if (v == ConvBackwardVariant::Fp16) t = {2e-3, 5e-3}, per_largest = 2e-3;
@@ -37,6 +37,8 @@ Tolerance gradient_tolerance(ConvBackwardVariant v, const std::vector<double>& r
   t.max_abs = std::max(t.max_abs, per_largest * largest);
   return t;
 }
+
+namespace {
 
 ConvBackwardVariant resolve(const std::string& variant, const Conv2dShape& s) {
   return parse_conv_backward_variant(variant).value_or(choose_conv_backward_variant(s));
@@ -112,7 +114,7 @@ class Conv2dDgradInstance : public Conv2dBackwardInstance {
     const std::vector<double> ref = reference().grad_in;
     return {make_check("grad_in", {size_t(batch_), size_t(shape_.c_in), size_t(h_), size_t(w_)},
                        fetch<float>(grad_in_, in_count()), ref,
-                       tol.value_or(gradient_tolerance(variant_, ref, false)))};
+                       tol.value_or(conv_backward_gradient_tolerance(variant_, ref, false)))};
   }
   WorkCounts work() const override { return work_of(4.0 * double(in_count())); }
 
@@ -149,10 +151,11 @@ class Conv2dWgradInstance : public Conv2dBackwardInstance {
     return {make_check("grad_weight",
                        {size_t(s.c_out), size_t(s.c_in / s.groups), size_t(s.kernel), size_t(s.kernel)},
                        fetch<float>(grad_weight_, weight_.size()), ref.grad_weight,
-                       tol.value_or(gradient_tolerance(variant_, ref.grad_weight, true))),
+                       tol.value_or(conv_backward_gradient_tolerance(variant_, ref.grad_weight, true))),
             make_check("grad_bias", {size_t(s.c_out)}, fetch<float>(grad_bias_, bias_.size()), ref.grad_bias,
                        // the bias gradient is a float32 sum of dz in every variant
-                       tol.value_or(gradient_tolerance(ConvBackwardVariant::Tiled, ref.grad_bias, true)))};
+                       tol.value_or(conv_backward_gradient_tolerance(ConvBackwardVariant::Tiled,
+                                                                     ref.grad_bias, true)))};
   }
   WorkCounts work() const override { return work_of(4.0 * double(weight_.size() + bias_.size())); }
 
