@@ -140,14 +140,27 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(!parse_precision("fp8"));
   CHECK(conv_kernel_name(ConvVariant::Bf16, {32, 24, 3, 1, 1, true}) == "conv2d_mma<1, 3, 32>");
   CHECK(conv_variant_name(ConvVariant::Fp16) == "v5_fp16");
+  // The patch variants take the 16-bit 3x3 stride-1 dense convs whose c_in is a multiple of 8.
+  CHECK(choose_conv_variant({16, 32, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16Patch);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 1, false}, Precision::Bf16) == ConvVariant::Bf16Patch);
+  CHECK(choose_conv_variant({12, 32, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16);  // c_in % 8
+  CHECK(choose_conv_variant({16, 32, 3, 2, 1, true}, Precision::Fp16) == ConvVariant::Fp16);  // stride 2
+  CHECK(choose_conv_variant({16, 32, 5, 1, 1, true}, Precision::Bf16) == ConvVariant::Bf16);  // K 5
+  CHECK(choose_conv_variant({16, 32, 3, 1, 1, true}, Precision::Tf32) == ConvVariant::Tf32);
+  CHECK(conv_kernel_name(ConvVariant::Fp16Patch, {32, 24, 3, 1, 1, true}) == "conv2d_mma_patch<0, 32>");
+  CHECK(conv_kernel_name(ConvVariant::Bf16Patch, {32, 80, 3, 1, 1, true}) == "conv2d_mma_patch<1, 64>");
+  CHECK(conv_variant_name(ConvVariant::Bf16Patch) == "v8_bf16_patch");
+  CHECK(conv_variant_problem(ConvVariant::Fp16Patch, {12, 32, 3, 1, 1, true}) ==
+        "v7_fp16_patch needs K 3, stride 1, groups 1 and c_in a multiple of 8 (got 12->32 k3 s1 g1)");
 }
 
-TEST_CASE("conv2d v4_tf32, v5_fp16 and v6_bf16 really round and stay within their tolerance", "[nn]") {
+TEST_CASE("conv2d's tf32, fp16 and bf16 variants really round and stay within their tolerance", "[nn]") {
   auto backend = make_backend("cpu", test::embedded_context());
   const Runner& conv = Registry::instance().get("conv2d");
   const Params p =
       resolve_params(conv, {{"C_IN", "32"}, {"C_OUT", "24"}, {"H", "9"}, {"W", "7"}, {"K", "3"}});
-  for (const std::string variant : {"v2_tiled", "v4_tf32", "v5_fp16", "v6_bf16"}) {
+  for (const std::string variant :
+       {"v2_tiled", "v4_tf32", "v5_fp16", "v6_bf16", "v7_fp16_patch", "v8_bf16_patch"}) {
     auto inst = conv.instantiate(*backend, variant, p, 5);
     inst->poison();
     inst->launch();
@@ -158,7 +171,8 @@ TEST_CASE("conv2d v4_tf32, v5_fp16 and v6_bf16 really round and stay within thei
       CHECK(c.metrics.rel_l2 < 1e-6);  // float32
     } else {
       // 10-bit mantissas (tf32, fp16) show, and 7-bit ones (bf16) show eight times as much.
-      CHECK(c.metrics.rel_l2 > (variant == "v6_bf16" ? 3e-4 : 3e-5));
+      const bool bf16 = variant == "v6_bf16" || variant == "v8_bf16_patch";
+      CHECK(c.metrics.rel_l2 > (bf16 ? 3e-4 : 3e-5));
       CHECK(c.metrics.rel_l2 < c.tolerance.rel_l2 / 3);
     }
   }
@@ -179,9 +193,16 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
   CHECK(head_op.splitk_workspace_floats(1, 640, 640) == 0);
   // v5 / v6 split whole 32-row chunks: 576 rows = 18 chunks, at least 4 per split, 5 per split.
   const Conv2dOp head_fp16(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
-                           std::vector<float>(16, 0.1f), Precision::Fp16);
+                           std::vector<float>(16, 0.1f), Precision::Fp16, ConvVariant::Fp16);
   CHECK(head_fp16.splitk_splits(1, 7, 6) == 4);
   CHECK(head_fp16.splitk_splits(1, 640, 640) == 1);
+  // v7 / v8 split whole 16-channel blocks, at least 2 per split: 64 channels = 4 blocks, 2 splits.
+  const Conv2dOp head_patch(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
+                            std::vector<float>(16, 0.1f), Precision::Fp16);
+  CHECK(head_patch.variant() == ConvVariant::Fp16Patch);
+  CHECK(head_patch.splitk_splits(1, 7, 6) == 2);
+  CHECK(head_patch.splitk_workspace_floats(1, 7, 6) == size_t(2) * 16 * 42);
+  CHECK(head_patch.splitk_splits(1, 640, 640) == 1);
 }
 
 namespace {
@@ -197,8 +218,8 @@ struct EpilogueCase {
 
 // The runner's bars (conv2d_runner.cpp): float32; 10 mantissa bits (TF32, fp16); bf16's 7.
 Tolerance epilogue_tolerance(ConvVariant v) {
-  if (v == ConvVariant::Bf16) return Tolerance{1.6e-2, 4e-2};
-  if (v == ConvVariant::Tf32 || v == ConvVariant::Fp16) return Tolerance{2e-3, 5e-3};
+  if (conv_variant_half_type(v) == HalfType::bf16) return Tolerance{1.6e-2, 4e-2};
+  if (v == ConvVariant::Tf32 || conv_variant_half_type(v) == HalfType::f16) return Tolerance{2e-3, 5e-3};
   return Tolerance{};
 }
 
@@ -264,6 +285,11 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
       {ConvVariant::Fp16, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
       {ConvVariant::Bf16, {3, 16, 3, 2, 1, false}, 1, 17, 12, true, false},
       {ConvVariant::Bf16, {64, 16, 3, 1, 1, true}, 1, 7, 6, false, true},
+      // The patch variants: tiles cut by the plane's edges (two across, two down), odd widths (no pixel
+      // pairs), a channel block half past c_in, two channel tiles, and split-K over the channel blocks.
+      {ConvVariant::Fp16Patch, {24, 16, 3, 1, 1, true}, 2, 19, 21, true, false},
+      {ConvVariant::Fp16Patch, {64, 16, 3, 1, 1, true}, 1, 7, 6, true, true},
+      {ConvVariant::Bf16Patch, {40, 72, 3, 1, 1, true}, 1, 17, 12, false, false},
   };
   auto backend = make_backend("cpu", test::embedded_context());
   NnKernels kernels(*backend);
@@ -305,6 +331,9 @@ TEST_CASE("every conv variant multiplies by SiLU's derivative at a gate when ask
       {ConvVariant::Fp16, {24, 16, 3, 1, 1, false}, 2, 9, 7, true, false},
       {ConvVariant::Fp16, {64, 16, 3, 1, 1, false}, 1, 7, 6, false, true},
       {ConvVariant::Bf16, {32, 24, 3, 1, 1, false}, 1, 12, 10, false, true},
+      {ConvVariant::Fp16Patch, {8, 40, 3, 1, 1, false}, 2, 11, 18, true, false},
+      {ConvVariant::Fp16Patch, {64, 32, 3, 1, 1, false}, 1, 9, 8, false, true},
+      {ConvVariant::Bf16Patch, {16, 16, 3, 1, 1, false}, 1, 16, 33, true, false},
   };
   auto backend = make_backend("cpu", test::embedded_context());
   NnKernels kernels(*backend);

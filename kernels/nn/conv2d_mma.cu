@@ -370,4 +370,8 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
   }
 }
 
+// The 3x3 stride-1 instances staged from a shared input patch (v7_fp16_patch / v8_bf16_patch) share this
+// module.
+#include "nn/conv2d_mma_patch.cu"
+
 #endif  // LAB_NN_CONV2D_MMA_CU

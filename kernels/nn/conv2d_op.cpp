@@ -1,5 +1,6 @@
 // The conv2d spec, and Conv2dOp: variant choice, weight upload (transposed for v2_tiled and v4_tf32, rounded
-// to 16 bits and padded for v5_fp16 and v6_bf16), launch shapes and parameters.
+// to 16 bits and padded for v5_fp16 and v6_bf16, tap-major for v7_fp16_patch and v8_bf16_patch), launch
+// shapes and parameters.
 #include "kernels/nn/conv2d_op.hpp"
 
 #include <algorithm>
@@ -18,8 +19,11 @@ constexpr int kThreads = 256;
 constexpr int kMaxGridYZ = 65535;
 constexpr int kTiledChunk = 16;  // reduction rows per shared-memory step of v2 and v4 (nn::kTiledChunk)
 constexpr int kMmaChunk = 32;    // of v5 and v6 (nn::kMmaChunk)
-constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_depthwise",
-                                         "v4_tf32",   "v5_fp16",  "v6_bf16"};  // in ConvVariant order
+constexpr int kPatchBlock = 16;  // input channels per shared-memory step of v7 and v8 (nn::kPatchBlock)
+constexpr int kPatchCols = 16;   // output columns of their tiles (nn::kPatchCols)
+constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_depthwise",  "v4_tf32",
+                                         "v5_fp16",   "v6_bf16",  "v7_fp16_patch", "v8_bf16_patch"};
+// in ConvVariant order
 
 std::string shape_text(const Conv2dShape& s) {
   return std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k" + std::to_string(s.kernel) + " s" +
@@ -44,16 +48,27 @@ bool is_implicit_gemm(ConvVariant v) {
          v == ConvVariant::Bf16;
 }
 
-// The 16-bit element type of v5 / v6.
-std::optional<HalfType> mma_type(ConvVariant v) {
-  if (v == ConvVariant::Fp16) return HalfType::f16;
-  if (v == ConvVariant::Bf16) return HalfType::bf16;
-  return std::nullopt;
+bool is_patch(ConvVariant v) {
+  return v == ConvVariant::Fp16Patch || v == ConvVariant::Bf16Patch;
+}
+
+// Output rows of a v7 / v8 tile at a channel tile (nn::PatchTile<TM>::kRows: two a warp along pixels).
+int patch_tile_rows(int channel_tile) {
+  return channel_tile == 64 ? 8 : 16;
+}
+
+// Dynamic shared memory of a v7 / v8 CTA (nn::PatchTile<TM>::kSharedBytes): two patches of (rows + 2) x 18
+// positions of 24 halves and two weight tiles of TM rows of 9 x 16 + 8 halves.
+size_t patch_shared_bytes(int channel_tile) {
+  return 2 *
+         (size_t(patch_tile_rows(channel_tile) + 2) * (kPatchCols + 2) * (kPatchBlock + 8) +
+          size_t(channel_tile) * (9 * kPatchBlock + 8)) *
+         2;
 }
 
 // Reduction rows an implicit-GEMM variant stages per step; split-K splits are whole multiples of it.
 int reduction_chunk(ConvVariant v) {
-  return mma_type(v) ? kMmaChunk : kTiledChunk;
+  return conv_variant_half_type(v) ? kMmaChunk : kTiledChunk;
 }
 
 int round_up(int v, int multiple) {
@@ -78,6 +93,42 @@ std::vector<uint16_t> pad_half_weights(const std::vector<float>& w, int c_out, i
   for (size_t co = 0; co < size_t(c_out); ++co)
     std::copy_n(w.begin() + long(co * red), red, padded.begin() + long(co * red_pad));
   return to_half_bits(padded, type);
+}
+
+// v7 / v8 tiles (kPatchCols columns x patch_tile_rows rows) across and down an output plane.
+std::pair<int, int> patch_tiles(int channel_tile, int h_out, int w_out) {
+  const int rows = patch_tile_rows(channel_tile);
+  return {(w_out + kPatchCols - 1) / kPatchCols, (h_out + rows - 1) / rows};
+}
+
+// v7 / v8 channel blocks per split: as for v2-v6, enough splits that the tiles x splits fill about two CTAs
+// per SM of an H200 (132 SMs), each split summing at least two blocks (288 reduction rows; 144 for v5's 128).
+int patch_blocks_per_split(const Conv2dShape& s, int batch, int h_out, int w_out) {
+  const int tm = conv_tiled_channel_tile(s.c_out), blocks = (s.c_in + kPatchBlock - 1) / kPatchBlock;
+  const auto [tiles_x, tiles_y] = patch_tiles(tm, h_out, w_out);
+  const long long tiles = (long long)tiles_x * tiles_y * ((s.c_out + tm - 1) / tm) * batch;
+  const long long kTargetCtas = 264, kMinBlocksPerSplit = 2;
+  const long long splits = std::min((kTargetCtas + tiles - 1) / tiles, blocks / kMinBlocksPerSplit);
+  if (splits <= 1) return blocks;
+  return int((blocks + splits - 1) / splits);
+}
+
+int patch_splits(const Conv2dShape& s, int batch, int h_in, int w_in) {
+  const int blocks = (s.c_in + kPatchBlock - 1) / kPatchBlock;
+  const int per_split = patch_blocks_per_split(s, batch, s.out_size(h_in), s.out_size(w_in));
+  return (blocks + per_split - 1) / per_split;
+}
+
+// [c_out, c_in, taps] -> [c_out, taps, c_in_pad] rounded to `type`, channels past c_in zero: v7 / v8 stage a
+// 16-channel block of every tap with two 16-byte copies.
+std::vector<uint16_t> tap_major_half_weights(const std::vector<float>& w, const Conv2dShape& s, int c_in_pad,
+                                             HalfType type) {
+  const size_t taps = size_t(s.kernel) * s.kernel;
+  std::vector<float> out(size_t(s.c_out) * taps * c_in_pad, 0.0f);
+  for (size_t o = 0; o < size_t(s.c_out); ++o)
+    for (size_t i = 0; i < size_t(s.c_in); ++i)
+      for (size_t t = 0; t < taps; ++t) out[(o * taps + t) * c_in_pad + i] = w[(o * s.c_in + i) * taps + t];
+  return to_half_bits(out, type);
 }
 
 }  // namespace
@@ -106,7 +157,11 @@ const KernelSpec& conv2d_spec() {
            variant(ConvVariant::Fp16,
                    "groups = 1: implicit GEMM on fp16 tensor cores (mma.sync m16n8k16, float accumulate), "
                    "32-row chunks, cp.async weights, im2col prefetched in registers"),
-           variant(ConvVariant::Bf16, "groups = 1: v5 with bf16 operands (7 mantissa bits)")},
+           variant(ConvVariant::Bf16, "groups = 1: v5 with bf16 operands (7 mantissa bits)"),
+           variant(ConvVariant::Fp16Patch,
+                   "3x3, stride 1, groups = 1, C_IN a multiple of 8: v5 with the input staged once per "
+                   "16-channel block as a shared patch, each tap's operand an ldmatrix of it"),
+           variant(ConvVariant::Bf16Patch, "v7 with bf16 operands")},
       .params = {{"B", K::Int, "1", "batch size", 1, 65535},
                  {"C_IN", K::Int, "32", "input channels", 1, 4096},
                  {"C_OUT", K::Int, "64", "output channels", 1, 4096},
@@ -124,7 +179,7 @@ const KernelSpec& conv2d_spec() {
             const Conv2dShape s = conv2d_shape(p);
             const ConvVariant v = parse_conv_variant(variant).value_or(choose_conv_variant(s));
             return CompileRequest{
-                mma_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
+                conv_variant_half_type(v) ? kConv2dMmaSource : "nn/conv2d.cu", {}, {conv_kernel_name(v, s)}};
           }};
   return spec;
 }
@@ -155,10 +210,19 @@ std::string conv_variant_name(ConvVariant v) {
   return kVariantNames[int(v)];
 }
 
+std::optional<HalfType> conv_variant_half_type(ConvVariant v) {
+  if (v == ConvVariant::Fp16 || v == ConvVariant::Fp16Patch) return HalfType::f16;
+  if (v == ConvVariant::Bf16 || v == ConvVariant::Bf16Patch) return HalfType::bf16;
+  return std::nullopt;
+}
+
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision) {
   if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
   constexpr ConvVariant kDense[] = {ConvVariant::Tiled, ConvVariant::Tf32, ConvVariant::Fp16,
                                     ConvVariant::Bf16};  // in Precision order
+  constexpr ConvVariant kPatch[] = {ConvVariant::Fp16Patch, ConvVariant::Bf16Patch};  // Fp16, Bf16
+  const int half = int(precision) - int(Precision::Fp16);
+  if (half >= 0 && conv_variant_problem(kPatch[half], s).empty()) return kPatch[half];
   if (conv_variant_problem(kDense[int(precision)], s).empty()) return kDense[int(precision)];
   return ConvVariant::Direct;
 }
@@ -172,6 +236,9 @@ std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s) {
     return conv_variant_name(v) + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
   if (v == ConvVariant::Depthwise && !s.depthwise())
     return "v3_depthwise needs groups = c_in = c_out (got " + shape_text(s) + ")";
+  if (is_patch(v) && (s.kernel != 3 || s.stride != 1 || s.groups != 1 || s.c_in % 8 != 0))
+    return conv_variant_name(v) + " needs K 3, stride 1, groups 1 and c_in a multiple of 8 (got " +
+           shape_text(s) + ")";
   return {};
 }
 
@@ -188,7 +255,11 @@ std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile) {
       return "conv2d_tf32<" + k + ", " + tile + ">";
     case ConvVariant::Fp16:
     case ConvVariant::Bf16:
-      return "conv2d_mma<" + half_type_template_arg(*mma_type(v)) + ", " + k + ", " + tile + ">";
+      return "conv2d_mma<" + half_type_template_arg(*conv_variant_half_type(v)) + ", " + k + ", " + tile +
+             ">";
+    case ConvVariant::Fp16Patch:
+    case ConvVariant::Bf16Patch:
+      return "conv2d_mma_patch<" + half_type_template_arg(*conv_variant_half_type(v)) + ", " + tile + ">";
     case ConvVariant::Depthwise:
       return "conv2d_depthwise<" + k + ">";
     case ConvVariant::Direct:
@@ -210,7 +281,11 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
   kernel_ = kernels.kernel(conv_kernel_name(variant_, shape));
   splitk_reduce_ = kernels.kernel(kConv2dSplitkReduceKernel);
   Backend& backend = kernels.backend();
-  if (std::optional<HalfType> type = mma_type(variant_)) {
+  if (is_patch(variant_)) {
+    weight_row_pad_ = round_up(shape.c_in, kPatchBlock);
+    weight_ = backend.upload_vector(
+        tap_major_half_weights(weight, shape, weight_row_pad_, *conv_variant_half_type(variant_)));
+  } else if (std::optional<HalfType> type = conv_variant_half_type(variant_)) {
     weight_row_pad_ = round_up(shape.c_in * shape.kernel * shape.kernel, kMmaChunk);
     weight_ = backend.upload_vector(pad_half_weights(weight, shape.c_out, weight_row_pad_, *type));
   } else {
@@ -222,7 +297,9 @@ Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vect
 
 ConvWeightLayout Conv2dOp::weight_layout() const {
   const long long c_out = shape_.c_out, taps = (long long)shape_.kernel * shape_.kernel;
-  if (std::optional<HalfType> type = mma_type(variant_))  // [c_out, red_pad] 16-bit (pad_half_weights)
+  if (is_patch(variant_))  // [c_out, taps, c_in_pad] 16-bit (tap_major_half_weights)
+    return {weight_.get(), taps * weight_row_pad_, 1, weight_row_pad_, conv_variant_half_type(variant_)};
+  if (std::optional<HalfType> type = conv_variant_half_type(variant_))  // [c_out, red_pad] (pad_half_weights)
     return {weight_.get(), weight_row_pad_, taps, 1, type};
   if (is_implicit_gemm(variant_)) return {weight_.as<float>(), 1, taps * c_out, c_out};  // [red, c_out]
   return {weight_.as<float>(), (long long)(shape_.c_in / shape_.groups) * taps, taps, 1};
@@ -231,6 +308,7 @@ ConvWeightLayout Conv2dOp::weight_layout() const {
 // Splits so that the tiles x splits fill about two CTAs per SM of an H200 (132 SMs), each split summing at
 // least 128 reduction rows (whole chunks).
 int Conv2dOp::splitk_splits(int batch, int h_in, int w_in) const {
+  if (is_patch(variant_)) return patch_splits(shape_, batch, h_in, w_in);
   if (!is_implicit_gemm(variant_)) return 1;
   const long long chunk = reduction_chunk(variant_);
   const long long kTargetCtas = 264, kMinChunksPerSplit = 128 / chunk;
@@ -291,7 +369,7 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
-      if (mma_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
+      if (conv_variant_half_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
         if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its im2col offsets are int32
           throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
         const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
@@ -311,6 +389,37 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
                        kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,
                                                       split_rows, partial}));
       }
+      if (partial)
+        backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
+                       kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,
+                                                              int(plane_out), silu}));
+      return;
+    }
+    case ConvVariant::Fp16Patch:
+    case ConvVariant::Bf16Patch: {
+      if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its input offsets are int32
+        throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
+      const int tm = conv_tiled_channel_tile(c_out);
+      const auto [tiles_x, tiles_y] = patch_tiles(tm, h_out, w_out);
+      int splits = splitk_workspace ? patch_splits(s, batch, h_in, w_in) : 1;
+      if (batch * splits > kMaxGridYZ) splits = 1;
+      int blocks_per_split = splits > 1 ? patch_blocks_per_split(s, batch, h_out, w_out)
+                                        : (s.c_in + kPatchBlock - 1) / kPatchBlock;
+      float* partial = splits > 1 ? splitk_workspace : nullptr;
+      cfg.grid = {unsigned(tiles_x * tiles_y), unsigned((c_out + tm - 1) / tm), unsigned(batch * splits)};
+      cfg.dynamic_shared_bytes = patch_shared_bytes(tm);
+      const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
+      const uint16_t* wh = weight_.as<const uint16_t>();
+      long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
+                res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
+                pre_bs = pre.batch_stride, pre_cs = pre.channel_stride, gate_bs = silu_grad_gate.batch_stride,
+                gate_cs = silu_grad_gate.channel_stride;
+      int c_in_pad = weight_row_pad_, c_in = s.c_in, tiles_across = tiles_x;
+      float *out_p = out.data, *pre_p = pre.data;
+      backend.launch(kernel_, cfg,
+                     kernel_args(in_p, in_bs, in_cs, wh, c_in_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
+                                 out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in,
+                                 w_in, tiles_across, silu, batch, blocks_per_split, partial));
       if (partial)
         backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
                        kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,

@@ -1,10 +1,12 @@
 // Conv2dOp: one Conv2d layer (folded BN bias, optional SiLU, optional residual) on the nn module. Weights are
 // uploaded once at construction (in the layout the chosen variant reads); run() only launches.
-// Variants (conv2d.cu, conv2d_mma.cu): v1_direct (any shape), v2_tiled (groups == 1), v3_depthwise (groups ==
-// c_in == c_out), v4_tf32 (groups == 1, TF32 tensor cores), v5_fp16 / v6_bf16 (groups == 1, fp16 / bf16
-// tensor cores); all but v1 exist for kernel sizes 1, 3, 5. The op picks v3 for depthwise shapes, for dense
-// ones the variant of the precision (v2 for Precision::Fp32, the default; v4, v5, v6 for Tf32, Fp16, Bf16),
-// and v1 otherwise; the runner can force one. conv2d_spec() describes them all: the runner is made from it.
+// Variants (conv2d.cu, conv2d_mma.cu, conv2d_mma_patch.cu): v1_direct (any shape), v2_tiled (groups == 1),
+// v3_depthwise (groups == c_in == c_out), v4_tf32 (groups == 1, TF32 tensor cores), v5_fp16 / v6_bf16 (groups
+// == 1, fp16 / bf16 tensor cores); all but v1 exist for kernel sizes 1, 3, 5; v7_fp16_patch / v8_bf16_patch
+// (3x3, stride 1, groups 1, c_in a multiple of 8: v5 / v6 with the input staged once per channel block as a
+// shared patch). The op picks v3 for depthwise shapes, for dense ones the variant of the precision (v2 for
+// Precision::Fp32, the default; v4 for Tf32; v7 / v8 for Fp16 / Bf16 where they run, else v5 / v6), and v1
+// otherwise; the runner can force one. conv2d_spec() describes them all: the runner is made from it.
 #pragma once
 #include <optional>
 #include <string>
@@ -18,10 +20,10 @@
 
 namespace lab {
 
-enum class ConvVariant { Direct, Tiled, Depthwise, Tf32, Fp16, Bf16 };
+enum class ConvVariant { Direct, Tiled, Depthwise, Tf32, Fp16, Bf16, Fp16Patch, Bf16Patch };
 
-// The conv2d spec: variant "auto" (the op's fp32 choice), then v1_direct .. v6_bf16 in ConvVariant order,
-// each with the rule of the shapes it runs; parameters B, C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU,
+// The conv2d spec: variant "auto" (the op's fp32 choice), then v1_direct .. v8_bf16_patch in ConvVariant
+// order, each with the rule of the shapes it runs; parameters B, C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU,
 // RESIDUAL; `compile` names the one instance a variant runs at the parameters' shape.
 const KernelSpec& conv2d_spec();
 // The shape of resolved conv2d parameters.
@@ -31,17 +33,19 @@ Conv2dShape conv2d_shape(const Params& p);
 void check_conv2d_params(const std::string& kernel, const Params& p);
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<ConvVariant> parse_conv_variant(const std::string& name);
-// "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32", "v5_fp16", "v6_bf16"
+// "v1_direct", "v2_tiled", "v3_depthwise", "v4_tf32", "v5_fp16", "v6_bf16", "v7_fp16_patch", "v8_bf16_patch"
 std::string conv_variant_name(ConvVariant v);
+// The 16-bit operand type of the tensor-core variants v5-v8 (conv2d_mma.cu's module); nullopt for the others.
+std::optional<HalfType> conv_variant_half_type(ConvVariant v);
 // The variant the op picks for a shape at a precision.
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);
-// Output channels per CTA of the implicit-GEMM variants (v2, v4, v5, v6): the smallest of 16, 32, 64 that
-// covers c_out (64 above).
+// Output channels per CTA of the implicit-GEMM variants (v2, v4-v8): the smallest of 16, 32, 64 that covers
+// c_out (64 above).
 int conv_tiled_channel_tile(int c_out);
 // The kernel name expression of a variant at a kernel size and channel tile (conv2d_tiled<3, 64>,
-// conv2d_mma<0, 3, 64>, conv2d_depthwise<3>, conv2d_direct), and at a shape.
+// conv2d_mma<0, 3, 64>, conv2d_mma_patch<0, 64>, conv2d_depthwise<3>, conv2d_direct), and at a shape.
 std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile);
 std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s);
 
@@ -69,7 +73,7 @@ class Conv2dOp {
   const Conv2dShape& shape() const { return shape_; }
   ConvVariant variant() const { return variant_; }
   // The device weights in the variant's layout, and the bias [c_out]: what run() reads, for an owner that
-  // rewrites them between runs (the training step's BatchNorm fold); v5 / v6: their 16-bit operands.
+  // rewrites them between runs (the training step's BatchNorm fold); v5-v8: their 16-bit operands.
   ConvWeightLayout weight_layout() const;
   float* bias_data() const { return bias_.as<float>(); }
 
@@ -79,7 +83,8 @@ class Conv2dOp {
   ConvVariant variant_;
   Kernel kernel_, splitk_reduce_;
   DeviceBuffer weight_, bias_;
-  int weight_row_pad_ = 0;  // v5 / v6: reduction rows per output channel in weight_, padded to a chunk
+  int weight_row_pad_ = 0;  // v5 / v6: reduction rows per output channel in weight_, padded to a chunk;
+                            // v7 / v8: input channels per tap, padded to a channel block
 };
 
 }  // namespace lab

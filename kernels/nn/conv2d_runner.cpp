@@ -27,8 +27,8 @@ constexpr Tolerance kTf32Tolerance{2e-3, 5e-3};
 constexpr Tolerance kBf16Tolerance{1.6e-2, 4e-2};
 
 Tolerance variant_tolerance(ConvVariant v) {
-  if (v == ConvVariant::Tf32 || v == ConvVariant::Fp16) return kTf32Tolerance;
-  if (v == ConvVariant::Bf16) return kBf16Tolerance;
+  if (v == ConvVariant::Tf32 || conv_variant_half_type(v) == HalfType::f16) return kTf32Tolerance;
+  if (conv_variant_half_type(v) == HalfType::bf16) return kBf16Tolerance;
   return {};
 }
 

@@ -25,6 +25,8 @@ NnKernelNames all_nn_kernel_names() {
   for (ConvVariant v : {ConvVariant::Fp16, ConvVariant::Bf16})
     for (int k : kSpecialisedKernelSizes)
       for (int tile : kTiledChannelTiles) n.mma.push_back(conv_instance_name(v, k, tile));
+  for (ConvVariant v : {ConvVariant::Fp16Patch, ConvVariant::Bf16Patch})
+    for (int tile : kTiledChannelTiles) n.mma.push_back(conv_instance_name(v, 3, tile));
   return n;
 }
 

@@ -21,7 +21,7 @@ NnKernelNames NetworkOps::kernel_names(const Yolo26Model& model, Precision preci
   for_each_conv(model, precision, [&names](const ConvSpec& c, Precision p) {
     const Conv2dShape shape = conv_shape(c);
     const ConvVariant v = choose_conv_variant(shape, p);
-    auto& list = v == ConvVariant::Fp16 || v == ConvVariant::Bf16 ? names.mma : names.nn;
+    auto& list = conv_variant_half_type(v) ? names.mma : names.nn;
     const std::string name = conv_kernel_name(v, shape);
     if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
   });

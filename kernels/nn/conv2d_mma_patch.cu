@@ -1,0 +1,239 @@
+// conv2d_mma_patch: the dense 3x3 stride-1 Conv2d of conv2d_mma on fp16 / bf16 tensor cores (variants
+// v7_fp16_patch, DT = LAB_F16, and v8_bf16_patch, LAB_BF16), its input staged once per channel block as a
+// shared patch instead of once per tap. Same operation, layouts, epilogue (bias, SiLU, residual, pre, the
+// SiLU-backward gate) and split-K partials as conv2d_mma; activations stay float32 in memory.
+//
+// conv2d_mma_patch<DT, TM>: out[co][y][x] = sum_{ci, ky, kx} W[co][ci][ky][kx] in[ci][y + ky - 1][x + kx - 1].
+//   A CTA computes TM output channels x a tile of kRows output rows x 16 columns; each warp owns kWarpM
+//   channels (32, or 16 at TM 16) x 2 rows x 16 columns (four n8 tiles: a row's columns 0-7 and 8-15). The
+//   reduction walks blocks of 16 input channels, double buffered in shared memory, one __syncthreads a block:
+//   - the patch: the block's 16 channels at the tile's (kRows + 2) x 18 input positions (the halo included,
+//     zero outside the image and past c_in), rounded to DT, position-major with the 16 channels contiguous
+//     (kPatchLd = 24 halves a position: the eight 16-byte rows of an ldmatrix, 8 consecutive positions, fall
+//     in distinct banks). A thread stages (position, 8 channels) items: 8 float loads (one a channel plane,
+//     a warp's loads consecutive columns) into registers one block ahead, then one 16-byte store;
+//   - the weights: wh [C_out][9][c_in_pad] (DT, tap-major, channels padded to 16 with zeros), a block's
+//     9 x 16 values of each channel two 16-byte cp.async pieces a tap, into w_s[TM][9 * 16 + 8];
+//   - per tap (ky, kx), the B fragment of an n8 tile pair is one ldmatrix.x4 of the patch shifted by the
+//     tap (row r + ky, columns kx ..), the A fragment one of w_s's columns tap * 16 ..: 9 taps x (kWarpM / 16)
+//     x 4 products a warp a block, where conv2d_mma staged every one of the 144 im2col rows from global
+//     memory (each input value loaded up to 9 times, the loads of one 32-row chunk hidden behind 8 products).
+//   The products accumulate in float; the sum's order is (block, tap, channel), so results equal conv2d_mma's
+//   up to float rounding. The accumulators go to nn::store_output_pair / _at (pixel pairs where the output
+//   width and every view keep them 8-byte aligned). Grid (tiles_y * tiles_x, ceil(C_out / TM), B * splits);
+//   split s sums blocks [s * blocks_per_split, ..) into its partial plane (conv2d_splitk_reduce adds them).
+//   Needs sm_80 or newer; the cpu emulator runs it through its mma / ldmatrix / cp.async model.
+//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_mma.
+#ifndef LAB_NN_CONV2D_MMA_PATCH_CU
+#define LAB_NN_CONV2D_MMA_PATCH_CU
+#include "common/lab.cuh"
+#include "common/lab_mma.cuh"
+#include "nn/nn_common.cuh"
+
+namespace nn {
+
+constexpr int kPatchBlock = 16;                        // input channels per reduction step
+constexpr int kPatchCols = 16;                         // output columns of a tile
+constexpr int kPatchLd = kPatchBlock + 8;              // halves per patch position
+constexpr int kPatchWeightLd = 9 * kPatchBlock + 8;    // halves per channel row of w_s
+
+// The tile geometry of conv2d_mma_patch<.., TM> (also what the op's launch and shared-memory size use).
+template <int TM>
+struct PatchTile {
+  static constexpr int kWarpM = TM >= 32 ? 32 : 16;  // output channels a warp
+  static constexpr int kMTiles = kWarpM / 16;
+  static constexpr int kWarpsM = TM / kWarpM;
+  static constexpr int kWarpsN = 8 / kWarpsM;
+  static constexpr int kRows = 2 * kWarpsN;  // output rows a tile
+  static constexpr int kInRows = kRows + 2, kInCols = kPatchCols + 2;
+  static constexpr int kPositions = kInRows * kInCols;
+  static constexpr int kPatchElems = kPositions * kPatchLd;
+  static constexpr int kWeightElems = TM * kPatchWeightLd;
+  static constexpr int kItems = (2 * kPositions + kThreads - 1) / kThreads;  // (position, octet) a thread
+  static constexpr int kSharedBytes = 2 * (kPatchElems + kWeightElems) * 2;
+};
+
+// CTAs per SM the register budget must allow: 2 (up to 128 registers a thread). The unrolled taps keep
+// fragments for reuse (the B fragment of row r + ky serves every (r, ky) pair with that sum): TM 64 and 32
+// take 122-123 registers; TM 16 spilled at 3 CTAs' 80.
+constexpr int kPatchCtasPerSm = 2;
+
+// The input patch of one channel block, an item at a time: load(k, block) reads the thread's item k (8
+// floats) into registers, store(k, patch) rounds them to DT into a patch buffer. Item q = (octet, position),
+// position-fastest so a warp's loads run along a row. One item's values live at a time: the main loop loads
+// item k + 1 of the next block where it stores item k, a few taps' products after loading it.
+template <int TM>
+struct PatchStaging {
+  using T = PatchTile<TM>;
+  static constexpr int kTapsPerItem = 9 / T::kItems;  // the taps' products between an item's load and store
+  const float* in_b;
+  int in_cs, c_in, h_in, w_in, y0, x0;
+  float v[8];
+
+  __device__ __forceinline__ PatchStaging(const float* in_b_, int in_cs_, int c_in_, int h_in_, int w_in_,
+                                          int oy0, int ox0)
+      : in_b(in_b_), in_cs(in_cs_), c_in(c_in_), h_in(h_in_), w_in(w_in_), y0(oy0 - 1), x0(ox0 - 1) {}
+
+  __device__ __forceinline__ void load(int k, int block) {
+    const int q = int(threadIdx.x) + k * kThreads;
+    const int octet = q / T::kPositions, pos = q % T::kPositions;
+    const int y = y0 + pos / T::kInCols, x = x0 + pos % T::kInCols, c = block * kPatchBlock + octet * 8;
+    const bool inside = q < 2 * T::kPositions && c < c_in && y >= 0 && y < h_in && x >= 0 && x < w_in;
+    const float* at = in_b + (inside ? c * in_cs + y * w_in + x : 0);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = inside ? __ldg(at + j * in_cs) : 0.0f;
+  }
+
+  template <int DT>
+  __device__ __forceinline__ void store(int k, uint16_t* patch) const {
+    const int q = int(threadIdx.x) + k * kThreads;
+    if (T::kItems * kThreads != 2 * T::kPositions && q >= 2 * T::kPositions) return;
+    const int octet = q / T::kPositions, pos = q % T::kPositions;
+    uint4 piece;
+    piece.x = lab_pack2<DT>(v[0], v[1]);
+    piece.y = lab_pack2<DT>(v[2], v[3]);
+    piece.z = lab_pack2<DT>(v[4], v[5]);
+    piece.w = lab_pack2<DT>(v[6], v[7]);
+    *reinterpret_cast<uint4*>(patch + pos * kPatchLd + octet * 8) = piece;
+  }
+
+  // The whole block at once (the first block, before the main loop).
+  template <int DT>
+  __device__ __forceinline__ void load_store(int block, uint16_t* patch) {
+#pragma unroll
+    for (int k = 0; k < T::kItems; ++k) {
+      load(k, block);
+      store<DT>(k, patch);
+    }
+  }
+};
+
+// cp.async of channel block `block`'s weights (TM channels from co0, 9 taps x 16 input channels, 18 16-byte
+// pieces a channel) into w_s; channels past c_out are zero-filled. 256 / TM threads share a channel, thread t
+// taking its pieces t % (256 / TM) + j * (256 / TM): one source pointer a thread and a fixed step between its
+// pieces (a mapping by piece index had kept each piece's address live across the main loop: 128 registers
+// and spills at TM 64).
+template <int TM>
+__device__ __forceinline__ void stage_patch_weights_async(uint16_t* w_s, const uint16_t* __restrict__ wh,
+                                                          int c_in_pad, int block, int co0, int c_out) {
+  constexpr int kPieces = 9 * 2, kPerRow = kThreads / TM, kPerThread = (kPieces + kPerRow - 1) / kPerRow;
+  static_assert(kPerRow % 2 == 0, "a thread's pieces are all the same half of their taps");
+  const int row = int(threadIdx.x) / kPerRow, first = int(threadIdx.x) % kPerRow, co = co0 + row;
+  const bool valid = co < c_out;
+  const uint16_t* src = wh + ((long long)(valid ? co : 0) * 9 + first / 2) * c_in_pad + block * kPatchBlock +
+                        first % 2 * 8;
+  uint16_t* dst = w_s + row * kPatchWeightLd + first * 8;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (kPieces % kPerRow != 0 && first + j * kPerRow >= kPieces) break;
+    lab_cp_async_16(dst + j * kPerRow * 8, src + (long long)j * (kPerRow / 2) * c_in_pad, valid);
+  }
+  lab_cp_async_commit();
+}
+
+}  // namespace nn
+
+template <int DT, int TM>
+__global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
+    conv2d_mma_patch(const float* __restrict__ in, long long in_bs, long long in_cs,
+                     const uint16_t* __restrict__ wh, int c_in_pad, const float* __restrict__ bias,
+                     const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
+                     long long out_cs, float* pre, long long pre_bs, long long pre_cs, const float* gate,
+                     long long gate_bs, long long gate_cs, int c_in, int c_out, int h, int w, int tiles_x,
+                     int silu, int batch, int blocks_per_split, float* partial) {
+  using Tile = nn::PatchTile<TM>;
+  LAB_DYNAMIC_SHARED(uint16_t, smem);  // w_s[2][kWeightElems], then p_s[2][kPatchElems]
+  const auto w_s = [smem](int buf) { return smem + buf * Tile::kWeightElems; };
+  const auto p_s = [smem](int buf) { return smem + 2 * Tile::kWeightElems + buf * Tile::kPatchElems; };
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / Tile::kWarpsN, wn = warp % Tile::kWarpsN;
+  const int b = blockIdx.z % batch, split = blockIdx.z / batch;
+  const int co0 = blockIdx.y * TM;
+  const int oy0 = int(blockIdx.x) / tiles_x * Tile::kRows, ox0 = int(blockIdx.x) % tiles_x * nn::kPatchCols;
+  const int blocks = (c_in + nn::kPatchBlock - 1) / nn::kPatchBlock;
+  const int blk_begin = split * blocks_per_split, blk_end = min(blocks, blk_begin + blocks_per_split);
+  nn::PatchStaging<TM> patch(in + b * in_bs, int(in_cs), c_in, h, w, oy0, ox0);
+
+  float acc[Tile::kMTiles][4][4] = {};
+  if (blk_begin < blk_end) {
+    nn::stage_patch_weights_async<TM>(w_s(0), wh, c_in_pad, blk_begin, co0, c_out);
+    patch.template load_store<DT>(blk_begin, p_s(0));
+    lab_cp_async_wait<0>();
+    __syncthreads();
+  }
+  // The lane's ldmatrix row of an n8 tile pair: column lane % 8 (+ 8 for lanes 16..31), channels 0-7 or 8-15.
+  const int b_col = lane % 8 + (lane / 16) * 8, b_k = (lane / 8) % 2 * 8;
+  for (int blk = blk_begin; blk < blk_end; ++blk) {
+    const int buf = (blk - blk_begin) % 2;
+    const bool more = blk + 1 < blk_end;
+    if (more) nn::stage_patch_weights_async<TM>(w_s(buf ^ 1), wh, c_in_pad, blk + 1, co0, c_out);
+    constexpr int kGap = nn::PatchStaging<TM>::kTapsPerItem;
+#pragma unroll
+    for (int tap = 0; tap < 9; ++tap) {
+      const int ky = tap / 3, kx = tap % 3;
+      // The next block's patch, an item every kGap taps: item k loaded at tap k * kGap, stored kGap taps on.
+      if (more && tap % kGap == 0 && tap / kGap <= Tile::kItems) {
+        if (tap > 0) patch.template store<DT>(tap / kGap - 1, p_s(buf ^ 1));
+        if (tap / kGap < Tile::kItems) patch.load(tap / kGap, blk + 1);
+      }
+      uint32_t a[Tile::kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < Tile::kMTiles; ++mt)
+        lab_load_a<nn::kPatchWeightLd>(a[mt], w_s(buf), wm * Tile::kWarpM + mt * 16, tap * nn::kPatchBlock,
+                                       lane);
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        uint32_t bf[4];
+        const int position = (wn * 2 + np + ky) * Tile::kInCols + b_col + kx;
+        lab_ldmatrix_x4(bf, p_s(buf) + position * nn::kPatchLd + b_k);
+#pragma unroll
+        for (int mt = 0; mt < Tile::kMTiles; ++mt)
+          lab_mma_16816_pair<DT>(acc[mt][2 * np], acc[mt][2 * np + 1], a[mt], bf);
+      }
+    }
+    if (more && Tile::kItems * kGap >= 9) patch.template store<DT>(Tile::kItems - 1, p_s(buf ^ 1));
+    lab_cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // Each lane holds columns 2t, 2t + 1 of four n8 tiles (row wn * 2 + np, columns 8 * half_n ..) for two
+  // channels of each m16 tile.
+  const int g = lane / 4, t = lane % 4, plane = h * w;
+  const bool pairs =
+      ((w | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
+      ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
+        reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
+        reinterpret_cast<unsigned long long>(partial)) &
+       7) == 0;
+#pragma unroll
+  for (int mt = 0; mt < Tile::kMTiles; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int co = co0 + wm * Tile::kWarpM + mt * 16 + g + 8 * half;
+      if (co >= c_out) continue;
+      // Split-K: the raw sums into the split's partial plane (no bias, activation or residual).
+      const float bias_co = partial ? 0.0f : bias[co];
+      const int act_silu = partial ? 0 : silu;
+      float* out_row = partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane
+                               : out + b * out_bs + co * out_cs;
+      float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
+      const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
+      const float* gate_row = gate && !partial ? gate + b * gate_bs + co * gate_cs : nullptr;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int y = oy0 + wn * 2 + nt / 2, x = ox0 + nt % 2 * 8 + 2 * t, p = y * w + x;
+        if (y >= h) continue;
+        const float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
+        if (pairs && x + 1 < w) {
+          nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
+        } else {
+          if (x < w) nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
+          if (x + 1 < w)
+            nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p + 1);
+        }
+      }
+    }
+}
+
+#endif  // LAB_NN_CONV2D_MMA_PATCH_CU
