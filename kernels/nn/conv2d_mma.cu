@@ -36,6 +36,7 @@
 #define LAB_NN_CONV2D_MMA_CU
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "nn/mma_epilogue.cuh"
 #include "nn/nn_common.cuh"
 
 namespace nn {
@@ -336,36 +337,18 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
   // Each lane holds pixels 2t, 2t + 1 of four n8 tiles for two channels: the channels' rows are found once,
   // and a pixel pair goes out as one 8-byte access per plane where every view keeps pairs aligned.
   const int g = lane / 4, t = lane % 4;
-  const bool pairs =
-      ((plane_out | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
-      ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
-        reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
-        reinterpret_cast<unsigned long long>(partial)) &
-       7) == 0;
+  const bool pairs = nn::mma_pairs_aligned(plane_out, out, out_bs, out_cs, pre, pre_bs, pre_cs, residual, res_bs,
+                                           res_cs, gate, gate_bs, gate_cs, partial);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int co = co0 + wm * 16 + g + 8 * half;
     if (co >= c_out) continue;
-    // Split-K: the raw sums into the split's partial plane (no bias, activation or residual).
-    const float bias_co = partial ? 0.0f : bias[co];
-    const int act_silu = partial ? 0 : silu;
-    float* out_row = partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane_out
-                             : out + b * out_bs + co * out_cs;
-    float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
-    const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
-    const float* gate_row = gate && !partial ? gate + b * gate_bs + co * gate_cs : nullptr;
+    const nn::MmaChannelRow row(co, b, split, batch, c_out, plane_out, bias, silu, out, out_bs, out_cs, pre,
+                                pre_bs, pre_cs, residual, res_bs, res_cs, gate, gate_bs, gate_cs, partial);
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
       const int p = px0 + wn * 32 + nt * 8 + 2 * t;
-      const float v0 = acc[nt][2 * half], v1 = acc[nt][2 * half + 1];
-      if (pairs && p + 1 < plane_out) {
-        nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
-      } else {
-        if (p < plane_out)
-          nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
-        if (p + 1 < plane_out)
-          nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p + 1);
-      }
+      row.store(acc[nt][2 * half], acc[nt][2 * half + 1], p, max(0, min(2, plane_out - p)), pairs);
     }
   }
 }

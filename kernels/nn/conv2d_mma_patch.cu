@@ -1,33 +1,42 @@
-// conv2d_mma_patch: the dense 3x3 stride-1 Conv2d of conv2d_mma on fp16 / bf16 tensor cores (variants
-// v7_fp16_patch, DT = LAB_F16, and v8_bf16_patch, LAB_BF16), its input staged once per channel block as a
-// shared patch instead of once per tap. Same operation, layouts, epilogue (bias, SiLU, residual, pre, the
-// SiLU-backward gate) and split-K partials as conv2d_mma; activations stay float32 in memory.
+// conv2d_mma_patch: the dense 3x3 Conv2d (stride 1 or 2) of conv2d_mma on fp16 / bf16 tensor cores
+// (variants v7_fp16_patch, DT = LAB_F16, and v8_bf16_patch, LAB_BF16), its input staged once per channel
+// block as a shared patch instead of once per tap. Same operation, layouts, epilogue (bias, SiLU, residual,
+// pre, the SiLU-backward gate) and split-K partials as conv2d_mma; activations stay float32 in memory.
 //
-// conv2d_mma_patch<DT, TM>: out[co][y][x] = sum_{ci, ky, kx} W[co][ci][ky][kx] in[ci][y + ky - 1][x + kx - 1].
+// conv2d_mma_patch<DT, S, TM>: out[co][y][x] = sum_{ci, ky, kx} W[co][ci][ky][kx] in[ci][S y + ky - 1][S x +
+// kx - 1].
 //   A CTA computes TM output channels x a tile of kRows output rows x 16 columns; each warp owns kWarpM
-//   channels (32, or 16 at TM 16) x 2 rows x 16 columns (four n8 tiles: a row's columns 0-7 and 8-15). The
-//   reduction walks blocks of 16 input channels, double buffered in shared memory, one __syncthreads a block:
-//   - the patch: the block's 16 channels at the tile's (kRows + 2) x 18 input positions (the halo included,
-//     zero outside the image and past c_in), rounded to DT, position-major with the 16 channels contiguous
-//     (kPatchLd = 24 halves a position: the eight 16-byte rows of an ldmatrix, 8 consecutive positions, fall
-//     in distinct banks). A thread stages (position, 8 channels) items: 8 float loads (one a channel plane,
-//     a warp's loads consecutive columns) into registers one block ahead, then one 16-byte store;
+//   channels (32 at stride 1, 16 at TM 16 and at stride 2) x 2 rows x 16 columns (four n8 tiles: a row's
+//   columns 0-7 and 8-15): tiles of 8 x 16 (TM 64) or 16 x 16 at stride 1, 4 x 16 (TM 64) or 8 x 16 (TM 32)
+//   at stride 2 (which takes no 16-channel tile). The reduction walks blocks of 16 input channels, double buffered in shared memory,
+//   one __syncthreads a block:
+//   - the patch: the block's 16 channels at the tile's input positions ((kRows - 1) S + 3 rows of (16 - 1) S +
+//     3 columns, the halo included, zero outside the image and past c_in), rounded to DT, position-major with
+//     the 16 channels contiguous (kPatchLd = 24 halves a position: the eight 16-byte rows of an ldmatrix, 8
+//     consecutive positions, fall in distinct banks; at stride 2 a row's even and odd columns are two runs,
+//     so 8 output columns still read 8 consecutive positions). A thread stages a few (position, 8 channels)
+//     items of the next block, one at a time between the taps' products (PatchStaging): 8 float loads (one a
+//     channel plane, a warp's loads consecutive columns) into registers, a few taps later one 16-byte store;
 //   - the weights: wh [C_out][9][c_in_pad] (DT, tap-major, channels padded to 16 with zeros), a block's
 //     9 x 16 values of each channel two 16-byte cp.async pieces a tap, into w_s[TM][9 * 16 + 8];
-//   - per tap (ky, kx), the B fragment of an n8 tile pair is one ldmatrix.x4 of the patch shifted by the
-//     tap (row r + ky, columns kx ..), the A fragment one of w_s's columns tap * 16 ..: 9 taps x (kWarpM / 16)
-//     x 4 products a warp a block, where conv2d_mma staged every one of the 144 im2col rows from global
-//     memory (each input value loaded up to 9 times, the loads of one 32-row chunk hidden behind 8 products).
+//   - per tap (ky, kx), the B fragment of an n8 tile pair is one ldmatrix.x4 of the patch at the tap's
+//     offset (input row S r + ky, columns S x + kx), the A fragment one of w_s's columns tap * 16 ..: 9 taps x
+//     (kWarpM / 16) x 4 products a warp a block, where conv2d_mma staged every one of the 144 im2col rows
+//     from global memory (each input value loaded up to 9 times, the loads of one 32-row chunk hidden behind
+//     8 products).
 //   The products accumulate in float; the sum's order is (block, tap, channel), so results equal conv2d_mma's
 //   up to float rounding. The accumulators go to nn::store_output_pair / _at (pixel pairs where the output
 //   width and every view keep them 8-byte aligned). Grid (tiles_y * tiles_x, ceil(C_out / TM), B * splits);
 //   split s sums blocks [s * blocks_per_split, ..) into its partial plane (conv2d_splitk_reduce adds them).
+//   Two CTAs an SM (up to 128 registers, no spills on sm_90; 40-75 KB of dynamic shared memory each).
 //   Needs sm_80 or newer; the cpu emulator runs it through its mma / ldmatrix / cp.async model.
-//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_mma.
+//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_mma. Not yet run on a GPU: the op
+//   runs it only when the variant is forced (conv2d_op.hpp).
 #ifndef LAB_NN_CONV2D_MMA_PATCH_CU
 #define LAB_NN_CONV2D_MMA_PATCH_CU
 #include "common/lab.cuh"
 #include "common/lab_mma.cuh"
+#include "nn/mma_epilogue.cuh"
 #include "nn/nn_common.cuh"
 
 namespace nn {
@@ -37,21 +46,35 @@ constexpr int kPatchCols = 16;                         // output columns of a ti
 constexpr int kPatchLd = kPatchBlock + 8;              // halves per patch position
 constexpr int kPatchWeightLd = 9 * kPatchBlock + 8;    // halves per channel row of w_s
 
-// The tile geometry of conv2d_mma_patch<.., TM> (also what the op's launch and shared-memory size use).
-template <int TM>
+// The tile geometry of conv2d_mma_patch<.., S, TM> (also what the op's launch and shared-memory size use).
+// The patch holds the tile's kInRows x kInCols input positions; at stride 2 each row's even and odd columns
+// are two runs of kColSlots positions (patch_position), so that a tap's 8 consecutive output columns read 8
+// consecutive positions (conflict-free ldmatrix) at either stride.
+template <int S, int TM>
 struct PatchTile {
-  static constexpr int kWarpM = TM >= 32 ? 32 : 16;  // output channels a warp
+  static_assert(S == 1 || TM >= 32, "stride 2 takes 32- and 64-channel tiles");
+  // Output channels a warp: 32 at stride 1 (16 at TM 16); 16 at stride 2, whose larger patch (twice the
+  // input rows and columns) would otherwise take more items a thread than the registers hold.
+  static constexpr int kWarpM = S == 1 && TM >= 32 ? 32 : 16;
   static constexpr int kMTiles = kWarpM / 16;
   static constexpr int kWarpsM = TM / kWarpM;
   static constexpr int kWarpsN = 8 / kWarpsM;
   static constexpr int kRows = 2 * kWarpsN;  // output rows a tile
-  static constexpr int kInRows = kRows + 2, kInCols = kPatchCols + 2;
-  static constexpr int kPositions = kInRows * kInCols;
+  static constexpr int kInRows = (kRows - 1) * S + 3, kInCols = (kPatchCols - 1) * S + 3;
+  static constexpr int kColSlots = (kInCols + S - 1) / S;  // positions a row's run of one column parity
+  static constexpr int kInputs = kInRows * kInCols;      // input positions the patch covers
+  static constexpr int kPositions = kInRows * S * kColSlots;
   static constexpr int kPatchElems = kPositions * kPatchLd;
   static constexpr int kWeightElems = TM * kPatchWeightLd;
-  static constexpr int kItems = (2 * kPositions + kThreads - 1) / kThreads;  // (position, octet) a thread
+  static constexpr int kItems = (2 * kInputs + kThreads - 1) / kThreads;  // (position, octet) a thread
   static constexpr int kSharedBytes = 2 * (kPatchElems + kWeightElems) * 2;
 };
+
+// The patch position of input row `row`, column `col` of a tile's patch.
+template <int S, int TM>
+__device__ __forceinline__ int patch_position(int row, int col) {
+  return (row * S + col % S) * PatchTile<S, TM>::kColSlots + col / S;
+}
 
 // CTAs per SM the register budget must allow: 2 (up to 128 registers a thread). The unrolled taps keep
 // fragments for reuse (the B fragment of row r + ky serves every (r, ky) pair with that sum): TM 64 and 32
@@ -62,9 +85,9 @@ constexpr int kPatchCtasPerSm = 2;
 // floats) into registers, store(k, patch) rounds them to DT into a patch buffer. Item q = (octet, position),
 // position-fastest so a warp's loads run along a row. One item's values live at a time: the main loop loads
 // item k + 1 of the next block where it stores item k, a few taps' products after loading it.
-template <int TM>
+template <int S, int TM>
 struct PatchStaging {
-  using T = PatchTile<TM>;
+  using T = PatchTile<S, TM>;
   static constexpr int kTapsPerItem = 9 / T::kItems;  // the taps' products between an item's load and store
   const float* in_b;
   int in_cs, c_in, h_in, w_in, y0, x0;
@@ -72,13 +95,19 @@ struct PatchStaging {
 
   __device__ __forceinline__ PatchStaging(const float* in_b_, int in_cs_, int c_in_, int h_in_, int w_in_,
                                           int oy0, int ox0)
-      : in_b(in_b_), in_cs(in_cs_), c_in(c_in_), h_in(h_in_), w_in(w_in_), y0(oy0 - 1), x0(ox0 - 1) {}
+      : in_b(in_b_),
+        in_cs(in_cs_),
+        c_in(c_in_),
+        h_in(h_in_),
+        w_in(w_in_),
+        y0(oy0 * S - 1),
+        x0(ox0 * S - 1) {}
 
   __device__ __forceinline__ void load(int k, int block) {
     const int q = int(threadIdx.x) + k * kThreads;
-    const int octet = q / T::kPositions, pos = q % T::kPositions;
-    const int y = y0 + pos / T::kInCols, x = x0 + pos % T::kInCols, c = block * kPatchBlock + octet * 8;
-    const bool inside = q < 2 * T::kPositions && c < c_in && y >= 0 && y < h_in && x >= 0 && x < w_in;
+    const int octet = q / T::kInputs, at_in = q % T::kInputs;
+    const int y = y0 + at_in / T::kInCols, x = x0 + at_in % T::kInCols, c = block * kPatchBlock + octet * 8;
+    const bool inside = q < 2 * T::kInputs && c < c_in && y >= 0 && y < h_in && x >= 0 && x < w_in;
     const float* at = in_b + (inside ? c * in_cs + y * w_in + x : 0);
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = inside ? __ldg(at + j * in_cs) : 0.0f;
@@ -87,8 +116,9 @@ struct PatchStaging {
   template <int DT>
   __device__ __forceinline__ void store(int k, uint16_t* patch) const {
     const int q = int(threadIdx.x) + k * kThreads;
-    if (T::kItems * kThreads != 2 * T::kPositions && q >= 2 * T::kPositions) return;
-    const int octet = q / T::kPositions, pos = q % T::kPositions;
+    if (T::kItems * kThreads != 2 * T::kInputs && q >= 2 * T::kInputs) return;
+    const int octet = q / T::kInputs, at_in = q % T::kInputs;
+    const int pos = patch_position<S, TM>(at_in / T::kInCols, at_in % T::kInCols);
     uint4 piece;
     piece.x = lab_pack2<DT>(v[0], v[1]);
     piece.y = lab_pack2<DT>(v[2], v[3]);
@@ -133,15 +163,15 @@ __device__ __forceinline__ void stage_patch_weights_async(uint16_t* w_s, const u
 
 }  // namespace nn
 
-template <int DT, int TM>
+template <int DT, int S, int TM>
 __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
     conv2d_mma_patch(const float* __restrict__ in, long long in_bs, long long in_cs,
                      const uint16_t* __restrict__ wh, int c_in_pad, const float* __restrict__ bias,
                      const float* residual, long long res_bs, long long res_cs, float* out, long long out_bs,
                      long long out_cs, float* pre, long long pre_bs, long long pre_cs, const float* gate,
-                     long long gate_bs, long long gate_cs, int c_in, int c_out, int h, int w, int tiles_x,
-                     int silu, int batch, int blocks_per_split, float* partial) {
-  using Tile = nn::PatchTile<TM>;
+                     long long gate_bs, long long gate_cs, int c_in, int c_out, int h_in, int w_in, int h,
+                     int w, int tiles_x, int silu, int batch, int blocks_per_split, float* partial) {
+  using Tile = nn::PatchTile<S, TM>;
   LAB_DYNAMIC_SHARED(uint16_t, smem);  // w_s[2][kWeightElems], then p_s[2][kPatchElems]
   const auto w_s = [smem](int buf) { return smem + buf * Tile::kWeightElems; };
   const auto p_s = [smem](int buf) { return smem + 2 * Tile::kWeightElems + buf * Tile::kPatchElems; };
@@ -153,7 +183,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
   const int oy0 = int(blockIdx.x) / tiles_x * Tile::kRows, ox0 = int(blockIdx.x) % tiles_x * nn::kPatchCols;
   const int blocks = (c_in + nn::kPatchBlock - 1) / nn::kPatchBlock;
   const int blk_begin = split * blocks_per_split, blk_end = min(blocks, blk_begin + blocks_per_split);
-  nn::PatchStaging<TM> patch(in + b * in_bs, int(in_cs), c_in, h, w, oy0, ox0);
+  nn::PatchStaging<S, TM> patch(in + b * in_bs, int(in_cs), c_in, h_in, w_in, oy0, ox0);
 
   float acc[Tile::kMTiles][4][4] = {};
   if (blk_begin < blk_end) {
@@ -168,7 +198,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
     const int buf = (blk - blk_begin) % 2;
     const bool more = blk + 1 < blk_end;
     if (more) nn::stage_patch_weights_async<TM>(w_s(buf ^ 1), wh, c_in_pad, blk + 1, co0, c_out);
-    constexpr int kGap = nn::PatchStaging<TM>::kTapsPerItem;
+    constexpr int kGap = nn::PatchStaging<S, TM>::kTapsPerItem;
 #pragma unroll
     for (int tap = 0; tap < 9; ++tap) {
       const int ky = tap / 3, kx = tap % 3;
@@ -185,7 +215,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
         uint32_t bf[4];
-        const int position = (wn * 2 + np + ky) * Tile::kInCols + b_col + kx;
+        const int position = nn::patch_position<S, TM>((wn * 2 + np) * S + ky, b_col * S + kx);
         lab_ldmatrix_x4(bf, p_s(buf) + position * nn::kPatchLd + b_k);
 #pragma unroll
         for (int mt = 0; mt < Tile::kMTiles; ++mt)
@@ -197,41 +227,25 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
     __syncthreads();
   }
 
-  // Each lane holds columns 2t, 2t + 1 of four n8 tiles (row wn * 2 + np, columns 8 * half_n ..) for two
+  // Each lane holds columns 2t, 2t + 1 of four n8 tiles (row wn * 2 + nt / 2, columns 8 (nt % 2) ..) for two
   // channels of each m16 tile.
-  const int g = lane / 4, t = lane % 4, plane = h * w;
-  const bool pairs =
-      ((w | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
-      ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
-        reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
-        reinterpret_cast<unsigned long long>(partial)) &
-       7) == 0;
+  const int g = lane / 4, t = lane % 4;
+  const bool pairs = (w & 1) == 0 && nn::mma_pairs_aligned(h * w, out, out_bs, out_cs, pre, pre_bs, pre_cs,
+                                                           residual, res_bs, res_cs, gate, gate_bs, gate_cs,
+                                                           partial);
 #pragma unroll
   for (int mt = 0; mt < Tile::kMTiles; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int co = co0 + wm * Tile::kWarpM + mt * 16 + g + 8 * half;
       if (co >= c_out) continue;
-      // Split-K: the raw sums into the split's partial plane (no bias, activation or residual).
-      const float bias_co = partial ? 0.0f : bias[co];
-      const int act_silu = partial ? 0 : silu;
-      float* out_row = partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane
-                               : out + b * out_bs + co * out_cs;
-      float* pre_row = pre && !partial ? pre + b * pre_bs + co * pre_cs : nullptr;
-      const float* res_row = residual && !partial ? residual + b * res_bs + co * res_cs : nullptr;
-      const float* gate_row = gate && !partial ? gate + b * gate_bs + co * gate_cs : nullptr;
+      const nn::MmaChannelRow row(co, b, split, batch, c_out, h * w, bias, silu, out, out_bs, out_cs, pre, pre_bs,
+                                  pre_cs, residual, res_bs, res_cs, gate, gate_bs, gate_cs, partial);
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
-        const int y = oy0 + wn * 2 + nt / 2, x = ox0 + nt % 2 * 8 + 2 * t, p = y * w + x;
-        if (y >= h) continue;
-        const float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
-        if (pairs && x + 1 < w) {
-          nn::store_output_pair<true>(v0, v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
-        } else {
-          if (x < w) nn::store_output_at<true>(v0, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p);
-          if (x + 1 < w)
-            nn::store_output_at<true>(v1, bias_co, act_silu, res_row, pre_row, gate_row, out_row, p + 1);
-        }
+        const int y = oy0 + wn * 2 + nt / 2, x = ox0 + nt % 2 * 8 + 2 * t;
+        row.store(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1], y * w + x, y < h ? max(0, min(2, w - x)) : 0,
+                  pairs);
       }
     }
 }

@@ -52,17 +52,21 @@ bool is_patch(ConvVariant v) {
   return v == ConvVariant::Fp16Patch || v == ConvVariant::Bf16Patch;
 }
 
-// Output rows of a v7 / v8 tile at a channel tile (nn::PatchTile<TM>::kRows: two a warp along pixels).
-int patch_tile_rows(int channel_tile) {
-  return channel_tile == 64 ? 8 : 16;
+// Output rows of a v7 / v8 tile at a channel tile and stride (nn::PatchTile<S, TM>::kRows: two a warp along
+// pixels; warps of 32 channels at stride 1 and TM 32 / 64, else 16).
+int patch_tile_rows(int channel_tile, int stride) {
+  const int warp_channels = stride == 1 && channel_tile >= 32 ? 32 : 16;
+  return 2 * 8 / (channel_tile / warp_channels);
 }
 
-// Dynamic shared memory of a v7 / v8 CTA (nn::PatchTile<TM>::kSharedBytes): two patches of (rows + 2) x 18
-// positions of 24 halves and two weight tiles of TM rows of 9 x 16 + 8 halves.
-size_t patch_shared_bytes(int channel_tile) {
+// Dynamic shared memory of a v7 / v8 CTA (nn::PatchTile<S, TM>::kSharedBytes): two patches of (rows - 1) S +
+// 3 input rows, each row S runs of ceil(((16 - 1) S + 3) / S) positions of 24 halves, and two weight tiles of
+// TM rows of 9 x 16 + 8 halves.
+size_t patch_shared_bytes(int channel_tile, int stride) {
+  const size_t in_rows = size_t(patch_tile_rows(channel_tile, stride) - 1) * stride + 3;
+  const size_t col_slots = ((kPatchCols - 1) * stride + 3 + stride - 1) / stride;
   return 2 *
-         (size_t(patch_tile_rows(channel_tile) + 2) * (kPatchCols + 2) * (kPatchBlock + 8) +
-          size_t(channel_tile) * (9 * kPatchBlock + 8)) *
+         (in_rows * stride * col_slots * (kPatchBlock + 8) + size_t(channel_tile) * (9 * kPatchBlock + 8)) *
          2;
 }
 
@@ -96,8 +100,8 @@ std::vector<uint16_t> pad_half_weights(const std::vector<float>& w, int c_out, i
 }
 
 // v7 / v8 tiles (kPatchCols columns x patch_tile_rows rows) across and down an output plane.
-std::pair<int, int> patch_tiles(int channel_tile, int h_out, int w_out) {
-  const int rows = patch_tile_rows(channel_tile);
+std::pair<int, int> patch_tiles(int channel_tile, int stride, int h_out, int w_out) {
+  const int rows = patch_tile_rows(channel_tile, stride);
   return {(w_out + kPatchCols - 1) / kPatchCols, (h_out + rows - 1) / rows};
 }
 
@@ -105,7 +109,7 @@ std::pair<int, int> patch_tiles(int channel_tile, int h_out, int w_out) {
 // per SM of an H200 (132 SMs), each split summing at least two blocks (288 reduction rows; 144 for v5's 128).
 int patch_blocks_per_split(const Conv2dShape& s, int batch, int h_out, int w_out) {
   const int tm = conv_tiled_channel_tile(s.c_out), blocks = (s.c_in + kPatchBlock - 1) / kPatchBlock;
-  const auto [tiles_x, tiles_y] = patch_tiles(tm, h_out, w_out);
+  const auto [tiles_x, tiles_y] = patch_tiles(tm, s.stride, h_out, w_out);
   const long long tiles = (long long)tiles_x * tiles_y * ((s.c_out + tm - 1) / tm) * batch;
   const long long kTargetCtas = 264, kMinBlocksPerSplit = 2;
   const long long splits = std::min((kTargetCtas + tiles - 1) / tiles, blocks / kMinBlocksPerSplit);
@@ -220,9 +224,6 @@ ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision) {
   if (conv_variant_problem(ConvVariant::Depthwise, s).empty()) return ConvVariant::Depthwise;
   constexpr ConvVariant kDense[] = {ConvVariant::Tiled, ConvVariant::Tf32, ConvVariant::Fp16,
                                     ConvVariant::Bf16};  // in Precision order
-  constexpr ConvVariant kPatch[] = {ConvVariant::Fp16Patch, ConvVariant::Bf16Patch};  // Fp16, Bf16
-  const int half = int(precision) - int(Precision::Fp16);
-  if (half >= 0 && conv_variant_problem(kPatch[half], s).empty()) return kPatch[half];
   if (conv_variant_problem(kDense[int(precision)], s).empty()) return kDense[int(precision)];
   return ConvVariant::Direct;
 }
@@ -236,8 +237,10 @@ std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s) {
     return conv_variant_name(v) + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
   if (v == ConvVariant::Depthwise && !s.depthwise())
     return "v3_depthwise needs groups = c_in = c_out (got " + shape_text(s) + ")";
-  if (is_patch(v) && (s.kernel != 3 || s.stride != 1 || s.groups != 1 || s.c_in % 8 != 0))
-    return conv_variant_name(v) + " needs K 3, stride 1, groups 1 and c_in a multiple of 8 (got " +
+  if (is_patch(v) &&
+      (s.kernel != 3 || s.stride > 2 || s.groups != 1 || s.c_in % 8 != 0 || (s.stride == 2 && s.c_out <= 16)))
+    return conv_variant_name(v) +
+           " needs K 3, stride 1 or 2 (2: c_out above 16), groups 1 and c_in a multiple of 8 (got " +
            shape_text(s) + ")";
   return {};
 }
@@ -246,7 +249,7 @@ int conv_tiled_channel_tile(int c_out) {
   return c_out <= 16 ? 16 : c_out <= 32 ? 32 : 64;
 }
 
-std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile) {
+std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile, int stride) {
   const std::string k = std::to_string(kernel), tile = std::to_string(channel_tile);
   switch (v) {
     case ConvVariant::Tiled:
@@ -259,7 +262,8 @@ std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile) {
              ">";
     case ConvVariant::Fp16Patch:
     case ConvVariant::Bf16Patch:
-      return "conv2d_mma_patch<" + half_type_template_arg(*conv_variant_half_type(v)) + ", " + tile + ">";
+      return "conv2d_mma_patch<" + half_type_template_arg(*conv_variant_half_type(v)) + ", " +
+             std::to_string(stride) + ", " + tile + ">";
     case ConvVariant::Depthwise:
       return "conv2d_depthwise<" + k + ">";
     case ConvVariant::Direct:
@@ -269,7 +273,7 @@ std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile) {
 }
 
 std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s) {
-  return conv_instance_name(v, s.kernel, conv_tiled_channel_tile(s.c_out));
+  return conv_instance_name(v, s.kernel, conv_tiled_channel_tile(s.c_out), s.stride);
 }
 
 Conv2dOp::Conv2dOp(NnKernels& kernels, const Conv2dShape& shape, const std::vector<float>& weight,
@@ -400,14 +404,14 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its input offsets are int32
         throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
       const int tm = conv_tiled_channel_tile(c_out);
-      const auto [tiles_x, tiles_y] = patch_tiles(tm, h_out, w_out);
+      const auto [tiles_x, tiles_y] = patch_tiles(tm, s.stride, h_out, w_out);
       int splits = splitk_workspace ? patch_splits(s, batch, h_in, w_in) : 1;
       if (batch * splits > kMaxGridYZ) splits = 1;
       int blocks_per_split = splits > 1 ? patch_blocks_per_split(s, batch, h_out, w_out)
                                         : (s.c_in + kPatchBlock - 1) / kPatchBlock;
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned(tiles_x * tiles_y), unsigned((c_out + tm - 1) / tm), unsigned(batch * splits)};
-      cfg.dynamic_shared_bytes = patch_shared_bytes(tm);
+      cfg.dynamic_shared_bytes = patch_shared_bytes(tm, s.stride);
       const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
       const uint16_t* wh = weight_.as<const uint16_t>();
       long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
@@ -419,7 +423,7 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       backend.launch(kernel_, cfg,
                      kernel_args(in_p, in_bs, in_cs, wh, c_in_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
                                  out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in,
-                                 w_in, tiles_across, silu, batch, blocks_per_split, partial));
+                                 w_in, h_out, w_out, tiles_across, silu, batch, blocks_per_split, partial));
       if (partial)
         backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
                        kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,

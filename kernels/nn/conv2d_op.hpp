@@ -3,10 +3,11 @@
 // Variants (conv2d.cu, conv2d_mma.cu, conv2d_mma_patch.cu): v1_direct (any shape), v2_tiled (groups == 1),
 // v3_depthwise (groups == c_in == c_out), v4_tf32 (groups == 1, TF32 tensor cores), v5_fp16 / v6_bf16 (groups
 // == 1, fp16 / bf16 tensor cores); all but v1 exist for kernel sizes 1, 3, 5; v7_fp16_patch / v8_bf16_patch
-// (3x3, stride 1, groups 1, c_in a multiple of 8: v5 / v6 with the input staged once per channel block as a
-// shared patch). The op picks v3 for depthwise shapes, for dense ones the variant of the precision (v2 for
-// Precision::Fp32, the default; v4 for Tf32; v7 / v8 for Fp16 / Bf16 where they run, else v5 / v6), and v1
-// otherwise; the runner can force one. conv2d_spec() describes them all: the runner is made from it.
+// (3x3, stride 1 or 2, groups 1, c_in a multiple of 8: v5 / v6 with the input staged once per channel block
+// as a shared patch). The op picks v3 for depthwise shapes, for dense ones the variant of the precision (v2
+// for Precision::Fp32, the default; v4, v5, v6 for Tf32, Fp16, Bf16), and v1 otherwise; the runner can force
+// one (v7 / v8 run only when forced until they are measured beside v5 / v6 on the H200: docs/kernels/nn.md).
+// conv2d_spec() describes them all: the runner is made from it.
 #pragma once
 #include <optional>
 #include <string>
@@ -45,8 +46,9 @@ std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);
 // c_out (64 above).
 int conv_tiled_channel_tile(int c_out);
 // The kernel name expression of a variant at a kernel size and channel tile (conv2d_tiled<3, 64>,
-// conv2d_mma<0, 3, 64>, conv2d_mma_patch<0, 64>, conv2d_depthwise<3>, conv2d_direct), and at a shape.
-std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile);
+// conv2d_mma<0, 3, 64>, conv2d_depthwise<3>, conv2d_direct; v7 / v8 at a stride too: conv2d_mma_patch<0, 2,
+// 64>), and at a shape.
+std::string conv_instance_name(ConvVariant v, int kernel, int channel_tile, int stride = 1);
 std::string conv_kernel_name(ConvVariant v, const Conv2dShape& s);
 
 class Conv2dOp {

@@ -26,7 +26,9 @@ NnKernelNames all_nn_kernel_names() {
     for (int k : kSpecialisedKernelSizes)
       for (int tile : kTiledChannelTiles) n.mma.push_back(conv_instance_name(v, k, tile));
   for (ConvVariant v : {ConvVariant::Fp16Patch, ConvVariant::Bf16Patch})
-    for (int tile : kTiledChannelTiles) n.mma.push_back(conv_instance_name(v, 3, tile));
+    for (int stride : {1, 2})
+      for (int tile : kTiledChannelTiles)
+        if (stride == 1 || tile > 16) n.mma.push_back(conv_instance_name(v, 3, tile, stride));
   return n;
 }
 

@@ -1,0 +1,59 @@
+// The epilogue of the 16-bit tensor-core convs (conv2d_mma, conv2d_mma_patch): a lane's accumulators for
+// output pixels p and p + 1 of one channel go through nn::store_output_pair (one 8-byte access per plane where
+// every view keeps pairs aligned) or nn::store_output_at, or, under split-K, raw into the split's partial plane.
+#pragma once
+#include "nn/nn_common.cuh"
+
+namespace nn {
+
+// Every view of the epilogue keeps pixel pairs (p even) 8-byte aligned: even plane and strides, pointers on 8
+// bytes.
+__device__ __forceinline__ bool mma_pairs_aligned(long long plane, const float* out, long long out_bs,
+                                                  long long out_cs, const float* pre, long long pre_bs,
+                                                  long long pre_cs, const float* residual, long long res_bs,
+                                                  long long res_cs, const float* gate, long long gate_bs,
+                                                  long long gate_cs, const float* partial) {
+  return ((plane | out_bs | out_cs | pre_bs | pre_cs | res_bs | res_cs | gate_bs | gate_cs) & 1) == 0 &&
+         ((reinterpret_cast<unsigned long long>(out) | reinterpret_cast<unsigned long long>(pre) |
+           reinterpret_cast<unsigned long long>(residual) | reinterpret_cast<unsigned long long>(gate) |
+           reinterpret_cast<unsigned long long>(partial)) &
+          7) == 0;
+}
+
+// One output channel's rows of image b (found once per channel): with `partial` (split-K) the split's
+// partial plane and no bias, activation, residual, pre or gate.
+struct MmaChannelRow {
+  float bias;
+  int silu;
+  float* out;
+  float* pre;
+  const float* residual;
+  const float* gate;
+
+  __device__ __forceinline__ MmaChannelRow(int co, int b, int split, int batch, int c_out, long long plane,
+                                           const float* __restrict__ bias_, int silu_, float* out_,
+                                           long long out_bs, long long out_cs, float* pre_, long long pre_bs,
+                                           long long pre_cs, const float* residual_, long long res_bs,
+                                           long long res_cs, const float* gate_, long long gate_bs,
+                                           long long gate_cs, float* partial)
+      : bias(partial ? 0.0f : bias_[co]),
+        silu(partial ? 0 : silu_),
+        out(partial ? partial + ((long long)(split * batch + b) * c_out + co) * plane
+                    : out_ + b * out_bs + co * out_cs),
+        pre(pre_ && !partial ? pre_ + b * pre_bs + co * pre_cs : nullptr),
+        residual(residual_ && !partial ? residual_ + b * res_bs + co * res_cs : nullptr),
+        gate(gate_ && !partial ? gate_ + b * gate_bs + co * gate_cs : nullptr) {}
+
+  // Pixels p and p + 1 (p even), of which the first `valid` (0, 1 or 2) lie in the plane; `pairs`:
+  // mma_pairs_aligned.
+  __device__ __forceinline__ void store(float v0, float v1, int p, int valid, bool pairs) const {
+    if (pairs && valid == 2) {
+      store_output_pair<true>(v0, v1, bias, silu, residual, pre, gate, out, p);
+    } else {
+      if (valid > 0) store_output_at<true>(v0, bias, silu, residual, pre, gate, out, p);
+      if (valid > 1) store_output_at<true>(v1, bias, silu, residual, pre, gate, out, p + 1);
+    }
+  }
+};
+
+}  // namespace nn
