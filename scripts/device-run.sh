@@ -66,6 +66,19 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
       --iters 3 --warmup 1 --kernels --json > "$out/train-step-kernels.json"
     gzip -f "$out/train-step-kernels.json"
   fi
+  if [ -n "${TRAIN_AB:-}" ]; then
+    # The fp16 iteration of `lab` and of each BASELINE_LAB binary in turn, TRAIN_AB rounds (an A/B in one run:
+    # alternating spreads a drifting clock over both); JSON under $OUT, the medians printed.
+    model=.device/shared/assets/models/yolo26n.pt
+    for round in $(seq "$TRAIN_AB"); do
+      for bin in lab ${BASELINE_LAB:-}; do
+        name=$(basename "$bin")
+        STEP_TIMEOUT=${STEP_TIMEOUT:-300} step "$repo/.device/bin/$name" bench train-step --model $model --batch 32 \
+          --precision fp16 --iters 20 --warmup 3 --json > "$out/train-ab-$name-$round.json"
+        echo "$name round $round: $(grep -E '"iteration_(min_)?ms"' "$out/train-ab-$name-$round.json" | tr -d '\n ')"
+      done
+    done
+  fi
   if [ -n "${TORCH_TRAIN:-}" ]; then
     # The PyTorch training iteration beside `lab bench train-step` (bench/torch_train_step.py): its checks on
     # bus.jpg first, then batch 32 and 1, SGD and AdamW, fp32 / TF32 / AMP, lab fp32 and fp16 in the same run;
