@@ -266,8 +266,23 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
         "conv2d_wgrad_mma<0, 3, 32>");
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
         "conv2d_wgrad_tiled<3, 16>");
+  // The patch input gradients: K 3, stride 2, C_OUT a multiple of 8, tiled by C_IN; never a weight gradient,
+  // never the op's own choice.
+  CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Fp16Patch, {32, 64, 3, 2, 1, true}) ==
+        "conv2d_dgrad_patch<0, 32>");
+  CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Bf16Patch, {128, 256, 3, 2, 1, true}) ==
+        "conv2d_dgrad_patch<1, 64>");
+  CHECK(conv_backward_variant_problem(ConvBackwardVariant::Fp16Patch, {16, 12, 3, 2, 1, true}) ==
+        "v6_fp16_patch needs K 3, stride 2 and C_OUT a multiple of 8 (got K 3, stride 2, C_OUT 12)");
+  CHECK(!conv_backward_variant_problem(ConvBackwardVariant::Bf16Patch, {16, 16, 3, 1, 1, true}).empty());
+  CHECK(choose_conv_backward_variant({64, 64, 3, 2, 1, true}, Precision::Fp16) == ConvBackwardVariant::Fp16);
+  for (const KernelVariant& v : conv2d_wgrad_spec().variants)
+    CHECK(v.name.find("patch") == std::string::npos);
 
   auto backend = make_backend("cpu", test::embedded_context());
+  CHECK_THROWS_WITH(Conv2dBackwardOp(*backend, {16, 32, 3, 2, 1, true}, std::vector<float>(16 * 32 * 9),
+                                     std::nullopt, ConvBackwardVariant::Fp16Patch),
+                    Catch::Contains("v6_fp16_patch computes only the input gradient"));
   const Conv2dShape split_shape{8, 16, 3, 1, 1, true};  // the split-K case of backward_cases()
   const Conv2dBackwardOp split(*backend, split_shape, std::vector<float>(size_t(split_shape.weight_count())),
                                std::nullopt, ConvBackwardVariant::Tiled);
@@ -490,7 +505,9 @@ TEST_CASE("conv2d_dgrad writes or adds into a batch-strided channel slice bit fo
       {ConvBackwardVariant::Direct, {6, 6, 3, 2, 6, false}},
       {ConvBackwardVariant::Tiled, {5, 7, 3, 2, 1, false}},
       {ConvBackwardVariant::Fp16, {6, 9, 3, 2, 1, false}},
-      {ConvBackwardVariant::Bf16, {16, 20, 3, 2, 1, false}}};
+      {ConvBackwardVariant::Bf16, {16, 20, 3, 2, 1, false}},
+      {ConvBackwardVariant::Fp16Patch, {6, 24, 3, 2, 1, false}},
+      {ConvBackwardVariant::Bf16Patch, {40, 8, 3, 2, 1, false}}};
   for (const auto& [variant, shape] : cases) {
     INFO("variant " << int(variant));
     const int c_in = shape.c_in, wide_c = c_in + extra;
@@ -550,6 +567,11 @@ TEST_CASE("conv2d_dgrad multiplies by SiLU's derivative at a gate when asked", "
       {ConvBackwardVariant::Fp16, {16, 32, 3, 2, 1, false}, 2, 13, 11},
       {ConvBackwardVariant::Fp16, {70, 40, 3, 2, 1, false}, 1, 9, 7},
       {ConvBackwardVariant::Bf16, {32, 64, 3, 2, 1, false}, 2, 10, 12},
+      // The patch variants: dx tiles cut by the plane's edges both ways (odd sizes, three tiles across), a
+      // 16-channel block half past C_OUT, two channel tiles of dx.
+      {ConvBackwardVariant::Fp16Patch, {16, 32, 3, 2, 1, false}, 2, 13, 11},
+      {ConvBackwardVariant::Fp16Patch, {72, 8, 3, 2, 1, false}, 1, 9, 70},
+      {ConvBackwardVariant::Bf16Patch, {40, 72, 3, 2, 1, false}, 1, 37, 35},
   };
   for (const GateCase& c : cases) {
     const Conv2dShape& s = c.shape;

@@ -1073,4 +1073,7 @@ __global__ void __launch_bounds__(nn::kThreads)
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
+// The stride-2 input gradient from a shared dz patch (v6_fp16_patch / v7_bf16_patch) shares the 16-bit module.
+#include "nn/conv2d_dgrad_patch.cu"
+
 #endif  // LAB_NN_CONV2D_BACKWARD_CU

@@ -25,16 +25,50 @@ constexpr int kThreads = 256;
 // reduction chunks (FmaTile 16, MmaTile 32), so no chunk straddles two splits.
 constexpr int kSplitGranule = 32;
 constexpr int kMaxGridYZ = 65535;
-constexpr const char* kVariantNames[] = {"v1_direct", "v2_tiled", "v3_fp16", "v4_bf16",
-                                         "v5_depthwise"};  // enum order
+constexpr const char* kVariantNames[] = {"v1_direct",    "v2_tiled",      "v3_fp16",      "v4_bf16",
+                                         "v5_depthwise", "v6_fp16_patch", "v7_bf16_patch"};  // enum order
+constexpr int kPatchBlock = 16;  // dz channels per shared-memory step of v6 / v7 (nn::kPatchBlock)
+constexpr int kPatchCols = 32;   // dx columns of their tiles (nn::kDgradPatchCols)
 constexpr int kDepthwiseKernelSizes[] = {3, 5, 7};  // conv2d_wgrad_depthwise<K>'s instances
 constexpr int kNarrowKernel = 3, kNarrowTiles[] = {4, 9, 18};  // conv2d_wgrad_narrow<DT, 3, NT>'s instances
 
-// The 16-bit element type of v3 / v4.
+// The 16-bit element type of v3, v4, v6, v7.
 std::optional<HalfType> half_type(ConvBackwardVariant v) {
-  if (v == ConvBackwardVariant::Fp16) return HalfType::f16;
-  if (v == ConvBackwardVariant::Bf16) return HalfType::bf16;
+  if (v == ConvBackwardVariant::Fp16 || v == ConvBackwardVariant::Fp16Patch) return HalfType::f16;
+  if (v == ConvBackwardVariant::Bf16 || v == ConvBackwardVariant::Bf16Patch) return HalfType::bf16;
   return std::nullopt;
+}
+
+bool is_patch(ConvBackwardVariant v) {
+  return v == ConvBackwardVariant::Fp16Patch || v == ConvBackwardVariant::Bf16Patch;
+}
+
+int round_up(int v, int multiple) {
+  return (v + multiple - 1) / multiple * multiple;
+}
+
+// dx rows of a v6 / v7 tile (nn::DgradPatchTile<TM>::kRows: 16-channel warps, two rows each) and its dynamic
+// shared memory (kSharedBytes: two dz patches of (rows / 2 + 1) x 17 positions of 24 halves, two weight tiles
+// of TM rows of 9 x 16 + 8 halves).
+int patch_tile_rows(int channel_tile) {
+  return 2 * 8 / (channel_tile / 16);
+}
+size_t patch_shared_bytes(int channel_tile) {
+  const size_t positions = size_t(patch_tile_rows(channel_tile) / 2 + 1) * (kPatchCols / 2 + 1);
+  return 2 * (positions * (kPatchBlock + 8) + size_t(channel_tile) * (9 * kPatchBlock + 8)) * 2;
+}
+
+// [c_out, c_in, taps] -> [c_in, taps, c_out_pad] rounded to `type`, channels past c_out zero: v6 / v7 stage
+// a 16-channel block of dz's channels of every tap with two 16-byte copies.
+std::vector<uint16_t> patch_input_grad_weights(const std::vector<float>& w, const Conv2dShape& s,
+                                               int c_out_pad, HalfType type) {
+  const size_t taps = size_t(s.kernel) * s.kernel;
+  std::vector<float> out(size_t(s.c_in) * taps * c_out_pad, 0.0f);
+  for (size_t co = 0; co < size_t(s.c_out); ++co)
+    for (size_t ci = 0; ci < size_t(s.c_in); ++ci)
+      for (size_t t = 0; t < taps; ++t)
+        out[(ci * taps + t) * c_out_pad + co] = w[(co * s.c_in + ci) * taps + t];
+  return to_half_bits(out, type);
 }
 
 // v1 and v5 run the input gradient with conv2d_dgrad_direct, on the weights as given.
@@ -48,7 +82,8 @@ bool direct_input_grad(ConvBackwardVariant v) {
 // the variant against it).
 KernelSpec backward_spec(const char* name, const char* description, const char* tiled_description,
                          const KernelSpec& (*self)(),
-                         std::vector<std::string> (*kernels)(ConvBackwardVariant, const Conv2dShape&)) {
+                         std::vector<std::string> (*kernels)(ConvBackwardVariant, const Conv2dShape&),
+                         bool with_patch) {
   std::vector<ParamSpec> params = conv2d_spec().params;
   std::erase_if(params, [](const ParamSpec& p) { return p.name == "RESIDUAL"; });
   const auto variant = [](ConvBackwardVariant v, const char* variant_name, const char* text) {
@@ -57,31 +92,41 @@ KernelSpec backward_spec(const char* name, const char* description, const char* 
                          }};
   };
   const std::string kernel = name;
+  std::vector<KernelVariant> variants = {
+      {"auto",
+       "v5_depthwise where it runs, else v2_tiled where it runs (groups = 1, K 1/3/5), else v1_direct"},
+      variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
+      variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description),
+      variant(ConvBackwardVariant::Fp16, "v3_fp16",
+              "v2 on fp16 tensor cores (mma.sync m16n8k16, float accumulate), float32 results"),
+      variant(ConvBackwardVariant::Bf16, "v4_bf16", "v3 with bf16 operands (7 mantissa bits)"),
+      variant(ConvBackwardVariant::Depthwise, "v5_depthwise",
+              "groups = C_in = C_out, K 3/5/7: the weight gradient one channel x item split per CTA, all K*K "
+              "taps in registers; the input gradient v1's")};
+  if (with_patch) {
+    variants.push_back(
+        variant(ConvBackwardVariant::Fp16Patch, "v6_fp16_patch",
+                "K 3, stride 2, groups = 1, C_OUT a multiple of 8: fp16 tensor cores with dz "
+                "staged once per 16-channel block as a shared patch, every tap an ldmatrix of it"));
+    variants.push_back(variant(ConvBackwardVariant::Bf16Patch, "v7_bf16_patch", "v6 with bf16 operands"));
+  }
   return KernelSpec{
       .name = name,
       .family = "nn",
       .description = description,
       .source = kSource,
-      .variants = {{"auto", "v5_depthwise where it runs, else v2_tiled where it runs (groups = 1, K 1/3/5), "
-                            "else v1_direct"},
-                   variant(ConvBackwardVariant::Direct, "v1_direct", "any K / stride / groups (depthwise included)"),
-                   variant(ConvBackwardVariant::Tiled, "v2_tiled", tiled_description),
-                   variant(ConvBackwardVariant::Fp16, "v3_fp16",
-                           "v2 on fp16 tensor cores (mma.sync m16n8k16, float accumulate), float32 results"),
-                   variant(ConvBackwardVariant::Bf16, "v4_bf16", "v3 with bf16 operands (7 mantissa bits)"),
-                   variant(ConvBackwardVariant::Depthwise, "v5_depthwise",
-                           "groups = C_in = C_out, K 3/5/7: the weight gradient one channel x item split per "
-                           "CTA, all K*K taps in registers; the input gradient v1's")},
+      .variants = variants,
       .params = params,
       .validate = [kernel](const Params& p) { check_conv2d_params(kernel, p); },
-      .compile = [self, kernels](const std::string& variant_name, const Params& p) {
-        check_variant_runs(self(), variant_name, p);
-        const Conv2dShape s = conv2d_shape(p);
-        std::vector<std::string> names = kernels(
-            parse_conv_backward_variant(variant_name).value_or(choose_conv_backward_variant(s)), s);
-        names.insert(names.begin(), {kSiluBackwardKernel, kWgradReduceKernel});
-        return CompileRequest{kSource, {}, names};
-      }};
+      .compile =
+          [self, kernels](const std::string& variant_name, const Params& p) {
+            check_variant_runs(self(), variant_name, p);
+            const Conv2dShape s = conv2d_shape(p);
+            std::vector<std::string> names = kernels(
+                parse_conv_backward_variant(variant_name).value_or(choose_conv_backward_variant(s)), s);
+            names.insert(names.begin(), {kSiluBackwardKernel, kWgradReduceKernel});
+            return CompileRequest{kSource, {}, names};
+          }};
 }
 
 // [c_out, c_in, k, k] -> [c_out*k*k, c_in]: v2's input gradient stages reduction rows (co, ky, kx) with
@@ -129,9 +174,11 @@ const KernelSpec& conv2d_dgrad_spec() {
       "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
       "groups = 1: implicit GEMM over (class tap, c_out), one stride-phase class per CTA, 16-row chunks "
       "double buffered in shared memory, 4x4 per thread",
-      conv2d_dgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
+      conv2d_dgrad_spec,
+      [](ConvBackwardVariant v, const Conv2dShape& s) {
         return std::vector<std::string>{conv_dgrad_kernel_name(v, s)};
-      });
+      },
+      true);
   return spec;
 }
 
@@ -141,9 +188,11 @@ const KernelSpec& conv2d_wgrad_spec() {
       "Conv2d weight and bias gradients dW, db from x and dy (through SiLU's derivative), fp32",
       "groups = 1: implicit GEMM over (b, pixel), split-K with an ordered reduction, 16-item chunks double "
       "buffered in shared memory, 4x4 per thread",
-      conv2d_wgrad_spec, [](ConvBackwardVariant v, const Conv2dShape& s) {
+      conv2d_wgrad_spec,
+      [](ConvBackwardVariant v, const Conv2dShape& s) {
         return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kBiasGradKernel};
-      });
+      },
+      false);
   return spec;
 }
 
@@ -165,6 +214,9 @@ std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dSha
     return {};
   }
   if (s.groups != 1) return name + " needs groups = 1 (got " + std::to_string(s.groups) + ")";
+  if (is_patch(v) && (s.kernel != 3 || s.stride != 2 || s.c_out % 8 != 0))
+    return name + " needs K 3, stride 2 and C_OUT a multiple of 8 (got K " + std::to_string(s.kernel) +
+           ", stride " + std::to_string(s.stride) + ", C_OUT " + std::to_string(s.c_out) + ")";
   if (!is_specialised_kernel_size(s.kernel))
     return name + " is compiled for kernel sizes 1, 3, 5 (got " + std::to_string(s.kernel) + ")";
   return {};
@@ -184,6 +236,9 @@ ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision
 // v2 tiles the input gradient's channels by c_in and the weight gradient's by c_out (the GEMMs' M).
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (direct_input_grad(v)) return "conv2d_dgrad_direct";
+  if (is_patch(v))
+    return "conv2d_dgrad_patch<" + half_type_template_arg(*half_type(v)) + ", " +
+           std::to_string(conv_tiled_channel_tile(s.c_in)) + ">";
   return gemm_instance_name("dgrad", v, s.kernel, conv_tiled_channel_tile(s.c_in));
 }
 
@@ -221,6 +276,10 @@ CompileRequest conv2d_backward_half_module_request() {
     for (int tiles : kNarrowTiles)
       request.name_expressions.push_back(narrow_wgrad_instance_name(*half_type(v), tiles));
   }
+  for (ConvBackwardVariant v : {ConvBackwardVariant::Fp16Patch, ConvBackwardVariant::Bf16Patch})
+    for (int tile : kTiledChannelTiles)
+      request.name_expressions.push_back(
+          conv_dgrad_kernel_name(v, {.c_in = tile, .c_out = 16, .kernel = 3, .stride = 2, .groups = 1}));
   return request;
 }
 
@@ -243,6 +302,8 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
     if (v)
       if (std::string problem = conv_backward_variant_problem(*v, s); !problem.empty())
         throw UsageError(text + ": " + problem);
+  if (weight_grad && is_patch(*weight_grad))
+    throw UsageError(text + ": " + kVariantNames[int(*weight_grad)] + " computes only the input gradient");
   module_ = backend.compile(conv2d_backward_module_request());
   if ((input_grad && half_type(*input_grad)) || (weight_grad && half_type(*weight_grad)))
     half_module_ = backend.compile(conv2d_backward_half_module_request());
@@ -259,6 +320,9 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
   if (input_grad) {
     if (direct_input_grad(*input_grad))
       weight_ = backend.upload_vector(weight);
+    else if (is_patch(*input_grad))
+      weight_ = backend.upload_vector(
+          patch_input_grad_weights(weight, s, round_up(s.c_out, kPatchBlock), *half_type(*input_grad)));
     else if (const std::optional<HalfType> type = half_type(*input_grad))  // rounded once, as the products
       weight_ = backend.upload_vector(to_half_bits(rearrange_for_input_grad(weight, s), *type));
     else
@@ -272,6 +336,10 @@ ConvWeightLayout Conv2dBackwardOp::weight_layout() const {
   if (!input_grad_) return {};
   const long long c_in = shape_.c_in, taps = (long long)shape_.kernel * shape_.kernel;
   if (direct_input_grad(*input_grad_)) return {weight_.get(), (c_in / shape_.groups) * taps, taps, 1};
+  if (is_patch(*input_grad_)) {  // [c_in, taps, c_out_pad] (patch_input_grad_weights)
+    const long long c_out_pad = round_up(shape_.c_out, kPatchBlock);
+    return {weight_.get(), 1, taps * c_out_pad, c_out_pad, half_type(*input_grad_)};
+  }
   // [c_out * taps, c_in] (rearrange_for_input_grad), 16-bit for v3 / v4
   return {weight_.get(), taps * c_in, 1, c_in, half_type(*input_grad_)};
 }
@@ -324,6 +392,16 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
   if (direct_input_grad(*input_grad_)) {
     backend_.launch(input_grad_kernel_,
                     plane_launch("conv2d_dgrad", plane_in, s.c_in, batch), kernel_params(params));
+    return;
+  }
+  if (is_patch(*input_grad_)) {  // tiles of patch_tile_rows x 32 dx pixels, every image
+    if (batch > kMaxGridYZ)
+      throw UsageError("conv2d_dgrad: batch " + std::to_string(batch) + " exceeds 65535");
+    const int tm = conv_tiled_channel_tile(s.c_in), rows = patch_tile_rows(tm);
+    const long long tiles = (long long)((h + rows - 1) / rows) * ((w + kPatchCols - 1) / kPatchCols);
+    LaunchConfig cfg{{unsigned(tiles), unsigned((s.c_in + tm - 1) / tm), unsigned(batch)}, {kThreads, 1, 1}};
+    cfg.dynamic_shared_bytes = patch_shared_bytes(tm);
+    backend_.launch(input_grad_kernel_, cfg, kernel_params(params));
     return;
   }
   // One CTA row per (image, stride-phase class); the largest class is ceil(h / S) x ceil(w / S) pixels.

@@ -4,9 +4,11 @@
 // gradient: v1_direct (any kernel size, stride, groups), v2_tiled (groups == 1, kernel sizes 1, 3, 5:
 // implicit GEMMs), v3_fp16 / v4_bf16 (v2 on fp16 / bf16 tensor cores, float accumulation, float32 results),
 // v5_depthwise (groups == C_in == C_out, kernel sizes 3, 5, 7: a weight-gradient kernel per channel; its
-// input gradient is v1's); the op picks v5 for depthwise shapes, else v2 where it runs, else v1 (the 16-bit
-// ones when forced, or chosen at a 16-bit precision). The specs of the runners conv2d_dgrad and conv2d_wgrad
-// live here too.
+// input gradient is v1's), and for the input gradient alone v6_fp16_patch / v7_bf16_patch (3x3 stride 2,
+// groups 1, C_out a multiple of 8: dz staged once per 16-channel block as a shared patch,
+// conv2d_dgrad_patch.cu); the op picks v5 for depthwise shapes, else v2 where it runs, else v1 (the 16-bit
+// ones when forced, or chosen at a 16-bit precision; v6 / v7 only when forced). The specs of the runners
+// conv2d_dgrad and conv2d_wgrad live here too.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,10 +25,11 @@
 
 namespace lab {
 
-enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16, Depthwise };
+enum class ConvBackwardVariant { Direct, Tiled, Fp16, Bf16, Depthwise, Fp16Patch, Bf16Patch };
 
-// The runners' specs: variants "auto", v1_direct, v2_tiled, v3_fp16, v4_bf16, v5_depthwise; parameters B,
-// C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU (conv2d's, less RESIDUAL: its gradient is dy itself).
+// The runners' specs: variants "auto", v1_direct, v2_tiled, v3_fp16, v4_bf16, v5_depthwise (conv2d_dgrad
+// also v6_fp16_patch, v7_bf16_patch); parameters B, C_IN, C_OUT, H, W, K, STRIDE, GROUPS, SILU (conv2d's,
+// less RESIDUAL: its gradient is dy itself).
 const KernelSpec& conv2d_dgrad_spec();
 const KernelSpec& conv2d_wgrad_spec();
 // The bar a variant's gradients are checked at against the float64 reference `ref`
@@ -36,7 +39,7 @@ Tolerance conv_backward_gradient_tolerance(ConvBackwardVariant v, const std::vec
                                            bool sums_grow);
 // The variant a spec variant name forces; nullopt for "auto".
 std::optional<ConvBackwardVariant> parse_conv_backward_variant(const std::string& name);
-// Empty when `v` can run `s`, else the rule it breaks (one line).
+// Empty when `v` can run `s`, else the rule it breaks (one line); v6 / v7 are input-gradient variants.
 std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dShape& s);
 // v5_depthwise where it runs (at every precision: its sums are float32 FMAs, far from the GEMMs' cost); else
 // at Fp16 / Bf16 the matching mma variant (v3_fp16 / v4_bf16) where it runs; otherwise (and at Fp32, Tf32)
@@ -101,7 +104,8 @@ class Conv2dBackwardOp {
   std::optional<ConvBackwardVariant> input_grad_, weight_grad_;
   std::shared_ptr<Module> module_, half_module_;  // half_module_: only with a v3 / v4 gradient
   Kernel silu_backward_, input_grad_kernel_, weight_grad_kernel_, weight_grad_reduce_, bias_grad_;
-  DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]; v3, v4: that in 16 bits
+  DeviceBuffer weight_;  // v1, v5: as given; v2: [c_out*k*k, c_in]; v3, v4: that in 16 bits; v6, v7:
+                         // [c_in, k*k, c_out padded to 16] in 16 bits
   // The bias sums' arrival count per channel (Conv2dBiasGradParams): one op's launches run in stream order.
   DeviceBuffer bias_arrivals_;
 };

@@ -29,8 +29,10 @@ Tolerance conv_backward_gradient_tolerance(ConvBackwardVariant v, const std::vec
                                            bool sums_grow) {
   Tolerance t;
   double per_largest = 2e-6;
-  if (v == ConvBackwardVariant::Fp16) t = {2e-3, 5e-3}, per_largest = 2e-3;
-  if (v == ConvBackwardVariant::Bf16) t = {1.6e-2, 4e-2}, per_largest = 1.6e-2;
+  if (v == ConvBackwardVariant::Fp16 || v == ConvBackwardVariant::Fp16Patch)
+    t = {2e-3, 5e-3}, per_largest = 2e-3;
+  if (v == ConvBackwardVariant::Bf16 || v == ConvBackwardVariant::Bf16Patch)
+    t = {1.6e-2, 4e-2}, per_largest = 1.6e-2;
   if (!sums_grow) return t;
   double largest = 0;
   for (double value : ref) largest = std::max(largest, std::abs(value));

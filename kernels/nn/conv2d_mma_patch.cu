@@ -38,17 +38,15 @@
 #include "common/lab_mma.cuh"
 #include "nn/mma_epilogue.cuh"
 #include "nn/nn_common.cuh"
+#include "nn/patch_staging.cuh"
 
 namespace nn {
 
-constexpr int kPatchBlock = 16;                        // input channels per reduction step
-constexpr int kPatchCols = 16;                         // output columns of a tile
-constexpr int kPatchLd = kPatchBlock + 8;              // halves per patch position
-constexpr int kPatchWeightLd = 9 * kPatchBlock + 8;    // halves per channel row of w_s
+constexpr int kPatchCols = 16;  // output columns of a tile
 
 // The tile geometry of conv2d_mma_patch<.., S, TM> (also what the op's launch and shared-memory size use).
 // The patch holds the tile's kInRows x kInCols input positions; at stride 2 each row's even and odd columns
-// are two runs of kColSlots positions (patch_position), so that a tap's 8 consecutive output columns read 8
+// are two runs of kColSlots positions (position()), so that a tap's 8 consecutive output columns read 8
 // consecutive positions (conflict-free ldmatrix) at either stride.
 template <int S, int TM>
 struct PatchTile {
@@ -68,98 +66,13 @@ struct PatchTile {
   static constexpr int kWeightElems = TM * kPatchWeightLd;
   static constexpr int kItems = (2 * kInputs + kThreads - 1) / kThreads;  // (position, octet) a thread
   static constexpr int kSharedBytes = 2 * (kPatchElems + kWeightElems) * 2;
-};
 
-// The patch position of input row `row`, column `col` of a tile's patch.
-template <int S, int TM>
-__device__ __forceinline__ int patch_position(int row, int col) {
-  return (row * S + col % S) * PatchTile<S, TM>::kColSlots + col / S;
-}
-
-// CTAs per SM the register budget must allow: 2 (up to 128 registers a thread). The unrolled taps keep
-// fragments for reuse (the B fragment of row r + ky serves every (r, ky) pair with that sum): TM 64 and 32
-// take 122-123 registers; TM 16 spilled at 3 CTAs' 80.
-constexpr int kPatchCtasPerSm = 2;
-
-// The input patch of one channel block, an item at a time: load(k, block) reads the thread's item k (8
-// floats) into registers, store(k, patch) rounds them to DT into a patch buffer. Item q = (octet, position),
-// position-fastest so a warp's loads run along a row. One item's values live at a time: the main loop loads
-// item k + 1 of the next block where it stores item k, a few taps' products after loading it.
-template <int S, int TM>
-struct PatchStaging {
-  using T = PatchTile<S, TM>;
-  static constexpr int kTapsPerItem = 9 / T::kItems;  // the taps' products between an item's load and store
-  const float* in_b;
-  int in_cs, c_in, h_in, w_in, y0, x0;
-  float v[8];
-
-  __device__ __forceinline__ PatchStaging(const float* in_b_, int in_cs_, int c_in_, int h_in_, int w_in_,
-                                          int oy0, int ox0)
-      : in_b(in_b_),
-        in_cs(in_cs_),
-        c_in(c_in_),
-        h_in(h_in_),
-        w_in(w_in_),
-        y0(oy0 * S - 1),
-        x0(ox0 * S - 1) {}
-
-  __device__ __forceinline__ void load(int k, int block) {
-    const int q = int(threadIdx.x) + k * kThreads;
-    const int octet = q / T::kInputs, at_in = q % T::kInputs;
-    const int y = y0 + at_in / T::kInCols, x = x0 + at_in % T::kInCols, c = block * kPatchBlock + octet * 8;
-    const bool inside = q < 2 * T::kInputs && c < c_in && y >= 0 && y < h_in && x >= 0 && x < w_in;
-    const float* at = in_b + (inside ? c * in_cs + y * w_in + x : 0);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = inside ? __ldg(at + j * in_cs) : 0.0f;
-  }
-
-  template <int DT>
-  __device__ __forceinline__ void store(int k, uint16_t* patch) const {
-    const int q = int(threadIdx.x) + k * kThreads;
-    if (T::kItems * kThreads != 2 * T::kInputs && q >= 2 * T::kInputs) return;
-    const int octet = q / T::kInputs, at_in = q % T::kInputs;
-    const int pos = patch_position<S, TM>(at_in / T::kInCols, at_in % T::kInCols);
-    uint4 piece;
-    piece.x = lab_pack2<DT>(v[0], v[1]);
-    piece.y = lab_pack2<DT>(v[2], v[3]);
-    piece.z = lab_pack2<DT>(v[4], v[5]);
-    piece.w = lab_pack2<DT>(v[6], v[7]);
-    *reinterpret_cast<uint4*>(patch + pos * kPatchLd + octet * 8) = piece;
-  }
-
-  // The whole block at once (the first block, before the main loop).
-  template <int DT>
-  __device__ __forceinline__ void load_store(int block, uint16_t* patch) {
-#pragma unroll
-    for (int k = 0; k < T::kItems; ++k) {
-      load(k, block);
-      store<DT>(k, patch);
-    }
+  // The patch position of the patch's input row `row`, column `col`.
+  static __device__ __forceinline__ int position(int row, int col) {
+    return (row * S + col % S) * kColSlots + col / S;
   }
 };
 
-// cp.async of channel block `block`'s weights (TM channels from co0, 9 taps x 16 input channels, 18 16-byte
-// pieces a channel) into w_s; channels past c_out are zero-filled. 256 / TM threads share a channel, thread t
-// taking its pieces t % (256 / TM) + j * (256 / TM): one source pointer a thread and a fixed step between its
-// pieces (a mapping by piece index had kept each piece's address live across the main loop: 128 registers
-// and spills at TM 64).
-template <int TM>
-__device__ __forceinline__ void stage_patch_weights_async(uint16_t* w_s, const uint16_t* __restrict__ wh,
-                                                          int c_in_pad, int block, int co0, int c_out) {
-  constexpr int kPieces = 9 * 2, kPerRow = kThreads / TM, kPerThread = (kPieces + kPerRow - 1) / kPerRow;
-  static_assert(kPerRow % 2 == 0, "a thread's pieces are all the same half of their taps");
-  const int row = int(threadIdx.x) / kPerRow, first = int(threadIdx.x) % kPerRow, co = co0 + row;
-  const bool valid = co < c_out;
-  const uint16_t* src = wh + ((long long)(valid ? co : 0) * 9 + first / 2) * c_in_pad + block * kPatchBlock +
-                        first % 2 * 8;
-  uint16_t* dst = w_s + row * kPatchWeightLd + first * 8;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    if (kPieces % kPerRow != 0 && first + j * kPerRow >= kPieces) break;
-    lab_cp_async_16(dst + j * kPerRow * 8, src + (long long)j * (kPerRow / 2) * c_in_pad, valid);
-  }
-  lab_cp_async_commit();
-}
 
 }  // namespace nn
 
@@ -183,7 +96,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
   const int oy0 = int(blockIdx.x) / tiles_x * Tile::kRows, ox0 = int(blockIdx.x) % tiles_x * nn::kPatchCols;
   const int blocks = (c_in + nn::kPatchBlock - 1) / nn::kPatchBlock;
   const int blk_begin = split * blocks_per_split, blk_end = min(blocks, blk_begin + blocks_per_split);
-  nn::PatchStaging<S, TM> patch(in + b * in_bs, int(in_cs), c_in, h_in, w_in, oy0, ox0);
+  nn::PatchStaging<Tile> patch(in + b * in_bs, int(in_cs), c_in, h_in, w_in, oy0 * S - 1, ox0 * S - 1);
 
   float acc[Tile::kMTiles][4][4] = {};
   if (blk_begin < blk_end) {
@@ -198,15 +111,10 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
     const int buf = (blk - blk_begin) % 2;
     const bool more = blk + 1 < blk_end;
     if (more) nn::stage_patch_weights_async<TM>(w_s(buf ^ 1), wh, c_in_pad, blk + 1, co0, c_out);
-    constexpr int kGap = nn::PatchStaging<S, TM>::kTapsPerItem;
 #pragma unroll
     for (int tap = 0; tap < 9; ++tap) {
       const int ky = tap / 3, kx = tap % 3;
-      // The next block's patch, an item every kGap taps: item k loaded at tap k * kGap, stored kGap taps on.
-      if (more && tap % kGap == 0 && tap / kGap <= Tile::kItems) {
-        if (tap > 0) patch.template store<DT>(tap / kGap - 1, p_s(buf ^ 1));
-        if (tap / kGap < Tile::kItems) patch.load(tap / kGap, blk + 1);
-      }
+      if (more) patch.template stage_at_tap<DT>(tap, blk + 1, p_s(buf ^ 1));
       uint32_t a[Tile::kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < Tile::kMTiles; ++mt)
@@ -215,14 +123,14 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
         uint32_t bf[4];
-        const int position = nn::patch_position<S, TM>((wn * 2 + np) * S + ky, b_col * S + kx);
+        const int position = Tile::position((wn * 2 + np) * S + ky, b_col * S + kx);
         lab_ldmatrix_x4(bf, p_s(buf) + position * nn::kPatchLd + b_k);
 #pragma unroll
         for (int mt = 0; mt < Tile::kMTiles; ++mt)
           lab_mma_16816_pair<DT>(acc[mt][2 * np], acc[mt][2 * np + 1], a[mt], bf);
       }
     }
-    if (more && Tile::kItems * kGap >= 9) patch.template store<DT>(Tile::kItems - 1, p_s(buf ^ 1));
+    if (more) patch.template finish_block<DT>(p_s(buf ^ 1));
     lab_cp_async_wait<0>();
     __syncthreads();
   }
