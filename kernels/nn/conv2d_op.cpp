@@ -106,7 +106,8 @@ std::pair<int, int> patch_tiles(int channel_tile, int stride, int h_out, int w_o
 }
 
 // v7 / v8 channel blocks per split: as for v2-v6, enough splits that the tiles x splits fill about two CTAs
-// per SM of an H200 (132 SMs), each split summing at least two blocks (288 reduction rows; 144 for v5's 128).
+// per SM of an H200 (132 SMs), each split summing at least two blocks (288 reduction rows; v5's at least
+// 128).
 int patch_blocks_per_split(const Conv2dShape& s, int batch, int h_out, int w_out) {
   const int tm = conv_tiled_channel_tile(s.c_out), blocks = (s.c_in + kPatchBlock - 1) / kPatchBlock;
   const auto [tiles_x, tiles_y] = patch_tiles(tm, s.stride, h_out, w_out);
@@ -163,8 +164,9 @@ const KernelSpec& conv2d_spec() {
                    "32-row chunks, cp.async weights, im2col prefetched in registers"),
            variant(ConvVariant::Bf16, "groups = 1: v5 with bf16 operands (7 mantissa bits)"),
            variant(ConvVariant::Fp16Patch,
-                   "3x3, stride 1, groups = 1, C_IN a multiple of 8: v5 with the input staged once per "
-                   "16-channel block as a shared patch, each tap's operand an ldmatrix of it"),
+                   "3x3, stride 1 or 2 (2: C_OUT above 16), groups = 1, C_IN a multiple of 8: v5 with the "
+                   "input staged once per 16-channel block as a shared patch, each tap's operand an ldmatrix "
+                   "of it"),
            variant(ConvVariant::Bf16Patch, "v7 with bf16 operands")},
       .params = {{"B", K::Int, "1", "batch size", 1, 65535},
                  {"C_IN", K::Int, "32", "input channels", 1, 4096},
