@@ -145,12 +145,18 @@ RunResult execute_run(const PlannedRun& run, BackendSet& backends) {
 }
 
 BatchResult run_scenario_files(const std::vector<std::string>& files, const std::string& only_backend,
-                               BackendSet& backends, bool show_progress) {
+                               BackendSet& backends, bool show_progress, bool skip_bench_cases) {
   BatchResult batch;
   std::vector<PlannedRun> runs;
   std::vector<Scenario> scenarios;
   for (const std::string& file : files) scenarios.push_back(load_scenario(file));
-  for (const Scenario& scenario : scenarios) {
+  for (Scenario& scenario : scenarios) {
+    if (skip_bench_cases) {
+      const size_t bench = std::erase_if(scenario.cases, [](const ScenarioCase& c) { return c.bench; });
+      if (bench > 0)
+        batch.skipped.push_back(scenario.path + ": " + std::to_string(bench) +
+                                " bench case(s) not run (--no-bench-cases)");
+    }
     ScenarioPlan plan = plan_scenario(scenario, only_backend);
     runs.insert(runs.end(), plan.runs.begin(), plan.runs.end());
     batch.skipped.insert(batch.skipped.end(), plan.skipped.begin(), plan.skipped.end());

@@ -77,8 +77,9 @@ struct BatchResult {
 };
 
 // Loads and plans every file first (so a bad file stops everything before any run), then executes every run,
-// reporting progress on a terminal.
+// reporting progress on a terminal; with skip_bench_cases, the cases marked bench = true are left out (each
+// file's count of them in `skipped`).
 BatchResult run_scenario_files(const std::vector<std::string>& files, const std::string& only_backend,
-                               BackendSet& backends, bool show_progress);
+                               BackendSet& backends, bool show_progress, bool skip_bench_cases = false);
 
 }  // namespace lab

@@ -20,12 +20,13 @@ struct ScenarioRunOptions {
   std::vector<std::string> files;
   std::string backend;
   bool json = false;
+  bool no_bench_cases = false;
 };
 
 void run_files(const ScenarioRunOptions& o, CliState& state) {
   BackendSet backends(state.context());
   if (!o.backend.empty()) backends.get(o.backend);  // fails now, one line, when the backend is not here
-  const BatchResult batch = run_scenario_files(o.files, o.backend, backends, !o.json);
+  const BatchResult batch = run_scenario_files(o.files, o.backend, backends, !o.json, o.no_bench_cases);
   if (count_failed(batch.results) > 0) state.exit_code = 1;
   if (o.json) {
     const size_t failed = count_failed(batch.results);
@@ -93,10 +94,14 @@ void add_scenario_command(CLI::App& app, CliState& state) {
   run->add_option("--backend", o->backend, "Only this backend: cuda or cpu (default: every available one)")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   run->add_flag("--json", o->json, "Machine-readable output");
+  run->add_flag("--no-bench-cases", o->no_bench_cases,
+                "Leave out the cases marked bench = true (large shapes kept for `lab bench`, whose float64 "
+                "checks can take minutes)");
   run->footer(
       "Examples:\n"
       "  lab scenario run scenarios/*.toml\n"
-      "  lab scenario run scenarios/detect_decode.toml --backend cpu --json\n");
+      "  lab scenario run scenarios/detect_decode.toml --backend cpu --json\n"
+      "  lab scenario run scenarios/nn_conv2d_patch.toml --backend cuda --no-bench-cases\n");
   run->callback([&state, o] { run_files(*o, state); });
 
   auto json = std::make_shared<bool>(false);

@@ -30,7 +30,8 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
   # The [scenario] twin repeats the scenario run below (minutes at the N = 4096 shapes): run it once.
   # TESTS, SCENARIOS or BENCH_KERNELS set to "none" skips that step.
   [ "${TESTS:-}" != none ] && step lab_tests "${TESTS:-[gpu]~[scenario]}"
-  [ "${SCENARIOS:-}" != none ] && step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda
+  # SCENARIO_ARGS=--no-bench-cases leaves out the batch-32 shapes whose float64 checks take minutes.
+  [ "${SCENARIOS:-}" != none ] && step lab scenario run ${SCENARIOS:-scenarios/*.toml} --backend cuda ${SCENARIO_ARGS:-}
   if [ "${BENCH_KERNELS:-}" != none ]; then
     for k in ${BENCH_KERNELS:-detect_decode}; do
       step lab bench "$k" --all-variants --iters 50

@@ -350,6 +350,23 @@ TEST_CASE("lab scenario run prints a summary and exits 1 when a check fails", "[
   const auto parsed = nlohmann::json::parse(json.out);
   CHECK(parsed["failed"] == variants);
   CHECK(parsed["runs"].size() == 2 * variants);
+
+  // --no-bench-cases leaves out the failing case once it is marked bench = true, and says so.
+  const fs::path marked = dir.path / "marked.toml";
+  lab::test::write_file(
+      marked,
+      "kernel = \"detect_decode\"\nbackends = [\"cpu\"]\n[[case]]\nname = \"loose\"\n"
+      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\n[[case]]\nname = \"exact\"\n"
+      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\ntolerance = { rel_l2 = 0, max_abs = 0 }\nbench = true\n");
+  CHECK(run_lab("scenario run " + quoted(marked.string())).exit_code == 1);
+  const LabResult skipped = run_lab("scenario run --json --no-bench-cases " + quoted(marked.string()));
+  INFO(skipped.out << skipped.err);
+  CHECK(skipped.exit_code == 0);
+  const auto left = nlohmann::json::parse(skipped.out);
+  CHECK(left["runs"].size() == variants);
+  CHECK(left["failed"] == 0);
+  REQUIRE(left["skipped"].size() == 1);
+  CHECK(contains(left["skipped"][0].get<std::string>(), "1 bench case(s) not run (--no-bench-cases)"));
 }
 
 TEST_CASE("lab bench times a kernel on the cpu backend", "[cli][emulator]") {

@@ -136,6 +136,41 @@ std::vector<uint16_t> tap_major_half_weights(const std::vector<float>& w, const 
   return to_half_bits(out, type);
 }
 
+// conv2d_mma's and conv2d_mma_patch's launch: the same scalar parameters in the same order (nn_params.cuh
+// says why scalars), two of them the variant's own: `geometry` (v5 / v6 the stride, v7 / v8 the tiles across)
+// and `split` (v5 / v6 the reduction rows, v7 / v8 the channel blocks of one split).
+void launch_half_conv(Backend& backend, const Kernel& kernel, const LaunchConfig& cfg, const Conv2dShape& s,
+                      const DeviceBuffer& weight, int weight_pad, const Conv2dEpilogue& epi,
+                      ConstPlaneView in, ConstPlaneView residual, PlaneView out, PlaneView pre,
+                      ConstPlaneView gate, int batch, int h_in, int w_in, int geometry, int split,
+                      float* partial) {
+  if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // their input offsets are int32
+    throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
+  const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = gate.data;
+  const uint16_t* wh = weight.as<const uint16_t>();
+  long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
+            res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
+            pre_bs = pre.batch_stride, pre_cs = pre.channel_stride, gate_bs = gate.batch_stride,
+            gate_cs = gate.channel_stride;
+  int c_in = s.c_in, c_out = s.c_out, h_out = s.out_size(h_in), w_out = s.out_size(w_in),
+      silu = s.silu ? 1 : 0;
+  float *out_p = out.data, *pre_p = pre.data;
+  backend.launch(kernel, cfg,
+                 kernel_args(in_p, in_bs, in_cs, wh, weight_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
+                             out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in, w_in,
+                             h_out, w_out, geometry, silu, batch, split, partial));
+}
+
+// The split-K reduction: the epilogue over the sum of `splits` partial outputs (nothing when partial is
+// null).
+void reduce_splits(Backend& backend, const Kernel& reduce, const float* partial, int splits,
+                   const Conv2dEpilogue& epi, int batch, int c_out, long long plane_out, int silu) {
+  if (!partial) return;
+  backend.launch(
+      reduce, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
+      kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out, int(plane_out), silu}));
+}
+
 }  // namespace
 
 const KernelSpec& conv2d_spec() {
@@ -375,61 +410,30 @@ void Conv2dOp::run(int batch, int h_in, int w_in, ConstPlaneView in, PlaneView o
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned((plane_out + tn - 1) / tn), unsigned((c_out + tm - 1) / tm),
                   unsigned(batch * splits)};
-      if (conv_variant_half_type(variant_)) {  // conv2d_mma takes scalar parameters (nn_params.cuh says why)
-        if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its im2col offsets are int32
-          throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
-        const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
-        const uint16_t* wh = weight_.as<const uint16_t>();
-        long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
-                  res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
-                  pre_bs = pre.batch_stride, pre_cs = pre.channel_stride,
-                  gate_bs = silu_grad_gate.batch_stride, gate_cs = silu_grad_gate.channel_stride;
-        int red_pad = weight_row_pad_, c_in = s.c_in, stride = s.stride;
-        float *out_p = out.data, *pre_p = pre.data;
-        backend.launch(kernel_, cfg,
-                       kernel_args(in_p, in_bs, in_cs, wh, red_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
-                                   out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in,
-                                   w_in, h_out, w_out, stride, silu, batch, split_rows, partial));
-      } else {
+      if (conv_variant_half_type(variant_))
+        launch_half_conv(backend, kernel_, cfg, s, weight_, weight_row_pad_, epi, in, residual, out, pre,
+                         silu_grad_gate, batch, h_in, w_in, s.stride, split_rows, partial);
+      else
         backend.launch(kernel_, cfg,
                        kernel_params(Conv2dGemmParams{in_view, w, epi, sizes, s.stride, silu, batch,
                                                       split_rows, partial}));
-      }
-      if (partial)
-        backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
-                       kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,
-                                                              int(plane_out), silu}));
+      reduce_splits(backend, splitk_reduce_, partial, splits, epi, batch, c_out, plane_out, silu);
       return;
     }
     case ConvVariant::Fp16Patch:
     case ConvVariant::Bf16Patch: {
-      if ((long long)s.c_in * in.channel_stride >= (1ll << 31))  // its input offsets are int32
-        throw UsageError("conv2d " + shape_text(s) + ": an input of 2^31 or more elements per image");
       const int tm = conv_tiled_channel_tile(c_out);
       const auto [tiles_x, tiles_y] = patch_tiles(tm, s.stride, h_out, w_out);
       int splits = splitk_workspace ? patch_splits(s, batch, h_in, w_in) : 1;
       if (batch * splits > kMaxGridYZ) splits = 1;
-      int blocks_per_split = splits > 1 ? patch_blocks_per_split(s, batch, h_out, w_out)
-                                        : (s.c_in + kPatchBlock - 1) / kPatchBlock;
+      const int blocks_per_split = splits > 1 ? patch_blocks_per_split(s, batch, h_out, w_out)
+                                              : (s.c_in + kPatchBlock - 1) / kPatchBlock;
       float* partial = splits > 1 ? splitk_workspace : nullptr;
       cfg.grid = {unsigned(tiles_x * tiles_y), unsigned((c_out + tm - 1) / tm), unsigned(batch * splits)};
       cfg.dynamic_shared_bytes = patch_shared_bytes(tm, s.stride);
-      const float *in_p = in.data, *b_p = epi.bias, *res_p = residual.data, *gate_p = silu_grad_gate.data;
-      const uint16_t* wh = weight_.as<const uint16_t>();
-      long long in_bs = in.batch_stride, in_cs = in.channel_stride, res_bs = residual.batch_stride,
-                res_cs = residual.channel_stride, out_bs = out.batch_stride, out_cs = out.channel_stride,
-                pre_bs = pre.batch_stride, pre_cs = pre.channel_stride, gate_bs = silu_grad_gate.batch_stride,
-                gate_cs = silu_grad_gate.channel_stride;
-      int c_in_pad = weight_row_pad_, c_in = s.c_in, tiles_across = tiles_x;
-      float *out_p = out.data, *pre_p = pre.data;
-      backend.launch(kernel_, cfg,
-                     kernel_args(in_p, in_bs, in_cs, wh, c_in_pad, b_p, res_p, res_bs, res_cs, out_p, out_bs,
-                                 out_cs, pre_p, pre_bs, pre_cs, gate_p, gate_bs, gate_cs, c_in, c_out, h_in,
-                                 w_in, h_out, w_out, tiles_across, silu, batch, blocks_per_split, partial));
-      if (partial)
-        backend.launch(splitk_reduce_, plane_launch("conv2d split-K reduce", plane_out, c_out, batch),
-                       kernel_params(Conv2dSplitkReduceParams{partial, splits, epi, batch, c_out,
-                                                              int(plane_out), silu}));
+      launch_half_conv(backend, kernel_, cfg, s, weight_, weight_row_pad_, epi, in, residual, out, pre,
+                       silu_grad_gate, batch, h_in, w_in, tiles_x, blocks_per_split, partial);
+      reduce_splits(backend, splitk_reduce_, partial, splits, epi, batch, c_out, plane_out, silu);
       return;
     }
     case ConvVariant::Depthwise: {
