@@ -331,12 +331,16 @@ TEST_CASE("lab run checks a kernel on the cpu backend, text and JSON", "[cli][em
 
 TEST_CASE("lab scenario run prints a summary and exits 1 when a check fails", "[cli][emulator]") {
   lab::test::ScratchDir dir("cli-scenario");
+  // A passing case and one that fails (a zero tolerance), the failing one optionally marked bench = true.
+  const auto scenario = [](bool exact_is_bench) {
+    return std::string(
+               "kernel = \"detect_decode\"\nbackends = [\"cpu\"]\n[[case]]\nname = \"loose\"\n"
+               "params = { B = 1, IMG_H = 64, IMG_W = 96 }\n[[case]]\nname = \"exact\"\n"
+               "params = { B = 1, IMG_H = 64, IMG_W = 96 }\ntolerance = { rel_l2 = 0, max_abs = 0 }\n") +
+           (exact_is_bench ? "bench = true\n" : "");
+  };
   const fs::path file = dir.path / "tight.toml";
-  lab::test::write_file(
-      file,
-      "kernel = \"detect_decode\"\nbackends = [\"cpu\"]\n[[case]]\nname = \"loose\"\n"
-      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\n[[case]]\nname = \"exact\"\n"
-      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\ntolerance = { rel_l2 = 0, max_abs = 0 }\n");
+  lab::test::write_file(file, scenario(false));
   const size_t variants = lab::Registry::instance().get(kKernel).variants().size();
   const LabResult text = run_lab("scenario run " + quoted(file.string()));
   INFO(text.out << text.err);
@@ -353,11 +357,7 @@ TEST_CASE("lab scenario run prints a summary and exits 1 when a check fails", "[
 
   // --no-bench-cases leaves out the failing case once it is marked bench = true, and says so.
   const fs::path marked = dir.path / "marked.toml";
-  lab::test::write_file(
-      marked,
-      "kernel = \"detect_decode\"\nbackends = [\"cpu\"]\n[[case]]\nname = \"loose\"\n"
-      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\n[[case]]\nname = \"exact\"\n"
-      "params = { B = 1, IMG_H = 64, IMG_W = 96 }\ntolerance = { rel_l2 = 0, max_abs = 0 }\nbench = true\n");
+  lab::test::write_file(marked, scenario(true));
   CHECK(run_lab("scenario run " + quoted(marked.string())).exit_code == 1);
   const LabResult skipped = run_lab("scenario run --json --no-bench-cases " + quoted(marked.string()));
   INFO(skipped.out << skipped.err);
