@@ -275,9 +275,11 @@ struct EpilogueRun {
 
 }  // namespace
 
-TEST_CASE("every conv variant writes the pre-activation beside its output when asked", "[nn]") {
-  // pre = conv(x) + b (the training forward's z) and out = act(pre) (+ residual) from one run, each through a
-  // channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce.
+namespace {
+
+// pre = conv(x) + b (the training forward's z) and out = act(pre) (+ residual) from one run, each through a
+// channel window of a poisoned buffer, against float64; split-K runs pre through conv2d_splitk_reduce.
+void check_pre_activation_outputs(const std::string& backend_name) {
   const EpilogueCase cases[] = {
       {ConvVariant::Direct, {12, 9, 3, 1, 3, true}, 2, 7, 8, true, false},
       {ConvVariant::Tiled, {16, 24, 3, 1, 1, true}, 2, 9, 11, false, false},
@@ -296,13 +298,18 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
       {ConvVariant::Bf16Patch, {40, 72, 3, 1, 1, true}, 1, 17, 12, false, false},
       {ConvVariant::Fp16Patch, {16, 32, 3, 2, 1, true}, 2, 37, 35, true, false},
       {ConvVariant::Bf16Patch, {64, 72, 3, 2, 1, true}, 1, 15, 9, false, true},
+      // Even planes smaller than a tile, whose pixel pairs stop at the plane's end: an H100 build wrote one
+      // pair past it (into the next channel, past the last channel's end: the window's neighbours here).
+      {ConvVariant::Fp16, {128, 128, 3, 2, 1, true}, 2, 8, 8, false, true},
+      {ConvVariant::Fp16, {64, 128, 1, 1, 1, true}, 2, 4, 4, true, false},
+      {ConvVariant::Bf16Patch, {64, 64, 3, 1, 1, true}, 2, 2, 2, true, true},
   };
-  auto backend = make_backend("cpu", test::embedded_context());
+  auto backend = make_backend(backend_name, test::embedded_context());
   NnKernels kernels(*backend);
   for (const EpilogueCase& c : cases) {
     const Conv2dShape& s = c.shape;
-    INFO(conv_variant_name(c.variant) << " " << s.c_in << "->" << s.c_out << " k" << s.kernel << " s"
-                                      << s.stride << " residual " << c.residual);
+    INFO(backend_name << " " << conv_variant_name(c.variant) << " " << s.c_in << "->" << s.c_out << " k"
+                      << s.kernel << " s" << s.stride << " residual " << c.residual);
     EpilogueRun run(*backend, kernels, c, 17);
     SlicedBuffer pre(*backend, c.batch, s.c_out, EpilogueRun::plane_out(c), 3, 1);
     pre.poison();
@@ -320,6 +327,17 @@ TEST_CASE("every conv variant writes the pre-activation beside its output when a
                     conv2d_reference(linear, c.batch, c.h, c.w, in.in, in.weight, in.bias, {}), tol),
          run.out.untouched_check("out_neighbours"), pre.untouched_check("pre_neighbours")});
   }
+}
+
+}  // namespace
+
+TEST_CASE("every conv variant writes the pre-activation beside its output when asked", "[nn]") {
+  check_pre_activation_outputs("cpu");
+}
+
+TEST_CASE("every conv variant writes the pre-activation beside its output on cuda", "[nn][gpu]") {
+  LAB_REQUIRE_GPU_OR_SKIP();
+  check_pre_activation_outputs("cuda");
 }
 
 TEST_CASE("every conv variant multiplies by SiLU's derivative at a gate when asked", "[nn]") {

@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
       const int p = px0 + wn * 32 + nt * 8 + 2 * t;
-      row.store(acc[nt][2 * half], acc[nt][2 * half + 1], p, max(0, min(2, plane_out - p)), pairs);
+      row.store(acc[nt][2 * half], acc[nt][2 * half + 1], p, plane_out - p, pairs);
     }
   }
 }

@@ -152,8 +152,7 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const int y = oy0 + wn * 2 + nt / 2, x = ox0 + nt % 2 * 8 + 2 * t;
-        row.store(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1], y * w + x, y < h ? max(0, min(2, w - x)) : 0,
-                  pairs);
+        row.store(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1], y * w + x, y < h ? w - x : 0, pairs);
       }
     }
 }

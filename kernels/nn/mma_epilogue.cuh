@@ -44,14 +44,18 @@ struct MmaChannelRow {
         residual(residual_ && !partial ? residual_ + b * res_bs + co * res_cs : nullptr),
         gate(gate_ && !partial ? gate_ + b * gate_bs + co * gate_cs : nullptr) {}
 
-  // Pixels p and p + 1 (p even), of which the first `valid` (0, 1 or 2) lie in the plane; `pairs`:
-  // mma_pairs_aligned.
-  __device__ __forceinline__ void store(float v0, float v1, int p, int valid, bool pairs) const {
-    if (pairs && valid == 2) {
+  // Pixels p and p + 1 (p even), `left` the pixels of the plane's row from p on (<= 0: p is past it), so
+  // that p lies in the plane when left > 0 and p + 1 when left > 1; `pairs`: mma_pairs_aligned. `left` is
+  // compared as it is: with the test written max(0, min(2, left)) == 2, compute-sanitizer on an H100
+  // (2026-12-06) caught conv2d_mma<0, 3, 64> and <0, 1, 64> writing a pixel pair just past their output's
+  // end (p = the plane), launches the emulator runs clean under --check-bounds; ptxas had made that test one
+  // VIMNMX.RELU with a predicate output (docs/PERFORMANCE.md, thirty-second entry).
+  __device__ __forceinline__ void store(float v0, float v1, int p, int left, bool pairs) const {
+    if (pairs && left > 1) {
       store_output_pair<true>(v0, v1, bias, silu, residual, pre, gate, out, p);
     } else {
-      if (valid > 0) store_output_at<true>(v0, bias, silu, residual, pre, gate, out, p);
-      if (valid > 1) store_output_at<true>(v1, bias, silu, residual, pre, gate, out, p + 1);
+      if (left > 0) store_output_at<true>(v0, bias, silu, residual, pre, gate, out, p);
+      if (left > 1) store_output_at<true>(v1, bias, silu, residual, pre, gate, out, p + 1);
     }
   }
 };
