@@ -171,7 +171,7 @@ struct Im2colStaging<1, TN> {
   int rows_left;  // reduction rows from that row on (r_end - its row; <= 0 past the end)
   int tile_at;    // where the thread's first row and first pixel go in a tile
   int x0;         // the quad's first pixel's output column
-  int pixels;     // the quad's pixels inside the output plane (0 .. 4)
+  int pixels;     // the plane's pixels from the quad's first on (<= 0: none, >= 4: all), compared unclamped
   int w_out, stride, w_in;
   bool whole;  // a row's quad is one aligned 16-byte load
   float4 v[kRows];
@@ -183,12 +183,12 @@ struct Im2colStaging<1, TN> {
     const int quad = int(threadIdx.x) % kQuads, row0 = int(threadIdx.x) / kQuads * kRows, p = px0 + 4 * quad;
     rows_left = r_end - (r_begin + row0);
     tile_at = row0 * kLd + 4 * quad;
-    pixels = max(0, min(4, plane_out - p));
-    const int y = pixels ? p / w_out : 0;
-    x0 = pixels ? p % w_out : 0;
+    pixels = plane_out - p;  // as MmaChannelRow::store's `left` (mma_epilogue.cuh says why)
+    const int y = pixels > 0 ? p / w_out : 0;
+    x0 = pixels > 0 ? p % w_out : 0;
     next = in_b + (r_begin + row0) * in_cs + (y * w_in + x0) * stride;
     // p is a multiple of 4, so at stride 1 the quad is aligned where the image and channel starts are.
-    whole = stride == 1 && pixels == 4 && (reinterpret_cast<unsigned long long>(in_b) & 15) == 0 &&
+    whole = stride == 1 && pixels >= 4 && (reinterpret_cast<unsigned long long>(in_b) & 15) == 0 &&
             (in_cs & 3) == 0;
   }
 
