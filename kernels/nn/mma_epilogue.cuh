@@ -48,8 +48,8 @@ struct MmaChannelRow {
   // that p lies in the plane when left > 0 and p + 1 when left > 1; `pairs`: mma_pairs_aligned. `left` is
   // compared as it is: with the test written max(0, min(2, left)) == 2, compute-sanitizer on an H100
   // (2026-12-06) caught conv2d_mma<0, 3, 64> and <0, 1, 64> writing a pixel pair just past their output's
-  // end (p = the plane), launches the emulator runs clean under --check-bounds; ptxas had made that test one
-  // VIMNMX.RELU with a predicate output (docs/PERFORMANCE.md, thirty-second entry).
+  // end (p = the plane), launches the emulator runs clean under --check-bounds; built here (CUDA 13.0) that
+  // test is one VIMNMX.RELU with a predicate output (docs/PERFORMANCE.md, thirty-second entry).
   __device__ __forceinline__ void store(float v0, float v1, int p, int left, bool pairs) const {
     if (pairs && left > 1) {
       store_output_pair<true>(v0, v1, bias, silu, residual, pre, gate, out, p);
