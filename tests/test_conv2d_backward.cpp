@@ -267,7 +267,7 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
         "conv2d_wgrad_tiled<3, 16>");
   // The patch input gradients: K 3, stride 2, C_OUT a multiple of 8, tiled by C_IN; never a weight gradient,
-  // never the op's own choice.
+  // never the combined op's choice, the input gradient's at 16 bits where they run.
   CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Fp16Patch, {32, 64, 3, 2, 1, true}) ==
         "conv2d_dgrad_patch<0, 32>");
   CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Bf16Patch, {128, 256, 3, 2, 1, true}) ==
@@ -276,6 +276,16 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
         "v6_fp16_patch needs K 3, stride 2 and C_OUT a multiple of 8 (got K 3, stride 2, C_OUT 12)");
   CHECK(!conv_backward_variant_problem(ConvBackwardVariant::Bf16Patch, {16, 16, 3, 1, 1, true}).empty());
   CHECK(choose_conv_backward_variant({64, 64, 3, 2, 1, true}, Precision::Fp16) == ConvBackwardVariant::Fp16);
+  CHECK(choose_conv_input_grad_variant({64, 64, 3, 2, 1, true}, Precision::Fp16) ==
+        ConvBackwardVariant::Fp16Patch);
+  CHECK(choose_conv_input_grad_variant({64, 128, 3, 2, 1, true}, Precision::Bf16) ==
+        ConvBackwardVariant::Bf16Patch);
+  CHECK(choose_conv_input_grad_variant({64, 12, 3, 2, 1, true}, Precision::Fp16) ==
+        ConvBackwardVariant::Fp16);
+  CHECK(choose_conv_input_grad_variant({64, 64, 3, 1, 1, true}, Precision::Bf16) ==
+        ConvBackwardVariant::Bf16);
+  CHECK(choose_conv_input_grad_variant({64, 64, 3, 2, 1, true}, Precision::Tf32) ==
+        ConvBackwardVariant::Tiled);
   for (const KernelVariant& v : conv2d_wgrad_spec().variants)
     CHECK(v.name.find("patch") == std::string::npos);
 

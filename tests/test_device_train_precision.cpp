@@ -92,15 +92,22 @@ void check_variants(Backend& backend) {
   for (Precision p : {Precision::Fp16, Precision::Bf16}) {
     const TrainingPass pass(backend, model, 1, kSize, kSize, p);
     const auto& convs = pass.tape().convs();
-    const ConvVariant half = p == Precision::Fp16 ? ConvVariant::Fp16 : ConvVariant::Bf16;
+    const HalfType half = p == Precision::Fp16 ? HalfType::f16 : HalfType::bf16;
     INFO(precision_name(p));
-    CHECK(convs.front()->forward->variant() == (p == Precision::Fp16 ? half : ConvVariant::Tiled));
-    size_t on_half = 0, dense = 0;
+    // The stem (3 input channels) on v5_fp16 at fp16, float32 v2_tiled at bf16.
+    CHECK(convs.front()->forward->variant() ==
+          (p == Precision::Fp16 ? ConvVariant::Fp16 : ConvVariant::Tiled));
+    size_t on_half = 0, on_patch = 0, dense = 0, dense_3x3_s1 = 0;
     for (const auto& c : convs) {
       dense += c->spec->groups == 1;
-      on_half += c->forward->variant() == half;
+      dense_3x3_s1 +=
+          c->spec->groups == 1 && c->spec->kernel == 3 && c->spec->c_in % 8 == 0 && c->spec->stride == 1;
+      on_half += conv_variant_half_type(c->forward->variant()) == half;
+      on_patch +=
+          c->forward->variant() == (p == Precision::Fp16 ? ConvVariant::Fp16Patch : ConvVariant::Bf16Patch);
     }
     CHECK(on_half == dense - (p == Precision::Bf16 ? 1 : 0));
+    CHECK(on_patch == dense_3x3_s1);  // the dense 3x3 stride-1 convs
   }
 }
 

@@ -127,6 +127,12 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp32) == ConvVariant::Tiled);
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
   CHECK(choose_conv_variant({64, 32, 1, 1, 1, true}, Precision::Bf16) == ConvVariant::Bf16);
+  // The patch variants for the dense 3x3 stride-1 convs they run (c_in a multiple of 8); v5 / v6 at stride 2.
+  CHECK(choose_conv_variant({32, 64, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16Patch);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 1, false}, Precision::Bf16) == ConvVariant::Bf16Patch);
+  CHECK(choose_conv_variant({64, 128, 3, 2, 1, true}, Precision::Bf16) == ConvVariant::Bf16);
+  CHECK(choose_conv_variant({12, 64, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
+  CHECK(choose_conv_variant({32, 64, 3, 1, 1, true}, Precision::Tf32) == ConvVariant::Tf32);
   CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}, Precision::Bf16) == ConvVariant::Depthwise);
   CHECK(choose_conv_variant({64, 64, 3, 1, 64, true}, Precision::Tf32) == ConvVariant::Depthwise);
   CHECK(choose_conv_variant({32, 64, 3, 1, 4, true}, Precision::Tf32) == ConvVariant::Direct);
@@ -140,10 +146,7 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(!parse_precision("fp8"));
   CHECK(conv_kernel_name(ConvVariant::Bf16, {32, 24, 3, 1, 1, true}) == "conv2d_mma<1, 3, 32>");
   CHECK(conv_variant_name(ConvVariant::Fp16) == "v5_fp16");
-  // The patch variants run the 3x3 stride-1 dense convs whose c_in is a multiple of 8, only when forced (not
-  // yet measured on the H200).
-  CHECK(choose_conv_variant({16, 32, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
-  CHECK(choose_conv_variant({64, 64, 3, 1, 1, false}, Precision::Bf16) == ConvVariant::Bf16);
+  // The patch variants' rules.
   CHECK(conv_variant_problem(ConvVariant::Fp16Patch, {16, 32, 3, 1, 1, true}).empty());
   CHECK(conv_variant_problem(ConvVariant::Bf16Patch, {64, 8, 3, 1, 1, false}).empty());
   CHECK(conv_variant_problem(ConvVariant::Fp16Patch, {16, 32, 3, 2, 1, true}).empty());

@@ -233,6 +233,14 @@ ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision
                                                                              : ConvBackwardVariant::Direct;
 }
 
+ConvBackwardVariant choose_conv_input_grad_variant(const Conv2dShape& s, Precision precision) {
+  std::optional<ConvBackwardVariant> patch;
+  if (precision == Precision::Fp16) patch = ConvBackwardVariant::Fp16Patch;
+  if (precision == Precision::Bf16) patch = ConvBackwardVariant::Bf16Patch;
+  if (patch && conv_backward_variant_problem(*patch, s).empty()) return *patch;
+  return choose_conv_backward_variant(s, precision);
+}
+
 // v2 tiles the input gradient's channels by c_in and the weight gradient's by c_out (the GEMMs' M).
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) {
   if (direct_input_grad(v)) return "conv2d_dgrad_direct";

@@ -45,6 +45,9 @@ std::string conv_backward_variant_problem(ConvBackwardVariant v, const Conv2dSha
 // at Fp16 / Bf16 the matching mma variant (v3_fp16 / v4_bf16) where it runs; otherwise (and at Fp32, Tf32)
 // v2_tiled where it runs, else v1_direct.
 ConvBackwardVariant choose_conv_backward_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
+// The input gradient's: at Fp16 / Bf16 v6_fp16_patch / v7_bf16_patch where they run (the 3x3 stride-2
+// convs), else choose_conv_backward_variant's.
+ConvBackwardVariant choose_conv_input_grad_variant(const Conv2dShape& s, Precision precision);
 // The kernel name expressions of each gradient at a shape: conv2d_dgrad_tiled<3, 64>, conv2d_wgrad_direct, ...
 std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);
 std::string conv_wgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s);

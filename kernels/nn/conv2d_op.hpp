@@ -38,7 +38,8 @@ std::optional<ConvVariant> parse_conv_variant(const std::string& name);
 std::string conv_variant_name(ConvVariant v);
 // The 16-bit operand type of the tensor-core variants v5-v8 (conv2d_mma.cu's module); nullopt for the others.
 std::optional<HalfType> conv_variant_half_type(ConvVariant v);
-// The variant the op picks for a shape at a precision.
+// The variant the op picks for a shape at a precision: v3_depthwise where it runs; at Fp16 / Bf16 the patch
+// variant (v7 / v8) for the stride-1 convs it runs, else v5 / v6; at Fp32 / Tf32 v2 / v4; else v1_direct.
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);

@@ -379,7 +379,9 @@ TapeTensor GradientTape::conv(const ConvSpec& spec, const TapeTensor& x, const T
   c.forward = std::make_unique<Conv2dOp>(kernels_, shape, run.weight, run.bias, precision);
   const bool input_grad_as_conv = needs_grad(x) && input_grad_runs_as_conv(shape);
   c.backward = std::make_unique<Conv2dBackwardOp>(
-      backend_, shape, run.weight, needs_grad(x) && !input_grad_as_conv ? std::optional(variant) : std::nullopt,
+      backend_, shape, run.weight,
+      needs_grad(x) && !input_grad_as_conv ? std::optional(choose_conv_input_grad_variant(shape, precision))
+                                           : std::nullopt,
       variant);
   if (input_grad_as_conv) {
     c.input_grad = make_input_grad_conv(kernels_, shape, run.weight, precision);
