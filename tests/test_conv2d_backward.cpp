@@ -188,9 +188,8 @@ const std::vector<Case>& backward_cases() {
         {"STRIDE", "2"},
         {"SILU", "false"}}},
       {"v5_depthwise", {{"C_IN", "4"}, {"C_OUT", "4"}, {"GROUPS", "4"}, {"H", "9"}, {"W", "10"}, {"K", "7"}}},
-      // A weight gradient of one tile split 130 ways (4 x 128 x 130 items, 16 granules a split), the
-      // reduction's case at batch 32: warp 0 of conv2d_wgrad_reduce runs its eight-split loop twice and one
-      // tail split, warp 1 likewise, warps 2-7 two loops and no tail.
+      // A weight gradient of one tile split 130 ways (4 x 128 x 130 items, 16 granules a split): the 1x1
+      // weight gradients of a batch-32 iteration split into hundreds, the other cases here into a few.
       {"v2_tiled", {{"B", "4"}, {"C_IN", "8"}, {"C_OUT", "8"}, {"H", "128"}, {"W", "130"}, {"K", "1"}}},
   };
   return cases;

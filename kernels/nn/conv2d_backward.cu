@@ -1,5 +1,4 @@
-// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW
-// (conv2d_backward_params.cuh).
+// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW (conv2d_backward_params.cuh).
 //
 // With z = conv(x) + bias and y = silu(z) (or y = z), given dy:
 //   dz[b, co, p]         = dy * silu'(z),  silu'(z) = s (1 + z (1 - s)), s = sigmoid(z)
@@ -28,23 +27,21 @@
 //                              tap by tap (DgradStaging: one output offset and bounds check a chunk). 16-row
 //                              chunks, 4 x 4 accumulators per thread (FmaTile).
 //                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
-//   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output
-//   pixel)
+//   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
 //                              then a shared-memory tree sum (deterministic). Any K / stride / groups.
 //   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
 //                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
 //                              stages one item of every chunk (WgradStaging, ItemWalk), the CTA's im2col row
-//                              offsets found once in shared memory (Im2colRow). 1x1 at stride 1 on planes of
-//                              a multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a
-//                              few channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
+//                              offsets found once in shared memory (Im2colRow). 1x1 at stride 1 on planes of a
+//                              multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a few
+//                              channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
 //                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
 //                              each split (a multiple of 32 items) writes partial [split, C_out, R] and
-//                              conv2d_wgrad_reduce adds the splits in a fixed order. Split-K with a
-//                              fixed-order reduction rather than float atomics: the gradients are
-//                              bit-identical run to run (a resumed or repeated training step reproduces), at
-//                              the cost of a workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out /
-//                              TM), splits).
+//                              conv2d_wgrad_reduce adds the splits in index order. Split-K with a fixed-order
+//                              reduction rather than float atomics: the gradients are bit-identical run to
+//                              run (a resumed or repeated training step reproduces), at the cost of a
+//                              workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out / TM), splits).
 //   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
 //                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging order,
 //                              tiles, grid and split-K) with the products on tensor cores: mma.sync m16n8k16,
@@ -73,8 +70,7 @@
 //                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
 //                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
 //                              already).
-//   conv2d_wgrad_reduce        32 dw elements a CTA, the splits spread over its 8 warps and 8 accumulators
-//                              a thread, summed in a fixed order. Grid ceil(count / 32).
+//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
 //   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
 //                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
 //                              [B, C_out], which the channel's last CTA adds in image order (one CTA per
@@ -1001,36 +997,11 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
   out[c * K * K + threadIdx.x] = sum;
 }
 
-// A CTA sums 32 consecutive elements (a lane each): warp w takes splits w, w + 8, w + 16, ... into eight
-// accumulators in turn (eight independent loads in flight a thread), then the accumulators and the warps'
-// sums are added in their index order. One thread per element walking all splits (up to ~400 for a 1x1
-// weight gradient at batch 32) left 16 CTAs of one dependent load after another: up to 0.4 ms a launch.
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
-  constexpr int kWarps = nn::kThreads / 32, kAccumulators = 8;
-  __shared__ float warp_sums[kWarps][32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const long long i = (long long)blockIdx.x * 32 + lane;
-  float acc[kAccumulators] = {};
-  if (i < params.count) {
-    int s = warp;
-    for (; s + (kAccumulators - 1) * kWarps < params.splits; s += kAccumulators * kWarps) {
-#pragma unroll
-      for (int a = 0; a < kAccumulators; ++a)
-        acc[a] += params.partial[(long long)(s + a * kWarps) * params.count + i];
-    }
-#pragma unroll
-    for (int a = 0; a < kAccumulators - 1; ++a)
-      if (s + a * kWarps < params.splits)
-        acc[a] += params.partial[(long long)(s + a * kWarps) * params.count + i];
-  }
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= params.count) return;
   float sum = 0.0f;
-#pragma unroll
-  for (int a = 0; a < kAccumulators; ++a) sum += acc[a];
-  warp_sums[warp][lane] = sum;
-  __syncthreads();
-  if (warp != 0 || i >= params.count) return;
-  sum = 0.0f;
-  for (int w = 0; w < kWarps; ++w) sum += warp_sums[w][lane];
+  for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
   params.grad_w[i] = sum;
 }
 

@@ -492,8 +492,8 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
     backend_.launch(weight_grad_kernel_, cfg,
                     kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial,
                                                     split_items, n}));
-    if (partial)  // the splits added in a fixed order, 32 elements a CTA
-      backend_.launch(weight_grad_reduce_, {{unsigned((count + 31) / 32), 1, 1}, {kThreads, 1, 1}},
+    if (partial)  // the splits added in split order
+      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
                       kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
   }
   if (!grad_bias) return;  // silu_backward() summed it

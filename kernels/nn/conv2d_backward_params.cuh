@@ -43,7 +43,7 @@ struct Conv2dWgradParams {
   Conv2dBackwardSizes size;
 };
 
-// conv2d_wgrad_reduce: grad_w = the splits of partial added in a fixed order (conv2d_backward.cu says which).
+// conv2d_wgrad_reduce: grad_w = the splits of partial added in index order.
 struct Conv2dWgradReduceParams {
   const float* partial;  // [splits, count]
   float* grad_w;         // [count]
