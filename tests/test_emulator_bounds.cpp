@@ -92,6 +92,17 @@ TEST_CASE("emulator: --check-bounds attributes an access at any offset to the bu
   CHECK(backend->download_vector<float>(fresh, 1000)[999] == 1.0f);
 }
 
+TEST_CASE("emulator: --check-bounds holds the live buffers of a training pass", "[emulator]") {
+  // yolo26n's training pass at batch 2 holds about 1,400 buffers at once; the arena is laid out for 4,096.
+  auto backend = test::emulator_backend(/*check_bounds=*/true);
+  std::vector<DeviceBuffer> live;
+  for (int i = 0; i < 3000; ++i) live.push_back(backend->alloc_array<float>(1 + i % 7));
+  DeviceBuffer last = backend->alloc_array<float>(8);
+  FaultLauncher launcher{*backend};
+  CHECK(launcher.write(last, 7).empty());
+  CHECK_THAT(launcher.write(last, 8), Contains("byte 32 of a 32-byte buffer"));
+}
+
 TEST_CASE("emulator: without --check-bounds a memory fault fails the launch with one line naming the kernel",
           "[emulator]") {
   auto backend = test::emulator_backend(/*check_bounds=*/false);

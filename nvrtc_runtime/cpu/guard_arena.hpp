@@ -12,13 +12,15 @@ namespace lab::cpu {
 
 class GuardArena {
  public:
-  // The largest gap: 64 GiB, so an access up to 32 GiB from a buffer (any 32-bit index times an element of up
-  // to 8 bytes, any signed 32-bit index times 16) is attributed to it.
-  static constexpr size_t kMaxGap = size_t(64) << 30;
-  // Live buffers the arena is laid out for (each takes at least one gap).
-  static constexpr size_t kSlots = 1024;
+  // The largest gap: 16 GiB, so an access up to 8 GiB from a buffer (any signed 32-bit index times an element
+  // of up to 4 bytes, any 32-bit index times 2) is attributed to it, and one up to 16 GiB away faults.
+  static constexpr size_t kMaxGap = size_t(16) << 30;
+  // Live buffers the arena is laid out for (each takes at least one gap): yolo26n's training pass holds about
+  // 1,400 at once (at 64 GiB gaps the arena's 1,024 could not hold it).
+  static constexpr size_t kSlots = 4096;
 
-  // Reserves kSlots * kMaxGap (64 TiB), or half of that as often as needed under an address-space limit
+  // Reserves kSlots * kMaxGap (64 TiB: half of x86-64's user address space), or half of that as often as
+  // needed under an address-space limit
   // (`ulimit -v`); the gap shrinks with it. Throws RuntimeError when not even 1 GiB can be reserved.
   GuardArena();
   ~GuardArena();
