@@ -201,12 +201,14 @@ TEST_CASE("Conv2dOp splits deep reductions of small outputs and sizes the worksp
   CHECK(head_op.splitk_workspace_floats(1, 640, 640) == 0);
   // v5 / v6 split whole 32-row chunks: 576 rows = 18 chunks, at least 4 per split, 5 per split.
   const Conv2dOp head_fp16(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
-                           std::vector<float>(16, 0.1f), Precision::Fp16);
+                           std::vector<float>(16, 0.1f), Precision::Fp16, ConvVariant::Fp16);
   CHECK(head_fp16.splitk_splits(1, 7, 6) == 4);
   CHECK(head_fp16.splitk_splits(1, 640, 640) == 1);
-  // v7 / v8 split whole 16-channel blocks, at least 2 per split: 64 channels = 4 blocks, 2 splits.
+  // v7 / v8 split whole 16-channel blocks, at least 2 per split: 64 channels = 4 blocks, 2 splits. At Fp16
+  // a 3x3 stride-1 conv chooses v7 by itself.
   const Conv2dOp head_patch(kernels, head, std::vector<float>(size_t(head.weight_count()), 0.5f),
-                            std::vector<float>(16, 0.1f), Precision::Fp16, ConvVariant::Fp16Patch);
+                            std::vector<float>(16, 0.1f), Precision::Fp16);
+  CHECK(head_patch.variant() == ConvVariant::Fp16Patch);
   CHECK(head_patch.splitk_splits(1, 7, 6) == 2);
   CHECK(head_patch.splitk_workspace_floats(1, 7, 6) == size_t(2) * 16 * 42);
   CHECK(head_patch.splitk_splits(1, 640, 640) == 1);
