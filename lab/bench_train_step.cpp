@@ -86,6 +86,7 @@ IterationTimes time_iterations(Backend& backend, const Yolo26Model& model, const
 }
 
 struct LaunchProfile {
+  LaunchProfileTiming timing;
   std::vector<LaunchSample> samples;
   double span_ms = 0;
 };
@@ -94,9 +95,10 @@ struct LaunchProfile {
 // its passes are replayed functions rather than graphs (a graph replays untimed); the first iteration
 // compiles and allocates, the second is the one reported.
 LaunchProfile profile_iteration(Backend& backend, const Yolo26Model& model, const TrainStepBenchOptions& o,
-                                int imgsz, const train::TrainBatch& batch) {
-  std::cerr << "lab: profiling one more iteration launch by launch\n";
-  backend.start_launch_profile();
+                                int imgsz, const train::TrainBatch& batch, LaunchProfileTiming timing) {
+  std::cerr << "lab: profiling one more iteration launch by launch"
+            << (timing == LaunchProfileTiming::Alone ? ", each launch alone" : "") << "\n";
+  backend.start_launch_profile(timing);
   try {
     train::DeviceTrainEngine engine(backend, model, o.optimizer, o.batch, imgsz, imgsz, o.precision);
     const loss::LossConfig config;
@@ -105,8 +107,8 @@ LaunchProfile profile_iteration(Backend& backend, const Yolo26Model& model, cons
     engine.step(hyper);
     backend.synchronize();
     backend.stop_launch_profile();
-    backend.start_launch_profile();
-    LaunchProfile p;
+    backend.start_launch_profile(timing);
+    LaunchProfile p{timing};
     p.span_ms = backend.time_ms([&] {
       engine.accumulate(batch, config);
       engine.step(hyper);
@@ -145,7 +147,10 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
   const train::TrainBatch batch = synthetic_train_batch(o.batch, imgsz, model.nc, o.seed, staging);
   const IterationTimes times = time_iterations(*backend, model, o, imgsz, batch, warmup, iters);
   std::optional<LaunchProfile> profile;
-  if (o.kernels) profile = profile_iteration(*backend, model, o, imgsz, batch);
+  if (o.kernels || o.kernels_alone)
+    profile =
+        profile_iteration(*backend, model, o, imgsz, batch,
+                          o.kernels_alone ? LaunchProfileTiming::Alone : LaunchProfileTiming::AsLaunched);
   const std::string& engine_text = times.engine;
   const TimingStats it = timing_stats(times.iteration), acc = timing_stats(times.accumulate),
                     st = timing_stats(times.step);
@@ -168,7 +173,8 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
                                 {"step_ms", st.median},
                                 {"images_per_s", images_per_s},
                                 {"last_loss", loss}};
-    if (profile) out["launch_profile"] = launch_profile_json(profile->samples, profile->span_ms);
+    if (profile)
+      out["launch_profile"] = launch_profile_json(profile->samples, profile->span_ms, profile->timing);
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -182,8 +188,11 @@ void bench_train_step(const TrainStepBenchOptions& o, CliState& state) {
             << "\n"
             << "last loss " << format_sig(loss, 6) << "\n";
   if (profile) {
-    std::cout << "launch profile (one more iteration on a new engine, without graphs, each launch timed on its "
-                 "own):\n";
+    std::cout << "launch profile (one more iteration on a new engine, without graphs, "
+              << (profile->timing == LaunchProfileTiming::Alone
+                      ? "each launch run and timed alone"
+                      : "each launch timed as launched, beside the other lanes' launches")
+              << "):\n";
     print_launch_profile(std::cout, kernel_totals(profile->samples), o.kernel_rows, profile->span_ms);
   }
 }

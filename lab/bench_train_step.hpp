@@ -23,7 +23,8 @@ struct TrainStepBenchOptions {
   bool json = false;
   uint64_t seed = 1;
   std::string devices;  // data-parallel ranks (pipeline/train/device_list.hpp); empty: one
-  bool kernels = false;    // also a launch profile of one more iteration
+  bool kernels = false;        // also a launch profile of one more iteration, launches timed as launched
+  bool kernels_alone = false;  // the same profile with every launch timed alone (LaunchProfileTiming::Alone)
   size_t kernel_rows = 25;  // its table's rows (the rest summed in one)
 };
 

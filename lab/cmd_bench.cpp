@@ -239,9 +239,16 @@ void add_bench_command(CLI::App& app, CliState& state) {
   cmd->add_option("--devices", t->devices,
                   "train-step: data-parallel ranks (0,1 or all; cpu: emulated 0..n-1), --batch images each: "
                   "images/s on one rank and on all of them");
-  cmd->add_flag("--kernels", t->kernels,
-                "train-step: then one more iteration with every launch timed on its own, summed per kernel "
-                "(where the time goes, without ncu)");
+  auto* kernels =
+      cmd->add_flag("--kernels", t->kernels,
+                    "train-step: then one more iteration with every launch timed as it runs, beside "
+                    "the other lanes' launches, summed per kernel (where the time goes, without ncu; "
+                    "a launch's time includes its neighbours' share of the GPU)");
+  cmd->add_flag(
+         "--kernels-alone", t->kernels_alone,
+         "train-step: the same profile with each launch run alone (the GPU idle before it): its own time, "
+         "the iteration one launch at a time")
+      ->excludes(kernels);
   cmd->add_option("--optimizer", t->optimizer, "train-step: SGD, AdamW or MuSGD")
       ->check(CLI::IsMember({"SGD", "AdamW", "MuSGD"}))
       ->capture_default_str();
@@ -274,8 +281,11 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
       "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
-      "  lab bench train-step --batch 32 --kernels         # one iteration, then the time of every kernel\n");
+      "  lab bench train-step --batch 32 --kernels         # one iteration, then the time of every kernel\n"
+      "  lab bench train-step --batch 32 --kernels-alone   # the same, each launch alone: its own time\n");
   cmd->callback([&state, o, p, t] {
+    const bool profile = t->kernels || t->kernels_alone;
+    const std::string profile_flag = t->kernels ? "--kernels" : "--kernels-alone";
     if (o->kernel == "train-step") {
       t->precision = precision_option(p->precision);
       if (t->precision == Precision::Tf32)
@@ -283,13 +293,13 @@ void add_bench_command(CLI::App& app, CliState& state) {
       if (p->layout != "auto") throw UsageError("--layout " + p->layout + ": train-step runs NCHW");
       t->model = p->model, t->batch = p->batch, t->imgsz = p->imgsz, t->backend = o->backend;
       t->iters = o->iters, t->warmup = o->warmup, t->json = o->json, t->seed = o->seed;
-      if (t->kernels && !t->devices.empty())
-        throw UsageError("--kernels: the launch profile runs on one device (leave out --devices)");
+      if (profile && !t->devices.empty())
+        throw UsageError(profile_flag + ": the launch profile runs on one device (leave out --devices)");
       return bench_train_step(*t, state);
     }
     if (!t->devices.empty())
       throw UsageError("--devices " + t->devices + ": only train-step runs on several devices");
-    if (t->kernels) throw UsageError("--kernels: only train-step has a launch profile");
+    if (profile) throw UsageError(profile_flag + ": only train-step has a launch profile");
     if (o->kernel != "pipeline") return bench(*o, state);
     p->backend = o->backend, p->iters = o->iters, p->warmup = o->warmup, p->json = o->json, p->seed = o->seed;
     bench_pipeline(*p, state);

@@ -57,10 +57,13 @@ void print_launch_profile(std::ostream& os, const std::vector<KernelTotal>& tota
   }
   table.print(os, "  ");
   os << "  " << sum_launches(totals) << " launches, copies and fills, " << format_ms(total) << " summed, "
-     << format_ms(span_ms) << " for the whole work (the rest: host work and gaps between them)\n";
+     << format_ms(span_ms)
+     << " for the whole work (above the sum by host work and gaps between launches, below it where lanes "
+        "overlapped)\n";
 }
 
-nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, double span_ms) {
+nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, double span_ms,
+                                   LaunchProfileTiming timing) {
   const std::vector<KernelTotal> totals = kernel_totals(samples);
   nlohmann::json rows = nlohmann::json::array(), launches = nlohmann::json::array();
   for (const KernelTotal& t : totals)
@@ -68,7 +71,11 @@ nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, dou
   for (const LaunchSample& s : samples)
     launches.push_back(
         {{"kernel", s.kernel}, {"ctas", s.blocks}, {"ms", s.ms}, {"start_ms", s.start_ms}, {"lane", s.lane}});
-  return {{"span_ms", span_ms}, {"launch_ms", sum_ms(totals)}, {"kernels", rows}, {"launches", launches}};
+  return {{"timing", timing == LaunchProfileTiming::Alone ? "alone" : "as launched"},
+          {"span_ms", span_ms},
+          {"launch_ms", sum_ms(totals)},
+          {"kernels", rows},
+          {"launches", launches}};
 }
 
 }  // namespace lab

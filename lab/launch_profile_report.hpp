@@ -25,8 +25,10 @@ std::vector<KernelTotal> kernel_totals(const std::vector<LaunchSample>& samples)
 // the sum; `span_ms` (the profiled work's own time) names what the launch times leave out.
 void print_launch_profile(std::ostream& os, const std::vector<KernelTotal>& totals, size_t rows, double span_ms);
 
-// {"span_ms", "launch_ms", "kernels": the totals, "launches": every sample in launch order (kernel, ctas,
-// ms), to tell the launches of one kernel instance apart}.
-nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, double span_ms);
+// {"timing": "as launched" or "alone", "span_ms", "launch_ms", "kernels": the totals, "launches": every
+// sample in launch order (kernel, ctas, ms, start_ms, lane), to tell the launches of one kernel instance
+// apart}.
+nlohmann::json launch_profile_json(const std::vector<LaunchSample>& samples, double span_ms,
+                                   LaunchProfileTiming timing);
 
 }  // namespace lab

@@ -86,6 +86,11 @@ struct LaunchSample {
   int lane = 0;  // the lane it went to (Backend::use_lane; 0 on cpu, where lanes run in order)
 };
 
+// How a launch profile times each launch: as launched (beside whatever the other lanes run: the iteration's
+// own schedule, each time lengthened by its neighbours) or alone (the device idle before each launch: the
+// launch's own time; the work then runs one launch at a time).
+enum class LaunchProfileTiming { AsLaunched, Alone };
+
 inline const std::string kCopyToDevice = "(copy host->device)", kCopyToHost = "(copy device->host)",
                          kFill = "(memset)";
 
@@ -177,12 +182,14 @@ class Backend {
   // the function and runs it on each replay; so does cuda while a launch profile is on.
   virtual std::unique_ptr<LaunchGraph> capture(const std::function<void()>& work);
 
-  // Launch profile: from start_launch_profile() to stop_launch_profile(), every launch, copy and fill is timed
-  // on its own (cuda: an event pair around it on its stream, so a launch the host issues late also counts
-  // the GPU's wait for it, a few microseconds; cpu: the wall clock), and capture() makes replayed functions
-  // rather than graphs, so the launches of later replays are timed too (graphs captured before the start
-  // replay untimed). stop_launch_profile() waits for the device and returns the samples in launch order.
-  virtual void start_launch_profile() = 0;
+  // Launch profile: from start_launch_profile() to stop_launch_profile(), every launch, copy and fill is
+  // timed on its own (cuda: an event pair around it on its stream, so a launch the host issues late also
+  // counts the GPU's wait for it, a few microseconds; cpu: the wall clock), and capture() makes replayed
+  // functions rather than graphs, so the launches of later replays are timed too (graphs captured before the
+  // start replay untimed). With LaunchProfileTiming::Alone the cuda backend waits for the device to be idle
+  // before each launch, copy and fill (the cpu backend runs lanes in order, so both timings are alone there).
+  // stop_launch_profile() waits for the device and returns the samples in launch order.
+  virtual void start_launch_profile(LaunchProfileTiming timing) = 0;
   virtual std::vector<LaunchSample> stop_launch_profile() = 0;
 
   // Lanes: independent chains of launches that may run at the same time (on cuda, streams forked from the

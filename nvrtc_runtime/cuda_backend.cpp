@@ -233,9 +233,10 @@ class CudaBackend : public Backend {
     check(cudaGetLastError(), "launching kernel " + kernel.name_expression);
   }
 
-  void start_launch_profile() override {
+  void start_launch_profile(LaunchProfileTiming timing) override {
     recycle_profile_events();
     profiling_ = true;
+    profile_alone_ = timing == LaunchProfileTiming::Alone;
   }
   std::vector<LaunchSample> stop_launch_profile() override {
     profiling_ = false;
@@ -348,6 +349,8 @@ class CudaBackend : public Backend {
     int lane = 0;
     for (size_t i = 0; i < lanes_.size(); ++i)
       if (lanes_[i].stream == stream) lane = int(i) + 1;
+    if (profile_alone_)
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (launch profile)" + after_last());
     profile_.push_back({what, blocks, profile_event(), profile_event(), lane});
     check(cudaEventRecord(profile_.back().start, stream), "cudaEventRecord (launch profile)");
     enqueue();
@@ -396,6 +399,7 @@ class CudaBackend : public Backend {
     int lane;
   };
   bool profiling_ = false;
+  bool profile_alone_ = false;  // LaunchProfileTiming::Alone
   std::vector<PendingLaunch> profile_;
   std::vector<cudaEvent_t> spare_events_;
 };

@@ -60,7 +60,7 @@ class CountingBackend : public Backend {
     ++captures;
     return inner_.capture(work);
   }
-  void start_launch_profile() override { inner_.start_launch_profile(); }
+  void start_launch_profile(LaunchProfileTiming timing) override { inner_.start_launch_profile(timing); }
   std::vector<LaunchSample> stop_launch_profile() override { return inner_.stop_launch_profile(); }
   void fork_lane(int lane) override { inner_.fork_lane(lane); }
   void use_lane(int lane) override { inner_.use_lane(lane); }

@@ -53,6 +53,7 @@ TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kern
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json profile = nlohmann::json::parse(r.out).at("launch_profile");
+  CHECK(profile.at("timing") == "as launched");
   const nlohmann::json& kernels = profile.at("kernels");
   REQUIRE(kernels.size() > 10);
   int launches = 0, conv_forward = 0, conv_backward = 0, upload_rows = 0;
@@ -88,12 +89,39 @@ TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kern
 }
 
 TEST_CASE("lab bench --kernels is train-step's and one device's", "[bench_train_step]") {
-  const LabResult pipeline = run_lab("bench pipeline --backend cpu --kernels");
-  CHECK(pipeline.exit_code == 2);
-  CHECK(pipeline.err == "lab: --kernels: only train-step has a launch profile\n");
-  const LabResult ranks = run_lab("bench train-step --backend cpu --kernels --devices 0,1");
-  CHECK(ranks.exit_code == 2);
-  CHECK(ranks.err == "lab: --kernels: the launch profile runs on one device (leave out --devices)\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"pipeline --kernels", "--kernels: only train-step has a launch profile"},
+      {"pipeline --kernels-alone", "--kernels-alone: only train-step has a launch profile"},
+      {"train-step --kernels --devices 0,1",
+       "--kernels: the launch profile runs on one device (leave out --devices)"},
+      {"train-step --kernels-alone --devices 0,1",
+       "--kernels-alone: the launch profile runs on one device (leave out --devices)"},
+      {"train-step --kernels --kernels-alone", "--kernels excludes --kernels-alone"},
+  };
+  for (const auto& [args, error] : cases) {
+    const LabResult r = run_lab("bench " + args + " --backend cpu");
+    INFO(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "lab: " + error + "\n");
+  }
+}
+
+TEST_CASE("lab bench train-step --kernels-alone reports the profile's timing", "[bench_train_step]") {
+  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: " << model.string() << " is absent");
+    return;
+  }
+  const LabResult r = run_lab(
+      "bench train-step --backend cpu --batch 1 --imgsz 32 --iters 1 --warmup 0 --json "
+      "--kernels-alone --model " +
+      quoted(model.string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json profile = nlohmann::json::parse(r.out).at("launch_profile");
+  CHECK(profile.at("timing") == "alone");
+  CHECK(profile.at("launches").size() > 300);
+  CHECK_THAT(r.err, Catch::Matchers::Contains("launch by launch, each launch alone"));
 }
 
 TEST_CASE("lab bench train-step refuses a precision it does not run", "[bench_train_step]") {

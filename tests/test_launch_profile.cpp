@@ -2,7 +2,8 @@
 // sample with its kernel, grid size and a time that covers the kernel's run, and so does each copy and fill
 // (named, no blocks); launches outside the profile and graph replays captured before it are not sampled;
 // captures during it run their work on each replay (timed).
-// Both backends (the cuda half is a [gpu] twin); `lab bench train-step --kernels` sums the samples per kernel.
+// Both backends (the cuda half is a [gpu] twin), both timings (as launched, alone); `lab bench train-step
+// --kernels` / `--kernels-alone` sum the samples per kernel.
 #include <catch2/catch.hpp>
 
 #include "kernels/compare.hpp"
@@ -21,7 +22,7 @@ void launch_tree_sum(Backend& backend, const Module& module, const DeviceBuffer&
                  kernel_args(in_ptr, out_ptr, count));
 }
 
-void check_launch_profile(const std::string& backend_name) {
+void check_launch_profile(const std::string& backend_name, LaunchProfileTiming timing) {
   auto backend = make_backend(backend_name, test::emulator_kernels_context());
   auto module = backend->compile({"reductions.cu", {}, {"tree_sum<256>"}});
   const int n = 256 * 64;
@@ -33,7 +34,7 @@ void check_launch_profile(const std::string& backend_name) {
   before->replay();
   backend->synchronize();
 
-  backend->start_launch_profile();
+  backend->start_launch_profile(timing);
   before->replay();  // cuda: a graph, untimed; cpu: its work runs again and is sampled
   launch_tree_sum(*backend, *module, in, out, n, 64);
   backend->fill_bytes(out.get(), 0, 4);
@@ -63,11 +64,13 @@ void check_launch_profile(const std::string& backend_name) {
 }  // namespace
 
 TEST_CASE("the cpu backend's launch profile samples each launch between start and stop", "[runtime][profile]") {
-  check_launch_profile("cpu");
+  check_launch_profile("cpu", LaunchProfileTiming::AsLaunched);
+  check_launch_profile("cpu", LaunchProfileTiming::Alone);
 }
 
 TEST_CASE("the cuda backend's launch profile samples each launch between start and stop",
           "[runtime][profile][gpu]") {
   LAB_REQUIRE_GPU_OR_SKIP();
-  check_launch_profile("cuda");
+  check_launch_profile("cuda", LaunchProfileTiming::AsLaunched);
+  check_launch_profile("cuda", LaunchProfileTiming::Alone);
 }
