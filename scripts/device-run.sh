@@ -55,7 +55,8 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
   fi
   if [ -n "${TRAIN_STEP:-}" ]; then
     # Issue 20's iteration: `lab bench train-step` at batch 32, 640, fp16 three times and fp32 once (JSON under
-    # $OUT, the medians printed), then one more fp16 run with --kernels for the launch timeline.
+    # $OUT, the medians printed), then fp16 runs with --kernels (the launch timeline as launched) and
+    # --kernels-alone (each launch's own time).
     model=.device/shared/assets/models/yolo26n.pt
     for run in 1 2 3 fp32; do
       precision=fp16 && [ $run = fp32 ] && precision=fp32
@@ -63,9 +64,12 @@ step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?";
         > "$out/train-step-$run.json"
       grep -E '"(device|iteration_ms|iteration_min_ms|accumulate_ms|step_ms)"' "$out/train-step-$run.json"
     done
-    STEP_TIMEOUT=${STEP_TIMEOUT:-300} step lab bench train-step --model $model --batch 32 --precision fp16 \
-      --iters 3 --warmup 1 --kernels --json > "$out/train-step-kernels.json"
-    gzip -f "$out/train-step-kernels.json"
+    for profile in kernels kernels-alone; do
+      STEP_TIMEOUT=${STEP_TIMEOUT:-300} step lab bench train-step --model $model --batch 32 --precision fp16 \
+        --iters 3 --warmup 1 --$profile --json > "$out/train-step-$profile.json"
+      gzip -f "$out/train-step-$profile.json"
+    done
+    step python3 bench/launch_profiles.py "$out/train-step-kernels.json.gz" "$out/train-step-kernels-alone.json.gz"
   fi
   if [ -n "${TRAIN_AB:-}" ]; then
     # The fp16 iteration of `lab` and of each BASELINE_LAB binary in turn, TRAIN_AB rounds (an A/B in one run:
