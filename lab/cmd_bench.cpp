@@ -281,8 +281,7 @@ void add_bench_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  lab bench flash_attn2_fwd --all-variants          # every variant on the bench = true cases\n"
       "  lab bench pipeline --batch 32 --precision fp16    # the whole network as one CUDA graph\n"
-      "  lab bench train-step --batch 32 --kernels         # one iteration, then the time of every kernel\n"
-      "  lab bench train-step --batch 32 --kernels-alone   # the same, each launch alone: its own time\n");
+      "  lab bench train-step --batch 32 --kernels         # one iteration, then the time of every kernel\n");
   cmd->callback([&state, o, p, t] {
     const bool profile = t->kernels || t->kernels_alone;
     const std::string profile_flag = t->kernels ? "--kernels" : "--kernels-alone";
