@@ -1,7 +1,7 @@
 // `lab bench train-step` (lab/bench_train_step): one DeviceTrainEngine iteration on the cpu emulator at
 // 32x32 prints the JSON record with positive timings and a finite loss at fp32, fp16 and bf16; tf32 is a
-// one-line error (exit 2); --kernels adds the launch profile, whose per-kernel sums account for the launches
-// of an iteration.
+// one-line error (exit 2); --kernels and --kernels-alone add the launch profile (its timing named), whose
+// per-kernel sums account for the launches of an iteration.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -42,18 +42,18 @@ TEST_CASE("lab bench train-step times an iteration and reports it as JSON on cpu
   }
 }
 
-TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kernel", "[bench_train_step]") {
-  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
-  if (!fs::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent");
-    return;
-  }
-  const LabResult r = run_lab("bench train-step --backend cpu --batch 1 --imgsz 32 --iters 1 --warmup 0 --json "
-                              "--kernels --model " + quoted(model.string()));
-  INFO(r.err);
+namespace {
+
+// `flag` is --kernels or --kernels-alone, `timing` what the JSON must say of it.
+void check_train_step_profile(const fs::path& model, const std::string& flag, const std::string& timing) {
+  const LabResult r =
+      run_lab("bench train-step --backend cpu --batch 1 --imgsz 32 --iters 1 --warmup 0 --json " + flag +
+              " --model " + quoted(model.string()));
+  INFO(flag << "\n" << r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json profile = nlohmann::json::parse(r.out).at("launch_profile");
-  CHECK(profile.at("timing") == "as launched");
+  CHECK(profile.at("timing") == timing);
+  if (timing == "alone") CHECK_THAT(r.err, Catch::Matchers::Contains("launch by launch, each launch alone"));
   const nlohmann::json& kernels = profile.at("kernels");
   REQUIRE(kernels.size() > 10);
   int launches = 0, conv_forward = 0, conv_backward = 0, upload_rows = 0;
@@ -88,6 +88,19 @@ TEST_CASE("lab bench train-step --kernels sums one iteration's launches per kern
   CHECK(first.rfind("conv2d_wgrad", 0) != 0);
 }
 
+}  // namespace
+
+TEST_CASE("lab bench train-step --kernels and --kernels-alone sum one iteration's launches per kernel",
+          "[bench_train_step]") {
+  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
+  if (!fs::exists(model)) {
+    WARN("skipped: " << model.string() << " is absent");
+    return;
+  }
+  check_train_step_profile(model, "--kernels", "as launched");
+  check_train_step_profile(model, "--kernels-alone", "alone");
+}
+
 TEST_CASE("lab bench --kernels is train-step's and one device's", "[bench_train_step]") {
   const std::pair<std::string, std::string> cases[] = {
       {"pipeline --kernels", "--kernels: only train-step has a launch profile"},
@@ -104,24 +117,6 @@ TEST_CASE("lab bench --kernels is train-step's and one device's", "[bench_train_
     CHECK(r.exit_code == 2);
     CHECK(r.err == "lab: " + error + "\n");
   }
-}
-
-TEST_CASE("lab bench train-step --kernels-alone reports the profile's timing", "[bench_train_step]") {
-  const fs::path model = fs::path(LAB_ASSETS_DIR) / "models" / "yolo26n.pt";
-  if (!fs::exists(model)) {
-    WARN("skipped: " << model.string() << " is absent");
-    return;
-  }
-  const LabResult r = run_lab(
-      "bench train-step --backend cpu --batch 1 --imgsz 32 --iters 1 --warmup 0 --json "
-      "--kernels-alone --model " +
-      quoted(model.string()));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json profile = nlohmann::json::parse(r.out).at("launch_profile");
-  CHECK(profile.at("timing") == "alone");
-  CHECK(profile.at("launches").size() > 300);
-  CHECK_THAT(r.err, Catch::Matchers::Contains("launch by launch, each launch alone"));
 }
 
 TEST_CASE("lab bench train-step refuses a precision it does not run", "[bench_train_step]") {
