@@ -24,7 +24,7 @@ export LAB_CACHE_DIR=/tmp/lab-cache
 export PLPLOT_DRV_DIR=$repo/.device/lib/plplot/drivers PLPLOT_LIB=$repo/.device/share/plplot
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?"; }
+step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit $?" >&2; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   # The [scenario] twin repeats the scenario run below (minutes at the N = 4096 shapes): run it once.
