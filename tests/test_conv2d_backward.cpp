@@ -141,6 +141,50 @@ const std::vector<Case>& backward_cases() {
       {"v4_bf16", {{"B", "3"}, {"C_IN", "16"}, {"C_OUT", "8"}, {"H", "31"}, {"W", "29"}, {"K", "3"}}},
       {"v3_fp16", {{"B", "3"}, {"C_IN", "7"}, {"C_OUT", "13"}, {"H", "5"}, {"W", "3"}, {"K", "3"}}},
       {"auto", {{"C_IN", "48"}, {"C_OUT", "48"}, {"GROUPS", "48"}, {"H", "11"}, {"W", "13"}, {"K", "3"}}},
+      // Without SiLU the weight-gradient launch sums the bias gradient too (the GEMMs' and the narrow
+      // kernel's last column of CTAs, the depthwise kernel beside its taps): split rows reduced with the
+      // weights', ragged splits, two channel tiles of which one partial, the 1x1 vector staging, the narrow
+      // kernel with splits, depthwise with splits.
+      {"v3_fp16",
+       {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "16"}, {"H", "32"}, {"W", "30"}, {"K", "3"}, {"SILU", "false"}}},
+      {"v2_tiled",
+       {{"B", "3"}, {"C_IN", "5"}, {"C_OUT", "24"}, {"H", "31"}, {"W", "29"}, {"K", "3"}, {"SILU", "false"}}},
+      {"v3_fp16",
+       {{"C_IN", "32"},
+        {"C_OUT", "72"},
+        {"H", "15"},
+        {"W", "9"},
+        {"K", "3"},
+        {"STRIDE", "2"},
+        {"SILU", "false"}}},
+      {"v4_bf16",
+       {{"B", "2"},
+        {"C_IN", "24"},
+        {"C_OUT", "40"},
+        {"H", "16"},
+        {"W", "12"},
+        {"K", "1"},
+        {"SILU", "false"}}},
+      {"v3_fp16",
+       {{"B", "2"},
+        {"C_IN", "3"},
+        {"C_OUT", "16"},
+        {"H", "41"},
+        {"W", "37"},
+        {"K", "3"},
+        {"STRIDE", "2"},
+        {"SILU", "false"}}},
+      {"v4_bf16",
+       {{"B", "3"}, {"C_IN", "16"}, {"C_OUT", "8"}, {"H", "31"}, {"W", "29"}, {"K", "3"}, {"SILU", "false"}}},
+      {"v5_depthwise",
+       {{"B", "3"},
+        {"C_IN", "8"},
+        {"C_OUT", "8"},
+        {"GROUPS", "8"},
+        {"H", "31"},
+        {"W", "29"},
+        {"K", "3"},
+        {"SILU", "false"}}},
       {"v1_direct",
        {{"B", "2"},
         {"C_IN", "8"},
@@ -300,13 +344,18 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
   const Conv2dBackwardOp split(*backend, split_shape, std::vector<float>(size_t(split_shape.weight_count())),
                                std::nullopt, ConvBackwardVariant::Tiled);
   CHECK(split.weight_grad_splits(2, 32, 30) > 1);
+  // Each split's partial weights, then each split's partial bias sums.
   CHECK(split.weight_grad_workspace_floats(2, 32, 30) ==
-        size_t(split.weight_grad_splits(2, 32, 30)) * size_t(split_shape.weight_count()));
+        size_t(split.weight_grad_splits(2, 32, 30)) * size_t(split_shape.weight_count() + split_shape.c_out));
   CHECK(split.weight_grad_splits(1, 4, 4) == 1);
   CHECK(split.weight_grad_workspace_floats(1, 4, 4) == 0);
-  // Without splits, the bias gradient's per-image sums still need B x C_out floats above batch 1.
+  // Without splits the bias gradient is written whole by its CTAs: no workspace at any batch.
   CHECK(split.weight_grad_splits(2, 4, 4) == 1);
-  CHECK(split.weight_grad_workspace_floats(2, 4, 4) == size_t(2 * split_shape.c_out));
+  CHECK(split.weight_grad_workspace_floats(2, 4, 4) == 0);
+  // v1 still leaves the bias to conv2d_bias_grad, whose per-image sums need B x C_out floats above batch 1.
+  const Conv2dBackwardOp direct(*backend, split_shape, std::vector<float>(size_t(split_shape.weight_count())),
+                                std::nullopt, ConvBackwardVariant::Direct);
+  CHECK(direct.weight_grad_workspace_floats(2, 4, 4) == size_t(2 * split_shape.c_out));
   // The ragged split case of backward_cases(): 2697 items, the last split short of a whole 32-item granule.
   const Conv2dShape ragged_shape{5, 24, 3, 1, 1, true};
   const Conv2dBackwardOp ragged(*backend, ragged_shape,
@@ -319,7 +368,8 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
                                    std::vector<float>(size_t(depthwise_shape.weight_count())), std::nullopt,
                                    ConvBackwardVariant::Depthwise);
   CHECK(depthwise.weight_grad_splits(3, 31, 29) == 5);
-  CHECK(depthwise.weight_grad_workspace_floats(3, 31, 29) == size_t(5 * depthwise_shape.weight_count()));
+  CHECK(depthwise.weight_grad_workspace_floats(3, 31, 29) ==
+        size_t(5 * (depthwise_shape.weight_count() + depthwise_shape.c_out)));
   // yolo26n's detect-head DWConvs at batch 32, 640: about six CTAs per SM of an H200 (132 SMs), as many as
   // the kernel's 36 registers let an SM hold at 256 threads.
   for (const auto& [channels, size] : {std::pair{64, 80}, {80, 80}, {128, 40}, {256, 20}}) {
@@ -380,10 +430,10 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 }
 
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
-// bit for bit what conv2d_bias_grad (weight_grad without the SiLU backward's sums) finds from that dz, at
-// batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction by each channel's last CTA),
-// on a plane (37 x 41) that leaves a partial group of a thread's four loads and one (36 x 40) of whole groups;
-// both outputs NaN-poisoned first, and again for a second launch of each.
+// bit for bit what conv2d_bias_grad (v1's weight_grad without the SiLU backward's sums) finds from that dz,
+// at batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction by each channel's last
+// CTA), on a plane (37 x 41) that leaves a partial group of a thread's four loads and one (36 x 40) of whole
+// groups; both outputs NaN-poisoned first, and again for a second launch of each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
           "[conv2d_bwd]") {
   auto backend = make_backend("cpu", test::embedded_context());
@@ -402,7 +452,7 @@ TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_g
       const std::vector<double> z = conv2d_reference(linear, batch, h, w, in, weight, bias, {});
       const Conv2dGradients ref = conv2d_backward_reference(shape, batch, h, w, in, weight, bias, grad_out);
 
-      const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, ConvBackwardVariant::Tiled);
+      const Conv2dBackwardOp op(*backend, shape, weight, std::nullopt, ConvBackwardVariant::Direct);
       const DeviceBuffer grad_out_d = backend->upload_vector(grad_out);
       const DeviceBuffer z_d = backend->upload_vector(std::vector<float>(z.begin(), z.end()));
       const DeviceBuffer in_d = backend->upload_vector(in);

@@ -1,4 +1,5 @@
-// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW (conv2d_backward_params.cuh).
+// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW
+// (conv2d_backward_params.cuh).
 //
 // With z = conv(x) + bias and y = silu(z) (or y = z), given dy:
 //   dz[b, co, p]         = dy * silu'(z),  silu'(z) = s (1 + z (1 - s)), s = sigmoid(z)
@@ -27,21 +28,26 @@
 //                              tap by tap (DgradStaging: one output offset and bounds check a chunk). 16-row
 //                              chunks, 4 x 4 accumulators per thread (FmaTile).
 //                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
-//   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output pixel)
+//   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output
+//   pixel)
 //                              then a shared-memory tree sum (deterministic). Any K / stride / groups.
 //   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
 //                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
 //                              stages one item of every chunk (WgradStaging, ItemWalk), the CTA's im2col row
-//                              offsets found once in shared memory (Im2colRow). 1x1 at stride 1 on planes of a
-//                              multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a few
-//                              channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
+//                              offsets found once in shared memory (Im2colRow). 1x1 at stride 1 on planes of
+//                              a multiple of 4 (aligned): a thread stages 4 (or 2, 1) consecutive items of a
+//                              few channels instead, a float4 load a channel (WgradStaging1x1); same tiles.
 //                              The reduction (B*Ho*Wo, up to 204,800 at batch 32 640) is split over grid z:
 //                              each split (a multiple of 32 items) writes partial [split, C_out, R] and
 //                              conv2d_wgrad_reduce adds the splits in index order. Split-K with a fixed-order
 //                              reduction rather than float atomics: the gradients are bit-identical run to
 //                              run (a resumed or repeated training step reproduces), at the cost of a
-//                              workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out / TM), splits).
+//                              workspace and one extra pass. Grid (ceil(R / TN), ceil(C_out / TM), splits),
+//                              and with a bias gradient (dz not summed by a SiLU backward: no SiLU, or its
+//                              backward folded into a reader's input gradient) one more column of CTAs,
+//                              each summing db of its TM channels over its split (wgrad_bias_sums; split
+//                              rows [split, C_out] beside the weights' partials).
 //   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
 //                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging order,
 //                              tiles, grid and split-K) with the products on tensor cores: mma.sync m16n8k16,
@@ -57,21 +63,24 @@
 //   conv2d_wgrad_narrow<DT, 3, NT>
 //                              v3 / v4's weight gradient where it is narrow (groups 1, C_out <= 16, C_in * 9
 //                              <= 8 NT): each warp streams its own k16 steps of items from global memory
-//                              into mma.sync fragments, the warps' sums added in order at the end.
+//                              into mma.sync fragments, the warps' sums added in order at the end; with a
+//                              bias gradient a second CTA per split sums db (wgrad_bias_sums).
 //   The GEMMs (v2, v3, v4) are software-pipelined (pipelined_products): the operands of chunk c + 1 are
 //   loaded from global memory into registers before chunk c's products and stored into the other of two
 //   shared buffers after them, one __syncthreads a chunk; both operands are stored k-major, rows padded.
 //   conv2d_wgrad_depthwise<K>  v5, depthwise (groups == C_in == C_out), K 3 / 5 / 7, any stride: one CTA per
 //                              (channel, split of the B*Ho*Wo items), its 256 threads striding over the
 //                              split's items (ItemWalk), each reading dz once and the K*K inputs under it and
-//                              keeping all K*K sums in registers; then per tap a warp butterfly and the 8
+//                              keeping all K*K sums (and dz's own: db) in registers; then per tap a warp
+//                              butterfly and the 8
 //                              warps' sums in order. v1 gave each of the K*K taps its own CTA, each
 //                              re-reading the whole dz and x planes. Split-K as v2 (partial [split, C, K*K],
 //                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
 //                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
 //                              already).
-//   conv2d_wgrad_reduce        one thread per dw element: the splits summed in index order.
-//   conv2d_bias_grad           db of a layer without SiLU: one CTA per (output channel, image), 256 threads
+//   conv2d_wgrad_reduce        one thread per dw (then db) element: the splits summed in index order.
+//   conv2d_bias_grad           db beside v1's weight gradient (v2-v5 sum it in their own launch): one CTA per
+//                              (output channel, image), 256 threads
 //                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
 //                              [B, C_out], which the channel's last CTA adds in image order (one CTA per
 //                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
@@ -796,8 +805,40 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   }
 }
 
+// The bias gradient of channels co0 .. + channels - 1 over split `split`'s items [q_begin, q_end), in a
+// weight-gradient launch's last column of CTAs (the GEMMs', conv2d_wgrad_narrow's): warp w sums channels co0
+// + w, + 8, ..., its lanes striding over each image's run of the split's pixels, four loads in flight, then a
+// butterfly (a fixed order); into grad_bias, or the split's row of bias_partial. The GEMM CTAs of the same
+// channels and split, launched beside it, read the same dz: one pass over it from DRAM rather than
+// conv2d_bias_grad's second (its launch cost 1.0 of 22.3 ms in a batch-32 fp16 iteration on the H100).
+__device__ __forceinline__ void wgrad_bias_sums(const lab::Conv2dWgradParams& params, int co0, int channels,
+                                                int split, long long q_begin, long long q_end) {
+  constexpr int kLoads = 4;
+  const lab::Conv2dBackwardSizes& n = params.size;
+  const int plane = n.h_out * n.w_out, lane = threadIdx.x % 32;
+  float* out = params.bias_partial ? params.bias_partial + (long long)split * n.c_out : params.grad_bias;
+  for (int co = co0 + int(threadIdx.x / 32); co < min(co0 + channels, n.c_out); co += kThreads / 32) {
+    float acc = 0.0f;
+    for (long long q = q_begin; q < q_end;) {
+      const int b = int(q / plane), p0 = int(q % plane);
+      const int p1 = int(min((long long)plane, p0 + (q_end - q)));
+      const float* dz = params.grad_z + ((long long)b * n.c_out + co) * plane;
+      for (int p = p0 + lane; p < p1; p += 32 * kLoads) {
+        float v[kLoads];
+#pragma unroll
+        for (int j = 0; j < kLoads; ++j) v[j] = p + 32 * j < p1 ? dz[p + 32 * j] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < kLoads; ++j) acc += v[j];
+      }
+      q += p1 - p0;
+    }
+    acc = lab_warp_sum(acc);
+    if (lane == 0) out[co] = acc;
+  }
+}
+
 // The weight-gradient GEMM of one CTA (v2, v3, v4): dW[co0 .. + TM, rc0 .. + TN] over split blockIdx.z's
-// items, into grad_w or the split's partial.
+// items, into grad_w or the split's partial; with grad_bias, the last column of CTAs sums db instead.
 template <int K, int TM, class Tile>
 __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params) {
   const lab::Conv2dBackwardSizes n = params.size;
@@ -806,6 +847,10 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
   const long long items = (long long)n.batch * n.h_out * n.w_out,
                   q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
+  if (params.grad_bias && blockIdx.x == gridDim.x - 1) {
+    wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
+    return;
+  }
   const auto store_results = [&](const Tile& tile) {
     float* out = params.partial ? params.partial + (long long)split * n.c_out * rows : params.grad_w;
     tile.store([&](int m, int r, float v) {
@@ -899,6 +944,10 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_narrow(const lab::C
             lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const long long items = (long long)n.batch * plane_out, q_begin = (long long)blockIdx.z * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
+  if (params.grad_bias && blockIdx.x == gridDim.x - 1) {  // the bias CTA of this split
+    nn::wgrad_bias_sums(params, 0, 16, blockIdx.z, q_begin, q_end);
+    return;
+  }
   __shared__ Im2colRow rows_s[kRows];
   nn::find_im2col_rows<K, kRows>(rows_s, n, 0);
   __syncthreads();
@@ -963,12 +1012,13 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
   const int c = blockIdx.x, split = blockIdx.y, plane_in = n.h_in * n.w_in, plane_out = n.h_out * n.w_out;
   const long long items = (long long)n.batch * plane_out, q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
-  float acc[K * K] = {};
+  float acc[K * K + 1] = {};  // the taps' sums, then dz's (db)
   for (nn::ItemWalk<nn::kThreads> item(q_begin + threadIdx.x, n.h_out, n.w_out); item.q < q_end;
        item.advance(n.h_out, n.w_out)) {
     // Channel c of image b (C_in == C_out).
     const float g =
         params.grad_z[((long long)item.b * n.c_out + c) * plane_out + item.oy * n.w_out + item.ox];
+    acc[K * K] += g;
     const float* x = params.in + item.b * (long long)params.in_batch_stride + (long long)c * plane_in;
     const int iy0 = item.oy * n.stride - K / 2, ix0 = item.ox * n.stride - K / 2;
 #pragma unroll
@@ -983,26 +1033,37 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
     }
   }
   // Each tap's sum over the CTA: butterfly within each warp (lane 0's result), then the warps in order.
-  __shared__ float warp_sums[nn::kThreads / 32][K * K];
+  constexpr int kSums = K * K + 1;
+  __shared__ float warp_sums[nn::kThreads / 32][kSums];
 #pragma unroll
-  for (int t = 0; t < K * K; ++t) {
+  for (int t = 0; t < kSums; ++t) {
     const float sum = lab_warp_sum(acc[t]);
     if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32][t] = sum;
   }
   __syncthreads();
-  if (threadIdx.x >= K * K) return;
+  if (threadIdx.x >= kSums) return;
   float sum = 0.0f;
   for (int w = 0; w < nn::kThreads / 32; ++w) sum += warp_sums[w][threadIdx.x];
-  float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
-  out[c * K * K + threadIdx.x] = sum;
+  if (threadIdx.x < K * K) {
+    float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
+    out[c * K * K + threadIdx.x] = sum;
+  } else if (params.grad_bias) {
+    (params.bias_partial ? params.bias_partial + (long long)split * n.c_out : params.grad_bias)[c] = sum;
+  }
 }
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= params.count) return;
-  float sum = 0.0f;
-  for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
-  params.grad_w[i] = sum;
+  if (i < params.count) {
+    float sum = 0.0f;
+    for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
+    params.grad_w[i] = sum;
+  } else if (params.grad_bias && i < params.count + params.c_out) {
+    const int c = int(i - params.count);
+    float sum = 0.0f;
+    for (int s = 0; s < params.splits; ++s) sum += params.bias_partial[(long long)s * params.c_out + c];
+    params.grad_bias[c] = sum;
+  }
 }
 
 namespace nn {

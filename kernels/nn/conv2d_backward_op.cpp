@@ -190,7 +190,10 @@ const KernelSpec& conv2d_wgrad_spec() {
       "buffered in shared memory, 4x4 per thread",
       conv2d_wgrad_spec,
       [](ConvBackwardVariant v, const Conv2dShape& s) {
-        return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kBiasGradKernel};
+        // v1 leaves the bias gradient to conv2d_bias_grad; the others sum it in their own launch.
+        if (v == ConvBackwardVariant::Direct)
+          return std::vector<std::string>{conv_wgrad_kernel_name(v, s), kBiasGradKernel};
+        return std::vector<std::string>{conv_wgrad_kernel_name(v, s)};
       },
       false);
   return spec;
@@ -323,7 +326,7 @@ Conv2dBackwardOp::Conv2dBackwardOp(Backend& backend, const Conv2dShape& shape, c
   if (input_grad) input_grad_kernel_ = gemm(*input_grad, conv_dgrad_kernel_name(*input_grad, s));
   if (weight_grad) {
     weight_grad_kernel_ = gemm(*weight_grad, conv_wgrad_kernel_name(*weight_grad, s));
-    bias_grad_ = module_->kernel(kBiasGradKernel);
+    if (*weight_grad == ConvBackwardVariant::Direct) bias_grad_ = module_->kernel(kBiasGradKernel);
   }
   if (input_grad) {
     if (direct_input_grad(*input_grad))
@@ -448,11 +451,11 @@ int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   return int((granules + granules_per_split - 1) / granules_per_split);
 }
 
-// The weight gradient's split partials, then (after their reduction) the bias gradient's per-image sums.
+// v1: conv2d_bias_grad's per-image sums; v2-v5: the splits' partials of the weights, then of the bias.
 size_t Conv2dBackwardOp::weight_grad_workspace_floats(int batch, int h, int w) const {
+  if (weight_grad_ == ConvBackwardVariant::Direct) return bias_grad_workspace_floats(batch);
   const int splits = weight_grad_splits(batch, h, w);
-  const size_t weight_partials = splits == 1 ? 0 : size_t(splits) * size_t(shape_.weight_count());
-  return std::max(weight_partials, bias_grad_workspace_floats(batch));
+  return splits == 1 ? 0 : size_t(splits) * (size_t(shape_.weight_count()) + size_t(shape_.c_out));
 }
 
 size_t Conv2dBackwardOp::bias_grad_workspace_floats(int batch) const {
@@ -475,27 +478,33 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
   if (weight_grad_workspace_floats(batch, h, w) > 0 && !workspace)
     throw UsageError("conv2d_wgrad: the split reductions need a workspace of " +
                      std::to_string(weight_grad_workspace_floats(batch, h, w)) + " floats");
-  if (*weight_grad_ == ConvBackwardVariant::Direct) {
-    backend_.launch(
-        weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
-        kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0, n}));
-  } else {
+  if (*weight_grad_ != ConvBackwardVariant::Direct) {
+    // The bias gradient (when asked for) in the same launch: the GEMMs' and the narrow kernel's last column
+    // of CTAs, the depthwise kernel's CTAs beside their taps.
     const int splits = weight_grad_splits(batch, h, w);
     const long long granules = (items + kSplitGranule - 1) / kSplitGranule;
     const int split_items = int((granules + splits - 1) / splits * kSplitGranule);
     float* partial = splits > 1 ? workspace : nullptr;
+    float* bias_partial = partial && grad_bias ? partial + size_t(splits) * size_t(count) : nullptr;
     const int tm = conv_tiled_channel_tile(s.c_out), tn = 4096 / tm;
     const long long rows = (long long)s.c_in * s.kernel * s.kernel;
-    LaunchConfig cfg{{unsigned((rows + tn - 1) / tn), unsigned((s.c_out + tm - 1) / tm), unsigned(splits)},
+    LaunchConfig cfg{{unsigned((rows + tn - 1) / tn + (grad_bias ? 1 : 0)), unsigned((s.c_out + tm - 1) / tm),
+                      unsigned(splits)},
                      {kThreads, 1, 1}};
     if (*weight_grad_ == ConvBackwardVariant::Depthwise) cfg.grid = {unsigned(s.c_out), unsigned(splits), 1};
     backend_.launch(weight_grad_kernel_, cfg,
                     kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, partial,
-                                                    split_items, n}));
+                                                    split_items, grad_bias, bias_partial, n}));
     if (partial)  // the splits added in split order
-      backend_.launch(weight_grad_reduce_, {{blocks_of(count), 1, 1}, {kThreads, 1, 1}},
-                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, splits, count}));
+      backend_.launch(weight_grad_reduce_,
+                      {{blocks_of(count + (grad_bias ? s.c_out : 0)), 1, 1}, {kThreads, 1, 1}},
+                      kernel_params(Conv2dWgradReduceParams{partial, grad_w, bias_partial, grad_bias, splits,
+                                                            s.c_out, count}));
+    return;
   }
+  backend_.launch(weight_grad_kernel_, {{unsigned(count), 1, 1}, {kThreads, 1, 1}},
+                  kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0,
+                                                  nullptr, nullptr, n}));
   if (!grad_bias) return;  // silu_backward() summed it
   float* bias_partial = batch > 1 ? workspace : nullptr;
   backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},

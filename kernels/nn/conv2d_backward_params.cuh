@@ -40,14 +40,21 @@ struct Conv2dWgradParams {
   float* grad_w;        // dW [C_out, C_in/groups, K, K]
   float* partial;       // v2-v5 split-K: null, or [splits, C_out, C_in/groups*K*K] (grad_w not written then)
   int split_items;      // v2-v5: reduction items (b, output pixel) per split, a multiple of 32
+  // v2-v5: null, or db [C_out] = the sum of dz, summed in the same launch (v1 leaves it to conv2d_bias_grad);
+  // with partial, each split's sums go to bias_partial [splits, C_out] instead.
+  float* grad_bias;
+  float* bias_partial;
   Conv2dBackwardSizes size;
 };
 
-// conv2d_wgrad_reduce: grad_w = the splits of partial added in index order.
+// conv2d_wgrad_reduce: grad_w = the splits of partial added in index order, and with grad_bias the same of
+// bias_partial.
 struct Conv2dWgradReduceParams {
-  const float* partial;  // [splits, count]
-  float* grad_w;         // [count]
-  int splits;
+  const float* partial;       // [splits, count]
+  float* grad_w;              // [count]
+  const float* bias_partial;  // [splits, c_out], with grad_bias
+  float* grad_bias;           // null, or [c_out]
+  int splits, c_out;
   long long count;
 };
 
