@@ -83,14 +83,15 @@ class Conv2dBackwardOp {
   // The same into a dense grad_in, written.
   void input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const;
   // grad_w [c_out, c_in/groups, k, k] and grad_bias [c_out] from in [B, c_in, h, w] and grad_z; grad_bias
-  // null leaves the bias gradient to silu_backward(), which summed it. `in` may have any batch stride (a
+  // null leaves the bias gradient to silu_backward(), which summed it. v2-v5 sum grad_bias in the weight
+  // gradient's own launch, v1 in a conv2d_bias_grad launch after it. `in` may have any batch stride (a
   // channel slice of a concatenation), its channels dense planes (channel stride h * w, else UsageError).
   // `workspace` holds weight_grad_workspace_floats() floats (null allowed when that is 0).
   void weight_grad(int batch, int h, int w, ConstPlaneView in, const float* grad_z, float* grad_w,
                    float* grad_bias, float* workspace) const;
   // Splits of v2-v5's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats
-  // of partial sums weight_grad() needs: the splits' (none when 1), then the bias gradient's per image (none
-  // at batch 1) in the same memory.
+  // of partial sums weight_grad() needs: v2-v5 the splits' weights then their bias sums (none when 1), v1 the
+  // bias gradient's per-image sums (none at batch 1).
   int weight_grad_splits(int batch, int h, int w) const;
   size_t weight_grad_workspace_floats(int batch, int h, int w) const;
   // The floats of the bias gradient's per-image sums (none at batch 1): silu_backward()'s workspace.

@@ -140,7 +140,7 @@ class Conv2dWgradInstance : public Conv2dBackwardInstance {
     reserve_silu_workspace(op_);
   }
   // With SiLU the bias gradient comes from the SiLU backward (conv2d_silu_bias_backward), else from
-  // weight_grad (conv2d_bias_grad).
+  // weight_grad (v2-v5: the weight gradient's own launch; v1: conv2d_bias_grad).
   void launch() override {
     float* grad_bias = grad_bias_.as<float>();
     op_.weight_grad(batch_, h_, w_, dense_view(in_.as<const float>(), shape_.c_in, int64_t(h_) * w_),
