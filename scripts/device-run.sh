@@ -20,6 +20,9 @@ mkdir -p "$built_at/$build_dir/lab" 2>/dev/null && ln -sf "$repo/.device/bin/lab
 export LD_LIBRARY_PATH=$repo/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=$repo/.device/bin:/usr/local/cuda/bin:$PATH
 export LAB_CACHE_DIR=/tmp/lab-cache
+# The kernel cache of an earlier call (its $OUT/lab-cache.tgz, carried back as .lab-cache.tgz) spares the
+# minutes NVRTC takes for the training pass's instances on an empty cache; every run leaves its cache there.
+[ -f .lab-cache.tgz ] && [ ! -d "$LAB_CACHE_DIR" ] && tar -xzf .lab-cache.tgz -C "$(dirname "$LAB_CACHE_DIR")"
 # PLplot's run-time pieces for results.png, packed by pack-device.sh (the GPU machine has no PLplot).
 export PLPLOT_DRV_DIR=$repo/.device/lib/plplot/drivers PLPLOT_LIB=$repo/.device/share/plplot
 out=${OUT:-/tmp/out}
@@ -152,3 +155,4 @@ step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit 
     done
   fi
 } 2>&1 | tee "$out/device.log"
+[ -d "$LAB_CACHE_DIR" ] && tar -czf "$out/lab-cache.tgz" -C "$(dirname "$LAB_CACHE_DIR")" "$(basename "$LAB_CACHE_DIR")"
