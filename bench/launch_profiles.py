@@ -3,7 +3,8 @@
 
 As launched, a launch's time includes the other lanes' kernels running beside it; alone, it is the launch's
 own. A kernel whose as-launched time is far above its alone time is waiting on its neighbours, not slow.
-Also prints, from the as-launched profile, when each lane's last launch ended (which lane is the tail).
+Also prints, from the as-launched profile, when each lane's last launch ended (which lane is the tail), and
+each lane's launches summed alone (the least time that lane's work takes with the GPU to itself).
 
   python3 bench/launch_profiles.py train-step-kernels.json.gz train-step-kernels-alone.json.gz [--rows 30]
 """
@@ -51,6 +52,10 @@ def main():
     for launch in launched["launch_profile"]["launches"]:
         ends[launch["lane"]] = max(ends[launch["lane"]], launch["start_ms"] + launch["ms"])
     print("lanes' last end (as launched): " + ", ".join(f"lane {k} {v:.3f} ms" for k, v in sorted(ends.items())))
+    own = collections.defaultdict(float)
+    for launch in alone["launch_profile"]["launches"]:
+        own[launch["lane"]] += launch["ms"]
+    print("lanes' launches summed alone: " + ", ".join(f"lane {k} {v:.3f} ms" for k, v in sorted(own.items())))
 
     a, b = per_kernel(launched["launch_profile"]), per_kernel(alone["launch_profile"])
     print(f"{'alone ms':>9} {'launched ms':>12} {'ratio':>6} {'launches':>8} lane kernel")
