@@ -1,5 +1,4 @@
-// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32, dense NCHW
-// (conv2d_backward_params.cuh).
+// conv2d_backward: the backward of Conv2d (+ bias) (+ SiLU), float32 dense NCHW (conv2d_backward_params.cuh).
 //
 // With z = conv(x) + bias and y = silu(z) (or y = z), given dy:
 //   dz[b, co, p]         = dy * silu'(z),  silu'(z) = s (1 + z (1 - s)), s = sigmoid(z)
@@ -29,8 +28,8 @@
 //                              chunks, 4 x 4 accumulators per thread (FmaTile).
 //                              Grid (ceil(ceil(H/S) * ceil(W/S) / TN), ceil(C_in / TM), B * S * S).
 //   conv2d_wgrad_direct        v1: one CTA per weight element, its 256 threads striding over (b, output
-//   pixel)
-//                              then a shared-memory tree sum (deterministic). Any K / stride / groups.
+//                              pixel), then a shared-memory tree sum (deterministic). Any K / stride /
+//                              groups.
 //   conv2d_wgrad_tiled<K, TM>  v2, groups == 1: implicit GEMM dw[co, r] = sum_q dz[q, co] * im2col[q, r] over
 //                              q = (b, output pixel), r = (ci, ky, kx). A CTA owns TM output channels x
 //                              TN = 4096/TM rows r, 16-item chunks, 4 x 4 per thread (FmaTile); each thread
@@ -72,19 +71,17 @@
 //                              (channel, split of the B*Ho*Wo items), its 256 threads striding over the
 //                              split's items (ItemWalk), each reading dz once and the K*K inputs under it and
 //                              keeping all K*K sums (and dz's own: db) in registers; then per tap a warp
-//                              butterfly and the 8
-//                              warps' sums in order. v1 gave each of the K*K taps its own CTA, each
-//                              re-reading the whole dz and x planes. Split-K as v2 (partial [split, C, K*K],
-//                              conv2d_wgrad_reduce), the splits sized for about three CTAs per SM. Grid (C,
-//                              splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per element
-//                              already).
+//                              butterfly and the 8 warps' sums in order. v1 gave each of the K*K taps its own
+//                              CTA, each re-reading the whole dz and x planes. Split-K as v2 (partial [split,
+//                              C, K*K], conv2d_wgrad_reduce), the splits sized for about three CTAs per SM.
+//                              Grid (C, splits). Its input gradient is v1's conv2d_dgrad_direct (K*K taps per
+//                              element already).
 //   conv2d_wgrad_reduce        one thread per dw (then db) element: the splits summed in index order.
 //   conv2d_bias_grad           db beside v1's weight gradient (v2-v5 sum it in their own launch): one CTA per
-//                              (output channel, image), 256 threads
-//                              stride over the plane, tree sum, into grad_bias at batch 1, else into partial
-//                              [B, C_out], which the channel's last CTA adds in image order (one CTA per
-//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
-//                              at batch 32).
+//                              (output channel, image), 256 threads stride over the plane, tree sum, into
+//                              grad_bias at batch 1, else into partial [B, C_out], which the channel's last
+//                              CTA adds in image order (one CTA per channel, the former form, left SMs idle:
+//                              26 ms of a 156 ms training iteration at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -805,6 +802,12 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   }
 }
 
+// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
+// bias_partial.
+__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
+  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
+}
+
 // The bias gradient of channels co0 .. + channels - 1 over split `split`'s items [q_begin, q_end), in a
 // weight-gradient launch's last column of CTAs (the GEMMs', conv2d_wgrad_narrow's): warp w sums channels co0
 // + w, + 8, ..., its lanes striding over each image's run of the split's pixels, four loads in flight, then a
@@ -816,7 +819,7 @@ __device__ __forceinline__ void wgrad_bias_sums(const lab::Conv2dWgradParams& pa
   constexpr int kLoads = 4;
   const lab::Conv2dBackwardSizes& n = params.size;
   const int plane = n.h_out * n.w_out, lane = threadIdx.x % 32;
-  float* out = params.bias_partial ? params.bias_partial + (long long)split * n.c_out : params.grad_bias;
+  float* out = bias_output(params, split);
   for (int co = co0 + int(threadIdx.x / 32); co < min(co0 + channels, n.c_out); co += kThreads / 32) {
     float acc = 0.0f;
     for (long long q = q_begin; q < q_end;) {
@@ -1048,22 +1051,27 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_depthwise(const lab
     float* out = params.partial ? params.partial + (long long)split * n.c_out * K * K : params.grad_w;
     out[c * K * K + threadIdx.x] = sum;
   } else if (params.grad_bias) {
-    (params.bias_partial ? params.bias_partial + (long long)split * n.c_out : params.grad_bias)[c] = sum;
+    nn::bias_output(params, split)[c] = sum;
   }
 }
 
+namespace nn {
+// Element i of `splits` partial arrays `stride` floats apart, added in split order.
+__device__ __forceinline__ float sum_of_splits(const float* partial, long long stride, int splits,
+                                               long long i) {
+  float sum = 0.0f;
+  for (int s = 0; s < splits; ++s) sum += partial[s * stride + i];
+  return sum;
+}
+}  // namespace nn
+
 __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::Conv2dWgradReduceParams params) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < params.count) {
-    float sum = 0.0f;
-    for (int s = 0; s < params.splits; ++s) sum += params.partial[s * params.count + i];
-    params.grad_w[i] = sum;
-  } else if (params.grad_bias && i < params.count + params.c_out) {
-    const int c = int(i - params.count);
-    float sum = 0.0f;
-    for (int s = 0; s < params.splits; ++s) sum += params.bias_partial[(long long)s * params.c_out + c];
-    params.grad_bias[c] = sum;
-  }
+  if (i < params.count)
+    params.grad_w[i] = nn::sum_of_splits(params.partial, params.count, params.splits, i);
+  else if (params.grad_bias && i < params.count + params.c_out)
+    params.grad_bias[i - params.count] =
+        nn::sum_of_splits(params.bias_partial, params.c_out, params.splits, i - params.count);
 }
 
 namespace nn {
