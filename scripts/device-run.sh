@@ -23,6 +23,11 @@ export LAB_CACHE_DIR=/tmp/lab-cache
 # The kernel cache of an earlier call (its $OUT/lab-cache.tgz, carried back as .lab-cache.tgz) spares the
 # minutes NVRTC takes for the training pass's instances on an empty cache; every run leaves its cache there.
 [ -f .lab-cache.tgz ] && [ ! -d "$LAB_CACHE_DIR" ] && tar -xzf .lab-cache.tgz -C "$(dirname "$LAB_CACHE_DIR")"
+mkdir -p "$LAB_CACHE_DIR"
+# lab_tests compiles into a cache of its own (tests/test_helpers.cpp: <tmp>/lab-test-cache-<uid>): the same
+# one here, so the tests start from the carried entries and the returned cache keeps theirs.
+test_cache=/tmp/lab-test-cache-$(id -u)
+[ -e "$test_cache" ] || ln -s "$LAB_CACHE_DIR" "$test_cache"
 # PLplot's run-time pieces for results.png, packed by pack-device.sh (the GPU machine has no PLplot).
 export PLPLOT_DRV_DIR=$repo/.device/lib/plplot/drivers PLPLOT_LIB=$repo/.device/share/plplot
 out=${OUT:-/tmp/out}
