@@ -92,6 +92,20 @@ step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit 
       done
     done
   fi
+  if [ -n "${SANITIZE:-}" ]; then
+    # compute-sanitizer's memcheck, racecheck and synccheck over each `lab run` line of the SANITIZE file
+    # (scripts/sanitize/*.txt; # comments), with each binary SANITIZE_BINS names (default `lab`; BASELINE_LAB's
+    # are packed beside it): one line a run, its exit status and the tool's summary.
+    for tool in memcheck racecheck synccheck; do
+      grep -v '^#' "$SANITIZE" | while read -r args; do
+        for bin in ${SANITIZE_BINS:-lab}; do
+          result=$(timeout "${STEP_TIMEOUT:-240}" compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$repo/.device/bin/$bin" run $args --backend cuda 2>&1 < /dev/null)
+          echo "$tool $bin $args: exit $? $(echo "$result" | grep -E '^(PASS|FAIL)$|SUMMARY' | tr '\n' ' ')"
+        done
+      done
+    done
+  fi
   if [ -n "${TORCH_TRAIN:-}" ]; then
     # The PyTorch training iteration beside `lab bench train-step` (bench/torch_train_step.py): its checks on
     # bus.jpg first, then batch 32 and 1, SGD and AdamW, fp32 / TF32 / AMP, lab fp32 and fp16 in the same run;
