@@ -8,10 +8,13 @@
 //   db[co]               = sum_{b, oy, ox} dz[b, co, oy, ox]
 // Kernels:
 //   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
-//                              (output channel, image), grid (C_out, B), its 256 threads striding over the
-//                              plane (four loads in flight each; 16-byte loads of 4-pixel groups measured
-//                              slower on the H200: 2.69 -> 2.81 ms over a batch-32 iteration's 105 launches),
-//                              then conv2d_bias_grad's sum and outputs.
+//                              (output channel, group of images), grid (C_out, groups), its 256 threads
+//                              striding over the group's planes one after another (ChannelGroup; four loads
+//                              in flight each; 16-byte loads of 4-pixel groups measured slower on the H200:
+//                              2.69 -> 2.81 ms over a batch-32 iteration's 105 launches), then
+//                              conv2d_bias_grad's sum and outputs. A group is one image where the plane
+//                              holds 4096 pixels, else as many images as make 4096 (at a 20 x 20 plane, one
+//                              image a CTA made waves of CTAs with under two items a thread).
 //                              dy's images may be strided (the tape's concat slices); z and dz are dense.
 //                              Both GEMMs read dz, so it is written once rather than recomputed in two
 //                              prologues; summing db here saves conv2d_bias_grad's second read of it.
@@ -78,10 +81,11 @@
 //                              element already).
 //   conv2d_wgrad_reduce        one thread per dw (then db) element: the splits summed in index order.
 //   conv2d_bias_grad           db beside v1's weight gradient (v2-v5 sum it in their own launch): one CTA per
-//                              (output channel, image), 256 threads stride over the plane, tree sum, into
-//                              grad_bias at batch 1, else into partial [B, C_out], which the channel's last
-//                              CTA adds in image order (one CTA per channel, the former form, left SMs idle:
-//                              26 ms of a 156 ms training iteration at batch 32).
+//                              (output channel, group of images, as above), 256 threads stride over the
+//                              group's planes, tree sum, into grad_bias with one group, else into partial
+//                              [groups, C_out], which the channel's last CTA adds in group order (one CTA per
+//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
+//                              at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -1076,11 +1080,11 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::C
 
 namespace nn {
 
-// The bias gradient's sum of CTA (channel blockIdx.x, image blockIdx.y), `acc` per thread, in the fixed tree
-// order of block_sum: into grad_bias[c] when partial is null (batch 1), else into partial[b, c], and the
-// channel's last CTA to arrive adds the images' sums in image order into grad_bias[c] (the order the split
-// reduction kernel used, without its launch: one a conv, ~105 of a yolo26n iteration). The classic fence
-// pattern: each CTA's partial is visible device-wide before its arrival counts, and the last one fences
+// The bias gradient's sum of CTA (channel blockIdx.x, image group blockIdx.y), `acc` per thread, in the fixed
+// tree order of block_sum: into grad_bias[c] when partial is null (one group), else into partial[g, c], and
+// the channel's last CTA to arrive adds the groups' sums in group order into grad_bias[c] (the order the
+// split reduction kernel used, without its launch: one a conv, ~105 of a yolo26n iteration). The classic
+// fence pattern: each CTA's partial is visible device-wide before its arrival counts, and the last one fences
 // again before reading them; it resets the count for the next launch.
 __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* grad_bias, float* partial,
                                                   unsigned* arrivals) {
@@ -1104,38 +1108,63 @@ __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* g
 
 }  // namespace nn
 
+namespace nn {
+
+// CTA (channel blockIdx.x, image group blockIdx.y)'s items of a bias sum: the channel's planes of the group's
+// images one after another (the last group may hold fewer images), item q at image first + q / plane,
+// pixel q % plane.
+struct ChannelGroupItem {
+  int image, pixel;
+};
+struct ChannelGroup {
+  int first, items, plane;
+  __device__ ChannelGroup(int batch, int images, int plane_)
+      : first(int(blockIdx.y) * images), items(min(images, batch - first) * plane_), plane(plane_) {}
+  __device__ __forceinline__ ChannelGroupItem at(int q) const {
+    const int i = q / plane;
+    return {first + i, q - i * plane};
+  }
+};
+
+}  // namespace nn
+
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
-  const float* dz = params.grad_z + ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
+  const nn::ChannelGroup group(params.batch, params.images, params.plane);
   float acc = 0.0f;
-  for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
+  for (int q = threadIdx.x; q < group.items; q += nn::kThreads) {
+    const nn::ChannelGroupItem item = group.at(q);
+    acc += params.grad_z[((long long)item.image * params.c_out + blockIdx.x) * params.plane + item.pixel];
+  }
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
-// A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
-// its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
+// A thread's items q = threadIdx.x, + 256, ... of its group are read kLoads at a time (each group's loads
+// issued before its first store, which could alias them) and summed in that order: the sums
+// conv2d_bias_grad finds from dz.
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
   constexpr int kLoads = 4;
-  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
-  const float* dy =
-      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
-  const float* zs = params.z + offset;
-  float* dz = params.grad_z + offset;
+  const nn::ChannelGroup group(params.batch, params.images, params.plane);
+  const long long channel = (long long)blockIdx.x * params.plane;
   float acc = 0.0f;
-  for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
+  for (int q0 = threadIdx.x; q0 < group.items; q0 += kLoads * nn::kThreads) {
     float g[kLoads], z[kLoads];
+    long long at[kLoads];  // of z and dz
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      g[j] = p < params.plane ? dy[p] : 0.0f;
-      z[j] = p < params.plane ? zs[p] : 0.0f;
+      const int q = q0 + j * nn::kThreads;
+      g[j] = z[j] = 0.0f, at[j] = 0;
+      if (q >= group.items) continue;
+      const nn::ChannelGroupItem item = group.at(q);
+      at[j] = (long long)item.image * params.c_out * params.plane + channel + item.pixel;
+      g[j] = params.grad_out[item.image * params.grad_out_batch_stride + channel + item.pixel];
+      z[j] = params.z[at[j]];
     }
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      if (p >= params.plane) break;
+      if (q0 + j * nn::kThreads >= group.items) break;
       const float d = nn::silu_grad(g[j], z[j]);
-      dz[p] = d;
+      params.grad_z[at[j]] = d;
       acc += d;
     }
   }
