@@ -843,12 +843,6 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   }
 }
 
-// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
-// bias_partial.
-__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
-  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
-}
-
 // The bias gradient of channels co0 .. + channels - 1 over split `split`'s items [q_begin, q_end), in a
 // weight-gradient launch's last column of CTAs (the GEMMs', conv2d_wgrad_narrow's): warp w sums channels co0
 // + w, + 8, ..., its lanes striding over each image's run of the split's pixels, four loads in flight, then a
