@@ -620,14 +620,22 @@ struct StagedColumns {
 // their order are too; only which thread stages which values differs. A thread's items of a chunk lie in one
 // 8-item sector, whose image and pixel it advances a chunk at a time without a division. Other 1x1
 // convolutions (planes whose vectors would cross images, stride 2, misaligned views) take WgradStaging.
+// With sum_bias (the CTAs of the first column of tiles, when the launch has a bias gradient) each thread also
+// adds up the dz values it loads, per column, and store_bias_sums() gives the CTA's db: kColumns more
+// registers a thread where wgrad_bias_sums' CTAs would read dz a second time.
 template <int TM, int TN, class Tile>
 struct WgradStaging1x1 {
   static constexpr int kChunk = Tile::kChunk;
+  using Grads = StagedColumns<TM, kChunk>;
+  // Not float32 at TM 16: conv2d_wgrad_tiled<1, 16> spilled at its 64-register cap; its bias CTAs sum db.
+  static constexpr bool kSumsBias = !(sizeof(typename Tile::Element) == 4 && TM == 16);
   const lab::Conv2dWgradParams& params;
   // The thread's columns inside c_out / c_in (fewer or none at the edge tiles), its sector's first row in a
   // chunk, and the items of the split from there.
   int grad_columns, input_columns, sector0, left;
-  StagedColumns<TM, kChunk> grads;
+  const bool sum_bias;
+  float bias[Grads::kColumns] = {};
+  Grads grads;
   StagedColumns<TN, kChunk> inputs;
 
   // Whether every vector of every chunk is aligned (4 * kItems bytes) and inside one image: the tensors and
@@ -639,8 +647,8 @@ struct WgradStaging1x1 {
   }
 
   __device__ __forceinline__ WgradStaging1x1(const lab::Conv2dWgradParams& pr, long long q_begin,
-                                             long long q_end, int co0, int ci0)
-      : params(pr), sector0(threadIdx.x / (2048 / kChunk) * 8) {
+                                             long long q_end, int co0, int ci0, bool sum_bias_)
+      : params(pr), sector0(threadIdx.x / (2048 / kChunk) * 8), sum_bias(sum_bias_) {
     const lab::Conv2dBackwardSizes& n = pr.size;
     const int plane = n.h_out * n.w_out;
     grad_columns = n.c_out - co0 - grads.column;
@@ -660,6 +668,31 @@ struct WgradStaging1x1 {
     grads.load((long long)n.c_out * plane, plane, grad_columns, left);
     inputs.load(params.in_batch_stride, plane, input_columns, left);
     left -= kChunk;
+    if (kSumsBias && sum_bias)
+#pragma unroll
+      for (int j = 0; j < Grads::kColumns; ++j)
+#pragma unroll
+        for (int i = 0; i < Grads::kItems; ++i) bias[j] += grads.v[j][i];
+  }
+
+  // The CTA's bias sums of channels co0 .. + TM - 1 into out[co]: each column's threads (kRounds x
+  // kVectorsPerSector of them, the same column block) added in thread order. Every thread calls it.
+  __device__ __forceinline__ void store_bias_sums(float* out, int co0) const {
+    constexpr int kBlocks = TM / Grads::kColumns, kVectors = Grads::kVectorsPerSector,
+                  kRounds = kThreads / (kVectors * kBlocks);
+    static_assert(kRounds * kVectors * kBlocks == kThreads, "every thread in one column block");
+    __shared__ float sums_s[kThreads][Grads::kColumns];
+#pragma unroll
+    for (int j = 0; j < Grads::kColumns; ++j) sums_s[threadIdx.x][j] = bias[j];
+    __syncthreads();
+    const int co = co0 + int(threadIdx.x);
+    if (threadIdx.x >= TM || co >= params.size.c_out) return;
+    const int block = threadIdx.x / Grads::kColumns, j = threadIdx.x % Grads::kColumns;
+    float sum = 0.0f;
+    for (int round = 0; round < kRounds; ++round)
+      for (int vector = 0; vector < kVectors; ++vector)
+        sum += sums_s[(round * kBlocks + block) * kVectors + vector][j];
+    out[co] = sum;
   }
 
   __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
@@ -778,6 +811,12 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
 
 namespace nn {
 
+// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
+// bias_partial.
+__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
+  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
+}
+
 // The products of a 1x1 conv2d_wgrad CTA over items [q_begin, q_end), handed to store(tile): staged by
 // WgradStaging1x1 where it applies, else by WgradStaging, through the same shared buffers. Each into a tile
 // of its own: with one tile live across both loops, ptxas spilled in v2's at TM 16.
@@ -790,10 +829,12 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
   const int chunks = int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk);
   if (WgradStaging1x1<TM, TN, Tile>::applies(params)) {
-    WgradStaging1x1<TM, TN, Tile> staging(params, q_begin, q_end, co0, rc0);
+    using Staging = WgradStaging1x1<TM, TN, Tile>;
+    Staging staging(params, q_begin, q_end, co0, rc0, Staging::kSumsBias && params.grad_bias && rc0 == 0);
     Tile tile;
     pipelined_products(tile, staging, chunks, a_s, b_s);
     store(tile);
+    if (staging.sum_bias) staging.store_bias_sums(bias_output(params, blockIdx.z), co0);
   } else {
     const lab::Conv2dBackwardSizes n = params.size;
     __shared__ Im2colRow rows_s[TN];
@@ -804,12 +845,6 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
     pipelined_products(tile, staging, chunks, a_s, b_s);
     store(tile);
   }
-}
-
-// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
-// bias_partial.
-__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
-  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
 }
 
 // The bias gradient of channels co0 .. + channels - 1 over split `split`'s items [q_begin, q_end), in a
@@ -855,7 +890,10 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
                   q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
   if (params.grad_bias && blockIdx.x == gridDim.x - 1) {
-    wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
+    // The 1x1 vector staging sums db itself (WgradStaging1x1::sum_bias): its bias CTAs have nothing to do.
+    using Staging1x1 = WgradStaging1x1<TM, TN, Tile>;
+    if (K != 1 || !Staging1x1::kSumsBias || !Staging1x1::applies(params))
+      wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
     return;
   }
   const auto store_results = [&](const Tile& tile) {
