@@ -185,6 +185,18 @@ const std::vector<Case>& backward_cases() {
         {"W", "29"},
         {"K", "3"},
         {"SILU", "false"}}},
+      // The 1x1 vector staging summing db itself, with splits (16-bit), and float32 at TM 16, which leaves
+      // it to its bias CTAs.
+      {"v3_fp16",
+       {{"B", "2"},
+        {"C_IN", "16"},
+        {"C_OUT", "24"},
+        {"H", "32"},
+        {"W", "32"},
+        {"K", "1"},
+        {"SILU", "false"}}},
+      {"v2_tiled",
+       {{"B", "2"}, {"C_IN", "8"}, {"C_OUT", "12"}, {"H", "16"}, {"W", "16"}, {"K", "1"}, {"SILU", "false"}}},
       {"v1_direct",
        {{"B", "2"},
         {"C_IN", "8"},
@@ -431,14 +443,15 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
 // bit for bit what conv2d_bias_grad (v1's weight_grad without the SiLU backward's sums) finds from that dz,
-// at batch 1 (straight into grad_bias) and 3 (per-image sums, then their reduction by each channel's last
-// CTA), on a plane (37 x 41) that leaves a partial group of a thread's four loads and one (36 x 40) of whole
-// groups; both outputs NaN-poisoned first, and again for a second launch of each.
+// at batch 1 (straight into grad_bias) and 3: on a plane (37 x 41) that leaves a partial set of a thread's
+// four loads and one (36 x 40) of whole sets, the images in groups of two and one (per-group sums, then their
+// reduction by each channel's last CTA), and on a small plane (5 x 7) all three images in one CTA's group
+// (straight into grad_bias again); both outputs NaN-poisoned first, and again for a second launch of each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
           "[conv2d_bwd]") {
   auto backend = make_backend("cpu", test::embedded_context());
   const Conv2dShape shape{4, 6, 1, 1, 1, true};
-  for (const auto& [h, w] : {std::pair{37, 41}, std::pair{36, 40}})
+  for (const auto& [h, w] : {std::pair{37, 41}, std::pair{36, 40}, std::pair{5, 7}})
     for (int batch : {1, 3}) {
       const int plane = h * w;
       INFO("batch " << batch << ", " << h << " x " << w);

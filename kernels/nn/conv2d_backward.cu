@@ -8,10 +8,13 @@
 //   db[co]               = sum_{b, oy, ox} dz[b, co, oy, ox]
 // Kernels:
 //   conv2d_silu_bias_backward  dz from dy and the forward's z, and db from dz in the same pass: one CTA per
-//                              (output channel, image), grid (C_out, B), its 256 threads striding over the
-//                              plane (four loads in flight each; 16-byte loads of 4-pixel groups measured
-//                              slower on the H200: 2.69 -> 2.81 ms over a batch-32 iteration's 105 launches),
-//                              then conv2d_bias_grad's sum and outputs.
+//                              (output channel, group of images), grid (C_out, groups), its 256 threads
+//                              striding over the group's planes one after another (ChannelGroup; four loads
+//                              in flight each; 16-byte loads of 4-pixel groups measured slower on the H200:
+//                              2.69 -> 2.81 ms over a batch-32 iteration's 105 launches), then
+//                              conv2d_bias_grad's sum and outputs. A group is one image where the plane
+//                              holds 4096 pixels, else as many images as make 4096 (at a 20 x 20 plane, one
+//                              image a CTA made waves of CTAs with under two items a thread).
 //                              dy's images may be strided (the tape's concat slices); z and dz are dense.
 //                              Both GEMMs read dz, so it is written once rather than recomputed in two
 //                              prologues; summing db here saves conv2d_bias_grad's second read of it.
@@ -78,10 +81,11 @@
 //                              element already).
 //   conv2d_wgrad_reduce        one thread per dw (then db) element: the splits summed in index order.
 //   conv2d_bias_grad           db beside v1's weight gradient (v2-v5 sum it in their own launch): one CTA per
-//                              (output channel, image), 256 threads stride over the plane, tree sum, into
-//                              grad_bias at batch 1, else into partial [B, C_out], which the channel's last
-//                              CTA adds in image order (one CTA per channel, the former form, left SMs idle:
-//                              26 ms of a 156 ms training iteration at batch 32).
+//                              (output channel, group of images, as above), 256 threads stride over the
+//                              group's planes, tree sum, into grad_bias with one group, else into partial
+//                              [groups, C_out], which the channel's last CTA adds in group order (one CTA per
+//                              channel, the former form, left SMs idle: 26 ms of a 156 ms training iteration
+//                              at batch 32).
 #ifndef LAB_NN_CONV2D_BACKWARD_CU
 #define LAB_NN_CONV2D_BACKWARD_CU
 #include "common/lab.cuh"
@@ -616,14 +620,22 @@ struct StagedColumns {
 // their order are too; only which thread stages which values differs. A thread's items of a chunk lie in one
 // 8-item sector, whose image and pixel it advances a chunk at a time without a division. Other 1x1
 // convolutions (planes whose vectors would cross images, stride 2, misaligned views) take WgradStaging.
+// With sum_bias (the CTAs of the first column of tiles, when the launch has a bias gradient) each thread also
+// adds up the dz values it loads, per column, and store_bias_sums() gives the CTA's db: kColumns more
+// registers a thread where wgrad_bias_sums' CTAs would read dz a second time.
 template <int TM, int TN, class Tile>
 struct WgradStaging1x1 {
   static constexpr int kChunk = Tile::kChunk;
+  using Grads = StagedColumns<TM, kChunk>;
+  // Not float32 at TM 16: conv2d_wgrad_tiled<1, 16> spilled at its 64-register cap; its bias CTAs sum db.
+  static constexpr bool kSumsBias = !(sizeof(typename Tile::Element) == 4 && TM == 16);
   const lab::Conv2dWgradParams& params;
   // The thread's columns inside c_out / c_in (fewer or none at the edge tiles), its sector's first row in a
   // chunk, and the items of the split from there.
   int grad_columns, input_columns, sector0, left;
-  StagedColumns<TM, kChunk> grads;
+  const bool sum_bias;
+  float bias[Grads::kColumns] = {};
+  Grads grads;
   StagedColumns<TN, kChunk> inputs;
 
   // Whether every vector of every chunk is aligned (4 * kItems bytes) and inside one image: the tensors and
@@ -635,8 +647,8 @@ struct WgradStaging1x1 {
   }
 
   __device__ __forceinline__ WgradStaging1x1(const lab::Conv2dWgradParams& pr, long long q_begin,
-                                             long long q_end, int co0, int ci0)
-      : params(pr), sector0(threadIdx.x / (2048 / kChunk) * 8) {
+                                             long long q_end, int co0, int ci0, bool sum_bias_)
+      : params(pr), sector0(threadIdx.x / (2048 / kChunk) * 8), sum_bias(sum_bias_) {
     const lab::Conv2dBackwardSizes& n = pr.size;
     const int plane = n.h_out * n.w_out;
     grad_columns = n.c_out - co0 - grads.column;
@@ -656,6 +668,31 @@ struct WgradStaging1x1 {
     grads.load((long long)n.c_out * plane, plane, grad_columns, left);
     inputs.load(params.in_batch_stride, plane, input_columns, left);
     left -= kChunk;
+    if (kSumsBias && sum_bias)
+#pragma unroll
+      for (int j = 0; j < Grads::kColumns; ++j)
+#pragma unroll
+        for (int i = 0; i < Grads::kItems; ++i) bias[j] += grads.v[j][i];
+  }
+
+  // The CTA's bias sums of channels co0 .. + TM - 1 into out[co]: each column's threads (kRounds x
+  // kVectorsPerSector of them, the same column block) added in thread order. Every thread calls it.
+  __device__ __forceinline__ void store_bias_sums(float* out, int co0) const {
+    constexpr int kBlocks = TM / Grads::kColumns, kVectors = Grads::kVectorsPerSector,
+                  kRounds = kThreads / (kVectors * kBlocks);
+    static_assert(kRounds * kVectors * kBlocks == kThreads, "every thread in one column block");
+    __shared__ float sums_s[kThreads][Grads::kColumns];
+#pragma unroll
+    for (int j = 0; j < Grads::kColumns; ++j) sums_s[threadIdx.x][j] = bias[j];
+    __syncthreads();
+    const int co = co0 + int(threadIdx.x);
+    if (threadIdx.x >= TM || co >= params.size.c_out) return;
+    const int block = threadIdx.x / Grads::kColumns, j = threadIdx.x % Grads::kColumns;
+    float sum = 0.0f;
+    for (int round = 0; round < kRounds; ++round)
+      for (int vector = 0; vector < kVectors; ++vector)
+        sum += sums_s[(round * kBlocks + block) * kVectors + vector][j];
+    out[co] = sum;
   }
 
   __device__ __forceinline__ void store(typename Tile::Element* a, typename Tile::Element* b) const {
@@ -774,6 +811,12 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_direct(const lab::C
 
 namespace nn {
 
+// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
+// bias_partial.
+__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
+  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
+}
+
 // The products of a 1x1 conv2d_wgrad CTA over items [q_begin, q_end), handed to store(tile): staged by
 // WgradStaging1x1 where it applies, else by WgradStaging, through the same shared buffers. Each into a tile
 // of its own: with one tile live across both loops, ptxas spilled in v2's at TM 16.
@@ -786,10 +829,12 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   __shared__ __align__(16) Element b_s[2][Tile::kChunk * Tile::kLdB];
   const int chunks = int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk);
   if (WgradStaging1x1<TM, TN, Tile>::applies(params)) {
-    WgradStaging1x1<TM, TN, Tile> staging(params, q_begin, q_end, co0, rc0);
+    using Staging = WgradStaging1x1<TM, TN, Tile>;
+    Staging staging(params, q_begin, q_end, co0, rc0, Staging::kSumsBias && params.grad_bias && rc0 == 0);
     Tile tile;
     pipelined_products(tile, staging, chunks, a_s, b_s);
     store(tile);
+    if (staging.sum_bias) staging.store_bias_sums(bias_output(params, blockIdx.z), co0);
   } else {
     const lab::Conv2dBackwardSizes n = params.size;
     __shared__ Im2colRow rows_s[TN];
@@ -800,12 +845,6 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
     pipelined_products(tile, staging, chunks, a_s, b_s);
     store(tile);
   }
-}
-
-// Where a weight-gradient launch puts split `split`'s bias sums: grad_bias, or that split's row of
-// bias_partial.
-__device__ __forceinline__ float* bias_output(const lab::Conv2dWgradParams& params, int split) {
-  return params.bias_partial ? params.bias_partial + (long long)split * params.size.c_out : params.grad_bias;
 }
 
 // The bias gradient of channels co0 .. + channels - 1 over split `split`'s items [q_begin, q_end), in a
@@ -851,7 +890,10 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
                   q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
   if (params.grad_bias && blockIdx.x == gridDim.x - 1) {
-    wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
+    // The 1x1 vector staging sums db itself (WgradStaging1x1::sum_bias): its bias CTAs have nothing to do.
+    using Staging1x1 = WgradStaging1x1<TM, TN, Tile>;
+    if (K != 1 || !Staging1x1::kSumsBias || !Staging1x1::applies(params))
+      wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
     return;
   }
   const auto store_results = [&](const Tile& tile) {
@@ -1076,11 +1118,11 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_wgrad_reduce(const lab::C
 
 namespace nn {
 
-// The bias gradient's sum of CTA (channel blockIdx.x, image blockIdx.y), `acc` per thread, in the fixed tree
-// order of block_sum: into grad_bias[c] when partial is null (batch 1), else into partial[b, c], and the
-// channel's last CTA to arrive adds the images' sums in image order into grad_bias[c] (the order the split
-// reduction kernel used, without its launch: one a conv, ~105 of a yolo26n iteration). The classic fence
-// pattern: each CTA's partial is visible device-wide before its arrival counts, and the last one fences
+// The bias gradient's sum of CTA (channel blockIdx.x, image group blockIdx.y), `acc` per thread, in the fixed
+// tree order of block_sum: into grad_bias[c] when partial is null (one group), else into partial[g, c], and
+// the channel's last CTA to arrive adds the groups' sums in group order into grad_bias[c] (the order the
+// split reduction kernel used, without its launch: one a conv, ~105 of a yolo26n iteration). The classic
+// fence pattern: each CTA's partial is visible device-wide before its arrival counts, and the last one fences
 // again before reading them; it resets the count for the next launch.
 __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* grad_bias, float* partial,
                                                   unsigned* arrivals) {
@@ -1104,38 +1146,63 @@ __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* g
 
 }  // namespace nn
 
+namespace nn {
+
+// CTA (channel blockIdx.x, image group blockIdx.y)'s items of a bias sum: the channel's planes of the group's
+// images one after another (the last group may hold fewer images), item q at image first + q / plane,
+// pixel q % plane.
+struct ChannelGroupItem {
+  int image, pixel;
+};
+struct ChannelGroup {
+  int first, items, plane;
+  __device__ ChannelGroup(int batch, int images, int plane_)
+      : first(int(blockIdx.y) * images), items(min(images, batch - first) * plane_), plane(plane_) {}
+  __device__ __forceinline__ ChannelGroupItem at(int q) const {
+    const int i = q / plane;
+    return {first + i, q - i * plane};
+  }
+};
+
+}  // namespace nn
+
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
-  const float* dz = params.grad_z + ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
+  const nn::ChannelGroup group(params.batch, params.images, params.plane);
   float acc = 0.0f;
-  for (int p = threadIdx.x; p < params.plane; p += nn::kThreads) acc += dz[p];
+  for (int q = threadIdx.x; q < group.items; q += nn::kThreads) {
+    const nn::ChannelGroupItem item = group.at(q);
+    acc += params.grad_z[((long long)item.image * params.c_out + blockIdx.x) * params.plane + item.pixel];
+  }
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
-// A thread's pixels p = threadIdx.x, + 256, ... are read kLoads at a time (each group's loads issued before
-// its first store, which could alias them) and summed in that order: the sums conv2d_bias_grad finds from dz.
+// A thread's items q = threadIdx.x, + 256, ... of its group are read kLoads at a time (each group's loads
+// issued before its first store, which could alias them) and summed in that order: the sums
+// conv2d_bias_grad finds from dz.
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
   constexpr int kLoads = 4;
-  const long long offset = ((long long)blockIdx.y * params.c_out + blockIdx.x) * params.plane;
-  const float* dy =
-      params.grad_out + blockIdx.y * params.grad_out_batch_stride + (long long)blockIdx.x * params.plane;
-  const float* zs = params.z + offset;
-  float* dz = params.grad_z + offset;
+  const nn::ChannelGroup group(params.batch, params.images, params.plane);
+  const long long channel = (long long)blockIdx.x * params.plane;
   float acc = 0.0f;
-  for (int p0 = threadIdx.x; p0 < params.plane; p0 += kLoads * nn::kThreads) {
+  for (int q0 = threadIdx.x; q0 < group.items; q0 += kLoads * nn::kThreads) {
     float g[kLoads], z[kLoads];
+    long long at[kLoads];  // of z and dz
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      g[j] = p < params.plane ? dy[p] : 0.0f;
-      z[j] = p < params.plane ? zs[p] : 0.0f;
+      const int q = q0 + j * nn::kThreads;
+      g[j] = z[j] = 0.0f, at[j] = 0;
+      if (q >= group.items) continue;
+      const nn::ChannelGroupItem item = group.at(q);
+      at[j] = (long long)item.image * params.c_out * params.plane + channel + item.pixel;
+      g[j] = params.grad_out[item.image * params.grad_out_batch_stride + channel + item.pixel];
+      z[j] = params.z[at[j]];
     }
 #pragma unroll
     for (int j = 0; j < kLoads; ++j) {
-      const int p = p0 + j * nn::kThreads;
-      if (p >= params.plane) break;
+      if (q0 + j * nn::kThreads >= group.items) break;
       const float d = nn::silu_grad(g[j], z[j]);
-      dz[p] = d;
+      params.grad_z[at[j]] = d;
       acc += d;
     }
   }

@@ -71,6 +71,18 @@ std::vector<uint16_t> patch_input_grad_weights(const std::vector<float>& w, cons
   return to_half_bits(out, type);
 }
 
+// The bias sums' CTAs (conv2d_silu_bias_backward, conv2d_bias_grad): one per (channel, group of `images`
+// images), each group at least kGroupItems items where the planes are small (one image a CTA left a 20 x 20
+// plane 400 items, under two a thread: waves of short CTAs), the groups about equal.
+struct BiasSumGroups {
+  int images, groups;
+};
+BiasSumGroups bias_sum_groups(int batch, int plane) {
+  constexpr int kGroupItems = 4096;  // 16 a thread
+  const int images = std::clamp(kGroupItems / plane, 1, batch), groups = (batch + images - 1) / images;
+  return {(batch + groups - 1) / groups, groups};
+}
+
 // v1 and v5 run the input gradient with conv2d_dgrad_direct, on the weights as given.
 bool direct_input_grad(ConvBackwardVariant v) {
   return v == ConvBackwardVariant::Direct || v == ConvBackwardVariant::Depthwise;
@@ -78,7 +90,7 @@ bool direct_input_grad(ConvBackwardVariant v) {
 
 // A backward runner's spec: conv2d's parameters less RESIDUAL (its gradient is dy itself), the variants
 // "auto", v1_direct ... v5_depthwise, and a compile of the SiLU backward and the reduce that adds its
-// per-image bias sums beside the variant's `kernels`. `self` is the spec's own accessor (the compile checks
+// per-group bias sums beside the variant's `kernels`. `self` is the spec's own accessor (the compile checks
 // the variant against it).
 KernelSpec backward_spec(const char* name, const char* description, const char* tiled_description,
                          const KernelSpec& (*self)(),
@@ -362,11 +374,12 @@ void Conv2dBackwardOp::silu_backward(int batch, int plane, const float* grad_out
   if (bias_grad_workspace_floats(batch) > 0 && !workspace)
     throw UsageError("conv2d silu backward: the bias sums need a workspace of " +
                      std::to_string(bias_grad_workspace_floats(batch)) + " floats");
-  float* bias_partial = batch > 1 ? workspace : nullptr;
-  backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
+  const BiasSumGroups g = bias_sum_groups(batch, plane);
+  float* bias_partial = g.groups > 1 ? workspace : nullptr;
+  backend_.launch(silu_backward_, {{unsigned(shape_.c_out), unsigned(g.groups), 1}, {kThreads, 1, 1}},
                   kernel_params(Conv2dSiluBiasBackwardParams{
                       grad_out, grad_out_batch_stride, z, grad_z, grad_bias, bias_partial,
-                      bias_arrivals_.as<unsigned>(), shape_.c_out, plane}));
+                      bias_arrivals_.as<unsigned>(), shape_.c_out, plane, batch, g.images}));
 }
 
 void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, float* grad_in) const {
@@ -451,7 +464,7 @@ int Conv2dBackwardOp::weight_grad_splits(int batch, int h, int w) const {
   return int((granules + granules_per_split - 1) / granules_per_split);
 }
 
-// v1: conv2d_bias_grad's per-image sums; v2-v5: the splits' partials of the weights, then of the bias.
+// v1: conv2d_bias_grad's per-group sums; v2-v5: the splits' partials of the weights, then of the bias.
 size_t Conv2dBackwardOp::weight_grad_workspace_floats(int batch, int h, int w) const {
   if (weight_grad_ == ConvBackwardVariant::Direct) return bias_grad_workspace_floats(batch);
   const int splits = weight_grad_splits(batch, h, w);
@@ -506,10 +519,12 @@ void Conv2dBackwardOp::weight_grad(int batch, int h, int w, ConstPlaneView in, c
                   kernel_params(Conv2dWgradParams{in.data, int(in.batch_stride), grad_z, grad_w, nullptr, 0,
                                                   nullptr, nullptr, n}));
   if (!grad_bias) return;  // silu_backward() summed it
-  float* bias_partial = batch > 1 ? workspace : nullptr;
-  backend_.launch(bias_grad_, {{unsigned(s.c_out), unsigned(batch), 1}, {kThreads, 1, 1}},
-                  kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial,
-                                                     bias_arrivals_.as<unsigned>(), s.c_out, h_out * w_out}));
+  const BiasSumGroups g = bias_sum_groups(batch, h_out * w_out);
+  float* bias_partial = g.groups > 1 ? workspace : nullptr;
+  backend_.launch(
+      bias_grad_, {{unsigned(s.c_out), unsigned(g.groups), 1}, {kThreads, 1, 1}},
+      kernel_params(Conv2dBiasGradParams{grad_z, grad_bias, bias_partial, bias_arrivals_.as<unsigned>(),
+                                         s.c_out, h_out * w_out, batch, g.images}));
 }
 
 }  // namespace lab

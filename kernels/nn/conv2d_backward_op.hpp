@@ -91,10 +91,11 @@ class Conv2dBackwardOp {
                    float* grad_bias, float* workspace) const;
   // Splits of v2-v5's weight-gradient reduction over (b, output pixel) at this size (1: none), and the floats
   // of partial sums weight_grad() needs: v2-v5 the splits' weights then their bias sums (none when 1), v1 the
-  // bias gradient's per-image sums (none at batch 1).
+  // bias gradient's per-group sums (none at batch 1).
   int weight_grad_splits(int batch, int h, int w) const;
   size_t weight_grad_workspace_floats(int batch, int h, int w) const;
-  // The floats of the bias gradient's per-image sums (none at batch 1): silu_backward()'s workspace.
+  // The floats of the bias gradient's per-group sums (at most one a channel and image, none at batch 1):
+  // silu_backward()'s workspace.
   size_t bias_grad_workspace_floats(int batch) const;
 
   const Conv2dShape& shape() const { return shape_; }

@@ -64,22 +64,24 @@ struct Conv2dWgradReduceParams {
 struct Conv2dBiasGradParams {
   const float* grad_z;  // dz [B, C_out, plane]
   float* grad_bias;     // [C_out]
-  float* partial;       // null (batch 1), or [batch, C_out] per-image sums
+  float* partial;       // null (one image group), or [groups, C_out] per-group sums
   unsigned* arrivals;   // [C_out] zeros before a launch (and after it), with partial
-  int c_out, plane;     // the images are gridDim.y
+  int c_out, plane;
+  int batch, images;  // the images, and those of a CTA's group (the groups are gridDim.y)
 };
 
 // conv2d_silu_bias_backward: dz = dy * silu'(z) elementwise, and db summed from it in the same pass (as
-// conv2d_bias_grad: per image into partial above batch 1, then by the channel's last CTA).
+// conv2d_bias_grad: per image group into partial when there are several, then by the channel's last CTA).
 struct Conv2dSiluBiasBackwardParams {
   const float* grad_out;            // dy [B, C_out, plane]: the gradient of the layer's output, image b at
   long long grad_out_batch_stride;  // grad_out + b * grad_out_batch_stride (dense: C_out * plane)
   const float* z;                   // the forward's pre-activation conv(x) + bias, dense [B, C_out, plane]
   float* grad_z;                    // dz, dense as z
   float* grad_bias;       // [C_out]
-  float* partial;         // null (batch 1), or [batch, C_out] per-image sums
+  float* partial;         // null (one image group), or [groups, C_out] per-group sums
   unsigned* arrivals;     // [C_out] zeros before a launch (and after it), with partial
-  int c_out, plane;       // the images are gridDim.y
+  int c_out, plane;
+  int batch, images;  // the images, and those of a CTA's group (the groups are gridDim.y)
 };
 
 }  // namespace lab
