@@ -49,7 +49,9 @@
 //                              and with a bias gradient (dz not summed by a SiLU backward: no SiLU, or its
 //                              backward folded into a reader's input gradient) one more column of CTAs,
 //                              each summing db of its TM channels over its split (wgrad_bias_sums; split
-//                              rows [split, C_out] beside the weights' partials).
+//                              rows [split, C_out] beside the weights' partials); where WgradStaging1x1
+//                              stages, the first tile column's CTAs sum db from the dz they load instead
+//                              and that column returns at once.
 //   conv2d_dgrad_mma<DT, K, TM>, conv2d_wgrad_mma<DT, K, TM>
 //                              v3_fp16 (DT = LAB_F16) / v4_bf16 (LAB_BF16): v2's kernels (same staging order,
 //                              tiles, grid and split-K) with the products on tensor cores: mma.sync m16n8k16,
