@@ -647,6 +647,11 @@ struct WgradStaging1x1 {
            p.in_batch_stride % 4 == 0 && (unsigned long long)p.grad_z % 16 == 0 &&
            (unsigned long long)p.in % 16 == 0;
   }
+  // Whether this staging sums the launch's bias gradient (in the first tile column's CTAs), so that its bias
+  // CTAs have nothing to do.
+  __device__ __forceinline__ static bool sums_bias(const lab::Conv2dWgradParams& p) {
+    return kSumsBias && p.grad_bias && applies(p);
+  }
 
   __device__ __forceinline__ WgradStaging1x1(const lab::Conv2dWgradParams& pr, long long q_begin,
                                              long long q_end, int co0, int ci0, bool sum_bias_)
@@ -832,7 +837,7 @@ __device__ __forceinline__ void wgrad_products_1x1(const lab::Conv2dWgradParams&
   const int chunks = int((q_end - q_begin + Tile::kChunk - 1) / Tile::kChunk);
   if (WgradStaging1x1<TM, TN, Tile>::applies(params)) {
     using Staging = WgradStaging1x1<TM, TN, Tile>;
-    Staging staging(params, q_begin, q_end, co0, rc0, Staging::kSumsBias && params.grad_bias && rc0 == 0);
+    Staging staging(params, q_begin, q_end, co0, rc0, rc0 == 0 && Staging::sums_bias(params));
     Tile tile;
     pipelined_products(tile, staging, chunks, a_s, b_s);
     store(tile);
@@ -892,9 +897,7 @@ __device__ __forceinline__ void wgrad_gemm(const lab::Conv2dWgradParams& params)
                   q_begin = (long long)split * params.split_items;
   const long long q_end = min(items, q_begin + params.split_items);
   if (params.grad_bias && blockIdx.x == gridDim.x - 1) {
-    // The 1x1 vector staging sums db itself (WgradStaging1x1::sum_bias): its bias CTAs have nothing to do.
-    using Staging1x1 = WgradStaging1x1<TM, TN, Tile>;
-    if (K != 1 || !Staging1x1::kSumsBias || !Staging1x1::applies(params))
+    if (K != 1 || !WgradStaging1x1<TM, TN, Tile>::sums_bias(params))
       wgrad_bias_sums(params, co0, TM, split, q_begin, q_end);
     return;
   }
@@ -1146,10 +1149,6 @@ __device__ __forceinline__ void store_channel_sum(float acc, int c_out, float* g
   arrivals[c] = 0;
 }
 
-}  // namespace nn
-
-namespace nn {
-
 // CTA (channel blockIdx.x, image group blockIdx.y)'s items of a bias sum: the channel's planes of the group's
 // images one after another (the last group may hold fewer images), item q at image first + q / plane,
 // pixel q % plane.
@@ -1164,6 +1163,10 @@ struct ChannelGroup {
     const int i = q / plane;
     return {first + i, q - i * plane};
   }
+  // Where `item` of channel blockIdx.x lies in a dense [B, c_out, plane] tensor.
+  __device__ __forceinline__ long long dense(ChannelGroupItem item, int c_out) const {
+    return ((long long)item.image * c_out + blockIdx.x) * plane + item.pixel;
+  }
 };
 
 }  // namespace nn
@@ -1173,7 +1176,7 @@ __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv
   float acc = 0.0f;
   for (int q = threadIdx.x; q < group.items; q += nn::kThreads) {
     const nn::ChannelGroupItem item = group.at(q);
-    acc += params.grad_z[((long long)item.image * params.c_out + blockIdx.x) * params.plane + item.pixel];
+    acc += params.grad_z[group.dense(item, params.c_out)];
   }
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
@@ -1196,7 +1199,7 @@ __global__ void __launch_bounds__(nn::kThreads)
       g[j] = z[j] = 0.0f, at[j] = 0;
       if (q >= group.items) continue;
       const nn::ChannelGroupItem item = group.at(q);
-      at[j] = (long long)item.image * params.c_out * params.plane + channel + item.pixel;
+      at[j] = group.dense(item, params.c_out);
       g[j] = params.grad_out[item.image * params.grad_out_batch_stride + channel + item.pixel];
       z[j] = params.z[at[j]];
     }
