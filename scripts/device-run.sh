@@ -96,7 +96,8 @@ step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit 
     # compute-sanitizer's memcheck, racecheck and synccheck over each `lab run` line of the SANITIZE file
     # (scripts/sanitize/*.txt; # comments), with each binary SANITIZE_BINS names (default `lab`; BASELINE_LAB's
     # are packed beside it): one line a run, its exit status and the tool's summary.
-    for tool in memcheck racecheck synccheck; do
+    [ -f "$SANITIZE" ] || echo "SANITIZE: no file $SANITIZE"
+    [ -f "$SANITIZE" ] && for tool in memcheck racecheck synccheck; do
       grep -v '^#' "$SANITIZE" | while read -r args; do
         for bin in ${SANITIZE_BINS:-lab}; do
           result=$(timeout "${STEP_TIMEOUT:-240}" compute-sanitizer --tool $tool --error-exitcode 9 \
