@@ -157,6 +157,10 @@ TEST_CASE("PSA kernels match the reference on the cpu backend", "[attention]") {
   for (const char* r :
        {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_attention", "psa_attention_bwd"})
     run_all_variants("cpu", r, kPsa);
+  // KEY_DIM 32 (yolo26's): the 16-bit composed variants (mma_fp16, mma_bf16) run there, not at 16.
+  Params key_dim_32 = kPsa;
+  key_dim_32["KEY_DIM"] = "32";
+  for (const char* r : {"psa_attention", "psa_attention_bwd"}) run_all_variants("cpu", r, key_dim_32);
   for (const char* dtype : {"f16", "bf16"}) {
     Params half = kPsa;
     half["DTYPE"] = dtype;
@@ -276,6 +280,10 @@ TEST_CASE("attention parameters are validated with the rule", "[attention]") {
   CHECK_THROWS_WITH(
       psa.instantiate(*cpu, "fused_tc_w16", resolve_params(psa, {{"KEY_DIM", "64"}}), 1),
       "variant fused_tc_w16 of psa_attention cannot run these parameters: needs KEY_DIM 16 or 32 (got 64)");
+  CHECK_THROWS_WITH(
+      psa.instantiate(*cpu, "mma_bf16", resolve_params(psa, {{"KEY_DIM", "16"}}), 1),
+      "variant mma_bf16 of psa_attention cannot run these parameters: needs KEY_DIM 32, 64, 128 "
+      "or 256 (got 16)");
   const Runner& psa_half = Registry::instance().get("psa_attention_half");
   CHECK_THROWS_WITH(
       psa_half.instantiate(*cpu, "mma", resolve_params(psa_half, {{"KEY_DIM", "64"}}), 1),

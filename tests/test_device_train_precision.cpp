@@ -86,7 +86,8 @@ void check_precision(Backend& backend, Precision precision, const std::string& w
             << loss_error << "), gradients rel L2 " << grad_error << "; after a step " << after);
 }
 
-// The stem (layer 0) at the policy's precision for its role, every dense body conv on 16-bit tensor cores.
+// The stem (layer 0) at the policy's precision for its role, every dense body conv on 16-bit tensor cores,
+// and the attention core on them too.
 void check_variants(Backend& backend) {
   const Yolo26Model model = test::synthetic_trainable_yolo26n();
   for (Precision p : {Precision::Fp16, Precision::Bf16}) {
@@ -108,6 +109,9 @@ void check_variants(Backend& backend) {
     }
     CHECK(on_half == dense - (p == Precision::Bf16 ? 1 : 0));
     CHECK(on_patch == dense_3x3_s1);  // the dense 3x3 stride-1 convs
+    // The attention core's Flash Attention passes in the same 16-bit type (KEY_DIM 32).
+    REQUIRE(!pass.tape().attentions().empty());
+    for (const auto& attention : pass.tape().attentions()) CHECK(attention->half_type() == half);
   }
 }
 

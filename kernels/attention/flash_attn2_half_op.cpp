@@ -27,22 +27,6 @@ std::string expr(const char* kernel, const std::string& dt, std::initializer_lis
   return e + (last ? std::string(", ") + last : "") + ">";
 }
 
-// Picked by bench/fa2_half_sweep.sh on an H200 (BH 64, N 1024, f16; docs/PERFORMANCE.md). Two m-tiles per
-// warp in the forward double the products per K / V fragment read (4x2x64: +9 % at HEAD_DIM 64, +14 % at 128
-// over 4x1x64; at 128 that is 255 registers, without spills). dK/dV holds two HEAD_DIM-wide accumulators per
-// warp: at HEAD_DIM 128 its query tile shrinks to 32 so the score and dP tiles still fit in registers; at 64,
-// eight warps sharing each Q / dO tile were 10 % faster than four. HEAD_DIM 256 (not swept; ptxas, sm_90):
-// one m-tile per warp, the forward at 239 registers and dQ at 241 without spills; dK/dV's two 16 x 256 float
-// accumulators alone take 256 registers per thread, so it spills at any tile (736 bytes of stack at 4x1x32).
-Fa2MmaConfig default_config(int head_dim) {
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256)
-    throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
-                     " is not supported (32, 64, 128, 256)");
-  if (head_dim == 256) return {{4, 1, 64}, {4, 1, 32}, {4, 1, 32}};
-  if (head_dim == 128) return {{4, 2, 64}, {4, 1, 64}, {4, 1, 32}};
-  return {{4, 2, 64}, {4, 1, 64}, {head_dim == 64 ? 8 : 4, 1, 64}};
-}
-
 // "WARPSxMTxSTEP", or UsageError naming `what`.
 Fa2MmaTiles parse_tiles(const std::string& text, const std::string& what, bool dkdv) {
   Fa2MmaTiles t;
@@ -71,8 +55,24 @@ void check_fused_dq(const Fa2MmaConfig& c, int head_dim) {
 
 }  // namespace
 
+// Picked by bench/fa2_half_sweep.sh on an H200 (BH 64, N 1024, f16; docs/PERFORMANCE.md). Two m-tiles per
+// warp in the forward double the products per K / V fragment read (4x2x64: +9 % at HEAD_DIM 64, +14 % at 128
+// over 4x1x64; at 128 that is 255 registers, without spills). dK/dV holds two HEAD_DIM-wide accumulators per
+// warp: at HEAD_DIM 128 its query tile shrinks to 32 so the score and dP tiles still fit in registers; at 64,
+// eight warps sharing each Q / dO tile were 10 % faster than four. HEAD_DIM 256 (not swept; ptxas, sm_90):
+// one m-tile per warp, the forward at 239 registers and dQ at 241 without spills; dK/dV's two 16 x 256 float
+// accumulators alone take 256 registers per thread, so it spills at any tile (736 bytes of stack at 4x1x32).
+Fa2MmaConfig fa2_mma_default_config(int head_dim) {
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256)
+    throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
+                     " is not supported (32, 64, 128, 256)");
+  if (head_dim == 256) return {{4, 1, 64}, {4, 1, 32}, {4, 1, 32}};
+  if (head_dim == 128) return {{4, 2, 64}, {4, 1, 64}, {4, 1, 32}};
+  return {{4, 2, 64}, {4, 1, 64}, {head_dim == 64 ? 8 : 4, 1, 64}};
+}
+
 Fa2MmaConfig fa2_mma_config(const std::string& variant, const Params& p) {
-  Fa2MmaConfig c = default_config(int(param_int(p, "HEAD_DIM")));
+  Fa2MmaConfig c = fa2_mma_default_config(int(param_int(p, "HEAD_DIM")));
   c.fused_dq = variant == "mma_fused_dq";
   const struct {
     const char* name;

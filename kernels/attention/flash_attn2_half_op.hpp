@@ -32,6 +32,8 @@ struct Fa2MmaConfig {
   // kernel (dq unused then); needs backward_scratch_floats() of scratch.
   bool fused_dq = false;
 };
+// The measured default tiles at HEAD_DIM (32, 64, 128 or 256; UsageError otherwise), variant "mma".
+Fa2MmaConfig fa2_mma_default_config(int head_dim);
 // The configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) at resolved HEAD_DIM
 // (32, 64, 128 or 256), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part
 // replaced by its *_TILE unless that is auto. A tile is "WARPSxMTxSTEP" (WARPS 2, 4 or 8; MT 1 or 2, 1 for

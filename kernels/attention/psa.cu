@@ -17,9 +17,13 @@
 // ceil(KD/32), sections): psa_pack_qkv (sections = BH * 4), psa_merge_attn and psa_merge_attn_bwd
 // (BH * 2), psa_qkv_grad (BH * 4). psa_extract_v is a plain channel gather: block 256, grid
 // ceil(B * c * N / 256). Nothing is saved: the backward needs only the forward's Flash Attention 2 outputs.
+// psa_pack_qkv_half<DT>, psa_merge_attn_half<DT>, psa_merge_attn_bwd_half<DT> and psa_qkv_grad_half<DT> are
+// the same four around 16-bit Flash Attention passes (flash_attn2_mma.cu): packed, o_lo / o_hi, do_lo / do_hi
+// and grads in DT (LAB_F16, LAB_BF16), rounded to nearest even where written; the NCHW side stays float.
 // psa_attention_fused<KD> (end of file) is the composed forward's `fused` variant: everything in one launch.
 // Each kernel takes its parameter struct (psa_params.cuh) by value.
 #include "common/lab.cuh"
+#include "common/lab_mma.cuh"
 #include "attention/psa_params.cuh"
 
 namespace psa {
@@ -27,40 +31,124 @@ namespace psa {
 constexpr int kTile = 32;
 constexpr int kRowsPerPass = 8;  // blockDim.y
 
+// The element of the Flash Attention side (packed, o_lo / o_hi, do_lo / do_hi, grads): float, or a 16-bit
+// pattern of DT (LAB_F16, LAB_BF16) rounded to nearest even, for the 16-bit passes. The NCHW side (qkv,
+// merged, d_merged, d_v, d_qkv) is float either way.
+struct FloatElement {
+  using T = float;
+  static __device__ __forceinline__ float load(float v) { return v; }
+  static __device__ __forceinline__ float store(float v) { return v; }
+};
+template <int DT>
+struct HalfElement {
+  using T = uint16_t;
+  static __device__ __forceinline__ float load(uint16_t bits) { return lab_to_float<DT>(bits); }
+  static __device__ __forceinline__ uint16_t store(float v) {
+    return uint16_t(lab_pack2<DT>(v, 0.f) & 0xffffu);
+  }
+};
+
+using Tile = float[kTile][kTile + 1];
+
 // Copies a kTile (channels) x kTile (positions) block of a channel-major [channels, n] source into
 // tile[channel][position] (coalesced over positions). Out-of-range entries are left untouched.
 __device__ __forceinline__ void load_channel_major(const float* src, int n, int n0, int channels, int c0,
-                                                   float (*tile)[kTile + 1]) {
+                                                   Tile& tile) {
   const int pos = n0 + threadIdx.x;
   for (int r = threadIdx.y; r < kTile; r += kRowsPerPass)
     if (c0 + r < channels && pos < n) tile[r][threadIdx.x] = src[size_t(c0 + r) * n + pos];
 }
 
-// Copies a block of a row-major [n, channels] source into tile[channel][position] (coalesced over channels).
-__device__ __forceinline__ void load_row_major(const float* src, int n, int n0, int channels, int c0,
-                                               float (*tile)[kTile + 1]) {
+// Copies a block of a row-major [n, channels] source of E's elements into tile[channel][position] (coalesced
+// over channels).
+template <class E>
+__device__ __forceinline__ void load_row_major(const typename E::T* src, int n, int n0, int channels, int c0,
+                                               Tile& tile) {
   const int ch = c0 + threadIdx.x;
   for (int r = threadIdx.y; r < kTile; r += kRowsPerPass)
-    if (n0 + r < n && ch < channels) tile[threadIdx.x][r] = src[size_t(n0 + r) * channels + ch];
+    if (n0 + r < n && ch < channels) tile[threadIdx.x][r] = E::load(src[size_t(n0 + r) * channels + ch]);
+}
+
+// Writes tile[channel][position] to a row-major [n, channels] destination of E's elements (coalesced over
+// channels).
+template <class E>
+__device__ __forceinline__ void store_row_major(const Tile& tile, int n, int n0, int channels, int c0,
+                                                typename E::T* dst) {
+  const int ch = c0 + threadIdx.x;
+  for (int r = threadIdx.y; r < kTile; r += kRowsPerPass)
+    if (n0 + r < n && ch < channels) dst[size_t(n0 + r) * channels + ch] = E::store(tile[threadIdx.x][r]);
+}
+
+// qkv [B, nh*4*KD, H, W] -> packed [4, BH, N, KD]. Grid z = BH * 4 (bh-major, section-minor).
+template <class E>
+__device__ __forceinline__ void pack_qkv(const float* qkv, typename E::T* packed, int batch_heads,
+                                         int key_dim, int n, Tile& tile) {
+  const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
+  const int n0 = blockIdx.x * kTile, c0 = blockIdx.y * kTile;
+  // Head bh's channels start at bh * 4 * KD in the [B * nh * 4 * KD, N] view of qkv.
+  load_channel_major(qkv + (size_t(bh) * 4 + section) * key_dim * n, n, n0, key_dim, c0, tile);
+  __syncthreads();
+  store_row_major<E>(tile, n, n0, key_dim, c0, packed + (size_t(section) * batch_heads + bh) * n * key_dim);
+}
+
+// o_lo, o_hi [BH, N, KD] -> merged [B, nh*2*KD, H, W]. Grid z = BH * 2 (bh-major, half-minor).
+template <class E>
+__device__ __forceinline__ void merge_attn(const typename E::T* o_lo, const typename E::T* o_hi,
+                                           float* merged, int key_dim, int n, Tile& tile) {
+  const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
+  const int n0 = blockIdx.x * kTile, c0 = blockIdx.y * kTile;
+  load_row_major<E>((half ? o_hi : o_lo) + size_t(bh) * n * key_dim, n, n0, key_dim, c0, tile);
+  __syncthreads();
+  float* dst = merged + (size_t(bh) * 2 + half) * key_dim * n;
+  const int pos = n0 + threadIdx.x;
+  for (int r = threadIdx.y; r < kTile; r += kRowsPerPass)
+    if (c0 + r < key_dim && pos < n) dst[size_t(c0 + r) * n + pos] = tile[r][threadIdx.x];
+}
+
+// The merge backward: d_merged [B, nh*2*KD, H, W] -> do_lo, do_hi [BH, N, KD]. Grid z = BH * 2.
+template <class E>
+__device__ __forceinline__ void merge_attn_bwd(const float* d_merged, typename E::T* do_lo,
+                                               typename E::T* do_hi, int key_dim, int n, Tile& tile) {
+  const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
+  const int n0 = blockIdx.x * kTile, c0 = blockIdx.y * kTile;
+  load_channel_major(d_merged + (size_t(bh) * 2 + half) * key_dim * n, n, n0, key_dim, c0, tile);
+  __syncthreads();
+  store_row_major<E>(tile, n, n0, key_dim, c0, (half ? do_hi : do_lo) + size_t(bh) * n * key_dim);
+}
+
+// The pack / extract-V backward: grads [2, 3, BH, N, KD] (pass lo/hi x dQ, dK, dV) and d_v [B, nh*2*KD, H, W]
+// -> d_qkv [B, nh*4*KD, H, W]. Grid z = BH * 4 (bh-major, section-minor).
+template <class E>
+__device__ __forceinline__ void qkv_grad(const typename E::T* grads, const float* d_v, float* d_qkv,
+                                         int batch_heads, int key_dim, int n, Tile& tile_a, Tile& tile_b) {
+  const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
+  const int n0 = blockIdx.x * kTile, c0 = blockIdx.y * kTile;
+  const size_t plane = size_t(batch_heads) * n * key_dim;  // one [BH, N, KD] gradient
+  const size_t head = size_t(bh) * n * key_dim;
+  // Q and K sum their two passes; V_lo and V_hi take their own pass's dV.
+  const typename E::T* first =
+      grads + (section < 2 ? size_t(section) : size_t(2 + 3 * (section - 2))) * plane + head;
+  load_row_major<E>(first, n, n0, key_dim, c0, tile_a);
+  if (section < 2)
+    load_row_major<E>(grads + (3 + size_t(section)) * plane + head, n, n0, key_dim, c0, tile_b);
+  __syncthreads();
+  float* dst = d_qkv + (size_t(bh) * 4 + section) * key_dim * n;
+  const float* dv = section < 2 ? nullptr : d_v + (size_t(bh) * 2 + (section - 2)) * key_dim * n;
+  const int pos = n0 + threadIdx.x;
+  for (int r = threadIdx.y; r < kTile; r += kRowsPerPass) {
+    if (c0 + r >= key_dim || pos >= n) continue;
+    const size_t at = size_t(c0 + r) * n + pos;
+    dst[at] = section < 2 ? tile_a[r][threadIdx.x] + tile_b[r][threadIdx.x] : tile_a[r][threadIdx.x] + dv[at];
+  }
 }
 
 }  // namespace psa
 
-// qkv [B, nh*4*KD, H, W] -> packed [4, BH, N, KD]. Grid z = BH * 4 (bh-major, section-minor).
 __global__ void psa_pack_qkv(const lab::PsaSplitQkvParams p) {
+  __shared__ psa::Tile tile;
   const float* __restrict__ qkv = p.qkv;
   float* __restrict__ packed = p.out;
-  const int batch_heads = p.batch_heads, key_dim = p.key_dim, n = p.n;
-  __shared__ float tile[psa::kTile][psa::kTile + 1];
-  const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
-  const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
-  // Head bh's channels start at bh * 4 * KD in the [B * nh * 4 * KD, N] view of qkv.
-  psa::load_channel_major(qkv + (size_t(bh) * 4 + section) * key_dim * n, n, n0, key_dim, c0, tile);
-  __syncthreads();
-  float* dst = packed + (size_t(section) * batch_heads + bh) * n * key_dim;
-  const int ch = c0 + threadIdx.x;
-  for (int r = threadIdx.y; r < psa::kTile; r += psa::kRowsPerPass)
-    if (n0 + r < n && ch < key_dim) dst[size_t(n0 + r) * key_dim + ch] = tile[threadIdx.x][r];
+  psa::pack_qkv<psa::FloatElement>(qkv, packed, p.batch_heads, p.key_dim, p.n, tile);
 }
 
 // qkv [B, nh*4*KD, H, W] -> v_out [B, nh*2*KD, H, W]: the V_lo, V_hi channels of every head, in order.
@@ -75,67 +163,54 @@ __global__ void psa_extract_v(const lab::PsaSplitQkvParams p) {
   v_out[idx] = qkv[bh * 2 * per_head + per_head + within];
 }
 
-// o_lo, o_hi [BH, N, KD] -> merged [B, nh*2*KD, H, W]. Grid z = BH * 2 (bh-major, half-minor).
 __global__ void psa_merge_attn(const lab::PsaMergeParams p) {
+  __shared__ psa::Tile tile;
   const float* __restrict__ o_lo = p.o_lo;
   const float* __restrict__ o_hi = p.o_hi;
   float* __restrict__ merged = p.merged;
-  const int key_dim = p.key_dim, n = p.n;
-  __shared__ float tile[psa::kTile][psa::kTile + 1];
-  const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
-  const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
-  psa::load_row_major((half ? o_hi : o_lo) + size_t(bh) * n * key_dim, n, n0, key_dim, c0, tile);
-  __syncthreads();
-  float* dst = merged + (size_t(bh) * 2 + half) * key_dim * n;
-  const int pos = n0 + threadIdx.x;
-  for (int r = threadIdx.y; r < psa::kTile; r += psa::kRowsPerPass)
-    if (c0 + r < key_dim && pos < n) dst[size_t(c0 + r) * n + pos] = tile[r][threadIdx.x];
+  psa::merge_attn<psa::FloatElement>(o_lo, o_hi, merged, p.key_dim, p.n, tile);
 }
 
-// The merge backward: d_merged [B, nh*2*KD, H, W] -> do_lo, do_hi [BH, N, KD]. Grid z = BH * 2.
 __global__ void psa_merge_attn_bwd(const lab::PsaMergeBwdParams p) {
+  __shared__ psa::Tile tile;
   const float* __restrict__ d_merged = p.d_merged;
   float* __restrict__ do_lo = p.do_lo;
   float* __restrict__ do_hi = p.do_hi;
-  const int key_dim = p.key_dim, n = p.n;
-  __shared__ float tile[psa::kTile][psa::kTile + 1];
-  const int bh = blockIdx.z / 2, half = blockIdx.z % 2;
-  const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
-  psa::load_channel_major(d_merged + (size_t(bh) * 2 + half) * key_dim * n, n, n0, key_dim, c0, tile);
-  __syncthreads();
-  float* dst = (half ? do_hi : do_lo) + size_t(bh) * n * key_dim;
-  const int ch = c0 + threadIdx.x;
-  for (int r = threadIdx.y; r < psa::kTile; r += psa::kRowsPerPass)
-    if (n0 + r < n && ch < key_dim) dst[size_t(n0 + r) * key_dim + ch] = tile[threadIdx.x][r];
+  psa::merge_attn_bwd<psa::FloatElement>(d_merged, do_lo, do_hi, p.key_dim, p.n, tile);
 }
 
-// The pack / extract-V backward: grads [2, 3, BH, N, KD] (pass lo/hi x dQ, dK, dV) and d_v [B, nh*2*KD, H, W]
-// -> d_qkv [B, nh*4*KD, H, W]. Grid z = BH * 4 (bh-major, section-minor).
 __global__ void psa_qkv_grad(const lab::PsaQkvGradParams p) {
+  __shared__ psa::Tile tile_a, tile_b;
   const float* __restrict__ grads = p.grads;
   const float* __restrict__ d_v = p.d_v;
   float* __restrict__ d_qkv = p.d_qkv;
-  const int batch_heads = p.batch_heads, key_dim = p.key_dim, n = p.n;
-  __shared__ float tile_a[psa::kTile][psa::kTile + 1];
-  __shared__ float tile_b[psa::kTile][psa::kTile + 1];
-  const int bh = blockIdx.z / 4, section = blockIdx.z % 4;
-  const int n0 = blockIdx.x * psa::kTile, c0 = blockIdx.y * psa::kTile;
-  const size_t plane = size_t(batch_heads) * n * key_dim;  // one [BH, N, KD] gradient
-  const size_t head = size_t(bh) * n * key_dim;
-  // Q and K sum their two passes; V_lo and V_hi take their own pass's dV.
-  const float* first = grads + (section < 2 ? size_t(section) : size_t(2 + 3 * (section - 2))) * plane + head;
-  psa::load_row_major(first, n, n0, key_dim, c0, tile_a);
-  if (section < 2)
-    psa::load_row_major(grads + (3 + size_t(section)) * plane + head, n, n0, key_dim, c0, tile_b);
-  __syncthreads();
-  float* dst = d_qkv + (size_t(bh) * 4 + section) * key_dim * n;
-  const float* dv = section < 2 ? nullptr : d_v + (size_t(bh) * 2 + (section - 2)) * key_dim * n;
-  const int pos = n0 + threadIdx.x;
-  for (int r = threadIdx.y; r < psa::kTile; r += psa::kRowsPerPass) {
-    if (c0 + r >= key_dim || pos >= n) continue;
-    const size_t at = size_t(c0 + r) * n + pos;
-    dst[at] = section < 2 ? tile_a[r][threadIdx.x] + tile_b[r][threadIdx.x] : tile_a[r][threadIdx.x] + dv[at];
-  }
+  psa::qkv_grad<psa::FloatElement>(grads, d_v, d_qkv, p.batch_heads, p.key_dim, p.n, tile_a, tile_b);
+}
+
+// The same four on 16-bit Flash Attention passes (DT = LAB_F16 or LAB_BF16): packed and do_lo / do_hi written
+// rounded to DT, o_lo / o_hi and grads read from DT.
+template <int DT>
+__global__ void psa_pack_qkv_half(const lab::PsaPackHalfParams p) {
+  __shared__ psa::Tile tile;
+  psa::pack_qkv<psa::HalfElement<DT>>(p.qkv, p.packed, p.batch_heads, p.key_dim, p.n, tile);
+}
+
+template <int DT>
+__global__ void psa_merge_attn_half(const lab::PsaMergeHalfParams p) {
+  __shared__ psa::Tile tile;
+  psa::merge_attn<psa::HalfElement<DT>>(p.o_lo, p.o_hi, p.merged, p.key_dim, p.n, tile);
+}
+
+template <int DT>
+__global__ void psa_merge_attn_bwd_half(const lab::PsaMergeBwdHalfParams p) {
+  __shared__ psa::Tile tile;
+  psa::merge_attn_bwd<psa::HalfElement<DT>>(p.d_merged, p.do_lo, p.do_hi, p.key_dim, p.n, tile);
+}
+
+template <int DT>
+__global__ void psa_qkv_grad_half(const lab::PsaQkvGradHalfParams p) {
+  __shared__ psa::Tile tile_a, tile_b;
+  psa::qkv_grad<psa::HalfElement<DT>>(p.grads, p.d_v, p.d_qkv, p.batch_heads, p.key_dim, p.n, tile_a, tile_b);
 }
 
 namespace psa {

@@ -36,6 +36,17 @@ CompileRequest fused_tc_request(const std::string& variant, int key_dim) {
       variant == "fused_tc" ? kPsaTcSource : kPsaTcW16Source, {}, {fused_tc_kernel_name(variant, key_dim)}};
 }
 
+// psa.cu's four rearrangements around the passes, for the 16-bit ones in their type.
+struct Rearrangements {
+  std::string pack, merge, merge_bwd, qkv_grad;
+};
+Rearrangements rearrangements_of(const std::optional<HalfType>& half) {
+  if (!half) return {"psa_pack_qkv", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"};
+  const std::string dt = "<" + half_type_template_arg(*half) + ">";
+  return {"psa_pack_qkv_half" + dt, "psa_merge_attn_half" + dt, "psa_merge_attn_bwd_half" + dt,
+          "psa_qkv_grad_half" + dt};
+}
+
 // The FA2 variant behind a PSA variant: the fused ones run their backward on the tiled FA2.
 std::string fa2_variant_of(const std::string& variant, const PsaDims& dims) {
   if (!is_fused(variant)) return variant;
@@ -49,18 +60,31 @@ Fa2Blocks fa2_blocks_of(const PsaDims& dims) {
 }
 
 CompileRequest fa2_request_of(const std::string& variant, const PsaDims& dims) {
+  if (const std::optional<HalfType> half = psa_half_type(variant))
+    return fa2_half_compile_request(*half, dims.key_dim, fa2_mma_default_config(dims.key_dim));
   return fa2_compile_request(fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims));
 }
 
-CompileRequest psa_module_request(bool fused, int key_dim) {
-  CompileRequest r{kPsaSource,
-                   {},
-                   {"psa_pack_qkv", "psa_extract_v", "psa_merge_attn", "psa_merge_attn_bwd", "psa_qkv_grad"}};
-  if (fused) r.name_expressions.push_back(fused_kernel_name(key_dim));
-  return r;
+CompileRequest psa_module_request(const std::string& variant, int key_dim) {
+  const Rearrangements r = rearrangements_of(psa_half_type(variant));
+  CompileRequest request{kPsaSource, {}, {r.pack, "psa_extract_v", r.merge, r.merge_bwd, r.qkv_grad}};
+  if (variant == "fused") request.name_expressions.push_back(fused_kernel_name(key_dim));
+  return request;
 }
 
 }  // namespace
+
+std::optional<HalfType> psa_half_type(const std::string& variant) {
+  if (variant == "mma_fp16") return HalfType::f16;
+  if (variant == "mma_bf16") return HalfType::bf16;
+  return std::nullopt;
+}
+
+std::string psa_half_problem(int key_dim) {
+  return key_dim == 32 || key_dim == 64 || key_dim == 128 || key_dim == 256
+             ? ""
+             : "needs KEY_DIM 32, 64, 128 or 256 (got " + std::to_string(key_dim) + ")";
+}
 
 std::string psa_fused_problem(int key_dim) {
   return key_dim == 16 || key_dim == 32 ? "" : "needs KEY_DIM 16 or 32 (got " + std::to_string(key_dim) + ")";
@@ -73,7 +97,7 @@ CompileRequest psa_attention_compile_request(const std::string& variant, const P
 }
 
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims) {
-  std::vector<CompileRequest> requests{psa_module_request(variant == "fused", dims.key_dim),
+  std::vector<CompileRequest> requests{psa_module_request(variant, dims.key_dim),
                                        fa2_request_of(variant, dims)};
   if (is_tensor_core(variant)) requests.push_back(fused_tc_request(variant, dims.key_dim));
   return requests;
@@ -82,27 +106,37 @@ std::vector<CompileRequest> psa_compile_requests(const std::string& variant, con
 PsaOp::PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims)
     : backend_(backend),
       dims_(dims),
-      fa2_(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims)),
+      half_(psa_half_type(variant)),
       fused_(variant == "fused"),
       fused_tc_(is_tensor_core(variant)),
       w16_(variant == "fused_tc_w16"),
-      module_(backend.compile(psa_module_request(fused_, dims.key_dim))),
-      tc_module_(fused_tc_ ? backend.compile(fused_tc_request(variant, dims.key_dim)) : nullptr),
-      pack_(module_->kernel("psa_pack_qkv")),
-      extract_(module_->kernel("psa_extract_v")),
-      merge_(module_->kernel("psa_merge_attn")),
-      merge_bwd_(module_->kernel("psa_merge_attn_bwd")),
-      qkv_grad_(module_->kernel("psa_qkv_grad")) {
+      module_(backend.compile(psa_module_request(variant, dims.key_dim))),
+      tc_module_(fused_tc_ ? backend.compile(fused_tc_request(variant, dims.key_dim)) : nullptr) {
+  if (half_)
+    fa2_half_.emplace(backend, *half_, dims.key_dim, fa2_mma_default_config(dims.key_dim));
+  else
+    fa2_.emplace(backend, fa2_variant_of(variant, dims), dims.key_dim, fa2_blocks_of(dims));
+  const Rearrangements r = rearrangements_of(half_);
+  pack_ = module_->kernel(r.pack), extract_ = module_->kernel("psa_extract_v");
+  merge_ = module_->kernel(r.merge), merge_bwd_ = module_->kernel(r.merge_bwd);
+  qkv_grad_ = module_->kernel(r.qkv_grad);
   if (fused_) fused_forward_ = module_->kernel(fused_kernel_name(dims.key_dim));
   if (fused_tc_) fused_forward_ = tc_module_->kernel(fused_tc_kernel_name(variant, dims.key_dim));
+}
+
+const FlashAttn2Op& PsaOp::fa2() const {
+  if (!fa2_) throw RuntimeError("PSA attention: the 16-bit variants have no float Flash Attention 2 op");
+  return *fa2_;
 }
 
 PsaWorkspace PsaOp::workspace() const {
   const size_t head = dims_.head_elems(), rows = size_t(dims_.batch_heads()) * dims_.n;
   auto floats = [this](size_t count) { return backend_.alloc_array<float>(count); };
+  // The Flash Attention side in its element type.
+  auto elements = [this](size_t count) { return backend_.alloc(count * (half_ ? 2 : sizeof(float))); };
   // packed, o_lo, o_hi, lse, do_lo, do_hi, delta, grads
-  return {floats(4 * head), floats(head), floats(head), floats(rows),
-          floats(head),     floats(head), floats(rows), floats(6 * head)};
+  return {elements(4 * head), elements(head), elements(head), floats(rows),
+          elements(head),     elements(head), floats(rows),   elements(6 * head)};
 }
 
 // Grid (ceil(N / 32), ceil(KD / 32), BH * sections_per_head), block (32, 8): psa.cu's tile transposes.
@@ -145,18 +179,20 @@ void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace&
                     kernel_params(p));
     return;
   }
+  if (half_) return forward_half(qkv, merged, v_out, ws);
   const size_t head = dims_.head_elems();
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
   const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
   pack_qkv(qkv, ws.packed.as<float>());
-  fa2_.forward(q, k, v_lo, ws.o_lo.as<float>(), ws.lse.as<float>(), p);
-  fa2_.forward(q, k, v_hi, ws.o_hi.as<float>(), ws.lse.as<float>(), p);  // rewrites the same L
+  fa2_->forward(q, k, v_lo, ws.o_lo.as<float>(), ws.lse.as<float>(), p);
+  fa2_->forward(q, k, v_hi, ws.o_hi.as<float>(), ws.lse.as<float>(), p);  // rewrites the same L
   merge_attn(ws.o_lo.as<const float>(), ws.o_hi.as<const float>(), merged);
   extract_v(qkv, v_out);
 }
 
 void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const {
+  if (half_) return backward_half(d_merged, d_v, d_qkv, ws);
   const size_t head = dims_.head_elems();
   const float* packed = ws.packed.as<const float>();
   const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
@@ -166,12 +202,50 @@ void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaW
   backend_.launch(merge_bwd_, transpose_config(2), kernel_params(merge_bwd));
   // grads [2 passes][dQ, dK, dV][BH, N, KD]
   float* g = ws.grads.as<float>();
-  fa2_.backward(q, k, v_lo, ws.o_lo.as<const float>(), ws.do_lo.as<const float>(), ws.lse.as<const float>(),
-                ws.delta.as<float>(), g, g + head, g + 2 * head, p);
-  fa2_.backward(q, k, v_hi, ws.o_hi.as<const float>(), ws.do_hi.as<const float>(), ws.lse.as<const float>(),
-                ws.delta.as<float>(), g + 3 * head, g + 4 * head, g + 5 * head, p);
+  fa2_->backward(q, k, v_lo, ws.o_lo.as<const float>(), ws.do_lo.as<const float>(), ws.lse.as<const float>(),
+                 ws.delta.as<float>(), g, g + head, g + 2 * head, p);
+  fa2_->backward(q, k, v_hi, ws.o_hi.as<const float>(), ws.do_hi.as<const float>(), ws.lse.as<const float>(),
+                 ws.delta.as<float>(), g + 3 * head, g + 4 * head, g + 5 * head, p);
   const PsaQkvGradParams qkv_grad{g, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n};
   backend_.launch(qkv_grad_, transpose_config(4), kernel_params(qkv_grad));
+}
+
+// The composed forward on 16-bit passes: the pack rounds Q, K, V_lo, V_hi, the merge reads O_lo, O_hi.
+void PsaOp::forward_half(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  uint16_t* packed = ws.packed.as<uint16_t>();
+  const uint16_t *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
+  backend_.launch(pack_, transpose_config(4),
+                  kernel_params(PsaPackHalfParams{qkv, packed, dims_.batch_heads(), dims_.key_dim, dims_.n}));
+  fa2_half_->forward(q, k, v_lo, ws.o_lo.as<uint16_t>(), ws.lse.as<float>(), p);
+  fa2_half_->forward(q, k, v_hi, ws.o_hi.as<uint16_t>(), ws.lse.as<float>(), p);  // rewrites the same L
+  backend_.launch(merge_, transpose_config(2),
+                  kernel_params(PsaMergeHalfParams{ws.o_lo.as<const uint16_t>(), ws.o_hi.as<const uint16_t>(),
+                                                   merged, dims_.key_dim, dims_.n}));
+  extract_v(qkv, v_out);
+}
+
+// The backward on 16-bit passes: dO_lo, dO_hi rounded by the merge backward, the passes' dQ, dK, dV (16-bit)
+// summed in float by the d_qkv assembly.
+void PsaOp::backward_half(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  const uint16_t* packed = ws.packed.as<const uint16_t>();
+  const uint16_t *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
+  uint16_t *do_lo = ws.do_lo.as<uint16_t>(), *do_hi = ws.do_hi.as<uint16_t>();
+  backend_.launch(merge_bwd_, transpose_config(2),
+                  kernel_params(PsaMergeBwdHalfParams{d_merged, do_lo, do_hi, dims_.key_dim, dims_.n}));
+  // grads [2 passes][dQ, dK, dV][BH, N, KD]
+  uint16_t* g = ws.grads.as<uint16_t>();
+  const float* lse = ws.lse.as<const float>();
+  fa2_half_->backward(q, k, v_lo, ws.o_lo.as<const uint16_t>(), do_lo, lse, ws.delta.as<float>(), g, g + head,
+                      g + 2 * head, p);
+  fa2_half_->backward(q, k, v_hi, ws.o_hi.as<const uint16_t>(), do_hi, lse, ws.delta.as<float>(),
+                      g + 3 * head, g + 4 * head, g + 5 * head, p);
+  backend_.launch(
+      qkv_grad_, transpose_config(4),
+      kernel_params(PsaQkvGradHalfParams{g, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n}));
 }
 
 }  // namespace lab

@@ -3,15 +3,21 @@
 // or, with the `fused` variant, the forward as one psa_attention_fused launch that leaves the same workspace
 // (the backward then runs the tiled FA2 passes; measured slower than `tiled` on the H200, docs/kernels/
 // attention.md), and with `fused_tc` as one psa_attention_fused_tc launch (psa_tc.cu: 3xTF32 tensor cores),
-// same workspace and backward, or `fused_tc_w16` (psa_tc_w16.cu: the same on 16 warps a CTA). Layouts as in psa.cu; each launch passes its psa_params.cuh struct.
+// same workspace and backward, or `fused_tc_w16` (psa_tc_w16.cu: the same on 16 warps a CTA); with `mma_fp16`
+// / `mma_bf16` the two passes, forward and backward, run on flash_attn2_mma.cu's 16-bit tensor-core kernels
+// (FlashAttn2HalfOp), float in and out (the 16-bit training pass's attention). Layouts as in psa.cu; each
+// launch passes its psa_params.cuh struct.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/attention/flash_attn2_half_op.hpp"
 #include "kernels/attention/flash_attn2_op.hpp"
+#include "kernels/common/half_type.hpp"
 #include "nvrtc_runtime/backend.hpp"
 
 namespace lab {
@@ -31,7 +37,8 @@ struct PsaDims {
   float softmax_scale() const { return scale != 0 ? scale : 1.0f / std::sqrt(float(key_dim)); }
 };
 
-// Intermediate buffers of one forward + backward; sized by PsaOp::workspace.
+// Intermediate buffers of one forward + backward; sized by PsaOp::workspace. With `mma_fp16` / `mma_bf16`
+// the Flash Attention side (packed, o_lo, o_hi, do_lo, do_hi, grads) holds 16-bit patterns of that type.
 struct PsaWorkspace {
   DeviceBuffer packed;        // [4, BH, N, KD]
   DeviceBuffer o_lo, o_hi;    // [BH, N, KD]
@@ -55,14 +62,22 @@ CompileRequest psa_attention_compile_request(const std::string& variant, const P
 // module, then for `fused_tc` (`fused_tc_w16`) psa_tc.cu's (psa_tc_w16.cu's) forward.
 std::vector<CompileRequest> psa_compile_requests(const std::string& variant, const PsaDims& dims);
 
+// The element type of the 16-bit variants (`mma_fp16`, `mma_bf16`); none for the float ones.
+std::optional<HalfType> psa_half_type(const std::string& variant);
+// Empty when the 16-bit variants run at this key width (flash_attn2_mma.cu's HEAD_DIM 32, 64, 128, 256).
+std::string psa_half_problem(int key_dim);
+
 class PsaOp {
  public:
   // `variant`: "tiled" or "row_per_cta" (the Flash Attention 2 variant of the composed forward and of the
-  // backward), or "fused" / "fused_tc" / "fused_tc_w16" (the one-launch forwards, tiled FA2 for the backward;
-  // UsageError for a key width without a fused kernel).
+  // backward), "mma_fp16" / "mma_bf16" (the composed forward and the backward on 16-bit FA2 passes; KEY_DIM
+  // 32, 64, 128 or 256), or "fused" / "fused_tc" / "fused_tc_w16" (the one-launch forwards, tiled FA2 for the
+  // backward; UsageError for a key width without a fused kernel).
   PsaOp(Backend& backend, const std::string& variant, const PsaDims& dims);
   PsaWorkspace workspace() const;
 
+  // The float rearrangements alone (the runners of psa_pack_qkv, psa_merge_attn; not on the 16-bit
+  // variants, whose launch check then names the kernel).
   void pack_qkv(const float* qkv, float* packed) const;
   void extract_v(const float* qkv, float* v_out) const;
   void merge_attn(const float* o_lo, const float* o_hi, float* merged) const;
@@ -73,15 +88,21 @@ class PsaOp {
   void backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
 
   const PsaDims& dims() const { return dims_; }
-  // The Flash Attention 2 op of the two passes (its `probs` rebuilds attention maps from
-  // `ws.packed`/`ws.lse`).
-  const FlashAttn2Op& fa2() const { return fa2_; }
+  // The 16-bit passes' element type (mma_fp16, mma_bf16); none for the float variants.
+  std::optional<HalfType> half_type() const { return half_; }
+  // The float Flash Attention 2 op of the two passes (its `probs` rebuilds attention maps from
+  // `ws.packed`/`ws.lse`); RuntimeError for the 16-bit variants, which have none.
+  const FlashAttn2Op& fa2() const;
 
  private:
   LaunchConfig transpose_config(int sections_per_head) const;
+  void forward_half(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const;
+  void backward_half(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
   Backend& backend_;
   PsaDims dims_;
-  FlashAttn2Op fa2_;
+  std::optional<HalfType> half_;  // the 16-bit passes' element type
+  std::optional<FlashAttn2Op> fa2_;
+  std::optional<FlashAttn2HalfOp> fa2_half_;
   bool fused_, fused_tc_, w16_;
   std::shared_ptr<Module> module_, tc_module_;
   Kernel fused_forward_, pack_, extract_, merge_, merge_bwd_, qkv_grad_;

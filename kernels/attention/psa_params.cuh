@@ -41,6 +41,38 @@ struct PsaQkvGradParams {
   int n;
 };
 
+// The same four around 16-bit Flash Attention passes (psa_*_half<DT>): the [.., N, KD] tensors hold fp16 /
+// bf16 patterns, the NCHW ones float.
+struct PsaPackHalfParams {
+  const float* qkv;        // [B, nh*4*KD, H, W]
+  unsigned short* packed;  // [4, BH, N, KD]
+  int batch_heads;
+  int key_dim;
+  int n;
+};
+struct PsaMergeHalfParams {
+  const unsigned short* o_lo;
+  const unsigned short* o_hi;
+  float* merged;
+  int key_dim;
+  int n;
+};
+struct PsaMergeBwdHalfParams {
+  const float* d_merged;
+  unsigned short* do_lo;
+  unsigned short* do_hi;
+  int key_dim;
+  int n;
+};
+struct PsaQkvGradHalfParams {
+  const unsigned short* grads;  // [2, 3, BH, N, KD]
+  const float* d_v;
+  float* d_qkv;
+  int batch_heads;
+  int key_dim;
+  int n;
+};
+
 // psa_attention_fused<KD>: qkv -> merged, v_out, and the workspace the composed path leaves (packed, o_lo,
 // o_hi, lse [BH, N]).
 struct PsaFusedParams {

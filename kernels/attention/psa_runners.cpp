@@ -65,12 +65,22 @@ std::string fused_problem(const Params& p) {
   return psa_fused_problem(int(param_int(p, "KEY_DIM")));
 }
 
+// The rule of the 16-bit composed variants: flash_attn2_mma.cu's head widths.
+std::string half_problem(const Params& p) {
+  return psa_half_problem(int(param_int(p, "KEY_DIM")));
+}
+
 // The composed attention, forward or backward; the instance's PsaOp also compiles psa.cu.
 KernelSpec attention_spec(const char* name, const char* description) {
   KernelSpec spec =
       psa_spec(name, description,
                {{"tiled", "pack -> 2x FA2 (tiled) -> merge, + extract-V"},
                 {"row_per_cta", "pack -> 2x FA2 (row_per_cta) -> merge, + extract-V"},
+                {"mma_fp16",
+                 "pack (Q, K, V rounded to fp16) -> 2x FA2 on fp16 tensor cores (mma.sync, float "
+                 "accumulation) -> merge, + extract-V; float in and out: the fp16 training pass's attention",
+                 half_problem},
+                {"mma_bf16", "mma_fp16 in bf16: the bf16 training pass's attention", half_problem},
                 {"fused",
                  "one launch: 8 query rows per CTA, the keys split over its 8 warps, both value "
                  "halves on shared scores (KEY_DIM 16, 32); the backward on tiled FA2",
@@ -142,6 +152,7 @@ class PsaAttentionInstance : public InstanceBase {
   PsaAttentionInstance(Backend& b, const std::string& variant, const Params& p, uint64_t seed)
       : InstanceBase(b),
         s_(psa_shape(p)),
+        half_(psa_half_type(variant)),
         op_(b, variant, psa_dims(s_)),
         ws_(op_.workspace()),
         qkv_(rounded_to(random_uniform(s_.qkv_elems(), -2.f, 2.f, derive_seed(seed, "qkv")),
@@ -151,7 +162,19 @@ class PsaAttentionInstance : public InstanceBase {
   void replace_by_outputs(std::initializer_list<DeviceBuffer*> buffers) {
     for (DeviceBuffer* buf : buffers) *buf = output(buf->bytes());
   }
+  // A 16-bit variant's tolerance for an output whose reference is `ref`: RELATIVE u on rel_l2 and MAX_ABS u
+  // of the largest |ref| (u = 2^-11 fp16, 2^-8 bf16), plus 1e-5 where an output is near zero. The passes
+  // round as flash_attn2_fwd_half / _bwd_half do (4u and 8u there), and the pack rounds Q, K, V besides: the
+  // seeded qkv (tf32-rounded, |q| < 2) is exact in fp16 and not in bf16. Measured on the emulator at B 2, 20
+  // x 20: x 0.53u fp16 and 0.97u bf16, d_qkv 0.16u and 0.26u (rel_l2); max_abs under 0.5u of the largest.
+  Tolerance half_tolerance(double relative, double max_abs, const std::vector<double>& ref) const {
+    double largest = 0;
+    for (double r : ref) largest = std::max(largest, std::abs(r));
+    const double u = unit_roundoff(*half_);
+    return {relative * u, max_abs * u * largest + 1e-5};
+  }
   PsaShape s_;
+  std::optional<HalfType> half_;  // the 16-bit variants' element type
   PsaOp op_;
   PsaWorkspace ws_;
   std::vector<float> qkv_;
@@ -169,13 +192,14 @@ class PsaForwardInstance : public PsaAttentionInstance {
   void launch() override { op_.forward(qkv_buf_.as<const float>(), x_.as<float>(), v_.as<float>(), ws_); }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     if (ref_.x.empty()) ref_ = psa_attention_reference(to_double(qkv_), s_);
-    const Tolerance t = tol.value_or(Tolerance{1e-5, 1e-4});
+    const Tolerance t = tol.value_or(half_ ? half_tolerance(4, 8, ref_.x) : Tolerance{1e-5, 1e-4});
+    const Tolerance l = tol.value_or(half_ ? half_tolerance(4, 8, ref_.lse) : Tolerance{1e-5, 1e-4});
     const size_t rows = size_t(s_.batch_heads()) * s_.n();
     return {make_check("x", nchw(s_, s_.out_channels()), fetch<float>(x_, s_.out_elems()), ref_.x, t),
             make_check("v", nchw(s_, s_.out_channels()), fetch<float>(v_, s_.out_elems()), ref_.v,
                        tol.value_or(kExact)),
             make_check("L", {size_t(s_.batch_heads()), size_t(s_.n())}, fetch<float>(ws_.lse, rows), ref_.lse,
-                       t)};
+                       l)};
   }
   WorkCounts work() const override {
     const double n = s_.n();
@@ -213,7 +237,7 @@ class PsaBackwardInstance : public PsaAttentionInstance {
       ref_ = psa_attention_backward_reference(to_double(qkv_), to_double(g_x_), to_double(g_v_), s_);
     // As flash_attn2_bwd, with dQ and dK summed over two passes.
     return {make_check("d_qkv", nchw(s_, s_.qkv_channels()), fetch<float>(d_qkv_, s_.qkv_elems()), ref_,
-                       tol.value_or(Tolerance{1e-5, 1e-3}))};
+                       tol.value_or(half_ ? half_tolerance(4, 8, ref_) : Tolerance{1e-5, 1e-3}))};
   }
   WorkCounts work() const override {
     const double n = s_.n();

@@ -600,7 +600,8 @@ std::pair<TapeTensor, TapeTensor> GradientTape::attention(const AttentionSpec& s
   PsaDims dims;
   dims.batch = qkv.batch, dims.num_heads = spec.num_heads, dims.key_dim = spec.key_dim;
   dims.n = int(qkv.plane()), dims.scale = spec.scale;
-  auto op = std::make_shared<PsaOp>(backend_, "tiled", dims);
+  auto op = std::make_shared<PsaOp>(backend_, training_attention_variant(precision_, dims.key_dim), dims);
+  attentions_.push_back(op);
   auto ws = std::make_shared<PsaWorkspace>(op->workspace());
   const TapeTensor merged = dense(make(qkv.batch, spec.dim, qkv.height, qkv.width));
   const TapeTensor v = dense(make(qkv.batch, spec.dim, qkv.height, qkv.width));

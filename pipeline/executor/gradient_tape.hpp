@@ -48,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/attention/psa_op.hpp"
 #include "kernels/nn/conv2d_backward_op.hpp"
 #include "kernels/nn/conv2d_op.hpp"
 #include "kernels/nn/plane_backward_ops.hpp"
@@ -170,6 +171,8 @@ class GradientTape {
   void backward(const std::vector<Seed>& seeds);
   // The convs in the order the forward runs them.
   const std::vector<std::unique_ptr<TapeConv>>& convs() const { return convs_; }
+  // The attention cores recorded (their variant: precision_policy's training_attention_variant).
+  const std::vector<std::shared_ptr<const PsaOp>>& attentions() const { return attentions_; }
   // d loss / d the folded weight and bias of each conv, downloaded, by conv name (batch-statistics convs:
   // d conv.weight, and d bn.weight / d bn.bias in gamma / beta).
   reference::ConvGradients conv_gradients() const;
@@ -329,6 +332,7 @@ class GradientTape {
   bool weight_lane_open_ = false;  // lane 1 was forked and not joined since
   size_t held_bytes_ = 0;          // of the held scratch
   std::vector<std::unique_ptr<TapeConv>> convs_;
+  std::vector<std::shared_ptr<const PsaOp>> attentions_;
   std::unique_ptr<PixelInputOp> pixels_to_planes_;  // set_input_*pixels's, made on its first call
   DeviceBuffer input_pixels_;
   std::unique_ptr<LaunchGraph> forward_graph_, backward_graph_;

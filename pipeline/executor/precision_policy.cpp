@@ -1,6 +1,8 @@
 // The precision policy table (docs/detect.md, "Precision", has the measurements behind each row).
 #include "pipeline/executor/precision_policy.hpp"
 
+#include "kernels/attention/psa_op.hpp"
+
 namespace lab {
 namespace {
 
@@ -26,6 +28,17 @@ Precision conv_precision(ConvRole role, Precision network) {
   for (const PolicyRow& row : kPolicy)
     if (row.role == role && row.network == network) return row.conv;
   return network;
+}
+
+// At fp16 / bf16 the two Flash Attention passes, forward and backward, run on 16-bit tensor cores with float
+// accumulation (PsaOp's mma_fp16 / mma_bf16), as PyTorch's autocast runs attention in a 16-bit training step;
+// the float32 tiled passes took 1.28 ms of an H100 fp16 iteration's launches alone (docs/PERFORMANCE.md).
+// float32 (tiled) at fp32 and tf32, and where flash_attn2_mma.cu has no kernel for the key width.
+const char* training_attention_variant(Precision network, int key_dim) {
+  if (!psa_half_problem(key_dim).empty()) return "tiled";
+  if (network == Precision::Fp16) return "mma_fp16";
+  if (network == Precision::Bf16) return "mma_bf16";
+  return "tiled";
 }
 
 }  // namespace lab
