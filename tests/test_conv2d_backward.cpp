@@ -444,7 +444,7 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
 // bit for bit what conv2d_bias_grad (v1's weight_grad without the SiLU backward's sums) finds from that dz,
 // at batch 1 (straight into grad_bias) and 3: on a plane (37 x 41) that leaves a partial set of a thread's
-// four loads and one (36 x 40) of whole sets, the images in groups of two and one (per-group sums, then their
+// four loads and one (36 x 40) of whole sets and whole quads (in_quads: 16-byte accesses), the images in groups of two and one (per-group sums, then their
 // reduction by each channel's last CTA), and on a small plane (5 x 7) all three images in one CTA's group
 // (straight into grad_bias again); both outputs NaN-poisoned first, and again for a second launch of each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
@@ -495,10 +495,15 @@ TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_g
       const Metrics b = compare_arrays(fused.data(), ref.grad_bias.data(), fused.size());
       INFO("db rel_l2=" << b.rel_l2);
       CHECK(b.rel_l2 < 1e-5);
-      // Again into poisoned sums: each channel's last CTA left its arrival count at zero for this launch.
+      // Again into poisoned sums: each channel's last CTA left its arrival count at zero for this launch. dy
+      // one float into a buffer this time: not 16-byte aligned, so a plane of whole quads (in_quads) reads it
+      // by elements, in the same order.
       for (const DeviceBuffer* out : {&fused_bias, &summed_bias})
         backend->fill_bytes(out->get(), 0xff, out->bytes());
-      op.silu_backward(batch, plane, grad_out_d.as<const float>(), int64_t(shape.c_out) * plane,
+      std::vector<float> shifted(1, 0.0f);
+      shifted.insert(shifted.end(), grad_out.begin(), grad_out.end());
+      const DeviceBuffer shifted_d = backend->upload_vector(shifted);
+      op.silu_backward(batch, plane, shifted_d.as<const float>() + 1, int64_t(shape.c_out) * plane,
                        z_d.as<const float>(), dz.as<float>(), fused_bias.as<float>(),
                        bias_workspace.as<float>());
       op.weight_grad(batch, h, w, dense_view(in_d.as<const float>(), shape.c_in, plane), dz.as<const float>(),

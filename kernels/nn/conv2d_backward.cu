@@ -1169,27 +1169,76 @@ struct ChannelGroup {
   }
 };
 
+// Where the plane is a multiple of 4 the bias sums take a group's items four at a time, quad q = items 4q ..
+// 4q + 3 of one image (a quad never straddles two), as one 16-byte access: thread t's quads t, t + 256, ...,
+// each added in pixel order. Both kernels follow this order, so their sums of the same dz agree bit for bit.
+__device__ __forceinline__ bool in_quads(int plane) {
+  return plane % 4 == 0;
+}
+__device__ __forceinline__ void add_quad(float& acc, float4 d) {
+  acc += d.x;
+  acc += d.y;
+  acc += d.z;
+  acc += d.w;
+}
+
 }  // namespace nn
 
 __global__ void __launch_bounds__(nn::kThreads) conv2d_bias_grad(const lab::Conv2dBiasGradParams params) {
   const nn::ChannelGroup group(params.batch, params.images, params.plane);
   float acc = 0.0f;
-  for (int q = threadIdx.x; q < group.items; q += nn::kThreads) {
-    const nn::ChannelGroupItem item = group.at(q);
-    acc += params.grad_z[group.dense(item, params.c_out)];
+  if (nn::in_quads(params.plane)) {
+    for (int q = threadIdx.x; q < group.items / 4; q += nn::kThreads)
+      nn::add_quad(
+          acc, *reinterpret_cast<const float4*>(params.grad_z + group.dense(group.at(4 * q), params.c_out)));
+  } else {
+    for (int q = threadIdx.x; q < group.items; q += nn::kThreads)
+      acc += params.grad_z[group.dense(group.at(q), params.c_out)];
   }
   nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
 }
 
-// A thread's items q = threadIdx.x, + 256, ... of its group are read kLoads at a time (each group's loads
-// issued before its first store, which could alias them) and summed in that order: the sums
-// conv2d_bias_grad finds from dz.
+// A thread's items q = threadIdx.x, + 256, ... of its group (its quads, in_quads) are read kLoads at a time
+// (each group's loads issued before its first store, which could alias them) and summed in that order: the
+// sums conv2d_bias_grad finds from dz.
 __global__ void __launch_bounds__(nn::kThreads)
     conv2d_silu_bias_backward(const lab::Conv2dSiluBiasBackwardParams params) {
   constexpr int kLoads = 4;
   const nn::ChannelGroup group(params.batch, params.images, params.plane);
   const long long channel = (long long)blockIdx.x * params.plane;
   float acc = 0.0f;
+  if (nn::in_quads(params.plane)) {
+    // dy as 16-byte loads where its view is 16-byte aligned (a channel slice of a wider gradient may not be).
+    const bool vector_dy = ((reinterpret_cast<unsigned long long>(params.grad_out) |
+                             (unsigned long long)params.grad_out_batch_stride * 4) &
+                            15) == 0;
+    const int quads = group.items / 4;
+    for (int q0 = threadIdx.x; q0 < quads; q0 += kLoads * nn::kThreads) {
+      float4 g[kLoads], z[kLoads];
+      long long at[kLoads];  // of z and dz
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int q = q0 + j * nn::kThreads;
+        g[j] = z[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f), at[j] = 0;
+        if (q >= quads) continue;
+        const nn::ChannelGroupItem item = group.at(4 * q);
+        at[j] = group.dense(item, params.c_out);
+        const float* dy = params.grad_out + item.image * params.grad_out_batch_stride + channel + item.pixel;
+        g[j] = vector_dy ? *reinterpret_cast<const float4*>(dy) : make_float4(dy[0], dy[1], dy[2], dy[3]);
+        z[j] = *reinterpret_cast<const float4*>(params.z + at[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        if (q0 + j * nn::kThreads >= quads) break;
+        const float4 d = make_float4(nn::silu_grad(g[j].x, z[j].x), nn::silu_grad(g[j].y, z[j].y),
+                                     nn::silu_grad(g[j].z, z[j].z), nn::silu_grad(g[j].w, z[j].w));
+        *reinterpret_cast<float4*>(params.grad_z + at[j]) = d;
+        nn::add_quad(acc, d);
+      }
+    }
+    nn::store_channel_sum(acc, params.c_out, params.grad_bias, params.partial, params.arrivals);
+    return;
+  }
   for (int q0 = threadIdx.x; q0 < group.items; q0 += kLoads * nn::kThreads) {
     float g[kLoads], z[kLoads];
     long long at[kLoads];  // of z and dz
