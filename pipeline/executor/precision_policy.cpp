@@ -31,9 +31,10 @@ Precision conv_precision(ConvRole role, Precision network) {
 }
 
 // At fp16 / bf16 the two Flash Attention passes, forward and backward, run on 16-bit tensor cores with float
-// accumulation (PsaOp's mma_fp16 / mma_bf16), as PyTorch's autocast runs attention in a 16-bit training step;
-// the float32 tiled passes took 1.28 ms of an H100 fp16 iteration's launches alone (docs/PERFORMANCE.md).
-// float32 (tiled) at fp32 and tf32, and where flash_attn2_mma.cu has no kernel for the key width.
+// accumulation (PsaOp's mma_fp16 / mma_bf16), as PyTorch's autocast runs attention in a 16-bit training step:
+// the float32 tiled passes took 1.28 ms of an H100 fp16 iteration's launches alone, and the change took the
+// iteration from 21.97 to 21.13 ms (docs/PERFORMANCE.md, thirty-sixth entry). float32 (tiled) at fp32 and
+// tf32, and where flash_attn2_mma.cu has no kernel for the key width.
 const char* training_attention_variant(Precision network, int key_dim) {
   if (!psa_half_problem(key_dim).empty()) return "tiled";
   if (network == Precision::Fp16) return "mma_fp16";
