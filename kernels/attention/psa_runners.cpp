@@ -173,6 +173,8 @@ class PsaAttentionInstance : public InstanceBase {
     const double u = unit_roundoff(*half_);
     return {relative * u, max_abs * u * largest + 1e-5};
   }
+  // Bytes of an element of the Flash Attention side (packed, O, dO, the passes' gradients).
+  double element_bytes() const { return half_ ? 2.0 : 4.0; }
   PsaShape s_;
   std::optional<HalfType> half_;  // the 16-bit variants' element type
   PsaOp op_;
@@ -204,8 +206,8 @@ class PsaForwardInstance : public PsaAttentionInstance {
   WorkCounts work() const override {
     const double n = s_.n();
     // Two FA2 passes at HEAD_DIM = KD; bytes: qkv read twice (pack, extract), packed written and read,
-    // O_lo/O_hi written and read, x and v written.
-    return {4.0 * (2 * s_.qkv_elems() + 2 * 4 * s_.head_elems() + 4 * s_.head_elems() + 2 * s_.out_elems()),
+    // O_lo/O_hi written and read (in the passes' element), x and v written.
+    return {4.0 * (2 * s_.qkv_elems() + 2 * s_.out_elems()) + element_bytes() * (2 * 4 + 4) * s_.head_elems(),
             2 * 4.0 * s_.batch_heads() * n * n * s_.key_dim};
   }
 
@@ -241,8 +243,11 @@ class PsaBackwardInstance : public PsaAttentionInstance {
   }
   WorkCounts work() const override {
     const double n = s_.n();
-    return {4.0 * (3 * s_.out_elems() + 2 * s_.qkv_elems() + 2 * 11 * s_.head_elems() + 6 * s_.head_elems()),
-            2 * 2.5 * 4.0 * s_.batch_heads() * n * n * s_.key_dim};
+    // The NCHW side in float; the passes' tensors (11 a pass, and the six gradients the assembly reads) in
+    // their element.
+    return {
+        4.0 * (3 * s_.out_elems() + 2 * s_.qkv_elems()) + element_bytes() * (2 * 11 + 6) * s_.head_elems(),
+        2 * 2.5 * 4.0 * s_.batch_heads() * n * n * s_.key_dim};
   }
 
  private:
