@@ -444,9 +444,10 @@ TEST_CASE("conv2d backward v3_fp16 and v4_bf16 really round and stay within thei
 // The SiLU backward writes dz and, in the same pass, the bias gradient: dz against the float64 reference, db
 // bit for bit what conv2d_bias_grad (v1's weight_grad without the SiLU backward's sums) finds from that dz,
 // at batch 1 (straight into grad_bias) and 3: on a plane (37 x 41) that leaves a partial set of a thread's
-// four loads and one (36 x 40) of whole sets and whole quads (in_quads: 16-byte accesses), the images in groups of two and one (per-group sums, then their
-// reduction by each channel's last CTA), and on a small plane (5 x 7) all three images in one CTA's group
-// (straight into grad_bias again); both outputs NaN-poisoned first, and again for a second launch of each.
+// four loads and one (36 x 40) of whole sets and whole quads (in_quads: 16-byte accesses), the images in
+// groups of two and one (per-group sums, then their reduction by each channel's last CTA), and on a small
+// plane (5 x 7) all three images in one CTA's group (straight into grad_bias again); both outputs
+// NaN-poisoned first, and again for a second launch of each.
 TEST_CASE("the fused SiLU backward writes dz and the bias gradient conv2d_bias_grad would sum",
           "[conv2d_bwd]") {
   auto backend = make_backend("cpu", test::embedded_context());

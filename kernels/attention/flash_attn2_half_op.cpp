@@ -62,8 +62,12 @@ void check_fused_dq(const Fa2MmaConfig& c, int head_dim) {
 // eight warps sharing each Q / dO tile were 10 % faster than four. HEAD_DIM 256 (not swept; ptxas, sm_90):
 // one m-tile per warp, the forward at 239 registers and dQ at 241 without spills; dK/dV's two 16 x 256 float
 // accumulators alone take 256 registers per thread, so it spills at any tile (736 bytes of stack at 4x1x32).
+bool fa2_half_head_dim_supported(int head_dim) {
+  return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
 Fa2MmaConfig fa2_mma_default_config(int head_dim) {
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 256)
+  if (!fa2_half_head_dim_supported(head_dim))
     throw UsageError("flash attention fp16/bf16: HEAD_DIM " + std::to_string(head_dim) +
                      " is not supported (32, 64, 128, 256)");
   if (head_dim == 256) return {{4, 1, 64}, {4, 1, 32}, {4, 1, 32}};

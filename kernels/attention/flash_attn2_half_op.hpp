@@ -32,7 +32,9 @@ struct Fa2MmaConfig {
   // kernel (dq unused then); needs backward_scratch_floats() of scratch.
   bool fused_dq = false;
 };
-// The measured default tiles at HEAD_DIM (32, 64, 128 or 256; UsageError otherwise), variant "mma".
+// Whether flash_attn2_mma.cu has kernels for this HEAD_DIM: 32, 64, 128 or 256.
+bool fa2_half_head_dim_supported(int head_dim);
+// The measured default tiles at HEAD_DIM (UsageError for one without kernels), variant "mma".
 Fa2MmaConfig fa2_mma_default_config(int head_dim);
 // The configuration of a variant ("mma", or "mma_fused_dq": dQ from the dK/dV kernel) at resolved HEAD_DIM
 // (32, 64, 128 or 256), FWD_TILE, DQ_TILE and DKDV_TILE: the measured default for HEAD_DIM, each part

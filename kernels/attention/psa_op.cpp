@@ -81,7 +81,7 @@ std::optional<HalfType> psa_half_type(const std::string& variant) {
 }
 
 std::string psa_half_problem(int key_dim) {
-  return key_dim == 32 || key_dim == 64 || key_dim == 128 || key_dim == 256
+  return fa2_half_head_dim_supported(key_dim)
              ? ""
              : "needs KEY_DIM 32, 64, 128 or 256 (got " + std::to_string(key_dim) + ")";
 }
@@ -161,6 +161,73 @@ void PsaOp::merge_attn(const float* o_lo, const float* o_hi, float* merged) cons
   backend_.launch(merge_, transpose_config(2), kernel_params(p));
 }
 
+// The composed path's rearrangements on the 16-bit side (psa.cu's _half<DT> kernels), and the two that only
+// the backward runs on either side.
+void PsaOp::pack_qkv(const float* qkv, uint16_t* packed) const {
+  const PsaPackHalfParams p{qkv, packed, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(pack_, transpose_config(4), kernel_params(p));
+}
+
+void PsaOp::merge_attn(const uint16_t* o_lo, const uint16_t* o_hi, float* merged) const {
+  const PsaMergeHalfParams p{o_lo, o_hi, merged, dims_.key_dim, dims_.n};
+  backend_.launch(merge_, transpose_config(2), kernel_params(p));
+}
+
+void PsaOp::merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const {
+  const PsaMergeBwdParams p{d_merged, do_lo, do_hi, dims_.key_dim, dims_.n};
+  backend_.launch(merge_bwd_, transpose_config(2), kernel_params(p));
+}
+
+void PsaOp::merge_attn_bwd(const float* d_merged, uint16_t* do_lo, uint16_t* do_hi) const {
+  const PsaMergeBwdHalfParams p{d_merged, do_lo, do_hi, dims_.key_dim, dims_.n};
+  backend_.launch(merge_bwd_, transpose_config(2), kernel_params(p));
+}
+
+void PsaOp::qkv_grad(const float* grads, const float* d_v, float* d_qkv) const {
+  const PsaQkvGradParams p{grads, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(qkv_grad_, transpose_config(4), kernel_params(p));
+}
+
+void PsaOp::qkv_grad(const uint16_t* grads, const float* d_v, float* d_qkv) const {
+  const PsaQkvGradHalfParams p{grads, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n};
+  backend_.launch(qkv_grad_, transpose_config(4), kernel_params(p));
+}
+
+// The composed forward with the Flash Attention side in T (float, or 16-bit patterns) on `fa2` (FlashAttn2Op,
+// FlashAttn2HalfOp): pack, the two passes (V_lo, then V_hi, sharing Q, K and L), merge, extract-V.
+template <class T, class Fa2>
+void PsaOp::composed_forward(const Fa2& fa2, const float* qkv, float* merged, float* v_out,
+                             PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  T* packed = ws.packed.as<T>();
+  const T *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
+  pack_qkv(qkv, packed);
+  fa2.forward(q, k, v_lo, ws.o_lo.as<T>(), ws.lse.as<float>(), p);
+  fa2.forward(q, k, v_hi, ws.o_hi.as<T>(), ws.lse.as<float>(), p);  // rewrites the same L
+  merge_attn(ws.o_lo.as<const T>(), ws.o_hi.as<const T>(), merged);
+  extract_v(qkv, v_out);
+}
+
+// The backward the same way: merge backward, the two passes' backward into grads [2 passes][dQ, dK, dV][BH,
+// N, KD], and the d_qkv assembly, which adds the passes' dQ and dK in float.
+template <class T, class Fa2>
+void PsaOp::composed_backward(const Fa2& fa2, const float* d_merged, const float* d_v, float* d_qkv,
+                              PsaWorkspace& ws) const {
+  const size_t head = dims_.head_elems();
+  const T* packed = ws.packed.as<const T>();
+  const T *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
+  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
+  merge_attn_bwd(d_merged, ws.do_lo.as<T>(), ws.do_hi.as<T>());
+  T* g = ws.grads.as<T>();
+  const float* lse = ws.lse.as<const float>();
+  fa2.backward(q, k, v_lo, ws.o_lo.as<const T>(), ws.do_lo.as<const T>(), lse, ws.delta.as<float>(), g,
+               g + head, g + 2 * head, p);
+  fa2.backward(q, k, v_hi, ws.o_hi.as<const T>(), ws.do_hi.as<const T>(), lse, ws.delta.as<float>(),
+               g + 3 * head, g + 4 * head, g + 5 * head, p);
+  qkv_grad(g, d_v, d_qkv);
+}
+
 void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
   if (fused_ || fused_tc_) {
     float *packed = ws.packed.as<float>(), *o_lo = ws.o_lo.as<float>(), *o_hi = ws.o_hi.as<float>();
@@ -179,73 +246,17 @@ void PsaOp::forward(const float* qkv, float* merged, float* v_out, PsaWorkspace&
                     kernel_params(p));
     return;
   }
-  if (half_) return forward_half(qkv, merged, v_out, ws);
-  const size_t head = dims_.head_elems();
-  const float* packed = ws.packed.as<const float>();
-  const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
-  pack_qkv(qkv, ws.packed.as<float>());
-  fa2_->forward(q, k, v_lo, ws.o_lo.as<float>(), ws.lse.as<float>(), p);
-  fa2_->forward(q, k, v_hi, ws.o_hi.as<float>(), ws.lse.as<float>(), p);  // rewrites the same L
-  merge_attn(ws.o_lo.as<const float>(), ws.o_hi.as<const float>(), merged);
-  extract_v(qkv, v_out);
+  if (half_)
+    composed_forward<uint16_t>(*fa2_half_, qkv, merged, v_out, ws);
+  else
+    composed_forward<float>(*fa2_, qkv, merged, v_out, ws);
 }
 
 void PsaOp::backward(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const {
-  if (half_) return backward_half(d_merged, d_v, d_qkv, ws);
-  const size_t head = dims_.head_elems();
-  const float* packed = ws.packed.as<const float>();
-  const float *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
-  const PsaMergeBwdParams merge_bwd{d_merged, ws.do_lo.as<float>(), ws.do_hi.as<float>(), dims_.key_dim,
-                                    dims_.n};
-  backend_.launch(merge_bwd_, transpose_config(2), kernel_params(merge_bwd));
-  // grads [2 passes][dQ, dK, dV][BH, N, KD]
-  float* g = ws.grads.as<float>();
-  fa2_->backward(q, k, v_lo, ws.o_lo.as<const float>(), ws.do_lo.as<const float>(), ws.lse.as<const float>(),
-                 ws.delta.as<float>(), g, g + head, g + 2 * head, p);
-  fa2_->backward(q, k, v_hi, ws.o_hi.as<const float>(), ws.do_hi.as<const float>(), ws.lse.as<const float>(),
-                 ws.delta.as<float>(), g + 3 * head, g + 4 * head, g + 5 * head, p);
-  const PsaQkvGradParams qkv_grad{g, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n};
-  backend_.launch(qkv_grad_, transpose_config(4), kernel_params(qkv_grad));
-}
-
-// The composed forward on 16-bit passes: the pack rounds Q, K, V_lo, V_hi, the merge reads O_lo, O_hi.
-void PsaOp::forward_half(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const {
-  const size_t head = dims_.head_elems();
-  uint16_t* packed = ws.packed.as<uint16_t>();
-  const uint16_t *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
-  backend_.launch(pack_, transpose_config(4),
-                  kernel_params(PsaPackHalfParams{qkv, packed, dims_.batch_heads(), dims_.key_dim, dims_.n}));
-  fa2_half_->forward(q, k, v_lo, ws.o_lo.as<uint16_t>(), ws.lse.as<float>(), p);
-  fa2_half_->forward(q, k, v_hi, ws.o_hi.as<uint16_t>(), ws.lse.as<float>(), p);  // rewrites the same L
-  backend_.launch(merge_, transpose_config(2),
-                  kernel_params(PsaMergeHalfParams{ws.o_lo.as<const uint16_t>(), ws.o_hi.as<const uint16_t>(),
-                                                   merged, dims_.key_dim, dims_.n}));
-  extract_v(qkv, v_out);
-}
-
-// The backward on 16-bit passes: dO_lo, dO_hi rounded by the merge backward, the passes' dQ, dK, dV (16-bit)
-// summed in float by the d_qkv assembly.
-void PsaOp::backward_half(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const {
-  const size_t head = dims_.head_elems();
-  const uint16_t* packed = ws.packed.as<const uint16_t>();
-  const uint16_t *q = packed, *k = packed + head, *v_lo = packed + 2 * head, *v_hi = packed + 3 * head;
-  const AttentionProblem p{dims_.batch_heads(), dims_.n, dims_.n, dims_.softmax_scale()};
-  uint16_t *do_lo = ws.do_lo.as<uint16_t>(), *do_hi = ws.do_hi.as<uint16_t>();
-  backend_.launch(merge_bwd_, transpose_config(2),
-                  kernel_params(PsaMergeBwdHalfParams{d_merged, do_lo, do_hi, dims_.key_dim, dims_.n}));
-  // grads [2 passes][dQ, dK, dV][BH, N, KD]
-  uint16_t* g = ws.grads.as<uint16_t>();
-  const float* lse = ws.lse.as<const float>();
-  fa2_half_->backward(q, k, v_lo, ws.o_lo.as<const uint16_t>(), do_lo, lse, ws.delta.as<float>(), g, g + head,
-                      g + 2 * head, p);
-  fa2_half_->backward(q, k, v_hi, ws.o_hi.as<const uint16_t>(), do_hi, lse, ws.delta.as<float>(),
-                      g + 3 * head, g + 4 * head, g + 5 * head, p);
-  backend_.launch(
-      qkv_grad_, transpose_config(4),
-      kernel_params(PsaQkvGradHalfParams{g, d_v, d_qkv, dims_.batch_heads(), dims_.key_dim, dims_.n}));
+  if (half_)
+    composed_backward<uint16_t>(*fa2_half_, d_merged, d_v, d_qkv, ws);
+  else
+    composed_backward<float>(*fa2_, d_merged, d_v, d_qkv, ws);
 }
 
 }  // namespace lab

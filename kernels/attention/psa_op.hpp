@@ -96,8 +96,18 @@ class PsaOp {
 
  private:
   LaunchConfig transpose_config(int sections_per_head) const;
-  void forward_half(const float* qkv, float* merged, float* v_out, PsaWorkspace& ws) const;
-  void backward_half(const float* d_merged, const float* d_v, float* d_qkv, PsaWorkspace& ws) const;
+  void pack_qkv(const float* qkv, uint16_t* packed) const;
+  void merge_attn(const uint16_t* o_lo, const uint16_t* o_hi, float* merged) const;
+  void merge_attn_bwd(const float* d_merged, float* do_lo, float* do_hi) const;
+  void merge_attn_bwd(const float* d_merged, uint16_t* do_lo, uint16_t* do_hi) const;
+  void qkv_grad(const float* grads, const float* d_v, float* d_qkv) const;
+  void qkv_grad(const uint16_t* grads, const float* d_v, float* d_qkv) const;
+  template <class T, class Fa2>
+  void composed_forward(const Fa2& fa2, const float* qkv, float* merged, float* v_out,
+                        PsaWorkspace& ws) const;
+  template <class T, class Fa2>
+  void composed_backward(const Fa2& fa2, const float* d_merged, const float* d_v, float* d_qkv,
+                         PsaWorkspace& ws) const;
   Backend& backend_;
   PsaDims dims_;
   std::optional<HalfType> half_;  // the 16-bit passes' element type
