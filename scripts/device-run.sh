@@ -110,11 +110,13 @@ step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit 
   if [ -n "${TORCH_TRAIN:-}" ]; then
     # The PyTorch training iteration beside `lab bench train-step` (bench/torch_train_step.py): its checks on
     # bus.jpg first, then batch 32 and 1, SGD and AdamW, fp32 / TF32 / AMP, lab fp32 and fp16 in the same run;
-    # TORCH_TRAIN=compile then also times batch 32 AdamW AMP through torch.compile (minutes of compiling).
+    # TORCH_TRAIN=compile then also times batch 32 AdamW AMP through torch.compile (minutes of compiling);
+    # TORCH_TRAIN=batch32 times only issue 20's row (batch 32, AdamW, AMP and fp32: about two minutes).
     model=.device/shared/assets/models/yolo26n.pt
     step lab convert $model /tmp/yolo26n.safetensors
+    rows=() && [ "$TORCH_TRAIN" = batch32 ] && rows=(--batches 32 --optimizers AdamW --precisions amp,fp32 --reps 10)
     STEP_TIMEOUT=${STEP_TIMEOUT:-600} step python3 bench/torch_train_step.py --weights /tmp/yolo26n.safetensors \
-      --goldens .device/shared/assets/goldens --lab .device/bin/lab --model $model
+      --goldens .device/shared/assets/goldens --lab .device/bin/lab --model $model "${rows[@]}"
     [ "$TORCH_TRAIN" = compile ] && STEP_TIMEOUT=${STEP_TIMEOUT:-900} step python3 bench/torch_train_step.py \
       --weights /tmp/yolo26n.safetensors --goldens .device/shared/assets/goldens --batches 32 --optimizers AdamW \
       --precisions amp --compile max-autotune-no-cudagraphs
