@@ -106,7 +106,7 @@ TEST_CASE("a character device output is written through, never replaced", "[atom
 }
 
 TEST_CASE(
-    "lab convert to a FIFO exits 2 with one line and leaves the FIFO; to a null device it writes through",
+    "lab convert to a FIFO exits 2 with one line and leaves the FIFO, to a null device it writes through",
     "[atomic][cli]") {
   const fs::path pt = lab::test::yolo26n_checkpoint();
   if (pt.empty()) {

@@ -152,7 +152,7 @@ TEST_CASE("TrainLoader shards: 2 ranks' batches are 1 rank's at the whole batch,
   }
 }
 
-TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters; rank 0 alone writes; resume",
+TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters, rank 0 alone writes, resume",
           "[distributed]") {
   if (model_absent()) return;
   const test::ScratchDir scratch("dp_train");

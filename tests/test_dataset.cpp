@@ -259,7 +259,7 @@ TEST_CASE("lab data synth: refuses a non-empty folder and leaves nothing on fail
   CHECK(fs::exists(dir.path / "empty" / "labels" / "train" / "000001.txt"));
 }
 
-TEST_CASE("lab data synth: the command writes the dataset; bad options are one line, exit 2",
+TEST_CASE("lab data synth: the command writes the dataset, bad options are one line, exit 2",
           "[dataset][cli]") {
   ScratchDir dir("synth-cli");
   const std::string out = (dir.path / "tiny").string();

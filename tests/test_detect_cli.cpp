@@ -280,7 +280,7 @@ struct WorkingDirectory {
 
 }  // namespace
 
-TEST_CASE("lab detect writes runs/detect/predict, then predict2; --exist-ok reuses it without stale labels",
+TEST_CASE("lab detect writes runs/detect/predict, then predict2, --exist-ok reuses it without stale labels",
           "[detect]") {
   if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
     WARN("skipped: shared assets not found at " << kAssets);
@@ -325,7 +325,7 @@ TEST_CASE("lab detect writes runs/detect/predict, then predict2; --exist-ok reus
   CHECK(both.exit_code == 2);
 }
 
-TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings; --classes filters",
+TEST_CASE("lab detect --json - writes the JSON to stdout with the run's settings, --classes filters",
           "[detect]") {
   if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
     WARN("skipped: shared assets not found at " << kAssets);
@@ -417,7 +417,7 @@ TEST_CASE("without a GPU, lab detect --precision fp16 runs on the cpu backend", 
 
 TEST_CASE(
     "lab detect on a folder with our kernels: batch 2 through the staging slots gives batch 1's detections "
-    "and files; --verbose prints the stage profile",
+    "and files, --verbose prints the stage profile",
     "[detect]") {
   if (!fs::exists(kAssets / "models" / "yolo26n.pt")) {
     WARN("skipped: shared assets not found at " << kAssets);

@@ -63,7 +63,7 @@ std::vector<int> sof0_sampling(const std::string& jpeg) {
 }  // namespace
 
 TEST_CASE(
-    "lab detect --encode nvjpeg: one-line errors for another backend, --nosave and a missing library; "
+    "lab detect --encode nvjpeg: one-line errors for another backend, --nosave and a missing library, "
     "no output folder",
     "[detect]") {
   lab::test::ScratchDir dir("detect-nvjpeg-errors");
@@ -98,7 +98,7 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(dir.path / "runs"));
 }
 
-TEST_CASE("lab detect --help describes --encode host|nvjpeg; --decode is no option", "[detect]") {
+TEST_CASE("lab detect --help describes --encode host|nvjpeg, --decode is no option", "[detect]") {
   const LabResult help = lab::test::run_lab("detect --help");
   REQUIRE(help.exit_code == 0);
   CHECK(contains(help.out, "--encode"));
@@ -115,7 +115,7 @@ TEST_CASE("nvJPEG: a library without the functions is refused, naming the missin
         "--encode nvjpeg: nvJPEG is not available (libm.so.6 has no nvjpegCreateEx); " + kNotAvailableAdvice);
 }
 
-TEST_CASE("nvJPEG: the installed library loads with every function the codec uses; lab does not link it",
+TEST_CASE("nvJPEG: the installed library loads with every function the codec uses, lab does not link it",
           "[detect]") {
   lab::test::ScopedEnv chosen("LAB_NVJPEG_LIBRARY", nullptr);  // the build's path, else the loader's search
   const lab::NvjpegLibrary& nvjpeg = lab::load_nvjpeg("--encode nvjpeg");

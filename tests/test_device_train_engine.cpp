@@ -468,7 +468,7 @@ TEST_CASE("DeviceTrainEngine agrees with HostTrainEngine on cpu, and its state r
 }
 
 TEST_CASE(
-    "DeviceTrainEngine with batch-statistics BatchNorm on cpu: gradients as the kernel backward's; steps and "
+    "DeviceTrainEngine with batch-statistics BatchNorm on cpu: gradients as the kernel backward's, steps and "
     "running statistics as HostTrainEngine's",
     "[device_train][batchnorm_batch]") {
   auto backend = make_backend("cpu", test::embedded_context());

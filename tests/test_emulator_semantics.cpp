@@ -89,7 +89,7 @@ TEST_CASE("emulator: warp shuffles xor/down/up/idx follow CUDA's lane rules", "[
   }
 }
 
-TEST_CASE("emulator: ballot/any/all with partial masks and divergent branches; block vote barriers",
+TEST_CASE("emulator: ballot/any/all with partial masks and divergent branches, block vote barriers",
           "[emulator]") {
   for (const std::string& name : available_backends()) {
     INFO("backend " << name);

@@ -267,7 +267,7 @@ std::vector<ProbeResult> run_probe_cases(const std::string& backend_name) {
 }  // namespace
 
 TEST_CASE(
-    "wgmma: one m64nNk16 product gives the documented accumulator layout (SS, RS; K- and MN-major A, B)",
+    "wgmma: one m64nNk16 product gives the documented accumulator layout (SS, RS, K- and MN-major A, B)",
     "[emulator][wgmma]") {
   for (const std::string& name : available_backends()) {
     auto backend = make_backend(name, test::emulator_kernels_context());

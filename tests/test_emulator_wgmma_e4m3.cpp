@@ -234,7 +234,7 @@ TEST_CASE("e4m3: conversions round to the nearest code (ties even), saturate at 
   }
 }
 
-TEST_CASE("wgmma e4m3: one m64nNk32 product gives the documented layouts (SS, RS; no swizzle, 128B)",
+TEST_CASE("wgmma e4m3: one m64nNk32 product gives the documented layouts (SS, RS, no swizzle, 128B)",
           "[emulator][wgmma][e4m3]") {
   for (const std::string& name : available_backends()) {
     auto backend = make_backend(name, test::emulator_kernels_context());

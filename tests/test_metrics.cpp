@@ -97,7 +97,7 @@ TEST_CASE("metrics: at each threshold, of the predictions that picked one box th
   }
 }
 
-TEST_CASE("metrics: per-class rows for classes with labels; a class never predicted scores 0", "[metrics]") {
+TEST_CASE("metrics: per-class rows for classes with labels, a class never predicted scores 0", "[metrics]") {
   // Class 0: one box found exactly. Class 1: two boxes (in two images), never predicted. Class 5: predicted,
   // no labels (left out of every mean).
   const std::vector<ImageEval> images = {

@@ -108,7 +108,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "LAB_CONV_SPLIT_K turns on and limits the network's split-K: unset, 0 or 1 none, 2..64 that; else a "
+    "LAB_CONV_SPLIT_K turns on and limits the network's split-K: unset, 0 or 1 none, 2..64 that, else a "
     "one-line error",
     "[nhwc_network]") {
   const auto limit = [](const char* value) {
@@ -128,7 +128,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "LAB_CONV_BLOCK_N picks the network's conv channel tile: unset, empty or auto per run (0), 64 or 128; "
+    "LAB_CONV_BLOCK_N picks the network's conv channel tile: unset, empty or auto per run (0), 64 or 128, "
     "else a one-line error",
     "[nhwc_network]") {
   const std::pair<const char*, int> valid[] = {{nullptr, 0}, {"", 0}, {"auto", 0}, {"64", 64}, {"128", 128}};
@@ -159,7 +159,7 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
 TEST_CASE(
     "auto picks nhwc for fp16 / bf16 / tf32 on the cpu emulator (bf16 with the float stem), nchw for fp32 "
     "(nhwc "
-    "on request); nhwc where it cannot run is a one-line error",
+    "on request), nhwc where it cannot run is a one-line error",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());

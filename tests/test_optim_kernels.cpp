@@ -273,7 +273,7 @@ TEST_CASE("the optimizer's tensor table refuses an empty list, an empty tensor a
                     "optimizer: parameter group 3 is not 0, 1 or 2");
 }
 
-TEST_CASE("Muon's update scale follows the gradient's last two dimensions; an empty matrix is refused",
+TEST_CASE("Muon's update scale follows the gradient's last two dimensions, an empty matrix is refused",
           "[optim]") {
   CHECK(muon_update_scale({64, 16, 3, 3}) == 1.0);  // a square conv kernel: kh / kw = 1
   CHECK(muon_update_scale({300, 75}) == Approx(2.0));

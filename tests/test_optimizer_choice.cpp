@@ -23,7 +23,7 @@ TEST_CASE("optimizer auto picks AdamW with the fitted lr up to 10000 iterations,
   CHECK(longer.momentum == 0.9);
 }
 
-TEST_CASE("a named optimizer keeps lr0 and momentum; an unknown name is a one-line error", "[optim]") {
+TEST_CASE("a named optimizer keeps lr0 and momentum, an unknown name is a one-line error", "[optim]") {
   const OptimizerChoice sgd = choose_optimizer("sgd", 0.02, 0.937, 50000, 80);
   CHECK(sgd.name == "SGD");
   CHECK(sgd.lr == 0.02);

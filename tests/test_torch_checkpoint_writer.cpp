@@ -101,7 +101,7 @@ TEST_CASE("torch .pt writer: a trained float32 model round trips and matches its
   CHECK(test::contains(module.out, "not one"));
 }
 
-TEST_CASE("torch .pt writer: the archive folder is the file's stem; bad input is a one-line error",
+TEST_CASE("torch .pt writer: the archive folder is the file's stem, bad input is a one-line error",
           "[checkpoint]") {
   if (test::yolo26n_checkpoint().empty()) return;
   test::ScratchDir dir("pt-writer-errors");

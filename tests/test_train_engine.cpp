@@ -52,7 +52,7 @@ std::map<std::string, std::vector<float>> parameters_of(Yolo26Model model) {
 
 }  // namespace
 
-TEST_CASE("reference optimizer: one lr in every group is the plain step; a group's lr moves only it",
+TEST_CASE("reference optimizer: one lr in every group is the plain step, a group's lr moves only it",
           "[train_engine]") {
   const Yolo26Model start = synthetic_n();
   const TrainBatch batch = noise_batch(3);

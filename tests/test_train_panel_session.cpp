@@ -119,7 +119,7 @@ TEST_CASE("train session: start, iterations arrive, pause holds, resume, stop af
   CHECK(fs::exists(fs::path(p.folder) / "weights"));
 }
 
-TEST_CASE("train session: a bad dataset or model fails the run with its message; the session stays usable",
+TEST_CASE("train session: a bad dataset or model fails the run with its message, the session stays usable",
           "[train_panel]") {
   test::ScratchDir dir("train-session-bad");
   TrainSession session(test::embedded_context());

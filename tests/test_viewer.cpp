@@ -351,9 +351,10 @@ TEST_CASE("viewer: PTX and SASS beside the source, highlighted from a source lin
         500);
 }
 
-TEST_CASE("viewer: the Train panel trains on a synthetic dataset, pauses, shows the assignment, stops; a bad "
-          "dataset is reported",
-          "[viewer]") {
+TEST_CASE(
+    "viewer: the Train panel trains on a synthetic dataset, pauses, shows the assignment, stops, a bad "
+    "dataset is reported",
+    "[viewer]") {
   const fs::path model = lab::test::assets_dir() / "models" / "yolo26n.pt";
   if (!fs::exists(model)) {
     WARN("skipped: the yolo26n checkpoint is absent");
