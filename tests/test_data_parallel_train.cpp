@@ -209,6 +209,40 @@ TEST_CASE("lab train --devices 0,1 (cpu): the 1-rank run's parameters, rank 0 al
   CHECK(resumed_exactly);
 }
 
+TEST_CASE(
+    "lab train --devices 0,1 (cpu): a batch an undecodable image leaves empty on one rank is passed over by "
+    "both, each image's warning told once, rank 1's as such",
+    "[distributed]") {
+  if (model_absent()) return;
+  const test::ScratchDir scratch("dp_undecodable");
+  const fs::path data = test::synth_train_dataset(scratch.path, 4, 32, 11);
+  // One image decodes: every batch (one image a rank) has an empty rank, and rank 1 holds at least one of the
+  // three that do not decode. Before, the rank with the empty batch went on to the next one alone, and the
+  // ranks' collectives no longer matched ("broadcast_host of 1 values, but rank 1 gave 3").
+  for (const char* name : {"000000.jpg", "000001.jpg", "000003.jpg"})
+    test::write_file(scratch.path / "data" / "images" / "train" / name, "not a JPEG");
+  TrainOptions o = options(data, scratch.path / "runs", "0,1");
+  o.epochs = 1, o.batch = 2, o.nbs = 2, o.augment = AugmentSettings::none();  // no mosaic: its own image only
+  test::RecordedRun run;
+  TrainHooks hooks = recording(run);
+  std::vector<std::string> logged;
+  hooks.log = [&](const std::string& line) { logged.push_back(line); };
+  const TrainSummary summary = DataParallelTrainer(o, std::nullopt, test::embedded_context(), hooks).run();
+  CHECK(summary.epochs_done == 1);
+  CHECK(run.steps.empty());
+  std::map<std::string, int> told;  // file -> warnings naming it
+  int from_rank_one = 0;
+  for (const std::string& line : logged) {
+    INFO(line);
+    CHECK((line.rfind("warning: ", 0) == 0 || line.rfind("rank 1: warning: ", 0) == 0));
+    CHECK_THAT(line, Contains(": cannot read image") && Contains("(corrupt: image skipped)"));
+    ++told[fs::path(line.substr(0, line.find(": cannot read image"))).filename().string()];
+    from_rank_one += line.rfind("rank 1: ", 0) == 0;
+  }
+  CHECK(told == std::map<std::string, int>{{"000000.jpg", 1}, {"000001.jpg", 1}, {"000003.jpg", 1}});
+  CHECK(from_rank_one >= 1);
+}
+
 TEST_CASE("lab train --bn batch on 2 cpu ranks: SyncBatchNorm gives the 1-rank run's parameters and running "
           "statistics",
           "[distributed]") {

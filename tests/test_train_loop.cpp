@@ -346,10 +346,12 @@ TEST_CASE("lab train: nominal-batch accumulation, warm-up's accumulation from 1,
   o.epochs = 1;
 
   // A label line with four fields and one with a class beyond `names`: both images skipped and counted, with
-  // a warning naming the file and line; the run trains on the other six (3 batches).
+  // a warning naming the file and line; the run trains on the other six (3 batches), but for an image that
+  // does not decode: found when its batch is made, skipped with a warning naming it (5 images trained on).
   const fs::path labels = scratch.path / "data" / "labels" / "train";
   test::write_file(labels / "000001.txt", "0 0.5 0.5 0.25 0.25\n0 0.5 0.5 0.2\n");
   test::write_file(labels / "000002.txt", "5 0.5 0.5 0.25 0.25\n");
+  test::write_file(scratch.path / "data" / "images" / "train" / "000003.jpg", "not a JPEG");
   std::vector<std::string> logged;
   Recorded r;
   TrainHooks hooks = recording(r);
@@ -361,6 +363,11 @@ TEST_CASE("lab train: nominal-batch accumulation, warm-up's accumulation from 1,
   CHECK_THAT(logged[1], Contains("000002.txt:1:"));
   skipping.run();
   CHECK(r.steps.size() == 3);
+  REQUIRE(logged.size() == 3);
+  CHECK_THAT(logged[2], Contains("000003.jpg: cannot read image") && Contains("(corrupt: image skipped)"));
+  int images = 0;
+  for (const StepReport& s : r.steps) images += s.images;
+  CHECK(images == 5);
 }
 
 TEST_CASE("lab train: run folders, results.csv rows, bad datasets and options", "[train_loop]") {

@@ -24,7 +24,8 @@ class DataParallelTrainer {
   // Checks the multi-host flags (check_node_options, make_rendezvous), reads --resume's args.yaml for its
   // devices (the topology stays the command line's), makes the backends and communicators, then the Trainers:
   // rank 0's last (the one that creates the run folder), so that a rank that cannot start leaves nothing
-  // written. `hooks` go to rank 0; the other ranks are silent.
+  // written. `hooks` go to this process's first rank, called one at a time; the other ranks tell only what
+  // their own share of the images shows (one that does not decode) through its log, as "rank R: LINE".
   DataParallelTrainer(TrainOptions options, std::optional<std::string> resume, const RuntimeContext& context,
                       TrainHooks hooks);
   ~DataParallelTrainer();

@@ -81,6 +81,10 @@ void TrainLoader::on_warning(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
+void TrainLoader::pass_over_together(std::function<bool(bool empty_here)> any_rank_empty) {
+  any_rank_empty_ = std::move(any_rank_empty);
+}
+
 void TrainLoader::stage_batches_in(std::function<HostBuffer(size_t)> allocate) {
   std::lock_guard lock(mutex_);
   if (started_ || staging_) throw RuntimeError("train loader: staging memory is set once, before the first epoch");
@@ -214,7 +218,7 @@ std::optional<TrainBatch> TrainLoader::next() {
       batch.files.push_back(files[k]);
     }
     batch.pixels.resize(size_t(batch.batch) * bytes);
-    if (batch.batch > 0) return batch;
+    if (!(any_rank_empty_ ? any_rank_empty_(batch.batch == 0) : batch.batch == 0)) return batch;
     if (undecodable_ == samples_.size())
       throw UsageError(printable_path(samples_.front().image.parent_path()) + ": none of the " +
                        std::to_string(samples_.size()) + " images decodes (" + report_.warnings.back() + ")");

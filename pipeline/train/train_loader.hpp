@@ -1,13 +1,14 @@
 // The training batch loader of `lab train`: each epoch a fresh shuffle of the split (from the seed and the
 // epoch), each image augmented as Ultralytics trains (augment_pipeline: mosaic, random affine, HSV, flip; no
 // mosaic in the last close_mosaic epochs) on worker threads that stay a few batches ahead, batches of imgsz x
-// imgsz RGB bytes (TrainBatch::pixels) with their boxes in pixels (the workers write each image into its batch's
-// buffer). The same
-// (seed, epoch) gives the same batches whatever the number of workers. An image that does not decode is left
-// out of its batch (which comes out short; a batch left empty is passed over) and counted in report() with a
-// one-line warning naming the file; a split where no image decodes is a UsageError. Data-parallel training
-// gives each rank's loader its RankShard: the rank's positions of the shuffle, each image augmented from its
-// position in the whole epoch, so that the ranks together prepare what one rank would at the whole batch.
+// imgsz RGB bytes (TrainBatch::pixels) with their boxes in pixels (the workers write each image into its
+// batch's buffer). The same (seed, epoch) gives the same batches whatever the number of workers. An image
+// that does not decode is left out of its batch (which comes out short; a batch left empty is passed over)
+// and counted in report() with a one-line warning naming the file; a split where no image decodes is a
+// UsageError. Data-parallel training gives each rank's loader its RankShard: the rank's positions of the
+// shuffle, each image augmented from its position in the whole epoch, so that the ranks together prepare what
+// one rank would at the whole batch; and pass_over_together(): a batch left empty on any rank is passed over
+// on every rank, so that they stay in step.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -51,6 +52,11 @@ class TrainLoader {
   const dataset::SplitReport& report() const;
   // Called from next() with each new warning line (an image that does not decode).
   void on_warning(std::function<void(const std::string&)> warn);
+  // Data-parallel ranks: next() asks `any_rank_empty` with whether this rank's batch came out empty (each
+  // rank's loader asks for the same batch: a collective) and passes the batch over when any rank's did, its
+  // images on the other ranks too. Without it only an empty batch is passed over, and the ranks would fall
+  // out of step at their collectives.
+  void pass_over_together(std::function<bool(bool empty_here)> any_rank_empty);
   // Each batch's pixels are written into blocks that `allocate` makes (Backend::alloc_host: page-locked on
   // cuda) and that the loader reuses batch after batch; without it, into ordinary memory. Call once, before
   // the first start_epoch; the batches handed out must then not outlive the loader.
@@ -81,6 +87,7 @@ class TrainLoader {
   uint64_t seed_;
   std::vector<size_t> positions_;  // the rank's positions in the epoch's padded shuffle (shard_positions)
   std::function<void(const std::string&)> warn_;
+  std::function<bool(bool)> any_rank_empty_;
   std::vector<char> reported_;  // per sample: its decoding failure is in report_
   size_t undecodable_ = 0;
 

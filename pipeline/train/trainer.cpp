@@ -61,8 +61,9 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   const dataset::DataConfig data = dataset::read_data_yaml(options_.data);
   dataset::Split train_split = dataset::read_split(data, "train");
   val_split_ = dataset::read_split(data, "val");
-  for (const dataset::Split* split : {&train_split, &val_split_})
-    for (const std::string& warning : split->report.warnings) log("warning: " + warning);
+  if (lead())  // every rank reads the same splits: rank 0 tells their warnings
+    for (const dataset::Split* split : {&train_split, &val_split_})
+      for (const std::string& warning : split->report.warnings) log("warning: " + warning);
   for (const auto& [split, name] : {std::pair{&train_split, "train"}, std::pair{&val_split_, "val"}})
     if (split->samples.empty())
       throw UsageError(printable_path(options_.data) + ": no usable image in split '" + name + "' (" +
@@ -83,6 +84,14 @@ Trainer::Trainer(TrainOptions options, std::optional<std::string> resume, const 
   loader_ = std::make_unique<TrainLoader>(
       train_split, options_.imgsz, rank_batch, options_.augment, options_.workers, options_.seed,
       RankShard{rank_.communicator ? rank_.communicator->rank() : 0, ranks});
+  // An image that does not decode is found when its batch is made: skipped, with a warning naming it.
+  loader_->on_warning([this](const std::string& warning) { log("warning: " + warning); });
+  if (Communicator* ranks = rank_.communicator; ranks && ranks->size() > 1)
+    loader_->pass_over_together([ranks](bool empty_here) {
+      double empty = empty_here;
+      ranks->all_reduce_sum_host(&empty, 1);
+      return empty > 0;
+    });
   const long long batches = (long long)loader_->batches_per_epoch();
   const OptimizerChoice choice =
       choose_optimizer(options_.optimizer, options_.lr0, options_.momentum,
