@@ -181,16 +181,23 @@ unsigned blocks_of(long long elements) {
 }  // namespace
 
 const KernelSpec& conv2d_dgrad_spec() {
-  static const KernelSpec spec = backward_spec(
-      "conv2d_dgrad",
-      "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
-      "groups = 1: implicit GEMM over (class tap, c_out), one stride-phase class per CTA, 16-row chunks "
-      "double buffered in shared memory, 4x4 per thread",
-      conv2d_dgrad_spec,
-      [](ConvBackwardVariant v, const Conv2dShape& s) {
-        return std::vector<std::string>{conv_dgrad_kernel_name(v, s)};
-      },
-      true);
+  static const KernelSpec spec = [] {
+    KernelSpec dgrad = backward_spec(
+        "conv2d_dgrad",
+        "Conv2d input gradient dx from dy (through SiLU's derivative) and the weights, fp32 NCHW",
+        "groups = 1: implicit GEMM over (class tap, c_out), one stride-phase class per CTA, 16-row chunks "
+        "double buffered in shared memory, 4x4 per thread",
+        conv2d_dgrad_spec,
+        [](ConvBackwardVariant v, const Conv2dShape& s) {
+          return std::vector<std::string>{conv_dgrad_kernel_name(v, s)};
+        },
+        true);
+    dgrad.params.push_back(
+        {"GATE", ParamSpec::Kind::Bool, "false",
+         "dx through the input's own SiLU backward in the epilogue (dx = silu'(z_in) * sum, "
+         "z_in a seeded pre-activation), as the training tape runs it"});
+    return dgrad;
+  }();
   return spec;
 }
 

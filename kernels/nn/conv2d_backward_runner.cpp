@@ -99,31 +99,44 @@ class Conv2dBackwardInstance : public InstanceBase {
   DeviceBuffer grad_out_, z_, grad_z_, bias_workspace_;
 };
 
+// With GATE, dx goes through the input's own SiLU backward, as the training tape fuses it into this launch:
+// dx = silu'(z_in) * sum, z_in seeded over [-6, 6] (SiLU's derivative from -0.1 to 1.1 there).
 class Conv2dDgradInstance : public Conv2dBackwardInstance {
  public:
   Conv2dDgradInstance(Backend& backend, const std::string& variant, const Params& p, uint64_t seed)
       : Conv2dBackwardInstance(backend, p, seed),
         variant_(resolve(variant, shape_)),
         op_(backend, shape_, weight_, variant_, std::nullopt),
+        gate_host_(param_bool(p, "GATE") ? random_uniform(in_count(), -6.0f, 6.0f, derive_seed(seed, "gate"))
+                                         : std::vector<float>()),
+        gate_(gate_host_.empty() ? DeviceBuffer() : backend.upload_vector(gate_host_)),
         grad_in_(output_array<float>(in_count())),
         grad_bias_(backend.alloc_array<float>(bias_.size())) {
     reserve_silu_workspace(op_);
   }
   void launch() override {
-    op_.input_grad(batch_, h_, w_, grad_z(op_, grad_bias_.as<float>()), grad_in_.as<float>());
+    const int64_t plane = int64_t(h_) * w_, image = shape_.c_in * plane;
+    op_.input_grad(batch_, h_, w_, grad_z(op_, grad_bias_.as<float>()), {grad_in_.as<float>(), image, plane},
+                   false,
+                   gate_host_.empty() ? ConstPlaneView{} : ConstPlaneView{gate_.as<float>(), image, plane});
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
-    const std::vector<double> ref = reference().grad_in;
+    std::vector<double> ref = reference().grad_in;
+    for (size_t i = 0; i < gate_host_.size(); ++i) {
+      const double z = gate_host_[i], sigmoid = 1.0 / (1.0 + std::exp(-z));
+      ref[i] *= sigmoid * (1.0 + z * (1.0 - sigmoid));  // d/dz of z * sigmoid(z)
+    }
     return {make_check("grad_in", {size_t(batch_), size_t(shape_.c_in), size_t(h_), size_t(w_)},
                        fetch<float>(grad_in_, in_count()), ref,
                        tol.value_or(conv_backward_gradient_tolerance(variant_, ref, false)))};
   }
-  WorkCounts work() const override { return work_of(4.0 * double(in_count())); }
+  WorkCounts work() const override { return work_of(4.0 * double(in_count() + gate_host_.size())); }
 
  private:
   ConvBackwardVariant variant_;
   Conv2dBackwardOp op_;
-  DeviceBuffer grad_in_, grad_bias_;  // grad_bias_: the SiLU backward's, checked by conv2d_wgrad
+  std::vector<float> gate_host_;             // z_in, empty without GATE
+  DeviceBuffer gate_, grad_in_, grad_bias_;  // grad_bias_: the SiLU backward's, checked by conv2d_wgrad
 };
 
 class Conv2dWgradInstance : public Conv2dBackwardInstance {
