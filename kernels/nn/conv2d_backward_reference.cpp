@@ -6,6 +6,11 @@
 
 namespace lab {
 
+double silu_derivative(double z) {
+  const double sigmoid = 1.0 / (1.0 + std::exp(-z));
+  return sigmoid * (1.0 + z * (1.0 - sigmoid));
+}
+
 Conv2dGradients conv2d_backward_reference(const Conv2dShape& s, int batch, int h, int w,
                                           const std::vector<float>& in, const std::vector<float>& weight,
                                           const std::vector<float>& bias, const std::vector<float>& grad_out) {
@@ -36,8 +41,7 @@ Conv2dGradients conv2d_backward_reference(const Conv2dShape& s, int batch, int h
                 for (int kx = 0; kx < k; ++kx)
                   if (int iy, ix; tap(y, x, ky, kx, iy, ix))
                     z += double(in[in_index(b, first_in + ci, iy, ix)]) * weight[w_index(co, ci, ky, kx)];
-            const double sigmoid = 1.0 / (1.0 + std::exp(-z));
-            dz *= sigmoid * (1.0 + z * (1.0 - sigmoid));  // d/dz of z * sigmoid(z)
+            dz *= silu_derivative(z);
           }
           g.grad_z[o] = dz;
           g.grad_bias[co] += dz;

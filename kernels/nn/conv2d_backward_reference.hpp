@@ -15,6 +15,9 @@ struct Conv2dGradients {
   std::vector<double> grad_bias;    // [c_out]
 };
 
+// d/dz of SiLU(z) = z * sigmoid(z), in float64.
+double silu_derivative(double z);
+
 // The gradients of a loss whose gradient with respect to the layer's output act(conv(in) + bias) is
 // `grad_out` [batch, c_out, ho, wo]; the pre-activation z is recomputed in float64 for SiLU's derivative.
 Conv2dGradients conv2d_backward_reference(const Conv2dShape& s, int batch, int h, int w,

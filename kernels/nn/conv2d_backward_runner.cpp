@@ -122,10 +122,7 @@ class Conv2dDgradInstance : public Conv2dBackwardInstance {
   }
   std::vector<OutputCheck> check(const std::optional<Tolerance>& tol) override {
     std::vector<double> ref = reference().grad_in;
-    for (size_t i = 0; i < gate_host_.size(); ++i) {
-      const double z = gate_host_[i], sigmoid = 1.0 / (1.0 + std::exp(-z));
-      ref[i] *= sigmoid * (1.0 + z * (1.0 - sigmoid));  // d/dz of z * sigmoid(z)
-    }
+    for (size_t i = 0; i < gate_host_.size(); ++i) ref[i] *= silu_derivative(gate_host_[i]);
     return {make_check("grad_in", {size_t(batch_), size_t(shape_.c_in), size_t(h_), size_t(w_)},
                        fetch<float>(grad_in_, in_count()), ref,
                        tol.value_or(conv_backward_gradient_tolerance(variant_, ref, false)))};
