@@ -104,16 +104,33 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
   // of each warp's channels at a time: each lane writes its tile columns j = 2t, 2t + 1 of each n8 tile for
   // channel g (or g + 8) — dx columns 2 (8 h + j) + px, two apart — into the CTA's rows of 32 columns; then
   // each warp stores whole rows, a lane a column, so a row of 32 dx floats is one 128-byte store (and its
-  // gate or accumulated values one load). Channel stride rows * 32 + 1 floats: a write touches banks g + 4t,
+  // gate or accumulated values one load, all of a half's issued before the half's shared-memory pass). Channel stride rows * 32 + 1 floats: a write touches banks g + 4t,
   // at most two lanes a bank.
   float* out_s = reinterpret_cast<float*>(smem);
   constexpr int kChannelStride = Tile::kRows * nn::kDgradPatchCols + 1, kLines = TM / 2 * Tile::kRows;
+  constexpr int kWarps = nn::kThreads / 32, kLinesPerWarp = kLines / kWarps;
   static_assert(TM / 2 * kChannelStride * 4 <= Tile::kSharedBytes, "half a tile of dx fits the buffers");
-  const int g = lane / 4, t = lane % 4, plane_in = n.h_in * n.w_in;
+  static_assert(kLines % kWarps == 0, "every warp stores as many rows");
+  const int g = lane / 4, t = lane % 4, plane_in = n.h_in * n.w_in, ix = x0 + lane;
   float* grad_in = params.grad_in + b * params.grad_in_batch_stride;
   const float* gate = params.gate ? params.gate + b * params.gate_batch_stride : nullptr;
+  const float* prior_source = params.accumulate ? grad_in : gate;  // null: dx written as summed
+  // The warp's i-th row of a half: its offset in dx, or -1 past the plane or the channels.
+  const auto row_at = [&](int half, int i) -> long long {
+    const int line = warp + i * kWarps, local = line / Tile::kRows, row = line % Tile::kRows;
+    const int ci = ci0 + local / 8 * 16 + local % 8 + 8 * half, iy = y0 + row;
+    return ci < n.c_in && iy < n.h_in && ix < n.w_in ? (long long)ci * plane_in + iy * n.w_in + ix : -1;
+  };
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
+    // The half's gate (or accumulated) values first, in flight while the fragments go through shared
+    // memory: loaded between the stores, each would wait for the store before it (they may alias).
+    float prior[kLinesPerWarp];
+#pragma unroll
+    for (int i = 0; i < kLinesPerWarp; ++i) {
+      const long long at = row_at(half, i);
+      prior[i] = prior_source && at >= 0 ? prior_source[at] : 0.0f;
+    }
     float* channel_s = out_s + (wm * 8 + g) * kChannelStride;
 #pragma unroll
     for (int tile = 0; tile < 8; ++tile) {
@@ -123,17 +140,17 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
         channel_s[row * nn::kDgradPatchCols + 2 * (8 * h + 2 * t + e) + px] = acc[tile][2 * half + e];
     }
     __syncthreads();
-    const int ix = x0 + lane;
-    for (int line = warp; line < kLines; line += nn::kThreads / 32) {
-      const int local = line / Tile::kRows, row = line % Tile::kRows;
-      const int ci = ci0 + local / 8 * 16 + local % 8 + 8 * half, iy = y0 + row;
-      if (ci >= n.c_in || iy >= n.h_in || ix >= n.w_in) continue;
-      const long long at = (long long)ci * plane_in + iy * n.w_in + ix;
-      const float v = out_s[local * kChannelStride + row * nn::kDgradPatchCols + lane];
+#pragma unroll
+    for (int i = 0; i < kLinesPerWarp; ++i) {
+      const long long at = row_at(half, i);
+      if (at < 0) continue;
+      const int line = warp + i * kWarps;
+      const float v =
+          out_s[line / Tile::kRows * kChannelStride + line % Tile::kRows * nn::kDgradPatchCols + lane];
       if (params.accumulate)
-        grad_in[at] += v;
+        grad_in[at] = prior[i] + v;
       else
-        grad_in[at] = gate ? nn::silu_grad(v, gate[at]) : v;
+        grad_in[at] = gate ? nn::silu_grad(v, prior[i]) : v;
     }
     if (half == 0) __syncthreads();  // the second half's writes wait for the first half's reads
   }
