@@ -325,12 +325,12 @@ TEST_CASE("conv2d backward picks v2_tiled for dense 1/3/5 kernels, v5_depthwise 
         "conv2d_wgrad_mma<0, 3, 32>");
   CHECK(conv_wgrad_kernel_name(ConvBackwardVariant::Tiled, {3, 16, 3, 2, 1, true}) ==
         "conv2d_wgrad_tiled<3, 16>");
-  // The patch input gradients: K 3, stride 2, C_OUT a multiple of 8, tiled by C_IN; never a weight gradient,
-  // never the combined op's choice, the input gradient's at 16 bits where they run.
+  // The patch input gradients: K 3, stride 2, C_OUT a multiple of 8, tiled by C_IN (at most 32); never a
+  // weight gradient, never the combined op's choice, the input gradient's at 16 bits where they run.
   CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Fp16Patch, {32, 64, 3, 2, 1, true}) ==
         "conv2d_dgrad_patch<0, 32>");
   CHECK(conv_dgrad_kernel_name(ConvBackwardVariant::Bf16Patch, {128, 256, 3, 2, 1, true}) ==
-        "conv2d_dgrad_patch<1, 64>");
+        "conv2d_dgrad_patch<1, 32>");
   CHECK(conv_backward_variant_problem(ConvBackwardVariant::Fp16Patch, {16, 12, 3, 2, 1, true}) ==
         "v6_fp16_patch needs K 3, stride 2 and C_OUT a multiple of 8 (got K 3, stride 2, C_OUT 12)");
   CHECK(!conv_backward_variant_problem(ConvBackwardVariant::Bf16Patch, {16, 16, 3, 1, 1, true}).empty());

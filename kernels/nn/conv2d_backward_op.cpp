@@ -53,6 +53,12 @@ int round_up(int v, int multiple) {
 int patch_tile_rows(int channel_tile) {
   return 2 * 8 / (channel_tile / 16);
 }
+// v6 / v7's channel tile: at most 32 input channels, 8 dx rows a tile. At 64 (4 rows) each 16-channel block's
+// weights, staged into every CTA, served half the dx pixels: 147 KB of weights a CTA at C_out 128 against a
+// 13 KB dz patch; at 32 a CTA stages half the weights for the same pixels and a 22 KB patch.
+int patch_dgrad_channel_tile(int c_in) {
+  return std::min(32, conv_tiled_channel_tile(c_in));
+}
 size_t patch_shared_bytes(int channel_tile) {
   const size_t positions = size_t(patch_tile_rows(channel_tile) / 2 + 1) * (kPatchCols / 2 + 1);
   return 2 * (positions * (kPatchBlock + 8) + size_t(channel_tile) * (9 * kPatchBlock + 8)) * 2;
@@ -268,7 +274,7 @@ std::string conv_dgrad_kernel_name(ConvBackwardVariant v, const Conv2dShape& s) 
   if (direct_input_grad(v)) return "conv2d_dgrad_direct";
   if (is_patch(v))
     return "conv2d_dgrad_patch<" + half_type_template_arg(*half_type(v)) + ", " +
-           std::to_string(conv_tiled_channel_tile(s.c_in)) + ">";
+           std::to_string(patch_dgrad_channel_tile(s.c_in)) + ">";
   return gemm_instance_name("dgrad", v, s.kernel, conv_tiled_channel_tile(s.c_in));
 }
 
@@ -307,7 +313,7 @@ CompileRequest conv2d_backward_half_module_request() {
       request.name_expressions.push_back(narrow_wgrad_instance_name(*half_type(v), tiles));
   }
   for (ConvBackwardVariant v : {ConvBackwardVariant::Fp16Patch, ConvBackwardVariant::Bf16Patch})
-    for (int tile : kTiledChannelTiles)
+    for (int tile : {16, 32})  // patch_dgrad_channel_tile's
       request.name_expressions.push_back(
           conv_dgrad_kernel_name(v, {.c_in = tile, .c_out = 16, .kernel = 3, .stride = 2, .groups = 1}));
   return request;
@@ -428,7 +434,7 @@ void Conv2dBackwardOp::input_grad(int batch, int h, int w, const float* grad_z, 
   if (is_patch(*input_grad_)) {  // tiles of patch_tile_rows x 32 dx pixels, every image
     if (batch > kMaxGridYZ)
       throw UsageError("conv2d_dgrad: batch " + std::to_string(batch) + " exceeds 65535");
-    const int tm = conv_tiled_channel_tile(s.c_in), rows = patch_tile_rows(tm);
+    const int tm = patch_dgrad_channel_tile(s.c_in), rows = patch_tile_rows(tm);
     const long long tiles = (long long)((h + rows - 1) / rows) * ((w + kPatchCols - 1) / kPatchCols);
     LaunchConfig cfg{{unsigned(tiles), unsigned((s.c_in + tm - 1) / tm), unsigned(batch)}, {kThreads, 1, 1}};
     cfg.dynamic_shared_bytes = patch_shared_bytes(tm);

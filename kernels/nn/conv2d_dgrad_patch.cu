@@ -1,8 +1,8 @@
 // conv2d_dgrad_patch: the input gradient of a dense 3x3 stride-2 Conv2d on fp16 / bf16 tensor cores (variants
 // v6_fp16_patch, DT = LAB_F16, and v7_bf16_patch, LAB_BF16), dz staged once per block of 16 output channels
-// as a shared patch (nn/patch_staging.cuh) instead of once per tap and stride-phase class as conv2d_dgrad_mma.
-// Same parameters (Conv2dDgradParams, w_half in this kernel's layout), epilogue (written, accumulated, or
-// gated by the producer's SiLU backward) and float32 dx.
+// as a shared patch (nn/patch_staging.cuh) instead of once per tap and stride-phase class as
+// conv2d_dgrad_mma. Same parameters (Conv2dDgradParams, w_half in this kernel's layout), epilogue (written,
+// accumulated, or gated by the producer's SiLU backward) and float32 dx.
 //
 // conv2d_dgrad_patch<DT, TM>: dx[ci][iy][ix] = sum_{co, ky, kx} W[co][ci][ky][kx] dz[co][(iy + 1 - ky) / 2]
 // [(ix + 1 - kx) / 2] over the taps where both divide evenly (1, 2 or 4 of the 9 by the pixel's parities).
@@ -15,8 +15,10 @@
 //   past c_out); a tap's B operand for its two tiles is one ldmatrix.x4 of it (four distinct ones serve the
 //   nine taps), its A operand the tap's 16 x 16 block of the weights, stored [C_in][9][c_out_pad] (DT,
 //   tap-major, zero-padded) and staged by cp.async. 9 x 2 products a warp a block, one __syncthreads.
-//   dx pixels of one tile are two columns apart, so the epilogue stores them one at a time (no pixel
-//   pairs). Grid (tiles_y * tiles_x, ceil(C_in / TM), B); no split-K (the input gradient's plane is 4x dz's).
+//   dx pixels of one tile are two columns apart, so the epilogue goes through shared memory: the warps'
+//   fragments into rows of 32 columns, then each warp stores whole rows (128 bytes a store; storing the
+//   fragments directly wrote 8 channels' rows a store, 8 bytes of each 32-byte sector). Grid (tiles_y *
+//   tiles_x, ceil(C_in / TM), B); no split-K (the input gradient's plane is 4x dz's).
 //   Needs sm_80 or newer; the cpu emulator runs it through its mma / ldmatrix / cp.async model. Expect rel L2
 //   ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_dgrad_mma.
 #ifndef LAB_NN_CONV2D_DGRAD_PATCH_CU
@@ -98,31 +100,59 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
     __syncthreads();
   }
 
-  // Each lane holds tile columns j = 2t, 2t + 1 of each n8 tile for channels g and g + 8: dx columns
-  // 2 (8 h + j) + px, two apart, stored one at a time.
-  const int g = lane / 4, t = lane % 4, plane_in = n.h_in * n.w_in;
+  // The epilogue through shared memory (the buffers are free after the loop's last __syncthreads), one half
+  // of each warp's channels at a time: each lane writes its tile columns j = 2t, 2t + 1 of each n8 tile for
+  // channel g (or g + 8) — dx columns 2 (8 h + j) + px, two apart — into the CTA's rows of 32 columns; then
+  // each warp stores whole rows, a lane a column, so a row of 32 dx floats is one 128-byte store (and its
+  // gate or accumulated values one load, all of a half's issued before the half's shared-memory pass). Channel stride rows * 32 + 1 floats: a write touches banks g + 4t,
+  // at most two lanes a bank.
+  float* out_s = reinterpret_cast<float*>(smem);
+  constexpr int kChannelStride = Tile::kRows * nn::kDgradPatchCols + 1, kLines = TM / 2 * Tile::kRows;
+  constexpr int kWarps = nn::kThreads / 32, kLinesPerWarp = kLines / kWarps;
+  static_assert(TM / 2 * kChannelStride * 4 <= Tile::kSharedBytes, "half a tile of dx fits the buffers");
+  static_assert(kLines % kWarps == 0, "every warp stores as many rows");
+  const int g = lane / 4, t = lane % 4, plane_in = n.h_in * n.w_in, ix = x0 + lane;
   float* grad_in = params.grad_in + b * params.grad_in_batch_stride;
   const float* gate = params.gate ? params.gate + b * params.gate_batch_stride : nullptr;
+  const float* prior_source = params.accumulate ? grad_in : gate;  // null: dx written as summed
+  // The warp's i-th row of a half: its offset in dx, or -1 past the plane or the channels.
+  const auto row_at = [&](int half, int i) -> long long {
+    const int line = warp + i * kWarps, local = line / Tile::kRows, row = line % Tile::kRows;
+    const int ci = ci0 + local / 8 * 16 + local % 8 + 8 * half, iy = y0 + row;
+    return ci < n.c_in && iy < n.h_in && ix < n.w_in ? (long long)ci * plane_in + iy * n.w_in + ix : -1;
+  };
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int ci = ci0 + wm * 16 + g + 8 * half;
-    if (ci >= n.c_in) continue;
+    // The half's gate (or accumulated) values first, in flight while the fragments go through shared
+    // memory: loaded between the stores, each would wait for the store before it (they may alias).
+    float prior[kLinesPerWarp];
+#pragma unroll
+    for (int i = 0; i < kLinesPerWarp; ++i) {
+      const long long at = row_at(half, i);
+      prior[i] = prior_source && at >= 0 ? prior_source[at] : 0.0f;
+    }
+    float* channel_s = out_s + (wm * 8 + g) * kChannelStride;
 #pragma unroll
     for (int tile = 0; tile < 8; ++tile) {
-      const int py = tile / 4, px = tile / 2 % 2, h = tile % 2, iy = y0 + 2 * wn + py;
-      if (iy >= n.h_in) continue;
+      const int py = tile / 4, px = tile / 2 % 2, h = tile % 2, row = 2 * wn + py;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int ix = x0 + 2 * (8 * h + 2 * t + e) + px;
-        if (ix >= n.w_in) continue;
-        const long long at = (long long)ci * plane_in + iy * n.w_in + ix;
-        const float v = acc[tile][2 * half + e];
-        if (params.accumulate)
-          grad_in[at] += v;
-        else
-          grad_in[at] = gate ? nn::silu_grad(v, gate[at]) : v;
-      }
+      for (int e = 0; e < 2; ++e)
+        channel_s[row * nn::kDgradPatchCols + 2 * (8 * h + 2 * t + e) + px] = acc[tile][2 * half + e];
     }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kLinesPerWarp; ++i) {
+      const long long at = row_at(half, i);
+      if (at < 0) continue;
+      const int line = warp + i * kWarps;
+      const float v =
+          out_s[line / Tile::kRows * kChannelStride + line % Tile::kRows * nn::kDgradPatchCols + lane];
+      if (params.accumulate)
+        grad_in[at] = prior[i] + v;
+      else
+        grad_in[at] = gate ? nn::silu_grad(v, prior[i]) : v;
+    }
+    if (half == 0) __syncthreads();  // the second half's writes wait for the first half's reads
   }
 }
 

@@ -345,10 +345,17 @@ __global__ void __launch_bounds__(nn::kThreads, nn::mma_ctas_per_sm(TM))
     if (co >= c_out) continue;
     const nn::MmaChannelRow row(co, b, split, batch, c_out, plane_out, bias, silu, out, out_bs, out_cs, pre,
                                 pre_bs, pre_cs, residual, res_bs, res_cs, gate, gate_bs, gate_cs, partial);
+    // Two pairs at a time: four at a time spilled conv2d_mma<0, 1, 64> (62 -> 64 registers, 4 bytes spilled).
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const int p = px0 + wn * 32 + nt * 8 + 2 * t;
-      row.store(acc[nt][2 * half], acc[nt][2 * half + 1], p, plane_out - p, pairs);
+    for (int nt0 = 0; nt0 < 4; nt0 += 2) {
+      float v0[2], v1[2];
+      int p[2], left[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        v0[i] = acc[nt0 + i][2 * half], v1[i] = acc[nt0 + i][2 * half + 1];
+        p[i] = px0 + wn * 32 + (nt0 + i) * 8 + 2 * t, left[i] = plane_out - p[i];
+      }
+      row.store(v0, v1, p, left, pairs);
     }
   }
 }

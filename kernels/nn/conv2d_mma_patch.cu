@@ -8,9 +8,10 @@
 //   A CTA computes TM output channels x a tile of kRows output rows x 16 columns; each warp owns kWarpM
 //   channels (32 at stride 1, 16 at TM 16 and at stride 2) x 2 rows x 16 columns (four n8 tiles: a row's
 //   columns 0-7 and 8-15): tiles of 8 x 16 (TM 64) or 16 x 16 at stride 1, 4 x 16 (TM 64) or 8 x 16 (TM 32)
-//   at stride 2 (which takes no 16-channel tile). The reduction walks blocks of 16 input channels, double buffered in shared memory,
-//   one __syncthreads a block:
-//   - the patch: the block's 16 channels at the tile's input positions ((kRows - 1) S + 3 rows of (16 - 1) S +
+//   at stride 2 (which takes no 16-channel tile). The reduction walks blocks of 16 input channels, double
+//   buffered in shared memory, one __syncthreads a block:
+//   - the patch: the block's 16 channels at the tile's input positions ((kRows - 1) S + 3 rows of (16 - 1) S
+//   +
 //     3 columns, the halo included, zero outside the image and past c_in), rounded to DT, position-major with
 //     the 16 channels contiguous (kPatchLd = 24 halves a position: the eight 16-byte rows of an ldmatrix, 8
 //     consecutive positions, fall in distinct banks; at stride 2 a row's even and odd columns are two runs,
@@ -20,12 +21,12 @@
 //   - the weights: wh [C_out][9][c_in_pad] (DT, tap-major, channels padded to 16 with zeros), a block's
 //     9 x 16 values of each channel two 16-byte cp.async pieces a tap, into w_s[TM][9 * 16 + 8];
 //   - per tap (ky, kx), the B fragment of an n8 tile pair is one ldmatrix.x4 of the patch at the tap's
-//     offset (input row S r + ky, columns S x + kx), the A fragment one of w_s's columns tap * 16 ..: 9 taps x
-//     (kWarpM / 16) x 4 products a warp a block, where conv2d_mma staged every one of the 144 im2col rows
+//     offset (input row S r + ky, columns S x + kx), the A fragment one of w_s's columns tap * 16 ..: 9 taps
+//     x (kWarpM / 16) x 4 products a warp a block, where conv2d_mma staged every one of the 144 im2col rows
 //     from global memory (each input value loaded up to 9 times, the loads of one 32-row chunk hidden behind
 //     8 products).
 //   The products accumulate in float; the sum's order is (block, tap, channel), so results equal conv2d_mma's
-//   up to float rounding. The accumulators go to nn::store_output_pair / _at (pixel pairs where the output
+//   up to float rounding. The accumulators go to nn::MmaChannelRow::store (pixel pairs where the output
 //   width and every view keep them 8-byte aligned). Grid (tiles_y * tiles_x, ceil(C_out / TM), B * splits);
 //   split s sums blocks [s * blocks_per_split, ..) into its partial plane (conv2d_splitk_reduce adds them).
 //   Two CTAs an SM (up to 128 registers, no spills on sm_90; 40-75 KB of dynamic shared memory each).
@@ -149,11 +150,15 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
       if (co >= c_out) continue;
       const nn::MmaChannelRow row(co, b, split, batch, c_out, h * w, bias, silu, out, out_bs, out_cs, pre, pre_bs,
                                   pre_cs, residual, res_bs, res_cs, gate, gate_bs, gate_cs, partial);
+      float v0[4], v1[4];
+      int p[4], left[4];
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const int y = oy0 + wn * 2 + nt / 2, x = ox0 + nt % 2 * 8 + 2 * t;
-        row.store(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1], y * w + x, y < h ? w - x : 0, pairs);
+        v0[nt] = acc[mt][nt][2 * half], v1[nt] = acc[mt][nt][2 * half + 1];
+        p[nt] = y * w + x, left[nt] = y < h ? w - x : 0;
       }
+      row.store(v0, v1, p, left, pairs);
     }
 }
 

@@ -1,6 +1,7 @@
 // The epilogue of the 16-bit tensor-core convs (conv2d_mma, conv2d_mma_patch): a lane's accumulators for
-// output pixels p and p + 1 of one channel go through nn::store_output_pair (one 8-byte access per plane where
-// every view keeps pairs aligned) or nn::store_output_at, or, under split-K, raw into the split's partial plane.
+// output pixels p and p + 1 of one channel, four pairs at a time, go out as one 8-byte access per plane where
+// every view keeps pairs aligned (else one pixel at a time), or, under split-K, raw into the split's partial
+// plane.
 #pragma once
 #include "nn/nn_common.cuh"
 
@@ -50,13 +51,44 @@ struct MmaChannelRow {
   // (2026-12-06) caught conv2d_mma<0, 3, 64> and <0, 1, 64> writing a pixel pair just past their output's
   // end (p = the plane), launches the emulator runs clean under --check-bounds; built here (CUDA 13.0) that
   // test is one VIMNMX.RELU with a predicate output (docs/PERFORMANCE.md, thirty-second entry).
-  __device__ __forceinline__ void store(float v0, float v1, int p, int left, bool pairs) const {
-    if (pairs && left > 1) {
-      store_output_pair<true>(v0, v1, bias, silu, residual, pre, gate, out, p);
-    } else {
-      if (left > 0) store_output_at<true>(v0, bias, silu, residual, pre, gate, out, p);
-      if (left > 1) store_output_at<true>(v1, bias, silu, residual, pre, gate, out, p + 1);
+  // N pixel pairs (v0[i], v1[i]) at p[i], left[i], as nn::store_output_at<true> would write them one
+  // after another, but with every gate and residual value loaded before the first store: as far as the
+  // compiler knows a store may alias a later load, so interleaved, each load waits for the store before it.
+  template <int N>
+  __device__ __forceinline__ void store(const float (&v0)[N], const float (&v1)[N], const int (&p)[N],
+                                        const int (&left)[N], bool pairs) const {
+    float2 g[N], r[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      g[i] = load(gate, p[i], left[i], pairs), r[i] = load(residual, p[i], left[i], pairs);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float2 z = make_float2(v0[i] + bias, v1[i] + bias);
+      float2 v = gate ? make_float2(silu_grad(z.x, g[i].x), silu_grad(z.y, g[i].y))
+                      : make_float2(act_fast(z.x, silu), act_fast(z.y, silu));
+      if (residual) v.x += r[i].x, v.y += r[i].y;
+      if (pairs && left[i] > 1) {
+        *reinterpret_cast<float2*>(out + p[i]) = v;
+        if (pre) *reinterpret_cast<float2*>(pre + p[i]) = z;
+      } else {
+        if (left[i] > 0) {
+          out[p[i]] = v.x;
+          if (pre) pre[p[i]] = z.x;
+        }
+        if (left[i] > 1) {
+          out[p[i] + 1] = v.y;
+          if (pre) pre[p[i] + 1] = z.y;
+        }
+      }
     }
+  }
+
+ private:
+  // A row's values at p and p + 1 where they lie in the plane (zeros elsewhere, and without the row).
+  static __device__ __forceinline__ float2 load(const float* row, int p, int left, bool pairs) {
+    if (!row) return make_float2(0.0f, 0.0f);
+    if (pairs && left > 1) return *reinterpret_cast<const float2*>(row + p);
+    return make_float2(left > 0 ? row[p] : 0.0f, left > 1 ? row[p + 1] : 0.0f);
   }
 };
 

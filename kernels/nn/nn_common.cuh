@@ -51,28 +51,6 @@ __device__ __forceinline__ void store_output_at(float acc, float bias, int silu,
   if (pre_row) pre_row[p] = z;
 }
 
-// The same at pixels p and p + 1 as one 8-byte access per plane (p even, every row 8-byte aligned).
-template <bool kFast>
-__device__ __forceinline__ void store_output_pair(float acc0, float acc1, float bias, int silu,
-                                                  const float* res_row, float* pre_row, const float* gate_row,
-                                                  float* out_row, int p) {
-  const float2 z = make_float2(acc0 + bias, acc1 + bias);
-  float2 v;
-  if (gate_row) {
-    const float2 g = *reinterpret_cast<const float2*>(gate_row + p);
-    v = make_float2(silu_grad(z.x, g.x), silu_grad(z.y, g.y));
-  } else {
-    v = kFast ? make_float2(act_fast(z.x, silu), act_fast(z.y, silu))
-              : make_float2(act(z.x, silu), act(z.y, silu));
-  }
-  if (res_row) {
-    const float2 r = *reinterpret_cast<const float2*>(res_row + p);
-    v.x += r.x, v.y += r.y;
-  }
-  *reinterpret_cast<float2*>(out_row + p) = v;
-  if (pre_row) *reinterpret_cast<float2*>(pre_row + p) = z;
-}
-
 // The conv epilogue at (b, c, p) of views (pointer, batch stride, channel stride): z = acc + bias;
 // out[b, c, p] = act(z), or silu_grad(z, gate[b, c, p]) when gate is not null, (+ residual[b, c, p] when
 // residual is not null), and pre[b, c, p] = z when pre is not null (the pre-activation the SiLU backward
