@@ -104,8 +104,8 @@ __global__ void __launch_bounds__(nn::kThreads, nn::kPatchCtasPerSm)
   // of each warp's channels at a time: each lane writes its tile columns j = 2t, 2t + 1 of each n8 tile for
   // channel g (or g + 8) — dx columns 2 (8 h + j) + px, two apart — into the CTA's rows of 32 columns; then
   // each warp stores whole rows, a lane a column, so a row of 32 dx floats is one 128-byte store (and its
-  // gate or accumulated values one load, all of a half's issued before the half's shared-memory pass). Channel stride rows * 32 + 1 floats: a write touches banks g + 4t,
-  // at most two lanes a bank.
+  // gate or accumulated values one load, all of a half's issued before the half's shared-memory pass).
+  // Channel stride rows * 32 + 1 floats: a write touches banks g + 4t, at most two lanes a bank.
   float* out_s = reinterpret_cast<float*>(smem);
   constexpr int kChannelStride = Tile::kRows * nn::kDgradPatchCols + 1, kLines = TM / 2 * Tile::kRows;
   constexpr int kWarps = nn::kThreads / 32, kLinesPerWarp = kLines / kWarps;

@@ -1,7 +1,7 @@
 // The epilogue of the 16-bit tensor-core convs (conv2d_mma, conv2d_mma_patch): a lane's accumulators for
-// output pixels p and p + 1 of one channel, four pairs at a time, go out as one 8-byte access per plane where
-// every view keeps pairs aligned (else one pixel at a time), or, under split-K, raw into the split's partial
-// plane.
+// output pixels p and p + 1 of one channel, several pairs at a time (two in conv2d_mma, four in
+// conv2d_mma_patch), go out as one 8-byte access per plane where every view keeps pairs aligned (else one
+// pixel at a time), or, under split-K, raw into the split's partial plane.
 #pragma once
 #include "nn/nn_common.cuh"
 
