@@ -5,8 +5,9 @@
 # binary, every scenario on cuda and cpu, the benchmarks and PyTorch's SDPA on the same shapes. Logs go to $OUT.
 set -uo pipefail
 repo=$(pwd)
-# scripts/pack-device.sh sends .device/ gzipped (.device.tgz): unpack it once.
-[ -d .device ] || tar -xzf .device.tgz
+# scripts/pack-device.sh sends .device/ gzipped (.device.tgz), carried afresh by every call: unpack it every
+# time, since a warm machine keeps the ignored .device/ of its last call (an older pack).
+[ -f .device.tgz ] && rm -rf .device && tar -xzf .device.tgz
 built_at=${BUILT_AT:-/work/main}
 mkdir -p "$(dirname "$built_at")"
 [ -e "$built_at" ] || ln -s "$repo" "$built_at"
