@@ -161,16 +161,18 @@ step() { echo "=== $*" >&2; timeout "${STEP_TIMEOUT:-240}" "$@"; echo "=== exit 
   if [ -n "${FOLDER:-}" ]; then
     # lab detect on a folder of JPEGs (FOLDER_COPIES copies of each sample image): throughput per precision,
     # batch size, device set and JPEG encoder (--encode nvjpeg: nvJPEG on the GPU), with -v's stage
-    # profile; each run twice, the first warming the compile cache.
+    # profile; each run twice, the first warming the compile cache. FOLDER_ARGS ('|' between runs) replaces
+    # the list of configurations.
     model=.device/shared/assets/models/yolo26n.pt
     rm -rf /tmp/folder && mkdir -p /tmp/folder
     for i in $(seq -w 1 ${FOLDER_COPIES:-128}); do
       cp .device/shared/assets/images/bus.jpg /tmp/folder/bus_$i.jpg
       cp .device/shared/assets/images/zidane.jpg /tmp/folder/zidane_$i.jpg
     done
-    for args in "--batch 1" "--batch 32" "--batch 32 --precision tf32" "--batch 32 --precision fp16" \
-      "--batch 1 --devices ${DEVICES:-0}" "--batch 32 --devices ${DEVICES:-0}" \
-      "--batch 32 --precision fp16 --encode nvjpeg"; do
+    IFS='|' read -ra folder_args <<< "${FOLDER_ARGS:-"--batch 1|--batch 32|--batch 32 --precision tf32|\
+--batch 32 --precision fp16|--batch 1 --devices ${DEVICES:-0}|--batch 32 --devices ${DEVICES:-0}|\
+--batch 32 --precision fp16 --encode nvjpeg"}"
+    for args in "${folder_args[@]}"; do
       for run in warm-up measured; do
         echo "--- $run"
         step bash -c "lab detect /tmp/folder --backend cuda --model $model $args -v --out /tmp/folder-out | tail -7"
