@@ -41,9 +41,9 @@ cp "$assets"/goldens/bus640_golden_0.safetensors "$assets"/goldens/bus640_golden
 cp "$assets"/images/*.jpg "$out/shared/assets/images/"
 cp "$assets"/models/yolo26n.pt "$out/shared/assets/models/"
 du -sh "$out"
-# PACK_EXCLUDE="glob ..." leaves matching paths out of the tarball, to fit a call's carry beside .lab-cache.tgz:
-# the training calls (TRAIN_STEP, TORCH_TRAIN) need neither 'bus640_golden_2*' nor 'bus_loss_golden*', but
-# bench/torch_train_step.py reads bus640_golden_0 (bus.jpg's golden input).
+# PACK_EXCLUDE="glob ..." leaves matching paths out of the tarball, to fit a call's carry beside
+# .lab-cache.tgz: the training calls (TRAIN_STEP, TORCH_TRAIN) need neither 'bus640_golden_2*' nor
+# 'bus_loss_golden*', but bench/torch_train_step.py reads bus640_golden_0 (bus.jpg's golden input).
 read -ra globs <<< "${PACK_EXCLUDE:-}"
 excludes=() && for glob in "${globs[@]}"; do excludes+=(--exclude="$glob"); done
 tar -C "$root" -czf "$root/.device.tgz" "${excludes[@]}" .device

@@ -10,13 +10,14 @@
 //   columns 0-7 and 8-15): tiles of 8 x 16 (TM 64) or 16 x 16 at stride 1, 4 x 16 (TM 64) or 8 x 16 (TM 32)
 //   at stride 2 (which takes no 16-channel tile). The reduction walks blocks of 16 input channels, double
 //   buffered in shared memory, one __syncthreads a block:
-//   - the patch: the block's 16 channels at the tile's input positions ((kRows - 1) S + 3 rows of (16 - 1) S + 3
-//     columns, the halo included, zero outside the image and past c_in), rounded to DT, position-major with the 16
-//     channels contiguous (kPatchLd = 24 halves a position: the eight 16-byte rows of an ldmatrix, 8 consecutive
-//     positions, fall in distinct banks; at stride 2 a row's even and odd columns are two runs, so 8 output columns
-//     still read 8 consecutive positions). A thread stages a few (position, 8 channels) items of the next block, one
-//     at a time between the taps' products (PatchStaging): 8 float loads (one a channel plane, a warp's loads
-//     consecutive columns) into registers, a few taps later one 16-byte store;
+//   - the patch: the block's 16 channels at the tile's input positions ((kRows - 1) S + 3 rows of
+//     (16 - 1) S + 3 columns, the halo included, zero outside the image and past c_in), rounded to DT,
+//     position-major with the 16 channels contiguous (kPatchLd = 24 halves a position: the eight 16-byte rows
+//     of an ldmatrix, 8 consecutive positions, fall in distinct banks; at stride 2 a row's even and odd
+//     columns are two runs, so 8 output columns still read 8 consecutive positions). A thread stages a few
+//     (position, 8 channels) items of the next block, one at a time between the taps' products
+//     (PatchStaging): 8 float loads (one a channel plane, a warp's loads consecutive columns) into
+//     registers, a few taps later one 16-byte store;
 //   - the weights: wh [C_out][9][c_in_pad] (DT, tap-major, channels padded to 16 with zeros), a block's
 //     9 x 16 values of each channel two 16-byte cp.async pieces a tap, into w_s[TM][9 * 16 + 8];
 //   - per tap (ky, kx), the B fragment of an n8 tile pair is one ldmatrix.x4 of the patch at the tap's
