@@ -21,7 +21,9 @@
 //   the reduction steps (taps x channel blocks) of every tile of the CTA, counting them on one step counter
 //   for the ring's slots and phases, and loads A and B of each into a ring of STAGES slots: it waits for the
 //   slot's `empty` mbarrier (from its second round), announces the slot's bytes on `full` and issues both
-//   copies. So the next tile's first loads are in flight while the consumers run this tile's epilogue.
+//   copies. So the next tile's first loads are in flight while the consumers run this tile's epilogue. The
+//   B tiles of the first STAGES steps are loaded before griddepcontrol.wait (the weights are constant), under
+//   the previous launch; only their A tiles wait for it.
 //   Warpgroups 1.. are the consumers (setmaxnreg.inc with two), warpgroup c owning pixels 64 (c - 1) .. + 63
 //   of each tile (the two cooperate on one tile: they share its B tile, and the ring's slots stay whole):
 //   per tile, zero the accumulators; per step, wait on `full`, BK / 16 wgmma m64nBNk16 (A and B from shared
@@ -248,8 +250,26 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
       lab_mbarrier_init(&empty[s], 128 * CONSUMERS);  // every consumer thread
     }
     lab_fence_mbarrier_init();
+    lab_tma_prefetch_map(&p.x_map);
+    lab_tma_prefetch_map(&p.w_map);
+    if (kSplit3) lab_tma_prefetch_map(&p.w_lo_map);
   }
   __syncthreads();
+  // The weights are the op's own and no launch writes them, so the producer loads the B tiles of its first
+  // unit's first STAGES steps before the wait below; `full` counts their A tiles' bytes too, loaded after it.
+  int weights_ahead = 0;
+  if (tid == 0 && blockIdx.x < p.tiles * splits) {
+    const int tile = blockIdx.x / splits, slice = blockIdx.x % splits;
+    const int n0 = tile % p.n_tiles * BN, first = slice * steps / splits;
+    weights_ahead = min(STAGES, (slice + 1) * steps / splits - first);
+    for (int k = 0; k < weights_ahead; ++k) {
+      const int step = first + k, tap = step / p.channel_blocks, c0 = step % p.channel_blocks * BK;
+      unsigned char* slot = base + k * stage_bytes;
+      lab_mbarrier_arrive_expect_tx(&full[k], load_bytes);
+      lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[k], c0, tap, n0);
+      if (kSplit3) lab_tma_load_3d(slot + lo_bytes + a_bytes, &p.w_lo_map, &full[k], c0, tap, n0);
+    }
+  }
   // Programmatic Dependent Launch: the setup above overlaps the previous launch; the TMA loads of the input,
   // the residual loads and the stores come after its completion. The next launch may start now: all of
   // this grid's CTAs are resident, so its CTAs only take room this grid leaves free and run their setup.
@@ -269,14 +289,16 @@ __device__ __forceinline__ void conv2d_nhwc_body(const lab::Conv2dNhwcParams& p,
         const int s = k % STAGES, tap = step / p.channel_blocks, c0 = step % p.channel_blocks * BK;
         if (k >= STAGES) lab_mbarrier_wait_parity(&empty[s], (k / STAGES - 1) & 1);
         unsigned char* slot = base + s * stage_bytes;
-        lab_mbarrier_arrive_expect_tx(&full[s], load_bytes);
+        if (k >= weights_ahead) lab_mbarrier_arrive_expect_tx(&full[s], load_bytes);
         if (KSIZE == 1)
           lab_tma_load_2d(slot, &p.x_map, &full[s], c0, m0);
         else
           lab_tma_load_im2col_4d(slot, &p.x_map, &full[s], c0, ox * p.stride - 1, oy * p.stride - 1, image,
                                  (unsigned short)(tap % 3), (unsigned short)(tap / 3));
-        lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
-        if (kSplit3) lab_tma_load_3d(slot + lo_bytes + a_bytes, &p.w_lo_map, &full[s], c0, tap, n0);
+        if (k >= weights_ahead) {
+          lab_tma_load_3d(slot + a_bytes, &p.w_map, &full[s], c0, tap, n0);
+          if (kSplit3) lab_tma_load_3d(slot + lo_bytes + a_bytes, &p.w_lo_map, &full[s], c0, tap, n0);
+        }
       }
     }
     return;
