@@ -17,7 +17,6 @@ RuntimeContext ContextOptions::context() const {
   ctx.options.check_bounds = check_bounds;
   ctx.options.timeout_seconds = timeout;
   ctx.options.programmatic_launch = !no_pdl;
-  ctx.options.max_shared_carveout = max_shared_carveout;
   show_compile_progress();
   return ctx;
 }

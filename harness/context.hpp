@@ -18,7 +18,6 @@ struct ContextOptions {
   bool check_bounds = false;
   double timeout = kDefaultCpuTimeoutSeconds;  // cpu backend: CPU seconds a kernel thread may run stuck
   bool no_pdl = false;  // plain launches only, no Programmatic Dependent Launch (A/B measurement)
-  bool max_shared_carveout = false;  // every kernel prefers the largest shared-memory carveout (A/B)
 
   // The kernel tree, compile cache and runtime options; also shows parallel compiles as a progress line on a
   // terminal.

@@ -56,8 +56,7 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
               << ", "
               << (precision == Precision::Fp32 ? "float32" : precision_name(precision) + " dense convs")
               << ", layout " << layout << ", programmatic dependent launch "
-              << (backend->programmatic_launch() ? "on" : "off (--no-pdl, or below sm_90)")
-              << (state.max_shared_carveout ? ", largest shared-memory carveout" : "") << "\n"
+              << (backend->programmatic_launch() ? "on" : "off (--no-pdl, or below sm_90)") << "\n"
               << std::flush;
   std::cerr << "lab: first forward (compile, plan" << (graph_replay ? ", graph capture" : "") << "), then "
             << warmup + iters << " replays and " << layer_passes << " timed layer by layer\n";
@@ -97,7 +96,6 @@ void bench_pipeline(const PipelineBenchOptions& o, CliState& state) {
                           {"precision", precision_name(precision)},
                           {"layout", layout},
                           {"programmatic_launch", backend->programmatic_launch()},
-                          {"max_shared_carveout", state.max_shared_carveout},
                           {"batch", o.batch},
                           {"imgsz", imgsz},
                           {"iters", iters},

@@ -23,10 +23,6 @@ void add_global_options(CLI::App& app, CliState& state) {
   app.add_flag("--no-pdl", state.no_pdl,
                "cuda backend: launch the NHWC network's kernels without Programmatic Dependent Launch "
                "(for A/B timing; the results are the same)");
-  app.add_flag(
-      "--max-shared-carveout", state.max_shared_carveout,
-      "cuda backend: every kernel prefers the largest shared-memory carveout, so consecutive kernels "
-      "keep one SM configuration (for A/B timing; the results are the same)");
 }
 
 }  // namespace lab

@@ -24,8 +24,7 @@ void check(cudaError_t e, const std::string& what) {
 
 class CudaModule : public Module {
  public:
-  // max_shared_carveout: RuntimeOptions::max_shared_carveout, set on every entry.
-  CudaModule(CompileResult result, bool max_shared_carveout) : result_(std::move(result)) {
+  explicit CudaModule(CompileResult result) : result_(std::move(result)) {
     check(cudaLibraryLoadData(&library_, result_.binary.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
           "cudaLibraryLoadData(" + result_.cache_key.substr(0, 12) + ")");
     for (size_t i = 0; i < result_.name_expressions.size(); ++i) {
@@ -33,11 +32,6 @@ class CudaModule : public Module {
       check(cudaLibraryGetKernel(&k, library_, result_.lowered_names[i].c_str()),
             "cudaLibraryGetKernel(" + result_.name_expressions[i] + ")");
       kernels_[result_.name_expressions[i]] = k;
-      if (max_shared_carveout)
-        check(cudaFuncSetAttribute(reinterpret_cast<const void*>(k),
-                                   cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   cudaSharedmemCarveoutMaxShared),
-              "kernel " + result_.name_expressions[i] + ": the largest shared-memory carveout");
       signatures_[result_.name_expressions[i]] =
           entry_signature_from_ptx(result_.ptx, result_.lowered_names[i]);
       cudaFuncAttributes attr{};
@@ -160,7 +154,7 @@ class CudaBackend : public Backend {
   DeviceInfo device() const override { return info_; }
 
   std::shared_ptr<Module> compile(const CompileRequest& request) override {
-    return std::make_shared<CudaModule>(modules_.compile(request), context_.options.max_shared_carveout);
+    return std::make_shared<CudaModule>(modules_.compile(request));
   }
   void precompile(const std::vector<CompileRequest>& requests) override { modules_.precompile(requests); }
 

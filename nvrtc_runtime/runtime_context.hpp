@@ -23,10 +23,6 @@ struct RuntimeOptions {
   // Launches marked LaunchConfig::programmatic_dependent use Programmatic Dependent Launch where the backend
   // can (Backend::programmatic_launch); false: plain launches, for A/B measurement (lab --no-pdl).
   bool programmatic_launch = true;
-  // cuda backend: every loaded kernel prefers the largest shared-memory carveout, so kernels with and without
-  // shared memory keep one SM configuration and a PDL dependent can share an SM with its predecessor (lab
-  // --max-shared-carveout, for A/B measurement); false: the driver's choice per kernel.
-  bool max_shared_carveout = false;
 };
 
 struct RuntimeContext {
