@@ -104,11 +104,10 @@ void check_variants(Backend& backend) {
       dense_3x3_s1 +=
           c->spec->groups == 1 && c->spec->kernel == 3 && c->spec->c_in % 8 == 0 && c->spec->stride == 1;
       on_half += conv_variant_half_type(c->forward->variant()) == half;
-      on_patch +=
-          c->forward->variant() == (p == Precision::Fp16 ? ConvVariant::Fp16Patch : ConvVariant::Bf16Patch);
+      on_patch += c->forward->variant() == ConvVariant::Fp16Patch;
     }
     CHECK(on_half == dense - (p == Precision::Bf16 ? 1 : 0));
-    CHECK(on_patch == dense_3x3_s1);  // the dense 3x3 stride-1 convs
+    CHECK(on_patch == (p == Precision::Fp16 ? dense_3x3_s1 : 0));  // fp16's dense 3x3 stride-1 convs
     // The attention core's Flash Attention passes in the same 16-bit type (KEY_DIM 32).
     REQUIRE(!pass.tape().attentions().empty());
     for (const auto& attention : pass.tape().attentions()) CHECK(attention->half_type() == half);

@@ -127,9 +127,10 @@ TEST_CASE("Conv2dOp picks the variant from the shape", "[nn]") {
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp32) == ConvVariant::Tiled);
   CHECK(choose_conv_variant({3, 16, 3, 2, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
   CHECK(choose_conv_variant({64, 32, 1, 1, 1, true}, Precision::Bf16) == ConvVariant::Bf16);
-  // The patch variants for the dense 3x3 stride-1 convs they run (c_in a multiple of 8); v5 / v6 at stride 2.
+  // v7_fp16_patch for the dense 3x3 stride-1 convs it runs (c_in a multiple of 8), v5 at stride 2; bf16
+  // keeps v6 (v8 only when forced).
   CHECK(choose_conv_variant({32, 64, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16Patch);
-  CHECK(choose_conv_variant({64, 64, 3, 1, 1, false}, Precision::Bf16) == ConvVariant::Bf16Patch);
+  CHECK(choose_conv_variant({64, 64, 3, 1, 1, false}, Precision::Bf16) == ConvVariant::Bf16);
   CHECK(choose_conv_variant({64, 128, 3, 2, 1, true}, Precision::Bf16) == ConvVariant::Bf16);
   CHECK(choose_conv_variant({12, 64, 3, 1, 1, true}, Precision::Fp16) == ConvVariant::Fp16);
   CHECK(choose_conv_variant({32, 64, 3, 1, 1, true}, Precision::Tf32) == ConvVariant::Tf32);

@@ -31,8 +31,8 @@
 //   split s sums blocks [s * blocks_per_split, ..) into its partial plane (conv2d_splitk_reduce adds them).
 //   Two CTAs an SM (up to 128 registers, no spills on sm_90; 40-75 KB of dynamic shared memory each).
 //   Needs sm_80 or newer; the cpu emulator runs it through its mma / ldmatrix / cp.async model.
-//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_mma. The op runs it only when the
-//   variant is forced (conv2d_op.hpp; docs/kernels/nn.md says why).
+//   Expect rel L2 ~2e-4 (fp16) / ~2e-3 (bf16) against float64, as conv2d_mma. The op runs v7 for the fp16
+//   stride-1 convs and v8 only when forced (choose_conv_variant in conv2d_op.cpp says why).
 #ifndef LAB_NN_CONV2D_MMA_PATCH_CU
 #define LAB_NN_CONV2D_MMA_PATCH_CU
 #include "common/lab.cuh"

@@ -6,7 +6,7 @@
 // (3x3, stride 1 or 2, groups 1, c_in a multiple of 8: v5 / v6 with the input staged once per channel block
 // as a shared patch). The op picks v3 for depthwise shapes, for dense ones the variant of the precision (v2
 // for Precision::Fp32, the default; v4, v5, v6 for Tf32, Fp16, Bf16), and v1 otherwise; the runner can force
-// one (v7 / v8 run only when forced until they are measured beside v5 / v6 on the H200: docs/kernels/nn.md).
+// one (v7 is fp16's choice for the stride-1 3x3 convs; v8 runs only when forced: choose_conv_variant says why).
 // conv2d_spec() describes them all: the runner is made from it.
 #pragma once
 #include <optional>
@@ -38,8 +38,8 @@ std::optional<ConvVariant> parse_conv_variant(const std::string& name);
 std::string conv_variant_name(ConvVariant v);
 // The 16-bit operand type of the tensor-core variants v5-v8 (conv2d_mma.cu's module); nullopt for the others.
 std::optional<HalfType> conv_variant_half_type(ConvVariant v);
-// The variant the op picks for a shape at a precision: v3_depthwise where it runs; at Fp16 / Bf16 the patch
-// variant (v7 / v8) for the stride-1 convs it runs, else v5 / v6; at Fp32 / Tf32 v2 / v4; else v1_direct.
+// The variant the op picks for a shape at a precision: v3_depthwise where it runs; at Fp16 v7_fp16_patch for
+// the stride-1 convs it runs, else v5; at Fp32 / Tf32 / Bf16 v2 / v4 / v6; else v1_direct.
 ConvVariant choose_conv_variant(const Conv2dShape& s, Precision precision = Precision::Fp32);
 // Empty when `v` can run `s`, else the rule it breaks (one line).
 std::string conv_variant_problem(ConvVariant v, const Conv2dShape& s);
