@@ -230,8 +230,8 @@ def main():
 
     if args.lab and args.model:
         print("\nlab bench pipeline (same GPU, same run):")
-        # fp32 twice: the default layout (auto: NCHW, FFMA) and NHWC (3xTF32), both at float32 accuracy.
-        for precision, layout in (("fp32", None), ("fp32", "nhwc"), ("tf32", None), ("fp16", None),
+        # fp32 twice: NCHW (FFMA) and the default layout (auto: NHWC, 3xTF32), both at float32 accuracy.
+        for precision, layout in (("fp32", "nchw"), ("fp32", None), ("tf32", None), ("fp16", None),
                                   ("bf16", None)):
             for batch in (1, 32):
                 torch_row = f"b{batch} {precision} cuda-graph"

@@ -5,8 +5,8 @@
 namespace lab {
 
 inline constexpr const char* kLayoutHelp =
-    "Activations between layers on a kernel backend: nchw (float32, every GPU), nhwc (fp16 / bf16, or tf32 "
-    "values in float at tf32, on Hopper's wgmma + TMA kernels, sm_90a, or the cpu emulator) or auto (nhwc "
-    "where it runs, else nchw)";
+    "Activations between layers on a kernel backend: nchw (float32, every GPU), nhwc (fp16 / bf16, or float "
+    "at tf32 and fp32 (3xTF32), on Hopper's wgmma + TMA kernels, sm_90a, or the cpu emulator) or auto (nhwc "
+    "where it runs, fp32 only on a GPU; else nchw)";
 
 }  // namespace lab

@@ -13,6 +13,7 @@
 #include "pipeline/executor/activation_layout.hpp"
 #include "pipeline/executor/nhwc_ops.hpp"
 #include "pipeline/network.hpp"
+#include "tests/counting_backend.hpp"
 #include "tests/network_compare.hpp"
 #include "tests/network_test_support.hpp"
 #include "tests/scoped_env.hpp"
@@ -156,10 +157,20 @@ TEST_CASE("the nhwc network on the GPU matches the reference forward at 640x640 
   }
 }
 
+namespace {
+
+// The emulator as a backend whose launches the device times: what auto sees on a Hopper GPU.
+class DeviceTimedBackend : public test::CountingBackend {
+ public:
+  using CountingBackend::CountingBackend;
+  bool has_device_timing() const override { return true; }
+};
+
+}  // namespace
+
 TEST_CASE(
     "auto picks nhwc for fp16 / bf16 / tf32 on the cpu emulator (bf16 with the float stem), nchw for fp32 "
-    "(nhwc "
-    "on request), nhwc where it cannot run is a one-line error",
+    "there (nhwc on request) and nhwc on a GPU, nhwc where it cannot run is a one-line error",
     "[nhwc_network]") {
   LAB_SHARED_YOLO26N_OR_RETURN(model);
   auto backend = make_backend("cpu", test::embedded_context());
@@ -173,6 +184,9 @@ TEST_CASE(
   CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Fp16, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, wide_stem, Precision::Tf32, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp32, *backend) == ActivationLayout::Nchw);
+  DeviceTimedBackend gpu_like(*backend);
+  CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Fp32, gpu_like) == ActivationLayout::Nhwc);
+  CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp32, gpu_like) == ActivationLayout::Nchw);
   CHECK(choose_layout(LayoutChoice::Auto, *model, Precision::Tf32, *backend) == ActivationLayout::Nhwc);
   CHECK(choose_layout(LayoutChoice::Nchw, *model, Precision::Fp16, *backend) == ActivationLayout::Nchw);
   CHECK(make_kernel_network(*model, *backend, Precision::Fp16, LayoutChoice::Auto)->activation_layout() ==

@@ -107,8 +107,11 @@ ActivationLayout choose_layout(LayoutChoice choice, const Yolo26Model& model, Pr
   // with a bf16 stem: the right person at 0.37 plus a duplicate at 0.27; with the float stem 0.85, one box
   // (fp16 NHWC: 0.92). docs/detect.md, "Activation layout". fp16 and tf32 keep 11 significant bits: any stem.
   const bool accurate = precision != Precision::Bf16 || float_stem(model) != nullptr;
-  // fp32 on NHWC (3xTF32 products) only on request until the H200 has measured it against the NCHW network.
-  const bool automatic = accurate && precision != Precision::Fp32;
+  // fp32 on NHWC (3xTF32 products, worst tensor 7.0e-6 of float64 on the H200 against the 1e-5 bar) where the
+  // products run in hardware: on the H200 it took batch 1 from 2.06 to 0.97 ms and batch 32 from 13.8 to 6.49
+  // ms (docs/PERFORMANCE.md, seventeenth session); the emulator runs its three passes at half the NCHW
+  // network's speed (bus.jpg at 640: 6.5 against 3.2 s), so there it stays on request.
+  const bool automatic = accurate && (precision != Precision::Fp32 || backend.has_device_timing());
   return problem.empty() && (choice == LayoutChoice::Nhwc || automatic) ? ActivationLayout::Nhwc
                                                                         : ActivationLayout::Nchw;
 }
