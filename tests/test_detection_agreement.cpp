@@ -10,8 +10,7 @@
 // Every precision runs on the activation layout `auto` picks (fp16 / bf16 / tf32: NHWC on the emulator and on
 // an H200; fp32 NHWC on an H200, NCHW on the emulator), and fp16 / bf16 on NCHW keep a case of their own (fp32
 // and tf32 too on the GPU; on the emulator the layer-by-layer test_kernel_network.cpp covers tf32's NCHW
-// network). Each comparison prints its
-// worst score and box differences (docs/detect.md quotes them).
+// network). Each comparison prints its worst score and box differences (docs/detect.md quotes them).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
