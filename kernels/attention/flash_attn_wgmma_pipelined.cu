@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(384, 1)
       // packing, and a block boundary keeps ptxas from hoisting the wgmma wait above it.
       lab_wgmma_hold(sc);
       lab_wgmma_hold(row_sum);
-      block_boundary(&sh.v_full[prev], prev_parity);
+      block_boundary(&sh.v_full[prev], prev_parity, row_sum);
       lab_wgmma_wait_group<0>();
       lab_wgmma_hold(o);
       lab_mbarrier_arrive(&sh.v_empty[prev]);

@@ -9,6 +9,7 @@ namespace fa_wgmma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kMasked = -1.0e30f;      // the score of a key past the end: finite, so max / exp make no NaN
+constexpr int kStaleLog2 = 8;            // a row's maximum moves once a tile's exceeds it by this (log2)
 constexpr int kColumns = 64;             // elements of one 128-byte swizzled row
 constexpr unsigned kSwizzleAtom = 1024;  // 8 rows of 128 bytes: the stride between 8-row groups
 
