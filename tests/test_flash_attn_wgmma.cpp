@@ -72,22 +72,21 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the Hopper flash attention forwards' lazy row maxima hold when the maxima keep moving",
-          "[attention]") {
+TEST_CASE("the pipelined wgmma forward's lazy row maxima hold when the maxima keep moving", "[attention]") {
   // A row keeps its maximum until a tile's exceeds it by more than 2^8 (online_softmax's STALE_LOG2), and O's
   // rescale is skipped while no row of the warp moved. At SCALE 4 the scores' spread (about 15 in the log2
   // domain at HEAD_DIM 64) makes many rows move by more than that after their first tile, so both the moved
-  // and the skipped rescale run; at SCALE 0.01 no row moves after its first tile.
-  for (const auto& v : kVariants)
-    for (const char* scale : {"4", "0.01"})
-      for (const char* dtype : {"f16", "bf16"})
-        run_wgmma("cpu", v.variant,
-                  {{"BH", "1"},
-                   {"N_CTX_Q", "70"},
-                   {"N_CTX_K", "900"},
-                   {"HEAD_DIM", "64"},
-                   {"SCALE", scale},
-                   {"DTYPE", dtype}});
+  // and the skipped rescale run; at SCALE 0.01 no row moves after its first tile. (A rescale skipped every
+  // time fails the first: O rel_l2 about 30.)
+  for (const char* scale : {"4", "0.01"})
+    for (const char* dtype : {"f16", "bf16"})
+      run_wgmma("cpu", "wgmma_pipelined",
+                {{"BH", "1"},
+                 {"N_CTX_Q", "70"},
+                 {"N_CTX_K", "900"},
+                 {"HEAD_DIM", "64"},
+                 {"SCALE", scale},
+                 {"DTYPE", dtype}});
 }
 
 TEST_CASE(

@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
   lab_wgmma_wait_group<0>();
   lab_wgmma_hold(sc);
   lab_mbarrier_arrive(&sh.k_empty[0]);
-  online_softmax<BN, EXP2_FMA, 0>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+  online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, q, scale_log2, row_max, row_sum, alpha);
   fa_fp8::pack_p<0, BN>(sc, pa);
 
   for (int j = 1; j < tiles; ++j) {
@@ -250,11 +250,11 @@ __global__ void __launch_bounds__(384, 1) flash_attn_fp8_fwd(const __grid_consta
     lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
     lab_wgmma_hold(sc);
     lab_mbarrier_arrive(&sh.k_empty[s]);
-    online_softmax<BN, EXP2_FMA, 0>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, q, scale_log2, row_max, row_sum, alpha);
     // As in flash_attn_wgmma_pipelined.cu: the holds and the block boundary keep the softmax before the wait.
     lab_wgmma_hold(sc);
     lab_wgmma_hold(row_sum);
-    block_boundary(&sh.v_full[prev], prev_parity, row_sum);
+    block_boundary(&sh.v_full[prev], prev_parity);
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(o);
     lab_mbarrier_arrive(&sh.v_empty[prev]);

@@ -164,9 +164,14 @@ struct ConsumerThread {
 // A block boundary for ptxas, which schedules within blocks: without one it hoists a wgmma wait_group above
 // independent arithmetic before it (the softmax that should overlap the product). `completed` is an mbarrier
 // phase this thread has already waited for and that cannot move on yet, so the wait (a loop) returns at once.
-// The row sums join the wait's parity through a test that never holds (sums of exponentials are not
-// negative; NaN compares false): ptxas cannot see through it, so it finishes the softmax's sums, and the
-// exponentials they add, above the wait instead of sinking them below the wait for P V.
+__device__ __forceinline__ void block_boundary(uint64_t* completed, unsigned parity) {
+  lab_mbarrier_wait_parity(completed, parity);
+}
+
+// The same, with the row sums joined to the wait's parity through a test that never holds (sums of
+// exponentials are not negative; NaN compares false): ptxas cannot see through it, so it finishes the
+// softmax's sums, and the exponentials they add, above the wait. Without it, once the skipped rescale left
+// little work after the wait for P V, ptxas sank the sums (and the whole softmax at HEAD_DIM 256) below it.
 __device__ __forceinline__ void block_boundary(uint64_t* completed, unsigned parity, const float (&row_sum)[2]) {
   const unsigned never = (row_sum[0] < 0.f) | (row_sum[1] < 0.f);
   lab_mbarrier_wait_parity(completed, parity ^ never);
@@ -204,11 +209,12 @@ __device__ __forceinline__ float combine(const float (&v)[N], Op op) {
 // this tile, alpha is the factor O is rescaled by. Keys past n_k (only in the last tile; every row keeps one
 // key there) score kMasked, whose exponent is 0. Scores stay unscaled until the exponent (scale > 0).
 // EXP2_FMA of every 8 exponentials (the first of each 8 accumulator elements) run on exp2_fma, the rest on
-// ex2.approx. A row's maximum moves lazily: only when the tile's exceeds it by more than STALE_LOG2, else
-// alpha is exactly 1 (exp2 of 0) and rescale_output skips O. P is then at most 2^STALE_LOG2 (fp16 / bf16:
-// kStaleLog2, far inside their range; the row sums are float and L uses the same maximum). The fp8 forward
-// passes 0 (the eager maximum): it scales P's 1 to e4m3's largest value.
-template <int BN, int EXP2_FMA = 0, int STALE_LOG2 = kStaleLog2>
+// ex2.approx. STALE_LOG2 > 0 (the pipelined 16-bit forward: kStaleLog2) moves a row's maximum lazily: only
+// when the tile's exceeds it by more than STALE_LOG2, else alpha is exactly 1 (exp2 of 0), so
+// rescale_output<.., true> can skip O. P is then at most 2^STALE_LOG2, far inside fp16's and bf16's range; the
+// row sums are float and L uses the same maximum. 0: the eager maximum (the serial forward, and fp8, which
+// scales P's 1 to e4m3's largest value: a lazy maximum there costs P's small values their precision).
+template <int BN, int EXP2_FMA = 0, int STALE_LOG2 = 0>
 __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n_k, int q, float scale_log2,
                                                float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
   if ((j + 1) * BN > n_k) {
@@ -237,7 +243,9 @@ __device__ __forceinline__ void online_softmax(float (&sc)[BN / 2], int j, int n
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float tile_log2 = lab_group4_max(tile_max[r]) * scale_log2;
-    const float m_new = tile_log2 > row_max[r] + float(STALE_LOG2) ? tile_log2 : row_max[r];
+    float m_new;
+    if constexpr (STALE_LOG2 == 0) m_new = fmaxf(row_max[r], tile_log2);
+    else m_new = tile_log2 > row_max[r] + float(STALE_LOG2) ? tile_log2 : row_max[r];
     alpha[r] = lab_exp2_ftz(row_max[r] - m_new);
     row_max[r] = m_new;
     row_sum[r] *= alpha[r];
@@ -266,12 +274,13 @@ __device__ __forceinline__ void zero_output(float (&o)[HEAD_DIM / 2]) {
   for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.f;
 }
 
-// O *= alpha, row by row; skipped when no row of the warp moved its maximum (every alpha 1: the lazy
-// maxima of online_softmax make that the common case after the first tiles). The vote keeps the branch
-// warp-uniform.
-template <int HEAD_DIM>
+// O *= alpha, row by row. SKIP_UNMOVED: not when no row of the warp moved its maximum (every alpha 1: the
+// lazy maxima of online_softmax make that the common case after the first tiles; the vote keeps the branch
+// warp-uniform). The H100 measured the skip without lazy maxima 4 % slower on fp8 and 1 % on the serial D 64
+// forward, so only the pipelined 16-bit forward takes it.
+template <int HEAD_DIM, bool SKIP_UNMOVED = false>
 __device__ __forceinline__ void rescale_output(float (&o)[HEAD_DIM / 2], const float (&alpha)[2]) {
-  if (!__any_sync(LAB_FULL_MASK, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+  if (SKIP_UNMOVED && !__any_sync(LAB_FULL_MASK, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
   for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
 }

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(384, 1)
     lab_wgmma_wait_group<0>();
     lab_wgmma_hold(sc);
     lab_mbarrier_arrive(&sh.k_empty[slot0 % STAGES]);
-    online_softmax<BN, EXP2_FMA>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+    online_softmax<BN, EXP2_FMA, kStaleLog2>(sc, 0, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
     pack_p<DT, BN>(sc, pa);
 
     for (int j = 1; j < tiles; ++j) {
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(384, 1)
       lab_wgmma_wait_group<1>();  // S_j; P_{j-1} V_{j-1} may still run
       lab_wgmma_hold(sc);
       lab_mbarrier_arrive(&sh.k_empty[s]);
-      online_softmax<BN, EXP2_FMA>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
+      online_softmax<BN, EXP2_FMA, kStaleLog2>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
       // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's
       // packing, and a block boundary keeps ptxas from hoisting the wgmma wait above it.
       lab_wgmma_hold(sc);
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(384, 1)
       lab_wgmma_wait_group<0>();
       lab_wgmma_hold(o);
       lab_mbarrier_arrive(&sh.v_empty[prev]);
-      rescale_output<HEAD_DIM>(o, alpha);
+      rescale_output<HEAD_DIM, true>(o, alpha);
       pack_p<DT, BN>(sc, pa);
     }
     lab_mbarrier_arrive(sh.q_empty);  // every S of this block has completed: Q's buffer is free
