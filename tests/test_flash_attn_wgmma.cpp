@@ -89,6 +89,23 @@ TEST_CASE("the pipelined wgmma forward's lazy row maxima hold when the maxima ke
                  {"DTYPE", dtype}});
 }
 
+TEST_CASE("the pipelined wgmma forward's lazy row maxima hold when the maxima keep moving, on the cuda backend",
+          "[attention][gpu]") {
+  // The cpu case's inputs at every HEAD_DIM on the GPU: rows that move their maximum by more than 2^8 after
+  // the first tile (SCALE 4) and rows that never do (SCALE 0.01).
+  LAB_REQUIRE_GPU_OR_SKIP();
+  for (const char* d : {"64", "128", "256"})
+    for (const char* scale : {"4", "0.01"})
+      for (const char* dtype : {"f16", "bf16"})
+        run_wgmma("cuda", "wgmma_pipelined",
+                  {{"BH", "2"},
+                   {"N_CTX_Q", "300"},
+                   {"N_CTX_K", "2777"},
+                   {"HEAD_DIM", d},
+                   {"SCALE", scale},
+                   {"DTYPE", dtype}});
+}
+
 TEST_CASE(
     "the Hopper flash attention forwards (wgmma and wgmma_pipelined) match the reference on the cuda backend",
     "[attention][gpu]") {
