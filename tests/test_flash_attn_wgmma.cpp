@@ -53,6 +53,16 @@ const struct {
   const char* n_k;
 } kShapes[] = {{"64", "130", "400"}, {"128", "70", "300"}, {"256", "20", "150"}};
 
+// The pipelined forward at SCALE 4, where many rows move their maximum by more than 2^8 after their first
+// tile, and at SCALE 0.01, where none does; fp16 and bf16.
+void run_lazy_maxima(const std::string& backend_name, const char* head_dim, const char* n_q, const char* n_k) {
+  for (const char* scale : {"4", "0.01"})
+    for (const char* dtype : {"f16", "bf16"})
+      run_wgmma(backend_name, "wgmma_pipelined",
+                {{"BH", "1"}, {"N_CTX_Q", n_q}, {"N_CTX_K", n_k}, {"HEAD_DIM", head_dim}, {"SCALE", scale},
+                 {"DTYPE", dtype}});
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -78,32 +88,15 @@ TEST_CASE("the pipelined wgmma forward's lazy row maxima hold when the maxima ke
   // domain at HEAD_DIM 64) makes many rows move by more than that after their first tile, so both the moved
   // and the skipped rescale run; at SCALE 0.01 no row moves after its first tile. (A rescale skipped every
   // time fails the first: O rel_l2 about 30.)
-  for (const char* scale : {"4", "0.01"})
-    for (const char* dtype : {"f16", "bf16"})
-      run_wgmma("cpu", "wgmma_pipelined",
-                {{"BH", "1"},
-                 {"N_CTX_Q", "70"},
-                 {"N_CTX_K", "900"},
-                 {"HEAD_DIM", "64"},
-                 {"SCALE", scale},
-                 {"DTYPE", dtype}});
+  run_lazy_maxima("cpu", "64", "70", "900");
 }
 
 TEST_CASE("the pipelined wgmma forward's lazy row maxima hold when the maxima keep moving, on the cuda backend",
           "[attention][gpu]") {
-  // The cpu case's inputs at every HEAD_DIM on the GPU: rows that move their maximum by more than 2^8 after
-  // the first tile (SCALE 4) and rows that never do (SCALE 0.01).
+  // The cpu case's two scales at every HEAD_DIM and more keys, on the GPU: rows that move their maximum by
+  // more than 2^8 after the first tile (SCALE 4) and rows that never do (SCALE 0.01).
   LAB_REQUIRE_GPU_OR_SKIP();
-  for (const char* d : {"64", "128", "256"})
-    for (const char* scale : {"4", "0.01"})
-      for (const char* dtype : {"f16", "bf16"})
-        run_wgmma("cuda", "wgmma_pipelined",
-                  {{"BH", "2"},
-                   {"N_CTX_Q", "300"},
-                   {"N_CTX_K", "2777"},
-                   {"HEAD_DIM", d},
-                   {"SCALE", scale},
-                   {"DTYPE", dtype}});
+  for (const char* d : {"64", "128", "256"}) run_lazy_maxima("cuda", d, "300", "2777");
 }
 
 TEST_CASE(
