@@ -76,10 +76,10 @@ __global__ void __launch_bounds__(384, 1)
       lab_wgmma_hold(sc);
       lab_mbarrier_arrive(&sh.k_empty[s]);
       online_softmax<BN, EXP2_FMA, kStaleLog2>(sc, j, p.n_k, me.q, me.scale_log2, row_max, row_sum, alpha);
-      // The softmax stays before the wait for P V: the holds keep the compiler from sinking it to P's
-      // packing, and a block boundary keeps ptxas from hoisting the wgmma wait above it.
+      // The softmax stays before the wait for P V: the hold keeps the compiler from sinking the exponentials
+      // to P's packing, and the block boundary, which reads the row sums, keeps ptxas from hoisting the wgmma
+      // wait above them or sinking the sums below it.
       lab_wgmma_hold(sc);
-      lab_wgmma_hold(row_sum);
       block_boundary(&sh.v_full[prev], prev_parity, row_sum);
       lab_wgmma_wait_group<0>();
       lab_wgmma_hold(o);
